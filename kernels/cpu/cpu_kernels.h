@@ -1,0 +1,29 @@
+// Declarations of the CPU kernels (from kernels/cpu/kernels.inc).
+#pragma once
+
+#include "runtime/backend/backend.h"
+
+// Compiles a function for several x86 ISAs and picks one at load time by CPU
+// features (GCC function multi-versioning). Other targets build the default.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define RT_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RT_SIMD_CLONES
+#endif
+
+namespace ember::cpu {
+
+#define RT_KERNEL(op, dtypes, fn)                                                      \
+  Status fn(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, \
+            const OpParams& params);
+#define RT_KERNEL_WS(op, dtypes, fn, ws)                                               \
+  RT_KERNEL(op, dtypes, fn)                                                            \
+  size_t ws(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params);
+#include "kernels/cpu/kernels.inc"
+#undef RT_KERNEL
+#undef RT_KERNEL_WS
+
+// Elements per parallel_for chunk for cheap elementwise work.
+constexpr int64_t kElementwiseGrain = 32768;
+
+}  // namespace ember::cpu

@@ -1,0 +1,111 @@
+// Vectorized float32 elementwise kernels: contiguous operands (or a scalar
+// operand broadcast by stride 0) run a flat loop the compiler vectorizes for
+// each ISA clone, split across threads; other layouts use the reference loops.
+#include <cstring>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/ref/elementwise.h"
+#include "kernels/ref/ref_kernels.h"
+#include "runtime/core/thread_pool.h"
+
+namespace ember::cpu {
+namespace {
+
+// How an input is laid out relative to the output: contiguous, or one value.
+enum class Operand { Dense, Scalar, Other };
+
+Operand classify(const TensorView& v) {
+  if (v.is_contiguous()) return Operand::Dense;
+  for (int d = 0; d < v.rank; ++d) {
+    if (v.sizes[d] != 1 && v.strides[d] != 0) return Operand::Other;
+  }
+  return Operand::Scalar;
+}
+
+template <typename Op>
+RT_SIMD_CLONES void binary_loop(float* __restrict out, const float* __restrict a, int64_t sa,
+                                const float* __restrict b, int64_t sb, int64_t n) {
+  const Op op;
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) out[i] = op(a[i], b[i]);
+  } else if (sa == 1) {
+    const float bv = b[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = op(a[i], bv);
+  } else {
+    const float av = a[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = op(av, b[i]);
+  }
+}
+
+// Plain (non-NaN-aware) versions the vectorizer handles; NaN handling for
+// maximum/minimum is kept by checking `a != a` in the loop body.
+struct AddF { float operator()(float a, float b) const { return a + b; } };
+struct SubF { float operator()(float a, float b) const { return a - b; } };
+struct MulF { float operator()(float a, float b) const { return a * b; } };
+struct DivF { float operator()(float a, float b) const { return a / b; } };
+struct MaxF {
+  float operator()(float a, float b) const { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+};
+struct MinF {
+  float operator()(float a, float b) const { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+};
+
+template <typename Fast, typename Ref>
+Status binary_f32(Span<const TensorView> in, Span<TensorView> out) {
+  const Operand ka = classify(in[0]), kb = classify(in[1]);
+  const bool fast = out[0].is_contiguous() && ka != Operand::Other && kb != Operand::Other &&
+                    !(ka == Operand::Scalar && kb == Operand::Scalar);
+  if (!fast) return ref::binary<Ref, kAllTypes>(in, out);
+  float* o = out[0].ptr<float>();
+  const float* a = in[0].ptr<const float>();
+  const float* b = in[1].ptr<const float>();
+  const int64_t sa = ka == Operand::Dense ? 1 : 0, sb = kb == Operand::Dense ? 1 : 0;
+  parallel_for(0, out[0].numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    binary_loop<Fast>(o + begin, a + begin * sa, sa, b + begin * sb, sb, end - begin);
+  });
+  return Status::Ok;
+}
+
+RT_SIMD_CLONES void relu_loop(float* __restrict out, const float* __restrict x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0.0f || x[i] != x[i] ? x[i] : 0.0f;
+}
+
+}  // namespace
+
+#define RT_BINARY_F32(fn, Fast, Ref)                                                          \
+  Status fn(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
+    return binary_f32<Fast, ref::Ref>(in, out);                                               \
+  }
+RT_BINARY_F32(add_f32, AddF, AddOp)
+RT_BINARY_F32(sub_f32, SubF, SubOp)
+RT_BINARY_F32(mul_f32, MulF, MulOp)
+RT_BINARY_F32(div_f32, DivF, DivOp)
+RT_BINARY_F32(maximum_f32, MaxF, MaximumOp)
+RT_BINARY_F32(minimum_f32, MinF, MinimumOp)
+#undef RT_BINARY_F32
+
+Status relu_f32(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
+  if (!in[0].is_contiguous() || !out[0].is_contiguous()) return ref::unary<ref::ReluOp, kNumericTypes>(in, out);
+  const float* x = in[0].ptr<const float>();
+  float* o = out[0].ptr<float>();
+  parallel_for(0, out[0].numel(), kElementwiseGrain,
+               [&](int64_t begin, int64_t end) { relu_loop(o + begin, x + begin, end - begin); });
+  return Status::Ok;
+}
+
+// Copy: same-dtype contiguous copies are a parallel memcpy.
+Status copy(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  if (in[0].dtype != out[0].dtype || !in[0].is_contiguous() || !out[0].is_contiguous()) {
+    return ref::copy(ctx, in, out, params);
+  }
+  const size_t es = element_size(in[0].dtype);
+  const char* src = static_cast<const char*>(in[0].data);
+  char* dst = static_cast<char*>(out[0].data);
+  if (src == dst) return Status::Ok;
+  parallel_for(0, in[0].numel(), kElementwiseGrain * 4, [&](int64_t begin, int64_t end) {
+    std::memcpy(dst + begin * es, src + begin * es, static_cast<size_t>(end - begin) * es);
+  });
+  return Status::Ok;
+}
+
+}  // namespace ember::cpu

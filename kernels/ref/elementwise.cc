@@ -1,0 +1,86 @@
+// Unary and binary elementwise reference kernels, Where and Clamp.
+#include "kernels/ref/elementwise.h"
+
+#include "kernels/ref/ref_kernels.h"
+
+namespace ember::ref {
+
+#define RT_UNARY_KERNEL(fn, Op, types)                                                   \
+  Status fn(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,      \
+            const OpParams&) {                                                           \
+    return unary<Op, types>(in, out);                                                    \
+  }
+RT_UNARY_KERNEL(neg, NegOp, kNumericTypes)
+RT_UNARY_KERNEL(abs, AbsOp, kNumericTypes)
+RT_UNARY_KERNEL(exp, ExpOp, kFloatingTypes)
+RT_UNARY_KERNEL(log, LogOp, kFloatingTypes)
+RT_UNARY_KERNEL(sqrt, SqrtOp, kFloatingTypes)
+RT_UNARY_KERNEL(rsqrt, RsqrtOp, kFloatingTypes)
+RT_UNARY_KERNEL(sin, SinOp, kFloatingTypes)
+RT_UNARY_KERNEL(cos, CosOp, kFloatingTypes)
+RT_UNARY_KERNEL(tanh, TanhOp, kFloatingTypes)
+RT_UNARY_KERNEL(sigmoid, SigmoidOp, kFloatingTypes)
+RT_UNARY_KERNEL(relu, ReluOp, kNumericTypes)
+RT_UNARY_KERNEL(silu, SiluOp, kFloatingTypes)
+RT_UNARY_KERNEL(erf, ErfOp, kFloatingTypes)
+#undef RT_UNARY_KERNEL
+
+Status gelu(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto* p = std::get_if<GeluParams>(&params);
+  RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);
+  return p->tanh_approximation ? unary<GeluTanhOp, kFloatingTypes>(in, out)
+                               : unary<GeluOp, kFloatingTypes>(in, out);
+}
+
+Status clamp(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto* p = std::get_if<ClampParams>(&params);
+  RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);
+  Status status = Status::Ok;
+  dispatch_dtype(in[0].dtype, [&](auto tag) {
+    using C = compute_t<typename decltype(tag)::type>;
+    const C lo = p->has_min ? p->min.to<C>() : C(0);
+    const C hi = p->has_max ? p->max.to<C>() : C(0);
+    auto bound = [&](C x) { return ClampOp{}(x, p->has_min, lo, p->has_max, hi); };
+    status = unary<decltype(bound), kNumericTypes>(in, out, bound);
+  });
+  return status;
+}
+
+#define RT_BINARY_KERNEL(fn, Op, types)                                                  \
+  Status fn(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,      \
+            const OpParams&) {                                                           \
+    return binary<Op, types>(in, out);                                                   \
+  }
+RT_BINARY_KERNEL(add, AddOp, kAllTypes)
+RT_BINARY_KERNEL(sub, SubOp, kNumericTypes)
+RT_BINARY_KERNEL(mul, MulOp, kAllTypes)
+RT_BINARY_KERNEL(div, DivOp, kFloatingTypes)
+RT_BINARY_KERNEL(pow, PowOp, kAllTypes)
+RT_BINARY_KERNEL(maximum, MaximumOp, kAllTypes)
+RT_BINARY_KERNEL(minimum, MinimumOp, kAllTypes)
+RT_BINARY_KERNEL(eq, EqOp, kAllTypes)
+RT_BINARY_KERNEL(ne, NeOp, kAllTypes)
+RT_BINARY_KERNEL(lt, LtOp, kAllTypes)
+RT_BINARY_KERNEL(le, LeOp, kAllTypes)
+RT_BINARY_KERNEL(gt, GtOp, kAllTypes)
+RT_BINARY_KERNEL(ge, GeOp, kAllTypes)
+#undef RT_BINARY_KERNEL
+
+Status where(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
+  RT_CHECK_OR_RETURN(in[0].dtype == in[1].dtype && in[0].dtype == out[0].dtype && in[2].dtype == DType::Bool,
+                     Status::DTypeMismatch);
+  dispatch_dtype(in[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for_each_row<4>({&out[0], &in[0], &in[1], &in[2]},
+                    [](std::array<char*, 4> p, int64_t n, std::array<int64_t, 4> s) {
+                      for (int64_t i = 0; i < n; ++i) {
+                        const bool c = *reinterpret_cast<const bool*>(p[3] + i * s[3]);
+                        *reinterpret_cast<T*>(p[0] + i * s[0]) =
+                            *reinterpret_cast<const T*>(p[c ? 1 : 2] + i * s[c ? 1 : 2]);
+                      }
+                    });
+  });
+  return Status::Ok;
+}
+
+}  // namespace ember::ref

@@ -1,0 +1,203 @@
+// The scalar math of each elementwise op, on the compute type (float for the
+// 16-bit floats). Shared by the reference loops and the CPU vector loops, so
+// every backend on the host computes the same values.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace ember::ref {
+
+template <typename T>
+inline bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::isnan(x);
+  } else {
+    return false;
+  }
+}
+
+// Wrapping integer arithmetic (PyTorch wraps; signed overflow would be UB).
+template <typename T>
+inline T wrap_add(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename T>
+inline T wrap_sub(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+  } else {
+    return a - b;
+  }
+}
+template <typename T>
+inline T wrap_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<std::common_type_t<T, unsigned>>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
+// --- unary -------------------------------------------------------------------
+struct NegOp {
+  template <typename T> T operator()(T x) const { return wrap_sub(T(0), x); }
+};
+struct AbsOp {
+  template <typename T> T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) return x;
+    else if constexpr (std::is_integral_v<T>) return x < 0 ? wrap_sub(T(0), x) : x;
+    else return std::abs(x);
+  }
+};
+struct ExpOp {
+  template <typename T> T operator()(T x) const { return std::exp(x); }
+};
+struct LogOp {
+  template <typename T> T operator()(T x) const { return std::log(x); }
+};
+struct SqrtOp {
+  template <typename T> T operator()(T x) const { return std::sqrt(x); }
+};
+struct RsqrtOp {
+  template <typename T> T operator()(T x) const { return T(1) / std::sqrt(x); }
+};
+struct SinOp {
+  template <typename T> T operator()(T x) const { return std::sin(x); }
+};
+struct CosOp {
+  template <typename T> T operator()(T x) const { return std::cos(x); }
+};
+struct TanhOp {
+  template <typename T> T operator()(T x) const { return std::tanh(x); }
+};
+struct SigmoidOp {
+  template <typename T> T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); }
+};
+struct ReluOp {
+  template <typename T> T operator()(T x) const { return is_nan(x) || x > T(0) ? x : T(0); }
+};
+struct GeluOp {
+  template <typename T> T operator()(T x) const {
+    return T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2)));
+  }
+};
+struct GeluTanhOp {
+  template <typename T> T operator()(T x) const {
+    const T inner = T(M_2_SQRTPI * M_SQRT1_2) * (x + T(0.044715) * x * x * x);
+    return T(0.5) * x * (T(1) + std::tanh(inner));
+  }
+};
+struct SiluOp {
+  template <typename T> T operator()(T x) const { return x / (T(1) + std::exp(-x)); }
+};
+struct ErfOp {
+  template <typename T> T operator()(T x) const { return std::erf(x); }
+};
+struct ClampOp {
+  // Bounds in the compute type; NaN inputs propagate, as in PyTorch.
+  template <typename T> T operator()(T x, bool has_min, T lo, bool has_max, T hi) const {
+    if (is_nan(x)) return x;
+    if (has_min && x < lo) x = lo;
+    if (has_max && x > hi) x = hi;
+    return x;
+  }
+};
+
+// --- binary ------------------------------------------------------------------
+struct AddOp {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a || b;
+    else return wrap_add(a, b);
+  }
+};
+struct SubOp {
+  template <typename T> T operator()(T a, T b) const { return wrap_sub(a, b); }
+};
+struct MulOp {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a && b;
+    else return wrap_mul(a, b);
+  }
+};
+struct DivOp {
+  template <typename T> T operator()(T a, T b) const { return a / b; }
+};
+struct PowOp {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::pow(a, b);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return a || !b;
+    } else {
+      if (b < 0) {  // integer base to a negative power, as PyTorch computes it
+        if (a == 1) return 1;
+        if constexpr (std::is_signed_v<T>) {
+          if (a == -1) return (b % 2) ? T(-1) : T(1);
+        }
+        return 0;
+      }
+      T result = 1;
+      while (b) {
+        if (b & 1) result = wrap_mul(result, a);
+        a = wrap_mul(a, a);
+        b = static_cast<T>(b >> 1);
+      }
+      return result;
+    }
+  }
+};
+struct MaximumOp {
+  template <typename T> T operator()(T a, T b) const {
+    if (is_nan(a)) return a;
+    if (is_nan(b)) return b;
+    return a > b ? a : b;
+  }
+};
+struct MinimumOp {
+  template <typename T> T operator()(T a, T b) const {
+    if (is_nan(a)) return a;
+    if (is_nan(b)) return b;
+    return a < b ? a : b;
+  }
+};
+struct EqOp {
+  static constexpr bool kCompare = true;
+  template <typename T> bool operator()(T a, T b) const { return a == b; }
+};
+struct NeOp {
+  static constexpr bool kCompare = true;
+  template <typename T> bool operator()(T a, T b) const { return a != b; }
+};
+struct LtOp {
+  static constexpr bool kCompare = true;
+  template <typename T> bool operator()(T a, T b) const { return a < b; }
+};
+struct LeOp {
+  static constexpr bool kCompare = true;
+  template <typename T> bool operator()(T a, T b) const { return a <= b; }
+};
+struct GtOp {
+  static constexpr bool kCompare = true;
+  template <typename T> bool operator()(T a, T b) const { return a > b; }
+};
+struct GeOp {
+  static constexpr bool kCompare = true;
+  template <typename T> bool operator()(T a, T b) const { return a >= b; }
+};
+
+template <typename Op, typename = void>
+struct is_compare : std::false_type {};
+template <typename Op>
+struct is_compare<Op, std::void_t<decltype(Op::kCompare)>> : std::true_type {};
+
+}  // namespace ember::ref

@@ -1,0 +1,18 @@
+// Declarations of every reference kernel (from kernels.inc).
+#pragma once
+
+#include "runtime/backend/backend.h"
+
+namespace ember::ref {
+
+#define RT_KERNEL(op, dtypes, fn)                                                      \
+  Status fn(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, \
+            const OpParams& params);
+#define RT_KERNEL_WS(op, dtypes, fn, ws)                                               \
+  RT_KERNEL(op, dtypes, fn)                                                            \
+  size_t ws(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params);
+#include "kernels/ref/kernels.inc"
+#undef RT_KERNEL
+#undef RT_KERNEL_WS
+
+}  // namespace ember::ref

@@ -1,0 +1,72 @@
+// Backend: the one interface a device implements (CPU now; Vulkan and CUDA plug
+// in as one folder each under kernels/ without touching any op front-end).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "runtime/core/result.h"
+#include "runtime/core/span.h"
+#include "runtime/core/status.h"
+#include "runtime/graph/op_kind.h"
+#include "runtime/graph/op_params.h"
+#include "runtime/tensor/device.h"
+#include "runtime/tensor/tensor_view.h"
+
+namespace ember {
+
+struct KernelContext {
+  void* scratch = nullptr;     // workspace the kernel asked for (see KernelEntry::workspace)
+  size_t scratch_bytes = 0;
+  int num_threads = 1;
+  void* stream = nullptr;      // backend queue or stream (GPU backends)
+};
+
+using KernelFn = Status (*)(const KernelContext& ctx, Span<const TensorView> in,
+                            Span<TensorView> out, const OpParams& params);
+// Scratch bytes a kernel needs for these arguments (optional; none when null).
+using WorkspaceFn = size_t (*)(Span<const TensorView> in, Span<const TensorView> out,
+                               const OpParams& params);
+
+// One line of a backend's kernels.inc: the kernel for `op` over the dtypes in
+// `dtypes` (the dtype of the first input, or of the output for ops without inputs).
+struct KernelEntry {
+  OpKind op;
+  DTypeSet dtypes;
+  KernelFn fn;
+  WorkspaceFn workspace = nullptr;
+};
+
+struct Buffer {
+  void* data = nullptr;   // host-visible address (CPU), or backend handle
+  size_t bytes = 0;
+  void* handle = nullptr;  // backend-private (VkBuffer, ...)
+};
+
+class Backend {
+ public:
+  static constexpr uint32_t kApiVersion = 1;
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual DeviceType device_type() const = 0;
+  // Kernels in priority order: the first entry matching (op, dtype) is used.
+  virtual Span<const KernelEntry> kernels() const = 0;
+
+  virtual Result<Buffer> allocate(size_t bytes, size_t alignment) = 0;
+  virtual void release(Buffer& buffer) = 0;
+  virtual Status copy_in(Buffer& dst, size_t offset, Span<const std::byte> src) = 0;
+  virtual Status copy_out(Span<std::byte> dst, const Buffer& src, size_t offset) = 0;
+  // (optional) waits for queued work; synchronous backends need not override.
+  virtual Status synchronize() { return Status::Ok; }
+
+  // Derived from kernels(): never hand-written.
+  const KernelEntry* find_kernel(OpKind op, DType dtype) const;
+  bool supports(OpKind op, DType dtype) const { return find_kernel(op, dtype) != nullptr; }
+};
+
+// The backend compiled in for a device type, or nullptr.
+Backend* get_backend(DeviceType type);
+
+}  // namespace ember

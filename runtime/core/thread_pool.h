@@ -1,0 +1,19 @@
+// A process-wide thread pool: parallel_for splits [begin, end) into chunks of at
+// least `grain` iterations and runs them on the pool and the calling thread.
+// Nested calls run serially on the calling thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace ember {
+
+// Threads used by parallel work (default: the number of cores). n >= 1.
+void set_num_threads(int n);
+int get_num_threads();
+
+// Calls fn(chunk_begin, chunk_end) over disjoint chunks covering [begin, end).
+void parallel_for(int64_t begin, int64_t end, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace ember

@@ -1,0 +1,54 @@
+// OpKind: generated from ops.def.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace ember {
+
+enum class OpKind : uint16_t {
+#define RT_OP(Name, name, n_in, n_out, Params) Name,
+#include "runtime/graph/ops.def"
+#undef RT_OP
+};
+
+constexpr int kNumOps = 0
+#define RT_OP(Name, name, n_in, n_out, Params) +1
+#include "runtime/graph/ops.def"
+#undef RT_OP
+    ;
+
+constexpr std::string_view op_name(OpKind op) {
+  switch (op) {
+#define RT_OP(Name, name, n_in, n_out, Params) \
+  case OpKind::Name:                           \
+    return #name;
+#include "runtime/graph/ops.def"
+#undef RT_OP
+  }
+  return "unknown";
+}
+
+constexpr int op_num_inputs(OpKind op) {
+  switch (op) {
+#define RT_OP(Name, name, n_in, n_out, Params) \
+  case OpKind::Name:                           \
+    return n_in;
+#include "runtime/graph/ops.def"
+#undef RT_OP
+  }
+  return 0;
+}
+
+constexpr int op_num_outputs(OpKind op) {
+  switch (op) {
+#define RT_OP(Name, name, n_in, n_out, Params) \
+  case OpKind::Name:                           \
+    return n_out;
+#include "runtime/graph/ops.def"
+#undef RT_OP
+  }
+  return 0;
+}
+
+}  // namespace ember

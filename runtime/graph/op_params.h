@@ -1,0 +1,73 @@
+// Parameters of the ops in ops.def. Plain data: kernels read them, front-ends
+// and (later) the model loader fill them.
+#pragma once
+
+#include <cstdint>
+#include <variant>
+
+#include "runtime/tensor/scalar.h"
+#include "runtime/tensor/tensor_view.h"
+
+namespace ember {
+
+struct NoParams {};
+
+struct ScalarParams {
+  Scalar value;
+};
+
+struct GeluParams {
+  bool tanh_approximation = false;
+};
+
+struct ClampParams {
+  bool has_min = false, has_max = false;
+  Scalar min, max;
+};
+
+struct ReduceParams {
+  uint32_t dims = 0;     // bit d set: dimension d is reduced
+  int64_t correction = 1;  // var: divide by N - correction
+  double p = 2.0;          // norm order (inf allowed)
+};
+
+struct SoftmaxParams {
+  int dim = -1;
+};
+
+struct NormParams {
+  double eps = 1e-5;
+  int normalized_rank = 1;  // layer_norm: how many trailing dims are normalized
+};
+
+struct Conv2dParams {
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  int64_t groups = 1;
+};
+
+struct Pool2dParams {
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  bool ceil_mode = false;
+  bool count_include_pad = true;
+  int64_t divisor_override = 0;  // 0: none
+};
+
+enum class PadMode : uint8_t { Constant, Reflect, Replicate, Circular };
+
+struct PadParams {
+  PadMode mode = PadMode::Constant;
+  // before/after padding per dimension of the input, outermost first.
+  int64_t before[kMaxRank] = {};
+  int64_t after[kMaxRank] = {};
+  double value = 0.0;
+};
+
+using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
+                              SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams>;
+
+}  // namespace ember

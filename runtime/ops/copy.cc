@@ -1,0 +1,60 @@
+// copy_, fill_ and moving data between devices.
+#include <cstring>
+
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/ops.h"
+
+namespace ember {
+
+namespace {
+// True when writing `dst` could overlap itself (stride 0 over a dim of size > 1),
+// as for an expanded tensor. PyTorch refuses such in-place writes.
+bool has_internal_overlap(const Tensor& t) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.strides()[d] == 0 && t.sizes()[d] > 1) return true;
+  }
+  return false;
+}
+}  // namespace
+
+void check_writable(const Tensor& t) {
+  EMBER_CHECK(!has_internal_overlap(t), Status::InvalidArgument,
+              "unsupported operation: more than one element of the written-to tensor refers to a "
+              "single memory location. Please clone() the tensor before performing the operation.");
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  check_writable(*this);
+  broadcast_shapes(sizes(), src.sizes());  // PyTorch's message for incompatible shapes
+  Tensor source = src.expand(sizes());
+  if (source.device() == device()) {
+    // A source that overlaps this tensor's memory is copied out first.
+    if (source.storage() == storage() && !source.is_same(*this)) source = source.clone();
+    run_kernel(OpKind::Copy, {source}, {*this});
+    return *this;
+  }
+  // Between devices: through a contiguous host staging tensor of the source dtype.
+  const Tensor packed = source.contiguous();
+  Backend* from = get_backend(packed.device().type());
+  Backend* to = get_backend(device().type());
+  EMBER_CHECK(from != nullptr && to != nullptr, Status::NotSupported, "ember is not built with support for ",
+              device_type_name((from ? device() : packed.device()).type()), " devices");
+  Tensor staged = empty(sizes(), TensorOptions(packed.dtype()).device(device()));
+  const size_t bytes = packed.nbytes();
+  std::vector<std::byte> host(bytes);
+  const size_t src_offset = static_cast<size_t>(packed.storage_offset()) * packed.element_size();
+  raise_if_error(from->copy_out(Span<std::byte>(host.data(), bytes), packed.storage()->buffer(), src_offset),
+                 "copy from device");
+  Buffer dst_buffer = staged.storage()->buffer();
+  raise_if_error(to->copy_in(dst_buffer, 0, Span<const std::byte>(host.data(), bytes)), "copy to device");
+  run_kernel(OpKind::Copy, {staged}, {*this});
+  return *this;
+}
+
+Tensor& Tensor::fill_(Scalar value) {
+  check_writable(*this);
+  run_kernel(OpKind::Fill, {}, {*this}, ScalarParams{value});
+  return *this;
+}
+
+}  // namespace ember

@@ -1,0 +1,76 @@
+#include "runtime/ops/dispatch.h"
+
+#include <memory>
+#include <vector>
+
+#include "runtime/core/thread_pool.h"
+
+namespace ember {
+
+void check_same_device(Span<const Tensor> tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor& t : tensors) {
+    if (!t.defined()) continue;
+    if (first == nullptr) {
+      first = &t;
+    } else {
+      EMBER_CHECK(t.device() == first->device(), Status::DeviceMismatch,
+                  "Expected all tensors to be on the same device, but found at least two devices, ",
+                  first->device(), " and ", t.device(), "!");
+    }
+  }
+}
+
+namespace {
+// Per-thread scratch for kernels that ask for a workspace; grows, never shrinks.
+struct Scratch {
+  std::unique_ptr<std::byte[]> data;
+  size_t bytes = 0;
+  void* reserve(size_t n) {
+    if (n > bytes) {
+      data.reset(new std::byte[n + kTensorTailPadding]);
+      bytes = n;
+    }
+    return data.get();
+  }
+};
+}  // namespace
+
+void run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
+                const OpParams& params) {
+  std::vector<Tensor> all(inputs);
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  check_same_device(all);
+  const Tensor* key = nullptr;
+  for (const Tensor& t : all) {
+    if (t.defined() && key == nullptr) key = &t;
+  }
+  RT_CHECK(key != nullptr, "run_kernel without tensors");
+  const Device device = key->device();
+  Backend* backend = get_backend(device.type());
+  EMBER_CHECK(backend != nullptr, Status::NotSupported, "ember is not built with support for ",
+              device_type_name(device.type()), " devices");
+  const KernelEntry* kernel = backend->find_kernel(op, key->dtype());
+  EMBER_CHECK(kernel != nullptr, Status::NotSupported, "\"", op_name(op), "\" not implemented for '",
+              dtype_legacy_name(key->dtype()), "' on ", backend->name());
+
+  std::vector<TensorView> views;
+  views.reserve(all.size());
+  for (const Tensor& t : all) views.push_back(t.defined() ? t.kernel_view() : TensorView{});
+  const Span<const TensorView> in(views.data(), inputs.size());
+  const Span<TensorView> out(views.data() + inputs.size(), outputs.size());
+
+  KernelContext ctx;
+  ctx.num_threads = get_num_threads();
+  if (kernel->workspace != nullptr) {
+    thread_local Scratch scratch;
+    ctx.scratch_bytes = kernel->workspace(in, Span<const TensorView>(out.data(), out.size()), params);
+    ctx.scratch = scratch.reserve(ctx.scratch_bytes);
+  }
+  const Status status = kernel->fn(ctx, in, out, params);
+  EMBER_CHECK(status == Status::Ok, status, "kernel \"", op_name(op), "\" on ", backend->name(),
+              " failed: ", status_name(status));
+  for (const Tensor& t : outputs) t.storage()->bump_version();
+}
+
+}  // namespace ember

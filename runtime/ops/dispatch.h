@@ -1,0 +1,22 @@
+// Dispatch from an op front-end to the kernel of the tensors' device.
+#pragma once
+
+#include <initializer_list>
+
+#include "runtime/backend/backend.h"
+#include "runtime/graph/op_params.h"
+#include "runtime/tensor/tensor.h"
+
+namespace ember {
+
+// Checks that all defined tensors share one device (PyTorch's message), then
+// runs the kernel registered for `op` and the dtype key (the first input's
+// dtype, or the first output's for ops without inputs). Undefined input tensors
+// (optional arguments) reach the kernel as views with data == nullptr.
+void run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
+                const OpParams& params = NoParams{});
+
+// Raises PyTorch's message unless every defined tensor is on one device.
+void check_same_device(Span<const Tensor> tensors);
+
+}  // namespace ember

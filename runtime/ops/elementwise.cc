@@ -1,0 +1,315 @@
+// Elementwise front-ends: type promotion, broadcasting, output allocation and
+// in-place forms, for the unary and binary ops of ops.def.
+#include <algorithm>
+#include <optional>
+
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/ops.h"
+
+namespace ember {
+
+void check_writable(const Tensor& t);  // copy.cc
+
+// --- type promotion ----------------------------------------------------------
+
+namespace {
+
+using MaybeType = std::optional<DType>;
+
+MaybeType promote_maybe(MaybeType a, MaybeType b) {
+  if (!a) return b;
+  if (!b) return a;
+  return promote_types(*a, *b);
+}
+
+// PyTorch's combine_categories: a lower-priority group only raises the
+// category (bool < integral < floating), never the width within one.
+MaybeType combine_categories(MaybeType higher, MaybeType lower) {
+  if (higher && is_floating(*higher)) return higher;
+  if (higher && (*higher == DType::Bool || (lower && is_floating(*lower)))) {
+    return promote_maybe(higher, lower);
+  }
+  if (!higher) return lower;
+  if (lower && is_floating(*lower)) return promote_maybe(higher, lower);
+  return higher;
+}
+
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && is_integral(to, /*include_bool=*/true)) return false;
+  if (from != DType::Bool && to == DType::Bool) return false;
+  return true;
+}
+
+}  // namespace
+
+DType result_type(Span<const Tensor> tensors, Span<const Scalar> scalars) {
+  MaybeType dim_result, zero_result, wrapped_result;
+  for (const Tensor& t : tensors) {
+    if (!t.defined()) continue;
+    if (t.dim() > 0) {
+      dim_result = promote_maybe(dim_result, t.dtype());
+    } else {
+      zero_result = promote_maybe(zero_result, t.dtype());
+    }
+  }
+  for (const Scalar& s : scalars) wrapped_result = promote_maybe(wrapped_result, s.default_dtype());
+  const MaybeType r = combine_categories(dim_result, combine_categories(zero_result, wrapped_result));
+  return r.value_or(kDefaultFloat);
+}
+
+Shape broadcast_shapes(IntArrayRef a, IntArrayRef b) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    EMBER_CHECK(da == db || da == 1 || db == 1, Status::ShapeMismatch, "The size of tensor a (", da,
+                ") must match the size of tensor b (", db, ") at non-singleton dimension ", i);
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+namespace {
+
+// The output of an elementwise op: the layout of the first input that already
+// has the output's shape (so channels_last stays channels_last), else contiguous.
+Tensor new_output(IntArrayRef shape, DType dtype, std::initializer_list<Tensor> inputs) {
+  for (const Tensor& t : inputs) {
+    if (t.defined() && std::equal(t.sizes().begin(), t.sizes().end(), shape.begin(), shape.end())) {
+      return empty_like(t, dtype);
+    }
+  }
+  return empty(shape, TensorOptions(dtype).device(inputs.begin()->device()));
+}
+
+enum class Category { Arithmetic, TrueDivide, Compare };
+
+DType compute_dtype(OpKind op, DType common, Category category) {
+  if (category == Category::TrueDivide && is_integral(common, /*include_bool=*/true)) return kDefaultFloat;
+  if (op == OpKind::Sub && common == DType::Bool) {
+    raise(Status::InvalidArgument,
+          "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+          "`logical_xor()` operator instead.");
+  }
+  return common;
+}
+
+Tensor binary(OpKind op, const Tensor& a, const Tensor& b, DType common, Category category) {
+  check_same_device({a, b});
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes());
+  const DType compute = compute_dtype(op, common, category);
+  const DType out_dtype = category == Category::Compare ? DType::Bool : compute;
+  const Tensor ca = a.to(compute), cb = b.to(compute);
+  Tensor out = new_output(shape, out_dtype, {ca, cb});
+  run_kernel(op, {ca.expand(shape), cb.expand(shape)}, {out});
+  return out;
+}
+
+Category category_of(OpKind op) {
+  switch (op) {
+    case OpKind::Div: return Category::TrueDivide;
+    case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
+    case OpKind::Le: case OpKind::Gt: case OpKind::Ge: return Category::Compare;
+    default: return Category::Arithmetic;
+  }
+}
+
+Tensor binary(OpKind op, const Tensor& a, const Tensor& b) {
+  return binary(op, a, b, result_type({a, b}), category_of(op));
+}
+
+Tensor binary(OpKind op, const Tensor& a, Scalar b) {
+  const DType common = result_type({a}, {b});
+  return binary(op, a, scalar_tensor(b, TensorOptions(common).device(a.device())), common, category_of(op));
+}
+
+Tensor binary(OpKind op, Scalar a, const Tensor& b) {
+  const DType common = result_type({b}, {a});
+  return binary(op, scalar_tensor(a, TensorOptions(common).device(b.device())), b, common, category_of(op));
+}
+
+// self = op(self, other), with PyTorch's rules: the result must broadcast to
+// self's shape and be castable to self's dtype.
+Tensor& binary_(OpKind op, Tensor& self, const Tensor& other, DType common) {
+  check_writable(self);
+  EMBER_CHECK(can_cast(compute_dtype(op, common, category_of(op)), self.dtype()), Status::DTypeMismatch,
+              "result type ", dtype_legacy_name(compute_dtype(op, common, category_of(op))),
+              " can't be cast to the desired output type ", dtype_legacy_name(self.dtype()));
+  const Shape shape = broadcast_shapes(self.sizes(), other.sizes());
+  EMBER_CHECK(shape == self.sizes(), Status::ShapeMismatch, "output with shape ", shape_str(self.sizes()),
+              " doesn't match the broadcast shape ", shape_str(shape));
+  const DType compute = compute_dtype(op, common, category_of(op));
+  if (compute == self.dtype()) {
+    check_same_device({self, other});
+    Tensor o = other.to(compute);
+    if (o.storage() == self.storage() && !o.is_same(self)) o = o.clone();  // overlapping operand
+    run_kernel(op, {self, o.expand(shape)}, {self});
+  } else {
+    self.copy_(binary(op, self, other, common, category_of(op)));
+  }
+  return self;
+}
+
+Tensor& binary_(OpKind op, Tensor& self, const Tensor& other) {
+  return binary_(op, self, other, result_type({self, other}));
+}
+
+Tensor& binary_(OpKind op, Tensor& self, Scalar other) {
+  const DType common = result_type({self}, {other});
+  return binary_(op, self, scalar_tensor(other, TensorOptions(common).device(self.device())), common);
+}
+
+// Unary ops on floating values: integer and bool inputs become float32 first.
+Tensor unary(OpKind op, const Tensor& x, const OpParams& params = NoParams{}, bool to_float = true) {
+  const Tensor in = to_float && !x.is_floating_point() ? x.to(kDefaultFloat) : x;
+  Tensor out = empty_like(in);
+  run_kernel(op, {in}, {out}, params);
+  return out;
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(OpKind::Add, a, b); }
+Tensor add(const Tensor& a, Scalar b) { return binary(OpKind::Add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(OpKind::Sub, a, b); }
+Tensor sub(const Tensor& a, Scalar b) { return binary(OpKind::Sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(OpKind::Mul, a, b); }
+Tensor mul(const Tensor& a, Scalar b) { return binary(OpKind::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(OpKind::Div, a, b); }
+Tensor div(const Tensor& a, Scalar b) { return binary(OpKind::Div, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(OpKind::Pow, a, b); }
+Tensor pow(const Tensor& a, Scalar b) {
+  EMBER_CHECK(!(is_integral(a.dtype()) && b.is_integral() && b.to_int() < 0), Status::InvalidArgument,
+              "Integers to negative integer powers are not allowed.");
+  return binary(OpKind::Pow, a, b);
+}
+Tensor pow(Scalar a, const Tensor& b) { return binary(OpKind::Pow, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(OpKind::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(OpKind::Minimum, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::Eq, a, b); }
+Tensor eq(const Tensor& a, Scalar b) { return binary(OpKind::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(OpKind::Ne, a, b); }
+Tensor ne(const Tensor& a, Scalar b) { return binary(OpKind::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(OpKind::Lt, a, b); }
+Tensor lt(const Tensor& a, Scalar b) { return binary(OpKind::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(OpKind::Le, a, b); }
+Tensor le(const Tensor& a, Scalar b) { return binary(OpKind::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(OpKind::Gt, a, b); }
+Tensor gt(const Tensor& a, Scalar b) { return binary(OpKind::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(OpKind::Ge, a, b); }
+Tensor ge(const Tensor& a, Scalar b) { return binary(OpKind::Ge, a, b); }
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
+Tensor operator+(Scalar a, const Tensor& b) { return binary(OpKind::Add, a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
+Tensor operator-(Scalar a, const Tensor& b) { return binary(OpKind::Sub, a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
+Tensor operator*(Scalar a, const Tensor& b) { return binary(OpKind::Mul, a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
+Tensor operator/(Scalar a, const Tensor& b) { return binary(OpKind::Div, a, b); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator<(const Tensor& a, Scalar b) { return lt(a, b); }
+Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
+
+Tensor& Tensor::add_(const Tensor& other) { return binary_(OpKind::Add, *this, other); }
+Tensor& Tensor::add_(Scalar other) { return binary_(OpKind::Add, *this, other); }
+Tensor& Tensor::sub_(const Tensor& other) { return binary_(OpKind::Sub, *this, other); }
+Tensor& Tensor::sub_(Scalar other) { return binary_(OpKind::Sub, *this, other); }
+Tensor& Tensor::mul_(const Tensor& other) { return binary_(OpKind::Mul, *this, other); }
+Tensor& Tensor::mul_(Scalar other) { return binary_(OpKind::Mul, *this, other); }
+Tensor& Tensor::div_(const Tensor& other) { return binary_(OpKind::Div, *this, other); }
+Tensor& Tensor::div_(Scalar other) { return binary_(OpKind::Div, *this, other); }
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(condition.dtype() == DType::Bool, Status::DTypeMismatch,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+              dtype_legacy_name(condition.dtype()));
+  check_same_device({condition, a, b});
+  const Shape shape = broadcast_shapes(broadcast_shapes(condition.sizes(), a.sizes()), b.sizes());
+  const DType dtype = result_type({a, b});
+  const Tensor ca = a.to(dtype), cb = b.to(dtype);
+  Tensor out = new_output(shape, dtype, {ca, cb, condition});
+  run_kernel(OpKind::Where, {ca.expand(shape), cb.expand(shape), condition.expand(shape)}, {out});
+  return out;
+}
+
+Tensor where(const Tensor& condition, Scalar a, const Tensor& b) {
+  return where(condition, scalar_tensor(a, TensorOptions(result_type({b}, {a})).device(b.device())), b);
+}
+
+Tensor where(const Tensor& condition, const Tensor& a, Scalar b) {
+  return where(condition, a, scalar_tensor(b, TensorOptions(result_type({a}, {b})).device(a.device())));
+}
+
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  EMBER_CHECK(min || max, Status::InvalidArgument,
+              "torch.clamp: At least one of 'min' or 'max' must not be None");
+  std::vector<Scalar> bounds;
+  if (min) bounds.push_back(*min);
+  if (max) bounds.push_back(*max);
+  const DType dtype = result_type({x}, bounds);
+  EMBER_CHECK(dtype != DType::Bool, Status::NotSupported, "\"clamp\" not implemented for 'Bool'");
+  ClampParams p;
+  p.has_min = min.has_value();
+  p.has_max = max.has_value();
+  if (min) p.min = *min;
+  if (max) p.max = *max;
+  return unary(OpKind::Clamp, x.to(dtype), p, /*to_float=*/false);
+}
+
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  return copy_(clamp(*this, min, max));
+}
+
+Tensor neg(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::InvalidArgument,
+              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+              "invert a mask, use the `~` or `logical_not()` operator instead.");
+  return unary(OpKind::Neg, x, NoParams{}, /*to_float=*/false);
+}
+Tensor abs(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"abs_cpu\" not implemented for 'Bool'");
+  return unary(OpKind::Abs, x, NoParams{}, /*to_float=*/false);
+}
+Tensor exp(const Tensor& x) { return unary(OpKind::Exp, x); }
+Tensor log(const Tensor& x) { return unary(OpKind::Log, x); }
+Tensor sqrt(const Tensor& x) { return unary(OpKind::Sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary(OpKind::Rsqrt, x); }
+Tensor sin(const Tensor& x) { return unary(OpKind::Sin, x); }
+Tensor cos(const Tensor& x) { return unary(OpKind::Cos, x); }
+Tensor tanh(const Tensor& x) { return unary(OpKind::Tanh, x); }
+Tensor sigmoid(const Tensor& x) { return unary(OpKind::Sigmoid, x); }
+Tensor erf(const Tensor& x) { return unary(OpKind::Erf, x); }
+Tensor relu(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"clamp_min_cpu\" not implemented for 'Bool'");
+  return unary(OpKind::Relu, x, NoParams{}, /*to_float=*/false);
+}
+Tensor silu(const Tensor& x) { return unary(OpKind::Silu, x, NoParams{}, /*to_float=*/false); }
+Tensor gelu(const Tensor& x, std::string_view approximate) {
+  EMBER_CHECK(approximate == "none" || approximate == "tanh", Status::InvalidArgument,
+              "approximate argument must be either none or tanh.");
+  return unary(OpKind::Gelu, x, GeluParams{approximate == "tanh"}, /*to_float=*/false);
+}
+
+Tensor& Tensor::relu_() { return copy_(relu(*this)); }
+
+Tensor Tensor::abs() const { return ember::abs(*this); }
+Tensor Tensor::neg() const { return ember::neg(*this); }
+Tensor Tensor::exp() const { return ember::exp(*this); }
+Tensor Tensor::log() const { return ember::log(*this); }
+Tensor Tensor::sqrt() const { return ember::sqrt(*this); }
+Tensor Tensor::pow(const Tensor& exponent) const { return ember::pow(*this, exponent); }
+Tensor Tensor::pow(Scalar exponent) const { return ember::pow(*this, exponent); }
+
+}  // namespace ember

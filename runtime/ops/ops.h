@@ -1,0 +1,159 @@
+// The eager op API: PyTorch's functions, with broadcasting and type promotion.
+// Every function checks its arguments (raising ember::Error with PyTorch's
+// wording), infers shapes and dtypes, allocates the output and dispatches to
+// the kernel of the tensors' device (runtime/ops/dispatch.h).
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "runtime/tensor/tensor.h"
+
+namespace ember {
+
+// --- type promotion and broadcasting (runtime/ops/elementwise.cc) -----------
+// torch.result_type over tensors and scalars (0-dim tensors and scalars rank
+// below dimensioned tensors of the same category).
+DType result_type(Span<const Tensor> tensors, Span<const Scalar> scalars = {});
+// torch.broadcast_shapes; raises "The size of tensor a (4) must match ...".
+Shape broadcast_shapes(IntArrayRef a, IntArrayRef b);
+
+// --- elementwise: binary ------------------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, Scalar b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, Scalar b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, Scalar b);
+Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give float32
+Tensor div(const Tensor& a, Scalar b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, Scalar b);
+Tensor pow(Scalar a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, Scalar b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, Scalar b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, Scalar b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, Scalar b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, Scalar b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, Scalar b);
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& condition, Scalar a, const Tensor& b);
+Tensor where(const Tensor& condition, const Tensor& a, Scalar b);
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator/(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, Scalar b);
+Tensor operator>(const Tensor& a, Scalar b);
+
+// --- elementwise: unary ---------------------------------------------------------
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+// approximate: "none" (exact, erf) or "tanh".
+Tensor gelu(const Tensor& x, std::string_view approximate = "none");
+Tensor silu(const Tensor& x);
+Tensor erf(const Tensor& x);
+
+// --- reductions (runtime/ops/reduce.cc) -----------------------------------------
+// An empty dim list reduces over every dimension, as in PyTorch.
+Tensor sum(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim = false,
+           std::optional<DType> dtype = std::nullopt);
+Tensor mean(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim = false,
+            std::optional<DType> dtype = std::nullopt);
+Tensor prod(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false,
+            std::optional<DType> dtype = std::nullopt);
+// correction 1 is Bessel's (unbiased); 0 is the population variance.
+Tensor var(const Tensor& x, std::optional<std::vector<int64_t>> dims = std::nullopt,
+           int64_t correction = 1, bool keepdim = false);
+Tensor std(const Tensor& x, std::optional<std::vector<int64_t>> dims = std::nullopt,
+           int64_t correction = 1, bool keepdim = false);
+// p-norm (p may be INFINITY or -INFINITY) over dims (all when empty).
+Tensor norm(const Tensor& x, double p = 2.0, IntArrayRef dims = {}, bool keepdim = false);
+Tensor max(const Tensor& x);  // over all elements
+Tensor min(const Tensor& x);
+// torch.max(x, dim): (values, indices).
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
+std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+
+// --- linear algebra (runtime/ops/linalg.cc) -------------------------------------
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor bmm(const Tensor& a, const Tensor& b);
+// torch.matmul: 1-D/2-D/batched with broadcasting batch dims.
+Tensor matmul(const Tensor& a, const Tensor& b);
+// y = x @ weight^T + bias.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// --- neural-network ops (runtime/ops/nn.cc) ----------------------------------------
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// Inference form: normalizes with the running statistics.
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                  double eps = 1e-5);
+// Input NCHW (or channels_last strides; the output keeps that memory format).
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0},
+              IntArrayRef dilation = {1, 1}, int64_t groups = 1);
+Tensor max_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1},
+                  bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = {0, 0}, bool ceil_mode = false,
+                  bool count_include_pad = true, std::optional<int64_t> divisor_override = std::nullopt);
+Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size);
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+
+// --- joining and splitting (runtime/ops/shape_ops.cc) ---------------------------------
+Tensor cat(Span<const Tensor> tensors, int64_t dim = 0);
+Tensor stack(Span<const Tensor> tensors, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, IntArrayRef split_sizes, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+// torch.nn.functional.pad: `pad` lists (before, after) pairs from the last dim
+// backwards; mode "constant", "reflect", "replicate" or "circular".
+Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode = "constant", double value = 0.0);
+
+}  // namespace ember

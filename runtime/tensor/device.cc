@@ -1,0 +1,55 @@
+#include "runtime/tensor/device.h"
+
+#include <cctype>
+
+#include "runtime/core/error.h"
+
+namespace ember {
+
+std::string_view device_type_name(DeviceType t) {
+  switch (t) {
+    case DeviceType::CPU: return "cpu";
+    case DeviceType::Vulkan: return "vulkan";
+    case DeviceType::CUDA: return "cuda";
+  }
+  return "unknown";
+}
+
+Device::Device(DeviceType type, int index) : type_(type), index_(index) {
+  EMBER_CHECK(index >= -1, Status::InvalidArgument, "Device index must be -1 or non-negative, got ", index);
+  EMBER_CHECK(!(type == DeviceType::CPU && index > 0), Status::InvalidArgument,
+              "CPU device index must be -1 or zero, got ", index);
+}
+
+Device::Device(std::string_view spec) : type_(DeviceType::CPU), index_(-1) {
+  const size_t colon = spec.find(':');
+  const std::string_view type_str = spec.substr(0, colon);
+  bool found = false;
+  for (int i = 0; i < kNumDeviceTypes; ++i) {
+    if (type_str == device_type_name(static_cast<DeviceType>(i))) {
+      type_ = static_cast<DeviceType>(i);
+      found = true;
+    }
+  }
+  EMBER_CHECK(found, Status::InvalidArgument,
+              "Expected one of cpu, vulkan, cuda device type at start of device string: ", spec);
+  if (colon != std::string_view::npos) {
+    const std::string_view idx = spec.substr(colon + 1);
+    bool digits = !idx.empty() && idx.size() < 10 && (idx.size() == 1 || idx[0] != '0');
+    for (char c : idx) digits = digits && std::isdigit(static_cast<unsigned char>(c));
+    EMBER_CHECK(digits, Status::InvalidArgument, "Invalid device string: '", spec, "'");
+    index_ = std::stoi(std::string(idx));
+  }
+  EMBER_CHECK(!(type_ == DeviceType::CPU && index_ > 0), Status::InvalidArgument,
+              "CPU device index must be -1 or zero, got ", index_);
+}
+
+std::string Device::str() const {
+  std::string s(device_type_name(type_));
+  if (index_ >= 0) s += ":" + std::to_string(index_);
+  return s;
+}
+
+std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
+
+}  // namespace ember

@@ -1,0 +1,275 @@
+// Tensor core: dtypes, devices, creation, RNG streams, views, copies, printing.
+#include "tests/harness/testing.h"
+
+using namespace ember;
+using ember::testing::check_close;
+using ember::testing::check_equal;
+using ember::testing::check_error;
+using ember::testing::golden;
+using ember::testing::golden_text;
+
+TEST_CASE("dtype: sizes, names and PyTorch's promotion table") {
+  CHECK(element_size(DType::Float16) == 2);
+  CHECK(element_size(DType::BFloat16) == 2);
+  CHECK(element_size(DType::Int64) == 8);
+  CHECK(element_size(DType::Bool) == 1);
+  CHECK(dtype_name(DType::BFloat16) == "bfloat16");
+  CHECK(promote_types(DType::UInt8, DType::Int8) == DType::Int16);
+  CHECK(promote_types(DType::Int32, DType::Float16) == DType::Float16);
+  CHECK(promote_types(DType::Float16, DType::BFloat16) == DType::Float32);
+  CHECK(promote_types(DType::Bool, DType::UInt8) == DType::UInt8);
+  CHECK(promote_types(DType::Int64, DType::Float32) == DType::Float32);
+  CHECK(promote_types(DType::BFloat16, DType::Float64) == DType::Float64);
+  CHECK(promote_types(DType::Int16, DType::UInt8) == DType::Int16);
+}
+
+TEST_CASE("half and bfloat16 round to nearest even") {
+  CHECK(Half(1.0f).bits == 0x3c00);
+  CHECK(Half(65504.0f).bits == 0x7bff);
+  CHECK(Half(65520.0f).bits == 0x7c00);  // rounds to inf
+  CHECK(Half(5.9604644775390625e-08f).bits == 0x0001);  // smallest subnormal
+  CHECK(static_cast<float>(Half(0.1f)) == 0.0999755859375f);
+  CHECK(BFloat16(1.0f).bits == 0x3f80);
+  CHECK(static_cast<float>(BFloat16(3.14159f)) == 3.140625f);
+  CHECK(std::isnan(static_cast<float>(Half(NAN))));
+}
+
+TEST_CASE("device strings parse like torch.device") {
+  CHECK(Device("cpu").is_cpu());
+  CHECK(Device("vulkan:0").type() == DeviceType::Vulkan);
+  CHECK(Device("vulkan:0").index() == 0);
+  CHECK(Device("cuda:1").str() == "cuda:1");
+  CHECK(Device("cuda").str() == "cuda");
+  check_error([] { Device("tpu"); }, "Expected one of cpu, vulkan, cuda device type at start of device string: tpu");
+  check_error([] { Device("cuda:x"); }, "Invalid device string: 'cuda:x'");
+  check_error([] { (void)empty({2}, Device("vulkan:0")); }, "ember is not built with support for vulkan devices");
+}
+
+TEST_CASE("a 3x4 float32 tensor has strides (4, 1)") {
+  Tensor t = zeros({3, 4});
+  CHECK(t.dtype() == DType::Float32);
+  CHECK(t.sizes() == Shape{3, 4});
+  CHECK(t.strides() == Shape{4, 1});
+  CHECK(t.numel() == 12);
+  CHECK(t.is_contiguous());
+  CHECK(t.device() == Device("cpu"));
+  check_error([&] { t.size(2); }, "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+}
+
+TEST_CASE("tensor literals infer dtypes as torch.tensor does") {
+  CHECK(tensor({1, 2, 3}).dtype() == DType::Int64);
+  CHECK(tensor({1.0, 2.0}).dtype() == DType::Float32);
+  CHECK(tensor({true, false}).dtype() == DType::Bool);
+  CHECK(tensor({{1, 2}, {3, 4}}, DType::Float16).dtype() == DType::Float16);
+  CHECK(tensor({{1, 2}, {3, 4}}).sizes() == Shape{2, 2});
+  CHECK(tensor({int64_t{1} << 60}).item<int64_t>() == (int64_t{1} << 60));
+  check_error([] { tensor({{1, 2}, {3}}); }, "expected sequence of length 2 at dim 1 (got 1)");
+}
+
+TEST_CASE("creation functions") {
+  check_equal(ones({2}, DType::Int32), tensor({1, 1}, DType::Int32));
+  check_equal(full({2, 2}, 7), tensor({{7, 7}, {7, 7}}));
+  CHECK(full({1}, 2.5).dtype() == DType::Float32);
+  CHECK(full({1}, true).dtype() == DType::Bool);
+  check_equal(eye(2, 3), tensor({{1., 0., 0.}, {0., 1., 0.}}));
+  check_equal(arange(5), tensor({0, 1, 2, 3, 4}));
+  check_equal(arange(1, 2, 0.25), tensor({1.0, 1.25, 1.5, 1.75}));
+  check_equal(arange(0.5, 3.0, 0.3), golden("creation.arange_f"));
+  check_equal(linspace(-1, 2.5, 7), golden("creation.linspace"));
+  Tensor like = zeros_like(ones({2, 3}, DType::Int16));
+  CHECK(like.dtype() == DType::Int16);
+  CHECK(like.sizes() == Shape{2, 3});
+  CHECK(ones_like(ones({2}), DType::Float64).dtype() == DType::Float64);
+  check_error([] { arange(0, 5, 0); }, "step must be nonzero");
+  check_error([] { empty({2, -1}); }, "Trying to create tensor with negative dimension -1: [2, -1]");
+}
+
+TEST_CASE("manual_seed reproduces PyTorch's rand, randn and randint streams") {
+  manual_seed(0);
+  check_equal(rand({5}), golden("rng.rand_5"));
+  manual_seed(42);
+  check_equal(rand({7}, DType::Float64), golden("rng.rand_f64"));
+  manual_seed(0);
+  check_close(randn({5}), golden("rng.randn_5"), 1e-6, 1e-7);
+  manual_seed(0);
+  check_close(randn({37}), golden("rng.randn_37"), 1e-5, 1e-6);
+  manual_seed(3);
+  check_close(randn({20}, DType::Float64), golden("rng.randn_f64_20"), 1e-12, 1e-12);
+  manual_seed(0);
+  check_equal(randint(-5, 17, {10}), golden("rng.randint_10"));
+  // Same seed, same stream.
+  manual_seed(7);
+  Tensor a = randn({3, 3});
+  manual_seed(7);
+  check_equal(randn({3, 3}), a);
+  check_error([] { randint(3, 3, {2}); }, "random_ expects 'from' to be less than 'to', but got from=3 >= to=3");
+}
+
+TEST_CASE("from_blob shares memory both ways and runs the deleter") {
+  float data[6] = {0, 1, 2, 3, 4, 5};
+  bool deleted = false;
+  {
+    Tensor t = from_blob(data, {2, 3}, DType::Float32, [&](void*) { deleted = true; });
+    t[1][2].fill_(50);
+    CHECK(data[5] == 50);
+    data[0] = -1;
+    CHECK(t[0][0].item<float>() == -1);
+    Tensor v = t.t();  // a view keeps the blob alive
+    t = Tensor();
+    CHECK(!deleted);
+    CHECK(v[2][1].item<float>() == 50);
+  }
+  CHECK(deleted);
+  int64_t strided[6] = {1, 2, 3, 4, 5, 6};
+  check_equal(from_blob(strided, {3}, {2}, DType::Int64), tensor({1, 3, 5}));
+}
+
+TEST_CASE("view shares storage; it fails where strides forbid it, reshape copies only then") {
+  Tensor a = arange(12).view({3, 4});
+  Tensor v = a.view({4, 3});
+  CHECK(v.storage() == a.storage());
+  Tensor tr = a.t();
+  CHECK(!tr.is_contiguous());
+  check_error([&] { tr.view({12}); },
+              "view size is not compatible with input tensor's size and stride (at least one dimension "
+              "spans across two contiguous subspaces). Use .reshape(...) instead.");
+  Tensor r = tr.reshape({12});
+  CHECK(r.storage() != a.storage());
+  check_equal(r, tensor({0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}));
+  CHECK(a.reshape({2, -1}).storage() == a.storage());
+  CHECK(a.reshape({2, -1}).sizes() == Shape{2, 6});
+  check_error([&] { a.view({5, -1}); }, "shape '[5, -1]' is invalid for input of size 12");
+  check_error([&] { a.view({-1, -1}); }, "only one dimension can be inferred");
+  // A view of a transposed tensor works when it only splits a dimension.
+  CHECK(tr.view({2, 2, 3}).strides() == Shape{2, 1, 4});
+}
+
+TEST_CASE("view ops: transpose, permute, squeeze, unsqueeze, expand, narrow, select, slice") {
+  Tensor a = arange(24).view({2, 3, 4});
+  CHECK(a.transpose(0, 2).sizes() == Shape{4, 3, 2});
+  CHECK(a.transpose(0, 2).strides() == Shape{1, 4, 12});
+  CHECK(a.permute({2, 0, 1}).strides() == Shape{1, 12, 4});
+  check_error([&] { a.permute({0, 0, 1}); }, "permute(): duplicate dims are not allowed.");
+  CHECK(a.unsqueeze(1).sizes() == Shape{2, 1, 3, 4});
+  CHECK(a.unsqueeze(-1).strides() == Shape{12, 4, 1, 1});
+  CHECK(a.unsqueeze(1).squeeze().sizes() == Shape{2, 3, 4});
+  CHECK(a.squeeze(0).sizes() == Shape{2, 3, 4});
+  Tensor e = tensor({1, 2, 3}).expand({2, 3});
+  CHECK(e.strides() == Shape{0, 1});
+  check_equal(e, tensor({{1, 2, 3}, {1, 2, 3}}));
+  check_error([] { tensor({1, 2, 3}).expand({2, 4}); },
+              "The expanded size of the tensor (4) must match the existing size (3) at non-singleton "
+              "dimension 1.  Target sizes: [2, 4].  Tensor sizes: [3]");
+  check_equal(a.narrow(2, 1, 2)[0][0], tensor({1, 2}));
+  check_error([&] { a.narrow(2, 3, 2); }, "start (3) + length (2) exceeds dimension size (4).");
+  check_equal(a.select(1, -1)[1], tensor({20, 21, 22, 23}));
+  check_error([&] { a.select(0, 2); }, "select(): index 2 out of range for tensor of size [2, 3, 4] at dimension 0");
+  check_equal(arange(10).slice(0, 1, 8, 3), tensor({1, 4, 7}));
+  check_equal(arange(10).slice(0, -3), tensor({7, 8, 9}));
+  check_error([] { arange(10).slice(0, 0, 5, 0); }, "slice step must be positive");
+  CHECK(a.flatten(1).sizes() == Shape{2, 12});
+  CHECK(a.flatten().sizes() == Shape{24});
+  check_error([&] { a.t(); }, "t() expects a tensor with <= 2 dimensions, but self is 3D");
+}
+
+TEST_CASE("unfold and as_strided share storage") {
+  Tensor x = arange(7.0);
+  Tensor u = x.unfold(0, 3, 2);
+  CHECK(u.sizes() == Shape{3, 3});
+  CHECK(u.strides() == Shape{2, 1});
+  CHECK(u.storage() == x.storage());
+  check_equal(u, tensor({{0., 1., 2.}, {2., 3., 4.}, {4., 5., 6.}}));
+  check_error([&] { x.unfold(0, 8, 1); }, "maximum size for tensor at dimension 0 is 7 but size is 8");
+  check_error([&] { x.unfold(0, 2, 0); }, "step is 0 but must be > 0");
+  check_equal(x.as_strided({2, 2}, {1, 2}), tensor({{0., 2.}, {1., 3.}}));
+  check_error([&] { x.as_strided({4}, {3}); },
+              "setStorage: sizes [4], strides [3], storage offset 0, and itemsize 4 requiring a storage "
+              "size of 40 are out of bounds for storage of size 28");
+}
+
+TEST_CASE("contiguous, channels_last and clone") {
+  Tensor x = arange(2 * 3 * 4 * 5.0).view({2, 3, 4, 5});
+  Tensor cl = x.contiguous(MemoryFormat::ChannelsLast);
+  CHECK(cl.strides() == Shape{60, 1, 15, 3});
+  CHECK(cl.is_contiguous(MemoryFormat::ChannelsLast));
+  CHECK(!cl.is_contiguous());
+  check_equal(cl, x);
+  CHECK(cl.clone().strides() == cl.strides());  // preserve
+  CHECK(cl.contiguous().strides() == Shape{60, 20, 5, 1});
+  Tensor p = x.permute({1, 0, 2, 3});
+  CHECK(p.clone().strides() == p.strides());  // dense permutation is preserved
+  check_error([] { zeros({2, 3}).contiguous(MemoryFormat::ChannelsLast); },
+              "required rank 4 tensor to use channels_last format");
+}
+
+TEST_CASE("to(dtype) converts like PyTorch, to(device) checks availability") {
+  check_equal(tensor({1.7, -1.7, 2.5}).to(DType::Int32), tensor({1, -1, 2}, DType::Int32));
+  check_equal(tensor({0.0, 0.5}).to(DType::Bool), tensor({false, true}));
+  check_equal(tensor({300}).to(DType::UInt8), tensor({44}, DType::UInt8));
+  check_equal(tensor({0.1}).to(DType::Float16).to(DType::Float32), tensor({0.0999755859375}));
+  Tensor x = ones({2});
+  CHECK(x.to(DType::Float32).is_same(x));
+  CHECK(!x.to(DType::Float32, /*copy=*/true).is_same(x));
+  check_error([&] { x.to(Device("cuda:0")); }, "ember is not built with support for cuda devices");
+}
+
+TEST_CASE("in-place ops: copy_ broadcasts, fill_, zero_ and the version counter") {
+  Tensor x = zeros({2, 3});
+  x.copy_(tensor({1, 2, 3}));  // broadcasts and converts int64 -> float32
+  check_equal(x, tensor({{1., 2., 3.}, {1., 2., 3.}}));
+  const uint64_t v = x.storage()->version();
+  x.select(0, 1).fill_(9);
+  CHECK(x.storage()->version() > v);
+  check_equal(x[1], tensor({9., 9., 9.}));
+  x.zero_();
+  check_equal(x, zeros({2, 3}));
+  Tensor y = tensor({1, 2, 3}).expand({2, 3});
+  check_error([&] { y.fill_(1); },
+              "unsupported operation: more than one element of the written-to tensor refers to a single "
+              "memory location. Please clone() the tensor before performing the operation.");
+  check_error([&] { zeros({3}).copy_(ones({4})); },
+              "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0");
+  // Overlapping copy: shift a tensor by one within its own storage.
+  Tensor s = arange(5.0);
+  s.slice(0, 1).copy_(s.slice(0, 0, 4));
+  check_equal(s, tensor({0., 0., 1., 2., 3.}));
+}
+
+TEST_CASE("printing matches PyTorch") {
+  const char* names[] = {"f32_2x2",  "f32_frac", "f32_sci",  "f32_bigint", "f32_nan",    "f32_zeros",
+                         "i64",      "i32",      "bool",     "f16",        "bf16",       "f64",
+                         "u8",       "scalar_f", "scalar_i", "scalar_frac", "empty",     "empty_2d",
+                         "empty_i64", "arange_30", "big_2000", "big_1d",   "three_d",    "wide",
+                         "wide_f16"};
+  const Tensor inputs[] = {
+      tensor({{1., 2.}, {3., 4.}}),
+      tensor({0.1, -2.25, 3.14159}),
+      tensor({1e-5, 1.0, 250.0}),
+      tensor({1.0, 2e9}),
+      tensor({NAN, 1.5f, INFINITY, -INFINITY}),
+      zeros({3}),
+      tensor({1, -20, 300}),
+      tensor({{1, 2}, {3, 4}}, DType::Int32),
+      tensor({true, false, true}),
+      tensor({0.5, 1.25}, DType::Float16),
+      tensor({1.0, 2.0}, DType::BFloat16),
+      tensor({1.5, 2.0}, DType::Float64),
+      tensor({0, 255}, DType::UInt8),
+      scalar_tensor(3.0),
+      scalar_tensor(7),
+      scalar_tensor(-0.5),
+      zeros({0}),
+      zeros({0, 3}),
+      zeros({2, 0}, DType::Int64),
+      arange(30.0),
+      arange(2000).reshape({40, 50}),
+      arange(1500.0) / 7,
+      arange(24).reshape({2, 3, 4}),
+      arange(100.0).reshape({4, 25}) * 1.5,
+      arange(40.0, DType::Float16) / 3,
+  };
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
+    CAPTURE(names[i]);
+    CHECK(to_string(inputs[i]) == golden_text(std::string("print.") + names[i]));
+  }
+}
