@@ -12,7 +12,7 @@ void check_failed(const char* file, int line, const char* cond, const char* msg)
   std::abort();
 }
 
-void raise(Status status, std::string message) {
+void raise_error(Status status, std::string message) {
 #if defined(__cpp_exceptions)
   throw Error(status, std::move(message));
 #else
@@ -23,7 +23,7 @@ void raise(Status status, std::string message) {
 
 void raise_if_error(Status status, const char* what) {
   if (status != Status::Ok) {
-    raise(status, str_cat(what, " failed: ", status_name(status)));
+    raise_error(status, str_cat(what, " failed: ", status_name(status)));
   }
 }
 

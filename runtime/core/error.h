@@ -31,7 +31,7 @@ std::string str_cat(const Args&... args) {
   return os.str();
 }
 
-[[noreturn]] void raise(Status status, std::string message);
+[[noreturn]] void raise_error(Status status, std::string message);
 
 // Throws `status` with the given message when the result is not Ok.
 void raise_if_error(Status status, const char* what);
@@ -41,5 +41,5 @@ void raise_if_error(Status status, const char* what);
 // EMBER_CHECK(cond, Status::X, "message parts", ...): raises ember::Error when false.
 #define EMBER_CHECK(cond, status, ...)                            \
   do {                                                            \
-    if (!(cond)) ::ember::raise(status, ::ember::str_cat(__VA_ARGS__)); \
+    if (!(cond)) ::ember::raise_error(status, ::ember::str_cat(__VA_ARGS__)); \
   } while (0)

@@ -88,7 +88,7 @@ enum class Category { Arithmetic, TrueDivide, Compare };
 DType compute_dtype(OpKind op, DType common, Category category) {
   if (category == Category::TrueDivide && is_integral(common, /*include_bool=*/true)) return kDefaultFloat;
   if (op == OpKind::Sub && common == DType::Bool) {
-    raise(Status::InvalidArgument,
+    raise_error(Status::InvalidArgument,
           "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
           "`logical_xor()` operator instead.");
   }

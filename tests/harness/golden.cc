@@ -17,7 +17,7 @@ DType parse_dtype(const std::string& s) {
   for (int i = 0; i < kNumDTypes; ++i) {
     if (dtype_name(static_cast<DType>(i)) == s) return static_cast<DType>(i);
   }
-  raise(Status::InvalidArgument, "golden: unknown dtype " + s);
+  raise_error(Status::InvalidArgument, "golden: unknown dtype " + s);
 }
 
 // Text records escape backslash and newline as \\ and \n.
