@@ -292,13 +292,19 @@ Tensor tanh(const Tensor& x) { return unary(OpKind::Tanh, x); }
 Tensor sigmoid(const Tensor& x) { return unary(OpKind::Sigmoid, x); }
 Tensor erf(const Tensor& x) { return unary(OpKind::Erf, x); }
 Tensor relu(const Tensor& x) {
-  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"clamp_min_cpu\" not implemented for 'Bool'");
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "Boolean inputs not supported for relu");
   return unary(OpKind::Relu, x, NoParams{}, /*to_float=*/false);
 }
-Tensor silu(const Tensor& x) { return unary(OpKind::Silu, x, NoParams{}, /*to_float=*/false); }
+Tensor silu(const Tensor& x) {
+  EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"silu_cpu\" not implemented for '",
+              dtype_legacy_name(x.dtype()), "'");
+  return unary(OpKind::Silu, x, NoParams{}, /*to_float=*/false);
+}
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   EMBER_CHECK(approximate == "none" || approximate == "tanh", Status::InvalidArgument,
               "approximate argument must be either none or tanh.");
+  EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"GeluKernelImpl\" not implemented for '",
+              dtype_legacy_name(x.dtype()), "'");
   return unary(OpKind::Gelu, x, GeluParams{approximate == "tanh"}, /*to_float=*/false);
 }
 

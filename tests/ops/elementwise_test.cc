@@ -1,0 +1,250 @@
+// Elementwise ops against PyTorch: unary, binary, broadcasting, type
+// promotion, scalars, in-place forms, where, clamp, NaN handling, errors.
+#include "tests/harness/testing.h"
+
+using namespace ember;
+using ember::testing::check_close;
+using ember::testing::check_equal;
+using ember::testing::check_error;
+using ember::testing::golden;
+
+namespace {
+
+// Tolerances per dtype: float32/float64 agree with PyTorch to rounding; the
+// 16-bit floats may differ by one unit in the last place.
+void check_dtype_close(const Tensor& actual, const Tensor& expected) {
+  switch (expected.dtype()) {
+    case DType::Float64: check_close(actual, expected, 1e-12, 1e-12); break;
+    case DType::Float16: check_close(actual, expected, 1e-3, 1e-3); break;
+    case DType::BFloat16: check_close(actual, expected, 8e-3, 8e-3); break;
+    default: check_close(actual, expected, 1e-6, 1e-6); break;
+  }
+}
+
+Tensor apply_unary(const std::string& op, const Tensor& x) {
+  if (op == "neg") return neg(x);
+  if (op == "abs") return abs(x);
+  if (op == "exp") return exp(x);
+  if (op == "log") return log(x);
+  if (op == "sqrt") return sqrt(x);
+  if (op == "rsqrt") return rsqrt(x);
+  if (op == "sin") return sin(x);
+  if (op == "cos") return cos(x);
+  if (op == "tanh") return tanh(x);
+  if (op == "sigmoid") return sigmoid(x);
+  if (op == "relu") return relu(x);
+  if (op == "silu") return silu(x);
+  if (op == "erf") return erf(x);
+  if (op == "gelu") return gelu(x);
+  if (op == "gelu_tanh") return gelu(x, "tanh");
+  FAIL("unknown op " << op);
+  return x;
+}
+
+Tensor apply_binary(const std::string& op, const Tensor& a, const Tensor& b) {
+  if (op == "add") return a + b;
+  if (op == "sub") return a - b;
+  if (op == "mul") return a * b;
+  if (op == "div") return a / b;
+  if (op == "maximum") return maximum(a, b);
+  if (op == "minimum") return minimum(a, b);
+  if (op == "eq") return a == b;
+  if (op == "ne") return a != b;
+  if (op == "lt") return a < b;
+  if (op == "le") return a <= b;
+  if (op == "gt") return a > b;
+  if (op == "ge") return a >= b;
+  FAIL("unknown op " << op);
+  return a;
+}
+
+const char* kFloatNames[] = {"f32", "f64", "f16", "bf16"};
+
+}  // namespace
+
+TEST_CASE("unary ops match PyTorch in every floating dtype") {
+  const char* ops[] = {"neg", "abs", "exp", "log",  "sqrt", "rsqrt", "sin",  "cos",
+                       "tanh", "sigmoid", "relu", "silu", "erf", "gelu", "gelu_tanh"};
+  for (const char* dn : kFloatNames) {
+    const Tensor x = golden(std::string("ew.x.") + dn);
+    const Tensor pos = golden(std::string("ew.pos.") + dn);
+    for (const char* op : ops) {
+      CAPTURE(op);
+      CAPTURE(dn);
+      const std::string o = op;
+      const Tensor in = (o == "log" || o == "sqrt" || o == "rsqrt") ? pos : x;
+      check_dtype_close(apply_unary(o, in), golden("ew." + o + "." + dn));
+    }
+    // Non-contiguous input: the output keeps the input's (transposed) layout.
+    const Tensor e = exp(x.t());
+    check_dtype_close(e, golden(std::string("ew.exp_t.") + dn));
+    CHECK(e.strides() == x.t().strides());
+  }
+}
+
+TEST_CASE("unary ops on integers: float ops promote to float32, abs/neg/relu stay integral") {
+  const Tensor xi = golden("ew.int.x");
+  check_close(exp(xi), golden("ew.int.exp"));
+  CHECK(exp(xi).dtype() == DType::Float32);
+  check_close(sigmoid(xi), golden("ew.int.sigmoid"));
+  check_equal(abs(xi), golden("ew.int.abs"));
+  check_equal(neg(xi), golden("ew.int.neg"));
+  check_equal(relu(xi), golden("ew.int.relu"));
+  check_equal(abs(tensor({-128, 5}, DType::Int8)), tensor({-128, 5}, DType::Int8));  // wraps, as PyTorch
+}
+
+TEST_CASE("binary ops broadcast [3,1,4] with [2,1] like PyTorch") {
+  const Tensor a = golden("bin.a"), b = golden("bin.b");
+  for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"}) {
+    CAPTURE(op);
+    const Tensor out = apply_binary(op, a, b);
+    CHECK(out.sizes() == Shape{3, 2, 4});
+    check_dtype_close(out, golden(std::string("bin.") + op));
+  }
+  check_close(pow(abs(a), b), golden("bin.pow"), 1e-5, 1e-6);
+  check_close(pow(a, 2), golden("bin.pow_scalar"));
+  check_close(pow(2, a), golden("bin.rpow_scalar"));
+  check_close(1.5 - a, golden("bin.rsub_scalar"));
+  check_close(3 / b, golden("bin.rdiv_scalar"));
+  for (const char* dn : kFloatNames) {
+    CAPTURE(dn);
+    const DType dt = golden(std::string("ew.x.") + dn).dtype();
+    check_dtype_close(a.to(dt) * b.to(dt), golden(std::string("bin.mul.") + dn));
+    check_dtype_close(a.to(dt) / b.to(dt), golden(std::string("bin.div.") + dn));
+  }
+}
+
+TEST_CASE("binary ops on non-contiguous and expanded operands") {
+  const Tensor a = golden("bin.a");  // [3, 1, 4]
+  const Tensor at = a.permute({2, 1, 0}).contiguous().permute({2, 1, 0});  // same values, other strides
+  CHECK(!at.is_contiguous());
+  check_equal(at + golden("bin.b"), golden("bin.add"));
+  const Tensor sliced = arange(20.0).slice(0, 1, 20, 3);  // 1, 4, ..., 19
+  check_equal(sliced * 2, tensor({2., 8., 14., 20., 26., 32., 38.}));
+  const Tensor m = arange(12.0).view({3, 4});
+  check_equal(m.t() + m.t(), (m + m).t());
+  check_equal(m.t() * m.t().contiguous(), (m * m).t());
+  check_equal(m.select(1, 2) / m.select(1, 1), tensor({2.0f, 6.0f / 5.0f, 10.0f / 9.0f}));
+}
+
+TEST_CASE("integer arithmetic: true division, wrap-around, integer powers") {
+  const Tensor ia = golden("int.a"), ib = golden("int.b");
+  check_equal(ia + ib, golden("int.add"));
+  check_equal(ia * ib, golden("int.mul"));
+  check_close(ia / ib, golden("int.div"));
+  CHECK((ia / ib).dtype() == DType::Float32);
+  check_equal(pow(ia, tensor({2, 3, 0})), golden("int.pow"));
+  check_equal(pow(tensor({1, -1, 2, -1}), tensor({-1, -3, -2, -2})), golden("int.pow_neg"));
+  check_equal(tensor({250, 3}, DType::UInt8) + tensor({10, 4}, DType::UInt8), golden("int.u8_add"));
+  check_equal(tensor({int64_t{1} << 30}, DType::Int32) * 4, golden("int.i32_mul_wrap"));
+  check_error([] { pow(tensor({2}), -1); }, "Integers to negative integer powers are not allowed.");
+}
+
+TEST_CASE("type promotion follows torch.result_type") {
+  for (const char* name : {"i64_f32", "u8_i8", "f16_bf16", "f32_0dim_f64", "i32_0dim_f64", "bool_i16", "f16_i64"}) {
+    CAPTURE(name);
+    const std::string n = name;
+    const Tensor out = golden("mix." + n + ".a") + golden("mix." + n + ".b");
+    check_dtype_close(out, golden("mix." + n + ".add"));
+  }
+  check_close(tensor({1, 2}, DType::Int32) + 2.5, golden("mix.i32_plus_float"));
+  check_close(tensor({1, 2}, DType::Float16) * 2.5, golden("mix.f16_times_float"));
+  check_equal(tensor({1, 2}, DType::UInt8) + 300, golden("mix.u8_plus_int"));
+  check_equal(tensor({true, false}) + tensor({true, false}), golden("mix.bool_plus_bool"));
+  CHECK(result_type({ones({2}, DType::Int32), scalar_tensor(1.5, DType::Float64)}) == DType::Float64);
+  CHECK(result_type({ones({2}, DType::Float16), scalar_tensor(1.5, DType::Float64)}) == DType::Float16);
+  CHECK(result_type({ones({2}, DType::Float16)}, {Scalar(2.5)}) == DType::Float16);
+  CHECK(result_type({ones({2}, DType::Int8)}, {Scalar(7)}) == DType::Int8);
+  CHECK(result_type({scalar_tensor(1, DType::Int32)}, {Scalar(2.0)}) == DType::Float32);
+}
+
+TEST_CASE("in-place ops: results must broadcast to self and cast to its dtype") {
+  Tensor x = zeros({2, 3});
+  x.add_(tensor({1, 2, 3}));
+  x.mul_(2);
+  x.sub_(tensor({{1.}, {2.}}));
+  x.div_(2);
+  check_equal(x, tensor({{0.5, 1.5, 2.5}, {0.0, 1.0, 2.0}}));
+  Tensor xi = tensor({1, 2});
+  xi.add_(tensor({true, true}));
+  check_equal(xi, tensor({2, 3}));
+  check_error([&] { xi.add_(tensor({0.5, 1.0})); }, "result type Float can't be cast to the desired output type Long");
+  check_error([] { zeros({3}).add_(ones({2, 3})); }, "output with shape [3] doesn't match the broadcast shape [2, 3]");
+  // Aliasing: x += x.flip-like view of itself reads the original values.
+  Tensor s = arange(4.0);
+  s.add_(s.slice(0, 0, 4).view({4}));
+  check_equal(s, tensor({0., 2., 4., 6.}));
+  Tensor r = tensor({-1.0, 2.0});
+  r.relu_();
+  check_equal(r, tensor({0.0, 2.0}));
+}
+
+TEST_CASE("where and clamp") {
+  check_close(where(golden("where.c"), golden("where.a"), tensor({1, 2, 3})), golden("where.out"));
+  check_close(where(golden("where.c"), golden("where.a"), 0.0), golden("where.scalar"));
+  const Tensor x = golden("clamp.x");
+  check_close(clamp(x, -1.0, 0.5), golden("clamp.both"));
+  check_close(clamp(x, 0.25, std::nullopt), golden("clamp.min"));
+  check_close(clamp(tensor({1, 5, 9}), 1.5, 6), golden("clamp.int_float_bound"));
+  Tensor y = x.clone();
+  y.clamp_(-1.0, 0.5);
+  check_close(y, golden("clamp.both"));
+  check_error([] { where(ones({1}), ones({1}), ones({1})); },
+              "where expected condition to be a boolean tensor, but got a tensor with dtype Float");
+  check_error([] { clamp(ones({2}), std::nullopt, std::nullopt); },
+              "torch.clamp: At least one of 'min' or 'max' must not be None");
+}
+
+TEST_CASE("NaN propagates through relu, clamp, maximum") {
+  const Tensor nan = golden("nan.x");
+  check_equal(relu(nan), golden("nan.relu"));
+  check_equal(clamp(nan, -1, 0.5), golden("nan.clamp"));
+  check_equal(maximum(nan, tensor({0.0f, NAN, -3.0f})), golden("nan.maximum"));
+}
+
+TEST_CASE("the vectorized, threaded CPU path agrees with the reference loops") {
+  manual_seed(5);
+  const Tensor a = randn({70001}), b = randn({70001});
+  // Every other element of a [n, 2] buffer: strided, so the reference loops run;
+  // the contiguous originals take the vectorized, threaded CPU kernels.
+  auto strided = [](const Tensor& t) {
+    Tensor buf = zeros({t.numel(), 2});
+    buf.select(1, 0).copy_(t);
+    return buf.select(1, 0);
+  };
+  const Tensor as = strided(a), bs = strided(b);
+  CHECK(as.strides() == Shape{2});
+  check_equal(a + b, as + bs);
+  check_equal(a - b, as - bs);
+  check_equal(a * b, as * bs);
+  check_equal(a / 3, as / 3);
+  check_equal(3 / a, 3 / as);
+  check_equal(maximum(a, b), maximum(as, bs));
+  check_equal(minimum(a, b), minimum(as, bs));
+  check_equal(relu(a), relu(as));
+  check_equal(a.clone(), as.contiguous());
+}
+
+TEST_CASE("zero-size and 0-dim operands") {
+  check_equal(zeros({0, 3}) + ones({3}), zeros({0, 3}));
+  CHECK((zeros({2, 0}) * 2).sizes() == Shape{2, 0});
+  const Tensor s = scalar_tensor(2.0) * scalar_tensor(3.0);
+  CHECK(s.dim() == 0);
+  CHECK(s.item<double>() == 6.0);
+}
+
+TEST_CASE("errors name the problem like PyTorch") {
+  check_error([] { ones({2, 3}) + ones({4}); },
+              "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1");
+  check_error([] { tensor({true}) - tensor({true}); },
+              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+              "`logical_xor()` operator instead.");
+  check_error([] { -tensor({true}); },
+              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert "
+              "a mask, use the `~` or `logical_not()` operator instead.");
+  check_error([] { abs(tensor({true})); }, "\"abs_cpu\" not implemented for 'Bool'");
+  check_error([] { relu(tensor({true})); }, "Boolean inputs not supported for relu");
+  check_error([] { gelu(ones({2}), "x"); }, "approximate argument must be either none or tanh.");
+  check_error([] { gelu(tensor({1})); }, "\"GeluKernelImpl\" not implemented for 'Long'");
+  check_error([] { silu(tensor({1})); }, "\"silu_cpu\" not implemented for 'Long'");
+}
