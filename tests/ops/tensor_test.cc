@@ -273,3 +273,14 @@ TEST_CASE("printing matches PyTorch") {
     CHECK(to_string(inputs[i]) == golden_text(std::string("print.") + names[i]));
   }
 }
+
+TEST_CASE("tensors on two devices raise PyTorch's device message") {
+  // A tensor that claims to live on vulkan:0 (from_blob needs no backend).
+  float fake[3] = {1, 2, 3};
+  const Tensor on_gpu = from_blob(fake, {3}, Device("vulkan:0"));
+  CHECK(on_gpu.device().str() == "vulkan:0");
+  check_error([&] { ones({3}) + on_gpu; },
+              "Expected all tensors to be on the same device, but found at least two devices, cpu and vulkan:0!");
+  check_error([&] { maximum(on_gpu, ones({3})); },
+              "Expected all tensors to be on the same device, but found at least two devices, vulkan:0 and cpu!");
+}
