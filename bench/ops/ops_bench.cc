@@ -1,0 +1,65 @@
+// ember side of the op benchmark: the same ops and shapes as torch_ops.py.
+// Run both through compare.py, which prints the ember/PyTorch time ratios.
+#include <benchmark/benchmark.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/ember.h"
+
+using namespace ember;
+
+namespace {
+
+struct Case {
+  const char* name;
+  std::function<std::function<Tensor()>()> make;  // builds inputs, returns the op to time
+};
+
+std::vector<Case> cases() {
+  return {
+      {"add_1M", [] { Tensor a = randn({1 << 20}), b = randn({1 << 20}); return [=] { return a + b; }; }},
+      {"mul_scalar_1M", [] { Tensor a = randn({1 << 20}); return [=] { return a * 1.5; }; }},
+      {"relu_1M", [] { Tensor a = randn({1 << 20}); return [=] { return relu(a); }; }},
+      {"exp_1M", [] { Tensor a = randn({1 << 20}); return [=] { return exp(a); }; }},
+      {"add_bcast_1000x1000", [] { Tensor a = randn({1000, 1000}), b = randn({1000}); return [=] { return a + b; }; }},
+      {"transpose_copy_1000x1000", [] { Tensor a = randn({1000, 1000}); return [=] { return a.t().contiguous(); }; }},
+      {"sum_dim1_1000x1000", [] { Tensor a = randn({1000, 1000}); return [=] { return a.sum({1}); }; }},
+      {"softmax_256x1000", [] { Tensor a = randn({256, 1000}); return [=] { return softmax(a, 1); }; }},
+      {"layer_norm_256x768", [] {
+         Tensor a = randn({256, 768}), w = randn({768}), b = randn({768});
+         return [=] { return layer_norm(a, {768}, w, b); };
+       }},
+      {"matmul_256", [] { Tensor a = randn({256, 256}), b = randn({256, 256}); return [=] { return matmul(a, b); }; }},
+      {"conv2d_64x56x56_3x3", [] {
+         Tensor x = randn({1, 64, 56, 56}), w = randn({64, 64, 3, 3});
+         return [=] { return conv2d(x, w, Tensor(), {1, 1}, {1, 1}); };
+       }},
+      {"max_pool2d_64x56x56", [] {
+         Tensor x = randn({1, 64, 56, 56});
+         return [=] { return max_pool2d(x, {3, 3}, {2, 2}, {1, 1}); };
+       }},
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  manual_seed(0);
+  for (int threads : {1, 2}) {
+    for (const Case& c : cases()) {
+      std::function<Tensor()> op = c.make();
+      benchmark::RegisterBenchmark((std::string(c.name) + "/threads:" + std::to_string(threads)).c_str(),
+                                   [op, threads](benchmark::State& state) {
+                                     set_num_threads(threads);
+                                     for (auto _ : state) benchmark::DoNotOptimize(op());
+                                   })
+          ->Unit(benchmark::kMicrosecond)
+          ->MinTime(0.2);
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}

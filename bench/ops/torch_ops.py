@@ -1,0 +1,51 @@
+"""PyTorch side of the op benchmark (same ops and shapes as ops_bench.cc).
+Prints JSON {"<name>/threads:<n>": microseconds per call}."""
+import json
+import sys
+import timeit
+
+import torch
+import torch.nn.functional as F
+
+
+def cases():
+    r = torch.randn
+    a1, b1 = r(1 << 20), r(1 << 20)
+    m, v = r(1000, 1000), r(1000)
+    s = r(256, 1000)
+    ln, w, b = r(256, 768), r(768), r(768)
+    g1, g2 = r(256, 256), r(256, 256)
+    x, cw = r(1, 64, 56, 56), r(64, 64, 3, 3)
+    return {
+        "add_1M": lambda: a1 + b1,
+        "mul_scalar_1M": lambda: a1 * 1.5,
+        "relu_1M": lambda: torch.relu(a1),
+        "exp_1M": lambda: torch.exp(a1),
+        "add_bcast_1000x1000": lambda: m + v,
+        "transpose_copy_1000x1000": lambda: m.t().contiguous(),
+        "sum_dim1_1000x1000": lambda: m.sum(1),
+        "softmax_256x1000": lambda: torch.softmax(s, 1),
+        "layer_norm_256x768": lambda: F.layer_norm(ln, (768,), w, b),
+        "matmul_256": lambda: g1 @ g2,
+        "conv2d_64x56x56_3x3": lambda: F.conv2d(x, cw, None, 1, 1),
+        "max_pool2d_64x56x56": lambda: F.max_pool2d(x, 3, 2, 1),
+    }
+
+
+def main():
+    torch.manual_seed(0)
+    out = {}
+    with torch.no_grad():
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            for name, fn in cases().items():
+                fn()
+                timer = timeit.Timer(fn)
+                n, _ = timer.autorange()
+                best = min(timer.repeat(repeat=5, number=n)) / n
+                out[f"{name}/threads:{threads}"] = best * 1e6
+    json.dump(out, sys.stdout, indent=1)
+
+
+if __name__ == "__main__":
+    main()
