@@ -1,0 +1,230 @@
+// Float32 fast paths for row reductions: Sum, Mean, Max and Min over the
+// trailing dims of a contiguous input (each output element reduces one
+// contiguous row), and Softmax/LogSoftmax over the last dim of a contiguous
+// input. Rows run in parallel; inner loops use several independent lanes so
+// each ISA clone vectorizes them. Sums accumulate in double, as the reference
+// does. Other layouts and dtypes use the reference kernels.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/ref/ref_kernels.h"
+#include "runtime/core/thread_pool.h"
+
+namespace ember::cpu {
+namespace {
+
+constexpr int kLanes = 16;
+
+// rows x n: the geometry when `in` is contiguous and every reduced dim comes
+// after every kept dim of size > 1 (size-1 dims do not matter).
+bool row_geometry(const TensorView& in, Span<TensorView> out, uint32_t dims, int64_t& rows, int64_t& n) {
+  if (!in.is_contiguous()) return false;
+  for (const TensorView& o : out) {
+    if (!o.is_contiguous() || o.rank != in.rank) return false;
+  }
+  rows = 1;
+  n = 1;
+  bool seen_reduced = false;
+  for (int d = 0; d < in.rank; ++d) {
+    const bool reduced = (dims >> d) & 1u;
+    if (reduced) {
+      n *= in.sizes[d];
+      seen_reduced = seen_reduced || in.sizes[d] != 1;
+    } else {
+      if (seen_reduced && in.sizes[d] != 1) return false;
+      rows *= in.sizes[d];
+    }
+  }
+  return rows > 0 && n > 0;
+}
+
+RT_SIMD_CLONES double row_sum(const float* __restrict x, int64_t n) {
+  double acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) acc[j] += static_cast<double>(x[i + j]);
+  }
+  double total = 0;
+  for (int j = 0; j < kLanes; ++j) total += acc[j];
+  for (; i < n; ++i) total += static_cast<double>(x[i]);
+  return total;
+}
+
+// The row's maximum (minimum) ignoring NaN, and whether it holds a NaN.
+template <bool kMax>
+RT_SIMD_CLONES float row_extreme(const float* __restrict x, int64_t n, bool* has_nan) {
+  const float init = kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  float best[kLanes];
+  int nan[kLanes];
+  for (int j = 0; j < kLanes; ++j) {
+    best[j] = init;
+    nan[j] = 0;
+  }
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const float v = x[i + j];
+      best[j] = (kMax ? v > best[j] : v < best[j]) ? v : best[j];
+      nan[j] |= v != v;
+    }
+  }
+  float b = init;
+  int any_nan = 0;
+  for (int j = 0; j < kLanes; ++j) {
+    b = (kMax ? best[j] > b : best[j] < b) ? best[j] : b;
+    any_nan |= nan[j];
+  }
+  for (; i < n; ++i) {
+    const float v = x[i];
+    b = (kMax ? v > b : v < b) ? v : b;
+    any_nan |= v != v;
+  }
+  *has_nan = any_nan != 0;
+  return b;
+}
+
+// Elements per parallel chunk.
+int64_t rows_per_chunk(int64_t n) { return n >= kElementwiseGrain ? 1 : kElementwiseGrain / n; }
+
+// One long row: partial sums over fixed chunks, added in order (deterministic).
+double long_row_sum(const float* x, int64_t n) {
+  constexpr int64_t kMaxChunks = 64;
+  const int64_t chunks = std::min<int64_t>(kMaxChunks, (n + kElementwiseGrain - 1) / kElementwiseGrain);
+  if (chunks <= 1) return row_sum(x, n);
+  double partial[kMaxChunks] = {};
+  const int64_t step = (n + chunks - 1) / chunks;
+  parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const int64_t lo = c * step, hi = std::min(n, lo + step);
+      partial[c] = lo < hi ? row_sum(x + lo, hi - lo) : 0.0;
+    }
+  });
+  double total = 0;
+  for (int64_t c = 0; c < chunks; ++c) total += partial[c];
+  return total;
+}
+
+template <bool kMean>
+Status sum_or_mean(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto* p = std::get_if<ReduceParams>(&params);
+  int64_t rows = 0, n = 0;
+  if (p == nullptr || in[0].dtype != DType::Float32 || out[0].dtype != DType::Float32 ||
+      !row_geometry(in[0], out, p->dims, rows, n)) {
+    return kMean ? ref::mean(ctx, in, out, params) : ref::sum(ctx, in, out, params);
+  }
+  const float* x = in[0].ptr<const float>();
+  float* y = out[0].ptr<float>();
+  const double scale = kMean ? 1.0 / static_cast<double>(n) : 1.0;
+  if (rows == 1) {
+    y[0] = static_cast<float>(long_row_sum(x, n) * scale);
+    return Status::Ok;
+  }
+  parallel_for(0, rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) y[r] = static_cast<float>(row_sum(x + r * n, n) * scale);
+  });
+  return Status::Ok;
+}
+
+template <bool kMax>
+Status extreme(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto* p = std::get_if<ReduceParams>(&params);
+  int64_t rows = 0, n = 0;
+  if (p == nullptr || in[0].dtype != DType::Float32 || out.size() != 2 || out[0].dtype != DType::Float32 ||
+      out[1].dtype != DType::Int64 || !row_geometry(in[0], out, p->dims, rows, n)) {
+    return kMax ? ref::max_reduce(ctx, in, out, params) : ref::min_reduce(ctx, in, out, params);
+  }
+  const float* x = in[0].ptr<const float>();
+  float* values = out[0].ptr<float>();
+  int64_t* indices = out[1].ptr<int64_t>();
+  parallel_for(0, rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = x + r * n;
+      bool has_nan = false;
+      const float best = row_extreme<kMax>(row, n, &has_nan);
+      int64_t i = 0;  // the first NaN, else the first occurrence of the extreme
+      if (has_nan) {
+        while (row[i] == row[i]) ++i;
+      } else {
+        while (row[i] != best) ++i;
+      }
+      values[r] = row[i];
+      indices[r] = i;
+    }
+  });
+  return Status::Ok;
+}
+
+RT_SIMD_CLONES float row_max(const float* __restrict x, int64_t n) {
+  bool has_nan = false;
+  const float m = row_extreme<true>(x, n, &has_nan);
+  return has_nan ? std::numeric_limits<float>::quiet_NaN() : m;
+}
+
+template <bool kLog>
+Status softmax_rows(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                    const OpParams& params) {
+  const auto* p = std::get_if<SoftmaxParams>(&params);
+  const TensorView& x = in[0];
+  const bool fast = p != nullptr && x.dtype == DType::Float32 && out[0].dtype == DType::Float32 && x.rank > 0 &&
+                    p->dim == x.rank - 1 && x.is_contiguous() && out[0].is_contiguous() && out[0].rank == x.rank;
+  if (!fast) return kLog ? ref::log_softmax(ctx, in, out, params) : ref::softmax(ctx, in, out, params);
+  for (int d = 0; d < x.rank; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == out[0].sizes[d], Status::ShapeMismatch);
+  const int64_t n = x.sizes[x.rank - 1];
+  if (n == 0 || x.numel() == 0) return Status::Ok;
+  const int64_t rows = x.numel() / n;
+  const float* xp = x.ptr<const float>();
+  float* yp = out[0].ptr<float>();
+  parallel_for(0, rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = xp + r * n;
+      float* yr = yp + r * n;
+      const float m = row_max(xr, n);
+      double sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const float e = std::exp(xr[i] - m);
+        if (!kLog) yr[i] = e;
+        sum += e;
+      }
+      if (kLog) {
+        const float log_sum = static_cast<float>(std::log(sum));
+        for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) - log_sum;
+      } else {
+        const float inv = static_cast<float>(1.0 / sum);
+        for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
+      }
+    }
+  });
+  return Status::Ok;
+}
+
+}  // namespace
+
+Status sum_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  return sum_or_mean<false>(ctx, in, out, params);
+}
+
+Status mean_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  return sum_or_mean<true>(ctx, in, out, params);
+}
+
+Status max_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  return extreme<true>(ctx, in, out, params);
+}
+
+Status min_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  return extreme<false>(ctx, in, out, params);
+}
+
+Status softmax_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                   const OpParams& params) {
+  return softmax_rows<false>(ctx, in, out, params);
+}
+
+Status log_softmax_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                       const OpParams& params) {
+  return softmax_rows<true>(ctx, in, out, params);
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,230 @@
+// Reduction front-ends: dim lists (negative, duplicates rejected, empty = all),
+// keepdim, output dtypes and PyTorch's errors. Kernels write an output of the
+// input's rank with size 1 on reduced dims; without keepdim it is then viewed
+// without them.
+#include <cmath>
+#include <optional>
+
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/ops.h"
+
+namespace ember {
+namespace {
+
+// Bit d set: dim d is reduced. An empty list means every dim.
+uint32_t dim_mask(IntArrayRef dims, int64_t rank) {
+  EMBER_CHECK(rank <= kMaxRank, Status::NotSupported, "reductions support up to ", kMaxRank,
+              " dimensions, got ", rank);
+  if (dims.empty()) return rank == 0 ? 0u : static_cast<uint32_t>((uint64_t{1} << rank) - 1);
+  uint32_t seen = 0;
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, rank);
+    EMBER_CHECK(!((seen >> w) & 1u), Status::InvalidArgument, "dim ", w,
+                " appears multiple times in the list of dims");
+    seen |= 1u << w;
+  }
+  return rank == 0 ? 0u : seen;
+}
+
+uint32_t single_dim_mask(int64_t dim, int64_t rank) {
+  const int64_t d[] = {dim};
+  return dim_mask(IntArrayRef(d, 1), rank);
+}
+
+uint32_t all_dims(int64_t rank) { return dim_mask({}, rank); }
+
+Shape keep_shape(const Tensor& x, uint32_t mask) {
+  Shape s = x.sizes();
+  for (size_t d = 0; d < s.size(); ++d) {
+    if ((mask >> d) & 1u) s[d] = 1;
+  }
+  return s;
+}
+
+Shape drop_shape(const Tensor& x, uint32_t mask) {
+  Shape s;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (!((mask >> d) & 1u)) s.push_back(x.size(d));
+  }
+  return s;
+}
+
+Tensor finish(const Tensor& out, const Tensor& x, uint32_t mask, bool keepdim) {
+  return keepdim ? out : out.view(drop_shape(x, mask));
+}
+
+void check_rank(const Tensor& x) {
+  EMBER_CHECK(x.dim() <= kMaxRank, Status::NotSupported, "reductions support up to ", kMaxRank,
+              " dimensions, got ", x.dim());
+}
+
+// Runs a one-output reduction of `in` (already in the output dtype).
+Tensor reduce(OpKind op, const Tensor& in, uint32_t mask, bool keepdim, ReduceParams params = {}) {
+  check_rank(in);
+  params.dims = mask;
+  Tensor out = empty(keep_shape(in, mask), TensorOptions(in.dtype()).device(in.device()));
+  if (out.numel() > 0) run_kernel(op, {in}, {out}, params);
+  return finish(out, in, mask, keepdim);
+}
+
+// sum and prod: integer and bool inputs accumulate to int64 unless told otherwise.
+DType sum_dtype(const Tensor& x, std::optional<DType> dtype) {
+  if (dtype) return *dtype;
+  return is_integral(x.dtype(), /*include_bool=*/true) ? DType::Int64 : x.dtype();
+}
+
+DType mean_dtype(const Tensor& x, std::optional<DType> dtype) {
+  if (dtype) {
+    EMBER_CHECK(is_floating(*dtype), Status::DTypeMismatch,
+                "mean(): could not infer output dtype. Optional dtype must be either a floating point or "
+                "complex dtype. Got: ",
+                dtype_legacy_name(*dtype));
+    return *dtype;
+  }
+  EMBER_CHECK(x.is_floating_point(), Status::DTypeMismatch,
+              "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+              "complex dtype. Got: ",
+              dtype_legacy_name(x.dtype()));
+  return x.dtype();
+}
+
+void check_var_dtype(const Tensor& x) {
+  EMBER_CHECK(x.is_floating_point(), Status::DTypeMismatch,
+              "std and var only support floating point and complex dtypes");
+}
+
+// max/min/argmax/argmin need a non-empty reduction.
+void check_nonempty_dim(const Tensor& x, int64_t dim, const char* name) {
+  if (x.dim() == 0) return;
+  const int64_t w = wrap_dim(dim, x.dim());
+  EMBER_CHECK(x.size(w) != 0, Status::OutOfRange, name, "(): Expected reduction dim ", w,
+              " to have non-zero size.");
+}
+
+std::pair<Tensor, Tensor> extreme(OpKind op, const Tensor& x, uint32_t mask, bool keepdim) {
+  check_rank(x);
+  const Shape keep = keep_shape(x, mask);
+  Tensor values = empty(keep, TensorOptions(x.dtype()).device(x.device()));
+  Tensor indices = empty(keep, TensorOptions(DType::Int64).device(x.device()));
+  ReduceParams params;
+  params.dims = mask;
+  if (values.numel() > 0) run_kernel(op, {x}, {values, indices}, params);
+  return {finish(values, x, mask, keepdim), finish(indices, x, mask, keepdim)};
+}
+
+Tensor all_extreme(OpKind op, const Tensor& x, const char* name) {
+  EMBER_CHECK(x.numel() > 0, Status::InvalidArgument, name,
+              "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction "
+              "dim with the 'dim' argument.");
+  return extreme(op, x, all_dims(x.dim()), /*keepdim=*/false).first;
+}
+
+Tensor arg_extreme(OpKind op, const Tensor& x, std::optional<int64_t> dim, bool keepdim, const char* name) {
+  check_rank(x);
+  uint32_t mask;
+  if (dim) {
+    mask = single_dim_mask(*dim, x.dim());
+    check_nonempty_dim(x, *dim, name);
+  } else {
+    EMBER_CHECK(x.numel() > 0, Status::OutOfRange, name,
+                "(): Expected reduction dim to be specified for input.numel() == 0.");
+    mask = all_dims(x.dim());
+  }
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"", name, "_cpu\" not implemented for '",
+              dtype_legacy_name(x.dtype()), "'");
+  const Shape keep = keep_shape(x, mask);
+  Tensor out = empty(keep, TensorOptions(DType::Int64).device(x.device()));
+  ReduceParams params;
+  params.dims = mask;
+  if (out.numel() > 0) {
+    run_kernel(op, {x}, {out}, params);
+  }
+  return finish(out, x, mask, keepdim);
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, std::optional<DType> dtype) { return sum(x, {}, false, dtype); }
+
+Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+  const uint32_t mask = dim_mask(dims, x.dim());
+  return reduce(OpKind::Sum, x.to(sum_dtype(x, dtype)), mask, keepdim);
+}
+
+Tensor mean(const Tensor& x, std::optional<DType> dtype) { return mean(x, {}, false, dtype); }
+
+Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+  const DType out_dtype = mean_dtype(x, dtype);
+  const uint32_t mask = dim_mask(dims, x.dim());
+  return reduce(OpKind::Mean, x.to(out_dtype), mask, keepdim);
+}
+
+Tensor prod(const Tensor& x, std::optional<DType> dtype) {
+  return reduce(OpKind::Prod, x.to(sum_dtype(x, dtype)), all_dims(x.dim()), false);
+}
+
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dtype) {
+  const uint32_t mask = single_dim_mask(dim, x.dim());
+  return reduce(OpKind::Prod, x.to(sum_dtype(x, dtype)), mask, keepdim);
+}
+
+Tensor var(const Tensor& x, std::optional<std::vector<int64_t>> dims, int64_t correction, bool keepdim) {
+  check_var_dtype(x);
+  const uint32_t mask = dims ? dim_mask(*dims, x.dim()) : all_dims(x.dim());
+  ReduceParams params;
+  params.correction = correction;
+  return reduce(OpKind::Var, x, mask, keepdim, params);
+}
+
+Tensor std(const Tensor& x, std::optional<std::vector<int64_t>> dims, int64_t correction, bool keepdim) {
+  check_var_dtype(x);
+  return sqrt(var(x, std::move(dims), correction, keepdim));
+}
+
+Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {
+  EMBER_CHECK(x.is_floating_point(), Status::DTypeMismatch,
+              "norm(): input dtype should be either floating point or complex. Got ",
+              dtype_legacy_name(x.dtype()), " instead.");
+  const uint32_t mask = dim_mask(dims, x.dim());
+  ReduceParams params;
+  params.p = p;
+  return reduce(OpKind::Norm, x, mask, keepdim, params);
+}
+
+Tensor max(const Tensor& x) { return all_extreme(OpKind::Max, x, "max"); }
+Tensor min(const Tensor& x) { return all_extreme(OpKind::Min, x, "min"); }
+
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  const uint32_t mask = single_dim_mask(dim, x.dim());
+  check_nonempty_dim(x, dim, "max");
+  return extreme(OpKind::Max, x, mask, keepdim);
+}
+
+std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  const uint32_t mask = single_dim_mask(dim, x.dim());
+  check_nonempty_dim(x, dim, "min");
+  return extreme(OpKind::Min, x, mask, keepdim);
+}
+
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return arg_extreme(OpKind::ArgMax, x, dim, keepdim, "argmax");
+}
+
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return arg_extreme(OpKind::ArgMin, x, dim, keepdim, "argmin");
+}
+
+Tensor Tensor::sum(std::optional<DType> dtype) const { return ember::sum(*this, dtype); }
+Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) const {
+  return ember::sum(*this, dims, keepdim, dtype);
+}
+Tensor Tensor::mean(std::optional<DType> dtype) const { return ember::mean(*this, dtype); }
+Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) const {
+  return ember::mean(*this, dims, keepdim, dtype);
+}
+Tensor Tensor::max() const { return ember::max(*this); }
+Tensor Tensor::min() const { return ember::min(*this); }
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const { return ember::argmax(*this, dim, keepdim); }
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const { return ember::argmin(*this, dim, keepdim); }
+
+}  // namespace ember
