@@ -63,7 +63,7 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
   if (!match) {
     std::string expected = "[*";
     for (int64_t s : ns) expected += str_cat(", ", s);
-    raise(Status::ShapeMismatch, str_cat("Given normalized_shape=", shape_str(ns), ", expected input with shape ",
+    raise_error(Status::ShapeMismatch, str_cat("Given normalized_shape=", shape_str(ns), ", expected input with shape ",
                                          expected, "], but got input of size", shape_str(x.sizes())));
   }
   EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"LayerNormKernelImpl\" not implemented for '",
