@@ -157,7 +157,7 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size) {
   EMBER_CHECK(output_size[0] >= 0 && output_size[1] >= 0, Status::InvalidArgument,
               "adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but received {",
               output_size[0], ", ", output_size[1], "}");
-  for (int64_t d = 1; d < x.dim(); ++d) {
+  for (int64_t d = x.dim() - 2; d < x.dim(); ++d) {  // only H and W must be non-empty
     EMBER_CHECK(x.size(d) > 0, Status::InvalidArgument,
                 "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch dimensions, but input "
                 "has sizes ", shape_str(x.sizes()), " with dimension ", d, " being empty");
