@@ -1,0 +1,51 @@
+// Embedding: out[i..., :] = weight[indices[i...], :] for int32/int64 indices,
+// any strides. An index outside [0, V) returns OutOfRange (nothing is read).
+#include <type_traits>
+
+#include "kernels/ref/loops.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace ember::ref {
+
+Status embedding(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
+  RT_CHECK_OR_RETURN(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  const TensorView& weight = in[0];
+  const TensorView& indices = in[1];
+  TensorView& y = out[0];
+  RT_CHECK_OR_RETURN(weight.rank == 2 && y.rank == indices.rank + 1 && y.dtype == weight.dtype,
+                     Status::InvalidArgument);
+  RT_CHECK_OR_RETURN(indices.dtype == DType::Int32 || indices.dtype == DType::Int64, Status::DTypeMismatch);
+  for (int d = 0; d < indices.rank; ++d) {
+    RT_CHECK_OR_RETURN(y.sizes[d] == indices.sizes[d], Status::ShapeMismatch);
+  }
+  RT_CHECK_OR_RETURN(y.sizes[indices.rank] == weight.sizes[1], Status::ShapeMismatch);
+  if (indices.numel() == 0) return Status::Ok;
+  const int64_t rows = weight.sizes[0], D = weight.sizes[1];
+  auto index_at = [&](const int64_t* idx) -> int64_t {
+    const int64_t off = offset_of(indices, idx);
+    return indices.dtype == DType::Int32 ? indices.ptr<const int32_t>()[off]
+                                         : indices.ptr<const int64_t>()[off];
+  };
+  // Check every index first so that a bad one leaves the output untouched.
+  int64_t idx[kMaxRank] = {};
+  do {
+    const int64_t row = index_at(idx);
+    RT_CHECK_OR_RETURN(row >= 0 && row < rows, Status::OutOfRange);
+  } while (next_index(idx, indices.sizes, indices.rank));
+  if (D == 0) return Status::Ok;
+  dispatch_dtype(weight.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* w = weight.ptr<const T>();
+    T* o = y.ptr<T>();
+    const int64_t out_step = y.strides[indices.rank];
+    int64_t i[kMaxRank] = {};
+    do {
+      const T* row = w + index_at(i) * weight.strides[0];
+      T* dst = o + offset_of(y, i);  // y's leading dims match indices'; the last index is 0
+      for (int64_t k = 0; k < D; ++k) dst[k * out_step] = row[k * weight.strides[1]];
+    } while (next_index(i, indices.sizes, indices.rank));
+  });
+  return Status::Ok;
+}
+
+}  // namespace ember::ref

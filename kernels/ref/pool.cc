@@ -1,0 +1,164 @@
+// 2-D pooling over [N, C, H, W] views (any strides, so NCHW and channels_last
+// alike): max, average and adaptive average, computed as PyTorch's CPU kernels
+// do (same window bounds, accumulation types and division order).
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/ref/ref_kernels.h"
+#include "runtime/tensor/convert.h"
+
+namespace ember::ref {
+
+namespace {
+
+// The accumulator: float for 16-bit floats, T for float/double, int64 for integers.
+template <typename T>
+using pool_acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, compute_t<T>>;
+
+bool is_pool_geometry(const TensorView& in, const TensorView& out) {
+  return in.rank == 4 && out.rank == 4 && in.dtype == out.dtype && in.sizes[0] == out.sizes[0] &&
+         in.sizes[1] == out.sizes[1];
+}
+
+// Calls fn(n, c, oh, ow, in_plane, out_element) for every output element.
+template <typename T, typename F>
+void for_each_output(const TensorView& in, const TensorView& out, F&& fn) {
+  const T* src = in.ptr<const T>();
+  T* dst = out.ptr<T>();
+  for (int64_t n = 0; n < out.sizes[0]; ++n) {
+    for (int64_t c = 0; c < out.sizes[1]; ++c) {
+      const T* plane = src + n * in.strides[0] + c * in.strides[1];
+      for (int64_t oh = 0; oh < out.sizes[2]; ++oh) {
+        for (int64_t ow = 0; ow < out.sizes[3]; ++ow) {
+          fn(oh, ow, plane,
+             dst[n * out.strides[0] + c * out.strides[1] + oh * out.strides[2] + ow * out.strides[3]]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status max_pool2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
+                  const OpParams& params) {
+  const auto* p = std::get_if<Pool2dParams>(&params);
+  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  const TensorView& x = in[0];
+  const TensorView& y = out[0];
+  RT_CHECK_OR_RETURN(is_pool_geometry(x, y), Status::InvalidArgument);
+  RT_CHECK_OR_RETURN(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
+                         p->dilation[0] > 0 && p->dilation[1] > 0,
+                     Status::InvalidArgument);
+  const int64_t H = x.sizes[2], W = x.sizes[3];
+  const int64_t sh = x.strides[2], sw = x.strides[3];
+  dispatch_dtype(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    for_each_output<T>(x, y, [&](int64_t oh, int64_t ow, const T* plane, T& result) {
+      int64_t h0 = oh * p->stride[0] - p->padding[0];
+      int64_t w0 = ow * p->stride[1] - p->padding[1];
+      const int64_t h1 = std::min(h0 + (p->kernel[0] - 1) * p->dilation[0] + 1, H);
+      const int64_t w1 = std::min(w0 + (p->kernel[1] - 1) * p->dilation[1] + 1, W);
+      while (h0 < 0) h0 += p->dilation[0];
+      while (w0 < 0) w0 += p->dilation[1];
+      A best;
+      if constexpr (std::is_floating_point_v<A>) {
+        best = -std::numeric_limits<A>::infinity();
+      } else {
+        best = std::numeric_limits<A>::lowest();
+      }
+      for (int64_t h = h0; h < h1; h += p->dilation[0]) {
+        for (int64_t w = w0; w < w1; w += p->dilation[1]) {
+          const A v = convert<A>(plane[h * sh + w * sw]);
+          bool take = v > best;
+          if constexpr (std::is_floating_point_v<A>) take = take || std::isnan(v);
+          if (take) best = v;
+        }
+      }
+      result = convert<T>(best);
+    });
+  });
+  return Status::Ok;
+}
+
+Status avg_pool2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
+                  const OpParams& params) {
+  const auto* p = std::get_if<Pool2dParams>(&params);
+  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  const TensorView& x = in[0];
+  const TensorView& y = out[0];
+  RT_CHECK_OR_RETURN(is_pool_geometry(x, y), Status::InvalidArgument);
+  RT_CHECK_OR_RETURN(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
+                         p->divisor_override >= 0,
+                     Status::InvalidArgument);
+  const int64_t H = x.sizes[2], W = x.sizes[3];
+  const int64_t sh = x.strides[2], sw = x.strides[3];
+  dispatch_dtype(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = pool_acc_t<T>;
+    for_each_output<T>(x, y, [&](int64_t oh, int64_t ow, const T* plane, T& result) {
+      int64_t h0 = oh * p->stride[0] - p->padding[0];
+      int64_t w0 = ow * p->stride[1] - p->padding[1];
+      int64_t h1 = std::min(h0 + p->kernel[0], H + p->padding[0]);
+      int64_t w1 = std::min(w0 + p->kernel[1], W + p->padding[1]);
+      const int64_t pool_size = (h1 - h0) * (w1 - w0);
+      h0 = std::max<int64_t>(h0, 0);
+      w0 = std::max<int64_t>(w0, 0);
+      h1 = std::min(h1, H);
+      w1 = std::min(w1, W);
+      if (h0 >= h1 || w0 >= w1) {
+        result = convert<T>(0);
+        return;
+      }
+      const int64_t divisor = p->divisor_override > 0 ? p->divisor_override
+                              : p->count_include_pad ? pool_size
+                                                     : (h1 - h0) * (w1 - w0);
+      A sum = 0;
+      for (int64_t h = h0; h < h1; ++h) {
+        for (int64_t w = w0; w < w1; ++w) sum += convert<A>(plane[h * sh + w * sw]);
+      }
+      if constexpr (std::is_integral_v<A>) {
+        result = convert<T>(sum / divisor);
+      } else {
+        result = convert<T>(sum / static_cast<A>(divisor));
+      }
+    });
+  });
+  return Status::Ok;
+}
+
+Status adaptive_avg_pool2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
+                           const OpParams&) {
+  RT_CHECK_OR_RETURN(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  const TensorView& x = in[0];
+  const TensorView& y = out[0];
+  RT_CHECK_OR_RETURN(is_pool_geometry(x, y), Status::InvalidArgument);
+  const int64_t H = x.sizes[2], W = x.sizes[3], OH = y.sizes[2], OW = y.sizes[3];
+  RT_CHECK_OR_RETURN(y.numel() == 0 || (H > 0 && W > 0), Status::InvalidArgument);
+  const int64_t sh = x.strides[2], sw = x.strides[3];
+  // PyTorch's start_index / end_index: floor(i * in / out), ceil((i + 1) * in / out).
+  auto start = [](int64_t i, int64_t o, int64_t n) { return (i / o) * n + ((i % o) * n) / o; };
+  auto end = [](int64_t i, int64_t o, int64_t n) { return 1 + ((i + 1) * n - 1) / o; };
+  dispatch_dtype(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = pool_acc_t<T>;
+    for_each_output<T>(x, y, [&](int64_t oh, int64_t ow, const T* plane, T& result) {
+      const int64_t h0 = start(oh, OH, H), h1 = end(oh, OH, H);
+      const int64_t w0 = start(ow, OW, W), w1 = end(ow, OW, W);
+      A sum = 0;
+      for (int64_t h = h0; h < h1; ++h) {
+        for (int64_t w = w0; w < w1; ++w) sum += convert<A>(plane[h * sh + w * sw]);
+      }
+      if constexpr (std::is_integral_v<A>) {
+        result = convert<T>(sum / (h1 - h0) / (w1 - w0));
+      } else {
+        result = convert<T>(sum / static_cast<A>(h1 - h0) / static_cast<A>(w1 - w0));
+      }
+    });
+  });
+  return Status::Ok;
+}
+
+}  // namespace ember::ref

@@ -1,0 +1,30 @@
+// embedding(weight [V, D], indices int32/int64 of any shape) -> [..., D].
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/ops.h"
+
+namespace ember {
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  EMBER_CHECK(weight.dim() == 2, Status::InvalidArgument, "'weight' must be 2-D");
+  EMBER_CHECK(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32, Status::DTypeMismatch,
+              "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; "
+              "but got torch.", dtype_legacy_name(indices.dtype()), "Tensor instead (while checking arguments for "
+              "embedding)");
+  check_same_device({weight, indices});
+  EMBER_CHECK(weight.size(0) > 0 || indices.numel() == 0, Status::OutOfRange,
+              "index_select(): self indexing axis dim should be positive");
+  if (indices.numel() > 0) {
+    const Tensor i64 = indices.to(DType::Int64).to(Device(DeviceType::CPU)).contiguous();
+    const int64_t* p = i64.data_ptr<int64_t>();
+    for (int64_t k = 0; k < i64.numel(); ++k) {
+      EMBER_CHECK(p[k] >= 0 && p[k] < weight.size(0), Status::OutOfRange, "index out of range in self");
+    }
+  }
+  Shape shape = indices.sizes();
+  shape.push_back(weight.size(1));
+  Tensor out = empty(shape, TensorOptions(weight.dtype()).device(weight.device()));
+  if (out.numel() > 0) run_kernel(OpKind::Embedding, {weight, indices}, {out});
+  return out;
+}
+
+}  // namespace ember
