@@ -16,6 +16,10 @@ namespace ember {
 void run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
                 const OpParams& params = NoParams{});
 
+// Raises PyTorch's message when writing `t` would write one memory location
+// twice (an expanded tensor), as PyTorch refuses such in-place writes.
+void check_writable(const Tensor& t);
+
 // Raises PyTorch's message unless every defined tensor is on one device.
 void check_same_device(Span<const Tensor> tensors);
 

@@ -8,8 +8,6 @@
 
 namespace ember {
 
-void check_writable(const Tensor& t);  // copy.cc
-
 // --- type promotion ----------------------------------------------------------
 
 namespace {

@@ -8,21 +8,6 @@
 
 namespace ember {
 
-// PyTorch's suggest_memory_format() == ChannelsLast (is_channels_last_strides_2d):
-// 4-D, strides ordered C < W < H < N, NCHW preferred where ambiguous.
-bool pool_suggests_channels_last(const Tensor& t) {
-  if (t.dim() != 4 || t.strides()[1] == 0) return false;
-  int64_t min = 0;
-  for (int d : {1, 3, 2, 0}) {
-    const int64_t size = t.sizes()[d], stride = t.strides()[d];
-    if (size == 0 || stride < min) return false;
-    if (d == 0 && min == t.strides()[1]) return false;
-    min = stride;
-    if (size > 1) min *= size;
-  }
-  return true;
-}
-
 namespace {
 
 // floor division (PyTorch's div_rtn).
@@ -74,7 +59,7 @@ Pool2dArgs pool2d_args(const char* op, const Tensor& x, IntArrayRef kernel_size,
     p.dilation[i] = dilation[dilation.size() == 1 ? 0 : i];
   }
   p.ceil_mode = ceil_mode;
-  a.channels_last = pool_suggests_channels_last(x);
+  a.channels_last = (x.suggest_memory_format() == MemoryFormat::ChannelsLast);
   if (a.channels_last) {
     EMBER_CHECK(x.dim() == 4, Status::InvalidArgument,
                 "non-empty 4D (batch mode) tensor expected for input with channels_last layout");
@@ -164,7 +149,7 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size) {
   }
   EMBER_CHECK(x.dim() == 3 || x.dim() == 4, Status::InvalidArgument,
               "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ", shape_str(x.sizes()));
-  const bool channels_last = pool_suggests_channels_last(x);
+  const bool channels_last = (x.suggest_memory_format() == MemoryFormat::ChannelsLast);
   check_pool_dtype("adaptive_avg_pool2d", x, channels_last, /*allow_int64=*/false);
   const bool batched = x.dim() == 4;
   const Tensor in = batched ? x : x.unsqueeze(0);

@@ -11,7 +11,6 @@
 namespace ember {
 
 // PyTorch's suggest_memory_format() == channels_last (runtime/ops/pooling.cc).
-bool pool_suggests_channels_last(const Tensor& t);
 
 // --- cat and stack -------------------------------------------------------------
 
@@ -54,7 +53,7 @@ Tensor cat(Span<const Tensor> tensors, int64_t dim) {
                   " in the list.");
     }
     shape[dim] += t.size(dim);
-    channels_last = channels_last && pool_suggests_channels_last(t);
+    channels_last = channels_last && (t.suggest_memory_format() == MemoryFormat::ChannelsLast);
   }
   Tensor out = empty(shape, TensorOptions(dtype).device(ref->device()),
                      channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
@@ -182,7 +181,7 @@ Tensor constant_pad(const Tensor& x, IntArrayRef pad, double value) {
     shape[d] = size;
   }
   Tensor out = empty(shape, TensorOptions(x.dtype()).device(x.device()),
-                     pool_suggests_channels_last(x) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
+                     (x.suggest_memory_format() == MemoryFormat::ChannelsLast) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
   out.fill_(value);
   Tensor inner = out;
   for (int64_t d = lead; d < rank; ++d) {

@@ -497,3 +497,22 @@ Scalar Tensor::item() const {
 }
 
 }  // namespace ember
+
+namespace ember {
+
+// PyTorch's suggest_memory_format (is_channels_last_strides_2d): 4-D, strides
+// ordered C < W < H < N, NCHW preferred where ambiguous.
+MemoryFormat Tensor::suggest_memory_format() const {
+  if (dim() != 4 || strides()[1] == 0) return MemoryFormat::Contiguous;
+  int64_t min = 0;
+  for (int d : {1, 3, 2, 0}) {
+    const int64_t size = sizes()[d], stride = strides()[d];
+    if (size == 0 || stride < min) return MemoryFormat::Contiguous;
+    if (d == 0 && min == strides()[1]) return MemoryFormat::Contiguous;
+    min = stride;
+    if (size > 1) min *= size;
+  }
+  return MemoryFormat::ChannelsLast;
+}
+
+}  // namespace ember

@@ -94,6 +94,8 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
   const Storage& storage() const { return ref().storage; }
   bool is_contiguous(MemoryFormat format = MemoryFormat::Contiguous) const;
+  // The layout ops should give their outputs (PyTorch's suggest_memory_format).
+  MemoryFormat suggest_memory_format() const;
   bool is_floating_point() const { return is_floating(dtype()); }
   // Same storage, offset, sizes and strides.
   bool is_alias_of(const Tensor& other) const { return storage() == other.storage(); }
