@@ -1,8 +1,10 @@
 // Reference batched matrix product: out[b] = a[b] @ b[b] for a [B, M, K],
 // b [B, K, N], out [B, M, N], any strides (stride 0 for broadcast batches).
-// Accumulates as PyTorch's CPU gemm does: float32 (and the 16-bit floats) in
-// float, float64 in double, integers in their own width with wrap-around
-// (computed in uint64 so that overflow is defined).
+// Accumulates as PyTorch 1.13's CPU gemm does: float32 in float, float64 in
+// double, integers in their own width with wrap-around (computed in uint64 so
+// that overflow is defined), and the 16-bit floats in their own type: each
+// product is rounded to it, then added and rounded again (bit-exact with
+// PyTorch's bfloat16 mm, bmm and dot).
 #include <type_traits>
 
 #include "kernels/ref/ref_kernels.h"
@@ -27,7 +29,11 @@ void matmul_loop(const TensorView& a, const TensorView& b, const TensorView& o) 
         for (int64_t p = 0; p < k; ++p) {
           const T x = pa[bi * a.strides[0] + i * a.strides[1] + p * a.strides[2]];
           const T y = pb[bi * b.strides[0] + p * b.strides[1] + j * b.strides[2]];
-          sum += static_cast<A>(x) * static_cast<A>(y);
+          if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+            sum = static_cast<float>(T(static_cast<float>(T(sum)) + static_cast<float>(T(float(x) * float(y)))));
+          } else {
+            sum += static_cast<A>(x) * static_cast<A>(y);
+          }
         }
         po[bi * o.strides[0] + i * o.strides[1] + j * o.strides[2]] = static_cast<T>(sum);
       }

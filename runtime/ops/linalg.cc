@@ -40,7 +40,7 @@ Tensor mv(const Tensor& a, const Tensor& v) {
   check_same_device({a, v});
   check_gemm_dtype("addmv_impl_cpu", a, v);
   Tensor out = empty({a.size(0)}, TensorOptions(a.dtype()).device(a.device()));
-  run_matmul(a.unsqueeze(0), v.view({1, v.size(0), 1}), out.view({1, a.size(0), 1}));
+  run_matmul(a.unsqueeze(0), v.unsqueeze(0).unsqueeze(2), out.unsqueeze(0).unsqueeze(2));
   return out;
 }
 
@@ -57,7 +57,7 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(d != DType::Bool && d != DType::Float16, Status::NotSupported, "\"dot\" not implemented for '",
               dtype_legacy_name(d), "'");
   Tensor out = empty({}, TensorOptions(d).device(a.device()));
-  run_matmul(a.view({1, 1, a.numel()}), b.view({1, b.numel(), 1}), out.view({1, 1, 1}));
+  run_matmul(a.unsqueeze(0).unsqueeze(0), b.unsqueeze(0).unsqueeze(2), out.unsqueeze(0).unsqueeze(0).unsqueeze(0));
   return out;
 }
 
