@@ -1,0 +1,190 @@
+// float32 Conv2d as im2col + the blocked GEMM (gemm.h), per image and group:
+//   out[n, g] (Cout/g x OH*OW) = weight[g] (Cout/g x Cg*KH*KW) @ col (Cg*KH*KW x OH*OW)
+// The output may be NCHW or channels_last: the GEMM writes through its strides
+// (rows step by the channel stride, columns by the W stride). 1x1 convolutions
+// with stride 1 and no padding read the input directly (no im2col). Many small
+// (image, group) products (depthwise, small batches of small images) run one
+// single-threaded GEMM per thread; large ones thread inside the GEMM. Layouts
+// that do not flatten (a non-contiguous weight, an output whose spatial dims
+// do not merge) use the reference kernel.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/ref/ref_kernels.h"
+#include "runtime/core/thread_pool.h"
+
+namespace ember::cpu {
+namespace {
+
+constexpr size_t kAlign = 64;
+
+size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+// (outer, inner) dims merge into one dim of stride inner_stride.
+bool merges(int64_t outer_size, int64_t outer_stride, int64_t inner_size, int64_t inner_stride) {
+  return outer_size == 1 || inner_size == 1 ? true : outer_stride == inner_size * inner_stride;
+}
+
+struct ConvPlan {
+  int64_t batch, c, h, w, cout, oh, ow, kh, kw, cg, cout_g, groups;
+  int64_t kdim, p;          // GEMM depth (Cg*KH*KW) and columns (OH*OW)
+  bool direct;              // 1x1, stride 1, no padding, input H and W merge: no im2col
+  bool over_units;          // one single-threaded GEMM per thread over (image, group)
+  int threads;
+  size_t col_bytes, gemm_bytes, slot_bytes;
+  int64_t slots;
+};
+
+ConvPlan plan_for(const TensorView& x, const TensorView& wt, const TensorView& o, const Conv2dParams& prm,
+                  int threads) {
+  ConvPlan p;
+  p.batch = x.sizes[0];
+  p.c = x.sizes[1];
+  p.h = x.sizes[2];
+  p.w = x.sizes[3];
+  p.cout = o.sizes[1];
+  p.oh = o.sizes[2];
+  p.ow = o.sizes[3];
+  p.kh = wt.sizes[2];
+  p.kw = wt.sizes[3];
+  p.cg = wt.sizes[1];
+  p.groups = prm.groups;
+  p.cout_g = p.cout / p.groups;
+  p.kdim = p.cg * p.kh * p.kw;
+  p.p = p.oh * p.ow;
+  p.threads = std::max(1, threads);
+  p.direct = p.kh == 1 && p.kw == 1 && prm.stride[0] == 1 && prm.stride[1] == 1 && prm.padding[0] == 0 &&
+             prm.padding[1] == 0 && merges(p.h, x.strides[2], p.w, x.strides[3]);
+  const int64_t units = p.batch * p.groups;
+  const double work = static_cast<double>(p.cout_g) * static_cast<double>(p.kdim) * static_cast<double>(p.p);
+  p.over_units = units > 1 && p.threads > 1 && work < 128.0 * 128.0 * 128.0;
+  p.col_bytes = p.direct ? 0 : aligned(static_cast<size_t>(p.kdim * p.p) * sizeof(float));
+  p.gemm_bytes = sgemm_workspace(p.cout_g, p.p, p.kdim, p.over_units ? 1 : p.threads);
+  p.slot_bytes = p.col_bytes + aligned(p.gemm_bytes);
+  p.slots = p.over_units ? std::min<int64_t>(p.threads, units) : 1;
+  return p;
+}
+
+size_t workspace_of(const ConvPlan& p) { return kAlign + p.slot_bytes * static_cast<size_t>(p.slots); }
+
+// col[(ci*KH + i)*KW + j, oh*OW + ow] = x[ci, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside).
+void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const Conv2dParams& prm, float* col,
+                 int64_t r0, int64_t r1) {
+  const int64_t sc = xv.strides[1], sh = xv.strides[2], sw = xv.strides[3];
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t ci = r / (p.kh * p.kw), i = (r / p.kw) % p.kh, j = r % p.kw;
+    float* dst = col + r * p.p;
+    const float* src = x + ci * sc;
+    const int64_t off_w = j * prm.dilation[1] - prm.padding[1];
+    // ow is valid when 0 <= ow*stride + off_w < W.
+    const int64_t st = prm.stride[1];
+    int64_t lo = off_w >= 0 ? 0 : (-off_w + st - 1) / st;
+    int64_t hi = p.w - off_w <= 0 ? 0 : (p.w - off_w + st - 1) / st;
+    lo = std::min(lo, p.ow);
+    hi = std::max(lo, std::min(hi, p.ow));
+    for (int64_t oh = 0; oh < p.oh; ++oh, dst += p.ow) {
+      const int64_t ih = oh * prm.stride[0] - prm.padding[0] + i * prm.dilation[0];
+      if (ih < 0 || ih >= p.h) {
+        std::memset(dst, 0, sizeof(float) * p.ow);
+        continue;
+      }
+      const float* row = src + ih * sh + off_w * sw;
+      for (int64_t ow = 0; ow < lo; ++ow) dst[ow] = 0.0f;
+      if (st == 1 && sw == 1) {
+        std::memcpy(dst + lo, row + lo, sizeof(float) * (hi - lo));
+      } else {
+        for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = row[ow * st * sw];
+      }
+      for (int64_t ow = hi; ow < p.ow; ++ow) dst[ow] = 0.0f;
+    }
+  }
+}
+
+}  // namespace
+
+size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params) {
+  const Conv2dParams* prm = std::get_if<Conv2dParams>(&params);
+  if (prm == nullptr || in.size() != 3 || out.size() != 1 || in[0].rank != 4 || in[1].rank != 4 ||
+      out[0].rank != 4 || prm->groups <= 0) {
+    return 0;
+  }
+  return workspace_of(plan_for(in[0], in[1], out[0], *prm, get_num_threads()));
+}
+
+Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                  const OpParams& params) {
+  const Conv2dParams* prm = std::get_if<Conv2dParams>(&params);
+  RT_CHECK_OR_RETURN(prm != nullptr && prm->groups > 0 && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
+  const TensorView &x = in[0], &wt = in[1], &bias = in[2], &o = out[0];
+  RT_CHECK_OR_RETURN(x.rank == 4 && wt.rank == 4 && o.rank == 4, Status::InvalidArgument);
+  RT_CHECK_OR_RETURN(x.dtype == DType::Float32 && wt.dtype == DType::Float32 && o.dtype == DType::Float32 &&
+                         (bias.data == nullptr || bias.dtype == DType::Float32),
+                     Status::DTypeMismatch);
+  RT_CHECK_OR_RETURN(o.sizes[0] == x.sizes[0] && o.sizes[1] == wt.sizes[0] && o.sizes[1] % prm->groups == 0 &&
+                         x.sizes[1] == wt.sizes[1] * prm->groups &&
+                         (bias.data == nullptr || (bias.rank == 1 && bias.sizes[0] == o.sizes[1])),
+                     Status::ShapeMismatch);
+  const ConvPlan p = plan_for(x, wt, o, *prm, ctx.num_threads);
+  const bool flat = merges(p.oh, o.strides[2], p.ow, o.strides[3]) && wt.is_contiguous();
+  if (!flat || ctx.scratch_bytes < workspace_of(p)) return ref::conv2d(ctx, in, out, params);
+  if (o.numel() == 0) return Status::Ok;
+
+  const float* px = x.ptr<const float>();
+  const float* pw = wt.ptr<const float>();
+  const float* pb = bias.ptr<const float>();
+  float* po = o.ptr<float>();
+  const int64_t o_cs = p.ow > 1 ? o.strides[3] : o.strides[2];
+  const int64_t x_cs = p.w > 1 ? x.strides[3] : x.strides[2];
+  const uintptr_t base = (reinterpret_cast<uintptr_t>(ctx.scratch) + kAlign - 1) / kAlign * kAlign;
+
+  // One (image, group) product; `threads` > 1 only when units run one at a time.
+  auto unit = [&](int64_t u, char* slot, int threads) {
+    const int64_t n = u / p.groups, g = u % p.groups;
+    const float* xg = px + n * x.strides[0] + g * p.cg * x.strides[1];
+    float* og = po + n * o.strides[0] + g * p.cout_g * o.strides[1];
+    if (pb != nullptr) {
+      for (int64_t co = 0; co < p.cout_g; ++co) {
+        const float v = pb[(g * p.cout_g + co) * bias.strides[0]];
+        float* row = og + co * o.strides[1];
+        for (int64_t q = 0; q < p.p; ++q) row[q * o_cs] = v;
+      }
+    }
+    MatrixRef<const float> bmat{xg, x.strides[1], x_cs};
+    if (!p.direct) {
+      float* col = reinterpret_cast<float*>(slot);
+      if (threads > 1 && p.kdim > 1) {
+        parallel_for(0, p.kdim, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, p.p)),
+                     [&](int64_t r0, int64_t r1) { im2col_rows(xg, x, p, *prm, col, r0, r1); });
+      } else {
+        im2col_rows(xg, x, p, *prm, col, 0, p.kdim);
+      }
+      bmat = MatrixRef<const float>{col, p.p, 1};
+    }
+    return sgemm(p.cout_g, p.p, p.kdim, MatrixRef<const float>{pw + g * p.cout_g * p.kdim, p.kdim, 1},
+                 bmat, MatrixRef<float>{og, o.strides[1], o_cs}, /*accumulate=*/pb != nullptr,
+                 slot + p.col_bytes, p.gemm_bytes, threads);
+  };
+
+  const int64_t units = p.batch * p.groups;
+  if (!p.over_units) {
+    for (int64_t u = 0; u < units; ++u) {
+      if (!unit(u, reinterpret_cast<char*>(base), p.threads)) return Status::OutOfMemory;
+    }
+    return Status::Ok;
+  }
+  std::atomic<bool> ok{true};
+  parallel_for(0, p.slots, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s) {
+      char* slot = reinterpret_cast<char*>(base) + static_cast<size_t>(s) * p.slot_bytes;
+      for (int64_t u = units * s / p.slots; u < units * (s + 1) / p.slots; ++u) {
+        if (!unit(u, slot, 1)) ok = false;
+      }
+    }
+  });
+  return ok.load() ? Status::Ok : Status::OutOfMemory;
+}
+
+}  // namespace ember::cpu

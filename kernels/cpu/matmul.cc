@@ -1,0 +1,88 @@
+// float32 MatMul on the blocked GEMM (gemm.h): a [B, M, K] x b [B, K, N] ->
+// out [B, M, N], any strides (packing absorbs them). Large products thread
+// inside the GEMM; many small ones run one GEMM per thread over the batches.
+#include <algorithm>
+#include <atomic>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/ref/ref_kernels.h"
+#include "runtime/core/thread_pool.h"
+
+namespace ember::cpu {
+namespace {
+
+struct Plan {
+  int64_t batches, m, n, k;
+  bool over_batches;  // one single-threaded GEMM per thread
+  int threads;
+  size_t per_slot;    // workspace per thread slot when over_batches
+};
+
+Plan plan_for(const TensorView& a, const TensorView& o, int threads) {
+  Plan p;
+  p.batches = o.sizes[0];
+  p.m = o.sizes[1];
+  p.n = o.sizes[2];
+  p.k = a.sizes[2];
+  p.threads = std::max(1, threads);
+  // Below ~128^3 multiply-adds a product gains little from threads of its own.
+  const double work = static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
+  p.over_batches = p.batches > 1 && p.threads > 1 && work < 128.0 * 128.0 * 128.0;
+  p.per_slot = sgemm_workspace(p.m, p.n, p.k, 1);
+  return p;
+}
+
+size_t workspace_of(const Plan& p) {
+  if (p.over_batches) return p.per_slot * static_cast<size_t>(std::min<int64_t>(p.threads, p.batches));
+  return sgemm_workspace(p.m, p.n, p.k, p.threads);
+}
+
+}  // namespace
+
+size_t matmul_f32_workspace(Span<const TensorView> in, Span<const TensorView> out, const OpParams&) {
+  if (in.size() != 2 || out.size() != 1 || in[0].rank != 3 || out[0].rank != 3) return 0;
+  return workspace_of(plan_for(in[0], out[0], get_num_threads()));
+}
+
+Status matmul_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                  const OpParams& params) {
+  RT_CHECK_OR_RETURN(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  const TensorView &a = in[0], &b = in[1], &o = out[0];
+  RT_CHECK_OR_RETURN(a.rank == 3 && b.rank == 3 && o.rank == 3, Status::InvalidArgument);
+  RT_CHECK_OR_RETURN(a.dtype == DType::Float32 && b.dtype == DType::Float32 && o.dtype == DType::Float32,
+                     Status::DTypeMismatch);
+  RT_CHECK_OR_RETURN(a.sizes[0] == o.sizes[0] && b.sizes[0] == o.sizes[0] && a.sizes[1] == o.sizes[1] &&
+                         b.sizes[2] == o.sizes[2] && a.sizes[2] == b.sizes[1],
+                     Status::ShapeMismatch);
+  const Plan p = plan_for(a, o, ctx.num_threads);
+  if (ctx.scratch_bytes < workspace_of(p)) return ref::matmul(ctx, in, out, params);
+  const float* pa = a.ptr<const float>();
+  const float* pb = b.ptr<const float>();
+  float* po = o.ptr<float>();
+  auto one = [&](int64_t bi, void* ws, size_t ws_bytes, int threads) {
+    return sgemm(p.m, p.n, p.k, MatrixRef<const float>{pa + bi * a.strides[0], a.strides[1], a.strides[2]},
+                 MatrixRef<const float>{pb + bi * b.strides[0], b.strides[1], b.strides[2]},
+                 MatrixRef<float>{po + bi * o.strides[0], o.strides[1], o.strides[2]},
+                 /*accumulate=*/false, ws, ws_bytes, threads);
+  };
+  if (!p.over_batches) {
+    for (int64_t bi = 0; bi < p.batches; ++bi) {
+      if (!one(bi, ctx.scratch, ctx.scratch_bytes, p.threads)) return Status::OutOfMemory;
+    }
+    return Status::Ok;
+  }
+  const int64_t slots = std::min<int64_t>(p.threads, p.batches);
+  std::atomic<bool> ok{true};
+  parallel_for(0, slots, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s) {
+      void* ws = static_cast<char*>(ctx.scratch) + static_cast<size_t>(s) * p.per_slot;
+      for (int64_t bi = p.batches * s / slots; bi < p.batches * (s + 1) / slots; ++bi) {
+        if (!one(bi, ws, p.per_slot, 1)) ok = false;
+      }
+    }
+  });
+  return ok.load() ? Status::Ok : Status::OutOfMemory;
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,62 @@
+// Reference batched matrix product: out[b] = a[b] @ b[b] for a [B, M, K],
+// b [B, K, N], out [B, M, N], any strides (stride 0 for broadcast batches).
+// Accumulates as PyTorch 1.13's CPU gemm does: float32 in float, float64 in
+// double, integers in their own width with wrap-around (computed in uint64 so
+// that overflow is defined), and the 16-bit floats in their own type: each
+// product is rounded to it, then added and rounded again (bit-exact with
+// PyTorch's bfloat16 mm, bmm and dot).
+#include <type_traits>
+
+#include "kernels/ref/ref_kernels.h"
+
+namespace ember::ref {
+namespace {
+
+template <typename T>
+using acc_t = std::conditional_t<std::is_integral_v<T>, uint64_t, compute_t<T>>;
+
+template <typename T>
+void matmul_loop(const TensorView& a, const TensorView& b, const TensorView& o) {
+  using A = acc_t<T>;
+  const T* pa = a.ptr<const T>();
+  const T* pb = b.ptr<const T>();
+  T* po = o.ptr<T>();
+  const int64_t batches = o.sizes[0], m = o.sizes[1], n = o.sizes[2], k = a.sizes[2];
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        A sum = A(0);
+        for (int64_t p = 0; p < k; ++p) {
+          const T x = pa[bi * a.strides[0] + i * a.strides[1] + p * a.strides[2]];
+          const T y = pb[bi * b.strides[0] + p * b.strides[1] + j * b.strides[2]];
+          if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+            sum = static_cast<float>(T(static_cast<float>(T(sum)) + static_cast<float>(T(float(x) * float(y)))));
+          } else {
+            sum += static_cast<A>(x) * static_cast<A>(y);
+          }
+        }
+        po[bi * o.strides[0] + i * o.strides[1] + j * o.strides[2]] = static_cast<T>(sum);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status matmul(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
+  RT_CHECK_OR_RETURN(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  const TensorView &a = in[0], &b = in[1], &o = out[0];
+  RT_CHECK_OR_RETURN(a.rank == 3 && b.rank == 3 && o.rank == 3, Status::InvalidArgument);
+  RT_CHECK_OR_RETURN(a.sizes[0] == o.sizes[0] && b.sizes[0] == o.sizes[0] && a.sizes[1] == o.sizes[1] &&
+                         b.sizes[2] == o.sizes[2] && a.sizes[2] == b.sizes[1],
+                     Status::ShapeMismatch);
+  RT_CHECK_OR_RETURN(a.dtype == b.dtype && a.dtype == o.dtype && (kNumericTypes & dtype_bit(a.dtype)),
+                     Status::DTypeMismatch);
+  dispatch_dtype(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) matmul_loop<T>(a, b, o);
+  });
+  return Status::Ok;
+}
+
+}  // namespace ember::ref

@@ -1,0 +1,176 @@
+// Linear-algebra front-ends: mm, bmm, matmul (with torch.matmul's dot / mv /
+// mm / folded / batched paths, so that results and error messages match
+// PyTorch 1.13), and linear. Everything runs on the one MatMul kernel
+// ([B, M, K] x [B, K, N]); the front-ends only build 3-D views of the operands
+// (copying only when a reshape must). As in PyTorch, nothing here promotes
+// types: mismatched dtypes raise.
+#include <string>
+
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/ops.h"
+
+namespace ember {
+namespace {
+
+std::string matrix_str(const Tensor& t) { return std::to_string(t.size(0)) + "x" + std::to_string(t.size(1)); }
+
+// PyTorch's CPU gemm kernels dispatch over all types but Bool and Half.
+void check_gemm_dtype(const char* kernel, const Tensor& first, const Tensor& second) {
+  const DType d = first.dtype();
+  EMBER_CHECK(d != DType::Bool && d != DType::Float16, Status::NotSupported, "\"", kernel,
+              "\" not implemented for '", dtype_legacy_name(d), "'");
+  EMBER_CHECK(second.dtype() == d, Status::DTypeMismatch, "expected scalar type ", dtype_legacy_name(d),
+              " but found ", dtype_legacy_name(second.dtype()));
+}
+
+// out3 [B, M, N] = a3 [B, M, K] @ b3 [B, K, N]; out3 is a view of the result.
+void run_matmul(const Tensor& a3, const Tensor& b3, const Tensor& out3) {
+  run_kernel(OpKind::MatMul, {a3, b3}, {out3});
+}
+
+Tensor mm_unchecked(const Tensor& a, const Tensor& b) {
+  Tensor out = empty({a.size(0), b.size(1)}, TensorOptions(a.dtype()).device(a.device()));
+  run_matmul(a.unsqueeze(0), b.unsqueeze(0), out.unsqueeze(0));
+  return out;
+}
+
+Tensor mv(const Tensor& a, const Tensor& v) {
+  EMBER_CHECK(a.size(1) == v.size(0), Status::ShapeMismatch, "size mismatch, got ", a.size(0), ", ",
+              matrix_str(a), ",", v.size(0));
+  check_same_device({a, v});
+  check_gemm_dtype("addmv_impl_cpu", a, v);
+  Tensor out = empty({a.size(0)}, TensorOptions(a.dtype()).device(a.device()));
+  run_matmul(a.unsqueeze(0), v.unsqueeze(0).unsqueeze(2), out.unsqueeze(0).unsqueeze(2));
+  return out;
+}
+
+Tensor dot(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.dtype() == b.dtype(), Status::DTypeMismatch,
+              "dot : expected both vectors to have same dtype, but found ", dtype_legacy_name(a.dtype()), " and ",
+              dtype_legacy_name(b.dtype()));
+  EMBER_CHECK(a.numel() == b.numel(), Status::ShapeMismatch, "inconsistent tensor size, expected tensor ",
+              shape_str(a.sizes()), " and src ", shape_str(b.sizes()),
+              " to have the same number of elements, but got ", a.numel(), " and ", b.numel(),
+              " elements respectively");
+  check_same_device({a, b});
+  const DType d = a.dtype();
+  EMBER_CHECK(d != DType::Bool && d != DType::Float16, Status::NotSupported, "\"dot\" not implemented for '",
+              dtype_legacy_name(d), "'");
+  Tensor out = empty({}, TensorOptions(d).device(a.device()));
+  run_matmul(a.unsqueeze(0).unsqueeze(0), b.unsqueeze(0).unsqueeze(2), out.unsqueeze(0).unsqueeze(0).unsqueeze(0));
+  return out;
+}
+
+// addmm(self, mat1, mat2) with beta = alpha = 1: self broadcast to the product's shape.
+Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
+  EMBER_CHECK(self.dtype() == mat2.dtype(), Status::DTypeMismatch, "self and mat2 must have the same dtype");
+  EMBER_CHECK(mat1.dim() == 2, Status::InvalidArgument, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
+  EMBER_CHECK(mat2.dim() == 2, Status::InvalidArgument, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
+  EMBER_CHECK(mat1.size(1) == mat2.size(0), Status::ShapeMismatch, "mat1 and mat2 shapes cannot be multiplied (",
+              matrix_str(mat1), " and ", matrix_str(mat2), ")");
+  const Tensor bias = self.expand({mat1.size(0), mat2.size(1)});
+  check_same_device({self, mat1, mat2});
+  check_gemm_dtype("addmm_impl_cpu_", mat1, mat2);
+  Tensor out = mm_unchecked(mat1, mat2);
+  out.add_(bias);
+  return out;
+}
+
+// torch.matmul folds the batch of a >= 3-D operand into the rows of an mm/mv
+// when the other is 1-D or 2-D, unless the 3-D operand's last two dims are
+// transposed in a batch-outermost layout (then bmm reads it as it is).
+bool should_fold(const Tensor& t1, int64_t dim2) {
+  const int64_t dim1 = t1.dim();
+  if (dim1 < 3 || (dim2 != 1 && dim2 != 2)) return false;
+  if (dim1 == 3 && dim2 == 2 && t1.stride(2) != 1 && t1.stride(0) == t1.size(1) * t1.size(2)) return false;
+  return true;
+}
+
+Shape slice_shape(const Shape& s, size_t begin, size_t end) { return Shape(s.begin() + begin, s.begin() + end); }
+
+}  // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.dim() == 2, Status::InvalidArgument, "self must be a matrix");
+  EMBER_CHECK(b.dim() == 2, Status::InvalidArgument, "mat2 must be a matrix");
+  EMBER_CHECK(a.size(1) == b.size(0), Status::ShapeMismatch, "mat1 and mat2 shapes cannot be multiplied (",
+              matrix_str(a), " and ", matrix_str(b), ")");
+  check_same_device({a, b});
+  check_gemm_dtype("addmm_impl_cpu_", a, b);
+  return mm_unchecked(a, b);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.dim() == 3, Status::InvalidArgument, "batch1 must be a 3D tensor");
+  EMBER_CHECK(b.dim() == 3, Status::InvalidArgument, "batch2 must be a 3D tensor");
+  EMBER_CHECK(b.size(0) == a.size(0) && b.size(1) == a.size(2), Status::ShapeMismatch,
+              "Expected size for first two dimensions of batch2 tensor to be: [", a.size(0), ", ", a.size(2),
+              "] but got: [", b.size(0), ", ", b.size(1), "].");
+  check_same_device({a, b});
+  check_gemm_dtype("bmm", a, b);
+  Tensor out = empty({a.size(0), a.size(1), b.size(2)}, TensorOptions(a.dtype()).device(a.device()));
+  run_matmul(a, b, out);
+  return out;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const int64_t dim1 = a.dim(), dim2 = b.dim();
+  EMBER_CHECK(dim1 != 0 && dim2 != 0, Status::InvalidArgument,
+              "both arguments to matmul need to be at least 1D, but they are ", dim1, "D and ", dim2, "D");
+  if (dim1 == 1 && dim2 == 1) return dot(a, b);
+  if (dim1 == 2 && dim2 == 1) return mv(a, b);
+  if (dim1 == 1 && dim2 == 2) return mm(a.unsqueeze(0), b).squeeze(0);
+  if (dim1 == 2 && dim2 == 2) return mm(a, b);
+  if (should_fold(a, dim2) || should_fold(b, dim1)) {
+    // Fold the batch of the higher-rank operand into the rows of an mm / mv.
+    const bool transpose = dim2 > dim1;
+    const Tensor t1 = transpose ? b.transpose(-2, -1) : a;
+    const Tensor t2 = !transpose ? b : (dim1 == 2 ? a.t() : a);
+    const Shape& sizes1 = t1.sizes();
+    Shape out_shape = slice_shape(sizes1, 0, sizes1.size() - 1);
+    int64_t folded = 1;
+    for (int64_t s : out_shape) folded *= s;
+    const Tensor t1_folded = t1.reshape({folded, sizes1.back()});
+    if (t2.dim() == 2) {
+      out_shape.push_back(t2.size(1));
+      const Tensor out = mm(t1_folded, t2).view(out_shape);
+      return transpose ? out.transpose(-2, -1).contiguous() : out;
+    }
+    return mv(t1_folded, t2).view(out_shape);
+  }
+  // Batched: broadcast the batch dims, flatten them and run bmm.
+  const int64_t n = dim1 > 1 ? a.size(-2) : 1;
+  const int64_t m1 = a.size(-1);
+  const int64_t m2 = dim2 > 1 ? b.size(-2) : b.size(0);
+  const int64_t p = dim2 > 1 ? b.size(-1) : 1;
+  const Shape batch1 = slice_shape(a.sizes(), 0, static_cast<size_t>(std::max<int64_t>(dim1 - 2, 0)));
+  const Shape batch2 = slice_shape(b.sizes(), 0, static_cast<size_t>(std::max<int64_t>(dim2 - 2, 0)));
+  Shape out_shape = broadcast_shapes(batch1, batch2);
+  int64_t batch = 1;
+  for (int64_t s : out_shape) batch *= s;
+  Shape expand1 = out_shape, expand2 = out_shape;
+  expand1.insert(expand1.end(), {n, m1});
+  expand2.insert(expand2.end(), {m2, p});
+  const Tensor a3 = a.expand(expand1).reshape({batch, n, m1});
+  const Tensor b3 = b.expand(expand2).reshape({batch, m2, p});
+  if (dim1 > 1) out_shape.push_back(n);
+  if (dim2 > 1) out_shape.push_back(p);
+  return bmm(a3, b3).view(out_shape);
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (x.dim() == 2 && bias.defined()) return addmm(bias, x, weight.t());
+  if (bias.defined() && x.dim() == 3 && x.is_contiguous()) {
+    // The fused path PyTorch takes for contiguous 3-D input.
+    const Tensor out = addmm(bias, x.view({x.size(0) * x.size(1), x.size(2)}), weight.t());
+    return out.view({x.size(0), x.size(1), out.size(1)});
+  }
+  Tensor out = matmul(x, weight.t());
+  if (bias.defined()) out.add_(bias);
+  return out;
+}
+
+Tensor Tensor::matmul(const Tensor& other) const { return ember::matmul(*this, other); }
+Tensor Tensor::mm(const Tensor& other) const { return ember::mm(*this, other); }
+
+}  // namespace ember

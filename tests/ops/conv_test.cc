@@ -1,0 +1,195 @@
+// conv2d against PyTorch 1.13 (golden_conv.py): stride, padding, dilation,
+// groups (depthwise too), 1x1, bias or none, unbatched input, channels_last
+// input and weight, non-contiguous input, dtypes, and every error message; and
+// the float32 CPU kernel (im2col + GEMM) against the reference kernel.
+#include <string>
+
+#include "runtime/core/thread_pool.h"
+#include "tests/harness/testing.h"
+
+using namespace ember;
+using ember::testing::check_close;
+using ember::testing::check_equal;
+using ember::testing::check_error;
+using ember::testing::golden;
+using ember::testing::has_golden;
+
+namespace {
+
+struct Spec {
+  const char* name;
+  Shape stride, padding, dilation;
+  int64_t groups;
+};
+
+const Spec kSpecs[] = {
+    {"basic", {1, 1}, {0, 0}, {1, 1}, 1},      {"nobias", {1, 1}, {0, 0}, {1, 1}, 1},
+    {"stride", {2, 3}, {0, 0}, {1, 1}, 1},     {"pad", {1, 1}, {1, 2}, {1, 1}, 1},
+    {"dilation", {1, 1}, {1, 1}, {2, 3}, 1},   {"all", {2, 1}, {2, 1}, {1, 2}, 1},
+    {"groups", {1, 1}, {1, 1}, {1, 1}, 2},     {"depthwise", {1, 1}, {1, 1}, {1, 1}, 5},
+    {"depthwise_mult", {2, 2}, {1, 1}, {1, 1}, 3}, {"pointwise", {1, 1}, {0, 0}, {1, 1}, 1},
+    {"pointwise_stride", {2, 2}, {0, 0}, {1, 1}, 1}, {"big", {1, 1}, {1, 1}, {1, 1}, 1},
+    {"empty_batch", {1, 1}, {0, 0}, {1, 1}, 1},
+};
+
+Tensor run(const Spec& s, const Tensor& x, const Tensor& w) {
+  const std::string p = std::string("conv.") + s.name;
+  const Tensor bias = has_golden(p + ".bias") ? golden(p + ".bias") : Tensor();
+  return conv2d(x, w, bias, s.stride, s.padding, s.dilation, s.groups);
+}
+
+Tensor f32(IntArrayRef shape) { return ones(shape); }
+
+}  // namespace
+
+TEST_CASE("conv2d: hand-computed values") {
+  // 1x1x3x3 input, 2x2 kernel of ones: sums of 2x2 windows; bias 10.
+  const Tensor x = arange(9.0).view({1, 1, 3, 3});
+  const Tensor out = conv2d(x, ones({1, 1, 2, 2}), full({1}, 10.0));
+  check_equal(out, tensor({18.0, 22.0, 30.0, 34.0}).view({1, 1, 2, 2}));
+  // 1x1 kernel, padding 1, stride 2: only the centre of the padded 5x5 grid hits data.
+  check_equal(conv2d(x, ones({1, 1, 1, 1}), Tensor(), {2, 2}, {1, 1}),
+              tensor({{0.0, 0.0, 0.0}, {0.0, 4.0, 0.0}, {0.0, 0.0, 0.0}}).view({1, 1, 3, 3}));
+  // A single value for stride / padding / dilation applies to both dims.
+  check_equal(conv2d(x, ones({1, 1, 1, 1}), Tensor(), {2}, {1}, {1}),
+              tensor({{0.0, 0.0, 0.0}, {0.0, 4.0, 0.0}, {0.0, 0.0, 0.0}}).view({1, 1, 3, 3}));
+}
+
+TEST_CASE("conv2d: stride, padding, dilation, groups, 1x1 against PyTorch") {
+  for (const Spec& s : kSpecs) {
+    CAPTURE(s.name);
+    const std::string p = std::string("conv.") + s.name;
+    const Tensor x = golden(p + ".x"), w = golden(p + ".w"), expected = golden(p + ".out");
+    check_close(run(s, x, w), expected, 1e-4, 1e-5);
+    // Non-contiguous input (W stride != 1): the strided im2col path.
+    check_close(run(s, x.transpose(2, 3).contiguous().transpose(2, 3), w), expected, 1e-4, 1e-5);
+    // channels_last input: same values, channels_last output.
+    const Tensor cl = run(s, x.contiguous(MemoryFormat::ChannelsLast), w);
+    check_close(cl, expected, 1e-4, 1e-5);
+    if (expected.numel() > 0) CHECK(cl.is_contiguous(MemoryFormat::ChannelsLast));
+    // channels_last weight: channels_last output too, as in PyTorch.
+    const Tensor wcl = run(s, x, w.contiguous(MemoryFormat::ChannelsLast));
+    check_close(wcl, expected, 1e-4, 1e-5);
+    // The float64 reference kernel on the same data.
+    const Tensor bias = has_golden(p + ".bias") ? golden(p + ".bias").to(DType::Float64) : Tensor();
+    check_close(conv2d(x.to(DType::Float64), w.to(DType::Float64), bias, s.stride, s.padding, s.dilation, s.groups),
+                expected.to(DType::Float64), 1e-5, 1e-5);
+  }
+  // PyTorch's strides for channels_last output: [2, 4, 3, 3] -> (36, 1, 12, 4).
+  const Tensor cl = conv2d(ones({2, 3, 5, 5}).contiguous(MemoryFormat::ChannelsLast), ones({4, 3, 3, 3}));
+  CHECK(cl.strides() == Shape{36, 1, 12, 4});
+  // Ambiguous layouts follow PyTorch's stride rules: C == 1 channels_last input.
+  CHECK(conv2d(empty_strided({1, 1, 5, 5}, {25, 1, 5, 1}).fill_(1.0), ones({4, 1, 3, 3})).strides() ==
+        Shape{36, 1, 12, 4});
+  CHECK(conv2d(ones({1, 1, 5, 5}), ones({4, 1, 3, 3})).strides() == Shape{36, 9, 3, 1});
+}
+
+TEST_CASE("conv2d: unbatched input, dtypes, empty input") {
+  const Tensor out = conv2d(golden("conv.unbatched.x"), golden("conv.unbatched.w"), golden("conv.unbatched.bias"),
+                            {1, 1}, {1, 1});
+  CHECK(out.sizes() == Shape{2, 6, 5});
+  check_close(out, golden("conv.unbatched.out"), 1e-4, 1e-5);
+  check_close(conv2d(golden("conv.f64.x"), golden("conv.f64.w"), golden("conv.f64.bias"), {1, 1}, {1, 1}),
+              golden("conv.f64.out"), 1e-12, 1e-12);
+  // bfloat16: the reference sums in double and rounds once; PyTorch rounds along the way.
+  check_close(conv2d(golden("conv.bf16.x"), golden("conv.bf16.w"), golden("conv.bf16.bias"), {1, 1}, {1, 1}),
+              golden("conv.bf16.out"), 2e-2, 5e-2);
+  check_equal(conv2d(golden("conv.i64.x"), golden("conv.i64.w"), Tensor(), {1, 1}, {1, 1}), golden("conv.i64.out"));
+  CHECK(conv2d(zeros({0, 3, 5, 5}), ones({4, 3, 3, 3})).sizes() == Shape{0, 4, 3, 3});
+  CHECK(conv2d(zeros({1, 0, 5, 5}), ones({4, 0, 3, 3})).sizes() == Shape{1, 0, 3, 3});
+}
+
+TEST_CASE("conv2d: float32 CPU kernel matches float64 reference, threaded and not") {
+  const Tensor x = randn({3, 6, 13, 11}), w = randn({8, 3, 3, 2}), b = randn({8});
+  const Tensor expected = conv2d(x.to(DType::Float64), w.to(DType::Float64), b.to(DType::Float64), {2, 1}, {1, 2},
+                                 {1, 2}, 2).to(DType::Float32);
+  const int saved = get_num_threads();
+  for (int threads : {1, saved}) {
+    set_num_threads(threads);
+    check_close(conv2d(x, w, b, {2, 1}, {1, 2}, {1, 2}, 2), expected, 1e-4, 1e-5);
+    check_close(conv2d(x.contiguous(MemoryFormat::ChannelsLast), w, b, {2, 1}, {1, 2}, {1, 2}, 2), expected, 1e-4, 1e-5);
+    // A sliced (non-mergeable H/W) input on the 1x1 path.
+    const Tensor xs = randn({2, 4, 9, 9}).slice(3, std::nullopt, std::nullopt, 2);
+    const Tensor w1 = randn({5, 4, 1, 1});
+    check_close(conv2d(xs, w1), conv2d(xs.to(DType::Float64), w1.to(DType::Float64)).to(DType::Float32), 1e-4, 1e-5);
+  }
+  set_num_threads(saved);
+}
+
+TEST_CASE("conv2d: PyTorch's errors") {
+  check_error([] { conv2d(f32({1, 2, 5, 5}), f32({4, 3, 3, 3})); },
+              "Given groups=1, weight of size [4, 3, 3, 3], expected input[1, 2, 5, 5] to have 3 channels, but got 2 "
+              "channels instead");
+  check_error([] { conv2d(f32({2, 5, 5}), f32({4, 3, 3, 3})); },
+              "Given groups=1, weight of size [4, 3, 3, 3], expected input[1, 2, 5, 5] to have 3 channels, but got 2 "
+              "channels instead");
+  check_error([] { conv2d(f32({3, 5}), f32({4, 3, 3, 3})); },
+              "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [3, 5]");
+  check_error([] { conv2d(f32({1, 1, 3, 5, 5}), f32({4, 3, 3, 3})); },
+              "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [1, 1, 3, 5, 5]");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3})); }, "weight should have at least three dimensions");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3})); },
+              "expected stride to be a single integer value or a list of 1 values to match the convolution "
+              "dimensions, but got stride=[1, 1]");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3, 1})); },
+              "expected stride to be a single integer value or a list of 3 values to match the convolution "
+              "dimensions, but got stride=[1, 1]");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3}), Tensor(), {1}, {0}, {1}); },
+              "Expected 3-dimensional input for 3-dimensional weight [4, 3, 3], but got 4-dimensional input of size "
+              "[1, 3, 5, 5] instead");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3}), Tensor(), {1, 2, 3}); },
+              "expected stride to be a single integer value or a list of 2 values to match the convolution "
+              "dimensions, but got stride=[1, 2, 3]");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3}), Tensor(), {1, 1}, {1, 2, 3}); },
+              "expected padding to be a single integer value or a list of 2 values to match the convolution "
+              "dimensions, but got padding=[1, 2, 3]");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3}), Tensor(), {1, 1}, {0, 0}, {1, 2, 3}); },
+              "expected dilation to be a single integer value or a list of 2 values to match the convolution "
+              "dimensions, but got dilation=[1, 2, 3]");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3}), Tensor(), {}); },
+              "expected stride to be a single integer value or a list of 2 values to match the convolution "
+              "dimensions, but got stride=[]");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3}), Tensor(), {0, 0}, {-1, -1}); },
+              "negative padding is not supported");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3}), Tensor(), {0, 1}, {0, 0}, {0, 0}); },
+              "non-positive stride is not supported");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3}), Tensor(), {1, 1}, {0, 0}, {1, 0}); },
+              "dilation should be greater than zero, but got [1, 0]");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3}), Tensor(), {0, 0}, {0, 0}, {1, 1}, 0); },
+              "non-positive groups is not supported");
+  check_error([] { conv2d(f32({1, 6, 5, 5}), f32({4, 2, 3, 3}), Tensor(), {1, 1}, {0, 0}, {1, 1}, 3); },
+              "Given groups=3, expected weight to be divisible by 3 at dimension 0, but got weight of size [[4, 2, 3, "
+              "3]] instead");
+  check_error([] { conv2d(f32({1, 6, 5, 5}), f32({2, 2, 3, 3}), Tensor(), {1, 1}, {0, 0}, {1, 1}, 4); },
+              "Given groups=4, expected weight to be at least 4 at dimension 0, but got weight of size [2, 2, 3, 3] "
+              "instead");
+  check_error([] { conv2d(f32({1, 6, 5, 5}), f32({4, 2, 3, 3}), Tensor(), {1, 1}, {0, 0}, {1, 1}, 2); },
+              "Given groups=2, weight of size [4, 2, 3, 3], expected input[1, 6, 5, 5] to have 4 channels, but got 6 "
+              "channels instead");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3}), f32({5})); },
+              "Given weight of size [4, 3, 3, 3], expected bias to be 1-dimensional with 4 elements, but got bias of "
+              "size [5] instead");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3}), f32({2, 2})); },
+              "Given weight of size [4, 3, 3, 3], expected bias to be 1-dimensional with 4 elements, but got bias of "
+              "size [2, 2] instead");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 6, 3})); },
+              "Calculated padded input size per channel: (5 x 5). Kernel size: (6 x 3). Kernel size can't be greater "
+              "than actual input size");
+  check_error([] { conv2d(f32({1, 3, 0, 5}), f32({4, 3, 3, 3})); },
+              "Calculated padded input size per channel: (0 x 5). Kernel size: (3 x 3). Kernel size can't be greater "
+              "than actual input size");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3}), ones({4}, DType::Float64)); },
+              "Input type (float) and bias type (double) should be the same");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), f32({4, 3, 3, 3}), ones({4}, DType::Int64)); },
+              "Input type (float) and bias type (long int) should be the same");
+  check_error([] { conv2d(ones({1, 3, 5, 5}, DType::Float16), f32({4, 3, 3, 3}), f32({4})); },
+              "Input type (c10::Half) and bias type (float) should be the same");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), ones({4, 3, 3, 3}, DType::Float64)); },
+              "expected scalar type Float but found Double");
+  check_error([] { conv2d(f32({1, 3, 5, 5}), ones({4, 3, 3, 3}, DType::Float16)); },
+              "expected scalar type Float but found Half");
+  check_error([] { conv2d(ones({1, 3, 5, 5}, DType::Float16), ones({4, 3, 3, 3}, DType::Float16)); },
+              "\"slow_conv2d_cpu\" not implemented for 'Half'");
+  check_error([] { conv2d(ones({1, 3, 5, 5}, DType::Bool), ones({4, 3, 3, 3}, DType::Bool)); },
+              "\"slow_conv2d_cpu\" not implemented for 'Bool'");
+}
