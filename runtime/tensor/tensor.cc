@@ -297,8 +297,8 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 
 Tensor Tensor::expand(IntArrayRef target) const {
   const int64_t n = static_cast<int64_t>(target.size());
-  EMBER_CHECK(n >= dim(), Status::InvalidArgument, "expand(", dtype_legacy_name(dtype()),
-              "Type{", shape_str(sizes()), "}, size=", shape_str(target),
+  EMBER_CHECK(n >= dim(), Status::InvalidArgument, "expand(torch.", dtype_legacy_name(dtype()),
+              "Tensor{", shape_str(sizes()), "}, size=", shape_str(target),
               "): the number of sizes provided (", n,
               ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
   Shape s(n), st(n);

@@ -160,6 +160,9 @@ TEST_CASE("view ops: transpose, permute, squeeze, unsqueeze, expand, narrow, sel
   check_error([] { tensor({1, 2, 3}).expand({2, 4}); },
               "The expanded size of the tensor (4) must match the existing size (3) at non-singleton "
               "dimension 1.  Target sizes: [2, 4].  Tensor sizes: [3]");
+  check_error([] { ones({3, 2}).expand({2}); },
+              "expand(torch.FloatTensor{[3, 2]}, size=[2]): the number of sizes provided (1) must be greater "
+              "or equal to the number of dimensions in the tensor (2)");
   check_equal(a.narrow(2, 1, 2)[0][0], tensor({1, 2}));
   check_error([&] { a.narrow(2, 3, 2); }, "start (3) + length (2) exceeds dimension size (4).");
   check_equal(a.select(1, -1)[1], tensor({20, 21, 22, 23}));
