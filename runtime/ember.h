@@ -1,6 +1,8 @@
 // The ember C++ API: tensors, creation, views and ops.
 #pragma once
 
+#include "runtime/autograd/grad_mode.h"
+#include "runtime/autograd/node.h"
 #include "runtime/core/error.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/thread_pool.h"

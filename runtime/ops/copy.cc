@@ -1,6 +1,8 @@
 // copy_, fill_ and moving data between devices.
 #include <cstring>
 
+#include "runtime/autograd/grad_mode.h"
+#include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 
@@ -23,23 +25,23 @@ void check_writable(const Tensor& t) {
               "single memory location. Please clone() the tensor before performing the operation.");
 }
 
-Tensor& Tensor::copy_(const Tensor& src) {
-  check_writable(*this);
-  broadcast_shapes(sizes(), src.sizes());  // PyTorch's message for incompatible shapes
-  Tensor source = src.expand(sizes());
-  if (source.device() == device()) {
-    // A source that overlaps this tensor's memory is copied out first.
-    if (source.storage() == storage() && !source.is_same(*this)) source = source.clone();
-    run_kernel(OpKind::Copy, {source}, {*this});
-    return *this;
+void copy_into(const Tensor& dst, const Tensor& src) {
+  check_writable(dst);
+  broadcast_shapes(dst.sizes(), src.sizes());  // PyTorch's message for incompatible shapes
+  Tensor source = src.expand(dst.sizes());
+  if (source.device() == dst.device()) {
+    // A source that overlaps the destination's memory is copied out first.
+    if (source.storage() == dst.storage() && !source.is_same(dst)) source = source.clone();
+    run_kernel(OpKind::Copy, {source}, {dst});
+    return;
   }
   // Between devices: through a contiguous host staging tensor of the source dtype.
   const Tensor packed = source.contiguous();
   Backend* from = get_backend(packed.device().type());
-  Backend* to = get_backend(device().type());
+  Backend* to = get_backend(dst.device().type());
   EMBER_CHECK(from != nullptr && to != nullptr, Status::NotSupported, "ember is not built with support for ",
-              device_type_name((from ? device() : packed.device()).type()), " devices");
-  Tensor staged = empty(sizes(), TensorOptions(packed.dtype()).device(device()));
+              device_type_name((from ? dst.device() : packed.device()).type()), " devices");
+  Tensor staged = empty(dst.sizes(), TensorOptions(packed.dtype()).device(dst.device()));
   const size_t bytes = packed.nbytes();
   std::vector<std::byte> host(bytes);
   const size_t src_offset = static_cast<size_t>(packed.storage_offset()) * packed.element_size();
@@ -47,13 +49,30 @@ Tensor& Tensor::copy_(const Tensor& src) {
                  "copy from device");
   Buffer dst_buffer = staged.storage()->buffer();
   raise_if_error(to->copy_in(dst_buffer, 0, Span<const std::byte>(host.data(), bytes)), "copy to device");
-  run_kernel(OpKind::Copy, {staged}, {*this});
+  run_kernel(OpKind::Copy, {staged}, {dst});
+}
+
+void fill_into(const Tensor& dst, Scalar value) {
+  check_writable(dst);
+  run_kernel(OpKind::Fill, {}, {dst}, ScalarParams{value});
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  autograd::check_inplace(*this);
+  {
+    NoGradGuard no_grad;
+    copy_into(*this, src);
+  }
+  storage()->bump_version();
+  if (Node* n = autograd::record(GradRule::Copy, *this, {*this, src})) (void)n;
   return *this;
 }
 
 Tensor& Tensor::fill_(Scalar value) {
-  check_writable(*this);
-  run_kernel(OpKind::Fill, {}, {*this}, ScalarParams{value});
+  autograd::check_inplace(*this);
+  fill_into(*this, value);
+  storage()->bump_version();
+  autograd::record(GradRule::Fill, *this, {*this});
   return *this;
 }
 

@@ -70,7 +70,6 @@ void run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initialize
   const Status status = kernel->fn(ctx, in, out, params);
   EMBER_CHECK(status == Status::Ok, status, "kernel \"", op_name(op), "\" on ", backend->name(),
               " failed: ", status_name(status));
-  for (const Tensor& t : outputs) t.storage()->bump_version();
 }
 
 }  // namespace ember

@@ -16,6 +16,11 @@ namespace ember {
 void run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
                 const OpParams& params = NoParams{});
 
+// The kernels behind copy_ and fill_, without autograd and without a version
+// bump: for outputs a front-end is still building.
+void copy_into(const Tensor& dst, const Tensor& src);
+void fill_into(const Tensor& dst, Scalar value);
+
 // Raises PyTorch's message when writing `t` would write one memory location
 // twice (an expanded tensor), as PyTorch refuses such in-place writes.
 void check_writable(const Tensor& t);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "runtime/autograd/grad_mode.h"
+#include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 
@@ -93,14 +95,40 @@ DType compute_dtype(OpKind op, DType common, Category category) {
   return common;
 }
 
+GradRule grad_rule_of(OpKind op) {
+  switch (op) {
+    case OpKind::Add: return GradRule::Add;
+    case OpKind::Sub: return GradRule::Sub;
+    case OpKind::Mul: return GradRule::Mul;
+    case OpKind::Div: return GradRule::Div;
+    case OpKind::Pow: return GradRule::Pow;
+    case OpKind::Maximum: return GradRule::Maximum;
+    case OpKind::Minimum: return GradRule::Minimum;
+    default: RT_CHECK(false, "no gradient rule for this binary op");
+  }
+  return GradRule::Add;
+}
+
 Tensor binary(OpKind op, const Tensor& a, const Tensor& b, DType common, Category category) {
   check_same_device({a, b});
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes());
   const DType compute = compute_dtype(op, common, category);
   const DType out_dtype = category == Category::Compare ? DType::Bool : compute;
-  const Tensor ca = a.to(compute), cb = b.to(compute);
-  Tensor out = new_output(shape, out_dtype, {ca, cb});
-  run_kernel(op, {ca.expand(shape), cb.expand(shape)}, {out});
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    const Tensor ca = a.to(compute), cb = b.to(compute);
+    out = new_output(shape, out_dtype, {ca, cb});
+    run_kernel(op, {ca.expand(shape), cb.expand(shape)}, {out});
+  }
+  if (category != Category::Compare) {
+    if (Node* n = autograd::record(grad_rule_of(op), out, {a, b})) {
+      if (op == OpKind::Mul || op == OpKind::Div || op == OpKind::Pow || op == OpKind::Maximum ||
+          op == OpKind::Minimum) {
+        n->save(a).save(b);
+      }
+    }
+  }
   return out;
 }
 
@@ -131,21 +159,30 @@ Tensor binary(OpKind op, Scalar a, const Tensor& b) {
 // self's shape and be castable to self's dtype.
 Tensor& binary_(OpKind op, Tensor& self, const Tensor& other, DType common) {
   check_writable(self);
-  EMBER_CHECK(can_cast(compute_dtype(op, common, category_of(op)), self.dtype()), Status::DTypeMismatch,
-              "result type ", dtype_legacy_name(compute_dtype(op, common, category_of(op))),
+  const DType compute = compute_dtype(op, common, category_of(op));
+  EMBER_CHECK(can_cast(compute, self.dtype()), Status::DTypeMismatch, "result type ", dtype_legacy_name(compute),
               " can't be cast to the desired output type ", dtype_legacy_name(self.dtype()));
   const Shape shape = broadcast_shapes(self.sizes(), other.sizes());
   EMBER_CHECK(shape == self.sizes(), Status::ShapeMismatch, "output with shape ", shape_str(self.sizes()),
               " doesn't match the broadcast shape ", shape_str(shape));
-  const DType compute = compute_dtype(op, common, category_of(op));
-  if (compute == self.dtype()) {
+  autograd::check_inplace(self);
+  if (autograd::needs_grad({self, other})) {
+    // Computed out of place (the node reads the old value), then written back.
+    const Tensor result = binary(op, self, other, common, category_of(op));
+    {
+      NoGradGuard no_grad;
+      copy_into(self, result);
+    }
+    autograd::rebase_history(self, result);
+  } else if (compute == self.dtype()) {
     check_same_device({self, other});
     Tensor o = other.to(compute);
     if (o.storage() == self.storage() && !o.is_same(self)) o = o.clone();  // overlapping operand
     run_kernel(op, {self, o.expand(shape)}, {self});
   } else {
-    self.copy_(binary(op, self, other, common, category_of(op)));
+    copy_into(self, binary(op, self, other, common, category_of(op)));
   }
+  self.storage()->bump_version();
   return self;
 }
 
@@ -159,10 +196,44 @@ Tensor& binary_(OpKind op, Tensor& self, Scalar other) {
 }
 
 // Unary ops on floating values: integer and bool inputs become float32 first.
+// The node saves the input or the output, whichever its rule reads.
 Tensor unary(OpKind op, const Tensor& x, const OpParams& params = NoParams{}, bool to_float = true) {
-  const Tensor in = to_float && !x.is_floating_point() ? x.to(kDefaultFloat) : x;
-  Tensor out = empty_like(in);
-  run_kernel(op, {in}, {out}, params);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    const Tensor in = to_float && !x.is_floating_point() ? x.to(kDefaultFloat) : x;
+    out = empty_like(in);
+    run_kernel(op, {in}, {out}, params);
+  }
+  GradRule rule;
+  bool save_output = false;
+  switch (op) {
+    case OpKind::Neg: rule = GradRule::Neg; break;
+    case OpKind::Abs: rule = GradRule::Abs; break;
+    case OpKind::Exp: rule = GradRule::Exp; save_output = true; break;
+    case OpKind::Log: rule = GradRule::Log; break;
+    case OpKind::Sqrt: rule = GradRule::Sqrt; save_output = true; break;
+    case OpKind::Rsqrt: rule = GradRule::Rsqrt; save_output = true; break;
+    case OpKind::Sin: rule = GradRule::Sin; break;
+    case OpKind::Cos: rule = GradRule::Cos; break;
+    case OpKind::Tanh: rule = GradRule::Tanh; save_output = true; break;
+    case OpKind::Sigmoid: rule = GradRule::Sigmoid; save_output = true; break;
+    case OpKind::Relu: rule = GradRule::Relu; save_output = true; break;
+    case OpKind::Gelu: rule = GradRule::Gelu; break;
+    case OpKind::Silu: rule = GradRule::Silu; break;
+    case OpKind::Erf: rule = GradRule::Erf; break;
+    case OpKind::Clamp: rule = GradRule::Clamp; break;
+    default: return out;
+  }
+  if (Node* n = autograd::record(rule, out, {x})) {
+    n->save(save_output ? out : x);
+    n->params = params;
+    if (const auto* g = std::get_if<GeluParams>(&params)) n->ints = {g->tanh_approximation ? 1 : 0};
+    if (const auto* c = std::get_if<ClampParams>(&params)) {
+      n->ints = {c->has_min, c->has_max};
+      n->reals = {c->min.to_double(), c->max.to_double()};
+    }
+  }
   return out;
 }
 
@@ -217,8 +288,12 @@ Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
 Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
 Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
 Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator==(const Tensor& a, Scalar b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, Scalar b) { return ne(a, b); }
 Tensor operator<(const Tensor& a, Scalar b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, Scalar b) { return le(a, b); }
 Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, b); }
 
 Tensor& Tensor::add_(const Tensor& other) { return binary_(OpKind::Add, *this, other); }
 Tensor& Tensor::add_(Scalar other) { return binary_(OpKind::Add, *this, other); }
@@ -236,9 +311,14 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   check_same_device({condition, a, b});
   const Shape shape = broadcast_shapes(broadcast_shapes(condition.sizes(), a.sizes()), b.sizes());
   const DType dtype = result_type({a, b});
-  const Tensor ca = a.to(dtype), cb = b.to(dtype);
-  Tensor out = new_output(shape, dtype, {ca, cb, condition});
-  run_kernel(OpKind::Where, {ca.expand(shape), cb.expand(shape), condition.expand(shape)}, {out});
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    const Tensor ca = a.to(dtype), cb = b.to(dtype);
+    out = new_output(shape, dtype, {ca, cb, condition});
+    run_kernel(OpKind::Where, {ca.expand(shape), cb.expand(shape), condition.expand(shape)}, {out});
+  }
+  if (Node* n = autograd::record(GradRule::Where, out, {a, b})) n->save(condition);
   return out;
 }
 

@@ -6,6 +6,7 @@
 // types: mismatched dtypes raise.
 #include <string>
 
+#include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 
@@ -23,6 +24,13 @@ void check_gemm_dtype(const char* kernel, const Tensor& first, const Tensor& sec
               " but found ", dtype_legacy_name(second.dtype()));
 }
 
+// Records out = a @ b (any of dot, mv, mm, bmm) for autograd; composites such as
+// matmul and linear get their gradients through these and the views they take.
+Tensor recorded(const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (Node* n = autograd::record(GradRule::MatMul, out, {a, b})) n->save(a).save(b);
+  return out;
+}
+
 // out3 [B, M, N] = a3 [B, M, K] @ b3 [B, K, N]; out3 is a view of the result.
 void run_matmul(const Tensor& a3, const Tensor& b3, const Tensor& out3) {
   run_kernel(OpKind::MatMul, {a3, b3}, {out3});
@@ -30,8 +38,8 @@ void run_matmul(const Tensor& a3, const Tensor& b3, const Tensor& out3) {
 
 Tensor mm_unchecked(const Tensor& a, const Tensor& b) {
   Tensor out = empty({a.size(0), b.size(1)}, TensorOptions(a.dtype()).device(a.device()));
-  run_matmul(a.unsqueeze(0), b.unsqueeze(0), out.unsqueeze(0));
-  return out;
+  run_matmul(a.detach().unsqueeze(0), b.detach().unsqueeze(0), out.unsqueeze(0));
+  return recorded(out, a, b);
 }
 
 Tensor mv(const Tensor& a, const Tensor& v) {
@@ -40,8 +48,8 @@ Tensor mv(const Tensor& a, const Tensor& v) {
   check_same_device({a, v});
   check_gemm_dtype("addmv_impl_cpu", a, v);
   Tensor out = empty({a.size(0)}, TensorOptions(a.dtype()).device(a.device()));
-  run_matmul(a.unsqueeze(0), v.unsqueeze(0).unsqueeze(2), out.unsqueeze(0).unsqueeze(2));
-  return out;
+  run_matmul(a.detach().unsqueeze(0), v.detach().unsqueeze(0).unsqueeze(2), out.unsqueeze(0).unsqueeze(2));
+  return recorded(out, a, v);
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
@@ -57,8 +65,9 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(d != DType::Bool && d != DType::Float16, Status::NotSupported, "\"dot\" not implemented for '",
               dtype_legacy_name(d), "'");
   Tensor out = empty({}, TensorOptions(d).device(a.device()));
-  run_matmul(a.unsqueeze(0).unsqueeze(0), b.unsqueeze(0).unsqueeze(2), out.unsqueeze(0).unsqueeze(0).unsqueeze(0));
-  return out;
+  run_matmul(a.detach().unsqueeze(0).unsqueeze(0), b.detach().unsqueeze(0).unsqueeze(2),
+             out.unsqueeze(0).unsqueeze(0).unsqueeze(0));
+  return recorded(out, a, b);
 }
 
 // addmm(self, mat1, mat2) with beta = alpha = 1: self broadcast to the product's shape.
@@ -110,7 +119,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   check_gemm_dtype("bmm", a, b);
   Tensor out = empty({a.size(0), a.size(1), b.size(2)}, TensorOptions(a.dtype()).device(a.device()));
   run_matmul(a, b, out);
-  return out;
+  return recorded(out, a, b);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <optional>
 
+#include "runtime/autograd/grad_mode.h"
+#include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 
@@ -64,6 +66,17 @@ Tensor reduce(OpKind op, const Tensor& in, uint32_t mask, bool keepdim, ReducePa
   params.dims = mask;
   Tensor out = empty(keep_shape(in, mask), TensorOptions(in.dtype()).device(in.device()));
   if (out.numel() > 0) run_kernel(op, {in}, {out}, params);
+  const GradRule rule = op == OpKind::Sum    ? GradRule::Sum
+                        : op == OpKind::Mean ? GradRule::Mean
+                        : op == OpKind::Prod ? GradRule::Prod
+                        : op == OpKind::Var  ? GradRule::Var
+                                             : GradRule::Norm;
+  if (Node* n = autograd::record(rule, out, {in})) {  // recorded in keepdim form
+    n->ints = {mask, 1, params.correction};
+    n->reals = {params.p};
+    if (rule == GradRule::Prod || rule == GradRule::Norm) n->save(in).save(out);
+    if (rule == GradRule::Var) n->save(in);
+  }
   return finish(out, in, mask, keepdim);
 }
 
@@ -109,6 +122,13 @@ std::pair<Tensor, Tensor> extreme(OpKind op, const Tensor& x, uint32_t mask, boo
   ReduceParams params;
   params.dims = mask;
   if (values.numel() > 0) run_kernel(op, {x}, {values, indices}, params);
+  const GradRule rule = op == OpKind::Max ? GradRule::MaxDim : GradRule::MinDim;
+  if (Node* n = autograd::record(rule, values, {x})) {
+    int64_t dim = 0;
+    while (mask != 0 && !((mask >> dim) & 1u)) ++dim;
+    n->ints = {mask, 1, dim};
+    n->save(indices);
+  }
   return {finish(values, x, mask, keepdim), finish(indices, x, mask, keepdim)};
 }
 
@@ -116,7 +136,15 @@ Tensor all_extreme(OpKind op, const Tensor& x, const char* name) {
   EMBER_CHECK(x.numel() > 0, Status::InvalidArgument, name,
               "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction "
               "dim with the 'dim' argument.");
-  return extreme(op, x, all_dims(x.dim()), /*keepdim=*/false).first;
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = extreme(op, x, all_dims(x.dim()), /*keepdim=*/false).first;
+  }
+  if (Node* n = autograd::record(op == OpKind::Max ? GradRule::MaxAll : GradRule::MinAll, out, {x})) {
+    n->save(x).save(out);
+  }
+  return out;
 }
 
 Tensor arg_extreme(OpKind op, const Tensor& x, std::optional<int64_t> dim, bool keepdim, const char* name) {

@@ -60,7 +60,7 @@ Tensor cat(Span<const Tensor> tensors, int64_t dim) {
   int64_t offset = 0;
   for (const Tensor& t : tensors) {
     if (cat_skips(t)) continue;
-    if (t.size(dim) > 0) out.narrow(dim, offset, t.size(dim)).copy_(t);
+    if (t.size(dim) > 0) copy_into(out.narrow(dim, offset, t.size(dim)), t);
     offset += t.size(dim);
   }
   return out;
@@ -182,14 +182,14 @@ Tensor constant_pad(const Tensor& x, IntArrayRef pad, double value) {
   }
   Tensor out = empty(shape, TensorOptions(x.dtype()).device(x.device()),
                      (x.suggest_memory_format() == MemoryFormat::ChannelsLast) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
-  out.fill_(value);
+  fill_into(out, value);
   Tensor inner = out;
   for (int64_t d = lead; d < rank; ++d) {
     const int64_t before = pad[2 * (rank - d - 1)], after = pad[2 * (rank - d - 1) + 1];
     if (before > 0) inner = inner.narrow(d, before, inner.size(d) - before);
     if (after > 0) inner = inner.narrow(d, 0, inner.size(d) - after);
   }
-  inner.copy_(in);
+  copy_into(inner, in);
   return out;
 }
 

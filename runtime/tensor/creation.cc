@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "runtime/core/rng.h"
+#include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 #include "runtime/tensor/convert.h"
 #include "runtime/tensor/tensor.h"
@@ -67,7 +68,7 @@ Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, op
 Tensor full(IntArrayRef sizes, Scalar value, TensorOptions options) {
   // As torch.full: the dtype follows the fill value unless given.
   Tensor t = empty(sizes, options.dtype(options.dtype_or(value.default_dtype())));
-  t.fill_(value);
+  fill_into(t, value);
   return t;
 }
 
@@ -77,7 +78,7 @@ Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
   EMBER_CHECK(cols >= 0, Status::InvalidArgument, "m must be greater or equal to 0, got ", cols);
   Tensor t = zeros({n, cols}, options);
   const int64_t diag = std::min(n, cols);
-  if (diag > 0) t.as_strided({diag}, {cols + 1}).fill_(1);
+  if (diag > 0) fill_into(t.as_strided({diag}, {cols + 1}), 1);
   return t;
 }
 
@@ -227,7 +228,7 @@ Tensor zeros_like(const Tensor& t, TensorOptions options) { return full_like(t, 
 Tensor ones_like(const Tensor& t, TensorOptions options) { return full_like(t, 1, options); }
 Tensor full_like(const Tensor& t, Scalar value, TensorOptions options) {
   Tensor out = empty_like(t, like(t, options));
-  out.fill_(value);
+  fill_into(out, value);
   return out;
 }
 Tensor rand_like(const Tensor& t, TensorOptions options) { return rand(t.sizes(), like(t, options)); }

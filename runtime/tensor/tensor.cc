@@ -6,6 +6,9 @@
 #include <numeric>
 #include <sstream>
 
+#include "runtime/autograd/node.h"
+#include "runtime/ops/dispatch.h"
+
 namespace ember {
 
 std::string shape_str(IntArrayRef sizes) {
@@ -118,6 +121,14 @@ std::optional<Shape> view_strides(IntArrayRef sizes, IntArrayRef strides, IntArr
 
 }  // namespace
 
+namespace {
+// Records a view op for autograd: `out` shares `self`'s storage.
+Tensor record_view(const Tensor& self, Tensor out, GradRule rule, std::vector<int64_t> ints = {}) {
+  if (Node* n = autograd::record(rule, out, {self})) n->ints = std::move(ints);
+  return out;
+}
+}  // namespace
+
 Tensor Tensor::make(Storage storage, DType dtype, IntArrayRef sizes, IntArrayRef strides,
                     int64_t offset) {
   RT_CHECK(sizes.size() == strides.size(), "sizes and strides differ in rank");
@@ -198,7 +209,12 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
   EMBER_CHECK(need <= have, Status::OutOfRange, "setStorage: sizes ", shape_str(sizes), ", strides ",
               shape_str(strides), ", storage offset ", offset, ", and itemsize ", element_size(),
               " requiring a storage size of ", need, " are out of bounds for storage of size ", have);
-  return make(storage(), dtype(), sizes, strides, offset);
+  std::vector<int64_t> ints(sizes.begin(), sizes.end());
+  ints.insert(ints.end(), strides.begin(), strides.end());
+  ints.push_back(offset - this->storage_offset());
+  EMBER_CHECK(!autograd::needs_grad({*this}) || is_contiguous(), Status::NotSupported,
+              "as_strided: autograd supports only contiguous inputs");
+  return record_view(*this, make(storage(), dtype(), sizes, strides, offset), GradRule::AsStrided, std::move(ints));
 }
 
 Tensor Tensor::view(IntArrayRef sizes) const {
@@ -207,13 +223,13 @@ Tensor Tensor::view(IntArrayRef sizes) const {
   EMBER_CHECK(strides.has_value(), Status::InvalidArgument,
               "view size is not compatible with input tensor's size and stride (at least one "
               "dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
-  return make(storage(), dtype(), shape, *strides, storage_offset());
+  return record_view(*this, make(storage(), dtype(), shape, *strides, storage_offset()), GradRule::View);
 }
 
 Tensor Tensor::reshape(IntArrayRef sizes) const {
   const Shape shape = infer_size(sizes, numel());
   if (std::optional<Shape> strides = view_strides(this->sizes(), this->strides(), shape)) {
-    return make(storage(), dtype(), shape, *strides, storage_offset());
+    return record_view(*this, make(storage(), dtype(), shape, *strides, storage_offset()), GradRule::View);
   }
   return contiguous().view(shape);
 }
@@ -240,7 +256,7 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   Shape s = sizes(), st = strides();
   std::swap(s[dim0], s[dim1]);
   std::swap(st[dim0], st[dim1]);
-  return make(storage(), dtype(), s, st, storage_offset());
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::Transpose, {dim0, dim1});
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
@@ -250,14 +266,16 @@ Tensor Tensor::permute(IntArrayRef dims) const {
               dim(), " is not equal to len(dims) = ", dims.size());
   Shape s(dims.size()), st(dims.size());
   std::vector<bool> seen(dims.size(), false);
+  std::vector<int64_t> perm;
   for (size_t i = 0; i < dims.size(); ++i) {
     const int64_t d = wrap_dim(dims[i], dim());
     EMBER_CHECK(!seen[d], Status::InvalidArgument, "permute(): duplicate dims are not allowed.");
     seen[d] = true;
     s[i] = sizes()[d];
     st[i] = strides()[d];
+    perm.push_back(d);
   }
-  return make(storage(), dtype(), s, st, storage_offset());
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::Permute, std::move(perm));
 }
 
 Tensor Tensor::t() const {
@@ -274,16 +292,17 @@ Tensor Tensor::squeeze() const {
       st.push_back(strides()[d]);
     }
   }
-  return make(storage(), dtype(), s, st, storage_offset());
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::View);
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
   d = wrap_dim(d, dim());
-  if (dim() == 0 || sizes()[d] != 1) return make(storage(), dtype(), sizes(), strides(), storage_offset());
   Shape s = sizes(), st = strides();
-  s.erase(s.begin() + d);
-  st.erase(st.begin() + d);
-  return make(storage(), dtype(), s, st, storage_offset());
+  if (dim() > 0 && sizes()[d] == 1) {
+    s.erase(s.begin() + d);
+    st.erase(st.begin() + d);
+  }
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::View);
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -292,7 +311,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t new_stride = d >= dim() ? 1 : sizes()[d] * strides()[d];
   s.insert(s.begin() + d, 1);
   st.insert(st.begin() + d, new_stride);
-  return make(storage(), dtype(), s, st, storage_offset());
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::View);
 }
 
 Tensor Tensor::expand(IntArrayRef target) const {
@@ -325,7 +344,7 @@ Tensor Tensor::expand(IntArrayRef target) const {
       st[i] = 0;
     }
   }
-  return make(storage(), dtype(), s, st, storage_offset());
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::Expand);
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -350,7 +369,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   Shape s = sizes(), st = strides();
   s.erase(s.begin() + d);
   st.erase(st.begin() + d);
-  return make(storage(), dtype(), s, st, storage_offset() + index * strides()[d]);
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset() + index * strides()[d]),
+                     GradRule::Select, {d, index});
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<int64_t> end_opt,
@@ -367,7 +387,8 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<
   Shape s = sizes(), st = strides();
   s[d] = (end - start + step - 1) / step;
   st[d] = strides()[d] * step;
-  return make(storage(), dtype(), s, st, storage_offset() + start * strides()[d]);
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset() + start * strides()[d]),
+                     GradRule::Slice, {d, start, end, step});
 }
 
 Tensor Tensor::unfold(int64_t d, int64_t size, int64_t step) const {
@@ -381,13 +402,13 @@ Tensor Tensor::unfold(int64_t d, int64_t size, int64_t step) const {
   if (dim() == 0) {
     s = {size};
     st = {1};
-    return make(storage(), dtype(), s, st, storage_offset());
+  } else {
+    s[d] = (extent - size) / step + 1;
+    st[d] = strides()[d] * step;
+    s.push_back(size);
+    st.push_back(strides()[d]);
   }
-  s[d] = (extent - size) / step + 1;
-  st[d] = strides()[d] * step;
-  s.push_back(size);
-  st.push_back(strides()[d]);
-  return make(storage(), dtype(), s, st, storage_offset());
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::Unfold, {d, size, step});
 }
 
 Tensor Tensor::detach() const { return make(storage(), dtype(), sizes(), strides(), storage_offset()); }
@@ -456,7 +477,8 @@ Tensor Tensor::contiguous(MemoryFormat format) const {
   if (format == MemoryFormat::Preserve) format = MemoryFormat::Contiguous;
   if (is_contiguous(format)) return *this;
   Tensor out = empty(sizes(), TensorOptions(dtype()).device(device()), format);
-  out.copy_(*this);
+  copy_into(out, *this);
+  autograd::record(GradRule::Clone, out, {*this});
   return out;
 }
 
@@ -464,21 +486,24 @@ Tensor Tensor::clone(MemoryFormat format) const {
   Tensor out = format == MemoryFormat::Preserve
                    ? empty_like(*this)
                    : empty(sizes(), TensorOptions(dtype()).device(device()), format);
-  out.copy_(*this);
+  copy_into(out, *this);
+  autograd::record(GradRule::Clone, out, {*this});
   return out;
 }
 
 Tensor Tensor::to(DType dtype, bool copy) const {
   if (dtype == this->dtype() && !copy) return *this;
   Tensor out = empty_like(*this, dtype);
-  out.copy_(*this);
+  copy_into(out, *this);
+  autograd::record(GradRule::ToCopy, out, {*this});
   return out;
 }
 
 Tensor Tensor::to(Device device, bool copy) const {
   if (device == this->device() && !copy) return *this;
   Tensor out = empty_like(*this, TensorOptions(dtype()).device(device));
-  out.copy_(*this);
+  copy_into(out, *this);
+  autograd::record(GradRule::ToCopy, out, {*this});
   return out;
 }
 

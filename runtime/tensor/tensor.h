@@ -57,6 +57,7 @@ struct TensorOptions {
 
 // Autograd state (runtime/autograd); null for tensors that never needed it.
 struct AutogradMeta;
+class Node;
 
 struct TensorImpl {
   Storage storage;
@@ -141,6 +142,26 @@ class Tensor {
                     std::optional<int64_t> storage_offset = std::nullopt) const;
   Tensor operator[](int64_t index) const { return select(0, index); }
   Tensor detach() const;  // shares storage, drops autograd history
+
+  // --- autograd (runtime/autograd) ------------------------------------------
+  bool requires_grad() const;
+  // Leaves only: sets whether gradients are accumulated into grad().
+  Tensor& requires_grad_(bool requires_grad = true);
+  // The accumulated gradient (undefined until a backward reaches this tensor).
+  Tensor grad() const;
+  void set_grad(const Tensor& grad) const;
+  // The node that computed this tensor (null for leaves).
+  std::shared_ptr<Node> grad_fn() const;
+  bool is_leaf() const;
+  // Accumulates d(this)/d(leaf) * gradient into every leaf's grad(). A scalar
+  // needs no gradient (it is 1).
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // Keeps the gradient of a non-leaf in grad() during backward.
+  void retain_grad() const;
+  bool retains_grad() const;
+  Tensor& detach_();
+  // Incremented by every in-place change of the underlying storage.
+  uint64_t version() const { return storage()->version(); }
 
   // --- copies and conversions -------------------------------------------------
   Tensor contiguous(MemoryFormat format = MemoryFormat::Contiguous) const;
