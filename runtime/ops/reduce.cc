@@ -66,18 +66,19 @@ Tensor reduce(OpKind op, const Tensor& in, uint32_t mask, bool keepdim, ReducePa
   params.dims = mask;
   Tensor out = empty(keep_shape(in, mask), TensorOptions(in.dtype()).device(in.device()));
   if (out.numel() > 0) run_kernel(op, {in}, {out}, params);
+  const Tensor result = finish(out.detach(), in, mask, keepdim);
   const GradRule rule = op == OpKind::Sum    ? GradRule::Sum
                         : op == OpKind::Mean ? GradRule::Mean
                         : op == OpKind::Prod ? GradRule::Prod
                         : op == OpKind::Var  ? GradRule::Var
                                              : GradRule::Norm;
-  if (Node* n = autograd::record(rule, out, {in})) {  // recorded in keepdim form
-    n->ints = {mask, 1, params.correction};
+  if (Node* n = autograd::record(rule, result, {in})) {
+    n->ints = {mask, keepdim ? 1 : 0, params.correction};
     n->reals = {params.p};
-    if (rule == GradRule::Prod || rule == GradRule::Norm) n->save(in).save(out);
+    if (rule == GradRule::Prod || rule == GradRule::Norm) n->save(in).save(result);
     if (rule == GradRule::Var) n->save(in);
   }
-  return finish(out, in, mask, keepdim);
+  return result;
 }
 
 // sum and prod: integer and bool inputs accumulate to int64 unless told otherwise.
@@ -122,14 +123,15 @@ std::pair<Tensor, Tensor> extreme(OpKind op, const Tensor& x, uint32_t mask, boo
   ReduceParams params;
   params.dims = mask;
   if (values.numel() > 0) run_kernel(op, {x}, {values, indices}, params);
+  const Tensor result = finish(values.detach(), x, mask, keepdim);
   const GradRule rule = op == OpKind::Max ? GradRule::MaxDim : GradRule::MinDim;
-  if (Node* n = autograd::record(rule, values, {x})) {
+  if (Node* n = autograd::record(rule, result, {x})) {
     int64_t dim = 0;
     while (mask != 0 && !((mask >> dim) & 1u)) ++dim;
-    n->ints = {mask, 1, dim};
-    n->save(indices);
+    n->ints = {mask, keepdim ? 1 : 0, dim};
+    n->save(finish(indices, x, mask, keepdim));
   }
-  return {finish(values, x, mask, keepdim), finish(indices, x, mask, keepdim)};
+  return {result, finish(indices, x, mask, keepdim)};
 }
 
 Tensor all_extreme(OpKind op, const Tensor& x, const char* name) {
@@ -142,6 +144,7 @@ Tensor all_extreme(OpKind op, const Tensor& x, const char* name) {
     out = extreme(op, x, all_dims(x.dim()), /*keepdim=*/false).first;
   }
   if (Node* n = autograd::record(op == OpKind::Max ? GradRule::MaxAll : GradRule::MinAll, out, {x})) {
+    n->ints = {all_dims(x.dim()), 0};
     n->save(x).save(out);
   }
   return out;

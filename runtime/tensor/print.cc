@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/autograd/node.h"
 #include "runtime/tensor/tensor.h"
 
 namespace ember {
@@ -182,6 +183,11 @@ std::string to_string(const Tensor& t) {
     summarized_elements(values.t, summarize, elements);
     const Formatter formatter(values, elements);
     body = tensor_str(values.t, indent, summarize, formatter);
+  }
+  if (const std::shared_ptr<Node> fn = t.grad_fn()) {
+    suffixes.push_back(str_cat("grad_fn=<", fn->name(), ">"));
+  } else if (t.requires_grad()) {
+    suffixes.push_back("requires_grad=True");
   }
   std::string out = prefix + body;
   // As PyTorch computes it (rfind gives -1 there when there is no newline).

@@ -96,6 +96,7 @@ std::optional<Shape> view_strides(IntArrayRef sizes, IntArrayRef strides, IntArr
     }
     return contiguous_strides(new_sizes);
   }
+  if (sizes.empty()) return contiguous_strides(new_sizes);  // a 0-dim tensor: any all-ones shape
   int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;
   int64_t chunk_base_stride = strides.size() ? strides[strides.size() - 1] : 1;
   int64_t tensor_numel = 1, view_numel = 1;

@@ -140,6 +140,10 @@ TEST_CASE("view shares storage; it fails where strides forbid it, reshape copies
   CHECK(a.reshape({2, -1}).sizes() == Shape{2, 6});
   check_error([&] { a.view({5, -1}); }, "shape '[5, -1]' is invalid for input of size 12");
   check_error([&] { a.view({-1, -1}); }, "only one dimension can be inferred");
+  CHECK(scalar_tensor(5).view({1, 1}).sizes() == Shape{1, 1});  // 0-dim to all-ones shapes
+  const Tensor five = scalar_tensor(5);
+  CHECK(five.reshape({1}).storage() == five.storage());
+  CHECK(ones({1, 1}).view({}).dim() == 0);
   // A view of a transposed tensor works when it only splits a dimension.
   CHECK(tr.view({2, 2, 3}).strides() == Shape{2, 1, 4});
 }
