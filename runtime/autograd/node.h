@@ -80,6 +80,9 @@ struct AutogradMeta {
   std::weak_ptr<Node> grad_accumulator;      // leaves: their AccumulateGrad node
 };
 
+// The tensor's autograd state, or null.
+inline AutogradMeta* autograd_meta(const Tensor& t) { return t.defined() ? t.impl()->autograd.get() : nullptr; }
+
 namespace autograd {
 
 // True when grad mode is on and some input requires grad.
