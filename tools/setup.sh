@@ -12,6 +12,8 @@ PACKAGES=(
   doctest-dev
   # golden data from PyTorch (Debian's /usr/bin/python3)
   python3-torch python3-numpy
+  # the digits data set (sklearn ships it) and gzip reading for the training demo
+  python3-sklearn zlib1g-dev
   # cross build: aarch64, tests under qemu
   g++-aarch64-linux-gnu qemu-user
   # benchmarks

@@ -1,5 +1,5 @@
 // ember side of the op benchmark: the same ops and shapes as torch_ops.py.
-// Run both through compare.py, which prints the ember/PyTorch time ratios.
+// Run both through bench/compare.py, which prints the ember/PyTorch time ratios.
 #include <benchmark/benchmark.h>
 
 #include <functional>
