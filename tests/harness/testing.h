@@ -52,6 +52,18 @@ inline void check_close(const Tensor& actual, const Tensor& expected, double rto
   }
 }
 
+// check_close with a tolerance for the dtype: float32 and float64 agree with
+// PyTorch to rounding (ember accumulates in double where PyTorch uses float);
+// the 16-bit floats may differ by about one unit in the last place.
+inline void check_close_for_dtype(const Tensor& actual, const Tensor& expected) {
+  switch (expected.dtype()) {
+    case DType::Float64: check_close(actual, expected, 1e-12, 1e-12); break;
+    case DType::Float16: check_close(actual, expected, 2e-3, 2e-3); break;
+    case DType::BFloat16: check_close(actual, expected, 1.6e-2, 1.6e-2); break;
+    default: check_close(actual, expected, 2e-6, 2e-6); break;
+  }
+}
+
 // Runs `fn` and checks it raises ember::Error whose message equals `message`.
 template <typename F>
 void check_error(F&& fn, const std::string& message) {

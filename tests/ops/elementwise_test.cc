@@ -4,22 +4,12 @@
 
 using namespace ember;
 using ember::testing::check_close;
+using ember::testing::check_close_for_dtype;
 using ember::testing::check_equal;
 using ember::testing::check_error;
 using ember::testing::golden;
 
 namespace {
-
-// Tolerances per dtype: float32/float64 agree with PyTorch to rounding; the
-// 16-bit floats may differ by one unit in the last place.
-void check_dtype_close(const Tensor& actual, const Tensor& expected) {
-  switch (expected.dtype()) {
-    case DType::Float64: check_close(actual, expected, 1e-12, 1e-12); break;
-    case DType::Float16: check_close(actual, expected, 1e-3, 1e-3); break;
-    case DType::BFloat16: check_close(actual, expected, 8e-3, 8e-3); break;
-    default: check_close(actual, expected, 1e-6, 1e-6); break;
-  }
-}
 
 Tensor apply_unary(const std::string& op, const Tensor& x) {
   if (op == "neg") return neg(x);
@@ -73,11 +63,11 @@ TEST_CASE("unary ops match PyTorch in every floating dtype") {
       CAPTURE(dn);
       const std::string o = op;
       const Tensor in = (o == "log" || o == "sqrt" || o == "rsqrt") ? pos : x;
-      check_dtype_close(apply_unary(o, in), golden("ew." + o + "." + dn));
+      check_close_for_dtype(apply_unary(o, in), golden("ew." + o + "." + dn));
     }
     // Non-contiguous input: the output keeps the input's (transposed) layout.
     const Tensor e = exp(x.t());
-    check_dtype_close(e, golden(std::string("ew.exp_t.") + dn));
+    check_close_for_dtype(e, golden(std::string("ew.exp_t.") + dn));
     CHECK(e.strides() == x.t().strides());
   }
 }
@@ -99,7 +89,7 @@ TEST_CASE("binary ops broadcast [3,1,4] with [2,1] like PyTorch") {
     CAPTURE(op);
     const Tensor out = apply_binary(op, a, b);
     CHECK(out.sizes() == Shape{3, 2, 4});
-    check_dtype_close(out, golden(std::string("bin.") + op));
+    check_close_for_dtype(out, golden(std::string("bin.") + op));
   }
   check_close(pow(abs(a), b), golden("bin.pow"), 1e-5, 1e-6);
   check_close(pow(a, 2), golden("bin.pow_scalar"));
@@ -109,8 +99,8 @@ TEST_CASE("binary ops broadcast [3,1,4] with [2,1] like PyTorch") {
   for (const char* dn : kFloatNames) {
     CAPTURE(dn);
     const DType dt = golden(std::string("ew.x.") + dn).dtype();
-    check_dtype_close(a.to(dt) * b.to(dt), golden(std::string("bin.mul.") + dn));
-    check_dtype_close(a.to(dt) / b.to(dt), golden(std::string("bin.div.") + dn));
+    check_close_for_dtype(a.to(dt) * b.to(dt), golden(std::string("bin.mul.") + dn));
+    check_close_for_dtype(a.to(dt) / b.to(dt), golden(std::string("bin.div.") + dn));
   }
 }
 
@@ -145,7 +135,7 @@ TEST_CASE("type promotion follows torch.result_type") {
     CAPTURE(name);
     const std::string n = name;
     const Tensor out = golden("mix." + n + ".a") + golden("mix." + n + ".b");
-    check_dtype_close(out, golden("mix." + n + ".add"));
+    check_close_for_dtype(out, golden("mix." + n + ".add"));
   }
   check_close(tensor({1, 2}, DType::Int32) + 2.5, golden("mix.i32_plus_float"));
   check_close(tensor({1, 2}, DType::Float16) * 2.5, golden("mix.f16_times_float"));

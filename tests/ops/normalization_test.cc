@@ -7,20 +7,12 @@
 
 using namespace ember;
 using ember::testing::check_close;
+using ember::testing::check_close_for_dtype;
 using ember::testing::check_equal;
 using ember::testing::check_error;
 using ember::testing::golden;
 
 namespace {
-
-void check_dtype_close(const Tensor& actual, const Tensor& expected) {
-  switch (expected.dtype()) {
-    case DType::Float16: check_close(actual, expected, 2e-3, 2e-3); break;
-    case DType::BFloat16: check_close(actual, expected, 1.6e-2, 1.6e-2); break;
-    case DType::Float64: check_close(actual, expected, 1e-12, 1e-12); break;
-    default: check_close(actual, expected, 2e-6, 2e-6); break;
-  }
-}
 
 const char* kDtypes[] = {"f32", "f64", "f16", "bf16"};
 
@@ -77,12 +69,12 @@ TEST_CASE("softmax dtypes") {
     CAPTURE(d);
     const std::string p = std::string("norm.") + d;
     const Tensor x = golden(p + ".x");
-    check_dtype_close(softmax(x, -1), golden(p + ".softmax.dm1"));
+    check_close_for_dtype(softmax(x, -1), golden(p + ".softmax.dm1"));
     const Tensor ls = log_softmax(x, 1);
     const Tensor expected = golden(p + ".log_softmax.d1");
     // log_softmax values reach ~10: compare with the dtype's relative precision.
     if (x.dtype() == DType::Float32) check_close(ls, expected, 1e-5, 1e-5);
-    else check_dtype_close(ls, expected);
+    else check_close_for_dtype(ls, expected);
   }
 }
 
@@ -105,7 +97,7 @@ TEST_CASE("layer_norm: trailing dims, optional weight and bias, strides, dtypes"
     const Tensor y = golden(p + ".x");
     const Tensor out = layer_norm(y, {5}, golden(p + ".ln.w"), golden(p + ".ln.b"));
     if (y.dtype() == DType::Float32) check_close(out, golden(p + ".ln"), 1e-5, 1e-5);
-    else check_dtype_close(out, golden(p + ".ln"));
+    else check_close_for_dtype(out, golden(p + ".ln"));
   }
   check_equal(layer_norm(empty({0, 5}), {5}), golden("norm.ln.empty"));
 }
@@ -135,9 +127,9 @@ TEST_CASE("batch_norm inference: 2-D, 3-D, 4-D, channels_last, dtypes") {
     const DType t = y.dtype();
     const Tensor got = batch_norm(y, rm.to(t), rv.to(t), w.to(t), b.to(t));
     if (t == DType::Float32) check_close(got, golden(p + ".bn"), 1e-5, 1e-5);
-    else check_dtype_close(got, golden(p + ".bn"));
+    else check_close_for_dtype(got, golden(p + ".bn"));
   }
-  check_dtype_close(batch_norm(golden("norm.bf16.bn.x3"), rm, rv, w, b), golden("norm.bf16.bn.mixed"));
+  check_close_for_dtype(batch_norm(golden("norm.bf16.bn.x3"), rm, rv, w, b), golden("norm.bf16.bn.mixed"));
   CHECK(batch_norm(empty({0, 3}), rm, rv).sizes() == Shape{0, 3});
   // Hand-computed: (x - mean) / sqrt(var + eps) * w + b.
   check_close(batch_norm(tensor({{1.0, 2.0}}), tensor({1.0, 0.0}), tensor({4.0, 1.0}), tensor({2.0, 1.0}),
