@@ -335,3 +335,31 @@ TEST_CASE("as_strided with overlapping windows") {
   const Tensor m = leaf(rnd({3, 4}, 122));
   gradcheck([](const V& v) { return v[0].as_strided({2, 3, 2}, {4, 1, 2}); }, {m});
 }
+
+TEST_CASE("16-bit and float32 gradients, empty batches") {
+  // bfloat16 pooling and layer_norm gradients follow the float64 ones.
+  const Tensor x64 = distinct({1, 2, 5, 4}, 130);
+  for (DType dt : {DType::BFloat16, DType::Float32}) {
+    CAPTURE(dt);
+    const double tol = dt == DType::BFloat16 ? 2e-2 : 1e-5;
+    const Tensor xl = x64.to(dt).requires_grad_(), xr = x64.to(dt).to(DType::Float64).requires_grad_();
+    const Tensor gout = rnd({1, 2, 2, 2}, 131);
+    (max_pool2d(xl, {2}).to(DType::Float64) * gout).sum().backward();
+    (max_pool2d(xr, {2}) * gout).sum().backward();
+    CHECK(xl.grad().dtype() == dt);
+    check_close(xl.grad().to(DType::Float64), xr.grad(), tol, tol);
+    const Tensor ll = x64.to(dt).requires_grad_(), lr = x64.to(dt).to(DType::Float64).requires_grad_();
+    const Tensor gl = rnd({1, 2, 5, 4}, 132);
+    (layer_norm(ll, {4}).to(DType::Float64) * gl).sum().backward();
+    (layer_norm(lr, {4}) * gl).sum().backward();
+    CHECK(ll.grad().dtype() == dt);
+    check_close(ll.grad().to(DType::Float64), lr.grad(), tol * 5, tol * 5);
+  }
+  // Empty batch: zero-size gradients for the input, zeros for the weight.
+  const Tensor xe = leaf(zeros({0, 2, 4, 4}, DType::Float64)), we = leaf(rnd({3, 2, 3, 3}, 133));
+  const Tensor be = leaf(rnd({3}, 134));
+  conv2d(xe, we, be).sum().backward();
+  CHECK(xe.grad().sizes() == Shape{0, 2, 4, 4});
+  check_equal(we.grad(), zeros({3, 2, 3, 3}, DType::Float64));
+  check_equal(be.grad(), zeros({3}, DType::Float64));
+}
