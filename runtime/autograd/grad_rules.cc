@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "runtime/autograd/grad_rules_nn.h"
 #include "runtime/autograd/node.h"
 #include "runtime/ops/ops.h"
 
@@ -199,10 +200,12 @@ Grads view_rule(const Node& n, const Tensor& g) {
       const Shape strides(n.ints.begin() + r, n.ints.begin() + 2 * r);
       int64_t numel = 1;
       for (int64_t s : in) numel *= s;
-      Tensor flat = zeros({numel}, TensorOptions(g.dtype()).device(g.device()));
-      Tensor dst = flat.as_strided(sizes, strides, n.ints[2 * r]);
-      dst.add_(g);
-      return {flat.view(in)};
+      // The view may overlap itself: every output element adds into the input
+      // element it reads (its flat index), accumulating repeats.
+      const Tensor index =
+          arange(numel, TensorOptions(DType::Int64).device(g.device())).as_strided(sizes, strides, n.ints[2 * r]);
+      const int64_t count = index.numel();
+      return {embedding_backward(g.reshape({count, 1}), index.reshape({count}), numel).view(in)};
     }
     default:
       RT_CHECK(false, "not a view rule");
@@ -324,6 +327,7 @@ std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g) {
       return matmul_rule(n, g);
     case GradRule::AccumulateGrad:
       break;
+    default: return apply_nn_grad_rule(n, g);
   }
   RT_CHECK(false, "apply_grad_rule: unhandled rule");
   return {};

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 
@@ -120,7 +121,11 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArra
       params.dilation[i] = dil[i];
     }
     params.groups = groups;
-    run_kernel(OpKind::Conv2d, {input, weight.contiguous(), bias}, {out}, params);
+    run_kernel(OpKind::Conv2d, {input, weight.detach().contiguous(), bias}, {out}, params);
+  }
+  if (Node* n = autograd::record(GradRule::Conv2d, out, {input, weight, bias})) {
+    n->save(input).save(weight);
+    n->ints = {st[0], st[1], pad[0], pad[1], dil[0], dil[1], groups};
   }
   return batched ? out : out.squeeze(0);
 }

@@ -1,4 +1,6 @@
 // embedding(weight [V, D], indices int32/int64 of any shape) -> [..., D].
+#include "runtime/autograd/grad_mode.h"
+#include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 
@@ -14,6 +16,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   EMBER_CHECK(weight.size(0) > 0 || indices.numel() == 0, Status::OutOfRange,
               "index_select(): self indexing axis dim should be positive");
   if (indices.numel() > 0) {
+    NoGradGuard no_grad;
     const Tensor i64 = indices.to(DType::Int64).to(Device(DeviceType::CPU)).contiguous();
     const int64_t* p = i64.data_ptr<int64_t>();
     for (int64_t k = 0; k < i64.numel(); ++k) {
@@ -24,6 +27,10 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   shape.push_back(weight.size(1));
   Tensor out = empty(shape, TensorOptions(weight.dtype()).device(weight.device()));
   if (out.numel() > 0) run_kernel(OpKind::Embedding, {weight, indices}, {out});
+  if (Node* n = autograd::record(GradRule::Embedding, out, {weight})) {
+    n->save(indices);
+    n->ints = {weight.size(0)};
+  }
   return out;
 }
 

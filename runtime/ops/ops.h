@@ -149,6 +149,27 @@ Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride =
                   bool count_include_pad = true, std::optional<int64_t> divisor_override = std::nullopt);
 Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size);
 Tensor embedding(const Tensor& weight, const Tensor& indices);
+// Training form (F.batch_norm(training=True)): normalizes with the batch
+// statistics over every dim but 1 (biased variance) and, under no_grad, updates
+// the defined running stats in place: running = (1 - momentum) * running +
+// momentum * batch stat (unbiased variance for running_var). Differentiable.
+Tensor batch_norm_train(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight = Tensor(),
+                        const Tensor& bias = Tensor(), double momentum = 0.1, double eps = 1e-5);
+
+// --- backward helpers of the nn ops (runtime/ops/nn_backward.cc; autograd's rules) --------
+// The gradient of the op's input from the gradient of its output, for the
+// same arguments (x: the op's input; 3-D unbatched forms accepted).
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride,
+                           IntArrayRef padding, IntArrayRef dilation, bool ceil_mode);
+Tensor avg_pool2d_backward(const Tensor& grad, const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride,
+                           IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                           std::optional<int64_t> divisor_override);
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad, const Tensor& x);
+// [num_weights, D]: row i is the sum of the rows of grad [*, D] whose index is i.
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights);
+// reflect / replicate / circular pad: the gradient of the input (shape
+// input_sizes), accumulating every padded position into its source.
+Tensor pad_backward(const Tensor& grad, IntArrayRef input_sizes, IntArrayRef pad, std::string_view mode);
 
 // --- joining and splitting (runtime/ops/shape_ops.cc) ---------------------------------
 Tensor cat(Span<const Tensor> tensors, int64_t dim = 0);

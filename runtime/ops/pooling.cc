@@ -3,6 +3,8 @@
 // size, output memory format (channels_last in, channels_last out).
 #include <string>
 
+#include "runtime/autograd/grad_mode.h"
+#include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 
@@ -109,11 +111,20 @@ void check_pool_dtype(const char* op, const Tensor& x, bool channels_last, bool 
 }
 
 Tensor run_pool(OpKind op, const Tensor& x, const Pool2dArgs& a) {
-  const Tensor in = a.batched ? x : x.unsqueeze(0);
-  Tensor out = empty(a.out_shape, TensorOptions(x.dtype()).device(x.device()),
-                     a.channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
-  if (out.numel() > 0) run_kernel(op, {in}, {out}, a.params);
-  return a.batched ? out : out.squeeze(0);
+  Tensor result;
+  {
+    NoGradGuard no_grad;
+    const Tensor in = a.batched ? x : x.unsqueeze(0);
+    Tensor out = empty(a.out_shape, TensorOptions(x.dtype()).device(x.device()),
+                       a.channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
+    if (out.numel() > 0) run_kernel(op, {in}, {out}, a.params);
+    result = a.batched ? out : out.squeeze(0);
+  }
+  if (Node* n = autograd::record(op == OpKind::MaxPool2d ? GradRule::MaxPool2d : GradRule::AvgPool2d, result, {x})) {
+    n->save(x);
+    n->params = a.params;
+  }
+  return result;
 }
 
 }  // namespace
@@ -152,12 +163,18 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size) {
   const bool channels_last = (x.suggest_memory_format() == MemoryFormat::ChannelsLast);
   check_pool_dtype("adaptive_avg_pool2d", x, channels_last, /*allow_int64=*/false);
   const bool batched = x.dim() == 4;
-  const Tensor in = batched ? x : x.unsqueeze(0);
-  Tensor out = empty({in.size(0), in.size(1), output_size[0], output_size[1]},
-                     TensorOptions(x.dtype()).device(x.device()),
-                     channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
-  if (out.numel() > 0) run_kernel(OpKind::AdaptiveAvgPool2d, {in}, {out});
-  return batched ? out : out.squeeze(0);
+  Tensor result;
+  {
+    NoGradGuard no_grad;
+    const Tensor in = batched ? x : x.unsqueeze(0);
+    Tensor out = empty({in.size(0), in.size(1), output_size[0], output_size[1]},
+                       TensorOptions(x.dtype()).device(x.device()),
+                       channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
+    if (out.numel() > 0) run_kernel(OpKind::AdaptiveAvgPool2d, {in}, {out});
+    result = batched ? out : out.squeeze(0);
+  }
+  if (Node* n = autograd::record(GradRule::AdaptiveAvgPool2d, result, {x})) n->save(x);
+  return result;
 }
 
 }  // namespace ember

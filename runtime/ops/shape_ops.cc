@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "runtime/autograd/grad_mode.h"
+#include "runtime/autograd/grad_rules_nn.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 
@@ -58,10 +60,17 @@ Tensor cat(Span<const Tensor> tensors, int64_t dim) {
   Tensor out = empty(shape, TensorOptions(dtype).device(ref->device()),
                      channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
   int64_t offset = 0;
-  for (const Tensor& t : tensors) {
-    if (cat_skips(t)) continue;
-    if (t.size(dim) > 0) copy_into(out.narrow(dim, offset, t.size(dim)), t);
-    offset += t.size(dim);
+  {
+    NoGradGuard no_grad;
+    for (const Tensor& t : tensors) {
+      if (cat_skips(t)) continue;
+      if (t.size(dim) > 0) copy_into(out.narrow(dim, offset, t.size(dim)), t);
+      offset += t.size(dim);
+    }
+  }
+  if (Node* n = autograd::record_list(GradRule::Cat, out, tensors)) {
+    n->ints = {dim};
+    for (const Tensor& t : tensors) n->ints.push_back(cat_skips(t) ? -1 : t.size(dim));
   }
   return out;
 }
@@ -74,10 +83,16 @@ Tensor stack(Span<const Tensor> tensors, int64_t dim) {
                 "stack expects each tensor to be equal size, but got ", shape_str(tensors[0].sizes()),
                 " at entry 0 and ", shape_str(tensors[i].sizes()), " at entry ", i);
   }
-  std::vector<Tensor> expanded;
-  expanded.reserve(tensors.size());
-  for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(dim));
-  return cat(Span<const Tensor>(expanded.data(), expanded.size()), dim);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    std::vector<Tensor> expanded;
+    expanded.reserve(tensors.size());
+    for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(dim));
+    out = cat(Span<const Tensor>(expanded.data(), expanded.size()), dim);
+  }
+  if (Node* n = autograd::record_list(GradRule::Stack, out, tensors)) n->ints = {dim};
+  return out;
 }
 
 // --- split and chunk ---------------------------------------------------------------
@@ -287,7 +302,15 @@ Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode, double value
   }
   EMBER_CHECK(pad.size() % 2 == 0, Status::InvalidArgument, "Padding length must be divisible by 2");
   EMBER_CHECK(static_cast<int64_t>(pad.size()) <= x.dim() * 2, Status::InvalidArgument, "Padding length too large");
-  if (kind == PadMode::Constant) return constant_pad(x, pad, value);
+  if (kind == PadMode::Constant) {
+    Tensor out;
+    {
+      NoGradGuard no_grad;
+      out = constant_pad(x, pad, value);
+    }
+    if (Node* n = autograd::record(GradRule::ConstantPad, out, {x})) n->ints.assign(pad.begin(), pad.end());
+    return out;
+  }
 
   EMBER_CHECK(value == 0.0, Status::InvalidArgument, "Padding mode \"", mode, "\" doesn't take in value argument");
   const int64_t k = static_cast<int64_t>(pad.size()) / 2;
@@ -309,6 +332,12 @@ Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode, double value
   }
   Tensor out = empty(shape, TensorOptions(x.dtype()).device(x.device()));
   run_kernel(OpKind::Pad, {x}, {out}, params);
+  const GradRule rules[3][3] = {
+      {GradRule::ReflectionPad1d, GradRule::ReflectionPad2d, GradRule::ReflectionPad3d},
+      {GradRule::ReplicationPad1d, GradRule::ReplicationPad2d, GradRule::ReplicationPad3d},
+      {GradRule::CircularPad, GradRule::CircularPad, GradRule::CircularPad}};
+  const int mode_row = kind == PadMode::Reflect ? 0 : kind == PadMode::Replicate ? 1 : 2;
+  if (Node* n = autograd::record(rules[mode_row][k - 1], out, {x})) n->ints.assign(pad.begin(), pad.end());
   return out;
 }
 

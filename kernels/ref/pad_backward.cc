@@ -1,0 +1,83 @@
+// PadBackward: the gradient of reflect / replicate / circular (and constant)
+// padding: every element of grad_out is added to the input position it was
+// read from (constant padding's value positions are dropped). The output
+// (grad_in, the input's shape) is zeroed by the front-end. The index map
+// repeats the forward kernel's (pad.cc), negative (cropping) pads included.
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/ref/loops.h"
+#include "kernels/ref/ref_kernels.h"
+#include "runtime/tensor/convert.h"
+
+namespace ember::ref {
+
+namespace {
+
+// The input index output index `o` reads along a dimension of input size
+// `size` padded by (before, after); -1 for constant padding's value.
+int64_t pad_source(PadMode mode, int64_t o, int64_t size, int64_t before, int64_t after) {
+  const int64_t x = o - before;
+  switch (mode) {
+    case PadMode::Constant:
+      return x >= 0 && x < size ? x : -1;
+    case PadMode::Reflect: {
+      int64_t r = x < 0 ? -x : x;
+      if (r >= size) r = 2 * (size - 1) - r;
+      return r;
+    }
+    case PadMode::Replicate:
+      return std::clamp<int64_t>(x, 0, size - 1);
+    case PadMode::Circular: {
+      const int64_t crop_l = std::max<int64_t>(-before, 0);
+      const int64_t kept = size - crop_l - std::max<int64_t>(-after, 0);
+      const int64_t j = o - std::max<int64_t>(before, 0);
+      return crop_l + ((j % kept) + kept) % kept;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+Status pad_backward(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto* p = std::get_if<PadParams>(&params);
+  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  const TensorView& grad = in[0];
+  TensorView& grad_in = out[0];
+  RT_CHECK_OR_RETURN(grad.rank == grad_in.rank && grad.dtype == grad_in.dtype, Status::InvalidArgument);
+  for (int d = 0; d < grad.rank; ++d) {
+    const int64_t size = grad_in.sizes[d];
+    RT_CHECK_OR_RETURN(grad.sizes[d] == size + p->before[d] + p->after[d], Status::ShapeMismatch);
+    if (grad.sizes[d] > 0 && (p->before[d] != 0 || p->after[d] != 0) && p->mode != PadMode::Constant) {
+      const int64_t kept = size - std::max<int64_t>(-p->before[d], 0) - std::max<int64_t>(-p->after[d], 0);
+      RT_CHECK_OR_RETURN(size > 0 && kept > 0, Status::InvalidArgument);
+      if (p->mode == PadMode::Reflect) {
+        RT_CHECK_OR_RETURN(p->before[d] < size && p->after[d] < size, Status::InvalidArgument);
+      }
+    }
+  }
+  if (grad.numel() == 0) return Status::Ok;
+  dispatch_dtype(grad.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    if constexpr (std::is_floating_point_v<A>) {
+      const T* g = grad.ptr<const T>();
+      T* gi = grad_in.ptr<T>();
+      int64_t index[kMaxRank] = {};
+      do {
+        int64_t off = 0;
+        bool inside = true;
+        for (int d = 0; d < grad.rank && inside; ++d) {
+          const int64_t i = pad_source(p->mode, index[d], grad_in.sizes[d], p->before[d], p->after[d]);
+          inside = i >= 0;
+          off += i * grad_in.strides[d];
+        }
+        if (inside) gi[off] = convert<T>(convert<A>(gi[off]) + convert<A>(g[offset_of(grad, index)]));
+      } while (next_index(index, grad.sizes, grad.rank));
+    }
+  });
+  return Status::Ok;
+}
+
+}  // namespace ember::ref

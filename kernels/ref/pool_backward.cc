@@ -1,0 +1,165 @@
+// Backward of 2-D pooling over [N, C, H, W] views (any strides): every output
+// gradient is added into the input positions its window read. The output
+// (grad_in) is zeroed by the front-end; the window bounds repeat the forward
+// kernels' (pool.cc), and max pooling re-finds the forward's choice: the first
+// maximum of the window, or its last NaN, as PyTorch's CPU kernel records it.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/ref/ref_kernels.h"
+#include "runtime/tensor/convert.h"
+
+namespace ember::ref {
+
+namespace {
+
+bool same_planes(const TensorView& grad, const TensorView& grad_in) {
+  return grad.rank == 4 && grad_in.rank == 4 && grad.dtype == grad_in.dtype && grad.sizes[0] == grad_in.sizes[0] &&
+         grad.sizes[1] == grad_in.sizes[1];
+}
+
+// Calls fn(grad_value, input_plane_offset, grad_in_plane) for every element of grad.
+template <typename T, typename F>
+void for_each_grad(const TensorView& grad, const TensorView& grad_in, F&& fn) {
+  const T* g = grad.ptr<const T>();
+  T* gi = grad_in.ptr<T>();
+  for (int64_t n = 0; n < grad.sizes[0]; ++n) {
+    for (int64_t c = 0; c < grad.sizes[1]; ++c) {
+      T* plane = gi + n * grad_in.strides[0] + c * grad_in.strides[1];
+      for (int64_t oh = 0; oh < grad.sizes[2]; ++oh) {
+        for (int64_t ow = 0; ow < grad.sizes[3]; ++ow) {
+          fn(n, c, oh, ow, g[n * grad.strides[0] + c * grad.strides[1] + oh * grad.strides[2] + ow * grad.strides[3]],
+             plane);
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void add_to(T& dst, compute_t<T> v) {
+  dst = convert<T>(convert<compute_t<T>>(dst) + v);
+}
+
+}  // namespace
+
+Status max_pool2d_backward(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
+                           const OpParams& params) {
+  const auto* p = std::get_if<Pool2dParams>(&params);
+  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  const TensorView& grad = in[0];
+  const TensorView& x = in[1];
+  const TensorView& grad_in = out[0];
+  RT_CHECK_OR_RETURN(same_planes(grad, grad_in) && x.rank == 4 && x.dtype == grad.dtype, Status::InvalidArgument);
+  for (int d = 0; d < 4; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == grad_in.sizes[d], Status::ShapeMismatch);
+  RT_CHECK_OR_RETURN(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
+                         p->dilation[0] > 0 && p->dilation[1] > 0,
+                     Status::InvalidArgument);
+  const int64_t H = x.sizes[2], W = x.sizes[3];
+  const int64_t sh = x.strides[2], sw = x.strides[3];
+  const int64_t gsh = grad_in.strides[2], gsw = grad_in.strides[3];
+  dispatch_dtype(grad.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    if constexpr (std::is_floating_point_v<A>) {
+      const T* src = x.ptr<const T>();
+      for_each_grad<T>(grad, grad_in, [&](int64_t n, int64_t c, int64_t oh, int64_t ow, T g, T* plane) {
+        const T* xp = src + n * x.strides[0] + c * x.strides[1];
+        int64_t h0 = oh * p->stride[0] - p->padding[0];
+        int64_t w0 = ow * p->stride[1] - p->padding[1];
+        const int64_t h1 = std::min(h0 + (p->kernel[0] - 1) * p->dilation[0] + 1, H);
+        const int64_t w1 = std::min(w0 + (p->kernel[1] - 1) * p->dilation[1] + 1, W);
+        while (h0 < 0) h0 += p->dilation[0];
+        while (w0 < 0) w0 += p->dilation[1];
+        if (h0 >= h1 || w0 >= w1) return;
+        int64_t best_h = h0, best_w = w0;
+        A best = -std::numeric_limits<A>::infinity();
+        for (int64_t h = h0; h < h1; h += p->dilation[0]) {
+          for (int64_t w = w0; w < w1; w += p->dilation[1]) {
+            const A v = convert<A>(xp[h * sh + w * sw]);
+            if (v > best || std::isnan(v)) {
+              best = v;
+              best_h = h;
+              best_w = w;
+            }
+          }
+        }
+        add_to(plane[best_h * gsh + best_w * gsw], convert<A>(g));
+      });
+    }
+  });
+  return Status::Ok;
+}
+
+Status avg_pool2d_backward(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
+                           const OpParams& params) {
+  const auto* p = std::get_if<Pool2dParams>(&params);
+  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  const TensorView& grad = in[0];
+  const TensorView& grad_in = out[0];
+  RT_CHECK_OR_RETURN(same_planes(grad, grad_in), Status::InvalidArgument);
+  RT_CHECK_OR_RETURN(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
+                         p->divisor_override >= 0,
+                     Status::InvalidArgument);
+  const int64_t H = grad_in.sizes[2], W = grad_in.sizes[3];
+  const int64_t gsh = grad_in.strides[2], gsw = grad_in.strides[3];
+  dispatch_dtype(grad.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    if constexpr (std::is_floating_point_v<A>) {
+      for_each_grad<T>(grad, grad_in, [&](int64_t, int64_t, int64_t oh, int64_t ow, T g, T* plane) {
+        int64_t h0 = oh * p->stride[0] - p->padding[0];
+        int64_t w0 = ow * p->stride[1] - p->padding[1];
+        int64_t h1 = std::min(h0 + p->kernel[0], H + p->padding[0]);
+        int64_t w1 = std::min(w0 + p->kernel[1], W + p->padding[1]);
+        const int64_t pool_size = (h1 - h0) * (w1 - w0);
+        h0 = std::max<int64_t>(h0, 0);
+        w0 = std::max<int64_t>(w0, 0);
+        h1 = std::min(h1, H);
+        w1 = std::min(w1, W);
+        if (h0 >= h1 || w0 >= w1) return;
+        const int64_t divisor = p->divisor_override > 0 ? p->divisor_override
+                                : p->count_include_pad ? pool_size
+                                                       : (h1 - h0) * (w1 - w0);
+        const A delta = convert<A>(g) / static_cast<A>(divisor);
+        for (int64_t h = h0; h < h1; ++h) {
+          for (int64_t w = w0; w < w1; ++w) add_to(plane[h * gsh + w * gsw], delta);
+        }
+      });
+    }
+  });
+  return Status::Ok;
+}
+
+Status adaptive_avg_pool2d_backward(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
+                                    const OpParams&) {
+  RT_CHECK_OR_RETURN(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  const TensorView& grad = in[0];
+  const TensorView& grad_in = out[0];
+  RT_CHECK_OR_RETURN(same_planes(grad, grad_in), Status::InvalidArgument);
+  const int64_t H = grad_in.sizes[2], W = grad_in.sizes[3], OH = grad.sizes[2], OW = grad.sizes[3];
+  RT_CHECK_OR_RETURN(grad.numel() == 0 || (H > 0 && W > 0), Status::InvalidArgument);
+  const int64_t gsh = grad_in.strides[2], gsw = grad_in.strides[3];
+  // The forward's windows: [floor(i * in / out), ceil((i + 1) * in / out)).
+  auto start = [](int64_t i, int64_t o, int64_t n) { return (i / o) * n + ((i % o) * n) / o; };
+  auto end = [](int64_t i, int64_t o, int64_t n) { return 1 + ((i + 1) * n - 1) / o; };
+  dispatch_dtype(grad.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    if constexpr (std::is_floating_point_v<A>) {
+      for_each_grad<T>(grad, grad_in, [&](int64_t, int64_t, int64_t oh, int64_t ow, T g, T* plane) {
+        const int64_t h0 = start(oh, OH, H), h1 = end(oh, OH, H);
+        const int64_t w0 = start(ow, OW, W), w1 = end(ow, OW, W);
+        const A delta = convert<A>(g) / static_cast<A>(h1 - h0) / static_cast<A>(w1 - w0);
+        for (int64_t h = h0; h < h1; ++h) {
+          for (int64_t w = w0; w < w1; ++w) add_to(plane[h * gsh + w * gsw], delta);
+        }
+      });
+    }
+  });
+  return Status::Ok;
+}
+
+}  // namespace ember::ref
