@@ -23,18 +23,6 @@ Tensor reduce(const Tensor& loss, Reduction reduction) {
 
 std::string size_str(const Tensor& t) { return "torch.Size(" + shape_str(t.sizes()) + ")"; }
 
-// log_softmax written with differentiable ops: x - m - log(sum(exp(x - m))),
-// with the row maximum m held constant (its gradient cancels exactly).
-Tensor log_softmax_composed(const Tensor& x, int64_t dim) {
-  Tensor m;
-  {
-    NoGradGuard no_grad;
-    m = ember::max(x, dim, /*keepdim=*/true).first;
-  }
-  const Tensor shifted = x - m;
-  return shifted - ember::log(ember::sum(ember::exp(shifted), {dim}, /*keepdim=*/true));
-}
-
 // torch's dtype check of log_softmax (floating types but Half on CPU).
 void check_log_softmax_dtype(const Tensor& x, int64_t class_dim) {
   const DType d = x.dtype();
@@ -176,7 +164,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
                 "cross_entropy: weight tensor should be defined either for all ", n_classes,
                 " classes or no classes but got weight tensor of shape: ", shape_str(weight.sizes()));
     check_log_softmax_dtype(input, class_dim);
-    const Tensor log_probs = log_softmax_composed(input, class_dim);
+    const Tensor log_probs = ember::log_softmax(input, class_dim);
     Tensor probs = target;
     if (label_smoothing > 0.0) {
       EMBER_CHECK(label_smoothing <= 1.0, Status::InvalidArgument,
@@ -203,7 +191,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
                 "label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);
   }
   if (input.dim() >= 1) check_log_softmax_dtype(input, class_dim);
-  const Tensor log_probs = input.dim() >= 1 ? log_softmax_composed(input, class_dim) : input;
+  const Tensor log_probs = input.dim() >= 1 ? ember::log_softmax(input, class_dim) : input;
   const NllParts parts = nll_parts(log_probs, target, weight, ignore_index);
   Tensor nll;
   switch (reduction) {
