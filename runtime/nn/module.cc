@@ -405,25 +405,9 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
   const bool use_batch_stats = is_training() || !running_mean.defined();
   if (!use_batch_stats) return batch_norm(input, running_mean, running_var, weight, bias, eps);
 
-  const int64_t channels = input.size(1);
-  const int64_t per_channel = input.numel() / std::max<int64_t>(channels, 1);
-  EMBER_CHECK(per_channel != 1, Status::InvalidArgument,
-              "Expected more than 1 value per channel when training, got input size ", torch_size(input.sizes()));
-  EMBER_CHECK(channels == num_features, Status::ShapeMismatch, "running_mean should contain ", channels,
+  EMBER_CHECK(input.size(1) == num_features, Status::ShapeMismatch, "running_mean should contain ", input.size(1),
               " elements not ", num_features);
-  const Tensor mean = ember::mean(input, {0, 2, 3}, /*keepdim=*/true);
-  const Tensor var = ember::var(input, std::vector<int64_t>{0, 2, 3}, /*correction=*/0, /*keepdim=*/true);
-  Tensor out = (input - mean) * rsqrt(var + eps);
-  if (weight.defined()) out = out * weight.view({1, channels, 1, 1}) + bias.view({1, channels, 1, 1});
-  if (is_training() && running_mean.defined()) {
-    NoGradGuard no_grad;
-    const double n = static_cast<double>(per_channel);
-    const Tensor batch_mean = mean.detach().reshape({channels});
-    const Tensor unbiased = var.detach().reshape({channels}) * (n / std::max(n - 1, 1.0));
-    running_mean.copy_(batch_mean * factor + running_mean * (1 - factor));
-    running_var.copy_(unbiased * factor + running_var * (1 - factor));
-  }
-  return out;
+  return batch_norm_train(input, running_mean, running_var, weight, bias, factor, eps);
 }
 
 LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine, DType dtype)

@@ -15,8 +15,10 @@ def mlp():
 
 
 def cnn():
+    # No conv bias before BatchNorm: its gradient is zero up to rounding, and
+    # AdamW would turn that rounding noise into steps.
     return nn.Sequential(
-        nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(1, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(4, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(32, 10))
 
 
