@@ -8,6 +8,7 @@ ratios (< 1 means ember is faster). The PyTorch script prints JSON
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -21,7 +22,8 @@ def main():
     script = os.path.join(ROOT, sys.argv[2])
     ember_json = subprocess.run([binary, "--benchmark_format=json"], check=True,
                                 capture_output=True, text=True).stdout
-    ember = {b["name"]: b["real_time"] for b in json.loads(ember_json)["benchmarks"]}
+    ember = {re.sub(r"/min_time:[0-9.]+", "", b["name"]): b["real_time"]
+             for b in json.loads(ember_json)["benchmarks"]}
     torch_json = subprocess.run([sys.executable, script], check=True, capture_output=True, text=True).stdout
     torch_times = json.loads(torch_json)
     print(f"{'case':40s} {'ember us':>10s} {'torch us':>10s} {'ember/torch':>12s}")
