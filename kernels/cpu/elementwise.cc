@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/vec_math.h"
 #include "kernels/ref/elementwise.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/core/thread_pool.h"
@@ -66,8 +67,36 @@ Status binary_f32(Span<const TensorView> in, Span<TensorView> out) {
   return Status::Ok;
 }
 
-RT_SIMD_CLONES void relu_loop(float* __restrict out, const float* __restrict x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0.0f || x[i] != x[i] ? x[i] : 0.0f;
+// The float32 unary functions with a vectorizable form.
+struct ReluF {
+  float operator()(float x) const { return x > 0.0f || x != x ? x : 0.0f; }
+};
+struct ExpF {
+  float operator()(float x) const { return fast_exp(x); }
+};
+struct SigmoidF {
+  float operator()(float x) const { return 1.0f / (1.0f + fast_exp(-x)); }
+};
+struct SiluF {
+  float operator()(float x) const { return x / (1.0f + fast_exp(-x)); }
+};
+
+template <typename Op>
+RT_SIMD_CLONES void unary_loop(float* __restrict out, const float* __restrict x, int64_t n) {
+  const Op op;
+  for (int64_t i = 0; i < n; ++i) out[i] = op(x[i]);
+}
+
+// Contiguous float32 input and output: the vector loop, split across threads;
+// anything else: the reference loop with the reference functor.
+template <typename Fast, typename Ref>
+Status unary_f32(Span<const TensorView> in, Span<TensorView> out) {
+  if (!in[0].is_contiguous() || !out[0].is_contiguous()) return ref::unary<Ref, kFloatingTypes>(in, out);
+  const float* x = in[0].ptr<const float>();
+  float* o = out[0].ptr<float>();
+  parallel_for(0, out[0].numel(), kElementwiseGrain,
+               [&](int64_t begin, int64_t end) { unary_loop<Fast>(o + begin, x + begin, end - begin); });
+  return Status::Ok;
 }
 
 }  // namespace
@@ -84,14 +113,15 @@ RT_BINARY_F32(maximum_f32, MaxF, MaximumOp)
 RT_BINARY_F32(minimum_f32, MinF, MinimumOp)
 #undef RT_BINARY_F32
 
-Status relu_f32(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
-  if (!in[0].is_contiguous() || !out[0].is_contiguous()) return ref::unary<ref::ReluOp, kNumericTypes>(in, out);
-  const float* x = in[0].ptr<const float>();
-  float* o = out[0].ptr<float>();
-  parallel_for(0, out[0].numel(), kElementwiseGrain,
-               [&](int64_t begin, int64_t end) { relu_loop(o + begin, x + begin, end - begin); });
-  return Status::Ok;
-}
+#define RT_UNARY_F32(fn, Fast, Ref)                                                           \
+  Status fn(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
+    return unary_f32<Fast, ref::Ref>(in, out);                                               \
+  }
+RT_UNARY_F32(relu_f32, ReluF, ReluOp)
+RT_UNARY_F32(exp_f32, ExpF, ExpOp)
+RT_UNARY_F32(sigmoid_f32, SigmoidF, SigmoidOp)
+RT_UNARY_F32(silu_f32, SiluF, SiluOp)
+#undef RT_UNARY_F32
 
 // Copy: same-dtype contiguous copies are a parallel memcpy.
 Status copy(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {

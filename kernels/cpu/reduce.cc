@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/vec_math.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/core/thread_pool.h"
 
@@ -156,6 +157,11 @@ Status extreme(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
   return Status::Ok;
 }
 
+// y[i] = exp(x[i] - m), vectorized.
+RT_SIMD_CLONES void exp_shifted(const float* __restrict x, float m, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fast_exp(x[i] - m);
+}
+
 RT_SIMD_CLONES float row_max(const float* __restrict x, int64_t n) {
   bool has_nan = false;
   const float m = row_extreme<true>(x, n, &has_nan);
@@ -181,12 +187,8 @@ Status softmax_rows(const KernelContext& ctx, Span<const TensorView> in, Span<Te
       const float* xr = xp + r * n;
       float* yr = yp + r * n;
       const float m = row_max(xr, n);
-      double sum = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        const float e = std::exp(xr[i] - m);
-        if (!kLog) yr[i] = e;
-        sum += e;
-      }
+      exp_shifted(xr, m, yr, n);  // log_softmax overwrites these below
+      const double sum = row_sum(yr, n);
       if (kLog) {
         const float log_sum = static_cast<float>(std::log(sum));
         for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) - log_sum;

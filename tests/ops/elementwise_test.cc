@@ -238,3 +238,21 @@ TEST_CASE("errors name the problem like PyTorch") {
   check_error([] { gelu(tensor({1})); }, "\"GeluKernelImpl\" not implemented for 'Long'");
   check_error([] { silu(tensor({1})); }, "\"silu_cpu\" not implemented for 'Long'");
 }
+
+TEST_CASE("vectorized exp, sigmoid and silu stay within a few ulp of the reference over the float range") {
+  // Contiguous inputs take the CPU kernels (polynomial exp); the strided copy
+  // of the same values takes the reference loops (std::exp).
+  Tensor x = linspace(-110.0, 95.0, 200001);
+  x.slice(0, 0, 4).copy_(tensor({NAN, INFINITY, -INFINITY, 0.0f}));
+  Tensor buf = zeros({x.numel(), 2});
+  buf.select(1, 0).copy_(x);
+  const Tensor xs = buf.select(1, 0);
+  check_close(exp(x), exp(xs), 2.4e-7, 3e-45);  // subnormal results: within 2 of their ulps
+  check_close(sigmoid(x), sigmoid(xs), 4e-7, 1e-38);  // exp, an add and a divide: 3 ulp
+  check_close(silu(x), silu(xs), 4e-7, 1e-38);
+  CHECK(std::isnan(exp(x)[0].item<float>()));
+  CHECK(exp(x)[1].item<float>() == INFINITY);
+  CHECK(exp(x)[2].item<float>() == 0.0f);
+  CHECK(exp(x)[3].item<float>() == 1.0f);
+  CHECK(exp(tensor({88.8f, -104.0f})).to_vector<float>() == std::vector<float>{INFINITY, 0.0f});
+}
