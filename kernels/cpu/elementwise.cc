@@ -1,6 +1,7 @@
 // Vectorized float32 elementwise kernels: contiguous operands (or a scalar
 // operand broadcast by stride 0) run a flat loop the compiler vectorizes for
 // each ISA clone, split across threads; other layouts use the reference loops.
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -32,9 +33,12 @@ RT_SIMD_CLONES void binary_loop(float* __restrict out, const float* __restrict a
   } else if (sa == 1) {
     const float bv = b[0];
     for (int64_t i = 0; i < n; ++i) out[i] = op(a[i], bv);
-  } else {
+  } else if (sb == 1) {
     const float av = a[0];
     for (int64_t i = 0; i < n; ++i) out[i] = op(av, b[i]);
+  } else {
+    const float v = op(a[0], b[0]);
+    for (int64_t i = 0; i < n; ++i) out[i] = v;
   }
 }
 
@@ -51,12 +55,48 @@ struct MinF {
   float operator()(float a, float b) const { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
 };
 
+// Rows of a contiguous output whose operands are, along the row, contiguous or
+// broadcast (stride 0): e.g. [1000, 1000] + [1000]. Rows are split across threads.
+template <typename Fast>
+bool binary_rows(Span<const TensorView> in, Span<TensorView> out) {
+  const ref::StridedGeometry<3> g = ref::make_geometry<3>({&out[0], &in[0], &in[1]});
+  if (g.rank == 0) return false;
+  const int last = g.rank - 1;
+  const int64_t n = g.sizes[last];
+  constexpr int64_t kF = sizeof(float);
+  if (g.strides[0][last] != kF) return false;
+  for (int k = 1; k < 3; ++k) {
+    if (g.strides[k][last] != kF && g.strides[k][last] != 0) return false;
+  }
+  const int64_t rows = out[0].numel() / n;
+  char* o = static_cast<char*>(out[0].data);
+  const char* a = static_cast<const char*>(in[0].data);
+  const char* b = static_cast<const char*>(in[1].data);
+  const int64_t sa = g.strides[1][last] / kF, sb = g.strides[2][last] / kF;
+  parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t rest = r, off[3] = {0, 0, 0};
+      for (int d = last - 1; d >= 0; --d) {
+        const int64_t i = rest % g.sizes[d];
+        rest /= g.sizes[d];
+        for (int k = 0; k < 3; ++k) off[k] += i * g.strides[k][d];
+      }
+      binary_loop<Fast>(reinterpret_cast<float*>(o + off[0]), reinterpret_cast<const float*>(a + off[1]), sa,
+                        reinterpret_cast<const float*>(b + off[2]), sb, n);
+    }
+  });
+  return true;
+}
+
 template <typename Fast, typename Ref>
 Status binary_f32(Span<const TensorView> in, Span<TensorView> out) {
   const Operand ka = classify(in[0]), kb = classify(in[1]);
-  const bool fast = out[0].is_contiguous() && ka != Operand::Other && kb != Operand::Other &&
+  const bool flat = out[0].is_contiguous() && ka != Operand::Other && kb != Operand::Other &&
                     !(ka == Operand::Scalar && kb == Operand::Scalar);
-  if (!fast) return ref::binary<Ref, kAllTypes>(in, out);
+  if (!flat) {
+    if (out[0].numel() > 0 && binary_rows<Fast>(in, out)) return Status::Ok;
+    return ref::binary<Ref, kAllTypes>(in, out);
+  }
   float* o = out[0].ptr<float>();
   const float* a = in[0].ptr<const float>();
   const float* b = in[1].ptr<const float>();

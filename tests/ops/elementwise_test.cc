@@ -213,6 +213,12 @@ TEST_CASE("the vectorized, threaded CPU path agrees with the reference loops") {
   check_equal(minimum(a, b), minimum(as, bs));
   check_equal(relu(a), relu(as));
   check_equal(a.clone(), as.contiguous());
+  // Row broadcasts ([200, 257] with [257] and with [200, 1]) take the row kernel.
+  const Tensor m = a.narrow(0, 0, 200 * 257).view({200, 257}), row = b.narrow(0, 0, 257);
+  const Tensor col = b.narrow(0, 1000, 200).view({200, 1});
+  check_equal(m + row, strided(m.flatten()).view({200, 257}) + strided(row));
+  check_equal(maximum(col, m), maximum(strided(col.flatten()).view({200, 1}), strided(m.flatten()).view({200, 257})));
+  check_equal(m.t() * row.unsqueeze(1), (strided(m.flatten()).view({200, 257}) * strided(row)).t());
 }
 
 TEST_CASE("zero-size and 0-dim operands") {
