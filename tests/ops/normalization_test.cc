@@ -190,3 +190,13 @@ TEST_CASE("normalization errors use PyTorch's messages") {
   check_error([&] { batch_norm(x.to(DType::BFloat16), m3, v3.to(DType::BFloat16)); },
               "mixed dtype (CPU): expect parameter to have scalar type of Float");
 }
+
+TEST_CASE("layer_norm: the float32 row kernel agrees with the reference kernel") {
+  manual_seed(3);
+  const Tensor x = randn({64, 771}) * 3 + 1, w = randn({771}), b = randn({771});
+  const Tensor xs = x.t().contiguous().t();  // same values, column-major: the reference kernel
+  CHECK(!xs.is_contiguous());
+  check_close(layer_norm(x, {771}, w, b), layer_norm(xs, {771}, w, b), 1e-6, 1e-6);
+  check_close(layer_norm(x, {771}), layer_norm(xs, {771}), 1e-6, 1e-6);
+  check_close(layer_norm(x.view({8, 8, 771}), {8, 771}), layer_norm(xs.view({8, 8, 771}), {8, 771}), 1e-6, 1e-6);
+}
