@@ -4,37 +4,13 @@
 #include <algorithm>
 
 #include "kernels/ref/loops.h"
+#include "kernels/ref/pad_index.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/tensor/convert.h"
 
 namespace ember::ref {
 
 namespace {
-
-// The input index read for output index `o` along a dimension of input size
-// `size` padded by (before, after); -1 means "the constant value".
-int64_t source_index(PadMode mode, int64_t o, int64_t size, int64_t before, int64_t after) {
-  const int64_t x = o - before;  // position in the input's coordinates
-  switch (mode) {
-    case PadMode::Constant:
-      return x >= 0 && x < size ? x : -1;
-    case PadMode::Reflect: {
-      int64_t r = x < 0 ? -x : x;
-      if (r >= size) r = 2 * (size - 1) - r;
-      return r;
-    }
-    case PadMode::Replicate:
-      return std::clamp<int64_t>(x, 0, size - 1);
-    case PadMode::Circular: {
-      // PyTorch crops negative pads first, then wraps around what is left.
-      const int64_t crop_l = std::max<int64_t>(-before, 0);
-      const int64_t kept = size - crop_l - std::max<int64_t>(-after, 0);
-      const int64_t j = o - std::max<int64_t>(before, 0);
-      return crop_l + ((j % kept) + kept) % kept;
-    }
-  }
-  return -1;
-}
 
 // Whether every output index of a dimension maps inside the input.
 bool dim_is_valid(PadMode mode, int64_t size, int64_t before, int64_t after, int64_t out_size) {
@@ -75,7 +51,7 @@ Status pad(const KernelContext&, Span<const TensorView> in, Span<TensorView> out
       int64_t src_off = 0;
       bool inside = true;
       for (int d = 0; d < dst.rank && inside; ++d) {
-        const int64_t i = source_index(p->mode, index[d], src.sizes[d], p->before[d], p->after[d]);
+        const int64_t i = pad_source(p->mode, index[d], src.sizes[d], p->before[d], p->after[d]);
         inside = i >= 0;
         src_off += i * src.strides[d];
       }

@@ -2,43 +2,16 @@
 // padding: every element of grad_out is added to the input position it was
 // read from (constant padding's value positions are dropped). The output
 // (grad_in, the input's shape) is zeroed by the front-end. The index map
-// repeats the forward kernel's (pad.cc), negative (cropping) pads included.
+// is the forward kernel's (pad_index.h), negative (cropping) pads included.
 #include <algorithm>
 #include <type_traits>
 
 #include "kernels/ref/loops.h"
+#include "kernels/ref/pad_index.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/tensor/convert.h"
 
 namespace ember::ref {
-
-namespace {
-
-// The input index output index `o` reads along a dimension of input size
-// `size` padded by (before, after); -1 for constant padding's value.
-int64_t pad_source(PadMode mode, int64_t o, int64_t size, int64_t before, int64_t after) {
-  const int64_t x = o - before;
-  switch (mode) {
-    case PadMode::Constant:
-      return x >= 0 && x < size ? x : -1;
-    case PadMode::Reflect: {
-      int64_t r = x < 0 ? -x : x;
-      if (r >= size) r = 2 * (size - 1) - r;
-      return r;
-    }
-    case PadMode::Replicate:
-      return std::clamp<int64_t>(x, 0, size - 1);
-    case PadMode::Circular: {
-      const int64_t crop_l = std::max<int64_t>(-before, 0);
-      const int64_t kept = size - crop_l - std::max<int64_t>(-after, 0);
-      const int64_t j = o - std::max<int64_t>(before, 0);
-      return crop_l + ((j % kept) + kept) % kept;
-    }
-  }
-  return -1;
-}
-
-}  // namespace
 
 Status pad_backward(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<PadParams>(&params);

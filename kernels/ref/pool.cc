@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/ref/pool_window.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/tensor/convert.h"
 
@@ -57,20 +58,15 @@ Status max_pool2d(const KernelContext&, Span<const TensorView> in, Span<TensorVi
     using T = typename decltype(tag)::type;
     using A = compute_t<T>;
     for_each_output<T>(x, y, [&](int64_t oh, int64_t ow, const T* plane, T& result) {
-      int64_t h0 = oh * p->stride[0] - p->padding[0];
-      int64_t w0 = ow * p->stride[1] - p->padding[1];
-      const int64_t h1 = std::min(h0 + (p->kernel[0] - 1) * p->dilation[0] + 1, H);
-      const int64_t w1 = std::min(w0 + (p->kernel[1] - 1) * p->dilation[1] + 1, W);
-      while (h0 < 0) h0 += p->dilation[0];
-      while (w0 < 0) w0 += p->dilation[1];
+      const PoolWindow win = max_pool_window(*p, oh, ow, H, W);
       A best;
       if constexpr (std::is_floating_point_v<A>) {
         best = -std::numeric_limits<A>::infinity();
       } else {
         best = std::numeric_limits<A>::lowest();
       }
-      for (int64_t h = h0; h < h1; h += p->dilation[0]) {
-        for (int64_t w = w0; w < w1; w += p->dilation[1]) {
+      for (int64_t h = win.h0; h < win.h1; h += p->dilation[0]) {
+        for (int64_t w = win.w0; w < win.w1; w += p->dilation[1]) {
           const A v = convert<A>(plane[h * sh + w * sw]);
           bool take = v > best;
           if constexpr (std::is_floating_point_v<A>) take = take || std::isnan(v);
@@ -99,30 +95,19 @@ Status avg_pool2d(const KernelContext&, Span<const TensorView> in, Span<TensorVi
     using T = typename decltype(tag)::type;
     using A = pool_acc_t<T>;
     for_each_output<T>(x, y, [&](int64_t oh, int64_t ow, const T* plane, T& result) {
-      int64_t h0 = oh * p->stride[0] - p->padding[0];
-      int64_t w0 = ow * p->stride[1] - p->padding[1];
-      int64_t h1 = std::min(h0 + p->kernel[0], H + p->padding[0]);
-      int64_t w1 = std::min(w0 + p->kernel[1], W + p->padding[1]);
-      const int64_t pool_size = (h1 - h0) * (w1 - w0);
-      h0 = std::max<int64_t>(h0, 0);
-      w0 = std::max<int64_t>(w0, 0);
-      h1 = std::min(h1, H);
-      w1 = std::min(w1, W);
-      if (h0 >= h1 || w0 >= w1) {
+      const PoolWindow win = avg_pool_window(*p, oh, ow, H, W);
+      if (win.empty()) {
         result = convert<T>(0);
         return;
       }
-      const int64_t divisor = p->divisor_override > 0 ? p->divisor_override
-                              : p->count_include_pad ? pool_size
-                                                     : (h1 - h0) * (w1 - w0);
       A sum = 0;
-      for (int64_t h = h0; h < h1; ++h) {
-        for (int64_t w = w0; w < w1; ++w) sum += convert<A>(plane[h * sh + w * sw]);
+      for (int64_t h = win.h0; h < win.h1; ++h) {
+        for (int64_t w = win.w0; w < win.w1; ++w) sum += convert<A>(plane[h * sh + w * sw]);
       }
       if constexpr (std::is_integral_v<A>) {
-        result = convert<T>(sum / divisor);
+        result = convert<T>(sum / win.divisor);
       } else {
-        result = convert<T>(sum / static_cast<A>(divisor));
+        result = convert<T>(sum / static_cast<A>(win.divisor));
       }
     });
   });
@@ -138,23 +123,20 @@ Status adaptive_avg_pool2d(const KernelContext&, Span<const TensorView> in, Span
   const int64_t H = x.sizes[2], W = x.sizes[3], OH = y.sizes[2], OW = y.sizes[3];
   RT_CHECK_OR_RETURN(y.numel() == 0 || (H > 0 && W > 0), Status::InvalidArgument);
   const int64_t sh = x.strides[2], sw = x.strides[3];
-  // PyTorch's start_index / end_index: floor(i * in / out), ceil((i + 1) * in / out).
-  auto start = [](int64_t i, int64_t o, int64_t n) { return (i / o) * n + ((i % o) * n) / o; };
-  auto end = [](int64_t i, int64_t o, int64_t n) { return 1 + ((i + 1) * n - 1) / o; };
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = pool_acc_t<T>;
     for_each_output<T>(x, y, [&](int64_t oh, int64_t ow, const T* plane, T& result) {
-      const int64_t h0 = start(oh, OH, H), h1 = end(oh, OH, H);
-      const int64_t w0 = start(ow, OW, W), w1 = end(ow, OW, W);
+      const PoolWindow win = adaptive_pool_window(oh, ow, OH, OW, H, W);
       A sum = 0;
-      for (int64_t h = h0; h < h1; ++h) {
-        for (int64_t w = w0; w < w1; ++w) sum += convert<A>(plane[h * sh + w * sw]);
+      for (int64_t h = win.h0; h < win.h1; ++h) {
+        for (int64_t w = win.w0; w < win.w1; ++w) sum += convert<A>(plane[h * sh + w * sw]);
       }
+      // Divided by the height, then the width, as PyTorch rounds it.
       if constexpr (std::is_integral_v<A>) {
-        result = convert<T>(sum / (h1 - h0) / (w1 - w0));
+        result = convert<T>(sum / (win.h1 - win.h0) / (win.w1 - win.w0));
       } else {
-        result = convert<T>(sum / static_cast<A>(h1 - h0) / static_cast<A>(w1 - w0));
+        result = convert<T>(sum / static_cast<A>(win.h1 - win.h0) / static_cast<A>(win.w1 - win.w0));
       }
     });
   });

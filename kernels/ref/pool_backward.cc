@@ -1,13 +1,14 @@
 // Backward of 2-D pooling over [N, C, H, W] views (any strides): every output
 // gradient is added into the input positions its window read. The output
-// (grad_in) is zeroed by the front-end; the window bounds repeat the forward
-// kernels' (pool.cc), and max pooling re-finds the forward's choice: the first
+// (grad_in) is zeroed by the front-end; the windows are the forward kernels'
+// (pool_window.h), and max pooling re-finds the forward's choice: the first
 // maximum of the window, or its last NaN, as PyTorch's CPU kernel records it.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
+#include "kernels/ref/pool_window.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/tensor/convert.h"
 
@@ -67,17 +68,12 @@ Status max_pool2d_backward(const KernelContext&, Span<const TensorView> in, Span
       const T* src = x.ptr<const T>();
       for_each_grad<T>(grad, grad_in, [&](int64_t n, int64_t c, int64_t oh, int64_t ow, T g, T* plane) {
         const T* xp = src + n * x.strides[0] + c * x.strides[1];
-        int64_t h0 = oh * p->stride[0] - p->padding[0];
-        int64_t w0 = ow * p->stride[1] - p->padding[1];
-        const int64_t h1 = std::min(h0 + (p->kernel[0] - 1) * p->dilation[0] + 1, H);
-        const int64_t w1 = std::min(w0 + (p->kernel[1] - 1) * p->dilation[1] + 1, W);
-        while (h0 < 0) h0 += p->dilation[0];
-        while (w0 < 0) w0 += p->dilation[1];
-        if (h0 >= h1 || w0 >= w1) return;
-        int64_t best_h = h0, best_w = w0;
+        const PoolWindow win = max_pool_window(*p, oh, ow, H, W);
+        if (win.empty()) return;
+        int64_t best_h = win.h0, best_w = win.w0;
         A best = -std::numeric_limits<A>::infinity();
-        for (int64_t h = h0; h < h1; h += p->dilation[0]) {
-          for (int64_t w = w0; w < w1; w += p->dilation[1]) {
+        for (int64_t h = win.h0; h < win.h1; h += p->dilation[0]) {
+          for (int64_t w = win.w0; w < win.w1; w += p->dilation[1]) {
             const A v = convert<A>(xp[h * sh + w * sw]);
             if (v > best || std::isnan(v)) {
               best = v;
@@ -110,22 +106,11 @@ Status avg_pool2d_backward(const KernelContext&, Span<const TensorView> in, Span
     using A = compute_t<T>;
     if constexpr (std::is_floating_point_v<A>) {
       for_each_grad<T>(grad, grad_in, [&](int64_t, int64_t, int64_t oh, int64_t ow, T g, T* plane) {
-        int64_t h0 = oh * p->stride[0] - p->padding[0];
-        int64_t w0 = ow * p->stride[1] - p->padding[1];
-        int64_t h1 = std::min(h0 + p->kernel[0], H + p->padding[0]);
-        int64_t w1 = std::min(w0 + p->kernel[1], W + p->padding[1]);
-        const int64_t pool_size = (h1 - h0) * (w1 - w0);
-        h0 = std::max<int64_t>(h0, 0);
-        w0 = std::max<int64_t>(w0, 0);
-        h1 = std::min(h1, H);
-        w1 = std::min(w1, W);
-        if (h0 >= h1 || w0 >= w1) return;
-        const int64_t divisor = p->divisor_override > 0 ? p->divisor_override
-                                : p->count_include_pad ? pool_size
-                                                       : (h1 - h0) * (w1 - w0);
-        const A delta = convert<A>(g) / static_cast<A>(divisor);
-        for (int64_t h = h0; h < h1; ++h) {
-          for (int64_t w = w0; w < w1; ++w) add_to(plane[h * gsh + w * gsw], delta);
+        const PoolWindow win = avg_pool_window(*p, oh, ow, H, W);
+        if (win.empty()) return;
+        const A delta = convert<A>(g) / static_cast<A>(win.divisor);
+        for (int64_t h = win.h0; h < win.h1; ++h) {
+          for (int64_t w = win.w0; w < win.w1; ++w) add_to(plane[h * gsh + w * gsw], delta);
         }
       });
     }
@@ -142,19 +127,15 @@ Status adaptive_avg_pool2d_backward(const KernelContext&, Span<const TensorView>
   const int64_t H = grad_in.sizes[2], W = grad_in.sizes[3], OH = grad.sizes[2], OW = grad.sizes[3];
   RT_CHECK_OR_RETURN(grad.numel() == 0 || (H > 0 && W > 0), Status::InvalidArgument);
   const int64_t gsh = grad_in.strides[2], gsw = grad_in.strides[3];
-  // The forward's windows: [floor(i * in / out), ceil((i + 1) * in / out)).
-  auto start = [](int64_t i, int64_t o, int64_t n) { return (i / o) * n + ((i % o) * n) / o; };
-  auto end = [](int64_t i, int64_t o, int64_t n) { return 1 + ((i + 1) * n - 1) / o; };
   dispatch_dtype(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = compute_t<T>;
     if constexpr (std::is_floating_point_v<A>) {
       for_each_grad<T>(grad, grad_in, [&](int64_t, int64_t, int64_t oh, int64_t ow, T g, T* plane) {
-        const int64_t h0 = start(oh, OH, H), h1 = end(oh, OH, H);
-        const int64_t w0 = start(ow, OW, W), w1 = end(ow, OW, W);
-        const A delta = convert<A>(g) / static_cast<A>(h1 - h0) / static_cast<A>(w1 - w0);
-        for (int64_t h = h0; h < h1; ++h) {
-          for (int64_t w = w0; w < w1; ++w) add_to(plane[h * gsh + w * gsw], delta);
+        const PoolWindow win = adaptive_pool_window(oh, ow, OH, OW, H, W);
+        const A delta = convert<A>(g) / static_cast<A>(win.h1 - win.h0) / static_cast<A>(win.w1 - win.w0);
+        for (int64_t h = win.h0; h < win.h1; ++h) {
+          for (int64_t w = win.w0; w < win.w1; ++w) add_to(plane[h * gsh + w * gsw], delta);
         }
       });
     }
