@@ -36,7 +36,7 @@ std::shared_ptr<Node> gradient_edge(const Tensor& t) {
 
 namespace autograd {
 
-bool needs_grad(std::initializer_list<Tensor> inputs) {
+bool needs_grad(Span<const Tensor> inputs) {
   if (!GradMode::is_enabled()) return false;
   for (const Tensor& t : inputs) {
     const AutogradMeta* m = meta_or_null(t);
@@ -45,7 +45,7 @@ bool needs_grad(std::initializer_list<Tensor> inputs) {
   return false;
 }
 
-Node* record(GradRule rule, const Tensor& out, std::initializer_list<Tensor> inputs) {
+Node* record(GradRule rule, const Tensor& out, Span<const Tensor> inputs) {
   if (!needs_grad(inputs)) return nullptr;
   auto node = std::make_shared<Node>(rule);
   for (const Tensor& t : inputs) {

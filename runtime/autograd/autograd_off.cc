@@ -9,8 +9,9 @@ constexpr const char* kOff = "ember was built without autograd (--define autogra
 }  // namespace
 
 namespace autograd {
-bool needs_grad(std::initializer_list<Tensor>) { return false; }
-Node* record(GradRule, const Tensor&, std::initializer_list<Tensor>) { return nullptr; }
+bool needs_grad(Span<const Tensor>) { return false; }
+Node* record(GradRule, const Tensor&, Span<const Tensor>) { return nullptr; }
+std::shared_ptr<Node> gradient_edge(const Tensor&) { return nullptr; }
 void rebase_history(const Tensor&, const Tensor&) {}
 void check_inplace(const Tensor&) {}
 Tensor sum_to(const Tensor&, IntArrayRef) { raise_error(Status::NotSupported, kOff); }

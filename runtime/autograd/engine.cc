@@ -15,10 +15,6 @@ namespace ember {
 
 std::vector<Tensor> apply_grad_rule(Node& node, const Tensor& grad);  // grad_rules.cc
 
-namespace autograd {
-std::shared_ptr<Node> gradient_edge(const Tensor& t);  // node.cc
-}  // namespace autograd
-
 namespace {
 
 void accumulate_into_leaf(const Node& node, const Tensor& grad) {

@@ -12,32 +12,6 @@
 
 namespace ember {
 
-namespace autograd {
-
-Node* record_list(GradRule rule, const Tensor& out, Span<const Tensor> inputs) {
-  const Tensor* first = nullptr;
-  for (const Tensor& t : inputs) {
-    if (t.defined() && t.requires_grad()) {
-      first = &t;
-      break;
-    }
-  }
-  if (first == nullptr) return nullptr;
-  Node* n = record(rule, out, {*first});
-  if (n == nullptr) return nullptr;  // grad mode is off
-  n->next.clear();
-  n->shapes.clear();
-  n->dtypes.clear();
-  for (const Tensor& t : inputs) {
-    n->next.push_back(Edge{gradient_edge(t)});
-    n->shapes.push_back(t.defined() ? t.sizes() : Shape{});
-    n->dtypes.push_back(t.defined() ? t.dtype() : DType::Float32);
-  }
-  return n;
-}
-
-}  // namespace autograd
-
 namespace {
 
 using Grads = std::vector<Tensor>;

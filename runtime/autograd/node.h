@@ -86,12 +86,12 @@ inline AutogradMeta* autograd_meta(const Tensor& t) { return t.defined() ? t.imp
 namespace autograd {
 
 // True when grad mode is on and some input requires grad.
-bool needs_grad(std::initializer_list<Tensor> inputs);
+bool needs_grad(Span<const Tensor> inputs);
 
 // Makes `out` the output of a new node for `rule` whose inputs are `inputs`
 // (their sizes and dtypes are recorded), when needs_grad(inputs); returns the
 // node so the caller can save what the rule needs, or nullptr.
-Node* record(GradRule rule, const Tensor& out, std::initializer_list<Tensor> inputs);
+Node* record(GradRule rule, const Tensor& out, Span<const Tensor> inputs);
 
 // Gives `self` the history of `result` (in-place ops: the node computed the
 // new value of self from its old history).
@@ -102,6 +102,10 @@ void check_inplace(const Tensor& self);
 
 // Sums `grad` down to `shape` (undoing broadcasting).
 Tensor sum_to(const Tensor& grad, IntArrayRef shape);
+
+// The node gradients for `t` flow into (its grad_fn or its leaf's
+// AccumulateGrad node), or null when it does not require grad.
+std::shared_ptr<Node> gradient_edge(const Tensor& t);
 
 // Runs backward from `root` (engine.cc).
 void backward(const Tensor& root, const Tensor& gradient, bool retain_graph);

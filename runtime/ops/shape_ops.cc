@@ -6,7 +6,7 @@
 #include <string>
 
 #include "runtime/autograd/grad_mode.h"
-#include "runtime/autograd/grad_rules_nn.h"
+#include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 
@@ -68,7 +68,7 @@ Tensor cat(Span<const Tensor> tensors, int64_t dim) {
       offset += t.size(dim);
     }
   }
-  if (Node* n = autograd::record_list(GradRule::Cat, out, tensors)) {
+  if (Node* n = autograd::record(GradRule::Cat, out, tensors)) {
     n->ints = {dim};
     for (const Tensor& t : tensors) n->ints.push_back(cat_skips(t) ? -1 : t.size(dim));
   }
@@ -91,7 +91,7 @@ Tensor stack(Span<const Tensor> tensors, int64_t dim) {
     for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(dim));
     out = cat(Span<const Tensor>(expanded.data(), expanded.size()), dim);
   }
-  if (Node* n = autograd::record_list(GradRule::Stack, out, tensors)) n->ints = {dim};
+  if (Node* n = autograd::record(GradRule::Stack, out, tensors)) n->ints = {dim};
   return out;
 }
 
