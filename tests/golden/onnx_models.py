@@ -132,9 +132,7 @@ def typed_fields_model(path):
         helper.make_tensor("i8", TensorProto.INT8, [2], [-128, 127]),
         helper.make_tensor("u8", TensorProto.UINT8, [2], [0, 255]),
         helper.make_tensor("b", TensorProto.BOOL, [3], [True, False, True]),
-        helper.make_tensor("f16", TensorProto.FLOAT16, [2],
-                           [int(v) for v in torch.tensor([0.5, -3.25], dtype=torch.float16)
-                            .view(torch.int16).tolist()]),
+        helper.make_tensor("f16", TensorProto.FLOAT16, [2], [0.5, -3.25]),  # bits in int32_data
         helper.make_tensor("f16raw", TensorProto.FLOAT16, [2],
                            torch.tensor([1.0, 65504.0], dtype=torch.float16).numpy().tobytes(), raw=True),
     ]
@@ -177,9 +175,10 @@ def main(out_dir):
     x = torch.randn(3, 2, 6, 6)
     # Bound to a static batch, Shape(x) folds and Reshape's target becomes a constant.
     export(view, x, os.path.join(out_dir, "view_dynamic_opset13.onnx"), 13)
+    export(view, x, os.path.join(out_dir, "view_dynamic_opset11.onnx"), 11)  # Unsqueeze axes attribute
     make_static(os.path.join(out_dir, "view_dynamic_opset13.onnx"),
                 os.path.join(out_dir, "view_static_opset13.onnx"), x.size(0))
-    emit.tensor("view.reshape_target", torch.tensor([x.size(0), 4 * 4 * 4]))
+    emit.tensor("view.reshape_target", torch.tensor([x.size(0), -1]))  # the view's arguments
 
     torch.manual_seed(3)
     layer = nn.TransformerEncoderLayer(d_model=32, nhead=2, dim_feedforward=64, dropout=0.1,
