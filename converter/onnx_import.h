@@ -12,8 +12,8 @@
 //   them all at once (op type, count, node names) and no graph is returned.
 // - Node forms are normalized whatever the opset: "axes" of Unsqueeze,
 //   Squeeze, ReduceSum and ReduceMean and "split" of Split are always inputs
-//   (attributes in older opsets become constant int64 inputs); Softmax/LogSoftmax below opset 13 get an explicit
-//   "axis" and, unless it is the last dim, the attribute "coerce_2d" = 1
+//   (attributes in older opsets become constant int64 inputs). Softmax and
+//   LogSoftmax below opset 13 get an explicit "axis" and, unless it is the last dim, the attribute "coerce_2d" = 1
 //   (the old flatten-to-2D semantics).
 #pragma once
 
