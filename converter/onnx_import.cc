@@ -162,18 +162,21 @@ Diag read_type(const onnx::ValueInfoProto& info, Value& v, bool strict) {
   return Diag::success();
 }
 
-Expected<Attr> read_attr(const onnx::AttributeProto& a, const std::string& what) {
+// Reads one attribute into `out` (an out-parameter: GCC 12 warns falsely on
+// returning the variant through Expected at -O1).
+Diag read_attr(const onnx::AttributeProto& a, const std::string& what, Attr& out) {
   using A = onnx::AttributeProto;
   switch (a.type()) {
-    case A::INT: return Attr(a.i());
-    case A::FLOAT: return Attr(static_cast<double>(a.f()));
-    case A::STRING: return Attr(a.s());
-    case A::INTS: return Attr(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
-    case A::FLOATS: return Attr(std::vector<double>(a.floats().begin(), a.floats().end()));
+    case A::INT: out = a.i(); return Diag::success();
+    case A::FLOAT: out = static_cast<double>(a.f()); return Diag::success();
+    case A::STRING: out = a.s(); return Diag::success();
+    case A::INTS: out = std::vector<int64_t>(a.ints().begin(), a.ints().end()); return Diag::success();
+    case A::FLOATS: out = std::vector<double>(a.floats().begin(), a.floats().end()); return Diag::success();
     case A::TENSOR: {
       auto t = tensor_from_proto(a.t(), what + " attribute '" + a.name() + "'");
       if (!t.ok()) return t.diag();
-      return Attr(std::move(*t));
+      out = std::move(*t);
+      return Diag::success();
     }
     default:
       return fail(Status::NotSupported, what + ": attribute '" + a.name() + "' has unsupported type " +
@@ -376,9 +379,8 @@ class Importer {
       node.inputs.push_back(it->second);
     }
     for (const auto& a : n.attribute()) {
-      auto v = read_attr(a, node.label());
-      if (!v.ok()) return v.diag();
-      node.attrs[a.name()] = std::move(*v);
+      Diag d = read_attr(a, node.label(), node.attrs[a.name()]);
+      if (!d.ok()) return d;
     }
     if (node.inputs.empty() || node.inputs[0] < 0) {
       return fail(Status::InvalidModel, node.label() + " has no first input");
