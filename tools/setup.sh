@@ -8,6 +8,8 @@ PACKAGES=(
   bazel-bootstrap g++ python3
   # model format (issue 4 onward)
   libflatbuffers-dev flatbuffers-compiler
+  # converter
+  libonnx-dev libprotobuf-dev python3-onnx
   # tests
   doctest-dev
   # golden data from PyTorch (Debian's /usr/bin/python3)

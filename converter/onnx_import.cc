@@ -1,0 +1,434 @@
+#include "converter/onnx_import.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "runtime/core/error.h"
+
+namespace ember::converter {
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the ONNX importer reads raw_data as little-endian and needs a little-endian host"
+#endif
+
+const std::vector<std::string>& supported_onnx_ops() {
+  static const std::vector<std::string> ops = {
+      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater", "Where",
+      "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Neg", "Abs", "Clip", "Gelu",
+      "MatMul", "Gemm", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
+      "BatchNormalization", "LayerNormalization", "Softmax", "LogSoftmax", "Flatten", "Reshape",
+      "Transpose", "Unsqueeze", "Squeeze", "Concat", "Slice", "Split", "Expand", "Gather", "Cast",
+      "Shape", "Constant", "ConstantOfShape", "Identity", "Dropout", "ReduceMean", "ReduceSum",
+      "Pad"};
+  return ops;
+}
+
+namespace {
+
+Diag fail(Status s, std::string message) { return {s, std::move(message)}; }
+
+std::optional<DType> dtype_from_onnx(int32_t t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DType::Float32;
+    case onnx::TensorProto::FLOAT16: return DType::Float16;
+    case onnx::TensorProto::BFLOAT16: return DType::BFloat16;
+    case onnx::TensorProto::DOUBLE: return DType::Float64;
+    case onnx::TensorProto::INT64: return DType::Int64;
+    case onnx::TensorProto::INT32: return DType::Int32;
+    case onnx::TensorProto::INT16: return DType::Int16;
+    case onnx::TensorProto::INT8: return DType::Int8;
+    case onnx::TensorProto::UINT8: return DType::UInt8;
+    case onnx::TensorProto::BOOL: return DType::Bool;
+    default: return std::nullopt;
+  }
+}
+
+std::string onnx_dtype_name(int32_t t) {
+  if (onnx::TensorProto_DataType_IsValid(t)) {
+    return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t));
+  }
+  return "code " + std::to_string(t);
+}
+
+// Copies the typed-field values `src` (one per element) into `out` as T.
+template <typename T, typename Field>
+void copy_field(const Field& src, Tensor& out) {
+  T* p = static_cast<T*>(out.data_ptr());
+  for (int i = 0; i < src.size(); ++i) {
+    if constexpr (std::is_same_v<T, bool>) {
+      p[i] = src.Get(i) != 0;
+    } else {
+      p[i] = static_cast<T>(src.Get(i));
+    }
+  }
+}
+
+// 16-bit floats stored in int32_data: the bit pattern in the low 16 bits.
+void copy_bits16(const google::protobuf::RepeatedField<int32_t>& src, Tensor& out) {
+  auto* p = static_cast<uint16_t*>(out.data_ptr());
+  for (int i = 0; i < src.size(); ++i) p[i] = static_cast<uint16_t>(src.Get(i) & 0xffff);
+}
+
+Expected<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& what) {
+  const std::optional<DType> dtype = dtype_from_onnx(t.data_type());
+  if (!dtype) {
+    return fail(Status::NotSupported, what + ": unsupported dtype " + onnx_dtype_name(t.data_type()));
+  }
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    return fail(Status::NotSupported, what + ": external tensor data is not supported");
+  }
+  Shape shape;
+  int64_t numel = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0) return fail(Status::InvalidModel, what + ": negative dimension " + std::to_string(d));
+    if (d != 0 && numel > (int64_t{1} << 40) / d) {
+      return fail(Status::InvalidModel, what + ": element count overflows");
+    }
+    numel *= d;
+    shape.push_back(d);
+  }
+  Tensor out = empty(shape, *dtype);
+  const size_t bytes = static_cast<size_t>(numel) * element_size(*dtype);
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes) {
+      return fail(Status::InvalidModel, what + ": raw_data holds " + std::to_string(t.raw_data().size()) +
+                                            " bytes, shape " + shape_str(shape) + " of " +
+                                            std::string(dtype_name(*dtype)) + " needs " +
+                                            std::to_string(bytes));
+    }
+    if (*dtype == DType::Bool) {
+      bool* p = out.data_ptr<bool>();
+      for (int64_t i = 0; i < numel; ++i) p[i] = t.raw_data()[static_cast<size_t>(i)] != 0;
+    } else if (bytes != 0) {
+      std::memcpy(out.data_ptr(), t.raw_data().data(), bytes);
+    }
+    return out;
+  }
+  int64_t count = 0;
+  switch (*dtype) {
+    case DType::Float32: count = t.float_data_size(); break;
+    case DType::Float64: count = t.double_data_size(); break;
+    case DType::Int64: count = t.int64_data_size(); break;
+    default: count = t.int32_data_size(); break;
+  }
+  if (count != numel) {
+    return fail(Status::InvalidModel, what + ": holds " + std::to_string(count) + " values, shape " +
+                                          shape_str(shape) + " needs " + std::to_string(numel));
+  }
+  switch (*dtype) {
+    case DType::Float32: copy_field<float>(t.float_data(), out); break;
+    case DType::Float64: copy_field<double>(t.double_data(), out); break;
+    case DType::Int64: copy_field<int64_t>(t.int64_data(), out); break;
+    case DType::Int32: copy_field<int32_t>(t.int32_data(), out); break;
+    case DType::Int16: copy_field<int16_t>(t.int32_data(), out); break;
+    case DType::Int8: copy_field<int8_t>(t.int32_data(), out); break;
+    case DType::UInt8: copy_field<uint8_t>(t.int32_data(), out); break;
+    case DType::Bool: copy_field<bool>(t.int32_data(), out); break;
+    case DType::Float16:
+    case DType::BFloat16: copy_bits16(t.int32_data(), out); break;
+  }
+  return out;
+}
+
+// dtype and dims of a ValueInfoProto. `strict`: an unsupported dtype is an error.
+Diag read_type(const onnx::ValueInfoProto& info, Value& v, bool strict) {
+  if (!info.has_type() || !info.type().has_tensor_type()) {
+    if (strict) return fail(Status::NotSupported, "'" + info.name() + "' is not a tensor");
+    return Diag::success();
+  }
+  const auto& tt = info.type().tensor_type();
+  if (tt.has_elem_type()) {
+    v.dtype = dtype_from_onnx(tt.elem_type());
+    if (!v.dtype && strict) {
+      return fail(Status::NotSupported, "'" + info.name() + "': unsupported dtype " + onnx_dtype_name(tt.elem_type()));
+    }
+  }
+  if (tt.has_shape()) {
+    std::vector<Dim> dims;
+    for (const auto& d : tt.shape().dim()) {
+      if (d.has_dim_value() && d.dim_value() >= 0) dims.push_back(Dim::fixed(d.dim_value()));
+      else if (d.has_dim_param()) dims.push_back(Dim::named(d.dim_param()));
+      else dims.push_back(Dim{});
+    }
+    v.shape = dims;
+  }
+  return Diag::success();
+}
+
+// Reads one attribute into `out` (an out-parameter: GCC 12 warns falsely on
+// returning the variant through Expected at -O1).
+Diag read_attr(const onnx::AttributeProto& a, const std::string& what, Attr& out) {
+  using A = onnx::AttributeProto;
+  switch (a.type()) {
+    case A::INT: out = a.i(); return Diag::success();
+    case A::FLOAT: out = static_cast<double>(a.f()); return Diag::success();
+    case A::STRING: out = a.s(); return Diag::success();
+    case A::INTS: out = std::vector<int64_t>(a.ints().begin(), a.ints().end()); return Diag::success();
+    case A::FLOATS: out = std::vector<double>(a.floats().begin(), a.floats().end()); return Diag::success();
+    case A::TENSOR: {
+      auto t = tensor_from_proto(a.t(), what + " attribute '" + a.name() + "'");
+      if (!t.ok()) return t.diag();
+      out = std::move(*t);
+      return Diag::success();
+    }
+    default:
+      return fail(Status::NotSupported, what + ": attribute '" + a.name() + "' has unsupported type " +
+                                            A::AttributeType_Name(a.type()));
+  }
+}
+
+// The error for every unsupported op at once, or success.
+Diag check_ops(const onnx::GraphProto& g, const std::string& source) {
+  const std::set<std::string> ok(supported_onnx_ops().begin(), supported_onnx_ops().end());
+  std::map<std::string, std::vector<std::string>> bad;  // op type -> node names
+  int n_bad = 0;
+  for (const auto& n : g.node()) {
+    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (default_domain && ok.count(n.op_type())) continue;
+    const std::string type = default_domain ? n.op_type() : n.domain() + "::" + n.op_type();
+    bad[type].push_back(n.name().empty() ? "<unnamed>" : n.name());
+    ++n_bad;
+  }
+  if (bad.empty()) return Diag::success();
+  std::ostringstream os;
+  os << "'" << source << "' uses ops the converter does not support (" << n_bad << " node"
+     << (n_bad == 1 ? "" : "s") << " of " << bad.size() << " type" << (bad.size() == 1 ? "" : "s") << "): ";
+  bool first = true;
+  for (const auto& [type, names] : bad) {
+    os << (first ? "" : ", ") << type << " x" << names.size() << " (";
+    const size_t shown = std::min<size_t>(names.size(), 8);
+    for (size_t i = 0; i < shown; ++i) os << (i ? ", " : "") << names[i];
+    if (shown < names.size()) os << ", ...";
+    os << ")";
+    first = false;
+  }
+  return fail(Status::NotSupported, os.str());
+}
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, std::string source) : model_(model), source_(std::move(source)) {}
+
+  Expected<Graph> run() {
+    if (!model_.has_graph()) return fail(Status::InvalidModel, "'" + source_ + "' is not an ONNX model: it has no graph");
+    const auto& g = model_.graph();
+    Diag d = read_opset();
+    if (!d.ok()) return d;
+    d = check_ops(g, source_);
+    if (!d.ok()) return d;
+    graph_.producer = model_.producer_name() + (model_.producer_version().empty() ? "" : " " + model_.producer_version());
+
+    for (const auto& init : g.initializer()) {
+      auto t = tensor_from_proto(init, "initializer '" + init.name() + "'");
+      if (!t.ok()) return t.diag();
+      if (ids_.count(init.name())) return fail(Status::InvalidModel, "initializer '" + init.name() + "' is defined twice");
+      ids_[init.name()] = graph_.add_constant(init.name(), std::move(*t));
+    }
+    for (const auto& in : g.input()) {
+      if (ids_.count(in.name())) continue;  // an initializer listed as input (IR < 4): a constant
+      Value v;
+      v.name = in.name();
+      d = read_type(in, v, true);
+      if (!d.ok()) return fail(d.status, "graph input " + d.message);
+      const int id = graph_.add_value(std::move(v));
+      ids_[in.name()] = id;
+      graph_.inputs.push_back(id);
+    }
+    for (const auto& vi : g.value_info()) infos_[vi.name()] = &vi;
+    for (const auto& out : g.output()) infos_[out.name()] = &out;
+
+    for (const auto& n : g.node()) {
+      d = add_node(n);
+      if (!d.ok()) return d;
+    }
+    for (const auto& out : g.output()) {
+      auto it = ids_.find(out.name());
+      if (it == ids_.end()) {
+        return fail(Status::InvalidModel, "graph output '" + out.name() + "' is not produced by any node");
+      }
+      Value& v = graph_.value(it->second);
+      d = read_type(out, v, true);
+      if (!d.ok()) return fail(d.status, "graph output " + d.message);
+      graph_.outputs.push_back(it->second);
+    }
+    d = graph_.validate();
+    if (!d.ok()) return d;
+    return std::move(graph_);
+  }
+
+ private:
+  Diag read_opset() {
+    bool found = false;
+    for (const auto& o : model_.opset_import()) {
+      if (!o.domain().empty() && o.domain() != "ai.onnx") continue;
+      found = true;
+      graph_.opset = o.version();
+    }
+    if (!found) return fail(Status::InvalidModel, "'" + source_ + "' has no opset_import for the default ONNX domain");
+    if (graph_.opset < kMinOnnxOpset || graph_.opset > kMaxOnnxOpset) {
+      return fail(Status::NotSupported, "'" + source_ + "' uses ONNX opset " + std::to_string(graph_.opset) +
+                                            "; supported opsets are " + std::to_string(kMinOnnxOpset) + " to " +
+                                            std::to_string(kMaxOnnxOpset));
+    }
+    return Diag::success();
+  }
+
+  // A new value for a node output (shape and dtype from value_info when known).
+  Expected<int> new_output(const std::string& name, const Node& node) {
+    if (ids_.count(name)) {
+      return fail(Status::InvalidModel, node.label() + ": output '" + name + "' is already defined");
+    }
+    Value v;
+    v.name = name;
+    auto it = infos_.find(name);
+    if (it != infos_.end()) (void)read_type(*it->second, v, false);
+    const int id = graph_.add_value(std::move(v));
+    ids_[name] = id;
+    return id;
+  }
+
+  Diag add_constant_node(const onnx::NodeProto& n, const Node& node) {
+    Tensor t;
+    for (const auto& a : n.attribute()) {
+      const std::string& k = a.name();
+      if (k == "value") {
+        auto r = tensor_from_proto(a.t(), node.label() + " value");
+        if (!r.ok()) return r.diag();
+        t = std::move(*r);
+      } else if (k == "value_float") {
+        t = scalar_tensor(static_cast<double>(a.f()), DType::Float32);
+      } else if (k == "value_floats") {
+        t = tensor(std::vector<float>(a.floats().begin(), a.floats().end()), {a.floats_size()});
+      } else if (k == "value_int") {
+        t = scalar_tensor(a.i(), DType::Int64);
+      } else if (k == "value_ints") {
+        t = tensor(std::vector<int64_t>(a.ints().begin(), a.ints().end()), {a.ints_size()});
+      } else {
+        return fail(Status::NotSupported, node.label() + ": Constant attribute '" + k + "' is not supported");
+      }
+    }
+    if (!t.defined() || n.output_size() != 1) {
+      return fail(Status::InvalidModel, node.label() + ": a Constant needs one value and one output");
+    }
+    if (ids_.count(n.output(0))) {
+      return fail(Status::InvalidModel, node.label() + ": output '" + n.output(0) + "' is already defined");
+    }
+    ids_[n.output(0)] = graph_.add_constant(n.output(0), std::move(t));
+    return Diag::success();
+  }
+
+  // Moves attribute `attr` (ints) into a constant int64 input at position `index`.
+  void attr_to_input(Node& node, const std::string& attr, size_t index) {
+    auto it = node.attrs.find(attr);
+    if (it == node.attrs.end()) return;
+    const std::vector<int64_t> v = node.get_ints(attr);
+    node.attrs.erase(it);
+    const int id = graph_.add_constant(node.name + "/" + attr, tensor(v, {static_cast<int64_t>(v.size())}));
+    if (node.inputs.size() < index) node.inputs.resize(index, -1);
+    node.inputs.insert(node.inputs.begin() + static_cast<std::ptrdiff_t>(index), id);
+  }
+
+  void normalize(Node& node) {
+    const std::string& op = node.op_type;
+    if (op == "Unsqueeze" || op == "Squeeze" || op == "ReduceSum" || op == "ReduceMean") {
+      attr_to_input(node, "axes", 1);
+    } else if (op == "Split") {
+      attr_to_input(node, "split", 1);
+    } else if ((op == "Softmax" || op == "LogSoftmax")) {
+      if (graph_.opset >= 13) {
+        node.attrs["axis"] = node.get_int("axis", -1);
+        return;
+      }
+      // Opsets 11-12: coerce to 2-D [prod(dims < axis), prod(dims >= axis)].
+      const int64_t axis = node.get_int("axis", 1);
+      node.attrs["axis"] = axis;
+      const Value& in = graph_.value(node.inputs.at(0));
+      const int64_t rank = in.shape ? static_cast<int64_t>(in.shape->size()) : -1;
+      if (!(axis == -1 || (rank >= 0 && (axis == rank - 1 || axis + rank == rank - 1)))) {
+        node.attrs["coerce_2d"] = int64_t{1};
+      } else {
+        node.attrs["axis"] = int64_t{-1};
+      }
+    }
+  }
+
+  Diag add_node(const onnx::NodeProto& n) {
+    Node node;
+    node.name = n.name();
+    node.op_type = n.op_type();
+    if (n.op_type() == "Constant") return add_constant_node(n, node);
+    node.kind = map_onnx_op(n.op_type());
+    for (const std::string& in : n.input()) {
+      if (in.empty()) {
+        node.inputs.push_back(-1);
+        continue;
+      }
+      auto it = ids_.find(in);
+      if (it == ids_.end()) {
+        return fail(Status::InvalidModel, node.label() + " reads '" + in +
+                                              "', which is no initializer (missing initializer), graph input "
+                                              "or earlier node's output");
+      }
+      node.inputs.push_back(it->second);
+    }
+    for (const auto& a : n.attribute()) {
+      Diag d = read_attr(a, node.label(), node.attrs[a.name()]);
+      if (!d.ok()) return d;
+    }
+    if (node.inputs.empty() || node.inputs[0] < 0) {
+      return fail(Status::InvalidModel, node.label() + " has no first input");
+    }
+    normalize(node);
+    for (const std::string& out : n.output()) {
+      if (out.empty()) {
+        node.outputs.push_back(-1);
+        continue;
+      }
+      auto id = new_output(out, node);
+      if (!id.ok()) return id.diag();
+      node.outputs.push_back(*id);
+    }
+    graph_.nodes.push_back(std::move(node));
+    return Diag::success();
+  }
+
+  const onnx::ModelProto& model_;
+  std::string source_;
+  Graph graph_;
+  std::unordered_map<std::string, int> ids_;
+  std::unordered_map<std::string, const onnx::ValueInfoProto*> infos_;
+};
+
+}  // namespace
+
+Expected<Graph> import_onnx_bytes(const std::string& bytes, const std::string& source) {
+  if (bytes.empty()) return fail(Status::InvalidModel, "'" + source + "' is empty: not an ONNX model");
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    return fail(Status::InvalidModel,
+                "'" + source + "' is not an ONNX model (the protobuf does not parse: truncated or another format)");
+  }
+  try {
+    return Importer(model, source).run();
+  } catch (const Error& e) {  // an eager op refused a tensor built from the file
+    return fail(e.status(), "'" + source + "': " + e.what());
+  }
+}
+
+Expected<Graph> import_onnx(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(Status::IoError, "cannot open '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return fail(Status::IoError, "cannot read '" + path + "'");
+  return import_onnx_bytes(ss.str(), path);
+}
+
+}  // namespace ember::converter

@@ -1,0 +1,40 @@
+// ONNX importer: reads a .onnx file (what torch.onnx.export writes) into the
+// converter IR (converter/ir.h).
+//
+// - Default-domain opsets 11 to 17; any other opset is an error naming it.
+// - Initializers (raw_data or the typed fields, little-endian) of float,
+//   float16, bfloat16, double, int64, int32, int16, int8, uint8 and bool become
+//   constant values; so do Constant nodes. Other dtypes and external data are
+//   errors.
+// - Graph inputs and outputs keep their dims; dim_param becomes a symbolic Dim
+//   ("batch"). value_info shapes (from ONNX shape inference) are kept too.
+// - Every op outside supported_onnx_ops() is collected first: the error lists
+//   them all at once (op type, count, node names) and no graph is returned.
+// - Node forms are normalized whatever the opset: "axes" of Unsqueeze,
+//   Squeeze, ReduceSum and ReduceMean and "split" of Split are always inputs
+//   (attributes in older opsets become constant int64 inputs). Softmax and
+//   LogSoftmax below opset 13 get an explicit "axis" and, unless it is the last dim, the attribute "coerce_2d" = 1
+//   (the old flatten-to-2D semantics).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "converter/ir.h"
+
+namespace ember::converter {
+
+inline constexpr int64_t kMinOnnxOpset = 11;
+inline constexpr int64_t kMaxOnnxOpset = 17;
+
+// The ONNX op types the importer accepts (default domain).
+const std::vector<std::string>& supported_onnx_ops();
+
+// Imports the model at `path`. Errors: IoError (missing or unreadable file),
+// InvalidModel (not ONNX, truncated, missing initializer, malformed tensor),
+// NotSupported (opset, dtype, op types).
+Expected<Graph> import_onnx(const std::string& path);
+// The same from the serialized bytes; `source` names them in messages.
+Expected<Graph> import_onnx_bytes(const std::string& bytes, const std::string& source);
+
+}  // namespace ember::converter

@@ -1,0 +1,531 @@
+#include "converter/passes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+#include "runtime/ops/ops.h"
+
+namespace ember::converter {
+
+std::string PassReport::summary() const {
+  std::ostringstream os;
+  os << "folded " << constants_folded << " constant nodes and " << shapes_folded << " shape nodes, removed "
+     << identities_removed << " identities and " << dead_nodes_removed << " dead nodes, folded "
+     << batchnorms_folded << " BatchNorms, fused " << activations_fused << " activations, dropped "
+     << values_dropped << " unused values";
+  return os.str();
+}
+
+namespace {
+
+Diag fail(Status s, std::string message) { return {s, std::move(message)}; }
+
+// The values of a constant int tensor (axes, shapes, pads...).
+std::vector<int64_t> ints_of(const Tensor& t) {
+  if (!t.defined()) return {};
+  return t.to_vector<int64_t>();
+}
+
+std::optional<DType> dtype_from_onnx_code(int64_t code) {
+  switch (code) {
+    case 1: return DType::Float32;
+    case 2: return DType::UInt8;
+    case 3: return DType::Int8;
+    case 5: return DType::Int16;
+    case 6: return DType::Int32;
+    case 7: return DType::Int64;
+    case 9: return DType::Bool;
+    case 10: return DType::Float16;
+    case 11: return DType::Float64;
+    case 16: return DType::BFloat16;
+    default: return std::nullopt;
+  }
+}
+
+Tensor shape_tensor(IntArrayRef sizes) {
+  return tensor(std::vector<int64_t>(sizes.begin(), sizes.end()), {static_cast<int64_t>(sizes.size())});
+}
+
+// ONNX Gather along `axis`: x.shape[:axis] + indices.shape + x.shape[axis+1:].
+Tensor gather(const Tensor& x, Tensor indices, int64_t axis) {
+  axis = wrap_dim(axis, x.dim());
+  const int64_t n = x.size(axis);
+  indices = indices.to(DType::Int64);
+  indices = where(lt(indices, 0), add(indices, n), indices);
+  std::vector<int64_t> order{axis};  // axis first, then the others in order
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d != axis) order.push_back(d);
+  }
+  const Tensor moved = x.permute(order).contiguous();
+  const int64_t rest = n == 0 ? 0 : moved.numel() / n;
+  Tensor rows = embedding(moved.reshape({n, rest}), indices);  // indices.shape + [rest]
+  Shape out_shape = indices.sizes();
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d != axis) out_shape.push_back(x.size(d));
+  }
+  rows = rows.reshape(out_shape);
+  // Move the dims before `axis` back in front of the index dims.
+  const int64_t k = indices.dim();
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < axis; ++d) perm.push_back(k + d);
+  for (int64_t d = 0; d < k; ++d) perm.push_back(d);
+  for (int64_t d = k + axis; d < rows.dim(); ++d) perm.push_back(d);
+  return rows.permute(perm).contiguous();
+}
+
+Tensor softmax_like(const Node& node, const Tensor& x, bool log) {
+  const int64_t axis = node.get_int("axis", -1);
+  if (node.get_int("coerce_2d", 0) != 0) {
+    const int64_t a = wrap_dim(axis, x.dim());
+    const Tensor flat = x.reshape({-1, x.numel() == 0 ? 0 : [&] {
+                                     int64_t inner = 1;
+                                     for (int64_t d = a; d < x.dim(); ++d) inner *= x.size(d);
+                                     return inner;
+                                   }()});
+    const Tensor y = log ? log_softmax(flat, 1) : softmax(flat, 1);
+    return y.reshape(x.sizes());
+  }
+  return log ? log_softmax(x, axis) : softmax(x, axis);
+}
+
+std::vector<Tensor> eval(const Node& node, const std::vector<Tensor>& in) {
+  const std::string& op = node.op_type;
+  auto input = [&](size_t i) { return i < in.size() ? in[i] : Tensor(); };
+  const Tensor x = input(0);
+  // Binary and variadic elementwise ops.
+  if (op == "Add") return {add(x, in.at(1))};
+  if (op == "Sub") return {sub(x, in.at(1))};
+  if (op == "Mul") return {mul(x, in.at(1))};
+  if (op == "Div") {
+    if (is_floating(x.dtype())) return {div(x, in.at(1))};
+    // Integer division truncates (C semantics), exact below 2^53.
+    return {div(x.to(DType::Float64), in.at(1).to(DType::Float64)).to(x.dtype())};
+  }
+  if (op == "Pow") return {pow(x, in.at(1)).to(x.dtype())};
+  if (op == "Max" || op == "Min") {
+    Tensor r = x;
+    for (size_t i = 1; i < in.size(); ++i) r = op == "Max" ? maximum(r, in[i]) : minimum(r, in[i]);
+    return {r};
+  }
+  if (op == "Equal") return {eq(x, in.at(1))};
+  if (op == "Less") return {lt(x, in.at(1))};
+  if (op == "Greater") return {gt(x, in.at(1))};
+  if (op == "Where") return {where(x, in.at(1), in.at(2))};
+  // Unary.
+  if (op == "Relu") return {relu(x)};
+  if (op == "Sigmoid") return {sigmoid(x)};
+  if (op == "Tanh") return {tanh(x)};
+  if (op == "Exp") return {exp(x)};
+  if (op == "Log") return {log(x)};
+  if (op == "Sqrt") return {sqrt(x)};
+  if (op == "Erf") return {erf(x)};
+  if (op == "Neg") return {neg(x)};
+  if (op == "Abs") return {abs(x)};
+  if (op == "Gelu") return {gelu(x, node.get_string("approximate", "none"))};
+  if (op == "Clip") {
+    std::optional<Scalar> lo, hi;
+    if (input(1).defined()) lo = input(1).item();
+    if (input(2).defined()) hi = input(2).item();
+    return {clamp(x, lo, hi)};
+  }
+  if (op == "Cast") {
+    const auto to = dtype_from_onnx_code(node.get_int("to", 0));
+    EMBER_CHECK(to.has_value(), Status::NotSupported, "Cast to ONNX dtype ", node.get_int("to", 0));
+    return {x.to(*to, true)};
+  }
+  if (op == "Identity" || op == "Dropout") {
+    std::vector<Tensor> out{x};
+    if (node.outputs.size() > 1) out.push_back(ones(x.sizes(), DType::Bool));
+    return out;
+  }
+  // Shapes and data movement.
+  if (op == "Shape") {
+    const int64_t r = x.dim();
+    int64_t start = node.get_int("start", 0), end = node.get_int("end", r);
+    start = std::clamp(start < 0 ? start + r : start, int64_t{0}, r);
+    end = std::clamp(end < 0 ? end + r : end, int64_t{0}, r);
+    Shape s(x.sizes().begin() + start, x.sizes().begin() + std::max(start, end));
+    return {shape_tensor(s)};
+  }
+  if (op == "Gather") return {gather(x, in.at(1), node.get_int("axis", 0))};
+  if (op == "Unsqueeze") {
+    std::vector<int64_t> axes = ints_of(in.at(1));
+    const int64_t rank = x.dim() + static_cast<int64_t>(axes.size());
+    for (int64_t& a : axes) a = wrap_dim(a, rank);
+    std::sort(axes.begin(), axes.end());
+    Tensor r = x;
+    for (int64_t a : axes) r = r.unsqueeze(a);
+    return {r.contiguous()};
+  }
+  if (op == "Squeeze") {
+    if (!input(1).defined()) return {x.squeeze().contiguous()};
+    std::vector<int64_t> axes = ints_of(in.at(1));
+    for (int64_t& a : axes) a = wrap_dim(a, x.dim());
+    std::sort(axes.rbegin(), axes.rend());
+    Tensor r = x;
+    for (int64_t a : axes) {
+      EMBER_CHECK(r.size(a) == 1, Status::ShapeMismatch, "Squeeze of dim ", a, " of size ", r.size(a));
+      r = r.squeeze(a);
+    }
+    return {r.contiguous()};
+  }
+  if (op == "Concat") return {cat(in, node.get_int("axis", 0))};
+  if (op == "Reshape") {
+    std::vector<int64_t> shape = ints_of(in.at(1));
+    if (node.get_int("allowzero", 0) == 0) {
+      for (size_t i = 0; i < shape.size(); ++i) {
+        if (shape[i] == 0 && static_cast<int64_t>(i) < x.dim()) shape[i] = x.size(static_cast<int64_t>(i));
+      }
+    }
+    return {x.reshape(shape).contiguous()};
+  }
+  if (op == "Flatten") {
+    const int64_t axis = node.get_int("axis", 1);
+    const int64_t a = axis < 0 ? axis + x.dim() : axis;
+    int64_t outer = 1;
+    for (int64_t d = 0; d < a; ++d) outer *= x.size(d);
+    return {x.reshape({outer, outer == 0 ? 0 : x.numel() / outer}).contiguous()};
+  }
+  if (op == "Transpose") {
+    std::vector<int64_t> perm = node.get_ints("perm");
+    if (perm.empty()) {
+      for (int64_t d = x.dim() - 1; d >= 0; --d) perm.push_back(d);
+    }
+    return {x.permute(perm).contiguous()};
+  }
+  if (op == "Slice") {
+    const std::vector<int64_t> starts = ints_of(in.at(1)), ends = ints_of(in.at(2));
+    std::vector<int64_t> axes = ints_of(input(3)), steps = ints_of(input(4));
+    if (axes.empty()) {
+      axes.resize(starts.size());
+      std::iota(axes.begin(), axes.end(), 0);
+    }
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    EMBER_CHECK(ends.size() == starts.size() && axes.size() == starts.size() && steps.size() == starts.size(),
+                Status::InvalidArgument, "Slice: starts, ends, axes and steps differ in length");
+    Tensor r = x;
+    for (size_t i = 0; i < starts.size(); ++i) {
+      EMBER_CHECK(steps[i] > 0, Status::NotSupported, "Slice with a non-positive step");
+      r = r.slice(axes[i], starts[i], ends[i], steps[i]);
+    }
+    return {r.contiguous()};
+  }
+  if (op == "Split") {
+    const int64_t axis = wrap_dim(node.get_int("axis", 0), x.dim());
+    std::vector<int64_t> sizes = ints_of(input(1));
+    if (sizes.empty()) {
+      const int64_t n = static_cast<int64_t>(node.outputs.size());
+      sizes.assign(static_cast<size_t>(n), (x.size(axis) + n - 1) / n);
+      sizes.back() = x.size(axis) - (n - 1) * sizes[0];
+    }
+    std::vector<Tensor> parts = split(x, sizes, axis);
+    for (Tensor& p : parts) p = p.contiguous();
+    return parts;
+  }
+  if (op == "Expand") {
+    const Shape target = broadcast_shapes(x.sizes(), ints_of(in.at(1)));
+    return {x.expand(target).contiguous()};
+  }
+  if (op == "ConstantOfShape") {
+    Tensor value = scalar_tensor(0.0, DType::Float32);
+    auto it = node.attrs.find("value");
+    if (it != node.attrs.end() && std::holds_alternative<Tensor>(it->second)) value = std::get<Tensor>(it->second);
+    return {full(ints_of(x), value.reshape({-1})[0].item(), value.dtype())};
+  }
+  // Linear algebra and reductions.
+  if (op == "MatMul") return {matmul(x, in.at(1))};
+  if (op == "Gemm") {
+    Tensor a = node.get_int("transA", 0) ? x.t() : x;
+    Tensor b = node.get_int("transB", 0) ? in.at(1).t() : in.at(1);
+    Tensor y = mul(matmul(a, b), node.get_float("alpha", 1.0));
+    if (input(2).defined()) y = add(y, mul(input(2), node.get_float("beta", 1.0)));
+    return {y};
+  }
+  if (op == "Softmax") return {softmax_like(node, x, false)};
+  if (op == "LogSoftmax") return {softmax_like(node, x, true)};
+  if (op == "ReduceMean" || op == "ReduceSum") {
+    const std::vector<int64_t> axes = ints_of(input(1));
+    const bool keep = node.get_int("keepdims", 1) != 0;
+    if (axes.empty() && node.get_int("noop_with_empty_axes", 0) != 0) return {x};
+    if (op == "ReduceSum") return {sum(x, axes, keep, x.dtype())};
+    return {mean(x, axes, keep)};
+  }
+  raise_error(Status::NotSupported, "no constant evaluator for " + op);
+}
+
+// Sets a value's constant, dtype and static shape.
+void set_constant(Value& v, Tensor t) {
+  v.dtype = t.dtype();
+  std::vector<Dim> dims;
+  for (int64_t s : t.sizes()) dims.push_back(Dim::fixed(s));
+  v.shape = dims;
+  v.constant = std::move(t);
+}
+
+}  // namespace
+
+Expected<std::vector<Tensor>> evaluate_node(const Node& node, const std::vector<Tensor>& inputs) {
+  try {
+    return eval(node, inputs);
+  } catch (const Error& e) {
+    return fail(e.status(), node.label() + ": " + e.what());
+  }
+}
+
+Expected<int> fold_constants(Graph& graph, int64_t max_elements) {
+  int folded = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    bool all_constant = true;
+    std::vector<Tensor> inputs;
+    for (int id : node.inputs) {
+      if (id >= 0 && !graph.is_constant(id)) all_constant = false;
+      inputs.push_back(id >= 0 ? graph.value(id).constant : Tensor());
+    }
+    if (!all_constant) continue;
+    auto out = evaluate_node(node, inputs);
+    if (!out.ok()) {
+      if (out.diag().status == Status::NotSupported) continue;  // left to run time
+      return out.diag();
+    }
+    if (out->size() < node.outputs.size()) return fail(Status::Internal, node.label() + ": too few outputs");
+    bool small = true;
+    for (const Tensor& t : *out) small = small && t.numel() <= max_elements;
+    if (!small) continue;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      if (node.outputs[k] >= 0) set_constant(graph.value(node.outputs[k]), (*out)[k]);
+    }
+    dead[i] = true;
+    ++folded;
+  }
+  graph.erase_nodes(dead);
+  return folded;
+}
+
+int fold_shapes(Graph& graph) {
+  int folded = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    if (node.outputs.empty() || node.outputs[0] < 0 || graph.is_constant(node.outputs[0])) continue;
+    if (node.op_type == "Shape" && !graph.is_constant(node.inputs[0])) {
+      const auto s = graph.value(node.inputs[0]).static_shape();
+      if (!s) continue;
+      // Evaluate on a zero-stride stand-in of that shape (no data needed).
+      auto out = evaluate_node(node, {zeros({1}).expand(*s)});
+      if (!out.ok()) continue;
+      set_constant(graph.value(node.outputs[0]), (*out)[0]);
+      dead[i] = true;
+      ++folded;
+    } else if (node.op_type == "Gather" && node.inputs.size() == 2 && graph.is_constant(node.inputs[1])) {
+      const int shape_node = graph.producer_of(node.inputs[0]);
+      if (shape_node < 0) continue;
+      const Node& sn = graph.nodes[static_cast<size_t>(shape_node)];
+      if (sn.op_type != "Shape" || sn.has("start") || sn.has("end")) continue;
+      const Value& src = graph.value(sn.inputs[0]);
+      if (!src.shape || node.get_int("axis", 0) != 0) continue;
+      const auto& dims = *src.shape;
+      const int64_t rank = static_cast<int64_t>(dims.size());
+      const Tensor idx = graph.value(node.inputs[1]).constant;
+      std::vector<int64_t> picked;
+      bool ok = true;
+      for (int64_t k : ints_of(idx)) {
+        if (k < 0) k += rank;
+        if (k < 0 || k >= rank || !dims[static_cast<size_t>(k)].is_static()) {
+          ok = false;
+          break;
+        }
+        picked.push_back(dims[static_cast<size_t>(k)].value);
+      }
+      if (!ok) continue;
+      set_constant(graph.value(node.outputs[0]), tensor(picked, idx.sizes()));
+      dead[i] = true;
+      ++folded;
+    }
+  }
+  graph.erase_nodes(dead);
+  return folded;
+}
+
+int remove_identities(Graph& graph) {
+  int removed = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    Node& node = graph.nodes[i];
+    if (node.op_type != "Identity" && node.op_type != "Dropout") continue;
+    if (node.op_type == "Dropout" && node.outputs.size() > 1 && node.outputs[1] >= 0) {
+      const int mask = node.outputs[1];
+      if (!graph.users_of(mask).empty() || graph.is_graph_output(mask)) continue;
+    }
+    const int in = node.inputs[0], out = node.outputs[0];
+    if (out < 0) continue;
+    if (!graph.is_graph_output(out)) {
+      graph.replace_uses(out, in);
+    } else if (graph.producer_of(in) >= 0 && !graph.is_graph_output(in)) {
+      // Keep the output's name: the producer of `in` writes `out` directly.
+      Node& producer = graph.nodes[static_cast<size_t>(graph.producer_of(in))];
+      for (int& o : producer.outputs) {
+        if (o == in) o = out;
+      }
+      graph.replace_uses(in, out);
+    } else {
+      continue;  // graph input or constant straight to an output: keep the copy
+    }
+    node.inputs.clear();
+    node.outputs.clear();
+    dead[i] = true;
+    ++removed;
+  }
+  graph.erase_nodes(dead);
+  return removed;
+}
+
+int eliminate_dead_nodes(Graph& graph) {
+  std::vector<bool> live_value(graph.values.size(), false);
+  for (int o : graph.outputs) live_value[static_cast<size_t>(o)] = true;
+  std::vector<bool> dead(graph.nodes.size(), true);
+  for (size_t i = graph.nodes.size(); i-- > 0;) {
+    const Node& node = graph.nodes[i];
+    bool live = false;
+    for (int o : node.outputs) live = live || (o >= 0 && live_value[static_cast<size_t>(o)]);
+    if (!live) continue;
+    dead[i] = false;
+    for (int in : node.inputs) {
+      if (in >= 0) live_value[static_cast<size_t>(in)] = true;
+    }
+  }
+  const int removed = static_cast<int>(std::count(dead.begin(), dead.end(), true));
+  graph.erase_nodes(dead);
+  return removed;
+}
+
+namespace {
+
+// The single reader of value `id` (and `id` not a graph output), or -1.
+int sole_user(const Graph& graph, int id) {
+  if (graph.is_graph_output(id)) return -1;
+  const std::vector<int> users = graph.users_of(id);
+  return users.size() == 1 ? users[0] : -1;
+}
+
+}  // namespace
+
+Expected<int> fold_batchnorm(Graph& graph) {
+  int folded = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& bn = graph.nodes[i];
+    if (bn.op_type != "BatchNormalization" || bn.inputs.size() < 5) continue;
+    if (bn.outputs.size() > 1 && std::any_of(bn.outputs.begin() + 1, bn.outputs.end(), [](int o) { return o >= 0; })) {
+      continue;  // training-mode outputs are read
+    }
+    bool params_constant = true;
+    for (size_t k = 1; k < 5; ++k) params_constant = params_constant && graph.is_constant(bn.inputs[k]);
+    if (!params_constant) continue;
+    const int p = graph.producer_of(bn.inputs[0]);
+    if (p < 0 || dead[static_cast<size_t>(p)] || sole_user(graph, bn.inputs[0]) != static_cast<int>(i)) continue;
+    Node& prod = graph.nodes[static_cast<size_t>(p)];
+    const bool is_conv = prod.op_type == "Conv";
+    if (!(is_conv || prod.op_type == "Gemm") || prod.has("activation") || prod.inputs.size() < 2) continue;
+    if (!graph.is_constant(prod.inputs[1])) continue;
+    const bool has_bias = prod.inputs.size() > 2 && prod.inputs[2] >= 0;
+    if (has_bias && !graph.is_constant(prod.inputs[2])) continue;
+    const Tensor w = graph.value(prod.inputs[1]).constant;
+    if (!is_floating(w.dtype())) continue;
+    try {
+      const Tensor scale = graph.value(bn.inputs[1]).constant, beta = graph.value(bn.inputs[2]).constant;
+      const Tensor mean = graph.value(bn.inputs[3]).constant, var = graph.value(bn.inputs[4]).constant;
+      const Tensor s = div(scale, sqrt(add(var, bn.get_float("epsilon", 1e-5))));
+      const int64_t channels = s.numel();
+      Tensor new_w, new_b;
+      if (is_conv) {
+        Shape bshape(static_cast<size_t>(w.dim()), 1);
+        bshape[0] = channels;
+        new_w = mul(w, s.reshape(bshape));
+        const Tensor b = has_bias ? graph.value(prod.inputs[2]).constant : zeros({channels}, w.dtype());
+        new_b = add(mul(sub(b, mean), s), beta);
+      } else {
+        if (prod.get_int("transA", 0) != 0 && w.dim() != 2) continue;
+        new_w = prod.get_int("transB", 0) ? mul(w, s.reshape({channels, 1})) : mul(w, s.reshape({1, channels}));
+        const double gemm_beta = prod.get_float("beta", 1.0);
+        const Tensor c = has_bias ? mul(graph.value(prod.inputs[2]).constant, gemm_beta) : zeros({channels}, w.dtype());
+        new_b = add(mul(sub(c, mean), s), beta);
+        prod.attrs["beta"] = 1.0;
+      }
+      const std::string base = prod.name.empty() ? bn.name : prod.name;
+      prod.inputs[1] = graph.add_constant(base + "/folded_weight", new_w.to(w.dtype()).contiguous());
+      const int bias_id = graph.add_constant(base + "/folded_bias", new_b.to(w.dtype()).contiguous());
+      if (has_bias) prod.inputs[2] = bias_id;
+      else prod.inputs.resize(3, bias_id), prod.inputs[2] = bias_id;
+    } catch (const Error& e) {
+      return fail(e.status(), "folding " + bn.label() + " into " + prod.label() + ": " + e.what());
+    }
+    // The producer now writes the BatchNorm's output (its name survives).
+    prod.outputs[0] = bn.outputs[0];
+    dead[i] = true;
+    ++folded;
+  }
+  graph.erase_nodes(dead);
+  return folded;
+}
+
+int fuse_activations(Graph& graph) {
+  int fused = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    Node& prod = graph.nodes[i];
+    if ((prod.op_type != "Conv" && prod.op_type != "Gemm") || prod.has("activation")) continue;
+    if (prod.outputs.empty() || prod.outputs[0] < 0) continue;
+    const int u = sole_user(graph, prod.outputs[0]);
+    if (u < 0) continue;
+    const Node& act = graph.nodes[static_cast<size_t>(u)];
+    if (act.op_type == "Relu") {
+      prod.attrs["activation"] = std::string("Relu");
+    } else if (act.op_type == "Clip" && act.inputs[0] == prod.outputs[0]) {
+      const bool lo = act.inputs.size() > 1 && act.inputs[1] >= 0;
+      const bool hi = act.inputs.size() > 2 && act.inputs[2] >= 0;
+      if ((lo && !graph.is_constant(act.inputs[1])) || (hi && !graph.is_constant(act.inputs[2]))) continue;
+      prod.attrs["activation"] = std::string("Clip");
+      if (lo) prod.attrs["activation_min"] = graph.value(act.inputs[1]).constant.item().to_double();
+      if (hi) prod.attrs["activation_max"] = graph.value(act.inputs[2]).constant.item().to_double();
+    } else {
+      continue;
+    }
+    prod.outputs[0] = act.outputs[0];
+    dead[static_cast<size_t>(u)] = true;
+    ++fused;
+  }
+  graph.erase_nodes(dead);
+  return fused;
+}
+
+Expected<PassReport> run_passes(Graph& graph) {
+  PassReport r;
+  for (;;) {
+    const int ids = remove_identities(graph);
+    const int shapes = fold_shapes(graph);
+    auto consts = fold_constants(graph);
+    if (!consts.ok()) return consts.diag();
+    const int dead = eliminate_dead_nodes(graph);
+    r.identities_removed += ids;
+    r.shapes_folded += shapes;
+    r.constants_folded += *consts;
+    r.dead_nodes_removed += dead;
+    if (ids + shapes + *consts + dead == 0) break;
+  }
+  auto bn = fold_batchnorm(graph);
+  if (!bn.ok()) return bn.diag();
+  r.batchnorms_folded = *bn;
+  r.activations_fused = fuse_activations(graph);
+  r.dead_nodes_removed += eliminate_dead_nodes(graph);
+  r.values_dropped = graph.compact();
+  Diag d = graph.validate();
+  if (!d.ok()) return d;
+  return r;
+}
+
+}  // namespace ember::converter

@@ -1,0 +1,68 @@
+// Graph passes over the converter IR. Each returns how much it changed, so the
+// converter can report what it did; run_passes() runs them all in order.
+//
+// Constant values are computed with ember's eager ops (runtime/ops/ops.h), the
+// same front-ends and kernels the runtime uses: there is no second
+// implementation of any op here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "converter/ir.h"
+
+namespace ember::converter {
+
+// What run_passes() changed.
+struct PassReport {
+  int constants_folded = 0;    // nodes evaluated into constants
+  int shapes_folded = 0;       // Shape (or Gather of a Shape) nodes made constant
+  int identities_removed = 0;  // Identity and inference Dropout nodes
+  int dead_nodes_removed = 0;
+  int batchnorms_folded = 0;   // BatchNormalization folded into Conv/Gemm
+  int activations_fused = 0;   // Relu/Clip fused into Conv/Gemm
+  int values_dropped = 0;      // unreferenced values (constants, mostly) dropped
+  // "folded 12 constants, 3 shapes, ..." for the converter's report.
+  std::string summary() const;
+};
+
+// Evaluates `node` on constant inputs (undefined Tensor for an omitted optional
+// input). NotSupported when the op has no evaluator (Conv, pooling, ...);
+// another status when the inputs are invalid for the op.
+Expected<std::vector<Tensor>> evaluate_node(const Node& node, const std::vector<Tensor>& inputs);
+
+// Replaces every node whose inputs are all constants (and whose op can be
+// evaluated) by constant values. Outputs above `max_elements` elements are left
+// to run time, so folding never bloats a model. Returns the nodes folded.
+Expected<int> fold_constants(Graph& graph, int64_t max_elements = int64_t{1} << 20);
+
+// Shape of a value whose shape is static becomes a constant, and so does
+// Gather(Shape(v), constant indices) when the gathered dims are static (the
+// x.size(i) pattern with a symbolic batch). Returns the nodes replaced.
+int fold_shapes(Graph& graph);
+
+// Removes Identity nodes and Dropout nodes whose mask is unused (inference),
+// rewiring their readers. Returns the nodes removed.
+int remove_identities(Graph& graph);
+
+// Removes nodes none of whose outputs reaches a graph output. Returns the
+// nodes removed (values are dropped by Graph::compact()).
+int eliminate_dead_nodes(Graph& graph);
+
+// BatchNormalization with constant parameters whose input comes from a Conv or
+// Gemm with constant weights (and bias), and has no other reader, is folded
+// into that node's weight and bias. Returns the BatchNorms folded.
+Expected<int> fold_batchnorm(Graph& graph);
+
+// A Conv or Gemm whose only reader is Relu or Clip (constant bounds) takes the
+// activation as attributes: "activation" = "Relu" or "Clip", and for Clip
+// "activation_min"/"activation_max" (doubles; absent bound: no bound).
+// Returns the activations fused.
+int fuse_activations(Graph& graph);
+
+// Identity removal, shape and constant folding and dead-node elimination until
+// nothing changes, then BatchNorm folding, activation fusion, dead-node
+// elimination and Graph::compact().
+Expected<PassReport> run_passes(Graph& graph);
+
+}  // namespace ember::converter

@@ -1,0 +1,343 @@
+// The ONNX importer and the converter passes, on models torch.onnx.export wrote
+// (tests/golden/onnx_models.py) and on broken files.
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "converter/onnx_import.h"
+#include "converter/passes.h"
+#include "tests/harness/testing.h"
+
+namespace ember::converter {
+
+using ember::testing::check_close;
+using ember::testing::check_equal;
+
+namespace {
+
+const std::string kDir = "tests/golden/onnx/";
+
+Graph load(const std::string& model) {
+  auto g = import_onnx(kDir + model + ".onnx");
+  REQUIRE_MESSAGE(g.ok(), g.diag().message);
+  return std::move(*g);
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// torch's reference values (onnx_expected.txt: gen_golden.py's T records).
+Tensor expected(const std::string& name) {
+  static const std::map<std::string, Tensor> records = [] {
+    std::map<std::string, Tensor> r;
+    std::istringstream file(read_bytes(kDir + "onnx_expected.txt"));
+    std::string line;
+    while (std::getline(file, line)) {
+      std::istringstream ls(line);
+      std::string kind, key, dtype;
+      int64_t rank = 0;
+      ls >> kind >> key >> dtype >> rank;
+      Shape shape(static_cast<size_t>(rank));
+      int64_t n = 1;
+      for (auto& d : shape) ls >> d, n *= d;
+      std::vector<double> v(static_cast<size_t>(n));
+      for (auto& x : v) ls >> x;
+      Tensor t = tensor(v, shape);
+      r[key] = dtype == "float32" ? t.to(DType::Float32) : t.to(DType::Int64);
+    }
+    return r;
+  }();
+  auto it = records.find(name);
+  REQUIRE_MESSAGE(it != records.end(), "no expected record " << name);
+  return it->second;
+}
+
+const Tensor& constant(const Graph& g, const std::string& name) {
+  const int id = g.find_value(name);
+  REQUIRE_MESSAGE(id >= 0, "no value " << name);
+  REQUIRE(g.value(id).is_constant());
+  return g.value(id).constant;
+}
+
+const Node& only_node(const Graph& g, const std::string& op) {
+  const Node* found = nullptr;
+  for (const Node& n : g.nodes) {
+    if (n.op_type == op) {
+      REQUIRE_MESSAGE(found == nullptr, "more than one " << op);
+      found = &n;
+    }
+  }
+  REQUIRE_MESSAGE(found != nullptr, "no " << op);
+  return *found;
+}
+
+std::string error_of(const std::string& model) {
+  auto g = import_onnx(kDir + model + ".onnx");
+  REQUIRE(!g.ok());
+  return g.diag().message;
+}
+
+}  // namespace
+
+TEST_CASE("mlp: inputs, outputs, symbolic batch, op histogram, initializers (opsets 11, 13, 17)") {
+  for (int opset : {11, 13, 17}) {
+    CAPTURE(opset);
+    Graph g = load("mlp_opset" + std::to_string(opset));
+    CHECK(g.opset == opset);
+    CHECK(g.producer.rfind("pytorch", 0) == 0);
+    REQUIRE(g.inputs.size() == 1);
+    REQUIRE(g.outputs.size() == 1);
+    const Value& in = g.value(g.inputs[0]);
+    CHECK(in.name == "input");
+    CHECK(in.dtype == DType::Float32);
+    REQUIRE(in.shape.has_value());
+    CHECK(*in.shape == std::vector<Dim>{Dim::named("batch"), Dim::fixed(10)});
+    CHECK(!in.static_shape().has_value());
+    const Value& out = g.value(g.outputs[0]);
+    CHECK(out.name == "output");
+    CHECK(*out.shape == std::vector<Dim>{Dim::named("batch"), Dim::fixed(4)});
+    CHECK(g.op_histogram() == std::map<std::string, int>{{"Gemm", 2}, {"Relu", 1}});
+    CHECK(only_node(g, "Relu").kind == OpKind::Relu);
+    CHECK(!g.nodes[0].kind.has_value());  // Gemm: composed, no ember op of its own
+    CHECK(g.nodes[0].get_int("transB", 0) == 1);
+    for (const char* p : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+      check_equal(constant(g, p), expected(std::string("mlp.") + p));
+    }
+    CHECK(g.validate().ok());
+  }
+}
+
+TEST_CASE("initializers stored in the typed fields, every supported dtype") {
+  Graph g = load("typed_fields");
+  check_equal(constant(g, "f32"), tensor({1.5f, -2.0f, 0.25f}));
+  check_equal(constant(g, "f64"), tensor({1e-3, -7.5}, DType::Float64));
+  check_equal(constant(g, "i64"), tensor({-(int64_t{1} << 40), int64_t{7}}));
+  check_equal(constant(g, "i32"), tensor({-5, 1 << 20}, DType::Int32));
+  check_equal(constant(g, "i8"), tensor({-128, 127}, DType::Int8));
+  check_equal(constant(g, "u8"), tensor({0, 255}, DType::UInt8));
+  check_equal(constant(g, "b"), tensor({true, false, true}));
+  check_equal(constant(g, "f16"), tensor({0.5, -3.25}, DType::Float16));
+  check_equal(constant(g, "f16raw"), tensor({1.0, 65504.0}, DType::Float16));
+}
+
+TEST_CASE("cnn: BatchNorm folded into Conv, Conv+Relu/Clip fused, Cast of constants folded") {
+  Graph g = load("cnn_opset13");
+  CHECK(*g.value(g.inputs[0]).shape ==
+        std::vector<Dim>{Dim::named("batch"), Dim::fixed(3), Dim::fixed(8), Dim::fixed(8)});
+  CHECK(g.op_histogram() == std::map<std::string, int>{{"BatchNormalization", 2}, {"Cast", 2}, {"Clip", 1},
+                                                       {"Conv", 2}, {"Flatten", 1}, {"Gemm", 1},
+                                                       {"GlobalAveragePool", 1}, {"Relu", 1}});
+  CHECK(only_node(g, "Relu").kind == OpKind::Relu);
+  check_equal(constant(g, "conv1.weight"), expected("cnn.conv1.weight"));
+  check_equal(constant(g, "bn1.running_var"), expected("cnn.bn1.running_var"));
+  const std::string out_name = g.value(g.outputs[0]).name;
+
+  auto report = run_passes(g);
+  REQUIRE_MESSAGE(report.ok(), report.diag().message);
+  CHECK(report->constants_folded == 2);  // the two Casts of Clip's bounds
+  CHECK(report->batchnorms_folded == 2);
+  CHECK(report->activations_fused == 2);
+  CHECK(report->identities_removed == 0);
+  CHECK(report->summary().find("folded 2 BatchNorms, fused 2 activations") != std::string::npos);
+  CHECK(g.op_histogram() ==
+        std::map<std::string, int>{{"Conv", 2}, {"Flatten", 1}, {"Gemm", 1}, {"GlobalAveragePool", 1}});
+  CHECK(g.value(g.outputs[0]).name == out_name);
+  CHECK(g.validate().ok());
+  const Node& conv1 = g.nodes[0];
+  const Node& conv2 = g.nodes[1];
+  REQUIRE(conv1.op_type == "Conv");
+  REQUIRE(conv2.op_type == "Conv");
+  CHECK(conv1.get_string("activation", "") == "Relu");
+  CHECK(conv2.get_string("activation", "") == "Clip");
+  CHECK(conv2.get_float("activation_min", -1) == 0.0);
+  CHECK(conv2.get_float("activation_max", -1) == 6.0);
+  // The BatchNorm outputs' names survive on the convs' outputs.
+  CHECK(g.value(conv1.outputs[0]).name == "/Relu_output_0");
+  for (int i : {1, 2}) {
+    const Node& conv = i == 1 ? conv1 : conv2;
+    REQUIRE(conv.inputs.size() == 3);
+    check_close(g.value(conv.inputs[1]).constant, expected("cnn.conv" + std::to_string(i) + ".folded_weight"),
+                1e-5, 1e-6);
+    check_close(g.value(conv.inputs[2]).constant, expected("cnn.conv" + std::to_string(i) + ".folded_bias"),
+                1e-5, 1e-6);
+  }
+  // Nothing unreferenced is left: the BatchNorm parameters are gone.
+  CHECK(g.find_value("bn1.running_var") < 0);
+  CHECK(g.find_value("conv1.weight") < 0);
+}
+
+TEST_CASE("view: Shape of a static shape folds through Gather/Unsqueeze/Concat into Reshape's target") {
+  Graph g = load("view_static_opset13");
+  CHECK(g.nodes.size() == 8);  // the 4 Constant nodes became constant values
+  CHECK(g.op_histogram().at("Shape") == 1);
+  auto report = run_passes(g);
+  REQUIRE_MESSAGE(report.ok(), report.diag().message);
+  CHECK(report->shapes_folded == 2);     // Shape, and the Gather of its dim 0
+  CHECK(report->constants_folded == 3);  // 2 Unsqueeze, Concat
+  CHECK(g.op_histogram() == std::map<std::string, int>{{"Conv", 1}, {"Gemm", 1}, {"Reshape", 1}});
+  const Node& reshape = only_node(g, "Reshape");
+  REQUIRE(g.is_constant(reshape.inputs[1]));
+  check_equal(g.value(reshape.inputs[1]).constant, expected("view.reshape_target"));
+}
+
+TEST_CASE("view: with a symbolic batch the Shape sub-graph stays, its static part folds") {
+  for (int opset : {11, 13}) {
+    CAPTURE(opset);
+    Graph g = load("view_dynamic_opset" + std::to_string(opset));
+    // Unsqueeze's axes: an attribute at opset 11, an input at 13; both read as an input.
+    for (const Node& n : g.nodes) {
+      if (n.op_type != "Unsqueeze") continue;
+      REQUIRE(n.inputs.size() == 2);
+      REQUIRE(g.is_constant(n.inputs[1]));
+      check_equal(g.value(n.inputs[1]).constant, tensor({int64_t{0}}));
+      CHECK(!n.has("axes"));
+    }
+    CHECK(g.nodes.size() == 8);
+    auto report = run_passes(g);
+    REQUIRE_MESSAGE(report.ok(), report.diag().message);
+    CHECK(report->shapes_folded == 0);     // Gather(Shape(x), 0) is the symbolic batch
+    CHECK(report->constants_folded == 1);  // Unsqueeze of the constant 64
+    CHECK(g.op_histogram() == std::map<std::string, int>{{"Concat", 1}, {"Conv", 1}, {"Gather", 1},
+                                                         {"Gemm", 1}, {"Reshape", 1}, {"Shape", 1},
+                                                         {"Unsqueeze", 1}});
+  }
+}
+
+TEST_CASE("transformer encoder layer: import and passes (opsets 13 and 17)") {
+  for (int opset : {13, 17}) {
+    CAPTURE(opset);
+    Graph g = load("transformer_opset" + std::to_string(opset));
+    CHECK(*g.value(g.inputs[0]).shape == std::vector<Dim>{Dim::named("batch"), Dim::fixed(8), Dim::fixed(32)});
+    auto before = g.op_histogram();
+    CHECK(before.at("MatMul") == 5);
+    CHECK(before.at("Shape") == 7);
+    CHECK(before.at("Identity") == 3);
+    CHECK(before.at("Softmax") == 1);
+    if (opset == 17) CHECK(before.at("LayerNormalization") == 2);
+    else CHECK(before.at("ReduceMean") == 4);
+    check_equal(constant(g, "linear1.weight"), expected("transformer.linear1.weight"));
+    check_equal(constant(g, "norm1.weight"), expected("transformer.norm1.weight"));
+    const size_t n_before = g.nodes.size();
+    auto report = run_passes(g);
+    REQUIRE_MESSAGE(report.ok(), report.diag().message);
+    CHECK(report->identities_removed == 3);
+    CHECK(report->shapes_folded > 0);  // x.size(1), x.size(2): static under a symbolic batch
+    CHECK(g.nodes.size() < n_before);
+    auto after = g.op_histogram();
+    CHECK(after.count("Identity") == 0);
+    CHECK(after.at("MatMul") == 5);
+    CHECK(after.at("Shape") < before.at("Shape"));
+    CHECK(g.validate().ok());
+    CHECK(g.value(g.outputs[0]).name == "output");
+  }
+}
+
+TEST_CASE("evaluate_node: ONNX semantics through ember's ops") {
+  Node gather_node;
+  gather_node.op_type = "Gather";
+  gather_node.attrs["axis"] = int64_t{1};
+  gather_node.outputs = {0};
+  const Tensor x = tensor({{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}});
+  auto r = evaluate_node(gather_node, {x, tensor({{int64_t{0}, int64_t{-1}}})});
+  REQUIRE(r.ok());
+  check_equal((*r)[0], tensor({{{1.f, 3.f}}, {{4.f, 6.f}}}));
+
+  Node div_node;
+  div_node.op_type = "Div";
+  div_node.outputs = {0};
+  r = evaluate_node(div_node, {tensor({int64_t{7}, int64_t{-7}}), tensor({int64_t{2}, int64_t{2}})});
+  REQUIRE(r.ok());
+  check_equal((*r)[0], tensor({int64_t{3}, int64_t{-3}}));  // truncates, as ONNX integer Div
+
+  Node conv_node;
+  conv_node.op_type = "Conv";
+  r = evaluate_node(conv_node, {x});
+  REQUIRE(!r.ok());
+  CHECK(r.diag().status == Status::NotSupported);
+}
+
+TEST_CASE("unsupported ops are listed all at once, with counts and node names") {
+  auto g = import_onnx(kDir + "unsupported_ops.onnx");
+  REQUIRE(!g.ok());
+  CHECK(g.diag().status == Status::NotSupported);
+  CHECK(g.diag().message == "'" + kDir +
+                                "unsupported_ops.onnx' uses ops the converter does not support (3 nodes of 2 "
+                                "types): Hardmax x2 (hardmax_0, hardmax_1), Sin x1 (sin_0)");
+}
+
+TEST_CASE("bad files: opset, missing initializer, missing, empty, truncated, random bytes") {
+  CHECK(error_of("opset9") == "'" + kDir + "opset9.onnx' uses ONNX opset 9; supported opsets are 11 to 17");
+  CHECK(error_of("missing_initializer") ==
+        "Add 'add_0' reads 'bias', which is no initializer (missing initializer), graph input or earlier "
+        "node's output");
+  auto missing = import_onnx(kDir + "no_such_model.onnx");
+  REQUIRE(!missing.ok());
+  CHECK(missing.diag().status == Status::IoError);
+  CHECK(missing.diag().message == "cannot open '" + kDir + "no_such_model.onnx'");
+
+  auto empty = import_onnx_bytes("", "empty.onnx");
+  REQUIRE(!empty.ok());
+  CHECK(empty.diag().message == "'empty.onnx' is empty: not an ONNX model");
+
+  const std::string cnn = read_bytes(kDir + "cnn_opset13.onnx");
+  REQUIRE(cnn.size() > 1000);
+  for (size_t keep : {cnn.size() / 2, cnn.size() - 1, size_t{7}}) {
+    CAPTURE(keep);
+    auto t = import_onnx_bytes(cnn.substr(0, keep), "cut.onnx");
+    REQUIRE(!t.ok());
+    CHECK(t.diag().status == Status::InvalidModel);
+    CHECK(t.diag().message.rfind("'cut.onnx' is not an ONNX model", 0) == 0);
+  }
+  std::mt19937 rng(42);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::string bytes(1 + rng() % 4096, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng() & 0xff);
+    auto r = import_onnx_bytes(bytes, "random.onnx");
+    REQUIRE(!r.ok());
+    CHECK(r.diag().status == Status::InvalidModel);
+  }
+  // Text is not a protobuf either.
+  auto text = import_onnx_bytes("this is not a model\n", "notes.txt");
+  REQUIRE(!text.ok());
+  CHECK(text.diag().message.rfind("'notes.txt' is not an ONNX model", 0) == 0);
+}
+
+TEST_CASE("passes on a hand-built graph: identity to a graph output, dead nodes, compact") {
+  Graph g;
+  Value in;
+  in.name = "x";
+  in.dtype = DType::Float32;
+  in.shape = std::vector<Dim>{Dim::fixed(2)};
+  const int x = g.add_value(in);
+  g.inputs = {x};
+  auto node = [&](const std::string& op, std::vector<int> ins, const std::string& out) {
+    Value v;
+    v.name = out;
+    const int id = g.add_value(v);
+    Node n;
+    n.op_type = op;
+    n.name = op + "_" + out;
+    n.inputs = std::move(ins);
+    n.outputs = {id};
+    g.nodes.push_back(n);
+    return id;
+  };
+  const int r = node("Relu", {x}, "r");
+  node("Exp", {r}, "unused");  // dead
+  const int y = node("Identity", {r}, "y");
+  g.outputs = {y};
+  REQUIRE(g.validate().ok());
+  CHECK(remove_identities(g) == 1);
+  CHECK(g.value(g.outputs[0]).name == "y");  // Relu now writes "y"
+  CHECK(eliminate_dead_nodes(g) == 1);
+  CHECK(g.compact() == 2);  // "r" and "unused"
+  CHECK(g.op_histogram() == std::map<std::string, int>{{"Relu", 1}});
+  CHECK(g.validate().ok());
+}
+
+}  // namespace ember::converter

@@ -1,0 +1,199 @@
+"""Exports the small ONNX models the converter tests import.
+
+Run by Bazel at build time with Debian's /usr/bin/python3 (python3-torch,
+python3-onnx), offline and seeded:
+    onnx_models.py OUT_DIR
+writes OUT_DIR/<model>.onnx and OUT_DIR/onnx_expected.txt, whose records
+(gen_golden.py's line format) hold what torch says: parameters, inputs and
+the values the converter's folding must reproduce.
+"""
+import os
+import sys
+
+import onnx
+from onnx import TensorProto, helper
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_golden import Emitter  # noqa: E402
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(10, 16)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class SmallCnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.bn1(self.conv1(x)))
+        x = torch.clamp(self.bn2(self.conv2(x)), 0.0, 6.0)
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+class ViewNet(nn.Module):
+    """x.view(x.size(0), -1): Shape -> Gather -> Unsqueeze -> Concat -> Reshape."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3)
+        self.fc = nn.Linear(4 * 4 * 4, 3)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = x.view(x.size(0), -1)
+        return self.fc(x)
+
+
+def randomize_bn(model):
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 1.5)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.5, 0.5)
+
+
+def export(model, x, path, opset, dynamic_batch=True, training=torch.onnx.TrainingMode.EVAL):
+    """Exports with ONNX shape inference's value_info (intermediate shapes) kept."""
+    model.eval()
+    kwargs = {}
+    if dynamic_batch:
+        kwargs["dynamic_axes"] = {"input": {0: "batch"}, "output": {0: "batch"}}
+    torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
+                      output_names=["output"], do_constant_folding=False, training=training, **kwargs)
+    onnx.save(onnx.shape_inference.infer_shapes(onnx.load(path)), path)
+
+
+def make_static(src, dst, batch):
+    """The model at src with its "batch" dim bound to `batch`, shapes re-inferred."""
+    m = onnx.load(src)
+    for v in list(m.graph.input) + list(m.graph.output):
+        for d in v.type.tensor_type.shape.dim:
+            if d.dim_param == "batch":
+                d.dim_value = batch
+    del m.graph.value_info[:]
+    onnx.save(onnx.shape_inference.infer_shapes(m), dst)
+
+
+def unsupported_model(path):
+    """Two unsupported op types (three nodes) beside a supported one."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu_0"),
+        helper.make_node("Hardmax", ["a"], ["b"], name="hardmax_0"),
+        helper.make_node("Sin", ["b"], ["c"], name="sin_0"),
+        helper.make_node("Hardmax", ["c"], ["y"], name="hardmax_1"),
+    ]
+    graph = helper.make_graph(nodes, "unsupported", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def opset9_model(path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu_0")], "old", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)]), path)
+
+
+def missing_initializer_model(path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    graph = helper.make_graph([helper.make_node("Add", ["x", "bias"], ["y"], name="add_0")],
+                              "missing", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def typed_fields_model(path):
+    """Initializers stored in the typed fields (not raw_data), one per dtype."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+    inits = [
+        helper.make_tensor("f32", TensorProto.FLOAT, [3], [1.5, -2.0, 0.25]),
+        helper.make_tensor("f64", TensorProto.DOUBLE, [2], [1e-3, -7.5]),
+        helper.make_tensor("i64", TensorProto.INT64, [2], [-(2 ** 40), 7]),
+        helper.make_tensor("i32", TensorProto.INT32, [2], [-5, 1 << 20]),
+        helper.make_tensor("i8", TensorProto.INT8, [2], [-128, 127]),
+        helper.make_tensor("u8", TensorProto.UINT8, [2], [0, 255]),
+        helper.make_tensor("b", TensorProto.BOOL, [3], [True, False, True]),
+        helper.make_tensor("f16", TensorProto.FLOAT16, [2], [0.5, -3.25]),  # bits in int32_data
+        helper.make_tensor("f16raw", TensorProto.FLOAT16, [2],
+                           torch.tensor([1.0, 65504.0], dtype=torch.float16).numpy().tobytes(), raw=True),
+    ]
+    graph = helper.make_graph([helper.make_node("Add", ["x", "f32"], ["y"], name="add_0")],
+                              "typed", [x], [y], initializer=inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def main(out_dir):
+    torch.set_num_threads(1)
+    os.makedirs(out_dir, exist_ok=True)
+    expected = open(os.path.join(out_dir, "onnx_expected.txt"), "w")
+    emit = Emitter(expected)
+
+    torch.manual_seed(0)
+    mlp = Mlp()
+    x = torch.randn(2, 10)
+    for opset in (11, 13, 17):
+        export(mlp, x, os.path.join(out_dir, f"mlp_opset{opset}.onnx"), opset)
+    for name, p in mlp.state_dict().items():
+        emit.tensor(f"mlp.{name}", p)
+
+    torch.manual_seed(1)
+    cnn = SmallCnn()
+    randomize_bn(cnn)
+    # PRESERVE keeps BatchNormalization nodes (EVAL would fold them into the convs).
+    export(cnn, torch.randn(1, 3, 8, 8), os.path.join(out_dir, "cnn_opset13.onnx"), 13,
+           training=torch.onnx.TrainingMode.PRESERVE)
+    with torch.no_grad():
+        for i, (conv, bn) in enumerate(((cnn.conv1, cnn.bn1), (cnn.conv2, cnn.bn2)), 1):
+            s = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+            emit.tensor(f"cnn.conv{i}.folded_weight", conv.weight * s.reshape(-1, 1, 1, 1))
+            b = conv.bias if conv.bias is not None else torch.zeros_like(bn.running_mean)
+            emit.tensor(f"cnn.conv{i}.folded_bias", (b - bn.running_mean) * s + bn.bias)
+        emit.tensor("cnn.conv1.weight", cnn.conv1.weight)
+        emit.tensor("cnn.bn1.running_var", cnn.bn1.running_var)
+
+    torch.manual_seed(2)
+    view = ViewNet()
+    x = torch.randn(3, 2, 6, 6)
+    # Bound to a static batch, Shape(x) folds and Reshape's target becomes a constant.
+    export(view, x, os.path.join(out_dir, "view_dynamic_opset13.onnx"), 13)
+    export(view, x, os.path.join(out_dir, "view_dynamic_opset11.onnx"), 11)  # Unsqueeze axes attribute
+    make_static(os.path.join(out_dir, "view_dynamic_opset13.onnx"),
+                os.path.join(out_dir, "view_static_opset13.onnx"), x.size(0))
+    emit.tensor("view.reshape_target", torch.tensor([x.size(0), -1]))  # the view's arguments
+
+    torch.manual_seed(3)
+    layer = nn.TransformerEncoderLayer(d_model=32, nhead=2, dim_feedforward=64, dropout=0.1,
+                                       batch_first=True)
+    export(layer, torch.randn(2, 8, 32), os.path.join(out_dir, "transformer_opset13.onnx"), 13)
+    export(layer, torch.randn(2, 8, 32), os.path.join(out_dir, "transformer_opset17.onnx"), 17)
+    emit.tensor("transformer.linear1.weight", layer.linear1.weight)
+    emit.tensor("transformer.norm1.weight", layer.norm1.weight)
+
+    unsupported_model(os.path.join(out_dir, "unsupported_ops.onnx"))
+    opset9_model(os.path.join(out_dir, "opset9.onnx"))
+    missing_initializer_model(os.path.join(out_dir, "missing_initializer.onnx"))
+    typed_fields_model(os.path.join(out_dir, "typed_fields.onnx"))
+    expected.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
