@@ -1,0 +1,217 @@
+// The op_params.h <-> ember.fbs attribute-table mapping.
+#include "runtime/model/format.h"
+
+#include <type_traits>
+
+#include "runtime/core/error.h"
+
+namespace ember {
+namespace {
+
+template <typename P>
+struct AttrsOf;
+template <> struct AttrsOf<NoParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::NONE; };
+template <> struct AttrsOf<ScalarParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::ScalarAttrs; };
+template <> struct AttrsOf<GeluParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::GeluAttrs; };
+template <> struct AttrsOf<ClampParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::ClampAttrs; };
+template <> struct AttrsOf<ReduceParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::ReduceAttrs; };
+template <> struct AttrsOf<SoftmaxParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::SoftmaxAttrs; };
+template <> struct AttrsOf<NormParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::NormAttrs; };
+template <> struct AttrsOf<Conv2dParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::Conv2dAttrs; };
+template <> struct AttrsOf<Pool2dParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::Pool2dAttrs; };
+template <> struct AttrsOf<PadParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::PadAttrs; };
+
+Status fail(std::string* error, std::string message) {
+  if (error != nullptr) *error = std::move(message);
+  return Status::InvalidModel;
+}
+
+bool scalar_from_fb(const fb::ScalarValue* v, Scalar* out) {
+  if (v == nullptr) return false;
+  switch (v->kind()) {
+    case static_cast<uint8_t>(Scalar::Kind::Bool): *out = Scalar(v->i() != 0); return true;
+    case static_cast<uint8_t>(Scalar::Kind::Int): *out = Scalar(v->i()); return true;
+    case static_cast<uint8_t>(Scalar::Kind::Float): *out = Scalar(v->d()); return true;
+    default: return false;
+  }
+}
+
+flatbuffers::Offset<fb::ScalarValue> scalar_to_fb(flatbuffers::FlatBufferBuilder& fbb, Scalar s) {
+  const bool is_float = s.is_floating();
+  return fb::CreateScalarValue(fbb, static_cast<uint8_t>(s.kind()), is_float ? 0 : s.to_int(),
+                               is_float ? s.to_double() : 0.0);
+}
+
+// Copies a vector of exactly 2 values into out[2].
+bool pair_from_fb(const flatbuffers::Vector<int64_t>* v, int64_t out[2]) {
+  if (v == nullptr || v->size() != 2) return false;
+  out[0] = v->Get(0);
+  out[1] = v->Get(1);
+  return true;
+}
+
+}  // namespace
+
+fb::OpAttrs expected_attrs(OpKind op) {
+  switch (op) {
+#define RT_OP(Name, name, n_in, n_out, Params) \
+  case OpKind::Name:                           \
+    return AttrsOf<Params>::value;
+#include "runtime/graph/ops.def"
+#undef RT_OP
+  }
+  return fb::OpAttrs::NONE;
+}
+
+const char* attrs_name(fb::OpAttrs a) {
+  if (a > fb::OpAttrs::MAX) return "unknown";
+  return fb::EnumNameOpAttrs(a);
+}
+
+Status attrs_to_params(const fb::Operator& op, OpParams* params, std::string* error) {
+  const fb::OpAttrs want = expected_attrs(static_cast<OpKind>(op.op()));
+  if (op.attrs_type() != want) {
+    return fail(error, str_cat("attributes are ", attrs_name(op.attrs_type()), ", expected ",
+                               attrs_name(want)));
+  }
+  if (want != fb::OpAttrs::NONE && op.attrs() == nullptr) {
+    return fail(error, str_cat("attributes ", attrs_name(want), " are missing"));
+  }
+  switch (want) {
+    case fb::OpAttrs::NONE:
+      *params = NoParams{};
+      return Status::Ok;
+    case fb::OpAttrs::ScalarAttrs: {
+      ScalarParams p;
+      if (!scalar_from_fb(op.attrs_as_ScalarAttrs()->value(), &p.value))
+        return fail(error, "ScalarAttrs: missing or invalid value");
+      *params = p;
+      return Status::Ok;
+    }
+    case fb::OpAttrs::GeluAttrs:
+      *params = GeluParams{op.attrs_as_GeluAttrs()->tanh_approximation()};
+      return Status::Ok;
+    case fb::OpAttrs::ClampAttrs: {
+      const auto* a = op.attrs_as_ClampAttrs();
+      ClampParams p;
+      p.has_min = a->has_min();
+      p.has_max = a->has_max();
+      if ((p.has_min && !scalar_from_fb(a->min(), &p.min)) ||
+          (p.has_max && !scalar_from_fb(a->max(), &p.max)))
+        return fail(error, "ClampAttrs: missing or invalid min/max");
+      *params = p;
+      return Status::Ok;
+    }
+    case fb::OpAttrs::ReduceAttrs: {
+      const auto* a = op.attrs_as_ReduceAttrs();
+      ReduceParams p;
+      p.dims = a->dims();
+      p.correction = a->correction();
+      p.p = a->p();
+      *params = p;
+      return Status::Ok;
+    }
+    case fb::OpAttrs::SoftmaxAttrs:
+      *params = SoftmaxParams{op.attrs_as_SoftmaxAttrs()->dim()};
+      return Status::Ok;
+    case fb::OpAttrs::NormAttrs: {
+      const auto* a = op.attrs_as_NormAttrs();
+      NormParams p;
+      p.eps = a->eps();
+      p.normalized_rank = a->normalized_rank();
+      *params = p;
+      return Status::Ok;
+    }
+    case fb::OpAttrs::Conv2dAttrs: {
+      const auto* a = op.attrs_as_Conv2dAttrs();
+      Conv2dParams p;
+      if (!pair_from_fb(a->stride(), p.stride) || !pair_from_fb(a->padding(), p.padding) ||
+          !pair_from_fb(a->dilation(), p.dilation))
+        return fail(error, "Conv2dAttrs: stride, padding and dilation need 2 values each");
+      p.groups = a->groups();
+      *params = p;
+      return Status::Ok;
+    }
+    case fb::OpAttrs::Pool2dAttrs: {
+      const auto* a = op.attrs_as_Pool2dAttrs();
+      Pool2dParams p;
+      if (!pair_from_fb(a->kernel(), p.kernel) || !pair_from_fb(a->stride(), p.stride) ||
+          !pair_from_fb(a->padding(), p.padding) || !pair_from_fb(a->dilation(), p.dilation))
+        return fail(error, "Pool2dAttrs: kernel, stride, padding and dilation need 2 values each");
+      p.ceil_mode = a->ceil_mode();
+      p.count_include_pad = a->count_include_pad();
+      p.divisor_override = a->divisor_override();
+      *params = p;
+      return Status::Ok;
+    }
+    case fb::OpAttrs::PadAttrs: {
+      const auto* a = op.attrs_as_PadAttrs();
+      PadParams p;
+      if (a->mode() > static_cast<uint8_t>(PadMode::Circular))
+        return fail(error, str_cat("PadAttrs: unknown mode ", int{a->mode()}));
+      p.mode = static_cast<PadMode>(a->mode());
+      const auto* before = a->before();
+      const auto* after = a->after();
+      const size_t nb = before ? before->size() : 0, na = after ? after->size() : 0;
+      if (nb != na || nb > static_cast<size_t>(kMaxRank))
+        return fail(error, str_cat("PadAttrs: before/after have ", nb, " and ", na,
+                                   " values (equal, at most ", kMaxRank, " expected)"));
+      for (size_t d = 0; d < nb; ++d) {
+        p.before[d] = before->Get(static_cast<flatbuffers::uoffset_t>(d));
+        p.after[d] = after->Get(static_cast<flatbuffers::uoffset_t>(d));
+      }
+      p.value = a->value();
+      *params = p;
+      return Status::Ok;
+    }
+  }
+  return fail(error, str_cat("unknown attributes type ", static_cast<int>(op.attrs_type())));
+}
+
+flatbuffers::Offset<void> params_to_attrs(flatbuffers::FlatBufferBuilder& fbb, const OpParams& params,
+                                          fb::OpAttrs* type) {
+  return std::visit(
+      [&](const auto& p) -> flatbuffers::Offset<void> {
+        using P = std::decay_t<decltype(p)>;
+        *type = AttrsOf<P>::value;
+        if constexpr (std::is_same_v<P, NoParams>) {
+          return 0;
+        } else if constexpr (std::is_same_v<P, ScalarParams>) {
+          return fb::CreateScalarAttrs(fbb, scalar_to_fb(fbb, p.value)).Union();
+        } else if constexpr (std::is_same_v<P, GeluParams>) {
+          return fb::CreateGeluAttrs(fbb, p.tanh_approximation).Union();
+        } else if constexpr (std::is_same_v<P, ClampParams>) {
+          auto mn = scalar_to_fb(fbb, p.min);
+          auto mx = scalar_to_fb(fbb, p.max);
+          return fb::CreateClampAttrs(fbb, p.has_min, p.has_max, mn, mx).Union();
+        } else if constexpr (std::is_same_v<P, ReduceParams>) {
+          return fb::CreateReduceAttrs(fbb, p.dims, p.correction, p.p).Union();
+        } else if constexpr (std::is_same_v<P, SoftmaxParams>) {
+          return fb::CreateSoftmaxAttrs(fbb, p.dim).Union();
+        } else if constexpr (std::is_same_v<P, NormParams>) {
+          return fb::CreateNormAttrs(fbb, p.eps, p.normalized_rank).Union();
+        } else if constexpr (std::is_same_v<P, Conv2dParams>) {
+          auto s = fbb.CreateVector(p.stride, 2);
+          auto pad = fbb.CreateVector(p.padding, 2);
+          auto d = fbb.CreateVector(p.dilation, 2);
+          return fb::CreateConv2dAttrs(fbb, s, pad, d, p.groups).Union();
+        } else if constexpr (std::is_same_v<P, Pool2dParams>) {
+          auto k = fbb.CreateVector(p.kernel, 2);
+          auto s = fbb.CreateVector(p.stride, 2);
+          auto pad = fbb.CreateVector(p.padding, 2);
+          auto d = fbb.CreateVector(p.dilation, 2);
+          return fb::CreatePool2dAttrs(fbb, k, s, pad, d, p.ceil_mode, p.count_include_pad,
+                                       p.divisor_override)
+              .Union();
+        } else {
+          static_assert(std::is_same_v<P, PadParams>, "append the new params struct here");
+          // Trailing dims that pad nothing are still written: kMaxRank values each.
+          auto b = fbb.CreateVector(p.before, static_cast<size_t>(kMaxRank));
+          auto a = fbb.CreateVector(p.after, static_cast<size_t>(kMaxRank));
+          return fb::CreatePadAttrs(fbb, static_cast<uint8_t>(p.mode), b, a, p.value).Union();
+        }
+      },
+      params);
+}
+
+}  // namespace ember

@@ -1,0 +1,491 @@
+// Model loading: mmap, flatbuffers verification, semantic checks, weight views.
+#include "runtime/model/loader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <unordered_set>
+
+#include "runtime/core/error.h"
+
+namespace ember {
+namespace {
+
+constexpr size_t kHeaderBytes = 12;  // uint32 size prefix, uint32 root offset, "EMBR"
+
+template <typename... Args>
+Status fail(std::string* error, Status status, const Args&... args) {
+  if (error != nullptr) *error = str_cat(args...);
+  return status;
+}
+
+template <typename... Args>
+Status invalid(std::string* error, const Args&... args) {
+  return fail(error, Status::InvalidModel, args...);
+}
+
+bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
+bool add_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_add_overflow(a, b, out); }
+
+std::string printable(const uint8_t* p, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] >= 0x20 && p[i] < 0x7f) {
+      s += static_cast<char>(p[i]);
+    } else {
+      static const char kHex[] = "0123456789abcdef";
+      s += "\\x";
+      s += kHex[p[i] >> 4];
+      s += kHex[p[i] & 15];
+    }
+  }
+  return s;
+}
+
+std::string_view str(const flatbuffers::String* s) {
+  return s == nullptr ? std::string_view() : std::string_view(s->c_str(), s->size());
+}
+
+template <typename T>
+uint32_t len(const flatbuffers::Vector<T>* v) {
+  return v == nullptr ? 0 : v->size();
+}
+
+std::string shape_text(const flatbuffers::Vector<int64_t>* shape) {
+  std::string s = "[";
+  for (uint32_t d = 0; d < len(shape); ++d) s += str_cat(d ? ", " : "", shape->Get(d));
+  return s + "]";
+}
+
+// What the per-tensor pass learns and the graph pass reuses.
+struct TensorFacts {
+  bool has_data = false;
+};
+
+class Checker {
+ public:
+  Checker(const uint8_t* data, size_t size, Verification v, std::string* error)
+      : data_(data), size_(size), full_(v == Verification::Full), error_(error) {}
+
+  Status run();
+  const fb::Model* root() const { return root_; }
+
+ private:
+  Status check_header();
+  Status check_segments();
+  Status check_tensor(uint32_t i);
+  Status check_coo(uint32_t i, const fb::Tensor& t, const std::string& where);
+  Status check_quant(const fb::Tensor& t, const std::string& where);
+  Status check_graph();
+  std::string tensor_where(uint32_t i) const {
+    return str_cat("tensor ", i, " '", str(tensors_->Get(i)->name()), "'");
+  }
+  // A tensor reference inside operator/graph messages.
+  std::string tensor_ref(int32_t i) const {
+    return str_cat("tensor ", i, " '", str(tensors_->Get(static_cast<uint32_t>(i))->name()), "'");
+  }
+
+  const uint8_t* data_;
+  size_t size_;
+  bool full_;
+  std::string* error_;
+  uint64_t fb_end_ = 0;
+  const fb::Model* root_ = nullptr;
+  const flatbuffers::Vector<flatbuffers::Offset<fb::Tensor>>* tensors_ = nullptr;
+  std::vector<TensorFacts> facts_;
+};
+
+Status Checker::check_header() {
+  if (size_ == 0) return invalid(error_, "file is empty");
+  if (size_ < kHeaderBytes)
+    return invalid(error_, "file is too small to be an ember model (", size_, " bytes)");
+  if (static_cast<uint64_t>(size_) > kMaxModelFileSize)
+    return invalid(error_, "file is too large (", size_, " bytes)");
+  if (!fb::ModelBufferHasIdentifier(data_ + sizeof(flatbuffers::uoffset_t)))
+    return invalid(error_, "not an ember model: file identifier is '", printable(data_ + 8, 4),
+                   "', expected '", fb::ModelIdentifier(), "'");
+  const uint64_t fb_size = flatbuffers::ReadScalar<flatbuffers::uoffset_t>(data_);
+  fb_end_ = fb_size + sizeof(flatbuffers::uoffset_t);
+  if (fb_end_ > size_)
+    return invalid(error_, "flatbuffer of ", fb_size, " bytes does not fit in the file (", size_,
+                   " bytes): truncated file?");
+  if (fb_size >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    return invalid(error_, "flatbuffer of ", fb_size, " bytes is too large");
+  flatbuffers::Verifier::Options options;
+  options.max_tables = 1u << 24;
+  options.max_depth = 64;
+  flatbuffers::Verifier verifier(data_, static_cast<size_t>(fb_end_), options.max_depth,
+                                 options.max_tables);
+  if (!fb::VerifySizePrefixedModelBuffer(verifier))
+    return invalid(error_, "flatbuffers verification failed: corrupt or truncated file");
+  root_ = fb::GetSizePrefixedModel(data_);
+  if (root_->version() < kMinFormatVersion || root_->version() > kFormatVersion)
+    return fail(error_, Status::NotSupported, "unsupported format version ", root_->version(),
+                " (this build reads versions ", kMinFormatVersion, " to ", kFormatVersion, ")");
+  if (root_->graph() == nullptr) return invalid(error_, "model has no graph");
+  tensors_ = root_->graph()->tensors();
+  return Status::Ok;
+}
+
+Status Checker::check_segments() {
+  const auto* segs = root_->segments();
+  std::vector<uint32_t> order;
+  for (uint32_t i = 0; i < len(segs); ++i) {
+    const fb::Segment* s = segs->Get(i);
+    const std::string where = str_cat("segment ", i, " (offset ", s->offset(), ", size ", s->size(), ")");
+    if (s->offset() % kSegmentAlignment != 0)
+      return invalid(error_, where, " is not ", kSegmentAlignment, "-byte aligned");
+    if (s->offset() < fb_end_)
+      return invalid(error_, where, " overlaps the flatbuffer (", fb_end_, " bytes)");
+    uint64_t end = 0, padded = 0;
+    if (add_overflows(s->offset(), s->size(), &end) || add_overflows(end, kTensorTailPadding, &padded) ||
+        padded > size_)
+      return invalid(error_, where, " ends past the end of the file (", size_, " bytes, of which the last ",
+                     kTensorTailPadding, " are padding)");
+    order.push_back(i);
+  }
+  if (full_) {
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return segs->Get(a)->offset() < segs->Get(b)->offset();
+    });
+    for (size_t k = 1; k < order.size(); ++k) {
+      const fb::Segment* prev = segs->Get(order[k - 1]);
+      if (prev->offset() + prev->size() > segs->Get(order[k])->offset())
+        return invalid(error_, "segments ", std::min(order[k - 1], order[k]), " and ",
+                       std::max(order[k - 1], order[k]), " overlap");
+    }
+  }
+  return Status::Ok;
+}
+
+Status Checker::check_tensor(uint32_t i) {
+  const fb::Tensor& t = *tensors_->Get(i);
+  const std::string where = tensor_where(i);
+  if (t.dtype() >= kNumDTypes) return invalid(error_, where, ": unknown dtype id ", int{t.dtype()});
+  const DType dtype = static_cast<DType>(t.dtype());
+  const auto* shape = t.shape();
+  if (len(shape) > static_cast<uint32_t>(kMaxRank))
+    return invalid(error_, where, ": rank ", len(shape), " exceeds the maximum ", kMaxRank);
+  if (len(t.dim_names()) != 0 && len(t.dim_names()) != len(shape))
+    return invalid(error_, where, ": ", len(t.dim_names()), " dim_names for rank ", len(shape));
+  bool symbolic = false;
+  uint64_t numel = 1;
+  bool numel_overflow = false;
+  for (uint32_t d = 0; d < len(shape); ++d) {
+    const int64_t n = shape->Get(d);
+    if (n < -1) return invalid(error_, where, ": negative dimension in shape ", shape_text(shape));
+    if (n == -1) {
+      symbolic = true;
+    } else if (mul_overflows(numel, static_cast<uint64_t>(n), &numel)) {
+      numel_overflow = true;
+    }
+  }
+  const fb::DataRef* ref = t.data();
+  facts_[i].has_data = ref != nullptr;
+  if (ref == nullptr) {
+    if (t.sparse() != nullptr) return invalid(error_, where, ": sparse tensor without data");
+    return Status::Ok;
+  }
+  if (symbolic) return invalid(error_, where, ": a weight cannot have symbolic dimensions");
+  if (numel_overflow || numel > (uint64_t{1} << 62))
+    return invalid(error_, where, ": shape ", shape_text(shape), " has too many elements");
+  uint64_t count = numel;
+  if (const fb::SparseCoo* sp = t.sparse()) {
+    if (sp->nnz() < 0 || static_cast<uint64_t>(sp->nnz()) > numel)
+      return invalid(error_, where, ": nnz ", sp->nnz(), " out of range for shape ", shape_text(shape));
+    count = static_cast<uint64_t>(sp->nnz());
+  }
+  uint64_t bytes = 0;
+  if (mul_overflows(count, element_size(dtype), &bytes))
+    return invalid(error_, where, ": byte size overflows");
+  if (ref->size() != bytes) {
+    return invalid(error_, where, ": data is ", ref->size(), " bytes, ",
+                   t.sparse() ? str_cat("nnz ", count) : str_cat("shape ", shape_text(shape)), " x ",
+                   dtype_name(dtype), " needs ", bytes);
+  }
+  const auto* segs = root_->segments();
+  if (ref->segment() >= len(segs))
+    return invalid(error_, where, ": segment ", ref->segment(), " out of range (", len(segs), " segments)");
+  const fb::Segment* seg = segs->Get(ref->segment());
+  uint64_t end = 0;
+  if (ref->offset() % kSegmentAlignment != 0)
+    return invalid(error_, where, ": data offset ", ref->offset(), " is not ", kSegmentAlignment,
+                   "-byte aligned");
+  if (add_overflows(ref->offset(), ref->size(), &end) || end > seg->size())
+    return invalid(error_, where, ": data (offset ", ref->offset(), ", size ", ref->size(),
+                   ") exceeds segment ", ref->segment(), " (", seg->size(), " bytes)");
+  if (full_) {
+    RT_RETURN_IF_ERROR(check_quant(t, where));
+  }
+  return Status::Ok;
+}
+
+Status Checker::check_quant(const fb::Tensor& t, const std::string& where) {
+  const fb::QuantParams* q = t.quant();
+  if (q == nullptr) return Status::Ok;
+  const uint32_t n = len(q->scales());
+  if (n == 0) return invalid(error_, where, ": quantization without scales");
+  if (len(q->zero_points()) != 0 && len(q->zero_points()) != n)
+    return invalid(error_, where, ": ", len(q->zero_points()), " zero points for ", n, " scales");
+  if (n > 1) {
+    const uint32_t rank = len(t.shape());
+    if (q->axis() < 0 || static_cast<uint32_t>(q->axis()) >= rank)
+      return invalid(error_, where, ": quantization axis ", q->axis(), " out of range for rank ", rank);
+    const int64_t channels = t.shape()->Get(static_cast<uint32_t>(q->axis()));
+    if (channels != -1 && static_cast<uint64_t>(channels) != n)
+      return invalid(error_, where, ": ", n, " scales for ", channels, " channels on axis ", q->axis());
+  }
+  return Status::Ok;
+}
+
+Status Checker::check_coo(uint32_t i, const fb::Tensor& t, const std::string& where) {
+  const fb::SparseCoo* sp = t.sparse();
+  if (sp->layout() != fb::SparseLayout::Coo)
+    return invalid(error_, where, ": unknown sparse layout ", static_cast<int>(sp->layout()));
+  const int32_t idx = sp->indices();
+  if (idx < 0 || static_cast<uint32_t>(idx) >= tensors_->size() || static_cast<uint32_t>(idx) == i)
+    return invalid(error_, where, ": COO indices tensor ", idx, " out of range");
+  const fb::Tensor& it = *tensors_->Get(static_cast<uint32_t>(idx));
+  const uint32_t rank = len(t.shape());
+  const int64_t nnz = sp->nnz();
+  if (!facts_[static_cast<uint32_t>(idx)].has_data || it.sparse() != nullptr ||
+      it.dtype() != static_cast<uint8_t>(DType::Int64) || len(it.shape()) != 2 ||
+      it.shape()->Get(0) != static_cast<int64_t>(rank) || it.shape()->Get(1) != nnz)
+    return invalid(error_, where, ": COO indices ", tensor_ref(idx), " must be a dense int64 weight of shape [",
+                   rank, ", ", nnz, "]");
+  // The only weight bytes the loader reads: coordinates must lie inside the shape.
+  const fb::Segment* seg = root_->segments()->Get(it.data()->segment());
+  const uint8_t* p = data_ + seg->offset() + it.data()->offset();
+  for (uint32_t d = 0; d < rank; ++d) {
+    const int64_t dim = t.shape()->Get(d);
+    for (int64_t k = 0; k < nnz; ++k) {
+      int64_t v;
+      std::memcpy(&v, p + (static_cast<uint64_t>(d) * static_cast<uint64_t>(nnz) + static_cast<uint64_t>(k)) * 8, 8);
+      if (v < 0 || v >= dim)
+        return invalid(error_, where, ": COO index ", v, " of value ", k, " out of bounds for dimension ", d,
+                       " of size ", dim);
+    }
+  }
+  return Status::Ok;
+}
+
+Status Checker::check_graph() {
+  const fb::Graph& g = *root_->graph();
+  const uint32_t nt = len(tensors_);
+  auto in_range = [&](int32_t t) { return t >= 0 && static_cast<uint32_t>(t) < nt; };
+  // Unique names.
+  std::unordered_set<std::string_view> names;
+  for (uint32_t i = 0; i < nt; ++i) {
+    const std::string_view name = str(tensors_->Get(i)->name());
+    if (name.empty()) return invalid(error_, "tensor ", i, " has no name");
+    if (!names.insert(name).second) return invalid(error_, "tensor ", i, ": duplicate name '", name, "'");
+    if (tensors_->Get(i)->sparse() != nullptr)
+      RT_RETURN_IF_ERROR(check_coo(i, *tensors_->Get(i), tensor_where(i)));
+  }
+  std::vector<uint8_t> defined(nt, 0);
+  for (uint32_t i = 0; i < nt; ++i) defined[i] = facts_[i].has_data;
+  for (uint32_t k = 0; k < len(g.inputs()); ++k) {
+    const int32_t t = g.inputs()->Get(k);
+    if (!in_range(t)) return invalid(error_, "graph input ", k, ": tensor index ", t, " out of range (", nt, " tensors)");
+    if (defined[static_cast<uint32_t>(t)])
+      return invalid(error_, "graph input ", k, ": ", tensor_ref(t), " is a weight or listed twice");
+    defined[static_cast<uint32_t>(t)] = 1;
+  }
+  const auto* ops = g.operators();
+  for (uint32_t k = 0; k < len(ops); ++k) {
+    const fb::Operator& op = *ops->Get(k);
+    if (op.op() >= kNumOps)
+      return invalid(error_, "operator ", k, " '", str(op.name()), "': unknown op id ", op.op());
+    const OpKind kind = static_cast<OpKind>(op.op());
+    const std::string where = str_cat("operator ", k, " '", str(op.name()), "' (", op_name(kind), ")");
+    if (len(op.inputs()) != static_cast<uint32_t>(op_num_inputs(kind)) ||
+        len(op.outputs()) != static_cast<uint32_t>(op_num_outputs(kind)))
+      return invalid(error_, where, ": has ", len(op.inputs()), " inputs and ", len(op.outputs()),
+                     " outputs, expected ", op_num_inputs(kind), " and ", op_num_outputs(kind));
+    for (uint32_t j = 0; j < len(op.inputs()); ++j) {
+      const int32_t t = op.inputs()->Get(j);
+      if (t == -1) continue;
+      if (!in_range(t))
+        return invalid(error_, where, ": input ", j, ": tensor index ", t, " out of range (", nt, " tensors)");
+      if (!defined[static_cast<uint32_t>(t)])
+        return invalid(error_, where, ": input ", j, " (", tensor_ref(t),
+                       ") is not a graph input, a weight or an earlier operator's output (cycle or wrong order)");
+    }
+    for (uint32_t j = 0; j < len(op.outputs()); ++j) {
+      const int32_t t = op.outputs()->Get(j);
+      if (t == -1) continue;
+      if (!in_range(t))
+        return invalid(error_, where, ": output ", j, ": tensor index ", t, " out of range (", nt, " tensors)");
+      if (defined[static_cast<uint32_t>(t)])
+        return invalid(error_, where, ": output ", j, " (", tensor_ref(t), ") is already defined");
+      defined[static_cast<uint32_t>(t)] = 1;
+    }
+    OpParams params;
+    std::string why;
+    if (attrs_to_params(op, &params, &why) != Status::Ok) return invalid(error_, where, ": ", why);
+  }
+  for (uint32_t k = 0; k < len(g.outputs()); ++k) {
+    const int32_t t = g.outputs()->Get(k);
+    if (!in_range(t)) return invalid(error_, "graph output ", k, ": tensor index ", t, " out of range (", nt, " tensors)");
+    if (!defined[static_cast<uint32_t>(t)])
+      return invalid(error_, "graph output ", k, ": ", tensor_ref(t), " is never computed");
+  }
+  return Status::Ok;
+}
+
+Status Checker::run() {
+  RT_RETURN_IF_ERROR(check_header());
+  RT_RETURN_IF_ERROR(check_segments());
+  facts_.assign(len(tensors_), TensorFacts{});
+  for (uint32_t i = 0; i < len(tensors_); ++i) RT_RETURN_IF_ERROR(check_tensor(i));
+  if (full_) RT_RETURN_IF_ERROR(check_graph());
+  return Status::Ok;
+}
+
+struct Mapping {
+  void* addr = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (addr != nullptr) munmap(addr, size);
+  }
+};
+
+}  // namespace
+
+Status verify_model(const void* data, size_t size, Verification v, std::string* error) {
+  if (data == nullptr && size != 0) return invalid(error, "no data");
+  Checker checker(static_cast<const uint8_t*>(data), size, v, error);
+  return checker.run();
+}
+
+Result<Model> Model::init(std::shared_ptr<void> owner, const std::byte* base, size_t size, Verification v,
+                          std::string* error) {
+  Checker checker(reinterpret_cast<const uint8_t*>(base), size, v, error);
+  RT_RETURN_IF_ERROR(checker.run());
+  Model model(std::move(owner), base, size, checker.root());
+  const auto* tensors = model.root_->graph()->tensors();
+  model.weights_.resize(len(tensors));
+  std::vector<int64_t> sizes;
+  for (uint32_t i = 0; i < len(tensors); ++i) {
+    const fb::Tensor& t = *tensors->Get(i);
+    if (t.data() == nullptr) continue;
+    sizes.clear();
+    if (t.sparse() != nullptr) {
+      sizes.push_back(t.sparse()->nnz());
+    } else {
+      for (uint32_t d = 0; d < len(t.shape()); ++d) sizes.push_back(t.shape()->Get(d));
+    }
+    const fb::Segment* seg = model.root_->segments()->Get(t.data()->segment());
+    // Read-only mapping: the const_cast only satisfies from_blob's signature.
+    void* p = const_cast<std::byte*>(base + seg->offset() + t.data()->offset());
+    std::shared_ptr<void> keep = model.owner_;
+    model.weights_[i] = from_blob(p, sizes, static_cast<DType>(t.dtype()), [keep](void*) {});
+  }
+  return model;
+}
+
+Result<Model> Model::load(const std::string& path, Verification v, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(error, Status::IoError, "cannot open '", path, "': ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail(error, Status::IoError, "cannot read '", path, "': not a regular file");
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  auto mapping = std::make_shared<Mapping>();
+  if (size > 0) {
+    void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (addr == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      return fail(error, Status::IoError, "cannot map '", path, "': ", std::strerror(err));
+    }
+    mapping->addr = addr;
+    mapping->size = size;
+  }
+  ::close(fd);
+  const auto* base = static_cast<const std::byte*>(mapping->addr);
+  std::string why;
+  auto model = init(std::move(mapping), base, size, v, &why);
+  if (!model.ok() && error != nullptr) *error = str_cat(path, ": ", why);
+  return model;
+}
+
+Result<Model> Model::load_from_bytes(const void* data, size_t size, Verification v, std::string* error) {
+  const size_t rounded = (size + kSegmentAlignment - 1) / kSegmentAlignment * kSegmentAlignment;
+  std::shared_ptr<void> buffer(std::aligned_alloc(kSegmentAlignment, rounded == 0 ? kSegmentAlignment : rounded),
+                               [](void* p) { std::free(p); });
+  if (buffer == nullptr) return fail(error, Status::OutOfMemory, "cannot allocate ", size, " bytes");
+  if (size > 0) std::memcpy(buffer.get(), data, size);
+  const auto* base = static_cast<const std::byte*>(buffer.get());
+  return init(std::move(buffer), base, size, v, error);
+}
+
+const fb::Tensor& Model::tensor(int i) const {
+  RT_CHECK(i >= 0 && i < num_tensors(), "Model::tensor: index out of range");
+  return *root_->graph()->tensors()->Get(static_cast<uint32_t>(i));
+}
+
+std::string_view Model::tensor_name(int i) const { return str(tensor(i).name()); }
+DType Model::tensor_dtype(int i) const { return static_cast<DType>(tensor(i).dtype()); }
+
+std::vector<int64_t> Model::tensor_shape(int i) const {
+  const auto* shape = tensor(i).shape();
+  return shape == nullptr ? std::vector<int64_t>() : std::vector<int64_t>(shape->begin(), shape->end());
+}
+
+int Model::find_tensor(std::string_view name) const {
+  for (int i = 0; i < num_tensors(); ++i)
+    if (tensor_name(i) == name) return i;
+  return -1;
+}
+
+int Model::num_ops() const { return static_cast<int>(len(root_->graph()->operators())); }
+
+const fb::Operator& Model::op(int i) const {
+  RT_CHECK(i >= 0 && i < num_ops(), "Model::op: index out of range");
+  return *root_->graph()->operators()->Get(static_cast<uint32_t>(i));
+}
+
+OpKind Model::op_kind(int i) const { return static_cast<OpKind>(op(i).op()); }
+
+Result<OpParams> Model::op_params(int i, std::string* error) const {
+  const fb::Operator& o = op(i);
+  if (o.op() >= kNumOps) return fail(error, Status::InvalidModel, "unknown op id ", o.op());
+  OpParams params;
+  RT_RETURN_IF_ERROR(attrs_to_params(o, &params, error));
+  return params;
+}
+
+namespace {
+Span<const int32_t> span_of(const flatbuffers::Vector<int32_t>* v) {
+  return v == nullptr ? Span<const int32_t>() : Span<const int32_t>(v->data(), v->size());
+}
+}  // namespace
+
+Span<const int32_t> Model::inputs() const { return span_of(root_->graph()->inputs()); }
+Span<const int32_t> Model::outputs() const { return span_of(root_->graph()->outputs()); }
+
+ModelMetadata Model::metadata() const {
+  ModelMetadata m;
+  const fb::Metadata* md = root_->metadata();
+  if (md == nullptr) return m;
+  m.producer = std::string(str(md->producer()));
+  m.producer_version = std::string(str(md->producer_version()));
+  m.source_hash = std::string(str(md->source_hash()));
+  for (uint32_t k = 0; k < len(md->converter_options()); ++k) {
+    const fb::KeyValue* kv = md->converter_options()->Get(k);
+    m.converter_options.emplace_back(std::string(str(kv->key())), std::string(str(kv->value())));
+  }
+  return m;
+}
+
+}  // namespace ember

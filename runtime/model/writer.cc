@@ -1,0 +1,170 @@
+// write_model / serialize_model: ModelDef -> `.ember` bytes -> file.
+#include "runtime/model/writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "runtime/core/error.h"
+#include "runtime/model/format.h"
+#include "runtime/model/loader.h"
+
+namespace ember {
+namespace {
+
+template <typename... Args>
+Status fail(std::string* error, Status status, const Args&... args) {
+  if (error != nullptr) *error = str_cat(args...);
+  return status;
+}
+
+uint64_t align_up(uint64_t n) { return (n + kSegmentAlignment - 1) / kSegmentAlignment * kSegmentAlignment; }
+
+bool is_weight(const TensorDef& t) { return t.has_data || t.tensor.defined() || !t.data.empty(); }
+
+// What serialization itself needs; everything else is left to verify_model.
+Status precheck(const ModelDef& def, std::string* error) {
+  for (size_t i = 0; i < def.tensors.size(); ++i) {
+    const TensorDef& t = def.tensors[i];
+    const std::string where = str_cat("tensor ", i, " '", t.name, "'");
+    if (t.tensor.defined()) {
+      if (!t.data.empty())
+        return fail(error, Status::InvalidArgument, where, ": has both owned data and a referenced tensor");
+      if (!t.tensor.device().is_cpu() || !t.tensor.is_contiguous())
+        return fail(error, Status::InvalidArgument, where, ": the referenced tensor must be a contiguous CPU tensor");
+      if (t.tensor.dtype() != t.dtype)
+        return fail(error, Status::DTypeMismatch, where, ": the referenced tensor is ", dtype_name(t.tensor.dtype()),
+                    ", the TensorDef says ", dtype_name(t.dtype));
+    }
+  }
+  return Status::Ok;
+}
+
+// Builds the size-prefixed flatbuffer with the given segment file offsets.
+void build(const ModelDef& def, const std::vector<uint64_t>& seg_offsets, flatbuffers::FlatBufferBuilder& fbb) {
+  fbb.Clear();
+  fbb.ForceDefaults(true);  // the size must not depend on the offsets' values
+  std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+  std::vector<flatbuffers::Offset<fb::Segment>> segments;
+  uint32_t seg = 0;
+  for (const TensorDef& t : def.tensors) {
+    auto name = fbb.CreateString(t.name);
+    auto shape = fbb.CreateVector(t.shape);
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> dim_names;
+    if (!t.dim_names.empty()) dim_names = fbb.CreateVectorOfStrings(t.dim_names);
+    flatbuffers::Offset<fb::DataRef> data;
+    if (is_weight(t)) {
+      const uint64_t size = t.byte_size();
+      data = fb::CreateDataRef(fbb, seg, 0, size);
+      segments.push_back(fb::CreateSegment(fbb, seg_offsets[seg], size));
+      ++seg;
+    }
+    flatbuffers::Offset<fb::QuantParams> quant;
+    if (t.quant) {
+      quant = fb::CreateQuantParams(fbb, fbb.CreateVector(t.quant->scales),
+                                    fbb.CreateVector(t.quant->zero_points), t.quant->axis);
+    }
+    flatbuffers::Offset<fb::SparseCoo> sparse;
+    if (t.sparse) sparse = fb::CreateSparseCoo(fbb, t.sparse->indices, t.sparse->nnz, fb::SparseLayout::Coo);
+    tensors.push_back(fb::CreateTensor(fbb, name, shape, dim_names, static_cast<uint8_t>(t.dtype), data, quant,
+                                       sparse, t.trainable));
+  }
+  std::vector<flatbuffers::Offset<fb::Operator>> ops;
+  for (const OpDef& op : def.ops) {
+    auto inputs = fbb.CreateVector(op.inputs);
+    auto outputs = fbb.CreateVector(op.outputs);
+    auto name = fbb.CreateString(op.name);
+    fb::OpAttrs type = fb::OpAttrs::NONE;
+    auto attrs = params_to_attrs(fbb, op.params, &type);
+    ops.push_back(fb::CreateOperator(fbb, static_cast<uint16_t>(op.op), op.version, inputs, outputs, name, type,
+                                     attrs));
+  }
+  auto graph = fb::CreateGraph(fbb, fbb.CreateVector(tensors), fbb.CreateVector(ops), fbb.CreateVector(def.inputs),
+                               fbb.CreateVector(def.outputs));
+  std::vector<flatbuffers::Offset<fb::KeyValue>> options;
+  for (const auto& kv : def.metadata.converter_options)
+    options.push_back(fb::CreateKeyValue(fbb, fbb.CreateString(kv.first), fbb.CreateString(kv.second)));
+  auto metadata = fb::CreateMetadata(fbb, fbb.CreateString(def.metadata.producer),
+                                     fbb.CreateString(def.metadata.producer_version),
+                                     fbb.CreateString(def.metadata.source_hash), fbb.CreateVector(options));
+  auto model = fb::CreateModel(fbb, kFormatVersion, graph, metadata, fbb.CreateVector(segments));
+  fb::FinishSizePrefixedModelBuffer(fbb, model);
+}
+
+}  // namespace
+
+namespace detail {
+Status serialize_model_unverified(const ModelDef& def, std::vector<std::byte>* out, std::string* error) {
+  RT_RETURN_IF_ERROR(precheck(def, error));
+  std::vector<const TensorDef*> weights;
+  for (const TensorDef& t : def.tensors)
+    if (is_weight(t)) weights.push_back(&t);
+  // The flatbuffer's size does not depend on the offsets (ForceDefaults), so
+  // one sizing pass gives the layout; the second pass writes the real offsets.
+  std::vector<uint64_t> offsets(weights.size(), 0);
+  flatbuffers::FlatBufferBuilder fbb(4096);
+  build(def, offsets, fbb);
+  const size_t fb_size = fbb.GetSize();
+  uint64_t end = fb_size;  // end of the last thing written
+  for (size_t k = 0; k < weights.size(); ++k) {
+    offsets[k] = align_up(end);
+    end = offsets[k] + weights[k]->byte_size();
+  }
+  // Exactly kTensorTailPadding bytes follow the last segment, so any
+  // truncation of a written file is detected.
+  const uint64_t total = end + kTensorTailPadding;
+  build(def, offsets, fbb);
+  if (fbb.GetSize() != fb_size)
+    return fail(error, Status::Internal, "flatbuffer size changed between passes (", fb_size, " then ",
+                fbb.GetSize(), ")");
+  out->assign(static_cast<size_t>(total), std::byte{0});
+  std::memcpy(out->data(), fbb.GetBufferPointer(), fb_size);
+  for (size_t k = 0; k < weights.size(); ++k) {
+    if (weights[k]->byte_size() > 0)
+      std::memcpy(out->data() + offsets[k], weights[k]->bytes(), weights[k]->byte_size());
+  }
+  return Status::Ok;
+}
+}  // namespace detail
+
+Status serialize_model(const ModelDef& def, std::vector<std::byte>* out, std::string* error) {
+  RT_RETURN_IF_ERROR(detail::serialize_model_unverified(def, out, error));
+  // The writer's own validation is the loader's: one set of rules.
+  Status s = verify_model(out->data(), out->size(), Verification::Full, error);
+  if (s != Status::Ok) out->clear();
+  return s;
+}
+
+Status write_model(const ModelDef& def, const std::string& path, std::string* error) {
+  std::vector<std::byte> bytes;
+  RT_RETURN_IF_ERROR(serialize_model(def, &bytes, error));
+  const std::string tmp = str_cat(path, ".tmp.", ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail(error, Status::IoError, "cannot create '", tmp, "': ", std::strerror(errno));
+  const std::byte* p = bytes.data();
+  size_t left = bytes.size();
+  int err = 0;
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      err = errno;
+      break;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    return fail(error, Status::IoError, "cannot write '", path, "': ", std::strerror(err));
+  }
+  return Status::Ok;
+}
+
+}  // namespace ember

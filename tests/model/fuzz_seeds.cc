@@ -1,0 +1,107 @@
+// Writes valid `.ember` files into a directory: the seed corpus of loader_fuzz.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "runtime/model/writer.h"
+
+using namespace ember;
+
+namespace {
+
+TensorDef make_tensor(std::string name, std::vector<int64_t> shape, DType dtype, size_t data_bytes, bool weight) {
+  TensorDef t;
+  t.name = std::move(name);
+  t.shape = std::move(shape);
+  t.dtype = dtype;
+  t.has_data = weight;
+  t.data.assign(data_bytes, std::byte{3});
+  return t;
+}
+
+OpDef make_op(OpKind kind, std::vector<int32_t> in, std::vector<int32_t> out, OpParams params = NoParams{}) {
+  OpDef op;
+  op.op = kind;
+  op.inputs = std::move(in);
+  op.outputs = std::move(out);
+  op.name = std::string(op_name(kind));
+  op.params = params;
+  return op;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+    return 2;
+  }
+  std::vector<ModelDef> defs(3);
+  {  // MLP-like with a symbolic batch, a quantized weight and metadata.
+    ModelDef& d = defs[0];
+    TensorDef x = make_tensor("x", {-1, 4}, DType::Float32, 0, false);
+    x.dim_names = {"batch", ""};
+    d.add_tensor(x);
+    TensorDef w = make_tensor("w", {4, 3}, DType::Int8, 12, true);
+    w.quant = QuantDef{{0.5f, 0.25f, 1.f}, {0, 1, 2}, 1};
+    d.add_tensor(w);
+    d.add_tensor(make_tensor("h", {-1, 3}, DType::Float32, 0, false));
+    d.add_tensor(make_tensor("y", {-1, 3}, DType::Float32, 0, false));
+    d.inputs = {0};
+    d.outputs = {3};
+    d.ops.push_back(make_op(OpKind::MatMul, {0, 1}, {2}));
+    d.ops.push_back(make_op(OpKind::Gelu, {2}, {3}, GeluParams{true}));
+    d.metadata.producer = "fuzz_seeds";
+    d.metadata.converter_options = {{"k", "v"}};
+  }
+  {  // Conv + pool + pad, a sparse COO weight.
+    ModelDef& d = defs[1];
+    d.add_tensor(make_tensor("x", {1, 2, 5, 5}, DType::Float32, 0, false));
+    d.add_tensor(make_tensor("w", {2, 2, 3, 3}, DType::Float16, 72, true));
+    TensorDef sp = make_tensor("sp", {2, 3}, DType::Float32, 8, true);
+    sp.sparse = SparseCooDef{3, 2};
+    d.add_tensor(sp);
+    TensorDef idx = make_tensor("sp.idx", {2, 2}, DType::Int64, 0, true);
+    const int64_t coords[4] = {0, 1, 2, 0};
+    idx.data.resize(32);
+    std::memcpy(idx.data.data(), coords, 32);
+    d.add_tensor(idx);
+    d.add_tensor(make_tensor("c", {1, 2, 3, 3}, DType::Float32, 0, false));
+    d.add_tensor(make_tensor("p", {1, 2, 2, 2}, DType::Float32, 0, false));
+    d.add_tensor(make_tensor("y", {1, 2, 4, 4}, DType::Float32, 0, false));
+    d.inputs = {0};
+    d.outputs = {6};
+    d.ops.push_back(make_op(OpKind::Conv2d, {0, 1, -1}, {4}, Conv2dParams{}));
+    Pool2dParams pool;
+    pool.kernel[0] = pool.kernel[1] = 2;
+    d.ops.push_back(make_op(OpKind::MaxPool2d, {4}, {5}, pool));
+    PadParams pad;
+    pad.before[2] = pad.after[3] = 1;
+    d.ops.push_back(make_op(OpKind::Pad, {5}, {6}, pad));
+  }
+  {  // Scalars, clamp, reductions, a bool weight.
+    ModelDef& d = defs[2];
+    d.add_tensor(make_tensor("x", {3}, DType::Float64, 0, false));
+    d.add_tensor(make_tensor("m", {3}, DType::Bool, 3, true));
+    d.add_tensor(make_tensor("f", {3}, DType::Float64, 0, false));
+    d.add_tensor(make_tensor("c", {3}, DType::Float64, 0, false));
+    d.add_tensor(make_tensor("s", {1}, DType::Float64, 0, false));
+    d.inputs = {0};
+    d.outputs = {4};
+    d.ops.push_back(make_op(OpKind::Fill, {}, {2}, ScalarParams{Scalar(2.5)}));
+    ClampParams clamp;
+    clamp.has_max = true;
+    clamp.max = Scalar(int64_t{1});
+    d.ops.push_back(make_op(OpKind::Clamp, {0}, {3}, clamp));
+    d.ops.push_back(make_op(OpKind::Sum, {3}, {4}, ReduceParams{1, 1, 2.0}));
+  }
+  for (size_t k = 0; k < defs.size(); ++k) {
+    std::string error;
+    const std::string path = std::string(argv[1]) + "/seed" + std::to_string(k) + ".ember";
+    if (write_model(defs[k], path, &error) != Status::Ok) {
+      std::fprintf(stderr, "%s: %s\n", path.c_str(), error.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
