@@ -18,6 +18,8 @@ PACKAGES=(
   python3-sklearn zlib1g-dev
   # cross build: aarch64, tests under qemu
   g++-aarch64-linux-gnu qemu-user
+  # fuzzing the model loader (libFuzzer)
+  clang libclang-rt-14-dev
   # benchmarks
   libbenchmark-dev libopenblas-dev
 )
