@@ -11,7 +11,8 @@ namespace ember::cpu {
 // ln 2). Handles NaN, +-inf, overflow to inf and gradual underflow to 0.
 inline float fast_exp(float x) {
   const bool nan = x != x;
-  float c = x < -104.0f ? -104.0f : x;
+  float c = nan ? 0.0f : x;  // NaN lanes compute exp(0) and are replaced at the end
+  c = c < -104.0f ? -104.0f : c;
   c = c > 89.0f ? 89.0f : c;
   const float n = __builtin_floorf(c * 1.44269504088896341f + 0.5f);
   float r = c - n * 0.693359375f;
@@ -26,7 +27,7 @@ inline float fast_exp(float x) {
   // 2^n in two factors, so results down to the subnormals stay exact.
   const int32_t ni = static_cast<int32_t>(n);
   const int32_t n1 = ni / 2, n2 = ni - n1;
-  const int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+  const uint32_t b1 = static_cast<uint32_t>(n1 + 127) << 23, b2 = static_cast<uint32_t>(n2 + 127) << 23;
   float s1, s2;
   std::memcpy(&s1, &b1, 4);
   std::memcpy(&s2, &b2, 4);
