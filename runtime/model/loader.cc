@@ -177,16 +177,21 @@ Status Checker::check_tensor(uint32_t i) {
     return invalid(error_, where, ": ", len(t.dim_names()), " dim_names for rank ", len(shape));
   bool symbolic = false;
   uint64_t numel = 1;
+  uint64_t extent = 1;  // product of max(n, 1): what contiguous strides reach, even when numel is 0
   bool numel_overflow = false;
   for (uint32_t d = 0; d < len(shape); ++d) {
     const int64_t n = shape->Get(d);
     if (n < -1) return invalid(error_, where, ": negative dimension in shape ", shape_text(shape));
     if (n == -1) {
       symbolic = true;
-    } else if (mul_overflows(numel, static_cast<uint64_t>(n), &numel)) {
+      continue;
+    }
+    if (mul_overflows(numel, static_cast<uint64_t>(n), &numel) ||
+        mul_overflows(extent, static_cast<uint64_t>(n > 0 ? n : 1), &extent) || extent > (uint64_t{1} << 62)) {
       numel_overflow = true;
     }
   }
+  if (numel_overflow) return invalid(error_, where, ": shape ", shape_text(shape), " has too many elements");
   const fb::DataRef* ref = t.data();
   facts_[i].has_data = ref != nullptr;
   if (ref == nullptr) {
@@ -194,8 +199,6 @@ Status Checker::check_tensor(uint32_t i) {
     return Status::Ok;
   }
   if (symbolic) return invalid(error_, where, ": a weight cannot have symbolic dimensions");
-  if (numel_overflow || numel > (uint64_t{1} << 62))
-    return invalid(error_, where, ": shape ", shape_text(shape), " has too many elements");
   uint64_t count = numel;
   if (const fb::SparseCoo* sp = t.sparse()) {
     if (sp->nnz() < 0 || static_cast<uint64_t>(sp->nnz()) > numel)

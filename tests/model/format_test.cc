@@ -483,6 +483,11 @@ TEST_CASE("model: semantic errors, each with its message (writer and loader agre
   d = make_def();
   d.tensors[1].shape = {int64_t{1} << 40, int64_t{1} << 40};
   CHECK(def_error(d) == "tensor 1 'w': shape [1099511627776, 1099511627776] has too many elements");
+  // Found by the fuzzer: no elements (a 0 dim), but contiguous strides would overflow int64.
+  d = make_def();
+  d.tensors[1].shape = {int64_t{1} << 33, 0, (int64_t{1} << 62) - 2};
+  d.tensors[1].data.clear();
+  CHECK(def_error(d) == "tensor 1 'w': shape [8589934592, 0, 4611686018427387902] has too many elements");
   d = make_def();
   d.tensors[1].shape = {3, -4};
   CHECK(def_error(d) == "tensor 1 'w': negative dimension in shape [3, -4]");
