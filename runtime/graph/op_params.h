@@ -2,6 +2,7 @@
 // and (later) the model loader fill them.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <variant>
 
@@ -29,6 +30,7 @@ struct ReduceParams {
   uint32_t dims = 0;     // bit d set: dimension d is reduced
   int64_t correction = 1;  // var: divide by N - correction
   double p = 2.0;          // norm order (inf allowed)
+  bool keepdim = true;     // graph ops: whether the output keeps the reduced dims
 };
 
 struct SoftmaxParams {
@@ -40,11 +42,21 @@ struct NormParams {
   int normalized_rank = 1;  // layer_norm: how many trailing dims are normalized
 };
 
+// An activation fused into the op that produces a tensor (the converter fuses
+// Relu and Clip into Conv and Gemm): applied to the op's output in place.
+enum class ActivationKind : uint8_t { None, Relu, Clamp };
+
+struct Activation {
+  ActivationKind kind = ActivationKind::None;
+  double min = -INFINITY, max = INFINITY;  // Clamp bounds (an infinite bound: none)
+};
+
 struct Conv2dParams {
   int64_t stride[2] = {1, 1};
   int64_t padding[2] = {0, 0};
   int64_t dilation[2] = {1, 1};
   int64_t groups = 1;
+  Activation activation;  // graph ops only; kernels ignore it
 };
 
 struct Pool2dParams {
@@ -67,7 +79,22 @@ struct PadParams {
   double value = 0.0;
 };
 
+// A list of dims: a permutation or a set of axes (negative: from the end).
+struct DimsParams {
+  int64_t dims[kMaxRank] = {};
+  int rank = 0;  // how many entries of dims are used
+};
+
+struct AxisParams {
+  int64_t axis = 0;  // negative: from the end
+};
+
+struct LinearParams {
+  Activation activation;
+};
+
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
-                              SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams>;
+                              SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams,
+                              DimsParams, AxisParams, LinearParams>;
 
 }  // namespace ember

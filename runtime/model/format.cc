@@ -20,6 +20,9 @@ template <> struct AttrsOf<NormParams> { static constexpr fb::OpAttrs value = fb
 template <> struct AttrsOf<Conv2dParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::Conv2dAttrs; };
 template <> struct AttrsOf<Pool2dParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::Pool2dAttrs; };
 template <> struct AttrsOf<PadParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::PadAttrs; };
+template <> struct AttrsOf<DimsParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::DimsAttrs; };
+template <> struct AttrsOf<AxisParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::AxisAttrs; };
+template <> struct AttrsOf<LinearParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::LinearAttrs; };
 
 Status fail(std::string* error, std::string message) {
   if (error != nullptr) *error = std::move(message);
@@ -48,6 +51,22 @@ bool pair_from_fb(const flatbuffers::Vector<int64_t>* v, int64_t out[2]) {
   out[0] = v->Get(0);
   out[1] = v->Get(1);
   return true;
+}
+
+// An absent table is no activation.
+bool activation_from_fb(const fb::ActivationAttrs* a, Activation* out) {
+  if (a == nullptr) return true;
+  if (a->kind() > static_cast<uint8_t>(ActivationKind::Clamp)) return false;
+  out->kind = static_cast<ActivationKind>(a->kind());
+  out->min = a->min();
+  out->max = a->max();
+  return !(out->min > out->max);  // NaN bounds are refused too
+}
+
+flatbuffers::Offset<fb::ActivationAttrs> activation_to_fb(flatbuffers::FlatBufferBuilder& fbb,
+                                                          const Activation& a) {
+  if (a.kind == ActivationKind::None) return 0;
+  return fb::CreateActivationAttrs(fbb, static_cast<uint8_t>(a.kind), a.min, a.max);
 }
 
 }  // namespace
@@ -108,6 +127,7 @@ Status attrs_to_params(const fb::Operator& op, OpParams* params, std::string* er
       p.dims = a->dims();
       p.correction = a->correction();
       p.p = a->p();
+      p.keepdim = a->keepdim();
       *params = p;
       return Status::Ok;
     }
@@ -129,6 +149,8 @@ Status attrs_to_params(const fb::Operator& op, OpParams* params, std::string* er
           !pair_from_fb(a->dilation(), p.dilation))
         return fail(error, "Conv2dAttrs: stride, padding and dilation need 2 values each");
       p.groups = a->groups();
+      if (!activation_from_fb(a->activation(), &p.activation))
+        return fail(error, "Conv2dAttrs: invalid activation");
       *params = p;
       return Status::Ok;
     }
@@ -164,6 +186,27 @@ Status attrs_to_params(const fb::Operator& op, OpParams* params, std::string* er
       *params = p;
       return Status::Ok;
     }
+    case fb::OpAttrs::DimsAttrs: {
+      const auto* dims = op.attrs_as_DimsAttrs()->dims();
+      const size_t n = dims ? dims->size() : 0;
+      if (n > static_cast<size_t>(kMaxRank))
+        return fail(error, str_cat("DimsAttrs: ", n, " dims, at most ", kMaxRank, " expected"));
+      DimsParams p;
+      p.rank = static_cast<int>(n);
+      for (size_t d = 0; d < n; ++d) p.dims[d] = dims->Get(static_cast<flatbuffers::uoffset_t>(d));
+      *params = p;
+      return Status::Ok;
+    }
+    case fb::OpAttrs::AxisAttrs:
+      *params = AxisParams{op.attrs_as_AxisAttrs()->axis()};
+      return Status::Ok;
+    case fb::OpAttrs::LinearAttrs: {
+      LinearParams p;
+      if (!activation_from_fb(op.attrs_as_LinearAttrs()->activation(), &p.activation))
+        return fail(error, "LinearAttrs: invalid activation");
+      *params = p;
+      return Status::Ok;
+    }
   }
   return fail(error, str_cat("unknown attributes type ", static_cast<int>(op.attrs_type())));
 }
@@ -185,7 +228,7 @@ flatbuffers::Offset<void> params_to_attrs(flatbuffers::FlatBufferBuilder& fbb, c
           auto mx = scalar_to_fb(fbb, p.max);
           return fb::CreateClampAttrs(fbb, p.has_min, p.has_max, mn, mx).Union();
         } else if constexpr (std::is_same_v<P, ReduceParams>) {
-          return fb::CreateReduceAttrs(fbb, p.dims, p.correction, p.p).Union();
+          return fb::CreateReduceAttrs(fbb, p.dims, p.correction, p.p, p.keepdim).Union();
         } else if constexpr (std::is_same_v<P, SoftmaxParams>) {
           return fb::CreateSoftmaxAttrs(fbb, p.dim).Union();
         } else if constexpr (std::is_same_v<P, NormParams>) {
@@ -194,7 +237,8 @@ flatbuffers::Offset<void> params_to_attrs(flatbuffers::FlatBufferBuilder& fbb, c
           auto s = fbb.CreateVector(p.stride, 2);
           auto pad = fbb.CreateVector(p.padding, 2);
           auto d = fbb.CreateVector(p.dilation, 2);
-          return fb::CreateConv2dAttrs(fbb, s, pad, d, p.groups).Union();
+          auto act = activation_to_fb(fbb, p.activation);
+          return fb::CreateConv2dAttrs(fbb, s, pad, d, p.groups, act).Union();
         } else if constexpr (std::is_same_v<P, Pool2dParams>) {
           auto k = fbb.CreateVector(p.kernel, 2);
           auto s = fbb.CreateVector(p.stride, 2);
@@ -203,6 +247,12 @@ flatbuffers::Offset<void> params_to_attrs(flatbuffers::FlatBufferBuilder& fbb, c
           return fb::CreatePool2dAttrs(fbb, k, s, pad, d, p.ceil_mode, p.count_include_pad,
                                        p.divisor_override)
               .Union();
+        } else if constexpr (std::is_same_v<P, DimsParams>) {
+          return fb::CreateDimsAttrs(fbb, fbb.CreateVector(p.dims, static_cast<size_t>(p.rank))).Union();
+        } else if constexpr (std::is_same_v<P, AxisParams>) {
+          return fb::CreateAxisAttrs(fbb, p.axis).Union();
+        } else if constexpr (std::is_same_v<P, LinearParams>) {
+          return fb::CreateLinearAttrs(fbb, activation_to_fb(fbb, p.activation)).Union();
         } else {
           static_assert(std::is_same_v<P, PadParams>, "append the new params struct here");
           // Trailing dims that pad nothing are still written: kMaxRank values each.

@@ -308,10 +308,15 @@ Status Checker::check_graph() {
       return invalid(error_, "operator ", k, " '", str(op.name()), "': unknown op id ", op.op());
     const OpKind kind = static_cast<OpKind>(op.op());
     const std::string where = str_cat("operator ", k, " '", str(op.name()), "' (", op_name(kind), ")");
-    if (len(op.inputs()) != static_cast<uint32_t>(op_num_inputs(kind)) ||
-        len(op.outputs()) != static_cast<uint32_t>(op_num_outputs(kind)))
+    // Variadic counts (-1) need at least one.
+    const auto count_ok = [](uint32_t have, int want) {
+      return want < 0 ? have >= 1 : have == static_cast<uint32_t>(want);
+    };
+    const auto count_str = [](int want) { return want < 0 ? std::string("at least 1") : std::to_string(want); };
+    if (!count_ok(len(op.inputs()), op_num_inputs(kind)) || !count_ok(len(op.outputs()), op_num_outputs(kind)))
       return invalid(error_, where, ": has ", len(op.inputs()), " inputs and ", len(op.outputs()),
-                     " outputs, expected ", op_num_inputs(kind), " and ", op_num_outputs(kind));
+                     " outputs, expected ", count_str(op_num_inputs(kind)), " and ",
+                     count_str(op_num_outputs(kind)));
     for (uint32_t j = 0; j < len(op.inputs()); ++j) {
       const int32_t t = op.inputs()->Get(j);
       if (t == -1) continue;

@@ -56,8 +56,8 @@ struct TensorDef {
 struct OpDef {
   OpKind op = OpKind::Copy;
   uint16_t version = 1;
-  std::vector<int32_t> inputs;   // exactly op_num_inputs(op) entries; -1: absent optional input
-  std::vector<int32_t> outputs;  // exactly op_num_outputs(op) entries; -1: unused output
+  std::vector<int32_t> inputs;   // op_num_inputs(op) entries (variadic, -1: at least one); -1: absent
+  std::vector<int32_t> outputs;  // op_num_outputs(op) entries (likewise); -1: unused output
   std::string name;              // node name from the source model
   OpParams params;               // must hold the params type ops.def names for `op`
 };

@@ -1,0 +1,112 @@
+// Executor: runs a loaded `.ember` model (runtime/model/loader.h) on the CPU.
+//
+// - An Executor is built once from a Model and is immutable afterwards: share
+//   it between threads. Each thread runs it through its own ExecutionContext
+//   (the arena, the plan and the profile live there), so several threads can
+//   run one loaded model at the same time.
+// - Every op runs through the eager front-ends (runtime/ops/ops.h) and so the
+//   very kernels the eager API and autograd use; graph ops (ops.def: Reshape,
+//   Concat, Gather, ...) are composed from views and those front-ends.
+// - Memory: the first run for a given set of input shapes is the planning run.
+//   It records every tensor allocation of the run and when it is released
+//   (liveness), then packs them into one arena (greedy by size, as TFLite's
+//   arena planner). Later runs with the same input shapes serve each
+//   allocation from its planned offset: a run allocates no tensor memory.
+//   New input shapes (another batch size) plan again.
+// - Errors: nothing aborts on bad input. Inputs are checked (count, names,
+//   dtypes, ranks, fixed dims, symbolic dims bound consistently: every `batch`
+//   has one value); an op that fails reports the node name and the reason.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/core/result.h"
+#include "runtime/core/span.h"
+#include "runtime/model/loader.h"
+#include "runtime/tensor/tensor.h"
+
+namespace ember {
+
+// A graph input or output as the file declares it.
+struct IOInfo {
+  int tensor = -1;                     // tensor index in the model
+  std::string name;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;          // -1: symbolic
+  std::vector<std::string> dim_names;  // one per dim, "" for fixed dims (may be empty)
+};
+
+struct RunOptions {
+  int num_threads = 0;   // threads for this run's kernels; 0: get_num_threads()
+  bool profile = false;  // record per-op times into ExecutionContext::profile()
+};
+
+// One op of a profiled run.
+struct OpProfile {
+  int op = -1;                          // op index in the model
+  std::string type;                     // op_name(), e.g. "conv2d"
+  std::string name;                     // node name
+  double ms = 0.0;
+  std::vector<Shape> input_shapes;      // of the defined inputs
+};
+
+// The memory plan of a context for its current input shapes.
+struct MemoryPlan {
+  size_t arena_bytes = 0;   // the one arena every run uses
+  size_t naive_bytes = 0;   // the sum of every tensor allocation of a run (no reuse)
+  int allocations = 0;      // tensor allocations per run, all served by the arena
+};
+
+class Executor {
+ public:
+  // Checks that every op of the model can run here (its OpKind is one the
+  // executor runs on this device). Errors name the op and its node.
+  static Result<std::shared_ptr<const Executor>> create(std::shared_ptr<const Model> model,
+                                                        std::string* error = nullptr);
+
+  const Model& model() const { return *model_; }
+  const std::vector<IOInfo>& inputs() const { return inputs_; }
+  const std::vector<IOInfo>& outputs() const { return outputs_; }
+
+  explicit Executor(std::shared_ptr<const Model> model);  // use create()
+
+ private:
+  friend class ExecutionContext;
+  std::shared_ptr<const Model> model_;
+  std::vector<IOInfo> inputs_, outputs_;
+  std::vector<int> last_use_;  // per tensor: the last op reading it (outputs: num_ops)
+};
+
+class ExecutionContext {
+ public:
+  explicit ExecutionContext(std::shared_ptr<const Executor> executor);
+  ExecutionContext(const ExecutionContext&) = delete;
+  ExecutionContext& operator=(const ExecutionContext&) = delete;
+  ~ExecutionContext();
+
+  // Runs the model on `inputs`, given in the order of Executor::inputs()
+  // (CPU tensors, any strides). On success the outputs, in the order of
+  // Executor::outputs(), live in this context's arena: they stay valid as
+  // tensors but the next run() on this context overwrites them (clone() to
+  // keep). On failure returns the Status and sets *error.
+  Result<std::vector<Tensor>> run(Span<const Tensor> inputs, const RunOptions& options = {},
+                                  std::string* error = nullptr);
+
+  // The plan for the input shapes of the last run (zeros before the first).
+  const MemoryPlan& memory_plan() const { return plan_; }
+  // Per-op times of the last run made with RunOptions::profile (in op order).
+  const std::vector<OpProfile>& profile() const { return profile_; }
+
+ private:
+  struct Arena;
+  std::shared_ptr<const Executor> executor_;
+  std::unique_ptr<Arena> arena_;
+  MemoryPlan plan_;
+  std::vector<OpProfile> profile_;
+};
+
+}  // namespace ember
