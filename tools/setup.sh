@@ -8,12 +8,12 @@ PACKAGES=(
   bazel-bootstrap g++ python3
   # model format (issue 4 onward)
   libflatbuffers-dev flatbuffers-compiler
-  # converter
-  libonnx-dev libprotobuf-dev python3-onnx
+  # converter and the `ember` CLI (sha256 of source models from libcrypto)
+  libonnx-dev libprotobuf-dev python3-onnx libcli11-dev libssl-dev
   # tests
   doctest-dev
   # golden data from PyTorch (Debian's /usr/bin/python3)
-  python3-torch python3-numpy
+  python3-torch python3-torchvision python3-numpy
   # the digits data set (sklearn ships it) and gzip reading for the training demo
   python3-sklearn zlib1g-dev
   # cross build: aarch64, tests under qemu
