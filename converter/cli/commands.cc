@@ -1,0 +1,375 @@
+#include "converter/cli/commands.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <system_error>
+
+#include "converter/cli/model_io.h"
+#include "runtime/core/error.h"
+#include "runtime/core/rng.h"
+#include "runtime/core/thread_pool.h"
+#include "runtime/model/npy.h"
+
+namespace ember::cli {
+namespace {
+
+template <typename... Args>
+Diag diag(Status status, const Args&... args) {
+  return Diag{status, str_cat(args...)};
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+  return buf;
+}
+
+std::string pad_right(const std::string& s, size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+std::string pad_left(const std::string& s, size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// "for batch 1" / "for batch 1, seq 1" / "for the fixed input shapes".
+std::string plan_shapes_phrase(const Executor& executor) {
+  const std::vector<std::string> syms = symbolic_dims(executor);
+  if (syms.empty()) return "for the fixed input shapes";
+  std::string s = "for ";
+  for (size_t i = 0; i < syms.size(); ++i) s += str_cat(i > 0 ? ", " : "", syms[i], " 1");
+  return s;
+}
+
+std::string shapes_str(const std::vector<Shape>& shapes) {
+  std::string s = "[";
+  for (size_t i = 0; i < shapes.size(); ++i) s += str_cat(i > 0 ? ", " : "", shape_str(shapes[i]));
+  return s + "]";
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// The per-op-type table of a profiled run, like torch.profiler's
+// key_averages().table(): sorted by total time.
+void print_profile(const std::vector<OpProfile>& profile, double run_ms, std::ostream& out) {
+  struct Row {
+    std::string type;
+    int calls = 0;
+    double total_ms = 0;
+    std::map<std::string, int> shapes;
+    std::vector<std::string> shape_order;  // first seen first (ties)
+  };
+  std::vector<Row> rows;
+  std::map<std::string, size_t> index;
+  double ops_ms = 0;
+  for (const OpProfile& p : profile) {
+    auto it = index.find(p.type);
+    if (it == index.end()) {
+      it = index.emplace(p.type, rows.size()).first;
+      rows.emplace_back();
+      rows.back().type = p.type;
+    }
+    Row& r = rows[it->second];
+    ++r.calls;
+    r.total_ms += p.ms;
+    ops_ms += p.ms;
+    const std::string s = shapes_str(p.input_shapes);
+    if (r.shapes[s]++ == 0) r.shape_order.push_back(s);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.total_ms > b.total_ms; });
+  size_t name_w = 4;
+  for (const Row& r : rows) name_w = std::max(name_w, r.type.size());
+  const std::string rule = std::string(name_w, '-') + "  " + std::string(6, '-') + "  " + std::string(10, '-') +
+                           "  " + std::string(9, '-') + "  " + std::string(7, '-') + "  " + std::string(28, '-');
+  out << rule << "\n"
+      << pad_right("Name", name_w) << "  " << pad_left("Calls", 6) << "  " << pad_left("Total ms", 10) << "  "
+      << pad_left("Mean ms", 9) << "  " << pad_left("% run", 7) << "  Input shapes (most common)\n"
+      << rule << "\n";
+  for (const Row& r : rows) {
+    std::string common;
+    int best = 0;
+    for (const std::string& s : r.shape_order) {
+      if (r.shapes.at(s) > best) {
+        best = r.shapes.at(s);
+        common = s;
+      }
+    }
+    const double pct = run_ms > 0 ? 100.0 * r.total_ms / run_ms : 0.0;
+    out << pad_right(r.type, name_w) << "  " << pad_left(std::to_string(r.calls), 6) << "  "
+        << pad_left(fixed(r.total_ms, 3), 10) << "  " << pad_left(fixed(r.total_ms / r.calls, 3), 9) << "  "
+        << pad_left(fixed(pct, 1) + "%", 7) << "  " << common << "\n";
+  }
+  out << rule << "\n"
+      << "ops total: " << fixed(ops_ms, 3) << " ms of a " << fixed(run_ms, 3) << " ms run (" << profile.size()
+      << " ops; profiled after the planning run)\n";
+}
+
+}  // namespace
+
+// --- convert -------------------------------------------------------------------
+
+Diag convert(const ConvertArgs& args, std::ostream& out) {
+  converter::ConvertReport report;
+  Diag d = converter::convert_file(args.input, args.output, args.options, &report);
+  if (!d.ok()) return d;
+  out << "converted '" << args.input << "': " << report.onnx_nodes << " ONNX nodes -> " << report.ops
+      << " ops, " << report.tensors << " tensors\n"
+      << "passes: " << (args.options.optimize ? report.passes.summary() : std::string("none (--no-optimize)"))
+      << "\n"
+      << "weights: " << with_commas(report.weight_bytes) << " bytes\n"
+      << "source: " << report.source_hash << "\n"
+      << "wrote " << args.output << "\n";
+  return Diag::success();
+}
+
+// --- inspect -------------------------------------------------------------------
+
+Diag inspect(const InspectArgs& args, std::ostream& out) {
+  Expected<LoadedModel> loaded = load_model(args.model);
+  if (!loaded.ok()) return loaded.diag();
+  const Model& model = *loaded->model;
+  const Executor& executor = *loaded->executor;
+
+  out << "model: " << args.model << " (" << with_commas(static_cast<int64_t>(model.size()))
+      << " bytes, format version " << model.version() << ")\n";
+  auto io_table = [&](const char* title, const std::vector<IOInfo>& ios) {
+    out << title << ":\n";
+    size_t w = 0;
+    for (const IOInfo& io : ios) w = std::max(w, io.name.size());
+    for (const IOInfo& io : ios) {
+      out << "  " << pad_right(io.name, w) << "  " << pad_right(std::string(dtype_name(io.dtype)), 7) << "  "
+          << io_shape_str(io) << "\n";
+    }
+  };
+  io_table("inputs", executor.inputs());
+  io_table("outputs", executor.outputs());
+
+  // Op histogram, most frequent first (ties by name).
+  std::map<std::string, int> ops;
+  for (int i = 0; i < model.num_ops(); ++i) ++ops[std::string(op_name(model.op_kind(i)))];
+  std::vector<std::pair<std::string, int>> hist(ops.begin(), ops.end());
+  std::stable_sort(hist.begin(), hist.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  out << "ops: " << model.num_ops() << "\n";
+  size_t ow = 0;
+  for (const auto& h : hist) ow = std::max(ow, h.first.size());
+  for (const auto& h : hist) out << "  " << pad_right(h.first, ow) << "  " << pad_left(std::to_string(h.second), 5) << "\n";
+
+  // Parameters: every tensor with data.
+  struct Count {
+    int64_t tensors = 0, elements = 0, bytes = 0;
+  };
+  std::map<std::string, Count> by_dtype;
+  Count total, trainable;
+  std::vector<std::string> quantized, sparse;
+  for (int i = 0; i < model.num_tensors(); ++i) {
+    const fb::Tensor& t = model.tensor(i);
+    if (t.data() == nullptr) continue;
+    const Tensor& w = model.weight(i);
+    const int64_t n = w.defined() ? w.numel() : 0;
+    const int64_t b = w.defined() ? static_cast<int64_t>(w.nbytes()) : 0;
+    Count& c = by_dtype[std::string(dtype_name(model.tensor_dtype(i)))];
+    for (Count* k : {&c, &total}) {
+      ++k->tensors;
+      k->elements += n;
+      k->bytes += b;
+    }
+    if (t.trainable()) {
+      ++trainable.tensors;
+      trainable.elements += n;
+      trainable.bytes += b;
+    }
+    if (t.quant() != nullptr) quantized.emplace_back(model.tensor_name(i));
+    if (t.sparse() != nullptr) sparse.emplace_back(model.tensor_name(i));
+  }
+  out << "parameters: " << with_commas(total.elements) << " in " << total.tensors << " tensors ("
+      << with_commas(total.bytes) << " bytes)\n";
+  for (const auto& [name, c] : by_dtype) {
+    out << "  " << pad_right(name, 7) << "  " << with_commas(c.elements) << " (" << with_commas(c.bytes)
+        << " bytes)\n";
+  }
+  out << "trainable: " << with_commas(trainable.elements) << " in " << trainable.tensors << " tensors\n";
+  auto name_list = [&](const char* title, const std::vector<std::string>& names) {
+    out << title << ": ";
+    if (names.empty()) {
+      out << "none\n";
+      return;
+    }
+    out << names.size() << " (";
+    for (size_t i = 0; i < names.size() && i < 5; ++i) out << (i > 0 ? ", " : "") << names[i];
+    out << (names.size() > 5 ? ", ...)\n" : ")\n");
+  };
+  name_list("quantized tensors", quantized);
+  name_list("sparse tensors", sparse);
+
+  const ModelMetadata meta = model.metadata();
+  out << "metadata:\n"
+      << "  producer: " << (meta.producer.empty() ? "(none)" : meta.producer)
+      << (meta.producer_version.empty() ? "" : " " + meta.producer_version) << "\n"
+      << "  source: " << (meta.source_hash.empty() ? "(none)" : meta.source_hash) << "\n";
+  if (!meta.converter_options.empty()) {
+    out << "  converter options:";
+    for (const auto& [k, v] : meta.converter_options) out << " " << k << "=" << v;
+    out << "\n";
+  }
+
+  // The memory plan of one run on zero inputs.
+  std::vector<Tensor> inputs;
+  for (const IOInfo& io : executor.inputs()) inputs.push_back(default_input(io, /*random=*/false));
+  ExecutionContext ctx(loaded->executor);
+  std::string error;
+  Result<std::vector<Tensor>> r = ctx.run(Span<const Tensor>(inputs.data(), inputs.size()), RunOptions{}, &error);
+  if (!r.ok()) return Diag{r.status(), str_cat("'", args.model, "': planning run failed: ", error)};
+  const MemoryPlan& plan = ctx.memory_plan();
+  out << "memory plan " << plan_shapes_phrase(executor) << ": arena " << with_commas(static_cast<int64_t>(plan.arena_bytes))
+      << " bytes, naive " << with_commas(static_cast<int64_t>(plan.naive_bytes)) << " bytes ("
+      << plan.allocations << " allocations";
+  if (plan.naive_bytes > 0) {
+    out << ", " << fixed(100.0 * (1.0 - static_cast<double>(plan.arena_bytes) / static_cast<double>(plan.naive_bytes)), 1)
+        << "% saved";
+  }
+  out << ")\n";
+  return Diag::success();
+}
+
+// --- run -----------------------------------------------------------------------
+
+Diag run(const RunArgs& args, std::ostream& out) {
+  Diag d = check_device(args.device);
+  if (!d.ok()) return d;
+  Expected<LoadedModel> loaded = load_model(args.model);
+  if (!loaded.ok()) return loaded.diag();
+  const Executor& executor = *loaded->executor;
+  Expected<std::vector<Tensor>> inputs = read_inputs(executor, args.inputs);
+  if (!inputs.ok()) return inputs.diag();
+
+  ExecutionContext ctx(loaded->executor);
+  RunOptions options;
+  options.num_threads = args.threads;
+  const Span<const Tensor> in(inputs->data(), inputs->size());
+  std::string error;
+  auto t0 = std::chrono::steady_clock::now();
+  Result<std::vector<Tensor>> r = ctx.run(in, options, &error);
+  const double first_ms = ms_since(t0);
+  if (!r.ok()) return Diag{r.status(), error};
+  std::vector<Tensor> outputs = r.get();
+  out << "ran '" << args.model << "' in " << fixed(first_ms, 3) << " ms (first run, plans memory)\n";
+  if (args.profile) {
+    options.profile = true;
+    t0 = std::chrono::steady_clock::now();
+    Result<std::vector<Tensor>> p = ctx.run(in, options, &error);
+    const double run_ms = ms_since(t0);
+    if (!p.ok()) return Diag{p.status(), error};
+    outputs = p.get();
+    print_profile(ctx.profile(), run_ms, out);
+  }
+
+  std::error_code ec;
+  std::filesystem::create_directories(args.output_dir, ec);
+  if (ec) return diag(Status::IoError, "cannot create '", args.output_dir, "': ", ec.message());
+  std::set<std::string> used;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string base = sanitize_file_name(executor.outputs()[i].name);
+    std::string file = base;
+    for (int k = 1; used.count(file) != 0; ++k) file = str_cat(base, "_", k);
+    used.insert(file);
+    const std::string path = (std::filesystem::path(args.output_dir) / (file + ".npy")).string();
+    if (write_npy(path, outputs[i], &error) != Status::Ok) return diag(Status::IoError, error);
+    out << "wrote " << path << " (" << executor.outputs()[i].name << ": " << dtype_name(outputs[i].dtype()) << " "
+        << shape_str(outputs[i].sizes()) << ")\n";
+  }
+  return Diag::success();
+}
+
+// --- bench ---------------------------------------------------------------------
+
+Diag bench(const BenchArgs& args, std::ostream& out) {
+  Diag d = check_device(args.device);
+  if (!d.ok()) return d;
+  if (args.iterations < 1) return diag(Status::InvalidArgument, "--iterations must be at least 1");
+  if (args.warmup < 0) return diag(Status::InvalidArgument, "--warmup must not be negative");
+  Expected<LoadedModel> loaded = load_model(args.model);
+  if (!loaded.ok()) return loaded.diag();
+  manual_seed(0);
+  Expected<std::vector<Tensor>> inputs =
+      read_inputs(*loaded->executor, args.inputs, /*fill_missing=*/true, /*random=*/true);
+  if (!inputs.ok()) return inputs.diag();
+
+  ExecutionContext ctx(loaded->executor);
+  RunOptions options;
+  options.num_threads = args.threads;
+  const Span<const Tensor> in(inputs->data(), inputs->size());
+  std::string error;
+  std::vector<double> ms;
+  for (int i = 0; i < args.warmup + args.iterations; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<std::vector<Tensor>> r = ctx.run(in, options, &error);
+    const double t = ms_since(t0);
+    if (!r.ok()) return Diag{r.status(), error};
+    if (i >= args.warmup) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  const double median = n % 2 == 1 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  const size_t p90_rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n)));
+  const double p90 = ms[std::max<size_t>(p90_rank, 1) - 1];
+  double sum = 0;
+  for (double t : ms) sum += t;
+  const double mean = sum / static_cast<double>(n);
+  const double throughput = mean > 0 ? 1000.0 / mean : 0.0;
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  const int64_t rss = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux: kilobytes
+  const size_t arena = ctx.memory_plan().arena_bytes;
+  const int threads = args.threads > 0 ? args.threads : get_num_threads();
+
+  if (args.json) {
+    out << "{\"model\": " << json_string(args.model) << ", \"device\": " << json_string(args.device)
+        << ", \"threads\": " << threads << ", \"warmup\": " << args.warmup << ", \"iterations\": " << args.iterations
+        << ", \"latency_ms\": {\"min\": " << fixed(ms.front(), 6) << ", \"median\": " << fixed(median, 6)
+        << ", \"p90\": " << fixed(p90, 6) << ", \"mean\": " << fixed(mean, 6) << "}"
+        << ", \"throughput_per_s\": " << fixed(throughput, 3) << ", \"peak_rss_bytes\": " << rss
+        << ", \"arena_bytes\": " << arena << "}\n";
+    return Diag::success();
+  }
+  out << "model: " << args.model << " (device " << args.device << ", " << threads << " threads, " << args.warmup
+      << " warmup + " << args.iterations << " timed runs)\n";
+  out << "inputs:";
+  for (size_t i = 0; i < inputs->size(); ++i) {
+    out << (i > 0 ? "," : "") << " " << loaded->executor->inputs()[i].name << " "
+        << dtype_name((*inputs)[i].dtype()) << " " << shape_str((*inputs)[i].sizes());
+  }
+  out << "\n"
+      << "latency ms: min " << fixed(ms.front(), 3) << "  median " << fixed(median, 3) << "  p90 " << fixed(p90, 3)
+      << "  mean " << fixed(mean, 3) << "\n"
+      << "throughput: " << fixed(throughput, 1) << " runs/s\n"
+      << "peak RSS: " << fixed(static_cast<double>(rss) / (1024.0 * 1024.0), 1) << " MiB\n"
+      << "arena: " << with_commas(static_cast<int64_t>(arena)) << " bytes\n";
+  return Diag::success();
+}
+
+}  // namespace ember::cli

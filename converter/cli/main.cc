@@ -1,0 +1,91 @@
+// `ember`: convert ONNX models, inspect, run and benchmark `.ember` files.
+//
+//   ember convert model.onnx -o model.ember
+//   ember inspect model.ember
+//   ember run model.ember --input input=x.npy --output-dir out [--profile]
+//   ember bench model.ember [--threads 4] [--json]
+//
+// Exit codes: 0 success; 1 an error of the command (the message on stderr);
+// CLI11's codes for bad flags.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "converter/cli/commands.h"
+#include "runtime/core/error.h"
+
+namespace {
+
+int finish(const ember::cli::Diag& d) {
+  if (d.ok()) return 0;
+  std::cerr << "error: " << d.message << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ember::cli;
+  CLI::App app{"ember: convert ONNX models to .ember, inspect, run and benchmark them"};
+  app.name("ember");
+  app.require_subcommand(1);
+
+  ConvertArgs convert_args;
+  CLI::App* convert_cmd = app.add_subcommand("convert", "Convert an ONNX model to a .ember file");
+  convert_cmd->add_option("input", convert_args.input, "The ONNX model")->required();
+  convert_cmd->add_option("-o,--output", convert_args.output, "The .ember file to write")->required();
+  bool no_optimize = false;
+  convert_cmd->add_flag("--no-optimize", no_optimize, "Skip the graph passes (folding, fusion)");
+  convert_cmd->add_option("--quantize", convert_args.options.quantize, "Reserved: int8");
+  convert_cmd->add_flag("--sparse-coo", convert_args.options.sparse_coo, "Reserved: store weights as sparse COO");
+  convert_cmd->add_option("--prune", convert_args.options.prune, "Reserved: fraction of weights to zero");
+  convert_cmd->add_option("--weights", convert_args.options.weights, "Reserved: which weights to quantize");
+  convert_cmd->add_option("--report", convert_args.options.report, "Reserved: accuracy report path");
+
+  InspectArgs inspect_args;
+  CLI::App* inspect_cmd = app.add_subcommand("inspect", "Describe a .ember model");
+  inspect_cmd->add_option("model", inspect_args.model, "The .ember model")->required();
+
+  RunArgs run_args;
+  CLI::App* run_cmd = app.add_subcommand("run", "Run a .ember model on .npy inputs, write .npy outputs");
+  run_cmd->add_option("model", run_args.model, "The .ember model")->required();
+  run_cmd->add_option("-i,--input", run_args.inputs, "NAME=FILE.npy (once per input)")->expected(1)->required();
+  run_cmd->add_option("-d,--output-dir", run_args.output_dir, "Directory for <output name>.npy")->required();
+  run_cmd->add_option("--device", run_args.device, "Device (cpu)")->capture_default_str();
+  run_cmd->add_option("--threads", run_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
+  run_cmd->add_flag("--profile", run_args.profile, "Print per-op-type times");
+
+  BenchArgs bench_args;
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Time a .ember model (random inputs by default)");
+  bench_cmd->add_option("model", bench_args.model, "The .ember model")->required();
+  bench_cmd->add_option("-i,--input", bench_args.inputs, "NAME=FILE.npy (others: random, symbolic dims 1)")
+      ->expected(1);
+  bench_cmd->add_option("--device", bench_args.device, "Device (cpu)")->capture_default_str();
+  bench_cmd->add_option("--threads", bench_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
+  bench_cmd->add_option("--warmup", bench_args.warmup, "Untimed runs first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_cmd->add_option("--iterations", bench_args.iterations, "Timed runs")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_cmd->add_flag("--json", bench_args.json, "Print one JSON object");
+
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (convert_cmd->parsed()) {
+      convert_args.options.optimize = !no_optimize;
+      return finish(convert(convert_args, std::cout));
+    }
+    if (inspect_cmd->parsed()) return finish(inspect(inspect_args, std::cout));
+    if (run_cmd->parsed()) return finish(run(run_args, std::cout));
+    if (bench_cmd->parsed()) return finish(bench(bench_args, std::cout));
+  } catch (const ember::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 1;
+}

@@ -1,0 +1,58 @@
+// What the `ember` subcommands share: loading a model with its executor,
+// the device flag, inputs from .npy files checked against the model, default
+// inputs, and formatting.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "converter/ir.h"
+#include "runtime/model/executor.h"
+#include "runtime/model/loader.h"
+
+namespace ember::cli {
+
+using converter::Diag;
+using converter::Expected;
+
+struct LoadedModel {
+  std::shared_ptr<const Model> model;
+  std::shared_ptr<const Executor> executor;
+};
+
+// Loads and fully verifies `path` and builds its executor.
+Expected<LoadedModel> load_model(const std::string& path);
+
+// Ok for "cpu"; "device 'vulkan' is not available in this build" for the
+// other devices ember knows; Device's own message for a malformed spec.
+Diag check_device(const std::string& spec);
+
+// "[batch, 3, 224, 224]": symbolic dims by name ("?" when unnamed).
+std::string io_shape_str(const IOInfo& io);
+std::string shape_str(const Shape& shape);
+
+// The model's inputs from `specs` ("NAME=FILE.npy"), in Executor::inputs()
+// order, each checked: the name is an input, given once, the file reads, the
+// dtype and the shape match (fixed dims equal, each symbolic dim bound to one
+// value across inputs). Inputs not given are an error unless `fill_missing`,
+// which makes them as default_input() does (symbolic dims from the given
+// inputs, else 1).
+Expected<std::vector<Tensor>> read_inputs(const Executor& executor, const std::vector<std::string>& specs,
+                                          bool fill_missing = false, bool random = false);
+
+// An input for `io` with symbolic dims 1: zeros, or when `random` standard
+// normal values for floating dtypes (zeros for the others).
+Tensor default_input(const IOInfo& io, bool random);
+
+// The names of the symbolic dims of the model's inputs, in order of first use.
+std::vector<std::string> symbolic_dims(const Executor& executor);
+
+// A file name from an output name: [A-Za-z0-9._-] kept, anything else '_',
+// never empty, never starting with '.'.
+std::string sanitize_file_name(const std::string& name);
+
+// 1234567 -> "1,234,567".
+std::string with_commas(int64_t n);
+
+}  // namespace ember::cli
