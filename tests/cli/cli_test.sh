@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Drives the `ember` binary: help and bad flags, convert -> inspect -> run on
+# the converter's test models with outputs compared to PyTorch, bench (text and
+# JSON), --profile, and every input error (exit 1, the message, no output).
+#   cli_test.sh EMBER ONNX_DIR REFERENCE_PY
+set -uo pipefail
+ember="$PWD/$1"
+onnx_dir="$PWD/$2"
+ref="$PWD/$3"
+py=/usr/bin/python3
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+cd "$tmp"
+failures=0
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# run_ember EXPECTED_CODE ARGS...: runs ember; stdout in $out, stderr in $err.
+run_ember() {
+  local want=$1
+  shift
+  out=$("$ember" "$@" 2>"$tmp/stderr")
+  code=$?
+  err=$(cat "$tmp/stderr")
+  if [[ "$want" == nonzero ]]; then
+    ((code != 0)) || fail "ember $*: exit 0, expected non-zero"
+  elif ((code != want)); then
+    fail "ember $*: exit $code, expected $want; stderr: $err"
+  fi
+}
+has() {  # has TEXT SUBSTRING
+  [[ "$1" == *"$2"* ]] || fail "expected '$2' in: $1"
+}
+has_line() {  # has_line TEXT REGEX: some line matches
+  grep -Eq -- "$2" <<<"$1" || fail "no line matching '$2' in: $1"
+}
+
+# --- help and bad flags ------------------------------------------------------------
+run_ember 0 --help
+for sub in convert inspect run bench; do has "$out" "$sub"; done
+run_ember 0 run --help
+has "$out" "--output-dir"
+has "$out" "--profile"
+run_ember nonzero
+has "$err" "A subcommand is required"
+run_ember nonzero convert "$onnx_dir/mlp_opset13.onnx" -o x.ember --bogus
+has "$err" "The following arguments were not expected: --bogus"
+[[ ! -e x.ember ]] || fail "a bad flag still wrote x.ember"
+run_ember nonzero bench m.ember --iterations 0
+has "$err" "--iterations"
+
+# --- convert, inspect ------------------------------------------------------------------
+run_ember 0 convert "$onnx_dir/mlp_opset13.onnx" -o mlp.ember
+has "$out" "ONNX nodes -> 2 ops"
+has_line "$out" "^passes: "
+has "$out" "weights: 976 bytes"
+has_line "$out" "^source: sha256:[0-9a-f]{64}$"
+has "$out" "wrote mlp.ember"
+[[ -s mlp.ember ]] || fail "mlp.ember not written"
+
+run_ember 0 inspect mlp.ember
+has_line "$out" "^model: mlp.ember \([0-9,]+ bytes, format version 1\)$"
+has_line "$out" "^  input +float32 +\[batch, 10\]$"
+has_line "$out" "^  output +float32 +\[batch, 4\]$"
+has_line "$out" "^ops: 2$"
+has_line "$out" "^  linear +2$"
+has_line "$out" "^parameters: 244 in 4 tensors \(976 bytes\)$"
+has_line "$out" "^  float32 +244 \(976 bytes\)$"
+has_line "$out" "^trainable: 244 in 4 tensors$"
+has_line "$out" "^quantized tensors: none$"
+has_line "$out" "^sparse tensors: none$"
+has_line "$out" "^  producer: ember"
+has_line "$out" "^  source: sha256:"
+has_line "$out" "^memory plan for batch 1: arena [0-9,]+ bytes, naive [0-9,]+ bytes"
+
+run_ember 1 inspect missing.ember
+has "$err" "error: cannot open 'missing.ember'"
+
+# --- run, compared with PyTorch ---------------------------------------------------------
+$py "$ref" make mlp "$onnx_dir/mlp_opset13.onnx" "$tmp" || fail "reference.py make mlp"
+run_ember 0 run mlp.ember --input input=x.npy --output-dir out_mlp
+has "$out" "wrote out_mlp/output.npy (output: float32 [3, 4])"
+$py "$ref" compare out_mlp/output.npy expected.npy || fail "mlp output differs from torch"
+
+run_ember 0 run mlp.ember --input input=x.npy --output-dir out_prof --profile --threads 2
+has_line "$out" "^Name +Calls +Total ms +Mean ms +% run +Input shapes \(most common\)$"
+has_line "$out" "^linear +2 +[0-9.]+ +[0-9.]+ +[0-9.]+% +\[\[3, 10\], \[16, 10\], \[16\]\]$"
+has_line "$out" "^ops total: [0-9.]+ ms of a [0-9.]+ ms run \(2 ops; profiled after the planning run\)$"
+$py "$ref" compare out_prof/output.npy expected.npy || fail "profiled mlp output differs from torch"
+
+run_ember 0 convert "$onnx_dir/cnn_opset13.onnx" -o cnn.ember
+$py "$ref" make cnn "$onnx_dir/cnn_opset13.onnx" "$tmp" || fail "reference.py make cnn"
+run_ember 0 run cnn.ember --input input=x.npy --output-dir out_cnn
+has "$out" "wrote out_cnn/output.npy (output: float32 [3, 5])"
+$py "$ref" compare out_cnn/output.npy expected.npy || fail "cnn output differs from torch"
+run_ember 0 inspect cnn.ember
+has_line "$out" "^  input +float32 +\[batch, 3, 8, 8\]$"
+has_line "$out" "^  conv2d +2$"
+
+# --- input errors: exit 1, the message, no output -------------------------------------------
+$py "$ref" make mlp "$onnx_dir/mlp_opset13.onnx" "$tmp" || fail "reference.py make mlp"
+expect_input_error() {  # MESSAGE ARGS...
+  local msg=$1
+  shift
+  rm -rf out_err
+  run_ember 1 run mlp.ember --output-dir out_err "$@"
+  has "$err" "error: $msg"
+  [[ ! -e out_err/output.npy ]] || fail "ember run $*: wrote an output despite the error"
+}
+expect_input_error "missing input 'input' (float32 [batch, 10]): give it with --input input=FILE.npy"
+expect_input_error "unknown input 'images'; the model's inputs: input (float32 [batch, 10])" --input images=x.npy
+expect_input_error "input 'input' ('x_f64.npy'): dtype float64, the model expects float32" --input input=x_f64.npy
+expect_input_error "input 'input' ('x_shape.npy'): shape [3, 11], the model expects [batch, 10]" \
+  --input input=x_shape.npy
+expect_input_error "input 'input' is given twice" --input input=x.npy --input input=x.npy
+expect_input_error "--input 'x.npy': expected NAME=FILE.npy" --input x.npy
+echo "not numpy" >bad.npy
+expect_input_error "input 'input': 'bad.npy' is not a .npy file (bad magic)" --input input=bad.npy
+head -c 100 x.npy >trunc.npy
+expect_input_error "input 'input': 'trunc.npy': truncated data: data is 20 bytes, shape (3, 10) x float32 needs 120" \
+  --input input=trunc.npy
+expect_input_error "input 'input': cannot open 'nope.npy': No such file or directory" --input input=nope.npy
+expect_input_error "device 'vulkan' is not available in this build" --input input=x.npy --device vulkan
+expect_input_error "device 'cuda:0' is not available in this build" --input input=x.npy --device cuda:0
+run_ember 1 run mlp.ember --input input=x.npy --output-dir out_err --device tpu
+has "$err" "error: "
+has "$err" "tpu"
+
+# --- unsupported ops: exit 1, nothing written --------------------------------------------------
+run_ember 1 convert "$onnx_dir/unsupported_ops.onnx" -o unsupported.ember
+has "$err" "error: "
+has "$err" "Hardmax"
+has "$err" "Sin"
+[[ ! -e unsupported.ember ]] || fail "convert of an unsupported model wrote unsupported.ember"
+ls unsupported.ember.tmp.* >/dev/null 2>&1 && fail "convert left a temporary file"
+run_ember 1 convert "$onnx_dir/missing.onnx" -o missing.ember
+has "$err" "error: "
+[[ ! -e missing.ember ]] || fail "convert of a missing file wrote missing.ember"
+run_ember 1 convert "$onnx_dir/mlp_opset13.onnx" -o q.ember --quantize int8
+has "$err" "error: "
+[[ ! -e q.ember ]] || fail "a refused --quantize wrote q.ember"
+
+# --- bench ---------------------------------------------------------------------------------
+run_ember 0 bench mlp.ember --warmup 1 --iterations 5 --threads 1
+has_line "$out" "^model: mlp.ember \(device cpu, 1 threads, 1 warmup \+ 5 timed runs\)$"
+has_line "$out" "^inputs: input float32 \[1, 10\]$"
+has_line "$out" "^latency ms: min [0-9.]+  median [0-9.]+  p90 [0-9.]+  mean [0-9.]+$"
+has_line "$out" "^throughput: [0-9.]+ runs/s$"
+has_line "$out" "^peak RSS: [0-9.]+ MiB$"
+has_line "$out" "^arena: [0-9,]+ bytes$"
+run_ember 0 bench mlp.ember --warmup 0 --iterations 4 --json --input input=x.npy
+$py - "$out" <<'PY' || fail "bench --json: $out"
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["model"] == "mlp.ember" and j["device"] == "cpu" and j["iterations"] == 4 and j["warmup"] == 0, j
+l = j["latency_ms"]
+assert 0 <= l["min"] <= l["median"] <= l["p90"] and l["min"] <= l["mean"], l
+assert j["throughput_per_s"] > 0 and j["peak_rss_bytes"] > 1 << 20 and j["arena_bytes"] > 0, j
+PY
+run_ember 1 bench mlp.ember --device vulkan
+has "$err" "error: device 'vulkan' is not available in this build"
+
+if ((failures > 0)); then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all checks passed"
