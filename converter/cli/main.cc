@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   RunArgs run_args;
   CLI::App* run_cmd = app.add_subcommand("run", "Run a .ember model on .npy inputs, write .npy outputs");
   run_cmd->add_option("model", run_args.model, "The .ember model")->required();
-  run_cmd->add_option("-i,--input", run_args.inputs, "NAME=FILE.npy (once per input)")->expected(1);
+  run_cmd->add_option("-i,--input", run_args.inputs, "NAME=FILE.npy (once per input)")->allow_extra_args(false);
   run_cmd->add_option("-d,--output-dir", run_args.output_dir, "Directory for <output name>.npy")->required();
   run_cmd->add_option("--device", run_args.device, "Device (cpu)")->capture_default_str();
   run_cmd->add_option("--threads", run_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time a .ember model (random inputs by default)");
   bench_cmd->add_option("model", bench_args.model, "The .ember model")->required();
   bench_cmd->add_option("-i,--input", bench_args.inputs, "NAME=FILE.npy (others: random, symbolic dims 1)")
-      ->expected(1);
+      ->allow_extra_args(false);
   bench_cmd->add_option("--device", bench_args.device, "Device (cpu)")->capture_default_str();
   bench_cmd->add_option("--threads", bench_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
   bench_cmd->add_option("--warmup", bench_args.warmup, "Untimed runs first")

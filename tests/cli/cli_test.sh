@@ -43,7 +43,7 @@ has "$out" "--profile"
 run_ember nonzero
 has "$err" "A subcommand is required"
 run_ember nonzero convert "$onnx_dir/mlp_opset13.onnx" -o x.ember --bogus
-has "$err" "The following arguments were not expected: --bogus"
+has "$err" "The following argument was not expected: --bogus"
 [[ ! -e x.ember ]] || fail "a bad flag still wrote x.ember"
 run_ember nonzero bench m.ember --iterations 0
 has "$err" "--iterations"
@@ -115,7 +115,7 @@ expect_input_error "input 'input' is given twice" --input input=x.npy --input in
 expect_input_error "--input 'x.npy': expected NAME=FILE.npy" --input x.npy
 echo "not numpy" >bad.npy
 expect_input_error "input 'input': 'bad.npy' is not a .npy file (bad magic)" --input input=bad.npy
-head -c 100 x.npy >trunc.npy
+head -c 148 x.npy >trunc.npy  # the 128-byte header and 20 bytes of data
 expect_input_error "input 'input': 'trunc.npy': truncated data: data is 20 bytes, shape (3, 10) x float32 needs 120" \
   --input input=trunc.npy
 expect_input_error "input 'input': cannot open 'nope.npy': No such file or directory" --input input=nope.npy
