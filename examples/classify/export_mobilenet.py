@@ -2,7 +2,8 @@
 
     export_mobilenet.py OUT_DIR
 writes OUT_DIR/mobilenet_v2.onnx (torchvision's MobileNetV2, random weights
-from torch.manual_seed(0), eval mode, ONNX opset 13, dynamic batch axis,
+from torch.manual_seed(0), BatchNorm statistics measured on random
+batches, eval mode, ONNX opset 13, dynamic batch axis,
 intermediate shapes inferred),
 OUT_DIR/image.npy (a fixed, seeded input "image" [1, 3, 224, 224], normalized
 like ImageNet data) and OUT_DIR/torch_logits.npy (PyTorch's output on it).
@@ -17,11 +18,28 @@ import torch
 import torchvision
 
 
+def calibrate_batchnorm(model, batches=2):
+    """BatchNorm running statistics measured on random batches (as after
+    training), so that activations keep their scale through the random
+    network: with the initial statistics (mean 0, variance 1) the logits
+    shrink to about 1e-9."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.reset_running_stats()
+            m.momentum = None  # a cumulative average over the batches
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(8, 3, 224, 224))
+
+
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     torch.manual_seed(0)
-    model = torchvision.models.mobilenet_v2(weights=None).eval()
+    model = torchvision.models.mobilenet_v2(weights=None)
+    calibrate_batchnorm(model)
+    model.eval()
     gen = torch.Generator().manual_seed(1)
     image = torch.rand(1, 3, 224, 224, generator=gen)
     mean = torch.tensor([0.485, 0.456, 0.406]).reshape(1, 3, 1, 1)
