@@ -486,7 +486,7 @@ class Lowerer {
 
   void lower_plain(const Node& n) {
     const std::optional<OpKind> kind = map_onnx_op(n.op_type);
-    RT_CHECK(kind.has_value(), "no ember op for ", n.op_type);
+    if (!kind) refuse("has no ember op");
     const int want = op_num_inputs(*kind);
     if (static_cast<int>(n.inputs.size()) != want) {
       refuse("has " + std::to_string(n.inputs.size()) + " inputs, expected " + std::to_string(want));
