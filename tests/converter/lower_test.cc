@@ -129,6 +129,11 @@ int fill_shapes_by_evaluation(Graph& g, int64_t bind) {
     for (int id : n.inputs) ins.push_back(id < 0 ? Tensor() : vals[static_cast<size_t>(id)]);
     auto r = evaluate_node(n, ins);
     if (!r.ok() && n.op_type == "LayerNormalization") r = std::vector<Tensor>{ins.at(0)};  // same shape
+    if (!r.ok() && n.outputs.size() == 1 && g.value(n.outputs[0]).shape && g.value(n.outputs[0]).dtype) {
+      Shape s;  // no evaluator (Conv, ...): the known output shape
+      for (const Dim& d : *g.value(n.outputs[0]).shape) s.push_back(d.is_static() ? d.value : bind);
+      r = std::vector<Tensor>{zeros(s, *g.value(n.outputs[0]).dtype)};
+    }
     REQUIRE_MESSAGE(r.ok(), n.label() << ": " << r.diag().message);
     for (size_t k = 0; k < n.outputs.size() && k < r->size(); ++k) {
       const int o = n.outputs[k];
@@ -244,6 +249,28 @@ TEST_CASE("view: Reshape with its folded int64 target (shape the importer does n
   check_equal(target.tensor, i64({3, -1}));
   CHECK(tensor_at(d, d.ops[1].outputs[0]).shape == std::vector<int64_t>{3, 64});
   CHECK(std::get<Conv2dParams>(d.ops[0].params).padding[0] == 0);
+}
+
+TEST_CASE("view: with a symbolic batch the x.size(0) sub-graph is lowered to ShapeOf/Gather/Unsqueeze/Concat") {
+  for (int opset : {11, 13}) {
+    CAPTURE(opset);
+    Graph g = optimized("view_dynamic_opset" + std::to_string(opset));
+    CHECK(fill_shapes_by_evaluation(g, 3) >= 0);
+    const ModelDef d = lowered(g);
+    REQUIRE(kinds(d) == std::vector<OpKind>{OpKind::Conv2d, OpKind::ShapeOf, OpKind::Gather, OpKind::Unsqueeze,
+                                            OpKind::Concat, OpKind::Reshape, OpKind::Linear});
+    CHECK(d.ops[1].inputs[0] == d.ops[0].outputs[0]);
+    CHECK(tensor_at(d, d.ops[1].outputs[0]).dtype == DType::Int64);
+    check_equal(tensor_at(d, d.ops[2].inputs[1]).tensor, scalar_tensor(int64_t{0}, DType::Int64));
+    CHECK(std::get<AxisParams>(d.ops[2].params).axis == 0);
+    const auto& un = std::get<DimsParams>(d.ops[3].params);
+    CHECK((un.rank == 1 && un.dims[0] == 0));
+    REQUIRE(d.ops[4].inputs.size() == 2);
+    CHECK(d.ops[4].inputs[0] == d.ops[3].outputs[0]);
+    check_equal(tensor_at(d, d.ops[4].inputs[1]).tensor, i64({-1}));  // view(x.size(0), -1): folded Unsqueeze
+    CHECK(d.ops[5].inputs[1] == d.ops[4].outputs[0]);
+    CHECK(tensor_at(d, d.ops[0].outputs[0]).dim_names == std::vector<std::string>{"batch", "", "", ""});
+  }
 }
 
 TEST_CASE("Gemm forms: transB = 0 transposes a constant B, C [1, N] becomes [N], fused Clip") {
