@@ -468,6 +468,7 @@ class Lowerer {
       return emit(OpKind::ConstantOfShape, n, {tensor(n.inputs[0])}, {out0(n)},
                   ScalarParams{value.reshape({1}).item()});
     }
+    if (op == "Dropout") require_unused_extra_outputs(n, "the training-mode mask");
     if (op == "Identity" || op == "Dropout") {
       refuse("has no ember op (run the passes: they remove Identity and inference Dropout nodes)");
     }
