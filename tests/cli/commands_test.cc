@@ -1,0 +1,161 @@
+// The CLI's subcommands called as functions on small hand-made models: output
+// file names sanitized and made unique, symbolic dims bound once across
+// inputs, bench's generated inputs, and the helpers' formatting.
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "converter/cli/commands.h"
+#include "converter/cli/model_io.h"
+#include "runtime/model/npy.h"
+#include "runtime/model/writer.h"
+#include "tests/harness/testing.h"
+
+using namespace ember;
+using ember::testing::check_equal;
+
+namespace {
+
+std::string tmp_path(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+TensorDef activation(std::string name, std::vector<int64_t> shape, std::vector<std::string> dims = {}) {
+  TensorDef t;
+  t.name = std::move(name);
+  t.shape = std::move(shape);
+  t.dim_names = std::move(dims);
+  return t;
+}
+
+OpDef op(OpKind kind, std::vector<int32_t> in, std::vector<int32_t> out, std::string name) {
+  OpDef o;
+  o.op = kind;
+  o.inputs = std::move(in);
+  o.outputs = std::move(out);
+  o.name = std::move(name);
+  return o;
+}
+
+// a [batch, 3] + b [batch, 3] -> "sum/0:x" (relu of the sum), "sum\\0?x" (neg of the sum), "..": a copy of a via neg(neg)
+std::string two_input_model() {
+  ModelDef def;
+  const int a = def.add_tensor(activation("a", {-1, 3}, {"batch", ""}));
+  const int b = def.add_tensor(activation("b", {-1, 3}, {"batch", ""}));
+  const int s = def.add_tensor(activation("s", {-1, 3}, {"batch", ""}));
+  const int o1 = def.add_tensor(activation("sum/0:x", {-1, 3}, {"batch", ""}));
+  const int o2 = def.add_tensor(activation("sum\\0?x", {-1, 3}, {"batch", ""}));
+  const int o3 = def.add_tensor(activation("..", {-1, 3}, {"batch", ""}));
+  def.ops.push_back(op(OpKind::Add, {a, b}, {s}, "add_0"));
+  def.ops.push_back(op(OpKind::Relu, {s}, {o1}, "relu_0"));
+  def.ops.push_back(op(OpKind::Neg, {s}, {o2}, "neg_0"));
+  def.ops.push_back(op(OpKind::Neg, {o2}, {o3}, "neg_1"));
+  def.inputs = {a, b};
+  def.outputs = {o1, o2, o3};
+  const std::string path = tmp_path("two_inputs.ember");
+  std::string error;
+  REQUIRE_MESSAGE(write_model(def, path, &error) == Status::Ok, error);
+  return path;
+}
+
+void save(const std::string& name, const Tensor& t) {
+  std::string error;
+  REQUIRE_MESSAGE(write_npy(tmp_path(name), t, &error) == Status::Ok, error);
+}
+
+Tensor load(const std::string& path) {
+  std::string error;
+  Result<Tensor> r = read_npy(path, &error);
+  REQUIRE_MESSAGE(r.ok(), error);
+  return r.get();
+}
+
+}  // namespace
+
+TEST_CASE("run: outputs named after sanitized, unique output names, values exact") {
+  const std::string model = two_input_model();
+  const Tensor a = tensor<float>({{1.0f, -2.0f, 3.0f}, {-4.0f, 5.0f, -6.0f}});
+  const Tensor b = tensor<float>({{0.5f, 0.5f, -0.5f}, {1.0f, -1.0f, 1.0f}});
+  save("a.npy", a);
+  save("b.npy", b);
+  cli::RunArgs args;
+  args.model = model;
+  args.inputs = {"b=" + tmp_path("b.npy"), "a=" + tmp_path("a.npy")};  // any order
+  args.output_dir = tmp_path("run_out/nested");                       // created
+  std::ostringstream out;
+  cli::Diag d = cli::run(args, out);
+  REQUIRE_MESSAGE(d.ok(), d.message);
+  const std::string dir = args.output_dir + "/";
+  check_equal(load(dir + "sum_0_x.npy"), relu(a + b));
+  check_equal(load(dir + "sum_0_x_1.npy"), -(a + b));  // "sum\0?x" sanitizes to the same name
+  check_equal(load(dir + "_...npy"), a + b);
+  CHECK(out.str().find("wrote " + dir + "sum_0_x_1.npy (sum\\0?x: float32 [2, 3])\n") != std::string::npos);
+}
+
+TEST_CASE("run: a symbolic dim takes one value across inputs") {
+  const std::string model = two_input_model();
+  save("a2.npy", zeros({2, 3}));
+  save("b4.npy", zeros({4, 3}));
+  cli::RunArgs args;
+  args.model = model;
+  args.inputs = {"a=" + tmp_path("a2.npy"), "b=" + tmp_path("b4.npy")};
+  args.output_dir = tmp_path("run_bad");
+  std::ostringstream out;
+  cli::Diag d = cli::run(args, out);
+  CHECK(d.status == Status::ShapeMismatch);
+  CHECK(d.message == "input 'b' ('" + tmp_path("b4.npy") + "'): dim 0 ('batch') is 4 but input 'a' has batch = 2");
+  CHECK(!std::filesystem::exists(tmp_path("run_bad")));
+}
+
+TEST_CASE("read_inputs for bench: missing inputs made with the given inputs' symbolic dims") {
+  const std::string model = two_input_model();
+  cli::Expected<cli::LoadedModel> loaded = cli::load_model(model);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.diag().message);
+  save("a5.npy", ones({5, 3}));
+  cli::Expected<std::vector<Tensor>> in =
+      cli::read_inputs(*loaded->executor, {"a=" + tmp_path("a5.npy")}, /*fill_missing=*/true, /*random=*/true);
+  REQUIRE_MESSAGE(in.ok(), in.diag().message);
+  REQUIRE(in->size() == 2);
+  check_equal((*in)[0], ones({5, 3}));
+  CHECK((*in)[1].sizes() == Shape{5, 3});
+  CHECK((*in)[1].abs().sum().item<float>() > 0.0f);  // random normal, not zeros
+  // Nothing given: symbolic dims 1, zeros when not random.
+  cli::Expected<std::vector<Tensor>> z = cli::read_inputs(*loaded->executor, {}, true, false);
+  REQUIRE(z.ok());
+  check_equal((*z)[0], zeros({1, 3}));
+
+  cli::BenchArgs bench;
+  bench.model = model;
+  bench.warmup = 1;
+  bench.iterations = 3;
+  bench.json = true;
+  std::ostringstream out;
+  cli::Diag d = cli::bench(bench, out);
+  REQUIRE_MESSAGE(d.ok(), d.message);
+  CHECK(out.str().find("\"iterations\": 3, \"latency_ms\": {\"min\": ") != std::string::npos);
+}
+
+TEST_CASE("helpers: shapes, names, numbers, devices") {
+  IOInfo io;
+  io.shape = {-1, 3, -1, 224};
+  io.dim_names = {"batch", "", "", ""};
+  CHECK(cli::io_shape_str(io) == "[batch, 3, ?, 224]");
+  CHECK(cli::shape_str({}) == "[]");
+  CHECK(cli::shape_str({2, 0}) == "[2, 0]");
+  CHECK(cli::sanitize_file_name("logits") == "logits");
+  CHECK(cli::sanitize_file_name("/fc/Gemm_output_0") == "_fc_Gemm_output_0");
+  CHECK(cli::sanitize_file_name("a b\xc3\xa9.npy") == "a_b__.npy");
+  CHECK(cli::sanitize_file_name("") == "_");
+  CHECK(cli::sanitize_file_name(".hidden") == "_.hidden");
+  CHECK(cli::sanitize_file_name("..") == "_..");
+  CHECK(cli::with_commas(0) == "0");
+  CHECK(cli::with_commas(999) == "999");
+  CHECK(cli::with_commas(1000) == "1,000");
+  CHECK(cli::with_commas(-13951264) == "-13,951,264");
+  CHECK(cli::check_device("cpu").ok());
+  CHECK(cli::check_device("vulkan:0").message == "device 'vulkan:0' is not available in this build");
+  CHECK(cli::check_device("cuda").status == Status::UnsupportedHardware);
+  CHECK(cli::check_device("tpu").status == Status::InvalidArgument);
+  CHECK(!cli::check_device("tpu").message.empty());
+}
