@@ -55,7 +55,7 @@ struct Header {
 // The fixed part: magic, version, header length. `n` bytes of the file are at `p`.
 Status parse_prelude(const unsigned char* p, size_t n, const std::string& name, size_t* header_start,
                      size_t* header_len, std::string* error) {
-  if (std::memcmp(p, kMagic, n < 6 ? n : 6) != 0) {
+  if (n > 0 && std::memcmp(p, kMagic, n < 6 ? n : 6) != 0) {
     return fail(error, Status::InvalidArgument, "'", name, "' is not a .npy file (bad magic)");
   }
   if (n < 8) {
