@@ -41,6 +41,16 @@ Expected<int> fold_constants(Graph& graph, int64_t max_elements = int64_t{1} << 
 // x.size(i) pattern with a symbolic batch). Returns the nodes replaced.
 int fold_shapes(Graph& graph);
 
+// Fills in what ONNX shape inference left out (it gives up after a Slice or
+// Reshape whose starts or target come from a Shape sub-graph): for each node in
+// order, the dtype and shape of its outputs from its inputs' (broadcasting,
+// MatMul, Gemm, Slice, Reshape, Gather, Transpose, ...). Only fills: a dtype or
+// a dim already known is never changed; a dim it cannot compute stays unknown
+// (Dim{}), so the rank is known wherever the inputs' ranks are. The importer
+// runs it after ONNX's inference and run_passes() after folding, when more
+// inputs are constants. Returns the values it completed.
+int infer_missing_shapes(Graph& graph);
+
 // Removes Identity nodes and Dropout nodes whose mask is unused (inference),
 // rewiring their readers. Returns the nodes removed.
 int remove_identities(Graph& graph);
