@@ -237,7 +237,7 @@ def real_models(zoo, only):
     if want("transformer"):
         torch.manual_seed(13)
         layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, dropout=0.1,
-                                           batch_first=True)
+                                           batch_first=True)  # [batch, seq, d]
         enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).eval()
         x = torch.randn(1, 128, 256)
         # torch 1.13 takes its fused fast path (one aten op, not exportable) in eval mode
