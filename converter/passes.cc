@@ -17,6 +17,7 @@ std::string PassReport::summary() const {
      << identities_removed << " identities and " << dead_nodes_removed << " dead nodes, folded "
      << batchnorms_folded << " BatchNorms, fused " << activations_fused << " activations, dropped "
      << values_dropped << " unused values";
+  if (convs_made_2d > 0) os << ", made " << convs_made_2d << " 1-D convolutions 2-D";
   return os.str();
 }
 
@@ -209,7 +210,19 @@ std::vector<Tensor> eval(const Node& node, const std::vector<Tensor>& in) {
                 Status::InvalidArgument, "Slice: starts, ends, axes and steps differ in length");
     Tensor r = x;
     for (size_t i = 0; i < starts.size(); ++i) {
-      EMBER_CHECK(steps[i] > 0, Status::NotSupported, "Slice with a non-positive step");
+      EMBER_CHECK(steps[i] != 0, Status::InvalidArgument, "Slice with a step of 0");
+      if (steps[i] < 0) {
+        // ONNX: start clamped to [0, dim-1], end to [-1, dim-1], walking down.
+        const int64_t axis = wrap_dim(axes[i], r.dim()), dim = r.size(axis);
+        int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
+        int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
+        start = std::clamp(start, int64_t{0}, dim - 1);  // dim 0: -1, nothing picked
+        end = std::clamp(end, int64_t{-1}, dim - 1);
+        std::vector<int64_t> picked;
+        for (int64_t k = start; k > end && k >= 0; k += steps[i]) picked.push_back(k);
+        r = gather(r, tensor(picked, {static_cast<int64_t>(picked.size())}), axis);
+        continue;
+      }
       r = r.slice(axes[i], starts[i], ends[i], steps[i]);
     }
     return {r.contiguous()};
@@ -897,6 +910,71 @@ int fuse_activations(Graph& graph) {
   return fused;
 }
 
+int conv1d_to_conv2d(Graph& graph) {
+  std::vector<Node> nodes;
+  int rewritten = 0;
+  for (Node& node : graph.nodes) {
+    const bool conv1d = node.op_type == "Conv" && node.inputs.size() >= 2 && graph.is_constant(node.inputs[1]) &&
+                        graph.value(node.inputs[1]).constant.dim() == 3 && !node.outputs.empty() &&
+                        node.outputs[0] >= 0;
+    if (!conv1d) {
+      nodes.push_back(std::move(node));
+      continue;
+    }
+    const std::string base = node.name.empty() ? graph.value(node.outputs[0]).name : node.name;
+    const Tensor w = graph.value(node.inputs[1]).constant;
+    node.inputs[1] = graph.add_constant(base + "/weight_2d", w.unsqueeze(2).contiguous());
+    auto widen = [&](const char* attr, int64_t pad_value) {
+      if (!node.has(attr)) return;
+      const std::vector<int64_t> v = node.get_ints(attr);
+      node.attrs[attr] = std::vector<int64_t>{pad_value, v.empty() ? pad_value : v[0]};
+    };
+    widen("kernel_shape", 1);
+    widen("strides", 1);
+    widen("dilations", 1);
+    if (node.has("pads")) {
+      const std::vector<int64_t> p = node.get_ints("pads");
+      if (p.size() == 2) node.attrs["pads"] = std::vector<int64_t>{0, p[0], 0, p[1]};
+    }
+    const int axes = graph.add_constant(base + "/axis_2", tensor(std::vector<int64_t>{2}, {1}));
+    // [N, C, L] -> [N, C, 1, L] -> Conv -> [N, O, 1, L'] -> [N, O, L'].
+    auto with_dim2 = [&](int id, const std::string& name) {
+      Value v;
+      v.name = name;
+      v.dtype = graph.value(id).dtype;
+      if (graph.value(id).shape && graph.value(id).shape->size() == 3) {
+        std::vector<Dim> d = *graph.value(id).shape;
+        d.insert(d.begin() + 2, Dim::fixed(1));
+        v.shape = d;
+      }
+      return graph.add_value(std::move(v));
+    };
+    const int x4 = with_dim2(node.inputs[0], base + "/input_2d");
+    const int y3 = node.outputs[0];
+    const int y4 = with_dim2(y3, base + "/output_2d");
+    Node unsq;
+    unsq.name = base + "/to_2d";
+    unsq.op_type = "Unsqueeze";
+    unsq.kind = map_onnx_op("Unsqueeze");
+    unsq.inputs = {node.inputs[0], axes};
+    unsq.outputs = {x4};
+    Node sq;
+    sq.name = base + "/from_2d";
+    sq.op_type = "Squeeze";
+    sq.kind = map_onnx_op("Squeeze");
+    sq.inputs = {y4, axes};
+    sq.outputs = {y3};
+    node.inputs[0] = x4;
+    node.outputs[0] = y4;
+    nodes.push_back(std::move(unsq));
+    nodes.push_back(std::move(node));
+    nodes.push_back(std::move(sq));
+    ++rewritten;
+  }
+  graph.nodes = std::move(nodes);
+  return rewritten;
+}
+
 Expected<PassReport> run_passes(Graph& graph) {
   PassReport r;
   for (;;) {
@@ -916,6 +994,7 @@ Expected<PassReport> run_passes(Graph& graph) {
   if (!bn.ok()) return bn.diag();
   r.batchnorms_folded = *bn;
   r.activations_fused = fuse_activations(graph);
+  r.convs_made_2d = conv1d_to_conv2d(graph);
   r.dead_nodes_removed += eliminate_dead_nodes(graph);
   r.values_dropped = graph.compact();
   Diag d = graph.validate();

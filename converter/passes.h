@@ -22,6 +22,7 @@ struct PassReport {
   int batchnorms_folded = 0;   // BatchNormalization folded into Conv/Gemm
   int activations_fused = 0;   // Relu/Clip fused into Conv/Gemm
   int values_dropped = 0;      // unreferenced values (constants, mostly) dropped
+  int convs_made_2d = 0;       // 1-D Convs rewritten as Unsqueeze, 2-D Conv, Squeeze
   // "folded 12 constants, 3 shapes, ..." for the converter's report.
   std::string summary() const;
 };
@@ -70,9 +71,16 @@ Expected<int> fold_batchnorm(Graph& graph);
 // Returns the activations fused.
 int fuse_activations(Graph& graph);
 
+// A Conv with a constant 3-D weight (Conv1d) becomes Unsqueeze(axis 2) ->
+// Conv with a [O, I/g, 1, K] weight (kernel_shape, strides, dilations and pads
+// widened with a leading 1 or 0) -> Squeeze(axis 2): ember runs 2-D
+// convolutions only. The Conv keeps its fused activation. Returns the Convs
+// rewritten.
+int conv1d_to_conv2d(Graph& graph);
+
 // Identity removal, shape and constant folding and dead-node elimination until
-// nothing changes, then BatchNorm folding, activation fusion, dead-node
-// elimination and Graph::compact().
+// nothing changes, then BatchNorm folding, activation fusion, Conv1d to
+// Conv2d, dead-node elimination and Graph::compact().
 Expected<PassReport> run_passes(Graph& graph);
 
 }  // namespace ember::converter

@@ -2,6 +2,7 @@
 // (tests/golden/onnx_models.py) and on broken files.
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -544,6 +545,82 @@ TEST_CASE("infer_missing_shapes: fills unknown dims and never changes a known on
   CHECK(g.value(ic).dtype == DType::Bool);
   CHECK(*g.value(ic).shape == std::vector<Dim>{Dim::named("batch"), Dim::fixed(3), Dim::fixed(9)});
   CHECK(infer_missing_shapes(g) == 0);  // nothing left to fill
+}
+
+}  // namespace ember::converter
+
+namespace ember::converter {
+
+TEST_CASE("evaluate_node: Slice with negative steps (ONNX clamping), a zero step is an error") {
+  Node slice;
+  slice.op_type = "Slice";
+  slice.name = "rev";
+  slice.outputs = {0};
+  const Tensor x = tensor({0.f, 1.f, 2.f, 3.f, 4.f, 5.f});
+  auto run = [&](int64_t start, int64_t end, int64_t step) {
+    auto r = evaluate_node(slice, {x, tensor({start}), tensor({end}), tensor({int64_t{0}}), tensor({step})});
+    REQUIRE_MESSAGE(r.ok(), r.diag().message);
+    return (*r)[0];
+  };
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  check_equal(run(-1, lo, -1), tensor({5.f, 4.f, 3.f, 2.f, 1.f, 0.f}));  // x[::-1], as torch exports flip
+  check_equal(run(4, 0, -2), tensor({4.f, 2.f}));
+  check_equal(run(hi, -5, -2), tensor({5.f, 3.f}));  // start clamped to 5, end -5 -> 1
+  check_equal(run(-100, lo, -1), tensor({0.f}));     // start clamped to 0
+  CHECK(run(1, 3, -1).numel() == 0);
+  auto zero = evaluate_node(slice, {x, tensor({int64_t{0}}), tensor({int64_t{3}}), tensor({int64_t{0}}),
+                                    tensor({int64_t{0}})});
+  REQUIRE(!zero.ok());
+  CHECK(zero.diag().status == Status::InvalidArgument);
+  CHECK(zero.diag().message == "Slice 'rev': Slice with a step of 0");
+}
+
+TEST_CASE("passes: torch's F.pad pads sub-graph (reversing Slice) folds to ONNX pads") {
+  // F.pad(x, (2, 1, 1, 2)) on [N, C, H, W]: W gets (2, 1), H (1, 2).
+  for (const char* model : {"op_pad_reflect", "op_pad_constant", "op_pad_edge"}) {
+    CAPTURE(model);
+    auto g = import_onnx(kZoo + std::string(model) + ".onnx");
+    REQUIRE_MESSAGE(g.ok(), g.diag().message);
+    auto report = run_passes(*g);
+    REQUIRE_MESSAGE(report.ok(), report.diag().message);
+    CHECK(g->op_histogram() == std::map<std::string, int>{{"Pad", 1}});
+    const Node& pad = only_node(*g, "Pad");
+    REQUIRE(g->is_constant(pad.inputs[1]));
+    const Tensor pads = g->value(pad.inputs[1]).constant;
+    if (std::string(model) == "op_pad_reflect") {
+      check_equal(pads, tensor({int64_t{0}, int64_t{0}, int64_t{1}, int64_t{2}, int64_t{0}, int64_t{0}, int64_t{2},
+                                int64_t{1}}));
+      CHECK(pad.get_string("mode", "") == "reflect");
+    } else if (std::string(model) == "op_pad_edge") {
+      // F.pad(x, (1, 2, 2, 0), mode="replicate")
+      check_equal(pads, tensor({int64_t{0}, int64_t{0}, int64_t{2}, int64_t{1}, int64_t{0}, int64_t{0}, int64_t{0},
+                                int64_t{2}}));
+      CHECK(pad.get_string("mode", "") == "edge");
+    }
+  }
+}
+
+TEST_CASE("passes: a 1-D Conv becomes Unsqueeze, 2-D Conv, Squeeze") {
+  auto g = import_onnx(kZoo + "op_conv1d.onnx");  // nn.Conv1d(3, 5, 3, padding=1) on [2, 3, 12]
+  REQUIRE_MESSAGE(g.ok(), g.diag().message);
+  auto report = run_passes(*g);
+  REQUIRE_MESSAGE(report.ok(), report.diag().message);
+  CHECK(report->convs_made_2d == 1);
+  CHECK(report->summary().find("made 1 1-D convolutions 2-D") != std::string::npos);
+  REQUIRE(g->nodes.size() == 3);
+  CHECK(g->nodes[0].op_type == "Unsqueeze");
+  CHECK(g->nodes[1].op_type == "Conv");
+  CHECK(g->nodes[2].op_type == "Squeeze");
+  const Node& conv = g->nodes[1];
+  CHECK(g->value(conv.inputs[1]).constant.sizes() == Shape{5, 3, 1, 3});
+  CHECK(conv.get_ints("kernel_shape") == std::vector<int64_t>{1, 3});
+  CHECK(conv.get_ints("pads") == std::vector<int64_t>{0, 1, 0, 1});
+  CHECK(conv.get_ints("strides") == std::vector<int64_t>{1, 1});
+  CHECK(*g->value(conv.inputs[0]).shape == std::vector<Dim>{Dim::fixed(2), Dim::fixed(3), Dim::fixed(1), Dim::fixed(12)});
+  CHECK(*g->value(conv.outputs[0]).shape == std::vector<Dim>{Dim::fixed(2), Dim::fixed(5), Dim::fixed(1), Dim::fixed(12)});
+  CHECK(g->nodes[2].outputs[0] == g->outputs[0]);  // the graph output keeps its name
+  CHECK(g->value(g->outputs[0]).name == "output");
+  CHECK(g->validate().ok());
 }
 
 }  // namespace ember::converter

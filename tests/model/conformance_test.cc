@@ -40,7 +40,8 @@ std::string read_bytes(const std::string& path) {
 // int64, int32 or bool.
 Tensor read_npy(const std::string& path) {
   const std::string b = read_bytes(path);
-  REQUIRE_MESSAGE(b.size() >= 10 && std::memcmp(b.data(), "\x93NUMPY", 6) == 0, path << " is not a .npy file");
+  const bool magic = b.size() >= 10 && std::memcmp(b.data(), "\x93NUMPY", 6) == 0;
+  REQUIRE_MESSAGE(magic, path << " is not a .npy file");
   const int major = static_cast<unsigned char>(b[6]);
   size_t header_len = 0, offset = 0;
   if (major == 1) {
