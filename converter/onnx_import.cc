@@ -156,7 +156,9 @@ Diag read_type(const onnx::ValueInfoProto& info, Value& v, bool strict) {
     std::vector<Dim> dims;
     for (const auto& d : tt.shape().dim()) {
       if (d.has_dim_value() && d.dim_value() >= 0) dims.push_back(Dim::fixed(d.dim_value()));
-      else if (d.has_dim_param()) dims.push_back(Dim::named(d.dim_param()));
+      // "unk__3": a name ONNX's inference made up for a dim it could not
+      // compute; unknown here, so the passes can fill it in after folding.
+      else if (d.has_dim_param() && d.dim_param().rfind("unk__", 0) != 0) dims.push_back(Dim::named(d.dim_param()));
       else dims.push_back(Dim{});
     }
     v.shape = dims;

@@ -10,7 +10,8 @@
 //   ("batch"). ONNX shape inference (libonnx, with data propagation) runs on
 //   the model first, so every value gets a dtype and a shape where ONNX can
 //   tell; value_info already in the file is kept. Dims ONNX cannot compute
-//   get its generated symbols ("unk__3"): equal symbols are equal sizes.
+//   (its generated symbols "unk__3") are unknown dims (Dim{}), which
+//   infer_missing_shapes() (passes.h) fills in where it can.
 // - Every op outside supported_onnx_ops() is collected first: the error lists
 //   them all at once (op type, count, node names) and no graph is returned.
 // - Node forms are normalized whatever the opset: "axes" of Unsqueeze,

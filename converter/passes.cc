@@ -382,6 +382,17 @@ std::optional<std::vector<int64_t>> const_ints(const Graph& g, int id) {
   return t.to_vector<int64_t>();
 }
 
+// A -1 (or other negative) element of a constant shape tensor: Reshape's
+// "infer this dim". Never stored in a Value (sanitized() turns it unknown).
+const Dim kLiteralMinusOne{-2, {}};
+
+Dims sanitized(Dims d) {
+  for (Dim& x : d) {
+    if (x.value == kLiteralMinusOne.value) x = Dim{};
+  }
+  return d;
+}
+
 // What is known of the elements of a 1-D (or scalar) int value used as a
 // shape: constants, Gather(Shape(v), k) (v's dim k, perhaps a symbol),
 // Unsqueeze of such a scalar, Concat of such parts. nullopt when not even the
@@ -390,7 +401,7 @@ std::optional<Dims> shape_elements(const Graph& g, int id, int depth = 0) {
   if (id < 0 || depth > 8) return std::nullopt;
   if (const auto c = const_ints(g, id)) {
     Dims out;
-    for (int64_t v : *c) out.push_back(Dim::fixed(v));
+    for (int64_t v : *c) out.push_back(v >= 0 ? Dim::fixed(v) : kLiteralMinusOne);
     return out;
   }
   const int p = g.producer_of(id);
@@ -567,7 +578,7 @@ std::vector<std::pair<std::optional<DType>, std::optional<Dims>>> infer_node(con
       const Dim& t = (*target)[i];
       if (t.is_static() && t.value == 0 && n.get_int("allowzero", 0) == 0) {
         out.push_back(x && i < x->size() ? (*x)[i] : Dim{});
-      } else if (t.is_static() && t.value == -1) {
+      } else if (t.value == kLiteralMinusOne.value) {
         minus_one = static_cast<int>(i);
         out.push_back(Dim{});
         continue;
@@ -669,15 +680,17 @@ std::vector<std::pair<std::optional<DType>, std::optional<Dims>>> infer_node(con
     return {Out{dtype(0), out}};
   }
   if (op == "Expand") {
-    const std::optional<Dims> t = shape_elements(g, in(1));
+    std::optional<Dims> t = shape_elements(g, in(1));
     if (!t || !x) return {Out{dtype(0), std::nullopt}};
+    t = sanitized(*t);
     return {Out{dtype(0), broadcast({x, t})}};
   }
   if (op == "ConstantOfShape") {
     std::optional<DType> dt = DType::Float32;
     auto it = n.attrs.find("value");
     if (it != n.attrs.end() && std::holds_alternative<Tensor>(it->second)) dt = std::get<Tensor>(it->second).dtype();
-    return {Out{dt, shape_elements(g, in(0))}};
+    const auto target = shape_elements(g, in(0));
+    return {Out{dt, target ? std::optional<Dims>(sanitized(*target)) : std::nullopt}};
   }
   if (op == "ReduceMean" || op == "ReduceSum") {
     const auto axes = const_ints(g, in(1));

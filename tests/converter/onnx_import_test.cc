@@ -188,6 +188,9 @@ TEST_CASE("view: Shape of a static shape folds through Gather/Unsqueeze/Concat i
   const Node& reshape = only_node(g, "Reshape");
   REQUIRE(g.is_constant(reshape.inputs[1]));
   check_equal(g.value(reshape.inputs[1]).constant, expected("view.reshape_target"));
+  // ONNX's inference left the Reshape's output without a shape; the importer computed it.
+  REQUIRE(g.value(reshape.outputs[0]).shape.has_value());
+  CHECK(*g.value(reshape.outputs[0]).shape == std::vector<Dim>{Dim::fixed(3), Dim::fixed(64)});
 }
 
 TEST_CASE("view: with a symbolic batch the Shape sub-graph stays, its static part folds") {

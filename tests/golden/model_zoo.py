@@ -10,7 +10,8 @@ writes, for every model <name>:
 and OUT_DIR/manifest.txt, one line per case:
     <case> file=<name>.onnx inputs=<in0>,<in1> outputs=<out0> rtol=<r> atol=<a>
 A case may reuse another case's .onnx with other inputs (mlp_b2: batch 2 through
-mlp.onnx); its .npy files are named after the case.  Non-float outputs (int64,
+mlp.onnx; bert_opset14_b1: batch 1, seq 20); its .npy files are named after the
+case (tests/golden/BUILD lists these as ZOO_VARIANTS).  Non-float outputs (int64,
 bool) compare exactly whatever the tolerance says.
 
 Weights are random (torchvision models are built with weights=None); BatchNorm
@@ -249,6 +250,9 @@ def real_models(zoo, only):
                               dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
         infer_shapes(zoo.path("transformer.onnx"))
         zoo.case("transformer", "transformer.onnx", [x], [ref])
+        with torch.enable_grad():
+            x2 = torch.randn(2, 128, 256)
+            zoo.case("transformer_b2", "transformer.onnx", [x2], [enc(x2).detach()])
 
     for opset in (14, 17):
         if not want(f"bert_opset{opset}"):
@@ -262,6 +266,12 @@ def real_models(zoo, only):
                      out_names=["hidden"],
                      dynamic={"ids": {0: "batch", 1: "seq"}, "mask": {0: "batch", 1: "seq"},
                               "hidden": {0: "batch", 1: "seq"}})
+        # Other sizes through the same file: batch 1, seq 20 (padding at the end).
+        ids1 = torch.randint(0, 1000, (1, 20))
+        mask1 = torch.ones(1, 20, dtype=torch.int64)
+        mask1[0, 15:] = 0
+        with torch.no_grad():
+            zoo.case(f"bert_opset{opset}_b1", f"bert_opset{opset}.onnx", [ids1, mask1], [bert(ids1, mask1)])
 
 
 # ----------------------------------------------------------------------------
