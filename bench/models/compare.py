@@ -24,6 +24,10 @@ MEMORY_MODELS = ["mlp", "mobilenet_v2", "resnet18", "transformer"]
 
 def run_measured(cmd):
     """Runs cmd; returns (stdout, wall seconds) or raises with its stderr."""
+    # Linux keeps ru_maxrss across execve: a child exec'd straight from this
+    # (vforking) Python process would report Python's RSS as its own peak. The
+    # shell forks the measured command from its own small image instead.
+    cmd = ["/bin/sh", "-c", '"$@"; exit $?', "sh"] + list(cmd)
     start = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = p.communicate()
@@ -77,10 +81,21 @@ def ort_measure(args, model, threads):
     return json.loads(out)
 
 
-def find_key(obj, *words):
-    """The first numeric value whose key contains every word (ember bench's JSON keys)."""
+def flatten(obj, prefix=""):
+    """{"latency_ms": {"median": 1.0}} -> {"latency_ms.median": 1.0}."""
+    out = {}
     for k, v in obj.items():
-        if isinstance(v, (int, float)) and all(w in k.lower() for w in words):
+        if isinstance(v, dict):
+            out.update(flatten(v, prefix + k + "."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def find_key(obj, *words):
+    """The first numeric value whose (flattened) key contains every word, and that key."""
+    for k, v in flatten(obj).items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and all(w in k.lower() for w in words):
             return float(v), k
     return None, None
 
@@ -92,7 +107,7 @@ def ember_measure(args, ember_model, threads):
            "--iterations", str(args.iterations), "--json"]
     out, wall = run_measured(cmd)
     j = json.loads(out)
-    median, _ = find_key(j, "median")
+    median, _ = find_key(j, "latency", "median")
     rss, rss_key = find_key(j, "rss")
     if rss is not None and "mib" not in rss_key.lower():
         rss = rss / (1024 * 1024) if "byte" in rss_key.lower() else rss / 1024  # bytes or KiB
@@ -101,7 +116,7 @@ def ember_measure(args, ember_model, threads):
         # No load time in the JSON: a single-run process, minus that run.
         out1, wall1 = run_measured([args.ember, "bench", ember_model, "--threads", str(threads),
                                     "--warmup", "0", "--iterations", "1", "--json"])
-        one, _ = find_key(json.loads(out1), "median")
+        one, _ = find_key(json.loads(out1), "latency", "median")
         load = (wall1 * 1e3 - (one or 0.0))
     return {"median_ms": median, "peak_rss_mib": rss, "load_ms": load}
 
@@ -137,7 +152,7 @@ def main():
             ratio = em / o["median_ms"] if em else None
             print(f"{name:14s} {threads:7d} {fmt(em):>10s} {o['median_ms']:10.2f} {fmt(ratio):>10s}")
 
-    print(f"\n{'model':14s} {'.onnx MiB':>9s} {'.ember MiB':>10s} {'ember load ms':>13s} {'ORT load ms':>11s} "
+    print(f"\n{'model':14s} {'.onnx MiB':>9s} {'.ember MiB':>10s} {'ember load ms*':>14s} {'ORT load ms':>11s} "
           f"{'ember RSS MiB':>13s} {'ORT RSS MiB':>11s}")
     for name in MEMORY_MODELS:
         onnx_path = os.path.join(args.dir, name + ".onnx")
@@ -146,10 +161,13 @@ def main():
         e = ember_measure(args, ember_path, 1)
         ember_mib = os.path.getsize(ember_path) / 2**20 if os.path.exists(ember_path) else None
         print(f"{name:14s} {os.path.getsize(onnx_path) / 2**20:9.2f} {fmt(ember_mib):>10s} "
-              f"{fmt(e['load_ms'] if e else None, '.1f'):>13s} {o['load_ms']:11.1f} "
+              f"{fmt(e['load_ms'] if e else None, '.1f'):>14s} {o['load_ms']:11.1f} "
               f"{fmt(e['peak_rss_mib'] if e else None, '.1f'):>13s} {o['peak_rss_mib']:11.1f}")
-    print("\nORT RSS includes the Python interpreter and numpy (about 30-40 MiB of baseline); "
-          "ember's is the whole `ember bench` process.")
+    print("\n* ember's JSON has no load time: the wall time of an `ember bench --iterations 1 --warmup 0`\n"
+          "  process minus its one run (process start, mmap + verification, executor creation, planning run\n"
+          "  overhead); ORT's is InferenceSession creation alone.\n"
+          "ORT RSS includes the Python interpreter and numpy (about 30-40 MiB of baseline); ember's is the\n"
+          "whole `ember bench` process (peak_rss_bytes of its JSON).")
 
 
 if __name__ == "__main__":
