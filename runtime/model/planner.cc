@@ -66,7 +66,7 @@ RecordingAllocator::RecordingAllocator() : state_(std::make_shared<State>()) {}
 
 Storage RecordingAllocator::allocate(size_t bytes) {
   Backend* backend = cpu_backend();
-  const Buffer buffer = allocate_cpu(backend, bytes);
+  Buffer buffer = allocate_cpu(backend, bytes);
   size_t index;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
@@ -78,7 +78,7 @@ Storage RecordingAllocator::allocate(size_t bytes) {
   }
   std::shared_ptr<State> state = state_;
   return std::make_shared<StorageImpl>(buffer.data, bytes, Device(DeviceType::CPU),
-                                       [state, backend, buffer, index](void*) {
+                                       [state, backend, buffer, index](void*) mutable {
                                          backend->release(buffer);
                                          std::lock_guard<std::mutex> lock(state->mutex);
                                          if (state->active) state->records[index].free_time = state->clock++;
