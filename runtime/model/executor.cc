@@ -552,9 +552,11 @@ void run_op(const Model& m, int k, const OpParams& params, std::vector<Tensor>& 
       break;
     }
     case OpKind::AdaptiveAvgPool2d: {
-      const Shape s = static_shape(m, out_tensor(0), "adaptive_avg_pool2d");
-      EMBER_CHECK(s.size() >= 2, Status::InvalidArgument, "adaptive_avg_pool2d output '",
-                  m.tensor_name(out_tensor(0)), "' has rank ", s.size());
+      // The output size: the last two dims of the declared output, which must be static.
+      const std::vector<int64_t> s = m.tensor_shape(out_tensor(0));
+      EMBER_CHECK(s.size() >= 2 && s[s.size() - 2] >= 0 && s[s.size() - 1] >= 0, Status::NotSupported,
+                  "adaptive_avg_pool2d needs the last two dims of its output static, '",
+                  m.tensor_name(out_tensor(0)), "' is declared ", shape_str(s));
       out[0] = adaptive_avg_pool2d(need(0, "data"), {s[s.size() - 2], s[s.size() - 1]});
       break;
     }
