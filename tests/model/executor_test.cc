@@ -254,6 +254,64 @@ TEST_CASE("conv net: bit-exact with eager") {
   CHECK(ctx.memory_plan().arena_bytes < ctx.memory_plan().naive_bytes);
 }
 
+TEST_CASE("nn ops: embedding, layer_norm, gelu, softmax, copy, pad, avg_pool2d, clamp") {
+  const Tensor table = randn({10, 4}), lw = randn({4}), lb = randn({4});
+  Graph g;
+  const int ids = g.input("ids", {-1, 3}, DType::Int64, {"batch", ""});
+  const int x = g.input("x", {1, 2, 4, 4});
+  const int e = g.act("e", {-1, 3, 4}), ln = g.act("ln", {-1, 3, 4}), ge = g.act("ge", {-1, 3, 4});
+  const int sm = g.act("sm", {-1, 3, 4}), cp = g.act("cp", {-1, 3, 4}, DType::Float64);
+  const int pd = g.act("pd", {1, 2, 6, 6}), ap = g.act("ap", {1, 2, 4, 4}), cl = g.act("cl", {1, 2, 4, 4});
+  g.op(OpKind::Embedding, {g.weight("table", table), ids}, {e}, "emb");
+  NormParams np;
+  np.eps = 1e-6;
+  g.op(OpKind::LayerNorm, {e, g.weight("lw", lw), g.weight("lb", lb)}, {ln}, "ln", np);
+  g.op(OpKind::Gelu, {ln}, {ge}, "gelu", GeluParams{true});
+  g.op(OpKind::Softmax, {ge}, {sm}, "softmax", SoftmaxParams{-1});
+  g.op(OpKind::Copy, {sm}, {cp}, "to64");
+  PadParams pp;
+  pp.mode = PadMode::Reflect;
+  pp.before[2] = pp.after[2] = pp.before[3] = pp.after[3] = 1;
+  g.op(OpKind::Pad, {x}, {pd}, "pad", pp);
+  Pool2dParams avg;
+  avg.kernel[0] = avg.kernel[1] = 3;
+  g.op(OpKind::AvgPool2d, {pd}, {ap}, "avg", avg);
+  ClampParams c;
+  c.has_min = true;
+  c.min = Scalar(0.0);
+  g.op(OpKind::Clamp, {ap}, {cl}, "clamp", c);
+  g.output(cp);
+  g.output(cl);
+  const Tensor in_ids = tensor({{1, 9, 0}, {3, 3, 7}}), in_x = randn({1, 2, 4, 4});
+  std::vector<Tensor> out = run_once(g, {in_ids, in_x});
+  check_equal(out[0], softmax(gelu(layer_norm(embedding(table, in_ids), {4}, lw, lb, 1e-6), "tanh"), -1)
+                          .to(DType::Float64));
+  check_equal(out[1], clamp(avg_pool2d(pad(in_x, {1, 1, 1, 1}, "reflect"), {3, 3}, {1, 1}), Scalar(0.0),
+                            std::nullopt));
+}
+
+TEST_CASE("create checks the graph of a model loaded without full verification") {
+  Graph g;
+  const int x = g.input("x", {2});
+  const int y = g.act("y", {2});
+  const int z = g.act("z", {2});
+  g.op(OpKind::Relu, {z}, {y}, "early");  // reads z before anyone writes it
+  g.op(OpKind::Relu, {x}, {z}, "late");
+  g.output(y);
+  std::vector<std::byte> bytes;
+  REQUIRE(detail::serialize_model_unverified(g.def, &bytes) == Status::Ok);
+  Result<Model> model = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Minimal);
+  REQUIRE(model.ok());
+  std::string error;
+  Result<std::shared_ptr<const Executor>> ex =
+      Executor::create(std::make_shared<const Model>(std::move(model.get())), &error);
+  REQUIRE(!ex.ok());
+  CHECK(ex.status() == Status::InvalidModel);
+  CHECK(error ==
+        "operator 0 node 'early' (relu): input 0 (tensor 2) is not a graph input, a weight or an earlier "
+        "operator's output");
+}
+
 TEST_CASE("graph op: reshape with 0 and -1") {
   Graph g;
   const int x = g.input("x", {2, 3, 4});
