@@ -44,13 +44,19 @@ struct ConvertReport {
 };
 
 // IR -> ModelDef (graph inputs/outputs, tensors with shapes, dim names and
-// dtypes, ops in order, node names; initializers of float dtype read by
-// Conv/Gemm/MatMul/norm ops are marked trainable).
+// dtypes, ops in order, node names; constants of float dtype read as weights
+// by Conv/Gemm/MatMul/LayerNorm/Gather (data) and BatchNorm's scale and bias
+// are marked trainable; running statistics are not). Every value an op or the
+// graph reads needs a known rank and dtype (dtypes the IR lacks are inferred:
+// comparisons bool, Shape int64, Cast its target, others the first input's).
+// All problems are returned at once: NotSupported, "the graph cannot be
+// lowered to ember ops (N problems): <Op> '<node>': <reason>; ...".
 Expected<ModelDef> lower(const Graph& graph);
 
-// Imports `onnx_path`, optimizes, lowers and writes `out_path` atomically
-// (nothing is written on error). Metadata: producer "ember", its version, the
-// source hash and the options.
+// Imports `onnx_path`, optimizes (options.optimize), lowers and writes
+// `out_path` atomically (nothing is written on error). Metadata: producer
+// "ember", version "0.1", "sha256:<hex>" of the ONNX bytes (OpenSSL) and
+// options.as_metadata(). A reserved option that is set: NotSupported.
 Diag convert_file(const std::string& onnx_path, const std::string& out_path,
                   const ConvertOptions& options, ConvertReport* report = nullptr);
 

@@ -632,3 +632,79 @@ TEST_CASE("model: byte-flip fuzz over a valid file never crashes") {
   MESSAGE(accepted << " of 6000 mutations still verified");
   CHECK(accepted > 0);
 }
+
+TEST_CASE("model: graph-op params, fused activations, keepdim and variadic counts survive the trip") {
+  ModelDef def;
+  def.add_tensor(activation("x", {2, 3, 4}));  // 0
+  def.inputs = {0};
+  for (int k = 1; k <= 9; ++k) def.add_tensor(activation("t" + std::to_string(k), {2, 3, 4}));  // 1..9
+  DimsParams perm;
+  perm.rank = 3;
+  perm.dims[0] = 2, perm.dims[1] = 0, perm.dims[2] = -2;
+  DimsParams none;  // Squeeze with no axes: rank 0
+  LinearParams lin;
+  lin.activation.kind = ActivationKind::Clamp;
+  lin.activation.min = -1.5;  // max stays +inf
+  Conv2dParams conv;
+  conv.activation.kind = ActivationKind::Relu;
+  ReduceParams reduce;
+  reduce.dims = 0b110;
+  reduce.keepdim = false;
+  def.ops.push_back(make_op(OpKind::Permute, {0}, {1}, "perm", perm));
+  def.ops.push_back(make_op(OpKind::Squeeze, {1}, {2}, "squeeze", none));
+  def.ops.push_back(make_op(OpKind::Concat, {0, 1, 2}, {3}, "cat3", AxisParams{-1}));
+  def.ops.push_back(make_op(OpKind::Concat, {3}, {4}, "cat1", AxisParams{0}));
+  def.ops.push_back(make_op(OpKind::Split, {4, -1}, {5, 6, 7}, "split3", AxisParams{int64_t{1} << 40}));
+  def.ops.push_back(make_op(OpKind::Linear, {5, 6, -1}, {8}, "linear", lin));
+  def.ops.push_back(make_op(OpKind::Conv2d, {8, 7, -1}, {9}, "conv", conv));
+  const int32_t mean = def.add_tensor(activation("mean", {2}));
+  def.ops.push_back(make_op(OpKind::Mean, {9}, {mean}, "mean", reduce));
+  def.outputs = {mean};
+  const auto bytes = serialize(def);
+  std::string error;
+  auto m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
+  REQUIRE_MESSAGE(m.ok(), error);
+  const auto p0 = std::get<DimsParams>(m->op_params(0).get());
+  CHECK(p0.rank == 3);
+  CHECK(std::vector<int64_t>(p0.dims, p0.dims + 3) == std::vector<int64_t>{2, 0, -2});
+  CHECK(std::get<DimsParams>(m->op_params(1).get()).rank == 0);
+  CHECK(m->op(2).inputs()->size() == 3);
+  CHECK(std::get<AxisParams>(m->op_params(2).get()).axis == -1);
+  CHECK(m->op(3).inputs()->size() == 1);
+  CHECK(m->op(4).outputs()->size() == 3);
+  CHECK(m->op(4).inputs()->Get(1) == -1);
+  CHECK(std::get<AxisParams>(m->op_params(4).get()).axis == int64_t{1} << 40);
+  const auto l = std::get<LinearParams>(m->op_params(5).get());
+  CHECK(l.activation.kind == ActivationKind::Clamp);
+  CHECK(l.activation.min == -1.5);
+  CHECK(l.activation.max == INFINITY);
+  const auto c = std::get<Conv2dParams>(m->op_params(6).get());
+  CHECK(c.activation.kind == ActivationKind::Relu);
+  CHECK(c.stride[0] == 1);
+  const auto r = std::get<ReduceParams>(m->op_params(7).get());
+  CHECK(r.dims == 0b110u);
+  CHECK(!r.keepdim);
+  // No activation is written as an absent table and read back as None.
+  ModelDef plain = def;
+  plain.ops[5].params = LinearParams{};
+  const auto plain_bytes = serialize(plain);
+  auto pm = Model::load_from_bytes(plain_bytes.data(), plain_bytes.size(), Verification::Full, &error);
+  REQUIRE_MESSAGE(pm.ok(), error);
+  CHECK(pm->op(5).attrs_as_LinearAttrs()->activation() == nullptr);
+  CHECK(std::get<LinearParams>(pm->op_params(5).get()).activation.kind == ActivationKind::None);
+
+  // A variadic op needs at least one input (and Split at least one output).
+  ModelDef bad = def;
+  bad.ops[3].inputs.clear();
+  CHECK(def_error(bad) == "operator 3 'cat1' (concat): has 0 inputs and 1 outputs, expected at least 1 and 1");
+  bad = def;
+  bad.ops[4].outputs.clear();
+  CHECK(def_error(bad) == "operator 4 'split3' (split): has 2 inputs and 0 outputs, expected 2 and at least 1");
+  bad = def;
+  bad.ops[4].inputs.push_back(-1);
+  CHECK(def_error(bad) == "operator 4 'split3' (split): has 3 inputs and 3 outputs, expected 2 and at least 1");
+  // Invalid fused activation bounds and too many dims are refused.
+  bad = def;
+  std::get<LinearParams>(bad.ops[5].params).activation.max = -2.0;
+  CHECK(def_error(bad) == "operator 5 'linear' (linear): LinearAttrs: invalid activation");
+}

@@ -1,0 +1,117 @@
+// convert_file(): ONNX bytes -> import -> passes -> lower -> `.ember` file.
+#include <openssl/evp.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "converter/convert.h"
+#include "converter/onnx_import.h"
+#include "runtime/core/error.h"
+#include "runtime/model/writer.h"
+
+namespace ember::converter {
+
+namespace {
+
+// "sha256:<hex>" of `bytes`, or "" when OpenSSL fails.
+std::string sha256_hex(const std::string& bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr) != 1) return {};
+  static const char* hex = "0123456789abcdef";
+  std::string out = "sha256:";
+  for (unsigned int i = 0; i < len; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 0xf];
+  }
+  return out;
+}
+
+std::string fmt_double(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// The reserved options that are set, each refused with the same reason.
+Diag check_reserved(const ConvertOptions& o) {
+  std::vector<std::string> set;
+  if (!o.quantize.empty()) set.push_back("quantize");
+  if (o.sparse_coo) set.push_back("sparse_coo");
+  if (o.prune != 0.0) set.push_back("prune");
+  if (!o.weights.empty()) set.push_back("weights");
+  if (!o.report.empty()) set.push_back("report");
+  if (set.empty()) return Diag::success();
+  std::string names;
+  for (size_t i = 0; i < set.size(); ++i) names += (i ? ", " : "") + set[i];
+  return {Status::NotSupported, "option" + std::string(set.size() == 1 ? " " : "s ") + names +
+                                    (set.size() == 1 ? " is not supported yet: it arrives"
+                                                     : " are not supported yet: they arrive") +
+                                    " with the quantization issue"};
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> ConvertOptions::as_metadata() const {
+  return {
+      {"optimize", optimize ? "true" : "false"},
+      {"quantize", quantize.empty() ? "none" : quantize},
+      {"sparse_coo", sparse_coo ? "true" : "false"},
+      {"prune", fmt_double(prune)},
+      {"weights", weights.empty() ? "all" : weights},
+  };
+}
+
+Diag convert_file(const std::string& onnx_path, const std::string& out_path, const ConvertOptions& options,
+                  ConvertReport* report) {
+  Diag d = check_reserved(options);
+  if (!d.ok()) return d;
+  std::string bytes;
+  {
+    std::ifstream in(onnx_path, std::ios::binary);
+    if (!in) return {Status::IoError, "cannot open '" + onnx_path + "'"};
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) return {Status::IoError, "cannot read '" + onnx_path + "'"};
+    bytes = ss.str();
+  }
+  ConvertReport r;
+  r.source_hash = sha256_hex(bytes);
+  if (r.source_hash.empty()) return {Status::Internal, "OpenSSL could not compute the SHA-256 of '" + onnx_path + "'"};
+
+  auto graph = import_onnx_bytes(bytes, onnx_path);
+  if (!graph.ok()) return graph.diag();
+  Graph& g = *graph;
+  r.onnx_nodes = static_cast<int>(g.nodes.size());
+  if (options.optimize) {
+    auto passes = run_passes(g);
+    if (!passes.ok()) return passes.diag();
+    r.passes = *passes;
+  }
+  Expected<ModelDef> def = [&]() -> Expected<ModelDef> {
+    try {
+      return lower(g);
+    } catch (const Error& e) {
+      return Diag{e.status(), std::string("lowering '") + onnx_path + "': " + e.what()};
+    }
+  }();
+  if (!def.ok()) return def.diag();
+  def->metadata.producer = "ember";
+  def->metadata.producer_version = "0.1";
+  def->metadata.source_hash = r.source_hash;
+  def->metadata.converter_options = options.as_metadata();
+
+  std::string error;
+  const Status s = write_model(*def, out_path, &error);
+  if (s != Status::Ok) return {s, "cannot write '" + out_path + "': " + error};
+
+  r.ops = static_cast<int>(def->ops.size());
+  r.tensors = static_cast<int>(def->tensors.size());
+  for (const TensorDef& t : def->tensors) {
+    if (t.has_data) r.weight_bytes += static_cast<int64_t>(t.byte_size());
+  }
+  if (report != nullptr) *report = r;
+  return Diag::success();
+}
+
+}  // namespace ember::converter
