@@ -1,6 +1,7 @@
 #include "converter/onnx_import.h"
 
 #include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
 
 #include <cstring>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "converter/passes.h"
 #include "runtime/core/error.h"
 
 namespace ember::converter {
@@ -154,7 +156,9 @@ Diag read_type(const onnx::ValueInfoProto& info, Value& v, bool strict) {
     std::vector<Dim> dims;
     for (const auto& d : tt.shape().dim()) {
       if (d.has_dim_value() && d.dim_value() >= 0) dims.push_back(Dim::fixed(d.dim_value()));
-      else if (d.has_dim_param()) dims.push_back(Dim::named(d.dim_param()));
+      // "unk__3": a name ONNX's inference made up for a dim it could not
+      // compute; unknown here, so the passes can fill it in after folding.
+      else if (d.has_dim_param() && d.dim_param().rfind("unk__", 0) != 0) dims.push_back(Dim::named(d.dim_param()));
       else dims.push_back(Dim{});
     }
     v.shape = dims;
@@ -260,6 +264,7 @@ class Importer {
     }
     d = graph_.validate();
     if (!d.ok()) return d;
+    infer_missing_shapes(graph_);  // what ONNX's inference gave up on
     return std::move(graph_);
   }
 
@@ -408,6 +413,22 @@ class Importer {
 
 }  // namespace
 
+bool infer_shapes(onnx::ModelProto& model) {
+  // Data propagation folds Shape sub-graphs (x.view(x.size(0), -1)) into
+  // inferred shapes. Node-level failures are skipped (error_mode 0); what
+  // still throws (a value_info that contradicts what ONNX infers, an
+  // unknown opset) leaves the model as it was.
+  onnx::ModelProto inferred = model;
+  try {
+    onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, true));
+  } catch (const std::exception&) {
+    return false;
+  }
+  model = std::move(inferred);
+  return true;
+}
+
 Expected<Graph> import_onnx_bytes(const std::string& bytes, const std::string& source) {
   if (bytes.empty()) return fail(Status::InvalidModel, "'" + source + "' is empty: not an ONNX model");
   onnx::ModelProto model;
@@ -415,6 +436,7 @@ Expected<Graph> import_onnx_bytes(const std::string& bytes, const std::string& s
     return fail(Status::InvalidModel,
                 "'" + source + "' is not an ONNX model (the protobuf does not parse: truncated or another format)");
   }
+  infer_shapes(model);
   try {
     return Importer(model, source).run();
   } catch (const Error& e) {  // an eager op refused a tensor built from the file

@@ -7,7 +7,11 @@
 //   constant values; so do Constant nodes. Other dtypes and external data are
 //   errors.
 // - Graph inputs and outputs keep their dims; dim_param becomes a symbolic Dim
-//   ("batch"). value_info shapes (from ONNX shape inference) are kept too.
+//   ("batch"). ONNX shape inference (libonnx, with data propagation) runs on
+//   the model first, so every value gets a dtype and a shape where ONNX can
+//   tell; value_info already in the file is kept. Dims ONNX cannot compute
+//   (its generated symbols "unk__3") are unknown dims (Dim{}), which
+//   infer_missing_shapes() (passes.h) fills in where it can.
 // - Every op outside supported_onnx_ops() is collected first: the error lists
 //   them all at once (op type, count, node names) and no graph is returned.
 // - Node forms are normalized whatever the opset: "axes" of Unsqueeze,
@@ -22,6 +26,10 @@
 
 #include "converter/ir.h"
 
+namespace onnx {
+class ModelProto;
+}
+
 namespace ember::converter {
 
 inline constexpr int64_t kMinOnnxOpset = 11;
@@ -29,6 +37,10 @@ inline constexpr int64_t kMaxOnnxOpset = 17;
 
 // The ONNX op types the importer accepts (default domain).
 const std::vector<std::string>& supported_onnx_ops();
+
+// Runs ONNX shape inference on `model` in place (what import_onnx does first).
+// Returns false, leaving `model` unchanged, when inference throws.
+bool infer_shapes(onnx::ModelProto& model);
 
 // Imports the model at `path`. Errors: IoError (missing or unreadable file),
 // InvalidModel (not ONNX, truncated, missing initializer, malformed tensor),

@@ -22,6 +22,7 @@ struct PassReport {
   int batchnorms_folded = 0;   // BatchNormalization folded into Conv/Gemm
   int activations_fused = 0;   // Relu/Clip fused into Conv/Gemm
   int values_dropped = 0;      // unreferenced values (constants, mostly) dropped
+  int convs_made_2d = 0;       // 1-D Convs rewritten as Unsqueeze, 2-D Conv, Squeeze
   // "folded 12 constants, 3 shapes, ..." for the converter's report.
   std::string summary() const;
 };
@@ -40,6 +41,16 @@ Expected<int> fold_constants(Graph& graph, int64_t max_elements = int64_t{1} << 
 // Gather(Shape(v), constant indices) when the gathered dims are static (the
 // x.size(i) pattern with a symbolic batch). Returns the nodes replaced.
 int fold_shapes(Graph& graph);
+
+// Fills in what ONNX shape inference left out (it gives up after a Slice or
+// Reshape whose starts or target come from a Shape sub-graph): for each node in
+// order, the dtype and shape of its outputs from its inputs' (broadcasting,
+// MatMul, Gemm, Slice, Reshape, Gather, Transpose, ...). Only fills: a dtype or
+// a dim already known is never changed; a dim it cannot compute stays unknown
+// (Dim{}), so the rank is known wherever the inputs' ranks are. The importer
+// runs it after ONNX's inference and run_passes() after folding, when more
+// inputs are constants. Returns the values it completed.
+int infer_missing_shapes(Graph& graph);
 
 // Removes Identity nodes and Dropout nodes whose mask is unused (inference),
 // rewiring their readers. Returns the nodes removed.
@@ -60,9 +71,16 @@ Expected<int> fold_batchnorm(Graph& graph);
 // Returns the activations fused.
 int fuse_activations(Graph& graph);
 
+// A Conv with a constant 3-D weight (Conv1d) becomes Unsqueeze(axis 2) ->
+// Conv with a [O, I/g, 1, K] weight (kernel_shape, strides, dilations and pads
+// widened with a leading 1 or 0) -> Squeeze(axis 2): ember runs 2-D
+// convolutions only. The Conv keeps its fused activation. Returns the Convs
+// rewritten.
+int conv1d_to_conv2d(Graph& graph);
+
 // Identity removal, shape and constant folding and dead-node elimination until
-// nothing changes, then BatchNorm folding, activation fusion, dead-node
-// elimination and Graph::compact().
+// nothing changes, then BatchNorm folding, activation fusion, Conv1d to
+// Conv2d, dead-node elimination and Graph::compact().
 Expected<PassReport> run_passes(Graph& graph);
 
 }  // namespace ember::converter

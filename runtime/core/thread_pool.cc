@@ -13,6 +13,7 @@ namespace ember {
 namespace {
 
 thread_local bool in_parallel_region = false;
+thread_local int thread_limit = 0;  // 0: none (the pool's size)
 
 class ThreadPool {
  public:
@@ -113,7 +114,13 @@ void set_num_threads(int n) {
   if (n != pool().size()) pool().resize(n);
 }
 
-int get_num_threads() { return pool().size(); }
+int get_num_threads() { return thread_limit > 0 ? thread_limit : pool().size(); }
+
+ThreadLimitGuard::ThreadLimitGuard(int n) : previous_(thread_limit) {
+  if (n > 0) thread_limit = n;
+}
+
+ThreadLimitGuard::~ThreadLimitGuard() { thread_limit = previous_; }
 
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& fn) {

@@ -9,8 +9,24 @@
 namespace ember {
 
 // Threads used by parallel work (default: the number of cores). n >= 1.
+// set_num_threads resizes the process-wide pool; get_num_threads returns the
+// calling thread's limit (ThreadLimitGuard) when one is set, else the pool's size.
 void set_num_threads(int n);
 int get_num_threads();
+
+// Limits the parallel work started from the calling thread to `n` threads
+// (chunks) for its lifetime; n <= 0 leaves the current limit. Other threads
+// and the pool's size are unaffected (a per-run thread count).
+class ThreadLimitGuard {
+ public:
+  explicit ThreadLimitGuard(int n);
+  ~ThreadLimitGuard();
+  ThreadLimitGuard(const ThreadLimitGuard&) = delete;
+  ThreadLimitGuard& operator=(const ThreadLimitGuard&) = delete;
+
+ private:
+  int previous_;
+};
 
 // Calls fn(chunk_begin, chunk_end) over disjoint chunks covering [begin, end).
 void parallel_for(int64_t begin, int64_t end, int64_t grain,

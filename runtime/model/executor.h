@@ -59,6 +59,8 @@ struct MemoryPlan {
   size_t arena_bytes = 0;   // the one arena every run uses
   size_t naive_bytes = 0;   // the sum of every tensor allocation of a run (no reuse)
   int allocations = 0;      // tensor allocations per run, all served by the arena
+  int heap_fallbacks = 0;   // allocations of the last run not served by the arena (0 when planned)
+  int plans = 0;            // how many times this context has planned (a new signature, a mismatch)
 };
 
 class Executor {
@@ -78,7 +80,8 @@ class Executor {
   friend class ExecutionContext;
   std::shared_ptr<const Model> model_;
   std::vector<IOInfo> inputs_, outputs_;
-  std::vector<int> last_use_;  // per tensor: the last op reading it (outputs: num_ops)
+  std::vector<int> last_use_;  // per tensor: the last op reading it (outputs: num_ops; never read: -1)
+  std::vector<OpParams> params_;  // per op, decoded once
 };
 
 class ExecutionContext {
@@ -92,7 +95,10 @@ class ExecutionContext {
   // (CPU tensors, any strides). On success the outputs, in the order of
   // Executor::outputs(), live in this context's arena: they stay valid as
   // tensors but the next run() on this context overwrites them (clone() to
-  // keep). On failure returns the Status and sets *error.
+  // keep). On failure returns the Status and sets *error ("node 'fc1'
+  // (linear): ..." for an op that fails). An input that is an output of an
+  // earlier run of this context is copied first (the run would overwrite it).
+  // The plan is keyed by the inputs' dtypes, shapes and strides.
   Result<std::vector<Tensor>> run(Span<const Tensor> inputs, const RunOptions& options = {},
                                   std::string* error = nullptr);
 

@@ -3,8 +3,26 @@
 #include "runtime/core/error.h"
 
 namespace ember {
+namespace {
+
+thread_local StorageAllocator* tls_allocator = nullptr;
+
+}  // namespace
+
+StorageAllocator* current_storage_allocator() { return tls_allocator; }
+
+StorageAllocatorGuard::StorageAllocatorGuard(StorageAllocator* allocator) : previous_(tls_allocator) {
+  tls_allocator = allocator;
+}
+
+StorageAllocatorGuard::~StorageAllocatorGuard() { tls_allocator = previous_; }
 
 Storage allocate_storage(size_t bytes, Device device) {
+  if (tls_allocator != nullptr && device.type() == DeviceType::CPU) {
+    StorageAllocator* allocator = tls_allocator;
+    StorageAllocatorGuard uninstalled(nullptr);  // restores the hook even if allocate() raises
+    return allocator->allocate(bytes);
+  }
   Backend* backend = get_backend(device.type());
   EMBER_CHECK(backend != nullptr, Status::NotSupported, "ember is not built with support for ",
               device_type_name(device.type()), " devices");

@@ -1,9 +1,14 @@
 // The ONNX importer and the converter passes, on models torch.onnx.export wrote
 // (tests/golden/onnx_models.py) and on broken files.
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
+
+#include <onnx/onnx_pb.h>
 
 #include "converter/onnx_import.h"
 #include "converter/passes.h"
@@ -183,6 +188,9 @@ TEST_CASE("view: Shape of a static shape folds through Gather/Unsqueeze/Concat i
   const Node& reshape = only_node(g, "Reshape");
   REQUIRE(g.is_constant(reshape.inputs[1]));
   check_equal(g.value(reshape.inputs[1]).constant, expected("view.reshape_target"));
+  // ONNX's inference left the Reshape's output without a shape; the importer computed it.
+  REQUIRE(g.value(reshape.outputs[0]).shape.has_value());
+  CHECK(*g.value(reshape.outputs[0]).shape == std::vector<Dim>{Dim::fixed(3), Dim::fixed(64)});
 }
 
 TEST_CASE("view: with a symbolic batch the Shape sub-graph stays, its static part folds") {
@@ -338,6 +346,284 @@ TEST_CASE("passes on a hand-built graph: identity to a graph output, dead nodes,
   CHECK(g.compact() == 2);  // "r" and "unused"
   CHECK(g.op_histogram() == std::map<std::string, int>{{"Relu", 1}});
   CHECK(g.validate().ok());
+}
+
+}  // namespace ember::converter
+
+namespace ember::converter {
+namespace {
+
+const std::string kZoo = "tests/golden/model_zoo/";
+
+// The distinct .onnx files of the conformance manifest (tests/golden/model_zoo.py).
+std::vector<std::string> zoo_models() {
+  std::istringstream manifest(read_bytes(kZoo + "manifest.txt"));
+  std::vector<std::string> files;
+  std::string line;
+  while (std::getline(manifest, line)) {
+    const size_t at = line.find(" file=");
+    REQUIRE(at != std::string::npos);
+    const std::string file = line.substr(at + 6, line.find(' ', at + 6) - at - 6);
+    if (std::find(files.begin(), files.end(), file) == files.end()) files.push_back(file);
+  }
+  return files;
+}
+
+onnx::ModelProto parse(const std::string& path) {
+  onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(read_bytes(path)));
+  return m;
+}
+
+std::string serialize(const onnx::ModelProto& m) {
+  std::string bytes;
+  REQUIRE(m.SerializeToString(&bytes));
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("model zoo: every model imports, every value has a dtype and a rank, passes run") {
+  const std::vector<std::string> files = zoo_models();
+  REQUIRE(files.size() > 80);
+  std::set<std::string> ops_seen;
+  for (const std::string& file : files) {
+    CAPTURE(file);
+    auto g = import_onnx(kZoo + file);
+    REQUIRE_MESSAGE(g.ok(), g.diag().message);
+    for (const auto& [op, n] : g->op_histogram()) ops_seen.insert(op);
+    for (const Node& n : g->nodes) {
+      if (n.op_type == "Gelu") continue;  // newer than libonnx's schemas: ONNX cannot tell
+      for (int o : n.outputs) {
+        if (o < 0) continue;
+        CAPTURE(g->value(o).name);
+        CHECK(g->value(o).dtype.has_value());
+        CHECK(g->value(o).shape.has_value());
+      }
+    }
+    auto report = run_passes(*g);
+    REQUIRE_MESSAGE(report.ok(), report.diag().message);
+    CHECK(g->validate().ok());
+  }
+  // Every op the importer supports appears in some model (Constant is folded on import).
+  for (const std::string& op : supported_onnx_ops()) {
+    CAPTURE(op);
+    CHECK((ops_seen.count(op) == 1 || op == "Constant"));
+  }
+}
+
+TEST_CASE("shape inference: a model without value_info gets every intermediate dtype and shape") {
+  onnx::ModelProto m = parse(kZoo + "bert_opset14.onnx");
+  REQUIRE(m.graph().value_info_size() > 0);
+  m.mutable_graph()->clear_value_info();
+  auto g = import_onnx_bytes(serialize(m), "bert_no_value_info.onnx");
+  REQUIRE_MESSAGE(g.ok(), g.diag().message);
+  int checked = 0;
+  for (const Node& n : g->nodes) {
+    for (int o : n.outputs) {
+      if (o < 0) continue;
+      CAPTURE(g->value(o).name);
+      REQUIRE(g->value(o).dtype.has_value());
+      REQUIRE(g->value(o).shape.has_value());
+      ++checked;
+    }
+  }
+  CHECK(checked > 100);
+  // The additive mask: Cast of the int64 mask to float, [batch, 1, 1, seq].
+  const Node* cast = nullptr;
+  for (const Node& n : g->nodes) {
+    if (n.op_type == "Cast") cast = &n;
+  }
+  REQUIRE(cast != nullptr);
+  const Value& mask = g->value(cast->outputs[0]);
+  CHECK(mask.dtype == DType::Float32);
+  CHECK(*mask.shape == std::vector<Dim>{Dim::named("batch"), Dim::fixed(1), Dim::fixed(1), Dim::named("seq")});
+  // The graph output keeps the dims the file declares.
+  CHECK(*g->value(g->outputs[0]).shape ==
+        std::vector<Dim>{Dim::named("batch"), Dim::named("seq"), Dim::fixed(128)});
+}
+
+TEST_CASE("shape inference: value_info in the file is kept; a contradicting one leaves the model as written") {
+  onnx::ModelProto m = parse(kZoo + "op_relu.onnx");
+  // op_relu: input [2, 5] -> Relu -> output. Declare the output [2, 7]: ONNX cannot merge that.
+  auto* dim = m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1);
+  REQUIRE(dim->dim_value() == 5);
+  dim->set_dim_value(7);
+  onnx::ModelProto copy = m;
+  CHECK(!infer_shapes(copy));
+  CHECK(serialize(copy) == serialize(m));  // untouched
+  auto g = import_onnx_bytes(serialize(m), "bad_value_info.onnx");
+  REQUIRE_MESSAGE(g.ok(), g.diag().message);
+  CHECK(*g->value(g->outputs[0]).shape == std::vector<Dim>{Dim::fixed(2), Dim::fixed(7)});
+
+  // Inference carries the symbolic batch to the intermediate values.
+  onnx::ModelProto mlp = parse(kDir + "mlp_opset13.onnx");
+  mlp.mutable_graph()->clear_value_info();
+  REQUIRE(infer_shapes(mlp));
+  REQUIRE(mlp.graph().value_info_size() == 2);  // the first Gemm's output and the Relu's
+  for (const auto& vi : mlp.graph().value_info()) {
+    CAPTURE(vi.name());
+    CHECK(vi.type().tensor_type().shape().dim(0).dim_param() == "batch");
+  }
+}
+
+}  // namespace ember::converter
+
+namespace ember::converter {
+
+TEST_CASE("infer_missing_shapes: ranks after a Slice whose bounds come from a Shape sub-graph") {
+  // torch's MultiheadAttention splits the packed in-projection with Slices whose
+  // bounds are computed from Shape: ONNX's inference stops there.
+  onnx::ModelProto m = parse(kZoo + "transformer.onnx");
+  m.mutable_graph()->clear_value_info();
+  REQUIRE(infer_shapes(m));
+  std::set<std::string> typed;
+  for (const auto& vi : m.graph().value_info()) {
+    if (vi.type().tensor_type().has_shape()) typed.insert(vi.name());
+  }
+  auto g = import_onnx_bytes(serialize(m), "transformer.onnx");
+  REQUIRE_MESSAGE(g.ok(), g.diag().message);
+  int completed = 0;
+  const Node* softmax = nullptr;
+  for (const Node& n : g->nodes) {
+    if (n.op_type == "Softmax" && softmax == nullptr) softmax = &n;
+    for (int o : n.outputs) {
+      if (o < 0 || typed.count(g->value(o).name) || g->is_graph_output(o)) continue;
+      CAPTURE(g->value(o).name);
+      CHECK(g->value(o).dtype.has_value());
+      CHECK(g->value(o).shape.has_value());
+      ++completed;
+    }
+  }
+  CHECK(completed > 50);  // ONNX left these out; the importer completed them
+  REQUIRE(softmax != nullptr);
+  // Attention weights [batch * heads, seq, seq]: rank 3, the head split not yet known.
+  REQUIRE(g->value(softmax->outputs[0]).shape.has_value());
+  CHECK(g->value(softmax->outputs[0]).shape->size() == 3);
+  const std::string softmax_out = g->value(softmax->outputs[0]).name;
+
+  // After folding, the Slice bounds are constants and the dims follow.
+  auto report = run_passes(*g);
+  REQUIRE_MESSAGE(report.ok(), report.diag().message);
+  const int id = g->find_value(softmax_out);
+  REQUIRE(id >= 0);
+  const auto& dims = *g->value(id).shape;
+  REQUIRE(dims.size() == 3);
+  CHECK(dims[1] == Dim::fixed(128));
+  CHECK(dims[2] == Dim::fixed(128));
+}
+
+TEST_CASE("infer_missing_shapes: fills unknown dims and never changes a known one") {
+  Graph g;
+  Value a;
+  a.name = "a";
+  a.dtype = DType::Float32;
+  a.shape = std::vector<Dim>{Dim::named("batch"), Dim::fixed(1), Dim::fixed(4)};
+  const int ia = g.add_value(a);
+  Value b = a;
+  b.name = "b";
+  b.shape = std::vector<Dim>{Dim::fixed(3), Dim::fixed(1)};
+  const int ib = g.add_value(b);
+  g.inputs = {ia, ib};
+  Value sum;
+  sum.name = "sum";
+  sum.shape = std::vector<Dim>{Dim{}, Dim{}, Dim::fixed(9)};  // a (wrong) dim from the file stays
+  const int is = g.add_value(sum);
+  Value cmp;
+  cmp.name = "cmp";
+  const int ic = g.add_value(cmp);
+  Node add;
+  add.op_type = "Add";
+  add.inputs = {ia, ib};
+  add.outputs = {is};
+  Node less;
+  less.op_type = "Less";
+  less.inputs = {is, ib};
+  less.outputs = {ic};
+  g.nodes = {add, less};
+  g.outputs = {ic};
+  CHECK(infer_missing_shapes(g) == 2);
+  CHECK(g.value(is).dtype == DType::Float32);
+  CHECK(*g.value(is).shape == std::vector<Dim>{Dim::named("batch"), Dim::fixed(3), Dim::fixed(9)});
+  CHECK(g.value(ic).dtype == DType::Bool);
+  CHECK(*g.value(ic).shape == std::vector<Dim>{Dim::named("batch"), Dim::fixed(3), Dim::fixed(9)});
+  CHECK(infer_missing_shapes(g) == 0);  // nothing left to fill
+}
+
+}  // namespace ember::converter
+
+namespace ember::converter {
+
+TEST_CASE("evaluate_node: Slice with negative steps (ONNX clamping), a zero step is an error") {
+  Node slice;
+  slice.op_type = "Slice";
+  slice.name = "rev";
+  slice.outputs = {0};
+  const Tensor x = tensor({0.f, 1.f, 2.f, 3.f, 4.f, 5.f});
+  auto run = [&](int64_t start, int64_t end, int64_t step) {
+    auto r = evaluate_node(slice, {x, tensor({start}), tensor({end}), tensor({int64_t{0}}), tensor({step})});
+    REQUIRE_MESSAGE(r.ok(), r.diag().message);
+    return (*r)[0];
+  };
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  check_equal(run(-1, lo, -1), tensor({5.f, 4.f, 3.f, 2.f, 1.f, 0.f}));  // x[::-1], as torch exports flip
+  check_equal(run(4, 0, -2), tensor({4.f, 2.f}));
+  check_equal(run(hi, -5, -2), tensor({5.f, 3.f}));  // start clamped to 5, end -5 -> 1
+  check_equal(run(-100, lo, -1), tensor({0.f}));     // start clamped to 0
+  CHECK(run(1, 3, -1).numel() == 0);
+  auto zero = evaluate_node(slice, {x, tensor({int64_t{0}}), tensor({int64_t{3}}), tensor({int64_t{0}}),
+                                    tensor({int64_t{0}})});
+  REQUIRE(!zero.ok());
+  CHECK(zero.diag().status == Status::InvalidArgument);
+  CHECK(zero.diag().message == "Slice 'rev': Slice with a step of 0");
+}
+
+TEST_CASE("passes: torch's F.pad pads sub-graph (reversing Slice) folds to ONNX pads") {
+  // F.pad(x, (2, 1, 1, 2)) on [N, C, H, W]: W gets (2, 1), H (1, 2).
+  for (const char* model : {"op_pad_reflect", "op_pad_constant", "op_pad_edge"}) {
+    CAPTURE(model);
+    auto g = import_onnx(kZoo + std::string(model) + ".onnx");
+    REQUIRE_MESSAGE(g.ok(), g.diag().message);
+    auto report = run_passes(*g);
+    REQUIRE_MESSAGE(report.ok(), report.diag().message);
+    CHECK(g->op_histogram() == std::map<std::string, int>{{"Pad", 1}});
+    const Node& pad = only_node(*g, "Pad");
+    REQUIRE(g->is_constant(pad.inputs[1]));
+    const Tensor pads = g->value(pad.inputs[1]).constant;
+    if (std::string(model) == "op_pad_reflect") {
+      check_equal(pads, tensor({int64_t{0}, int64_t{0}, int64_t{1}, int64_t{2}, int64_t{0}, int64_t{0}, int64_t{2},
+                                int64_t{1}}));
+      CHECK(pad.get_string("mode", "") == "reflect");
+    } else if (std::string(model) == "op_pad_edge") {
+      // F.pad(x, (1, 2, 2, 0), mode="replicate")
+      check_equal(pads, tensor({int64_t{0}, int64_t{0}, int64_t{2}, int64_t{1}, int64_t{0}, int64_t{0}, int64_t{0},
+                                int64_t{2}}));
+      CHECK(pad.get_string("mode", "") == "edge");
+    }
+  }
+}
+
+TEST_CASE("passes: a 1-D Conv becomes Unsqueeze, 2-D Conv, Squeeze") {
+  auto g = import_onnx(kZoo + "op_conv1d.onnx");  // nn.Conv1d(3, 5, 3, padding=1) on [2, 3, 12]
+  REQUIRE_MESSAGE(g.ok(), g.diag().message);
+  auto report = run_passes(*g);
+  REQUIRE_MESSAGE(report.ok(), report.diag().message);
+  CHECK(report->convs_made_2d == 1);
+  CHECK(report->summary().find("made 1 1-D convolutions 2-D") != std::string::npos);
+  REQUIRE(g->nodes.size() == 3);
+  CHECK(g->nodes[0].op_type == "Unsqueeze");
+  CHECK(g->nodes[1].op_type == "Conv");
+  CHECK(g->nodes[2].op_type == "Squeeze");
+  const Node& conv = g->nodes[1];
+  CHECK(g->value(conv.inputs[1]).constant.sizes() == Shape{5, 3, 1, 3});
+  CHECK(conv.get_ints("kernel_shape") == std::vector<int64_t>{1, 3});
+  CHECK(conv.get_ints("pads") == std::vector<int64_t>{0, 1, 0, 1});
+  CHECK(conv.get_ints("strides") == std::vector<int64_t>{1, 1});
+  CHECK(*g->value(conv.inputs[0]).shape == std::vector<Dim>{Dim::fixed(2), Dim::fixed(3), Dim::fixed(1), Dim::fixed(12)});
+  CHECK(*g->value(conv.outputs[0]).shape == std::vector<Dim>{Dim::fixed(2), Dim::fixed(5), Dim::fixed(1), Dim::fixed(12)});
+  CHECK(g->nodes[2].outputs[0] == g->outputs[0]);  // the graph output keeps its name
+  CHECK(g->value(g->outputs[0]).name == "output");
+  CHECK(g->validate().ok());
 }
 
 }  // namespace ember::converter

@@ -1,0 +1,174 @@
+"""ember vs ONNX Runtime on real models: median latency (batch 1, 1 and 2
+threads) and load time / peak RSS against model size. Not part of CI.
+
+Driven by bench/models/run.sh, which exports the models, converts them with
+`ember convert` and runs this with the venv's python (onnxruntime installed):
+
+    compare.py --dir DIR --ember BIN [--threads 1,2] [--iterations 50] [--warmup 10]
+
+DIR holds <model>.onnx and, once converted, <model>.ember. Each measurement
+runs in its own process so that its peak RSS (os.wait4's ru_maxrss) is its own.
+ember's figures come from `BIN bench MODEL.ember --threads N --warmup W
+--iterations I --json`; a model without a .ember, or a missing BIN, shows "-".
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+LATENCY_MODELS = ["mobilenet_v2", "resnet18", "transformer"]
+MEMORY_MODELS = ["mlp", "mobilenet_v2", "resnet18", "transformer"]
+
+
+def run_measured(cmd):
+    """Runs cmd; returns (stdout, wall seconds) or raises with its stderr."""
+    # Linux keeps ru_maxrss across execve: a child exec'd straight from this
+    # (vforking) Python process would report Python's RSS as its own peak. The
+    # shell forks the measured command from its own small image instead.
+    cmd = ["/bin/sh", "-c", '"$@"; exit $?', "sh"] + list(cmd)
+    start = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate()
+    wall = time.perf_counter() - start
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {err.strip()[-500:]}")
+    return out, wall
+
+
+def ort_worker(args):
+    """In a child process: load the model in ORT, time it, print JSON."""
+    import resource
+
+    import numpy as np
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = args.threads
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    t0 = time.perf_counter()
+    sess = ort.InferenceSession(args.model, opts, providers=["CPUExecutionProvider"])
+    load_ms = (time.perf_counter() - t0) * 1e3
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for i in sess.get_inputs():
+        shape = [d if isinstance(d, int) else 1 for d in i.shape]  # symbolic dims = 1 (batch 1)
+        if i.type == "tensor(float)":
+            feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
+        elif i.type == "tensor(int64)":
+            feeds[i.name] = np.zeros(shape, dtype=np.int64)
+        else:
+            sys.exit(f"input {i.name}: type {i.type} not handled")
+    for _ in range(args.warmup):
+        sess.run(None, feeds)
+    times = []
+    for _ in range(args.iterations):
+        t = time.perf_counter()
+        sess.run(None, feeds)
+        times.append((time.perf_counter() - t) * 1e3)
+    times.sort()
+    print(json.dumps({"load_ms": load_ms, "median_ms": times[len(times) // 2],
+                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def ort_measure(args, model, threads):
+    out, _ = run_measured([sys.executable, os.path.abspath(__file__), "--ort-worker", "--model", model,
+                           "--threads", str(threads), "--iterations", str(args.iterations),
+                           "--warmup", str(args.warmup)])
+    return json.loads(out)
+
+
+def flatten(obj, prefix=""):
+    """{"latency_ms": {"median": 1.0}} -> {"latency_ms.median": 1.0}."""
+    out = {}
+    for k, v in obj.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, prefix + k + "."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def find_key(obj, *words):
+    """The first numeric value whose (flattened) key contains every word, and that key."""
+    for k, v in flatten(obj).items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and all(w in k.lower() for w in words):
+            return float(v), k
+    return None, None
+
+
+def ember_measure(args, ember_model, threads):
+    if not args.ember or not os.path.exists(args.ember) or not os.path.exists(ember_model):
+        return None
+    cmd = [args.ember, "bench", ember_model, "--threads", str(threads), "--warmup", str(args.warmup),
+           "--iterations", str(args.iterations), "--json"]
+    out, wall = run_measured(cmd)
+    j = json.loads(out)
+    median, _ = find_key(j, "latency", "median")
+    rss, rss_key = find_key(j, "rss")
+    if rss is not None and "mib" not in rss_key.lower():
+        rss = rss / (1024 * 1024) if "byte" in rss_key.lower() else rss / 1024  # bytes or KiB
+    load, _ = find_key(j, "load")
+    if load is None:
+        # No load time in the JSON: a single-run process, minus that run.
+        out1, wall1 = run_measured([args.ember, "bench", ember_model, "--threads", str(threads),
+                                    "--warmup", "0", "--iterations", "1", "--json"])
+        one, _ = find_key(json.loads(out1), "latency", "median")
+        load = (wall1 * 1e3 - (one or 0.0))
+    return {"median_ms": median, "peak_rss_mib": rss, "load_ms": load}
+
+
+def fmt(v, spec=".2f"):
+    return "-" if v is None else format(v, spec)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir")
+    ap.add_argument("--ember")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--iterations", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--ort-worker", action="store_true")
+    ap.add_argument("--model")
+    args = ap.parse_args()
+    if args.ort_worker:
+        args.threads = int(args.threads)
+        return ort_worker(args)
+
+    import onnxruntime
+    print(f"onnxruntime {onnxruntime.__version__}; batch 1; median of {args.iterations} runs "
+          f"after {args.warmup} warm-up runs; ratio < 1: ember faster\n")
+    print(f"{'model':14s} {'threads':>7s} {'ember ms':>10s} {'ORT ms':>10s} {'ember/ORT':>10s}")
+    for name in LATENCY_MODELS:
+        onnx_path = os.path.join(args.dir, name + ".onnx")
+        for threads in [int(t) for t in args.threads.split(",")]:
+            o = ort_measure(args, onnx_path, threads)
+            e = ember_measure(args, os.path.join(args.dir, name + ".ember"), threads)
+            em = e["median_ms"] if e else None
+            ratio = em / o["median_ms"] if em else None
+            print(f"{name:14s} {threads:7d} {fmt(em):>10s} {o['median_ms']:10.2f} {fmt(ratio):>10s}")
+
+    print(f"\n{'model':14s} {'.onnx MiB':>9s} {'.ember MiB':>10s} {'ember load ms*':>14s} {'ORT load ms':>11s} "
+          f"{'ember RSS MiB':>13s} {'ORT RSS MiB':>11s}")
+    for name in MEMORY_MODELS:
+        onnx_path = os.path.join(args.dir, name + ".onnx")
+        ember_path = os.path.join(args.dir, name + ".ember")
+        o = ort_measure(args, onnx_path, 1)
+        e = ember_measure(args, ember_path, 1)
+        ember_mib = os.path.getsize(ember_path) / 2**20 if os.path.exists(ember_path) else None
+        print(f"{name:14s} {os.path.getsize(onnx_path) / 2**20:9.2f} {fmt(ember_mib):>10s} "
+              f"{fmt(e['load_ms'] if e else None, '.1f'):>14s} {o['load_ms']:11.1f} "
+              f"{fmt(e['peak_rss_mib'] if e else None, '.1f'):>13s} {o['peak_rss_mib']:11.1f}")
+    print("\n* ember's JSON has no load time: the wall time of an `ember bench --iterations 1 --warmup 0`\n"
+          "  process minus its one run (process start, mmap + verification, executor creation, planning run\n"
+          "  overhead); ORT's is InferenceSession creation alone.\n"
+          "ORT RSS includes the Python interpreter and numpy (about 30-40 MiB of baseline); ember's is the\n"
+          "whole `ember bench` process (peak_rss_bytes of its JSON).")
+
+
+if __name__ == "__main__":
+    main()

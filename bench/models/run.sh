@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# ember vs ONNX Runtime on mobilenet_v2, resnet18 and a 2-layer transformer
+# encoder (latency at 1 and 2 threads, batch 1), plus load time and peak RSS vs
+# model size (mlp too). Not part of CI. Usage, from the repository root:
+#     bash bench/models/run.sh [OUT_DIR]          (default /tmp/ember_bench_models)
+# Needs network access once, to install onnxruntime into bench/.venv.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${1:-/tmp/ember_bench_models}
+VENV=bench/.venv
+
+# A venv that sees Debian's torch/torchvision/onnx (system site packages) plus onnxruntime.
+if [ ! -x "$VENV/bin/python" ]; then
+  /usr/bin/python3 -m venv --system-site-packages "$VENV"
+fi
+"$VENV/bin/python" -c "import onnxruntime" 2>/dev/null || "$VENV/bin/pip" install -q onnxruntime
+
+# The same exports the conformance test uses (seeded, random weights).
+mkdir -p "$OUT"
+/usr/bin/python3 -W ignore tests/golden/model_zoo.py "$OUT" --only mlp,mobilenet_v2,resnet18,transformer >/dev/null
+
+# ember: the CLI (helper "cli": //converter/cli:ember_cli, `ember convert` / `ember bench --json`).
+EMBER=bazel-bin/converter/cli/ember_cli
+if bazel build -c opt //converter/cli:ember_cli >/dev/null 2>&1; then
+  for m in mlp mobilenet_v2 resnet18 transformer; do
+    "$EMBER" convert "$OUT/$m.onnx" -o "$OUT/$m.ember" >/dev/null || echo "ember convert $m failed" >&2
+  done
+else
+  # TODO(cli): until //converter/cli:ember_cli lands on main, only the ORT half runs.
+  echo "bench/models: //converter/cli:ember_cli does not build here yet; ember columns show '-'" >&2
+  EMBER=""
+fi
+
+"$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --threads 1,2

@@ -1,0 +1,505 @@
+"""Exports the conformance models: real networks and one tiny model per ONNX op.
+
+Run by Bazel at build time with Debian's /usr/bin/python3 (python3-torch,
+python3-torchvision, python3-onnx, numpy), offline and seeded:
+    model_zoo.py OUT_DIR [--only NAME,NAME...]
+writes, for every model <name>:
+    <name>.onnx           the exported model (ONNX shape inference's value_info kept)
+    <name>.in<k>.npy      its inputs, in the order of the ONNX graph inputs
+    <name>.out<k>.npy     what torch computes for them (the reference)
+and OUT_DIR/manifest.txt, one line per case:
+    <case> file=<name>.onnx inputs=<in0>,<in1> outputs=<out0> rtol=<r> atol=<a>
+A case may reuse another case's .onnx with other inputs (mlp_b2: batch 2 through
+mlp.onnx; bert_opset14_b1: batch 1, seq 20); its .npy files are named after the
+case (tests/golden/BUILD lists these as ZOO_VARIANTS).  Non-float outputs (int64,
+bool) compare exactly whatever the tolerance says.
+
+Weights are random (torchvision models are built with weights=None); BatchNorm
+running statistics are calibrated on random data so activations keep a sane
+scale through deep networks.
+"""
+import os
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+RTOL = 1e-4
+ATOL = 1e-4
+
+
+class Zoo:
+    def __init__(self, out_dir):
+        self.out_dir = out_dir
+        self.lines = []
+        self.names = set()
+
+    def path(self, name):
+        return os.path.join(self.out_dir, name)
+
+    def case(self, name, onnx_file, inputs, outputs, rtol=RTOL, atol=ATOL):
+        """Writes the .npy files of a case and its manifest line."""
+        assert name not in self.names, name
+        self.names.add(name)
+        model = onnx.load(self.path(onnx_file))
+        init_names = {i.name for i in model.graph.initializer}
+        in_names = [i.name for i in model.graph.input if i.name not in init_names]
+        out_names = [o.name for o in model.graph.output]
+        assert len(in_names) == len(inputs), (name, in_names)
+        assert len(out_names) == len(outputs), (name, out_names, len(outputs))
+        for k, t in enumerate(inputs):
+            np.save(self.path(f"{name}.in{k}.npy"), to_numpy(t))
+        for k, t in enumerate(outputs):
+            np.save(self.path(f"{name}.out{k}.npy"), to_numpy(t))
+        self.lines.append(f"{name} file={onnx_file} inputs={','.join(in_names)} "
+                          f"outputs={','.join(out_names)} rtol={rtol:g} atol={atol:g}")
+
+    def write_manifest(self):
+        with open(self.path("manifest.txt"), "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+
+
+def to_numpy(t):
+    a = t.detach().contiguous().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+    return np.ascontiguousarray(a)
+
+
+def as_list(y):
+    return list(y) if isinstance(y, (tuple, list)) else [y]
+
+
+def infer_shapes(path):
+    onnx.save(onnx.shape_inference.infer_shapes(onnx.load(path)), path)
+
+
+class Fn(nn.Module):
+    def __init__(self, fn, **modules):
+        super().__init__()
+        self.fn = fn
+        for k, m in modules.items():
+            setattr(self, k, m)
+
+    def forward(self, *xs):
+        return self.fn(self, *xs)
+
+
+def export_torch(zoo, name, model, inputs, opset=13, dynamic=None, in_names=None, out_names=None,
+                 training=torch.onnx.TrainingMode.EVAL, rtol=RTOL, atol=ATOL, fold=True):
+    """Exports `model` on `inputs` and records torch's outputs as the case `name`.
+
+    dynamic: {input_name: {axis: symbol}} (outputs get the first axis "batch" too).
+    """
+    model.eval()
+    inputs = tuple(inputs)
+    in_names = in_names or [f"x{k}" if len(inputs) > 1 else "input" for k in range(len(inputs))]
+    with torch.no_grad():
+        ref = as_list(model(*inputs))
+    out_names = out_names or [f"out{k}" if len(ref) > 1 else "output" for k in range(len(ref))]
+    kwargs = {}
+    if dynamic:
+        axes = dict(dynamic)
+        for o in out_names:
+            axes.setdefault(o, {0: "batch"})
+        kwargs["dynamic_axes"] = axes
+    onnx_file = f"{name}.onnx"
+    torch.onnx.export(model, inputs, zoo.path(onnx_file), opset_version=opset, input_names=in_names,
+                      output_names=out_names, training=training, do_constant_folding=fold, **kwargs)
+    infer_shapes(zoo.path(onnx_file))
+    zoo.case(name, onnx_file, inputs, ref, rtol, atol)
+    return onnx_file
+
+
+def export_helper(zoo, name, nodes, inputs, outputs, reference, opset=13, initializers=(),
+                  rtol=RTOL, atol=ATOL):
+    """A graph built with onnx.helper. inputs: [(name, tensor)]; outputs: [(name, elem_type, shape)];
+    reference: the torch outputs for the inputs."""
+    vi_in = [helper.make_tensor_value_info(n, onnx_type(t.dtype), list(t.shape)) for n, t in inputs]
+    vi_out = [helper.make_tensor_value_info(n, ty, shape) for n, ty, shape in outputs]
+    graph = helper.make_graph(nodes, name, vi_in, vi_out, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="model_zoo.py")
+    onnx_file = f"{name}.onnx"
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # an op newer than this onnx (Gelu): keep the graph as built
+        pass
+    onnx.save(model, zoo.path(onnx_file))
+    zoo.case(name, onnx_file, [t for _, t in inputs], as_list(reference), rtol, atol)
+
+
+def onnx_type(dtype):
+    return {torch.float32: TensorProto.FLOAT, torch.int64: TensorProto.INT64, torch.bool: TensorProto.BOOL,
+            torch.int32: TensorProto.INT32}[dtype]
+
+
+def ints(name, values):
+    return helper.make_tensor(name, TensorProto.INT64, [len(values)], values)
+
+
+# ----------------------------------------------------------------------------
+# Real networks
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 128)
+        self.fc2 = nn.Linear(128, 64)
+        self.fc3 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+def calibrate_bn(model, shape, steps=2):
+    """Running statistics from random data (cumulative average), so activations stay O(1)."""
+    for m in model.modules():
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            m.reset_running_stats()
+            m.momentum = None
+    model.train()
+    with torch.no_grad():
+        for _ in range(steps):
+            model(torch.randn(*shape))
+    model.eval()
+
+
+class BertEncoder(nn.Module):
+    """Token + position embeddings, LayerNorm, self-attention layers written out."""
+
+    def __init__(self, vocab=1000, max_pos=128, d=128, heads=4, layers=2, ff=256):
+        super().__init__()
+        self.heads, self.d_head = heads, d // heads
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(max_pos, d)
+        self.register_buffer("position_ids", torch.arange(max_pos).unsqueeze(0))
+        self.ln_emb = nn.LayerNorm(d, eps=1e-12)
+        self.layers = nn.ModuleList()
+        for _ in range(layers):
+            self.layers.append(nn.ModuleDict({
+                "q": nn.Linear(d, d), "k": nn.Linear(d, d), "v": nn.Linear(d, d), "o": nn.Linear(d, d),
+                "ln1": nn.LayerNorm(d, eps=1e-12), "ff1": nn.Linear(d, ff), "ff2": nn.Linear(ff, d),
+                "ln2": nn.LayerNorm(d, eps=1e-12)}))
+
+    def split_heads(self, x):
+        x = x.view(x.size(0), -1, self.heads, self.d_head)
+        return x.permute(0, 2, 1, 3)
+
+    def forward(self, ids, mask):
+        seq = ids.size(1)
+        pos = self.position_ids[:, :seq]
+        h = self.ln_emb(self.tok(ids) + self.pos(pos))
+        # [batch, seq] int64 (1: attend, 0: padding) -> additive [batch, 1, 1, seq]
+        add_mask = (1.0 - mask[:, None, None, :].to(torch.float32)) * -10000.0
+        for l in self.layers:
+            q, k, v = self.split_heads(l["q"](h)), self.split_heads(l["k"](h)), self.split_heads(l["v"](h))
+            scores = torch.matmul(q, k.transpose(-1, -2)) / (self.d_head ** 0.5) + add_mask
+            ctx = torch.matmul(torch.softmax(scores, dim=-1), v)
+            ctx = ctx.permute(0, 2, 1, 3).contiguous()
+            ctx = ctx.view(ctx.size(0), -1, self.heads * self.d_head)
+            h = l["ln1"](h + l["o"](ctx))
+            h = l["ln2"](h + l["ff2"](F.gelu(l["ff1"](h))))
+        return h
+
+
+def real_models(zoo, only):
+    def want(n):
+        return only is None or n in only
+
+    if want("mlp"):
+        torch.manual_seed(10)
+        mlp = Mlp().eval()
+        export_torch(zoo, "mlp", mlp, [torch.randn(1, 64)], dynamic={"input": {0: "batch"}})
+        with torch.no_grad():
+            x2 = torch.randn(2, 64)
+            zoo.case("mlp_b2", "mlp.onnx", [x2], [mlp(x2)])
+
+    import torchvision
+    if want("mobilenet_v2"):
+        torch.manual_seed(11)
+        net = torchvision.models.mobilenet_v2(weights=None)
+        calibrate_bn(net, (4, 3, 224, 224))
+        export_torch(zoo, "mobilenet_v2", net, [torch.randn(1, 3, 224, 224)], dynamic={"input": {0: "batch"}})
+        with torch.no_grad():
+            x2 = torch.randn(2, 3, 224, 224)
+            zoo.case("mobilenet_v2_b2", "mobilenet_v2.onnx", [x2], [net(x2)])
+
+    if want("resnet18"):
+        torch.manual_seed(12)
+        net = torchvision.models.resnet18(weights=None)
+        calibrate_bn(net, (4, 3, 224, 224))
+        export_torch(zoo, "resnet18", net, [torch.randn(1, 3, 224, 224)], dynamic={"input": {0: "batch"}})
+
+    if want("transformer"):
+        torch.manual_seed(13)
+        layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, dropout=0.1,
+                                           batch_first=True)  # [batch, seq, d]
+        enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).eval()
+        x = torch.randn(1, 128, 256)
+        # torch 1.13 takes its fused fast path (one aten op, not exportable) in eval mode
+        # without grad; with grad enabled it runs the plain modules, which export as ONNX ops.
+        with torch.enable_grad():
+            ref = enc(x).detach()
+            torch.onnx.export(enc, (x,), zoo.path("transformer.onnx"), opset_version=13,
+                              input_names=["input"], output_names=["output"],
+                              dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+        infer_shapes(zoo.path("transformer.onnx"))
+        zoo.case("transformer", "transformer.onnx", [x], [ref])
+        with torch.enable_grad():
+            x2 = torch.randn(2, 128, 256)
+            zoo.case("transformer_b2", "transformer.onnx", [x2], [enc(x2).detach()])
+
+    for opset in (14, 17):
+        if not want(f"bert_opset{opset}"):
+            continue
+        torch.manual_seed(14)
+        bert = BertEncoder().eval()
+        ids = torch.randint(0, 1000, (2, 32))
+        mask = torch.ones(2, 32, dtype=torch.int64)
+        mask[1, 20:] = 0
+        export_torch(zoo, f"bert_opset{opset}", bert, [ids, mask], opset=opset, in_names=["ids", "mask"],
+                     out_names=["hidden"],
+                     dynamic={"ids": {0: "batch", 1: "seq"}, "mask": {0: "batch", 1: "seq"},
+                              "hidden": {0: "batch", 1: "seq"}})
+        # Other sizes through the same file: batch 1, seq 20 (padding at the end).
+        ids1 = torch.randint(0, 1000, (1, 20))
+        mask1 = torch.ones(1, 20, dtype=torch.int64)
+        mask1[0, 15:] = 0
+        with torch.no_grad():
+            zoo.case(f"bert_opset{opset}_b1", f"bert_opset{opset}.onnx", [ids1, mask1], [bert(ids1, mask1)])
+
+
+# ----------------------------------------------------------------------------
+# One tiny model per supported ONNX op, with edge cases
+
+
+def r(*shape):
+    return torch.randn(*shape)
+
+
+def pos(*shape):
+    return torch.rand(*shape) + 0.5
+
+
+def op_models(zoo, only):
+    cases = []  # (name, fn(module, *xs), inputs, kwargs)
+
+    def t(name, fn, inputs, **kw):
+        cases.append((name, fn, inputs, kw))
+
+    # Elementwise binary, with broadcasting.
+    t("op_add_broadcast", lambda m, x, y: x + y, [r(2, 3, 4), r(4)])
+    t("op_sub_broadcast", lambda m, x, y: x - y, [r(2, 1, 4), r(3, 1)])
+    t("op_mul", lambda m, x, y: x * y, [r(2, 3), r(2, 1)])
+    t("op_div", lambda m, x, y: x / y, [r(3, 4), pos(3, 4)])
+    t("op_pow", lambda m, x, y: torch.pow(x, y), [pos(3, 4), r(3, 4)])
+    t("op_pow_square", lambda m, x: torch.pow(x, 2.0), [r(5)])
+    t("op_max", lambda m, x, y: torch.maximum(x, y), [r(2, 3), r(3)])
+    t("op_min", lambda m, x, y: torch.minimum(x, y), [r(2, 3), r(2, 1)])
+    t("op_equal", lambda m, x, y: torch.eq(x, y), [torch.tensor([[1, 2, 3], [4, 5, 6]]), torch.tensor([1, 5, 6])])
+    t("op_less", lambda m, x, y: x < y, [r(2, 3), r(3)])
+    t("op_greater", lambda m, x, y: x > y, [r(2, 3), r(2, 1)])
+    t("op_where", lambda m, x, y: torch.where(x > 0, x, y), [r(2, 3, 4), r(4)])
+    # Unary.
+    t("op_relu", lambda m, x: torch.relu(x), [r(2, 5)])
+    t("op_sigmoid", lambda m, x: torch.sigmoid(x), [r(2, 5)])
+    t("op_tanh", lambda m, x: torch.tanh(x), [r(2, 5)])
+    t("op_exp", lambda m, x: torch.exp(x), [r(2, 5)])
+    t("op_log", lambda m, x: torch.log(x), [pos(2, 5)])
+    t("op_sqrt", lambda m, x: torch.sqrt(x), [pos(2, 5)])
+    t("op_erf", lambda m, x: torch.erf(x), [r(2, 5)])
+    t("op_neg", lambda m, x: -x, [r(2, 5)])
+    t("op_abs", lambda m, x: torch.abs(x), [r(2, 5)])
+    t("op_clip_min_only", lambda m, x: torch.clamp(x, min=-0.5), [r(3, 4)])
+    t("op_clip_max_only", lambda m, x: torch.clamp(x, max=0.25), [r(3, 4)])
+    t("op_clip_both", lambda m, x: torch.clamp(x, -1.0, 1.0), [r(3, 4) * 2])
+    # Linear algebra.
+    t("op_matmul", lambda m, x, y: torch.matmul(x, y), [r(2, 3, 4), r(4, 5)])
+    t("op_matmul_batched", lambda m, x, y: torch.matmul(x, y), [r(2, 3, 4), r(2, 4, 5)])
+    t("op_matmul_broadcast", lambda m, x, y: torch.matmul(x, y), [r(3, 4), r(2, 4, 5)])
+    t("op_gemm", lambda m, x: m.fc(x), [r(3, 6)], fc=nn.Linear(6, 4))
+    t("op_gemm_no_bias", lambda m, x: m.fc(x), [r(3, 6)], fc=nn.Linear(6, 4, bias=False))
+    # Convolution, pooling, normalization.
+    t("op_conv", lambda m, x: m.c(x), [r(1, 3, 9, 9)], c=nn.Conv2d(3, 4, 3, stride=2, padding=1))
+    t("op_conv_groups_dilation", lambda m, x: m.c(x), [r(2, 4, 10, 10)],
+      c=nn.Conv2d(4, 6, 3, padding=2, dilation=2, groups=2))
+    t("op_conv_depthwise", lambda m, x: m.c(x), [r(1, 4, 8, 8)], c=nn.Conv2d(4, 4, 3, padding=1, groups=4))
+    t("op_conv1d", lambda m, x: m.c(x), [r(2, 3, 12)], c=nn.Conv1d(3, 5, 3, padding=1))
+    t("op_maxpool", lambda m, x: F.max_pool2d(x, 3, stride=2, padding=1), [r(1, 3, 9, 9)])
+    t("op_maxpool_ceil", lambda m, x: F.max_pool2d(x, 2, stride=2, ceil_mode=True), [r(1, 2, 7, 7)])
+    t("op_avgpool", lambda m, x: F.avg_pool2d(x, 2), [r(1, 3, 8, 8)])
+    t("op_avgpool_pad_exclude", lambda m, x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False),
+      [r(1, 2, 7, 7)])
+    t("op_global_avgpool", lambda m, x: F.adaptive_avg_pool2d(x, 1), [r(2, 3, 5, 5)])
+    t("op_batchnorm", lambda m, x: m.bn(x), [r(2, 3, 4, 4)], bn=nn.BatchNorm2d(3), bn_stats=True)
+    t("op_batchnorm1d", lambda m, x: m.bn(x), [r(2, 3, 6)], bn=nn.BatchNorm1d(3), bn_stats=True)
+    t("op_layernorm", lambda m, x: m.ln(x), [r(2, 3, 8)], ln=nn.LayerNorm(8), opset=17, ln_params=True)
+    t("op_layernorm_2d", lambda m, x: m.ln(x), [r(2, 3, 4)], ln=nn.LayerNorm([3, 4]), opset=17, ln_params=True)
+    t("op_softmax_axis1", lambda m, x: torch.softmax(x, dim=1), [r(2, 3, 4)])
+    t("op_softmax_opset11", lambda m, x: torch.softmax(x, dim=-1), [r(2, 3, 4)], opset=11)
+    t("op_logsoftmax", lambda m, x: torch.log_softmax(x, dim=-1), [r(2, 5)])
+    # Shapes and data movement.
+    t("op_flatten", lambda m, x: torch.flatten(x, 1), [r(2, 3, 4)])
+    t("op_reshape", lambda m, x: x.reshape(4, -1, 2), [r(2, 3, 4)])
+    t("op_transpose", lambda m, x: x.permute(2, 0, 1), [r(2, 3, 4)])
+    t("op_unsqueeze_negative", lambda m, x: x.unsqueeze(-1), [r(2, 3)])
+    t("op_unsqueeze_opset11", lambda m, x: x.unsqueeze(0), [r(2, 3)], opset=11)
+    t("op_squeeze", lambda m, x: x.squeeze(1), [r(2, 1, 3)])
+    t("op_squeeze_opset11", lambda m, x: x.squeeze(-1), [r(2, 3, 1)], opset=11)
+    t("op_concat_negative_axis", lambda m, x, y: torch.cat([x, y], dim=-1), [r(2, 3), r(2, 2)])
+    t("op_slice_steps", lambda m, x: x[:, 1::2, -3:], [r(2, 7, 5)])
+    t("op_slice_negative", lambda m, x: x[..., 1:-1], [r(3, 6)])
+    t("op_split_uneven", lambda m, x: torch.split(x, [2, 3], dim=1), [r(2, 5, 3)])
+    t("op_split_chunk", lambda m, x: torch.chunk(x, 3, dim=-1), [r(2, 7)])
+    t("op_split_opset11", lambda m, x: torch.split(x, [1, 3], dim=0), [r(4, 2)], opset=11)
+    t("op_expand", lambda m, x: x.expand(2, 3, 4), [r(3, 1)])
+    t("op_gather_embedding", lambda m, ids: m.emb(ids), [torch.tensor([[0, 3, 9], [2, 2, 1]])],
+      emb=nn.Embedding(10, 4))
+    t("op_cast_float_to_int", lambda m, x: (x * 3).to(torch.int64), [r(2, 5)])
+    t("op_cast_int_to_float", lambda m, x: x.to(torch.float32) * 0.5, [torch.tensor([[-3, 0, 7]])])
+    t("op_reducemean", lambda m, x: x.mean(dim=-1, keepdim=True), [r(2, 3, 4)])
+    t("op_reducesum", lambda m, x: x.sum(dim=(0, 2)), [r(2, 3, 4)])
+    t("op_reducemean_opset11", lambda m, x: x.mean(dim=1), [r(2, 3, 4)], opset=11)
+    t("op_pad_constant", lambda m, x: F.pad(x, (1, 2, 0, 1), value=0.5), [r(1, 2, 3, 3)])
+    t("op_pad_reflect", lambda m, x: F.pad(x, (2, 1, 1, 2), mode="reflect"), [r(1, 2, 4, 4)])
+    t("op_pad_edge", lambda m, x: F.pad(x, (1, 2, 2, 0), mode="replicate"), [r(1, 2, 3, 3)])
+    t("op_constantofshape", lambda m, x: torch.zeros(x.size(0), 3) + x[:, :1], [r(2, 4)],
+      dynamic={"input": {0: "batch"}})
+    t("op_shape_view_dynamic", lambda m, x: x.view(x.size(0), -1, 2), [r(3, 4, 2)],
+      dynamic={"input": {0: "batch"}})
+
+    for i, (name, fn, inputs, kw) in enumerate(cases):
+        if only is not None and name not in only:
+            continue
+        torch.manual_seed(100 + i)
+        opset = kw.pop("opset", 13)
+        dynamic = kw.pop("dynamic", None)
+        bn_stats = kw.pop("bn_stats", False)
+        ln_params = kw.pop("ln_params", False)
+        m = Fn(fn, **kw)
+        with torch.no_grad():
+            for mod in m.modules():
+                if bn_stats and isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                    mod.running_mean.uniform_(-0.5, 0.5)
+                    mod.running_var.uniform_(0.5, 1.5)
+                    mod.weight.uniform_(0.5, 1.5)
+                    mod.bias.uniform_(-0.5, 0.5)
+                if ln_params and isinstance(mod, nn.LayerNorm):
+                    mod.weight.uniform_(0.5, 1.5)
+                    mod.bias.uniform_(-0.5, 0.5)
+        # BatchNorm stays a node only when the export keeps it (PRESERVE).
+        training = torch.onnx.TrainingMode.PRESERVE if bn_stats else torch.onnx.TrainingMode.EVAL
+        export_torch(zoo, name, m, inputs, opset=opset, dynamic=dynamic, training=training, fold=False)
+
+    helper_models(zoo, only)
+
+
+def helper_models(zoo, only):
+    """Ops or forms torch does not emit."""
+    def want(n):
+        return only is None or n in only
+
+    torch.manual_seed(200)
+    f = TensorProto.FLOAT
+    if want("op_gather_negative_indices"):
+        x = r(3, 5)
+        idx = torch.tensor([-1, 0, -5, 2])
+        export_helper(zoo, "op_gather_negative_indices",
+                      [helper.make_node("Gather", ["x", "idx"], ["y"], axis=-1, name="gather")],
+                      [("x", x)], [("y", f, [3, 4])], x[:, idx % 5], initializers=[ints("idx", idx.tolist())])
+    if want("op_gather_scalar_index"):
+        x = r(4, 3)
+        export_helper(zoo, "op_gather_scalar_index",
+                      [helper.make_node("Gather", ["x", "i"], ["y"], axis=0, name="gather")],
+                      [("x", x)], [("y", f, [3])], x[-2],
+                      initializers=[helper.make_tensor("i", TensorProto.INT64, [], [-2])])
+    if want("op_gelu"):
+        x = r(2, 6)
+        export_helper(zoo, "op_gelu", [helper.make_node("Gelu", ["x"], ["y"], name="gelu")],
+                      [("x", x)], [("y", f, [2, 6])], F.gelu(x), opset=17)
+    if want("op_gelu_tanh"):
+        x = r(2, 6)
+        export_helper(zoo, "op_gelu_tanh", [helper.make_node("Gelu", ["x"], ["y"], approximate="tanh", name="gelu")],
+                      [("x", x)], [("y", f, [2, 6])], F.gelu(x, approximate="tanh"), opset=17)
+    if want("op_shape"):
+        x = r(2, 3, 4)
+        export_helper(zoo, "op_shape", [helper.make_node("Shape", ["x"], ["y"], name="shape")],
+                      [("x", x)], [("y", TensorProto.INT64, [3])], torch.tensor([2, 3, 4]))
+    if want("op_shape_start_end"):
+        x = r(2, 3, 4, 5)
+        export_helper(zoo, "op_shape_start_end",
+                      [helper.make_node("Shape", ["x"], ["y"], start=1, end=-1, name="shape")],
+                      [("x", x)], [("y", TensorProto.INT64, [2])], torch.tensor([3, 4]), opset=15)
+    if want("op_constant"):
+        x = r(2, 3)
+        c = torch.tensor([0.5, -1.0, 2.0])
+        export_helper(zoo, "op_constant",
+                      [helper.make_node("Constant", [], ["c"], value_floats=c.tolist(), name="const"),
+                       helper.make_node("Constant", [], ["k"], value=helper.make_tensor(
+                           "k", f, [1], [3.0]), name="const_t"),
+                       helper.make_node("Mul", ["x", "c"], ["xc"], name="mul"),
+                       helper.make_node("Add", ["xc", "k"], ["y"], name="add")],
+                      [("x", x)], [("y", f, [2, 3])], x * c + 3.0)
+    if want("op_constantofshape_int"):
+        x = r(2, 3)
+        export_helper(zoo, "op_constantofshape_int",
+                      [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+                       helper.make_node("ConstantOfShape", ["s"], ["y"], name="cos",
+                                        value=helper.make_tensor("v", TensorProto.INT64, [1], [7]))],
+                      [("x", x)], [("y", TensorProto.INT64, [2, 3])], torch.full((2, 3), 7, dtype=torch.int64))
+    if want("op_identity_dropout"):
+        x = r(2, 3)
+        export_helper(zoo, "op_identity_dropout",
+                      [helper.make_node("Identity", ["x"], ["a"], name="identity"),
+                       helper.make_node("Dropout", ["a"], ["b"], name="dropout"),
+                       helper.make_node("Relu", ["b"], ["y"], name="relu")],
+                      [("x", x)], [("y", f, [2, 3])], torch.relu(x))
+    if want("op_where_broadcast_cond"):
+        c, x, y = torch.tensor([True, False, True]), r(2, 3), r(2, 1)
+        export_helper(zoo, "op_where_broadcast_cond", [helper.make_node("Where", ["c", "x", "y"], ["z"], name="where")],
+                      [("c", c), ("x", x), ("y", y)], [("z", f, [2, 3])], torch.where(c, x, y))
+    if want("op_cast_bool"):
+        x = torch.tensor([[0.0, 1.5, -2.0, 0.0]])
+        export_helper(zoo, "op_cast_bool",
+                      [helper.make_node("Cast", ["x"], ["b"], to=TensorProto.BOOL, name="to_bool"),
+                       helper.make_node("Cast", ["b"], ["y"], to=TensorProto.FLOAT, name="to_float")],
+                      [("x", x)], [("y", f, [1, 4])], (x != 0).to(torch.float32))
+    if want("op_expand_broadcast_rank"):
+        x = r(3, 1)
+        export_helper(zoo, "op_expand_broadcast_rank", [helper.make_node("Expand", ["x", "s"], ["y"], name="expand")],
+                      [("x", x)], [("y", f, [2, 3, 4])], x.expand(2, 3, 4), initializers=[ints("s", [2, 1, 4])])
+    if want("op_slice_axes_negative_step2"):
+        x = r(4, 6, 5)
+        export_helper(zoo, "op_slice_axes_negative_step2",
+                      [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="slice")],
+                      [("x", x)], [("y", f, [4, 3, 2])], x[:, 0:6:2, -4:-1:2],
+                      initializers=[ints("st", [0, -4]), ints("en", [100, -1]), ints("ax", [1, -1]),
+                                    ints("sp", [2, 2])])
+    if want("op_max_variadic"):
+        a, b, c = r(2, 3), r(3), r(2, 1)
+        export_helper(zoo, "op_max_variadic", [helper.make_node("Max", ["a", "b", "c"], ["y"], name="max")],
+                      [("a", a), ("b", b), ("c", c)], [("y", f, [2, 3])], torch.maximum(torch.maximum(a, b), c))
+
+
+def main():
+    out_dir = sys.argv[1]
+    only = None
+    if len(sys.argv) > 3 and sys.argv[2] == "--only":
+        only = set(sys.argv[3].split(","))
+    os.makedirs(out_dir, exist_ok=True)
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    start = time.time()
+    zoo = Zoo(out_dir)
+    real_models(zoo, only)
+    op_models(zoo, only)
+    zoo.write_manifest()
+    print(f"model_zoo: {len(zoo.lines)} cases in {time.time() - start:.1f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
