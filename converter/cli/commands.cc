@@ -312,7 +312,9 @@ Diag bench(const BenchArgs& args, std::ostream& out) {
   if (!d.ok()) return d;
   if (args.iterations < 1) return diag(Status::InvalidArgument, "--iterations must be at least 1");
   if (args.warmup < 0) return diag(Status::InvalidArgument, "--warmup must not be negative");
+  const auto load_t0 = std::chrono::steady_clock::now();
   Expected<LoadedModel> loaded = load_model(args.model);
+  const double load_ms = ms_since(load_t0);  // mmap, full verification, executor
   if (!loaded.ok()) return loaded.diag();
   manual_seed(0);
   Expected<std::vector<Tensor>> inputs =
@@ -350,7 +352,7 @@ Diag bench(const BenchArgs& args, std::ostream& out) {
   if (args.json) {
     out << "{\"model\": " << json_string(args.model) << ", \"device\": " << json_string(args.device)
         << ", \"threads\": " << threads << ", \"warmup\": " << args.warmup << ", \"iterations\": " << args.iterations
-        << ", \"latency_ms\": {\"min\": " << fixed(ms.front(), 6) << ", \"median\": " << fixed(median, 6)
+        << ", \"load_ms\": " << fixed(load_ms, 3) << ", \"latency_ms\": {\"min\": " << fixed(ms.front(), 6) << ", \"median\": " << fixed(median, 6)
         << ", \"p90\": " << fixed(p90, 6) << ", \"mean\": " << fixed(mean, 6) << "}"
         << ", \"throughput_per_s\": " << fixed(throughput, 3) << ", \"peak_rss_bytes\": " << rss
         << ", \"arena_bytes\": " << arena << "}\n";
@@ -367,6 +369,7 @@ Diag bench(const BenchArgs& args, std::ostream& out) {
       << "latency ms: min " << fixed(ms.front(), 3) << "  median " << fixed(median, 3) << "  p90 " << fixed(p90, 3)
       << "  mean " << fixed(mean, 3) << "\n"
       << "throughput: " << fixed(throughput, 1) << " runs/s\n"
+      << "load: " << fixed(load_ms, 3) << " ms (map, verify, build the executor)\n"
       << "peak RSS: " << fixed(static_cast<double>(rss) / (1024.0 * 1024.0), 1) << " MiB\n"
       << "arena: " << with_commas(static_cast<int64_t>(arena)) << " bytes\n";
   return Diag::success();

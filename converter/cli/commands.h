@@ -37,7 +37,8 @@ struct RunArgs {
 };
 Diag run(const RunArgs& args, std::ostream& out);
 
-// ember bench MODEL.ember [--input NAME=FILE.npy ...]
+// ember bench MODEL.ember [--input NAME=FILE.npy ...]: latency min/median/p90/mean,
+// runs/s, load time, peak RSS, arena bytes; --json: one object with those.
 struct BenchArgs {
   std::string model;
   std::vector<std::string> inputs;

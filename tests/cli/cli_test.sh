@@ -145,6 +145,7 @@ has_line "$out" "^model: mlp.ember \(device cpu, 1 threads, 1 warmup \+ 5 timed 
 has_line "$out" "^inputs: input float32 \[1, 10\]$"
 has_line "$out" "^latency ms: min [0-9.]+  median [0-9.]+  p90 [0-9.]+  mean [0-9.]+$"
 has_line "$out" "^throughput: [0-9.]+ runs/s$"
+has_line "$out" "^load: [0-9.]+ ms \(map, verify, build the executor\)$"
 has_line "$out" "^peak RSS: [0-9.]+ MiB$"
 has_line "$out" "^arena: [0-9,]+ bytes$"
 run_ember 0 bench mlp.ember --warmup 0 --iterations 4 --json --input input=x.npy
@@ -154,7 +155,7 @@ j = json.loads(sys.argv[1])
 assert j["model"] == "mlp.ember" and j["device"] == "cpu" and j["iterations"] == 4 and j["warmup"] == 0, j
 l = j["latency_ms"]
 assert 0 <= l["min"] <= l["median"] <= l["p90"] and l["min"] <= l["mean"], l
-assert j["throughput_per_s"] > 0 and j["peak_rss_bytes"] > 1 << 20 and j["arena_bytes"] > 0, j
+assert j["load_ms"] > 0 and j["throughput_per_s"] > 0 and j["peak_rss_bytes"] > 1 << 20 and j["arena_bytes"] > 0, j
 PY
 run_ember 1 bench mlp.ember --device vulkan
 has "$err" "error: device 'vulkan' is not available in this build"

@@ -133,7 +133,8 @@ TEST_CASE("read_inputs for bench: missing inputs made with the given inputs' sym
   std::ostringstream out;
   cli::Diag d = cli::bench(bench, out);
   REQUIRE_MESSAGE(d.ok(), d.message);
-  CHECK(out.str().find("\"iterations\": 3, \"latency_ms\": {\"min\": ") != std::string::npos);
+  CHECK(out.str().find("\"iterations\": 3, \"load_ms\": ") != std::string::npos);
+  CHECK(out.str().find(", \"latency_ms\": {\"min\": ") != std::string::npos);
 }
 
 TEST_CASE("helpers: shapes, names, numbers, devices") {
