@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "converter/convert.h"
+#include "converter/onnx_import.h"
 #include "runtime/core/error.h"
 
 namespace ember::converter {
@@ -216,19 +217,9 @@ class Lowerer {
 
   DType cast_target(const Node& n) const {
     const int64_t to = n.get_int("to", 0);
-    switch (to) {
-      case 1: return DType::Float32;
-      case 2: return DType::UInt8;
-      case 3: return DType::Int8;
-      case 5: return DType::Int16;
-      case 6: return DType::Int32;
-      case 7: return DType::Int64;
-      case 9: return DType::Bool;
-      case 10: return DType::Float16;
-      case 11: return DType::Float64;
-      case 16: return DType::BFloat16;
-      default: refuse("cast to ONNX dtype " + std::to_string(to) + " is not supported");
-    }
+    const std::optional<DType> dtype = dtype_from_onnx(to);
+    if (!dtype) refuse("cast to ONNX dtype " + std::to_string(to) + " is not supported");
+    return *dtype;
   }
 
   Tensor constant_of_shape_value(const Node& n) const {

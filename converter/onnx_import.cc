@@ -32,12 +32,8 @@ const std::vector<std::string>& supported_onnx_ops() {
   return ops;
 }
 
-namespace {
-
-Diag fail(Status s, std::string message) { return {s, std::move(message)}; }
-
-std::optional<DType> dtype_from_onnx(int32_t t) {
-  switch (t) {
+std::optional<DType> dtype_from_onnx(int64_t code) {
+  switch (code) {
     case onnx::TensorProto::FLOAT: return DType::Float32;
     case onnx::TensorProto::FLOAT16: return DType::Float16;
     case onnx::TensorProto::BFLOAT16: return DType::BFloat16;
@@ -51,6 +47,11 @@ std::optional<DType> dtype_from_onnx(int32_t t) {
     default: return std::nullopt;
   }
 }
+
+namespace {
+
+Diag fail(Status s, std::string message) { return {s, std::move(message)}; }
+
 
 std::string onnx_dtype_name(int32_t t) {
   if (onnx::TensorProto_DataType_IsValid(t)) {

@@ -21,6 +21,7 @@
 //   (the old flatten-to-2D semantics).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ const std::vector<std::string>& supported_onnx_ops();
 // Runs ONNX shape inference on `model` in place (what import_onnx does first).
 // Returns false, leaving `model` unchanged, when inference throws.
 bool infer_shapes(onnx::ModelProto& model);
+
+// The ember dtype of an ONNX TensorProto.DataType code (Cast's "to"), or none
+// for the types ember does not have (strings, complex, uint16/32/64, float8).
+std::optional<DType> dtype_from_onnx(int64_t code);
 
 // Imports the model at `path`. Errors: IoError (missing or unreadable file),
 // InvalidModel (not ONNX, truncated, missing initializer, malformed tensor),

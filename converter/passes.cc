@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "converter/onnx_import.h"
 #include "runtime/ops/ops.h"
 
 namespace ember::converter {
@@ -31,21 +32,6 @@ std::vector<int64_t> ints_of(const Tensor& t) {
   return t.to_vector<int64_t>();
 }
 
-std::optional<DType> dtype_from_onnx_code(int64_t code) {
-  switch (code) {
-    case 1: return DType::Float32;
-    case 2: return DType::UInt8;
-    case 3: return DType::Int8;
-    case 5: return DType::Int16;
-    case 6: return DType::Int32;
-    case 7: return DType::Int64;
-    case 9: return DType::Bool;
-    case 10: return DType::Float16;
-    case 11: return DType::Float64;
-    case 16: return DType::BFloat16;
-    default: return std::nullopt;
-  }
-}
 
 Tensor shape_tensor(IntArrayRef sizes) {
   return tensor(std::vector<int64_t>(sizes.begin(), sizes.end()), {static_cast<int64_t>(sizes.size())});
@@ -134,7 +120,7 @@ std::vector<Tensor> eval(const Node& node, const std::vector<Tensor>& in) {
     return {clamp(x, lo, hi)};
   }
   if (op == "Cast") {
-    const auto to = dtype_from_onnx_code(node.get_int("to", 0));
+    const auto to = dtype_from_onnx(node.get_int("to", 0));
     EMBER_CHECK(to.has_value(), Status::NotSupported, "Cast to ONNX dtype ", node.get_int("to", 0));
     return {x.to(*to, true)};
   }

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "runtime/core/error.h"
+#include "runtime/core/file.h"
 
 namespace ember {
 namespace {
@@ -433,30 +434,7 @@ Status serialize_npy(const Tensor& t, std::vector<std::byte>* out, std::string* 
 Status write_npy(const std::string& path, const Tensor& t, std::string* error) {
   std::vector<std::byte> bytes;
   RT_RETURN_IF_ERROR(serialize_npy(t, &bytes, error));
-  const std::string tmp = str_cat(path, ".tmp.", ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(error, Status::IoError, "cannot create '", tmp, "': ", std::strerror(errno));
-  const std::byte* p = bytes.data();
-  size_t left = bytes.size();
-  int err = 0;
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      err = errno;
-      break;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    return fail(error, Status::IoError, "cannot write '", path, "': ", std::strerror(err));
-  }
-  return Status::Ok;
+  return write_file_atomic(path, bytes.data(), bytes.size(), error);
 }
 
 }  // namespace ember

@@ -1,14 +1,10 @@
 // write_model / serialize_model: ModelDef -> `.ember` bytes -> file.
 #include "runtime/model/writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 #include "runtime/core/error.h"
+#include "runtime/core/file.h"
 #include "runtime/model/format.h"
 #include "runtime/model/loader.h"
 
@@ -141,30 +137,7 @@ Status serialize_model(const ModelDef& def, std::vector<std::byte>* out, std::st
 Status write_model(const ModelDef& def, const std::string& path, std::string* error) {
   std::vector<std::byte> bytes;
   RT_RETURN_IF_ERROR(serialize_model(def, &bytes, error));
-  const std::string tmp = str_cat(path, ".tmp.", ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(error, Status::IoError, "cannot create '", tmp, "': ", std::strerror(errno));
-  const std::byte* p = bytes.data();
-  size_t left = bytes.size();
-  int err = 0;
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      err = errno;
-      break;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    return fail(error, Status::IoError, "cannot write '", path, "': ", std::strerror(err));
-  }
-  return Status::Ok;
+  return write_file_atomic(path, bytes.data(), bytes.size(), error);
 }
 
 }  // namespace ember

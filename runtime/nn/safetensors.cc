@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/core/file.h"
 #include "runtime/nn/module.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian");
@@ -428,33 +429,9 @@ std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& m
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
   const std::string bytes = serialize_safetensors(tensors, metadata);
-  const std::string tmp = str_cat(path, ".tmp.", ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  EMBER_CHECK(fd >= 0, Status::IoError, "cannot open '", tmp, "' for writing: ", std::strerror(errno));
-  auto fail = [&](const char* what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    raise_error(Status::IoError, str_cat(what, " '", tmp, "': ", std::strerror(err)));
-  };
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) fail("cannot write");
-    done += static_cast<size_t>(w);
-  }
-  if (::fsync(fd) != 0) fail("cannot sync");
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    raise_error(Status::IoError, str_cat("cannot close '", tmp, "': ", std::strerror(err)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    raise_error(Status::IoError, str_cat("cannot rename '", tmp, "' to '", path, "': ", std::strerror(err)));
-  }
+  std::string why;
+  const Status status = write_file_atomic(path, bytes.data(), bytes.size(), &why);
+  EMBER_CHECK(status == Status::Ok, status, why);
 }
 
 // --- reading ------------------------------------------------------------------------------

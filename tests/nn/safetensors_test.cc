@@ -245,8 +245,8 @@ TEST_CASE("garbage never crashes: truncations and byte flips of a valid file") {
 TEST_CASE("atomic writes: temp file removed, original kept on failure") {
   const nn::NamedTensors small{{"a", ones({2})}};
   check_error([&] { nn::save_safetensors("/nonexistent_dir/x.safetensors", small); },
-              "cannot open '/nonexistent_dir/x.safetensors.tmp." + std::to_string(::getpid()) +
-                  "' for writing: No such file or directory");
+              "cannot create '/nonexistent_dir/x.safetensors.tmp." + std::to_string(::getpid()) +
+                  "': No such file or directory");
   CHECK(!exists(temp_of("/nonexistent_dir/x.safetensors")));
 
   const std::string path = tmp_path("atomic.safetensors");
