@@ -33,6 +33,14 @@ std::string str_cat(const Args&... args) {
 
 [[noreturn]] void raise_error(Status status, std::string message);
 
+// The inference path's way to fail (it returns a Status, it does not throw):
+// sets *error (when non-null) to the concatenated message and returns `status`.
+template <typename... Args>
+Status report_error(std::string* error, Status status, const Args&... args) {
+  if (error != nullptr) *error = str_cat(args...);
+  return status;
+}
+
 // Throws `status` with the given message when the result is not Ok.
 void raise_if_error(Status status, const char* what);
 

@@ -14,10 +14,7 @@ namespace ember {
 Status write_file_atomic(const std::string& path, const void* data, size_t size, std::string* error) {
   const std::string tmp = str_cat(path, ".tmp.", ::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    if (error != nullptr) *error = str_cat("cannot create '", tmp, "': ", std::strerror(errno));
-    return Status::IoError;
-  }
+  if (fd < 0) return report_error(error, Status::IoError, "cannot create '", tmp, "': ", std::strerror(errno));
   const char* p = static_cast<const char*>(data);
   size_t left = size;
   const char* step = nullptr;  // what failed
@@ -33,18 +30,22 @@ Status write_file_atomic(const std::string& path, const void* data, size_t size,
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (step == nullptr && ::fsync(fd) != 0) step = "sync", err = errno;
-  if (::close(fd) != 0 && step == nullptr) step = "close", err = errno;
+  if (step == nullptr && ::fsync(fd) != 0) {
+    step = "sync";
+    err = errno;
+  }
+  if (::close(fd) != 0 && step == nullptr) {
+    step = "close";
+    err = errno;
+  }
   if (step != nullptr) {
     ::unlink(tmp.c_str());
-    if (error != nullptr) *error = str_cat("cannot ", step, " '", tmp, "': ", std::strerror(err));
-    return Status::IoError;
+    return report_error(error, Status::IoError, "cannot ", step, " '", tmp, "': ", std::strerror(err));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     err = errno;
     ::unlink(tmp.c_str());
-    if (error != nullptr) *error = str_cat("cannot rename '", tmp, "' to '", path, "': ", std::strerror(err));
-    return Status::IoError;
+    return report_error(error, Status::IoError, "cannot rename '", tmp, "' to '", path, "': ", std::strerror(err));
   }
   return Status::Ok;
 }

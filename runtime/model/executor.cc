@@ -22,12 +22,6 @@
 namespace ember {
 namespace {
 
-template <typename... Args>
-Status fail(std::string* error, Status status, const Args&... args) {
-  if (error != nullptr) *error = str_cat(args...);
-  return status;
-}
-
 template <typename T>
 uint32_t vlen(const flatbuffers::Vector<T>* v) {
   return v == nullptr ? 0u : v->size();
@@ -297,49 +291,49 @@ Executor::Executor(std::shared_ptr<const Model> model) : model_(std::move(model)
 
 Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const Model> model,
                                                          std::string* error) {
-  if (model == nullptr) return fail(error, Status::InvalidArgument, "Executor::create: no model");
+  if (model == nullptr) return report_error(error, Status::InvalidArgument, "Executor::create: no model");
   const Model& m = *model;
   const int nt = m.num_tensors();
   std::vector<uint8_t> defined(static_cast<size_t>(nt), 0);
   for (int t = 0; t < nt; ++t) defined[static_cast<size_t>(t)] = m.weight(t).defined();
   for (int32_t t : m.inputs()) {
-    if (t < 0 || t >= nt) return fail(error, Status::InvalidModel, "graph input: tensor index ", t, " out of range");
+    if (t < 0 || t >= nt) return report_error(error, Status::InvalidModel, "graph input: tensor index ", t, " out of range");
     defined[static_cast<size_t>(t)] = 1;
   }
   for (int k = 0; k < m.num_ops(); ++k) {
     const OpKind kind = m.op_kind(k);
     const std::string where = str_cat("operator ", k, " ", op_ref(m, k));
     if (static_cast<int>(kind) >= kNumOps)
-      return fail(error, Status::InvalidModel, "operator ", k, ": unknown op id ", static_cast<int>(kind));
+      return report_error(error, Status::InvalidModel, "operator ", k, ": unknown op id ", static_cast<int>(kind));
     if (is_backward(kind))
-      return fail(error, Status::NotSupported, where, ": the executor does not run backward ops");
+      return report_error(error, Status::NotSupported, where, ": the executor does not run backward ops");
     std::string why;
     Result<OpParams> p = m.op_params(k, &why);
-    if (!p.ok()) return fail(error, p.status(), where, ": ", why);
+    if (!p.ok()) return report_error(error, p.status(), where, ": ", why);
     const auto* in = m.op(k).inputs();
     const auto* out = m.op(k).outputs();
     for (uint32_t j = 0; j < vlen(in); ++j) {
       const int32_t t = in->Get(j);
       if (t == -1) continue;
       if (t < 0 || t >= nt || !defined[static_cast<size_t>(t)])
-        return fail(error, Status::InvalidModel, where, ": input ", j, " (tensor ", t,
+        return report_error(error, Status::InvalidModel, where, ": input ", j, " (tensor ", t,
                     ") is not a graph input, a weight or an earlier operator's output");
       if (m.tensor(t).sparse() != nullptr)
-        return fail(error, Status::NotSupported, where, ": input ", j, " '", m.tensor_name(t),
+        return report_error(error, Status::NotSupported, where, ": input ", j, " '", m.tensor_name(t),
                     "' is a sparse weight (densify it first)");
     }
     for (uint32_t j = 0; j < vlen(out); ++j) {
       const int32_t t = out->Get(j);
       if (t == -1) continue;
       if (t < 0 || t >= nt || defined[static_cast<size_t>(t)])
-        return fail(error, Status::InvalidModel, where, ": output ", j, " (tensor ", t,
+        return report_error(error, Status::InvalidModel, where, ": output ", j, " (tensor ", t,
                     ") is out of range or already defined");
       defined[static_cast<size_t>(t)] = 1;
     }
   }
   for (int32_t t : m.outputs()) {
     if (t < 0 || t >= nt || !defined[static_cast<size_t>(t)])
-      return fail(error, Status::InvalidModel, "graph output: tensor ", t, " is never computed");
+      return report_error(error, Status::InvalidModel, "graph output: tensor ", t, " is never computed");
   }
   return std::shared_ptr<const Executor>(std::make_shared<Executor>(std::move(model)));
 }
@@ -734,28 +728,28 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
   if (inputs.size() != ex.inputs_.size()) {
     std::string names;
     for (const IOInfo& io : ex.inputs_) names += (names.empty() ? "" : ", ") + io.name;
-    return fail(error, Status::InvalidArgument, "expected ", ex.inputs_.size(), " inputs (", names, "), got ",
+    return report_error(error, Status::InvalidArgument, "expected ", ex.inputs_.size(), " inputs (", names, "), got ",
                 inputs.size());
   }
   std::map<std::string, std::pair<int64_t, std::string>> bound;  // dim name -> (value, input)
   for (size_t i = 0; i < inputs.size(); ++i) {
     const IOInfo& io = ex.inputs_[i];
     const Tensor& x = inputs[i];
-    if (!x.defined()) return fail(error, Status::InvalidArgument, "input '", io.name, "' is undefined");
+    if (!x.defined()) return report_error(error, Status::InvalidArgument, "input '", io.name, "' is undefined");
     if (x.device().type() != DeviceType::CPU)
-      return fail(error, Status::DeviceMismatch, "input '", io.name, "' is on ", x.device(), ", expected cpu");
+      return report_error(error, Status::DeviceMismatch, "input '", io.name, "' is on ", x.device(), ", expected cpu");
     if (x.dtype() != io.dtype)
-      return fail(error, Status::DTypeMismatch, "input '", io.name, "': expected dtype ", dtype_name(io.dtype),
+      return report_error(error, Status::DTypeMismatch, "input '", io.name, "': expected dtype ", dtype_name(io.dtype),
                   ", got ", dtype_name(x.dtype()));
     const std::string declared = declared_str(io.shape, io.dim_names);
     if (x.dim() != static_cast<int64_t>(io.shape.size()))
-      return fail(error, Status::ShapeMismatch, "input '", io.name, "': expected rank ", io.shape.size(), " ",
+      return report_error(error, Status::ShapeMismatch, "input '", io.name, "': expected rank ", io.shape.size(), " ",
                   declared, ", got rank ", x.dim(), " ", shape_str(x.sizes()));
     for (size_t d = 0; d < io.shape.size(); ++d) {
       const int64_t size = x.size(static_cast<int64_t>(d));
       if (io.shape[d] >= 0) {
         if (size != io.shape[d])
-          return fail(error, Status::ShapeMismatch, "input '", io.name, "': dim ", d, " is ", size, ", expected ",
+          return report_error(error, Status::ShapeMismatch, "input '", io.name, "': dim ", d, " is ", size, ", expected ",
                       io.shape[d], " (declared ", declared, ", got ", shape_str(x.sizes()), ")");
         continue;
       }
@@ -765,7 +759,7 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
       if (it == bound.end()) {
         bound.emplace(name, std::make_pair(size, io.name));
       } else if (it->second.first != size) {
-        return fail(error, Status::ShapeMismatch, "input '", io.name, "': dim ", d, " ('", name, "') is ", size,
+        return report_error(error, Status::ShapeMismatch, "input '", io.name, "': dim ", d, " ('", name, "') is ", size,
                     ", but '", name, "' is ", it->second.first, " in input '", it->second.second, "'");
       }
     }

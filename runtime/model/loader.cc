@@ -21,14 +21,8 @@ namespace {
 constexpr size_t kHeaderBytes = 12;  // uint32 size prefix, uint32 root offset, "EMBR"
 
 template <typename... Args>
-Status fail(std::string* error, Status status, const Args&... args) {
-  if (error != nullptr) *error = str_cat(args...);
-  return status;
-}
-
-template <typename... Args>
 Status invalid(std::string* error, const Args&... args) {
-  return fail(error, Status::InvalidModel, args...);
+  return report_error(error, Status::InvalidModel, args...);
 }
 
 bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
@@ -127,7 +121,7 @@ Status Checker::check_header() {
     return invalid(error_, "flatbuffers verification failed: corrupt or truncated file");
   root_ = fb::GetSizePrefixedModel(data_);
   if (root_->version() < kMinFormatVersion || root_->version() > kFormatVersion)
-    return fail(error_, Status::NotSupported, "unsupported format version ", root_->version(),
+    return report_error(error_, Status::NotSupported, "unsupported format version ", root_->version(),
                 " (this build reads versions ", kMinFormatVersion, " to ", kFormatVersion, ")");
   if (root_->graph() == nullptr) return invalid(error_, "model has no graph");
   tensors_ = root_->graph()->tensors();
@@ -401,11 +395,11 @@ Result<Model> Model::init(std::shared_ptr<void> owner, const std::byte* base, si
 
 Result<Model> Model::load(const std::string& path, Verification v, std::string* error) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(error, Status::IoError, "cannot open '", path, "': ", std::strerror(errno));
+  if (fd < 0) return report_error(error, Status::IoError, "cannot open '", path, "': ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return fail(error, Status::IoError, "cannot read '", path, "': not a regular file");
+    return report_error(error, Status::IoError, "cannot read '", path, "': not a regular file");
   }
   const size_t size = static_cast<size_t>(st.st_size);
   auto mapping = std::make_shared<Mapping>();
@@ -414,7 +408,7 @@ Result<Model> Model::load(const std::string& path, Verification v, std::string* 
     if (addr == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
-      return fail(error, Status::IoError, "cannot map '", path, "': ", std::strerror(err));
+      return report_error(error, Status::IoError, "cannot map '", path, "': ", std::strerror(err));
     }
     mapping->addr = addr;
     mapping->size = size;
@@ -431,7 +425,7 @@ Result<Model> Model::load_from_bytes(const void* data, size_t size, Verification
   const size_t rounded = (size + kSegmentAlignment - 1) / kSegmentAlignment * kSegmentAlignment;
   std::shared_ptr<void> buffer(std::aligned_alloc(kSegmentAlignment, rounded == 0 ? kSegmentAlignment : rounded),
                                [](void* p) { std::free(p); });
-  if (buffer == nullptr) return fail(error, Status::OutOfMemory, "cannot allocate ", size, " bytes");
+  if (buffer == nullptr) return report_error(error, Status::OutOfMemory, "cannot allocate ", size, " bytes");
   if (size > 0) std::memcpy(buffer.get(), data, size);
   const auto* base = static_cast<const std::byte*>(buffer.get());
   return init(std::move(buffer), base, size, v, error);
@@ -467,7 +461,7 @@ OpKind Model::op_kind(int i) const { return static_cast<OpKind>(op(i).op()); }
 
 Result<OpParams> Model::op_params(int i, std::string* error) const {
   const fb::Operator& o = op(i);
-  if (o.op() >= kNumOps) return fail(error, Status::InvalidModel, "unknown op id ", o.op());
+  if (o.op() >= kNumOps) return report_error(error, Status::InvalidModel, "unknown op id ", o.op());
   OpParams params;
   RT_RETURN_IF_ERROR(attrs_to_params(o, &params, error));
   return params;

@@ -23,12 +23,6 @@ constexpr size_t kMaxHeaderLen = size_t{1} << 20;  // numpy itself refuses heade
 constexpr size_t kMaxRank = 64;
 constexpr const char* kSupported = "<f4 <f2 <f8 <i8 <i4 <i2 |i1 |u1 |b1";
 
-template <typename... Args>
-Status fail(std::string* error, Status status, const Args&... args) {
-  if (error != nullptr) *error = str_cat(args...);
-  return status;
-}
-
 bool host_is_little_endian() {
   const uint16_t one = 1;
   unsigned char b;
@@ -57,26 +51,26 @@ struct Header {
 Status parse_prelude(const unsigned char* p, size_t n, const std::string& name, size_t* header_start,
                      size_t* header_len, std::string* error) {
   if (n > 0 && std::memcmp(p, kMagic, n < 6 ? n : 6) != 0) {
-    return fail(error, Status::InvalidArgument, "'", name, "' is not a .npy file (bad magic)");
+    return report_error(error, Status::InvalidArgument, "'", name, "' is not a .npy file (bad magic)");
   }
   if (n < 8) {
-    return fail(error, Status::InvalidArgument, "'", name, "': truncated header (", n,
+    return report_error(error, Status::InvalidArgument, "'", name, "': truncated header (", n,
                 " bytes; the magic string and version need 8)");
   }
   const int major = p[6], minor = p[7];
   if (major != 1 && major != 2 && major != 3) {
-    return fail(error, Status::NotSupported, "'", name, "': unsupported .npy version ", major, ".", minor,
+    return report_error(error, Status::NotSupported, "'", name, "': unsupported .npy version ", major, ".", minor,
                 " (ember reads 1.0, 2.0 and 3.0)");
   }
   const size_t len_bytes = major == 1 ? 2 : 4;
   if (n < 8 + len_bytes) {
-    return fail(error, Status::InvalidArgument, "'", name, "': truncated header (", n, " bytes; version ", major,
+    return report_error(error, Status::InvalidArgument, "'", name, "': truncated header (", n, " bytes; version ", major,
                 ".", minor, " needs ", 8 + len_bytes, " before the header)");
   }
   size_t len = 0;
   for (size_t i = 0; i < len_bytes; ++i) len |= static_cast<size_t>(p[8 + i]) << (8 * i);
   if (len > kMaxHeaderLen) {
-    return fail(error, Status::InvalidArgument, "'", name, "': header length ", len, " exceeds the limit of ",
+    return report_error(error, Status::InvalidArgument, "'", name, "': header length ", len, " exceeds the limit of ",
                 kMaxHeaderLen, " bytes");
   }
   *header_start = 8 + len_bytes;
@@ -106,7 +100,7 @@ class DictParser {
       skip_ws();
       if (key == "descr") {
         if (!string_literal(&descr)) {
-          return fail(error_, Status::NotSupported, "'", name_,
+          return report_error(error_, Status::NotSupported, "'", name_,
                       "': structured or non-string descr is not supported (ember reads ", kSupported, ")");
         }
         have_descr = true;
@@ -137,7 +131,7 @@ class DictParser {
     if (!have_order) return bad("the header has no 'fortran_order'");
     if (!have_shape) return bad("the header has no 'shape'");
     if (fortran) {
-      return fail(error_, Status::NotSupported, "'", name_,
+      return report_error(error_, Status::NotSupported, "'", name_,
                   "': fortran_order True is not supported (write a C-order array, "
                   "e.g. numpy.ascontiguousarray)");
     }
@@ -147,7 +141,7 @@ class DictParser {
  private:
   template <typename... Args>
   Status bad(const Args&... args) {
-    return fail(error_, Status::InvalidArgument, "'", name_, "': malformed header: ", args...);
+    return report_error(error_, Status::InvalidArgument, "'", name_, "': malformed header: ", args...);
   }
 
   void skip_ws() {
@@ -194,14 +188,14 @@ class DictParser {
       while (i_ < n_ && s_[i_] >= '0' && s_[i_] <= '9') {
         const int d = s_[i_++] - '0';
         if (v > (std::numeric_limits<int64_t>::max() - d) / 10) {
-          return fail(error_, Status::InvalidArgument, "'", name_, "': shape overflows: a dimension exceeds 2^63 - 1");
+          return report_error(error_, Status::InvalidArgument, "'", name_, "': shape overflows: a dimension exceeds 2^63 - 1");
         }
         v = v * 10 + d;
       }
       eat('L');  // Python 2 longs
       shape->push_back(v);
       if (shape->size() > kMaxRank) {
-        return fail(error_, Status::InvalidArgument, "'", name_, "': shape has more than ", kMaxRank, " dimensions");
+        return report_error(error_, Status::InvalidArgument, "'", name_, "': shape has more than ", kMaxRank, " dimensions");
       }
       skip_ws();
       if (eat(',')) continue;
@@ -236,12 +230,12 @@ class DictParser {
           return Status::Ok;
         }
         if (!one_byte && order == '>') {
-          return fail(error_, Status::NotSupported, "'", name_, "': big-endian descr '", d,
+          return report_error(error_, Status::NotSupported, "'", name_, "': big-endian descr '", d,
                       "' is not supported (ember reads little-endian data)");
         }
       }
     }
-    return fail(error_, Status::NotSupported, "'", name_, "': unsupported descr '", d, "' (ember reads ",
+    return report_error(error_, Status::NotSupported, "'", name_, "': unsupported descr '", d, "' (ember reads ",
                 kSupported, ")");
   }
 
@@ -263,7 +257,7 @@ Status parse_header(const char* p, size_t header_start, size_t header_len, size_
   for (int64_t d : h->shape) {
     const int64_t nz = d == 0 ? 1 : d;
     if (extent > std::numeric_limits<int64_t>::max() / nz) {
-      return fail(error, Status::InvalidArgument, "'", name, "': shape ", shape_tuple(h->shape),
+      return report_error(error, Status::InvalidArgument, "'", name, "': shape ", shape_tuple(h->shape),
                   " overflows (", dtype_name(h->dtype), " bytes exceed 2^63 - 1)");
     }
     extent *= nz;
@@ -273,7 +267,7 @@ Status parse_header(const char* p, size_t header_start, size_t header_len, size_
   h->data_bytes = static_cast<size_t>(numel) * esize;
   const size_t have = file_size - h->data_offset;
   if (have != h->data_bytes) {
-    return fail(error, Status::InvalidArgument, "'", name, "': ", have < h->data_bytes ? "truncated data: " : "",
+    return report_error(error, Status::InvalidArgument, "'", name, "': ", have < h->data_bytes ? "truncated data: " : "",
                 "data is ", have, " bytes, shape ", shape_tuple(h->shape), " x ", dtype_name(h->dtype), " needs ",
                 h->data_bytes);
   }
@@ -285,7 +279,7 @@ Status check_bools(const Tensor& t, const std::string& name, std::string* error)
   const unsigned char* b = static_cast<const unsigned char*>(t.data_ptr());
   for (int64_t i = 0; i < t.numel(); ++i) {
     if (b[i] > 1) {
-      return fail(error, Status::InvalidArgument, "'", name, "': bool element ", i, " is ",
+      return report_error(error, Status::InvalidArgument, "'", name, "': bool element ", i, " is ",
                   static_cast<int>(b[i]), " (not 0 or 1)");
     }
   }
@@ -293,7 +287,7 @@ Status check_bools(const Tensor& t, const std::string& name, std::string* error)
 }
 
 Status truncated_header(const std::string& name, size_t have, size_t need, std::string* error) {
-  return fail(error, Status::InvalidArgument, "'", name, "': truncated header (file has ", have,
+  return report_error(error, Status::InvalidArgument, "'", name, "': truncated header (file has ", have,
               " bytes, the header ends at ", need, ")");
 }
 
@@ -354,21 +348,21 @@ Result<Tensor> parse_npy(const void* data, size_t size, const std::string& name,
 
 Result<Tensor> read_npy(const std::string& path, std::string* error) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(error, Status::IoError, "cannot open '", path, "': ", std::strerror(errno));
+  if (fd < 0) return report_error(error, Status::IoError, "cannot open '", path, "': ", std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st;
-  if (::fstat(fd, &st) != 0) return fail(error, Status::IoError, "cannot stat '", path, "': ", std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return fail(error, Status::IoError, "'", path, "' is not a regular file");
+  if (::fstat(fd, &st) != 0) return report_error(error, Status::IoError, "cannot stat '", path, "': ", std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return report_error(error, Status::IoError, "'", path, "' is not a regular file");
   const size_t size = static_cast<size_t>(st.st_size);
 
   unsigned char prelude[12];
   const size_t n = size < sizeof(prelude) ? size : sizeof(prelude);
   int err = 0;
   if (!read_at(fd, prelude, n, 0, &err)) {
-    return fail(error, Status::IoError, "cannot read '", path, "': ", std::strerror(err));
+    return report_error(error, Status::IoError, "cannot read '", path, "': ", std::strerror(err));
   }
   size_t start = 0, len = 0;
   Status s = parse_prelude(prelude, n, path, &start, &len, error);
@@ -376,14 +370,14 @@ Result<Tensor> read_npy(const std::string& path, std::string* error) {
   if (size < start + len) return truncated_header(path, size, start + len, error);
   std::string header(len, '\0');
   if (!read_at(fd, &header[0], len, start, &err)) {
-    return fail(error, Status::IoError, "cannot read '", path, "': ", std::strerror(err));
+    return report_error(error, Status::IoError, "cannot read '", path, "': ", std::strerror(err));
   }
   Header h;
   s = parse_header(header.data(), start, len, size, path, &h, error);
   if (s != Status::Ok) return s;
   Tensor t = empty(h.shape, h.dtype);  // size checked against the file: no huge allocation
   if (h.data_bytes > 0 && !read_at(fd, t.data_ptr(), h.data_bytes, h.data_offset, &err)) {
-    return fail(error, Status::IoError, "cannot read '", path, "': ", std::strerror(err));
+    return report_error(error, Status::IoError, "cannot read '", path, "': ", std::strerror(err));
   }
   s = check_bools(t, path, error);
   if (s != Status::Ok) return s;
@@ -392,16 +386,16 @@ Result<Tensor> read_npy(const std::string& path, std::string* error) {
 
 Status serialize_npy(const Tensor& t, std::vector<std::byte>* out, std::string* error) {
   out->clear();
-  if (!t.defined()) return fail(error, Status::InvalidArgument, "write_npy: undefined tensor");
+  if (!t.defined()) return report_error(error, Status::InvalidArgument, "write_npy: undefined tensor");
   if (!t.device().is_cpu()) {
-    return fail(error, Status::DeviceMismatch, "write_npy: tensor is on ", t.device().str(), ", expected cpu");
+    return report_error(error, Status::DeviceMismatch, "write_npy: tensor is on ", t.device().str(), ", expected cpu");
   }
   const char* descr = npy_descr(t.dtype());
   if (descr[0] == '\0') {
-    return fail(error, Status::NotSupported, "write_npy: numpy has no ", dtype_name(t.dtype()), " dtype");
+    return report_error(error, Status::NotSupported, "write_npy: numpy has no ", dtype_name(t.dtype()), " dtype");
   }
   if (!host_is_little_endian()) {
-    return fail(error, Status::NotSupported, "write_npy: big-endian hosts are not supported");
+    return report_error(error, Status::NotSupported, "write_npy: big-endian hosts are not supported");
   }
   std::string dict = str_cat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape_tuple(t.sizes()),
                              ", }");

@@ -11,12 +11,6 @@
 namespace ember {
 namespace {
 
-template <typename... Args>
-Status fail(std::string* error, Status status, const Args&... args) {
-  if (error != nullptr) *error = str_cat(args...);
-  return status;
-}
-
 uint64_t align_up(uint64_t n) { return (n + kSegmentAlignment - 1) / kSegmentAlignment * kSegmentAlignment; }
 
 bool is_weight(const TensorDef& t) { return t.has_data || t.tensor.defined() || !t.data.empty(); }
@@ -28,11 +22,11 @@ Status precheck(const ModelDef& def, std::string* error) {
     const std::string where = str_cat("tensor ", i, " '", t.name, "'");
     if (t.tensor.defined()) {
       if (!t.data.empty())
-        return fail(error, Status::InvalidArgument, where, ": has both owned data and a referenced tensor");
+        return report_error(error, Status::InvalidArgument, where, ": has both owned data and a referenced tensor");
       if (!t.tensor.device().is_cpu() || !t.tensor.is_contiguous())
-        return fail(error, Status::InvalidArgument, where, ": the referenced tensor must be a contiguous CPU tensor");
+        return report_error(error, Status::InvalidArgument, where, ": the referenced tensor must be a contiguous CPU tensor");
       if (t.tensor.dtype() != t.dtype)
-        return fail(error, Status::DTypeMismatch, where, ": the referenced tensor is ", dtype_name(t.tensor.dtype()),
+        return report_error(error, Status::DTypeMismatch, where, ": the referenced tensor is ", dtype_name(t.tensor.dtype()),
                     ", the TensorDef says ", dtype_name(t.dtype));
     }
   }
@@ -114,7 +108,7 @@ Status serialize_model_unverified(const ModelDef& def, std::vector<std::byte>* o
   const uint64_t total = end + kTensorTailPadding;
   build(def, offsets, fbb);
   if (fbb.GetSize() != fb_size)
-    return fail(error, Status::Internal, "flatbuffer size changed between passes (", fb_size, " then ",
+    return report_error(error, Status::Internal, "flatbuffer size changed between passes (", fb_size, " then ",
                 fbb.GetSize(), ")");
   out->assign(static_cast<size_t>(total), std::byte{0});
   std::memcpy(out->data(), fbb.GetBufferPointer(), fb_size);
