@@ -252,23 +252,70 @@ Status Checker::check_coo(uint32_t i, const fb::Tensor& t, const std::string& wh
   const fb::Tensor& it = *tensors_->Get(static_cast<uint32_t>(idx));
   const uint32_t rank = len(t.shape());
   const int64_t nnz = sp->nnz();
-  if (!facts_[static_cast<uint32_t>(idx)].has_data || it.sparse() != nullptr ||
-      it.dtype() != static_cast<uint8_t>(DType::Int64) || len(it.shape()) != 2 ||
-      it.shape()->Get(0) != static_cast<int64_t>(rank) || it.shape()->Get(1) != nnz)
-    return invalid(error_, where, ": COO indices ", tensor_ref(idx), " must be a dense int64 weight of shape [",
-                   rank, ", ", nnz, "]");
-  // The only weight bytes the loader reads: coordinates must lie inside the shape.
+  const uint8_t idt = it.dtype();
+  const bool idx_dtype_ok = idt == static_cast<uint8_t>(DType::Int16) || idt == static_cast<uint8_t>(DType::Int32) ||
+                            idt == static_cast<uint8_t>(DType::Int64);
+  if (!facts_[static_cast<uint32_t>(idx)].has_data || it.sparse() != nullptr || !idx_dtype_ok ||
+      len(it.shape()) != 2 || it.shape()->Get(0) != static_cast<int64_t>(rank) || it.shape()->Get(1) != nnz)
+    return invalid(error_, where, ": COO indices ", tensor_ref(idx),
+                   " must be a dense int16, int32 or int64 weight of shape [", rank, ", ", nnz, "]");
+  // Values: float32, float16, or int8 with quantization parameters.
+  const DType vdt = static_cast<DType>(t.dtype());
+  if (vdt == DType::Int8) {
+    if (t.quant() == nullptr)
+      return invalid(error_, where, ": sparse int8 values need quantization parameters");
+  } else if (vdt != DType::Float32 && vdt != DType::Float16) {
+    return invalid(error_, where, ": sparse values must be float32, float16 or int8 (quantized), got ",
+                   dtype_name(vdt));
+  }
+  // int16 indices only when every dimension fits.
+  if (idt == static_cast<uint8_t>(DType::Int16)) {
+    for (uint32_t d = 0; d < rank; ++d) {
+      if (t.shape()->Get(d) > 32768)
+        return invalid(error_, where, ": int16 COO indices cannot address dimension ", d, " of size ",
+                       t.shape()->Get(d));
+    }
+  }
+  // The only weight bytes the loader reads: coordinates must lie inside the
+  // shape, in row-major order, without duplicates.
   const fb::Segment* seg = root_->segments()->Get(it.data()->segment());
   const uint8_t* p = data_ + seg->offset() + it.data()->offset();
+  const size_t esize = element_size(static_cast<DType>(idt));
+  auto coord = [&](uint32_t d, int64_t k) -> int64_t {
+    const uint8_t* q = p + (static_cast<uint64_t>(d) * static_cast<uint64_t>(nnz) + static_cast<uint64_t>(k)) * esize;
+    if (esize == 2) {
+      int16_t v;
+      std::memcpy(&v, q, 2);
+      return v;
+    }
+    if (esize == 4) {
+      int32_t v;
+      std::memcpy(&v, q, 4);
+      return v;
+    }
+    int64_t v;
+    std::memcpy(&v, q, 8);
+    return v;
+  };
   for (uint32_t d = 0; d < rank; ++d) {
     const int64_t dim = t.shape()->Get(d);
     for (int64_t k = 0; k < nnz; ++k) {
-      int64_t v;
-      std::memcpy(&v, p + (static_cast<uint64_t>(d) * static_cast<uint64_t>(nnz) + static_cast<uint64_t>(k)) * 8, 8);
+      const int64_t v = coord(d, k);
       if (v < 0 || v >= dim)
         return invalid(error_, where, ": COO index ", v, " of value ", k, " out of bounds for dimension ", d,
                        " of size ", dim);
     }
+  }
+  for (int64_t k = 1; k < nnz; ++k) {
+    int cmp = 0;
+    for (uint32_t d = 0; d < rank && cmp == 0; ++d) {
+      const int64_t a = coord(d, k - 1), b = coord(d, k);
+      cmp = a < b ? -1 : (a > b ? 1 : 0);
+    }
+    if (cmp == 0) return invalid(error_, where, ": COO values ", k - 1, " and ", k, " have the same coordinates");
+    if (cmp > 0)
+      return invalid(error_, where, ": COO coordinates are not sorted in row-major order (value ", k,
+                     " comes before value ", k - 1, ")");
   }
   return Status::Ok;
 }

@@ -25,8 +25,9 @@ struct QuantDef {
   int32_t axis = -1;
 };
 
-// Sparse COO: the tensor's data holds `nnz` values; tensor `indices` (int64,
-// shape [rank, nnz], with data) holds their coordinates.
+// Sparse COO: the tensor's data holds `nnz` values; tensor `indices` (int16,
+// int32 or int64, shape [rank, nnz], with data) holds their coordinates,
+// sorted in row-major order, unique (quant/coo.h builds them).
 struct SparseCooDef {
   int32_t indices = -1;
   int64_t nnz = 0;

@@ -528,7 +528,7 @@ TEST_CASE("model: semantic errors, each with its message (writer and loader agre
   CHECK(def_error(d) == "tensor 11 'sp': COO index -1 of value 1 out of bounds for dimension 1 of size 5");
   d = make_def();
   d.tensors[11].sparse->indices = 1;
-  CHECK(def_error(d) == "tensor 11 'sp': COO indices tensor 1 'w' must be a dense int64 weight of shape [2, 3]");
+  CHECK(def_error(d) == "tensor 11 'sp': COO indices tensor 1 'w' must be a dense int16, int32 or int64 weight of shape [2, 3]");
   d = make_def();
   d.tensors[11].sparse->nnz = 21;
   d.tensors[11].data.resize(84);

@@ -1,0 +1,377 @@
+// COO <-> dense, CSR packing and the SpMM kernel (quant/coo.h).
+#include "quant/coo.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/core/error.h"
+#include "runtime/core/thread_pool.h"
+
+namespace ember::sparse {
+
+DType coo_index_dtype(const Shape& shape) {
+  int64_t largest = 0;
+  for (int64_t d : shape) largest = std::max(largest, d);
+  if (largest <= 32768) return DType::Int16;
+  if (largest <= (int64_t{1} << 31)) return DType::Int32;
+  return DType::Int64;
+}
+
+namespace {
+
+void check_index_dtype(DType t) {
+  EMBER_CHECK(t == DType::Int16 || t == DType::Int32 || t == DType::Int64, Status::DTypeMismatch,
+              "COO indices must be int16, int32 or int64, got ", dtype_name(t));
+}
+
+void store_index(void* base, DType t, int64_t pos, int64_t v) {
+  switch (t) {
+    case DType::Int16:
+      static_cast<int16_t*>(base)[pos] = static_cast<int16_t>(v);
+      break;
+    case DType::Int32:
+      static_cast<int32_t*>(base)[pos] = static_cast<int32_t>(v);
+      break;
+    default:
+      static_cast<int64_t*>(base)[pos] = v;
+  }
+}
+
+// Row-major coordinates of flat index `flat` in `shape`.
+void unravel(int64_t flat, const Shape& shape, int64_t* coords) {
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    const int64_t n = shape[static_cast<size_t>(d)];
+    coords[d] = flat % n;
+    flat /= n;
+  }
+}
+
+bool is_nonzero(const std::byte* p, size_t esize) {
+  for (size_t b = 0; b < esize; ++b)
+    if (p[b] != std::byte{0}) return true;
+  return false;
+}
+
+}  // namespace
+
+CooParts dense_to_coo(const Tensor& dense, DType index_dtype) {
+  check_index_dtype(index_dtype);
+  EMBER_CHECK(dense.defined() && dense.device().is_cpu(), Status::InvalidArgument,
+              "dense_to_coo needs a defined CPU tensor");
+  const Shape& shape = dense.sizes();
+  const int64_t rank = dense.dim();
+  for (int64_t d : shape) {
+    const int64_t limit = index_dtype == DType::Int16 ? 32768 : index_dtype == DType::Int32 ? (int64_t{1} << 31) : INT64_MAX;
+    EMBER_CHECK(d <= limit, Status::InvalidArgument, "dense_to_coo: ", dtype_name(index_dtype),
+                " indices cannot address shape ", shape_str(shape));
+  }
+  const Tensor c = dense.contiguous();
+  const size_t esize = c.element_size();
+  const auto* p = static_cast<const std::byte*>(c.numel() > 0 ? c.data_ptr() : nullptr);
+  const int64_t n = c.numel();
+  // -0.0 and NaN payloads: a float is a zero when it compares equal to 0.
+  auto nonzero = [&](int64_t i) -> bool {
+    const std::byte* e = p + static_cast<size_t>(i) * esize;
+    switch (c.dtype()) {
+      case DType::Float32: {
+        float v;
+        std::memcpy(&v, e, 4);
+        return v != 0.f;
+      }
+      case DType::Float64: {
+        double v;
+        std::memcpy(&v, e, 8);
+        return v != 0.0;
+      }
+      case DType::Float16: {
+        uint16_t b;
+        std::memcpy(&b, e, 2);
+        return (b & 0x7fff) != 0;
+      }
+      case DType::BFloat16: {
+        uint16_t b;
+        std::memcpy(&b, e, 2);
+        return (b & 0x7fff) != 0;
+      }
+      default:
+        return is_nonzero(e, esize);
+    }
+  };
+  int64_t nnz = 0;
+  for (int64_t i = 0; i < n; ++i) nnz += nonzero(i) ? 1 : 0;
+  CooParts out;
+  out.indices = empty({rank, nnz}, index_dtype);
+  out.values = empty({nnz}, c.dtype());
+  void* ib = out.indices.numel() > 0 ? out.indices.data_ptr() : nullptr;
+  auto* vb = static_cast<std::byte*>(nnz > 0 ? out.values.data_ptr() : nullptr);
+  std::vector<int64_t> coords(static_cast<size_t>(std::max<int64_t>(rank, 1)));
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!nonzero(i)) continue;
+    unravel(i, shape, coords.data());
+    for (int64_t d = 0; d < rank; ++d) store_index(ib, index_dtype, d * nnz + k, coords[static_cast<size_t>(d)]);
+    std::memcpy(vb + static_cast<size_t>(k) * esize, p + static_cast<size_t>(i) * esize, esize);
+    ++k;
+  }
+  return out;
+}
+
+int64_t coo_index(const Tensor& indices, int64_t d, int64_t k) {
+  const int64_t pos = d * indices.size(1) + k;
+  switch (indices.dtype()) {
+    case DType::Int16:
+      return static_cast<const int16_t*>(indices.data_ptr())[pos];
+    case DType::Int32:
+      return static_cast<const int32_t*>(indices.data_ptr())[pos];
+    case DType::Int64:
+      return static_cast<const int64_t*>(indices.data_ptr())[pos];
+    default:
+      check_index_dtype(indices.dtype());
+      return 0;
+  }
+}
+
+Tensor indices_to_int64(const Tensor& indices) {
+  check_index_dtype(indices.dtype());
+  return indices.to(DType::Int64).contiguous();
+}
+
+Tensor coo_to_dense(const Tensor& indices, const Tensor& values, const Shape& shape) {
+  check_index_dtype(indices.dtype());
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  EMBER_CHECK(indices.dim() == 2 && indices.size(0) == rank && values.dim() == 1 &&
+                  values.size(0) == indices.size(1),
+              Status::ShapeMismatch, "coo_to_dense: indices ", shape_str(indices.sizes()), " and values ",
+              shape_str(values.sizes()), " do not describe ", rank, "-D COO data");
+  const Tensor idx = indices.contiguous();
+  const Tensor val = values.contiguous();
+  Tensor out = zeros(shape, val.dtype());
+  const int64_t nnz = val.size(0);
+  if (nnz == 0) return out;
+  // Flat offsets, then an index_put with accumulation through a [numel] view.
+  Tensor flat = out.reshape({out.numel()});
+  const size_t esize = val.element_size();
+  auto* ob = static_cast<std::byte*>(flat.data_ptr());
+  const auto* vb = static_cast<const std::byte*>(val.data_ptr());
+  for (int64_t k = 0; k < nnz; ++k) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t c = coo_index(idx, d, k);
+      EMBER_CHECK(c >= 0 && c < shape[static_cast<size_t>(d)], Status::OutOfRange, "COO index ", c, " of value ",
+                  k, " out of bounds for dimension ", d, " of size ", shape[static_cast<size_t>(d)]);
+      off = off * shape[static_cast<size_t>(d)] + c;
+    }
+    std::byte* dst = ob + static_cast<size_t>(off) * esize;
+    switch (val.dtype()) {
+      case DType::Float32:
+        *reinterpret_cast<float*>(dst) += reinterpret_cast<const float*>(vb)[k];
+        break;
+      case DType::Float64:
+        *reinterpret_cast<double*>(dst) += reinterpret_cast<const double*>(vb)[k];
+        break;
+      case DType::Int64:
+        *reinterpret_cast<int64_t*>(dst) += reinterpret_cast<const int64_t*>(vb)[k];
+        break;
+      case DType::Int32:
+        *reinterpret_cast<int32_t*>(dst) += reinterpret_cast<const int32_t*>(vb)[k];
+        break;
+      case DType::Float16: {
+        Half& h = *reinterpret_cast<Half*>(dst);
+        h = Half(static_cast<float>(h) + static_cast<float>(reinterpret_cast<const Half*>(vb)[k]));
+        break;
+      }
+      default:
+        // int8 and others: duplicates are not expected (the loader refuses them); copy.
+        std::memcpy(dst, vb + static_cast<size_t>(k) * esize, esize);
+    }
+  }
+  return out;
+}
+
+double zero_fraction(const Tensor& t) {
+  if (t.numel() == 0) return 0.0;
+  const Tensor f = t.to(DType::Float32).contiguous();
+  const float* p = f.data_ptr<float>();
+  int64_t zeros_n = 0;
+  for (int64_t i = 0; i < f.numel(); ++i) zeros_n += p[i] == 0.f ? 1 : 0;
+  return static_cast<double>(zeros_n) / static_cast<double>(f.numel());
+}
+
+CsrMatrix pack_csr(const Tensor& indices, const Tensor& values, int64_t rows, int64_t cols,
+                   const std::vector<float>& scales, const std::vector<int64_t>& zero_points) {
+  check_index_dtype(indices.dtype());
+  EMBER_CHECK(indices.dim() == 2 && indices.size(0) == 2 && values.dim() == 1 && values.size(0) == indices.size(1),
+              Status::ShapeMismatch, "pack_csr: indices ", shape_str(indices.sizes()), " and values ",
+              shape_str(values.sizes()), " are not a 2-D COO matrix");
+  const DType vt = values.dtype();
+  EMBER_CHECK(vt == DType::Float32 || vt == DType::Float16 || vt == DType::Int8, Status::DTypeMismatch,
+              "pack_csr: values must be float32, float16 or int8, got ", dtype_name(vt));
+  if (vt == DType::Int8) {
+    EMBER_CHECK(scales.size() == 1 || static_cast<int64_t>(scales.size()) == rows, Status::InvalidArgument,
+                "pack_csr: int8 values need 1 or ", rows, " scales, got ", scales.size());
+    EMBER_CHECK(zero_points.empty() || zero_points.size() == scales.size(), Status::InvalidArgument,
+                "pack_csr: ", zero_points.size(), " zero points for ", scales.size(), " scales");
+  }
+  const Tensor idx = indices.contiguous();
+  const Tensor val = values.contiguous();
+  const int64_t nnz = val.size(0);
+  CsrMatrix w;
+  w.rows = rows;
+  w.cols = cols;
+  w.narrow = cols <= 65536;
+  w.row_ptr.assign(static_cast<size_t>(rows + 1), 0);
+  w.values.resize(static_cast<size_t>(nnz));
+  (w.narrow ? w.col16.resize(static_cast<size_t>(nnz)) : w.col32.resize(static_cast<size_t>(nnz)));
+  int64_t prev_r = 0, prev_c = -1;
+  for (int64_t k = 0; k < nnz; ++k) {
+    const int64_t r = coo_index(idx, 0, k), c = coo_index(idx, 1, k);
+    EMBER_CHECK(r >= 0 && r < rows && c >= 0 && c < cols, Status::OutOfRange, "pack_csr: COO value ", k, " at (",
+                r, ", ", c, ") is outside [", rows, ", ", cols, "]");
+    EMBER_CHECK(r > prev_r || (r == prev_r && c > prev_c), Status::InvalidArgument, "pack_csr: COO value ", k,
+                " at (", r, ", ", c, ") is not sorted in row-major order or repeats a coordinate (coalesce first)");
+    prev_r = r;
+    prev_c = c;
+    ++w.row_ptr[static_cast<size_t>(r + 1)];
+    if (w.narrow) {
+      w.col16[static_cast<size_t>(k)] = static_cast<uint16_t>(c);
+    } else {
+      w.col32[static_cast<size_t>(k)] = static_cast<int32_t>(c);
+    }
+    float v;
+    if (vt == DType::Float32) {
+      v = val.data_ptr<float>()[k];
+    } else if (vt == DType::Float16) {
+      v = static_cast<float>(static_cast<const Half*>(val.data_ptr())[k]);
+    } else {
+      const size_t ch = scales.size() == 1 ? 0 : static_cast<size_t>(r);
+      const int64_t z = zero_points.empty() ? 0 : zero_points[ch];
+      v = scales[ch] * static_cast<float>(static_cast<int64_t>(static_cast<const int8_t*>(val.data_ptr())[k]) - z);
+    }
+    w.values[static_cast<size_t>(k)] = v;
+  }
+  for (int64_t r = 0; r < rows; ++r) w.row_ptr[static_cast<size_t>(r + 1)] += w.row_ptr[static_cast<size_t>(r)];
+  return w;
+}
+
+CsrMatrix pack_csr_dense(const Tensor& dense) {
+  EMBER_CHECK(dense.dim() == 2, Status::ShapeMismatch, "pack_csr_dense needs a 2-D tensor, got ",
+              shape_str(dense.sizes()));
+  CooParts coo = dense_to_coo(dense.to(DType::Float32), DType::Int64);
+  return pack_csr(coo.indices, coo.values, dense.size(0), dense.size(1));
+}
+
+namespace {
+
+// One output row, one input row: a gather dot product (4 accumulators).
+template <typename Col>
+inline float row_dot(const float* v, const Col* col, int64_t n, const float* x) {
+  float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    a0 += v[j] * x[col[j]];
+    a1 += v[j + 1] * x[col[j + 1]];
+    a2 += v[j + 2] * x[col[j + 2]];
+    a3 += v[j + 3] * x[col[j + 3]];
+  }
+  for (; j < n; ++j) a0 += v[j] * x[col[j]];
+  return (a0 + a1) + (a2 + a3);
+}
+
+// Output rows [r0, r1) for m input rows, x transposed to xt [cols, m].
+template <typename Col>
+void rows_batched(const CsrMatrix& w, const Col* col, const float* xt, int64_t m, const float* bias, float* y,
+                  int64_t r0, int64_t r1) {
+  std::vector<float> acc(static_cast<size_t>(m));
+  for (int64_t r = r0; r < r1; ++r) {
+    const float b = bias != nullptr ? bias[r] : 0.f;
+    std::fill(acc.begin(), acc.end(), 0.f);
+    float* a = acc.data();
+    for (int64_t j = w.row_ptr[static_cast<size_t>(r)]; j < w.row_ptr[static_cast<size_t>(r + 1)]; ++j) {
+      const float v = w.values[static_cast<size_t>(j)];
+      const float* xr = xt + static_cast<int64_t>(col[j]) * m;
+      for (int64_t i = 0; i < m; ++i) a[i] += v * xr[i];
+    }
+    for (int64_t i = 0; i < m; ++i) y[i * w.rows + r] = a[i] + b;
+  }
+}
+
+template <typename Col>
+void spmm_impl(const CsrMatrix& w, const Col* col, const float* x, int64_t m, int64_t ldx, const float* bias,
+               float* y) {
+  const int64_t avg = std::max<int64_t>(1, w.nnz() / std::max<int64_t>(1, w.rows));
+  const int64_t grain = std::max<int64_t>(1, 32768 / (avg * std::max<int64_t>(m, 1)));
+  if (m <= 2) {
+    parallel_for(0, w.rows, grain, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = 0; i < m; ++i) {
+        const float* xi = x + i * ldx;
+        float* yi = y + i * w.rows;
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t s = w.row_ptr[static_cast<size_t>(r)], e = w.row_ptr[static_cast<size_t>(r + 1)];
+          yi[r] = row_dot(w.values.data() + s, col + s, e - s, xi) + (bias != nullptr ? bias[r] : 0.f);
+        }
+      }
+    });
+    return;
+  }
+  // Transpose x once so each nonzero reads m contiguous floats.
+  std::vector<float> xt(static_cast<size_t>(w.cols * m));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t k = 0; k < w.cols; ++k) xt[static_cast<size_t>(k * m + i)] = x[i * ldx + k];
+  parallel_for(0, w.rows, grain, [&](int64_t r0, int64_t r1) { rows_batched(w, col, xt.data(), m, bias, y, r0, r1); });
+}
+
+}  // namespace
+
+void spmm_linear(const CsrMatrix& w, const float* x, int64_t m, int64_t ldx, const float* bias, float* y) {
+  if (m == 0 || w.rows == 0) return;
+  if (w.narrow) {
+    spmm_impl(w, w.col16.data(), x, m, ldx, bias, y);
+  } else {
+    spmm_impl(w, w.col32.data(), x, m, ldx, bias, y);
+  }
+}
+
+void spmm_linear_ref(const CsrMatrix& w, const float* x, int64_t m, int64_t ldx, const float* bias, float* y) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t r = 0; r < w.rows; ++r) {
+      double acc = bias != nullptr ? bias[r] : 0.0;
+      for (int64_t j = w.row_ptr[static_cast<size_t>(r)]; j < w.row_ptr[static_cast<size_t>(r + 1)]; ++j) {
+        const int64_t c = w.narrow ? w.col16[static_cast<size_t>(j)] : w.col32[static_cast<size_t>(j)];
+        acc += static_cast<double>(w.values[static_cast<size_t>(j)]) * x[i * ldx + c];
+      }
+      y[i * w.rows + r] = static_cast<float>(acc);
+    }
+  }
+}
+
+Tensor sparse_linear(const Tensor& x, const CsrMatrix& w, const Tensor& bias) {
+  EMBER_CHECK(x.defined() && x.device().is_cpu(), Status::InvalidArgument, "sparse linear needs a CPU input");
+  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "sparse linear needs a float32 input, got ",
+              dtype_name(x.dtype()));
+  EMBER_CHECK(x.dim() >= 1 && x.size(-1) == w.cols, Status::ShapeMismatch, "sparse linear: input ",
+              shape_str(x.sizes()), " does not end in ", w.cols, " (weight [", w.rows, ", ", w.cols, "])");
+  Tensor b;
+  if (bias.defined()) {
+    EMBER_CHECK(bias.dim() == 1 && bias.size(0) == w.rows, Status::ShapeMismatch, "sparse linear: bias ",
+                shape_str(bias.sizes()), " is not [", w.rows, "]");
+    b = bias.to(DType::Float32).contiguous();
+  }
+  const int64_t m = x.numel() / std::max<int64_t>(w.cols, 1);
+  const Tensor x2 = x.contiguous();
+  Shape out_shape = x.sizes();
+  out_shape.back() = w.rows;
+  Tensor y = empty(out_shape, DType::Float32);
+  if (w.cols == 0) {
+    if (b.defined()) {
+      y.copy_(b.expand(out_shape));
+    } else {
+      y.zero_();
+    }
+    return y;
+  }
+  spmm_linear(w, x2.numel() > 0 ? x2.data_ptr<float>() : nullptr, m, w.cols, b.defined() ? b.data_ptr<float>() : nullptr,
+              y.numel() > 0 ? y.data_ptr<float>() : nullptr);
+  return y;
+}
+
+}  // namespace ember::sparse

@@ -1,0 +1,80 @@
+// Sparse COO weights: building them from dense tensors (what the converter
+// stores), reading them back, and the packed CSR layout the SpMM kernel runs.
+//
+// The file format (runtime/model/ember.fbs) keeps COO: values [nnz] and
+// indices [rank, nnz] (int16 when every dim <= 32768, else int32 or int64),
+// sorted in row-major order, unique. At load the executor packs a Linear's
+// [N, K] COO weight once into CSR by output row (pack_csr) and runs
+// spmm_linear: y = x @ W^T + b.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/tensor/tensor.h"
+
+namespace ember::sparse {
+
+// The narrowest index dtype that addresses every dim of `shape`: Int16 when
+// every dim <= 32768 (indices < 32768), Int32 when every dim <= 2^31, else Int64.
+DType coo_index_dtype(const Shape& shape);
+
+struct CooParts {
+  Tensor indices;  // [rank, nnz], index dtype
+  Tensor values;   // [nnz], the dense tensor's dtype
+};
+
+// The nonzeros of `dense` (any dtype, any strides, CPU) in row-major order.
+// index_dtype: Int16, Int32 or Int64 (must address every dim).
+CooParts dense_to_coo(const Tensor& dense, DType index_dtype);
+
+// Coordinate d of value k of an int16/int32/int64 [rank, nnz] contiguous tensor.
+int64_t coo_index(const Tensor& indices, int64_t d, int64_t k);
+
+// The indices as a contiguous int64 tensor.
+Tensor indices_to_int64(const Tensor& indices);
+
+// Scatters `values` (contiguous [nnz]) at `indices` into a zero tensor of
+// `shape` (duplicates are summed). Values float32/float16/... keep their dtype.
+Tensor coo_to_dense(const Tensor& indices, const Tensor& values, const Shape& shape);
+
+// Fraction of zeros of a tensor (0 for an empty one).
+double zero_fraction(const Tensor& t);
+
+// A [rows, cols] matrix packed by row for SpMM: row r's nonzeros are
+// values[row_ptr[r] .. row_ptr[r+1]) at columns col16 (cols <= 65536) or col32.
+struct CsrMatrix {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<int64_t> row_ptr;   // rows + 1
+  std::vector<uint16_t> col16;    // used when narrow
+  std::vector<int32_t> col32;     // used otherwise
+  std::vector<float> values;      // fp32 (fp16 and int8 values are dequantized at pack)
+  bool narrow = false;
+
+  int64_t nnz() const { return static_cast<int64_t>(values.size()); }
+  size_t bytes() const {
+    return row_ptr.size() * sizeof(int64_t) + col16.size() * 2 + col32.size() * 4 + values.size() * 4;
+  }
+};
+
+// Packs a rank-2 COO matrix (indices sorted row-major, as the loader checks).
+// values: float32, float16, or int8 with `scales` (one: per tensor, or `rows`:
+// per output channel on axis 0) and optional zero points: real = s * (q - z).
+CsrMatrix pack_csr(const Tensor& indices, const Tensor& values, int64_t rows, int64_t cols,
+                   const std::vector<float>& scales = {}, const std::vector<int64_t>& zero_points = {});
+
+// Packs a dense [rows, cols] float32 matrix (its nonzeros).
+CsrMatrix pack_csr_dense(const Tensor& dense);
+
+// y[m, n] = sum_k x[m, k] * W[n, k] + bias[n], for x [m, cols] row-major
+// (row stride ldx), y [m, rows] contiguous; bias may be null. Threaded over
+// output rows (parallel_for). Scalar reference: spmm_linear_ref.
+void spmm_linear(const CsrMatrix& w, const float* x, int64_t m, int64_t ldx, const float* bias, float* y);
+void spmm_linear_ref(const CsrMatrix& w, const float* x, int64_t m, int64_t ldx, const float* bias, float* y);
+
+// The eager form: x [..., K] float32 (any strides), bias [N] or undefined;
+// returns [..., N]. Raises ember::Error on a shape or dtype mismatch.
+Tensor sparse_linear(const Tensor& x, const CsrMatrix& w, const Tensor& bias = Tensor());
+
+}  // namespace ember::sparse
