@@ -1,0 +1,28 @@
+# The PyTorch 1.13 values tests/sparse/sparse_api_test.cc checks: /usr/bin/python3 tests/sparse/torch_reference.py
+import torch
+torch.manual_seed(0)
+i = torch.tensor([[1, 0, 1, 0, 2], [2, 1, 2, 0, 3]])
+v = torch.tensor([1.5, -2.0, 0.25, 4.0, -1.0])
+s = torch.sparse_coo_tensor(i, v, (3, 4))
+c = s.coalesce()
+print("coalesce idx", c.indices().tolist(), "vals", c.values().tolist())
+print("dense", s.to_dense().tolist())
+d = torch.tensor([[1., 2.], [3., 4.], [5., 6.], [7., 8.]])
+print("mm", torch.sparse.mm(s, d).tolist())
+dd = torch.arange(12.).reshape(3, 4)
+print("s+d", (dd + s).tolist())
+i2 = torch.tensor([[2, 1], [3, 2]]); v2 = torch.tensor([1.0, -1.75])
+s2 = torch.sparse_coo_tensor(i2, v2, (3, 4))
+a = (s + s2).coalesce()
+print("s+s", a.indices().tolist(), a.values().tolist())
+x = torch.tensor([[0., 1.5, 0.], [0., 0., -2.], [3., 0., 0.]])
+ts = x.to_sparse()
+print("to_sparse", ts.indices().tolist(), ts.values().tolist(), ts.is_coalesced())
+try:
+    torch.sparse_coo_tensor(i, v, (2, 4))
+except Exception as e: print("err", e)
+w = torch.tensor([[0.5, -0.1, 0.3], [-0.7, 0.2, 0.05]])
+import torch.nn.utils.prune as P
+m = torch.nn.Linear(3, 2); m.weight.data = w.clone()
+P.l1_unstructured(m, 'weight', amount=0.5)
+print("prune", m.weight.tolist())
