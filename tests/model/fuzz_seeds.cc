@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
     return 2;
   }
-  std::vector<ModelDef> defs(3);
+  std::vector<ModelDef> defs(5);
   {  // MLP-like with a symbolic batch, a quantized weight and metadata.
     ModelDef& d = defs[0];
     TensorDef x = make_tensor("x", {-1, 4}, DType::Float32, 0, false);
@@ -94,6 +94,51 @@ int main(int argc, char** argv) {
     clamp.max = Scalar(int64_t{1});
     d.ops.push_back(make_op(OpKind::Clamp, {0}, {3}, clamp));
     d.ops.push_back(make_op(OpKind::Sum, {3}, {4}, ReduceParams{1, 1, 2.0}));
+  }
+  {  // Linear with a sparse fp32 weight, int16 COO indices (what --sparse-coo writes).
+    ModelDef& d = defs[3];
+    d.add_tensor(make_tensor("x", {-1, 6}, DType::Float32, 0, false));
+    TensorDef w = make_tensor("fc.weight", {4, 6}, DType::Float32, 0, true);
+    const float values[5] = {0.5f, -1.f, 2.f, 0.25f, -3.f};
+    w.data.resize(sizeof(values));
+    std::memcpy(w.data.data(), values, sizeof(values));
+    w.sparse = SparseCooDef{2, 5};
+    d.add_tensor(w);
+    TensorDef idx = make_tensor("fc.weight.indices", {2, 5}, DType::Int16, 0, true);
+    const int16_t coords[10] = {0, 0, 1, 3, 3, 1, 5, 2, 0, 4};
+    idx.data.resize(sizeof(coords));
+    std::memcpy(idx.data.data(), coords, sizeof(coords));
+    d.add_tensor(idx);
+    d.add_tensor(make_tensor("fc.bias", {4}, DType::Float32, 16, true));
+    d.add_tensor(make_tensor("y", {-1, 4}, DType::Float32, 0, false));
+    d.inputs = {0};
+    d.outputs = {4};
+    d.ops.push_back(make_op(OpKind::Linear, {0, 1, 3}, {4}, LinearParams{}));
+  }
+  {  // Sparse int8 values with per-channel scales, int32 indices, and a 3-D fp16 COO weight.
+    ModelDef& d = defs[4];
+    d.add_tensor(make_tensor("x", {2, 3}, DType::Float32, 0, false));
+    TensorDef w = make_tensor("q", {3, 3}, DType::Int8, 3, true);
+    w.quant = QuantDef{{0.5f, 0.25f, 2.f}, {0, 0, 1}, 0};
+    w.sparse = SparseCooDef{2, 3};
+    d.add_tensor(w);
+    TensorDef idx = make_tensor("q.indices", {2, 3}, DType::Int32, 0, true);
+    const int32_t coords[6] = {0, 1, 2, 2, 0, 1};
+    idx.data.resize(sizeof(coords));
+    std::memcpy(idx.data.data(), coords, sizeof(coords));
+    d.add_tensor(idx);
+    TensorDef h = make_tensor("h", {2, 2, 2}, DType::Float16, 4, true);
+    h.sparse = SparseCooDef{4, 2};
+    d.add_tensor(h);
+    TensorDef hidx = make_tensor("h.indices", {3, 2}, DType::Int64, 0, true);
+    const int64_t hc[6] = {0, 1, 1, 0, 0, 1};
+    hidx.data.resize(sizeof(hc));
+    std::memcpy(hidx.data.data(), hc, sizeof(hc));
+    d.add_tensor(hidx);
+    d.add_tensor(make_tensor("y", {2, 3}, DType::Float32, 0, false));
+    d.inputs = {0};
+    d.outputs = {5};
+    d.ops.push_back(make_op(OpKind::Linear, {0, 1, -1}, {5}, LinearParams{}));
   }
   for (size_t k = 0; k < defs.size(); ++k) {
     std::string error;
