@@ -12,6 +12,7 @@
 #include <sstream>
 #include <utility>
 
+#include "quant/coo.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/core/error.h"
 #include "runtime/core/thread_pool.h"
@@ -318,9 +319,6 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
       if (t < 0 || t >= nt || !defined[static_cast<size_t>(t)])
         return report_error(error, Status::InvalidModel, where, ": input ", j, " (tensor ", t,
                     ") is not a graph input, a weight or an earlier operator's output");
-      if (m.tensor(t).sparse() != nullptr)
-        return report_error(error, Status::NotSupported, where, ": input ", j, " '", m.tensor_name(t),
-                    "' is a sparse weight (densify it first)");
     }
     for (uint32_t j = 0; j < vlen(out); ++j) {
       const int32_t t = out->Get(j);
@@ -335,7 +333,58 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
     if (t < 0 || t >= nt || !defined[static_cast<size_t>(t)])
       return report_error(error, Status::InvalidModel, "graph output: tensor ", t, " is never computed");
   }
-  return std::shared_ptr<const Executor>(std::make_shared<Executor>(std::move(model)));
+  auto ex = std::make_shared<Executor>(std::move(model));
+  RT_RETURN_IF_ERROR(ex->prepare_sparse(error));
+  return std::shared_ptr<const Executor>(std::move(ex));
+}
+
+Status Executor::prepare_sparse(std::string* error) {
+  const Model& m = *model_;
+  const int nt = m.num_tensors();
+  packed_.assign(static_cast<size_t>(nt), nullptr);
+  densified_.assign(static_cast<size_t>(nt), Tensor());
+  for (int t = 0; t < nt; ++t) {
+    const fb::SparseCoo* sp = m.tensor(t).sparse();
+    if (sp == nullptr || last_use_[static_cast<size_t>(t)] < 0) continue;
+    // Packed when every reader is a Linear reading it as its weight.
+    bool linear_only = m.tensor_shape(t).size() == 2;
+    for (int k = 0; k < m.num_ops() && linear_only; ++k) {
+      const auto* in = m.op(k).inputs();
+      for (uint32_t j = 0; j < vlen(in); ++j) {
+        if (in->Get(j) == t && !(m.op_kind(k) == OpKind::Linear && j == 1)) linear_only = false;
+      }
+    }
+    for (int32_t o : m.outputs()) linear_only = linear_only && o != t;
+    const Tensor& values = m.weight(t);
+    const Tensor& indices = m.weight(sp->indices());
+    const std::vector<int64_t> shape = m.tensor_shape(t);
+    const fb::QuantParams* q = m.tensor(t).quant();
+    std::vector<float> scales;
+    std::vector<int64_t> zero_points;
+    if (q != nullptr) {
+      if (q->scales() != nullptr) scales.assign(q->scales()->begin(), q->scales()->end());
+      if (q->zero_points() != nullptr) zero_points.assign(q->zero_points()->begin(), q->zero_points()->end());
+    }
+    try {
+      if (linear_only) {
+        if (values.dtype() == DType::Int8 && scales.size() > 1 && q->axis() != 0)
+          return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
+                              "': int8 values quantized along axis ", q->axis(),
+                              " (the SpMM kernel takes per-output-channel scales, axis 0)");
+        packed_[static_cast<size_t>(t)] = std::make_shared<const sparse::CsrMatrix>(
+            sparse::pack_csr(indices, values, shape[0], shape[1], scales, zero_points));
+      } else {
+        if (values.dtype() == DType::Int8)
+          return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
+                              "': int8 sparse values are only supported as a Linear weight");
+        NoGradGuard no_grad;
+        densified_[static_cast<size_t>(t)] = sparse::coo_to_dense(indices, values, shape);
+      }
+    } catch (const Error& e) {
+      return report_error(error, e.status(), "sparse weight '", m.tensor_name(t), "': ", e.what());
+    }
+  }
+  return Status::Ok;
 }
 
 // --- ExecutionContext --------------------------------------------------------------
@@ -356,7 +405,8 @@ ExecutionContext::~ExecutionContext() = default;
 namespace {
 
 // Runs op k on `values` (inputs read, outputs written). Raises ember::Error.
-void run_op(const Model& m, int k, const OpParams& params, std::vector<Tensor>& values) {
+void run_op(const Model& m, int k, const OpParams& params, std::vector<Tensor>& values,
+            const std::vector<std::shared_ptr<const sparse::CsrMatrix>>& packed) {
   const fb::Operator& op = m.op(k);
   const OpKind kind = m.op_kind(k);
   const auto* in_idx = op.inputs();
@@ -579,7 +629,10 @@ void run_op(const Model& m, int k, const OpParams& params, std::vector<Tensor>& 
       break;
     }
     case OpKind::Linear: {
-      out[0] = linear(need(0, "data"), need(1, "weight"), opt(2));
+      const int32_t wt = vlen(in_idx) > 1 ? in_idx->Get(1) : -1;
+      const sparse::CsrMatrix* sp = wt >= 0 ? packed[static_cast<size_t>(wt)].get() : nullptr;
+      out[0] = sp != nullptr ? sparse::sparse_linear(need(0, "data"), *sp, opt(2))
+                             : linear(need(0, "data"), need(1, "weight"), opt(2));
       apply_activation(out[0], std::get<LinearParams>(params).activation);
       break;
     }
@@ -815,7 +868,9 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
     ThreadLimitGuard threads(options.num_threads);
     StorageAllocatorGuard hook(allocator);
     for (int t = 0; t < m.num_tensors(); ++t) {
-      if (m.weight(t).defined() && ex.last_use_[static_cast<size_t>(t)] >= 0) values[static_cast<size_t>(t)] = m.weight(t);
+      if (m.weight(t).defined() && ex.last_use_[static_cast<size_t>(t)] >= 0)
+        values[static_cast<size_t>(t)] =
+            ex.densified_[static_cast<size_t>(t)].defined() ? ex.densified_[static_cast<size_t>(t)] : m.weight(t);
     }
     for (size_t i = 0; i < inputs.size(); ++i) values[static_cast<size_t>(ex.inputs_[i].tensor)] = own_inputs[i];
     const int n_ops = m.num_ops();
@@ -834,7 +889,7 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
       }
       const auto start = std::chrono::steady_clock::now();
       try {
-        run_op(m, k, ex.params_[static_cast<size_t>(k)], values);
+        run_op(m, k, ex.params_[static_cast<size_t>(k)], values, ex.packed_);
       } catch (const Error& e) {
         status = e.status();
         message = str_cat(op_ref(m, k), ": ", e.what());

@@ -31,6 +31,10 @@
 
 namespace ember {
 
+namespace sparse {
+struct CsrMatrix;
+}
+
 // A graph input or output as the file declares it.
 struct IOInfo {
   int tensor = -1;                     // tensor index in the model
@@ -67,6 +71,11 @@ class Executor {
  public:
   // Checks that every op of the model can run here (its OpKind is one the
   // executor runs on this device). Errors name the op and its node.
+  // Sparse COO weights: one that only Linear ops read as their weight is
+  // packed once here (CSR by output row, quant/coo.h; int8 values
+  // dequantized) and those Linears run the SpMM kernel; one that any other op
+  // reads is densified once here (float32/float16 values; sparse int8 values
+  // outside Linear are NotSupported). Both are shared by every context.
   static Result<std::shared_ptr<const Executor>> create(std::shared_ptr<const Model> model,
                                                         std::string* error = nullptr);
 
@@ -78,10 +87,13 @@ class Executor {
 
  private:
   friend class ExecutionContext;
+  Status prepare_sparse(std::string* error);
   std::shared_ptr<const Model> model_;
   std::vector<IOInfo> inputs_, outputs_;
   std::vector<int> last_use_;  // per tensor: the last op reading it (outputs: num_ops; never read: -1)
   std::vector<OpParams> params_;  // per op, decoded once
+  std::vector<std::shared_ptr<const sparse::CsrMatrix>> packed_;  // per tensor: packed sparse Linear weights
+  std::vector<Tensor> densified_;  // per tensor: sparse weights densified for other ops
 };
 
 class ExecutionContext {
