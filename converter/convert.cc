@@ -37,8 +37,6 @@ std::string fmt_double(double v) {
 Diag check_reserved(const ConvertOptions& o) {
   std::vector<std::string> set;
   if (!o.quantize.empty()) set.push_back("quantize");
-  if (o.sparse_coo) set.push_back("sparse_coo");
-  if (o.prune != 0.0) set.push_back("prune");
   if (!o.weights.empty()) set.push_back("weights");
   if (!o.report.empty()) set.push_back("report");
   if (set.empty()) return Diag::success();
@@ -56,8 +54,8 @@ std::vector<std::pair<std::string, std::string>> ConvertOptions::as_metadata() c
   return {
       {"optimize", optimize ? "true" : "false"},
       {"quantize", quantize.empty() ? "none" : quantize},
-      {"sparse_coo", sparse_coo ? "true" : "false"},
-      {"prune", fmt_double(prune)},
+      {"sparse_coo", sparse_coo ? fmt_double(sparse_min_zero_fraction) : "false"},
+      {"prune", prune.empty() ? "none" : prune},
       {"weights", weights.empty() ? "all" : weights},
   };
 }
@@ -96,6 +94,14 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
     }
   }();
   if (!def.ok()) return def.diag();
+  if (!options.prune.empty()) {
+    Diag pd = prune_weights(*def, options.prune, &r);
+    if (!pd.ok()) return pd;
+  }
+  if (options.sparse_coo) {
+    Diag sd = store_sparse_coo(*def, options.sparse_min_zero_fraction, &r);
+    if (!sd.ok()) return sd;
+  }
   def->metadata.producer = "ember";
   def->metadata.producer_version = "0.1";
   def->metadata.source_hash = r.source_hash;

@@ -25,13 +25,32 @@ namespace ember::converter {
 struct ConvertOptions {
   bool optimize = true;           // run_passes()
   std::string quantize;           // reserved: "" (none), "int8"
-  bool sparse_coo = false;        // reserved
-  double prune = 0.0;             // reserved: fraction of weights zeroed
+  // Weights of Linear/MatMul/Conv whose fraction of zeros reaches
+  // sparse_min_zero_fraction are stored as sparse COO (converter/sparsify.cc).
+  bool sparse_coo = false;
+  double sparse_min_zero_fraction = 0.5;
+  // Magnitude pruning before storing: "" (none) or
+  // "magnitude:FRACTION[:OP_TYPES]" (quant/prune.h; default op types Gemm, MatMul).
+  std::string prune;
   std::string weights;            // reserved: which weights to quantize/sparsify
   std::string report;             // reserved: path of an accuracy report
 
   // The options as (key, value) pairs for the file's metadata.
   std::vector<std::pair<std::string, std::string>> as_metadata() const;
+};
+
+// One weight the pruning or sparse COO options looked at (convert_file's
+// per-layer sparsity table).
+struct SparseLayerReport {
+  std::string op;            // node name
+  std::string op_type;       // ember op (linear, matmul, conv2d)
+  std::string weight;        // tensor name
+  std::vector<int64_t> shape;
+  double zero_fraction = 0;  // after pruning
+  bool pruned = false;
+  bool coo = false;          // stored as sparse COO
+  int64_t bytes_before = 0;  // dense bytes
+  int64_t bytes_after = 0;   // stored bytes (values + indices when COO)
 };
 
 struct ConvertReport {
@@ -41,7 +60,20 @@ struct ConvertReport {
   int tensors = 0;
   int64_t weight_bytes = 0;
   std::string source_hash;  // "sha256:<hex>" of the ONNX file
+  std::vector<SparseLayerReport> sparse_layers;  // with prune or sparse_coo
+  std::vector<std::string> warnings;              // e.g. pruning loses accuracy
 };
+
+// converter/sparsify.cc. prune_weights: zeroes the smallest |w| of each weight
+// of the ops options.prune names (after lowering: Gemm -> linear; MatMul ->
+// matmul and linear, MatMul+Add fuse into linear; Conv -> conv2d), adds a
+// warning and the per-layer rows. store_sparse_coo: rewrites each weight of a
+// linear/matmul/conv2d whose zero fraction reaches the threshold as COO
+// (quant/coo.h; int16 indices when every dim <= 32768), filling bytes_after.
+Diag prune_weights(ModelDef& def, const std::string& spec, ConvertReport* report);
+Diag store_sparse_coo(ModelDef& def, double min_zero_fraction, ConvertReport* report);
+// The per-layer table ("layer  op  weight  shape  zeros  stored  bytes").
+std::string sparse_table(const ConvertReport& report);
 
 // IR -> ModelDef (graph inputs/outputs, tensors with shapes, dim names and
 // dtypes, ops in order, node names; constants of float dtype read as weights

@@ -142,8 +142,10 @@ Diag convert(const ConvertArgs& args, std::ostream& out) {
       << "passes: " << (args.options.optimize ? report.passes.summary() : std::string("none (--no-optimize)"))
       << "\n"
       << "weights: " << with_commas(report.weight_bytes) << " bytes\n"
-      << "source: " << report.source_hash << "\n"
-      << "wrote " << args.output << "\n";
+      << "source: " << report.source_hash << "\n";
+  for (const std::string& w : report.warnings) out << "warning: " << w << "\n";
+  out << converter::sparse_table(report);
+  out << "wrote " << args.output << "\n";
   return Diag::success();
 }
 

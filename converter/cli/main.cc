@@ -37,8 +37,12 @@ int main(int argc, char** argv) {
   bool no_optimize = false;
   convert_cmd->add_flag("--no-optimize", no_optimize, "Skip the graph passes (folding, fusion)");
   convert_cmd->add_option("--quantize", convert_args.options.quantize, "Reserved: int8");
-  convert_cmd->add_flag("--sparse-coo", convert_args.options.sparse_coo, "Reserved: store weights as sparse COO");
-  convert_cmd->add_option("--prune", convert_args.options.prune, "Reserved: fraction of weights to zero");
+  double sparse_coo = 0.5;
+  CLI::Option* sparse_coo_opt = convert_cmd->add_flag(
+      "--sparse-coo{0.5}", sparse_coo,
+      "Store Linear/MatMul/Conv weights with at least this fraction of zeros (default 0.5) as sparse COO");
+  convert_cmd->add_option("--prune", convert_args.options.prune,
+                          "Magnitude pruning before storing: magnitude:FRACTION[:OP_TYPES] (e.g. magnitude:0.9:Gemm,MatMul)");
   convert_cmd->add_option("--weights", convert_args.options.weights, "Reserved: which weights to quantize");
   convert_cmd->add_option("--report", convert_args.options.report, "Reserved: accuracy report path");
 
@@ -75,6 +79,10 @@ int main(int argc, char** argv) {
   try {
     if (convert_cmd->parsed()) {
       convert_args.options.optimize = !no_optimize;
+      if (sparse_coo_opt->count() > 0) {
+        convert_args.options.sparse_coo = true;
+        convert_args.options.sparse_min_zero_fraction = sparse_coo;
+      }
       return finish(convert(convert_args, std::cout));
     }
     if (inspect_cmd->parsed()) return finish(inspect(inspect_args, std::cout));

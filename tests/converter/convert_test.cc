@@ -110,7 +110,7 @@ TEST_CASE("convert_file: mlp and cnn load with Full verification, metadata and r
     CHECK(report.source_hash == md.source_hash);
     CHECK(md.converter_options == std::vector<std::pair<std::string, std::string>>{
                                       {"optimize", "true"}, {"quantize", "none"}, {"sparse_coo", "false"},
-                                      {"prune", "0"}, {"weights", "all"}});
+                                      {"prune", "none"}, {"weights", "all"}});
     CHECK(report.ops == m.num_ops());
     CHECK(report.tensors == m.num_tensors());
     REQUIRE(m.inputs().size() == 1);
@@ -207,13 +207,12 @@ TEST_CASE("convert_file: reserved options are refused until the quantization iss
   CHECK(d.message == "option quantize is not supported yet: it arrives with the quantization issue");
   ConvertOptions many;
   many.sparse_coo = true;
-  many.prune = 0.5;
+  many.prune = "magnitude:0.5";
   many.weights = "fc1.weight";
   many.report = "r.txt";
   d = convert_file(kDir + "mlp_opset13.onnx", out, many);
   CHECK(d.status == Status::NotSupported);
-  CHECK(d.message ==
-        "options sparse_coo, prune, weights, report are not supported yet: they arrive with the quantization issue");
+  CHECK(d.message == "options weights, report are not supported yet: they arrive with the quantization issue");
   CHECK(!exists(out));
 }
 
