@@ -9,6 +9,7 @@
 // CLI11's codes for bad flags.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "converter/cli/commands.h"
@@ -37,10 +38,13 @@ int main(int argc, char** argv) {
   bool no_optimize = false;
   convert_cmd->add_flag("--no-optimize", no_optimize, "Skip the graph passes (folding, fusion)");
   convert_cmd->add_option("--quantize", convert_args.options.quantize, "Reserved: int8");
-  double sparse_coo = 0.5;
-  CLI::Option* sparse_coo_opt = convert_cmd->add_flag(
-      "--sparse-coo{0.5}", sparse_coo,
-      "Store Linear/MatMul/Conv weights with at least this fraction of zeros (default 0.5) as sparse COO");
+  std::string sparse_coo;
+  CLI::Option* sparse_coo_opt =
+      convert_cmd
+          ->add_option("--sparse-coo", sparse_coo,
+                       "Store Linear/MatMul/Conv weights with at least this fraction of zeros as sparse COO "
+                       "(--sparse-coo: 0.5; --sparse-coo=F)")
+          ->expected(0, 1);
   convert_cmd->add_option("--prune", convert_args.options.prune,
                           "Magnitude pruning before storing: magnitude:FRACTION[:OP_TYPES] (e.g. magnitude:0.9:Gemm,MatMul)");
   convert_cmd->add_option("--weights", convert_args.options.weights, "Reserved: which weights to quantize");
@@ -81,7 +85,15 @@ int main(int argc, char** argv) {
       convert_args.options.optimize = !no_optimize;
       if (sparse_coo_opt->count() > 0) {
         convert_args.options.sparse_coo = true;
-        convert_args.options.sparse_min_zero_fraction = sparse_coo;
+        if (!sparse_coo.empty()) {
+          char* end = nullptr;
+          const double f = std::strtod(sparse_coo.c_str(), &end);
+          if (end == sparse_coo.c_str() || *end != '\0') {
+            std::cerr << "error: --sparse-coo: '" << sparse_coo << "' is not a number\n";
+            return 2;
+          }
+          convert_args.options.sparse_min_zero_fraction = f;
+        }
       }
       return finish(convert(convert_args, std::cout));
     }
