@@ -355,8 +355,12 @@ Status Executor::prepare_sparse(std::string* error) {
       }
     }
     for (int32_t o : m.outputs()) linear_only = linear_only && o != t;
+    const int32_t ii = sp->indices();  // checked by Verification::Full; Minimal files too:
+    if (ii < 0 || ii >= nt || !m.weight(ii).defined())
+      return report_error(error, Status::InvalidModel, "sparse weight '", m.tensor_name(t), "': COO indices tensor ",
+                          ii, " is not a weight");
     const Tensor& values = m.weight(t);
-    const Tensor& indices = m.weight(sp->indices());
+    const Tensor& indices = m.weight(ii);
     const std::vector<int64_t> shape = m.tensor_shape(t);
     const fb::QuantParams* q = m.tensor(t).quant();
     std::vector<float> scales;

@@ -2,7 +2,7 @@
 // Weights are ember::Tensor views on the mapping (zero copy); the mapping lives
 // as long as the Model or any weight tensor does. Load time does not grow with
 // the size of the weights (nothing is copied or hashed; sparse COO indices are
-// the only weight bytes read, to check their bounds).
+// the only weight bytes read, to check their bounds, order and uniqueness).
 #pragma once
 
 #include <cstddef>
@@ -28,7 +28,9 @@ enum class Verification : uint8_t {
   // Minimal plus every semantic check: indices in range, op ids known, attrs
   // of the right type and valid, sizes = numel x element size without
   // overflow, segments aligned and non-overlapping, unique tensor names, graph
-  // in execution order (acyclic), quant params consistent, COO indices in bounds.
+  // in execution order (acyclic), quant params consistent, COO indices
+  // (int16/int32/int64) in bounds, sorted row-major and unique, COO values
+  // float32/float16/int8-with-quant-params.
   Full,
 };
 
