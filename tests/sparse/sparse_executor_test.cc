@@ -174,3 +174,29 @@ TEST_CASE("sparse executor: float16 and per-channel int8 sparse Linear weights")
   CHECK(executor_of(d, &error) == nullptr);
   CHECK(error == "sparse weight 'w': int8 sparse values are only supported as a Linear weight");
 }
+
+TEST_CASE("sparse executor: bad COO data in a Minimal-verified file fails at create, not at run") {
+  ModelDef d;
+  d.add_tensor(act("x", {1, 3}));
+  TensorDef w = from_tensor("w", tensor<float>({1.f, 2.f}));
+  w.shape = {2, 3};
+  w.sparse = SparseCooDef{2, 2};
+  d.add_tensor(w);
+  // (1, 0) before (0, 2): unsorted.
+  d.add_tensor(from_tensor("w.indices", tensor<int64_t>({{1, 0}, {0, 2}}).to(DType::Int16)));
+  d.add_tensor(act("y", {1, 2}));
+  d.inputs = {0};
+  d.outputs = {3};
+  d.ops.push_back(op(OpKind::Linear, {0, 1, -1}, {3}, "fc", LinearParams{}));
+  std::vector<std::byte> bytes;
+  std::string error;
+  REQUIRE(detail::serialize_model_unverified(d, &bytes, &error) == Status::Ok);
+  auto full = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
+  CHECK(error == "tensor 1 'w': COO coordinates are not sorted in row-major order (value 1 comes before value 0)");
+  auto m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Minimal, &error);
+  REQUIRE_MESSAGE(m.ok(), error);
+  auto ex = Executor::create(std::make_shared<const Model>(std::move(m.get())), &error);
+  CHECK(ex.status() == Status::InvalidArgument);
+  CHECK(error == "sparse weight 'w': pack_csr: COO value 1 at (0, 2) is not sorted in row-major order or repeats a "
+                 "coordinate (coalesce first)");
+}
