@@ -36,7 +36,6 @@ std::string fmt_double(double v) {
 // The reserved options that are set, each refused with the same reason.
 Diag check_reserved(const ConvertOptions& o) {
   std::vector<std::string> set;
-  if (!o.quantize.empty()) set.push_back("quantize");
   if (o.sparse_coo) set.push_back("sparse_coo");
   if (o.prune != 0.0) set.push_back("prune");
   if (!o.weights.empty()) set.push_back("weights");
@@ -60,6 +59,19 @@ std::vector<std::pair<std::string, std::string>> ConvertOptions::as_metadata() c
       {"prune", fmt_double(prune)},
       {"weights", weights.empty() ? "all" : weights},
   };
+}
+
+static std::vector<std::pair<std::string, std::string>> quantize_metadata(const ConvertOptions& o) {
+  if (o.quantize.empty()) return {};
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + v[i];
+    return s;
+  };
+  return {{"quantize_scheme", o.per_tensor ? "per_tensor" : "per_channel"},
+          {"quantize_ops", join(o.quantize_ops)},
+          {"min_weight_elements", std::to_string(o.min_weight_elements)},
+          {"exclude", join(o.exclude)}};
 }
 
 Diag convert_file(const std::string& onnx_path, const std::string& out_path, const ConvertOptions& options,
@@ -100,6 +112,11 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
   def->metadata.producer_version = "0.1";
   def->metadata.source_hash = r.source_hash;
   def->metadata.converter_options = options.as_metadata();
+  if (!options.quantize.empty()) {
+    for (auto& kv : quantize_metadata(options)) def->metadata.converter_options.push_back(kv);
+    Diag q = quantize_weights(*def, options, report != nullptr ? &r.quantize : nullptr);
+    if (!q.ok()) return q;
+  }
 
   std::string error;
   const Status s = write_model(*def, out_path, &error);

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <utility>
 
+#include "quant/dynamic_linear.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/core/error.h"
 #include "runtime/core/thread_pool.h"
@@ -266,6 +267,73 @@ Shape to_shape(const std::vector<int64_t>& v, const char* what) {
 
 }  // namespace
 
+// --- dynamic int8 Linear --------------------------------------------------------
+
+namespace {
+
+// Packs the int8 weight of every Linear whose weight is an int8 tensor with
+// quantization parameters (symmetric: zero points all 0; per tensor or per
+// output channel, axis 0). Other int8 Linear weights are refused.
+Status prepare_quantized(const Model& m, std::vector<std::shared_ptr<const quant::PackedLinear>>* packed,
+                         std::string* error) {
+  packed->assign(static_cast<size_t>(m.num_ops()), nullptr);
+  for (int k = 0; k < m.num_ops(); ++k) {
+    if (m.op_kind(k) != OpKind::Linear) continue;
+    const auto* in = m.op(k).inputs();
+    if (vlen(in) < 2) continue;
+    const int32_t wi = in->Get(1);
+    if (wi < 0 || m.tensor_dtype(wi) != DType::Int8) continue;
+    const std::string where = str_cat("operator ", k, " ", op_ref(m, k));
+    const Tensor& w = m.weight(wi);
+    const fb::QuantParams* q = m.tensor(wi).quant();
+    if (!w.defined() || q == nullptr || w.dim() != 2)
+      return report_error(error, Status::NotSupported, where, ": an int8 weight must be a 2-D constant with",
+                          " quantization parameters");
+    const int64_t n = w.size(0), kdim = w.size(1);
+    const uint32_t ns = vlen(q->scales());
+    const bool per_channel = ns > 1 || (ns == 1 && q->axis() == 0 && n == 1);
+    if (!(ns == 1 || (q->axis() == 0 && ns == static_cast<uint32_t>(n))))
+      return report_error(error, Status::NotSupported, where, ": int8 weight scales must be per tensor or per",
+                          " output channel (axis 0)");
+    for (uint32_t j = 0; j < vlen(q->zero_points()); ++j) {
+      if (q->zero_points()->Get(j) != 0)
+        return report_error(error, Status::NotSupported, where,
+                            ": int8 weights must be symmetric (zero points 0) for dynamic quantization");
+    }
+    const float* bias = nullptr;
+    const int32_t bi = vlen(in) > 2 ? in->Get(2) : -1;
+    if (bi >= 0) {
+      const Tensor& b = m.weight(bi);
+      if (!b.defined() || b.dtype() != DType::Float32 || b.dim() != 1 || b.size(0) != n)
+        return report_error(error, Status::NotSupported, where,
+                            ": the bias of an int8 Linear must be a float32 constant [", n, "]");
+      bias = b.data_ptr<float>();
+    }
+    std::vector<float> scales(q->scales()->begin(), q->scales()->end());
+    (*packed)[static_cast<size_t>(k)] = std::make_shared<const quant::PackedLinear>(
+        quant::pack_linear(static_cast<const int8_t*>(w.data_ptr()), n, kdim, scales.data(), per_channel, bias));
+  }
+  return Status::Ok;
+}
+
+// y = act(dynamic int8 linear(x)): x [*, K] float32.
+Tensor run_linear_int8(const Tensor& x, const quant::PackedLinear& w, const Activation& act) {
+  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 linear: expected a float32 input, got ",
+              dtype_name(x.dtype()));
+  EMBER_CHECK(x.dim() >= 1 && x.size(-1) == w.in_features, Status::ShapeMismatch,
+              "int8 linear: the input's last dimension ", x.dim() >= 1 ? x.size(-1) : 0,
+              " does not match the weight's ", w.in_features);
+  const Tensor xc = x.contiguous();
+  Shape shape = xc.sizes();
+  shape.back() = w.out_features;
+  Tensor y = empty(shape, DType::Float32);
+  const int64_t m = w.in_features > 0 ? xc.numel() / w.in_features : 0;
+  quant::dynamic_linear(xc.data_ptr<float>(), m, w.in_features, w, y.data_ptr<float>(), w.out_features, act);
+  return y;
+}
+
+}  // namespace
+
 // --- Executor -------------------------------------------------------------------
 
 Executor::Executor(std::shared_ptr<const Model> model) : model_(std::move(model)) {
@@ -335,7 +403,10 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
     if (t < 0 || t >= nt || !defined[static_cast<size_t>(t)])
       return report_error(error, Status::InvalidModel, "graph output: tensor ", t, " is never computed");
   }
-  return std::shared_ptr<const Executor>(std::make_shared<Executor>(std::move(model)));
+  auto ex = std::make_shared<Executor>(std::move(model));
+  const Status qs = prepare_quantized(*ex->model_, &ex->packed_, error);
+  if (qs != Status::Ok) return qs;
+  return std::shared_ptr<const Executor>(std::move(ex));
 }
 
 // --- ExecutionContext --------------------------------------------------------------
@@ -356,7 +427,8 @@ ExecutionContext::~ExecutionContext() = default;
 namespace {
 
 // Runs op k on `values` (inputs read, outputs written). Raises ember::Error.
-void run_op(const Model& m, int k, const OpParams& params, std::vector<Tensor>& values) {
+void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLinear* packed,
+            std::vector<Tensor>& values) {
   const fb::Operator& op = m.op(k);
   const OpKind kind = m.op_kind(k);
   const auto* in_idx = op.inputs();
@@ -579,6 +651,10 @@ void run_op(const Model& m, int k, const OpParams& params, std::vector<Tensor>& 
       break;
     }
     case OpKind::Linear: {
+      if (packed != nullptr) {
+        out[0] = run_linear_int8(need(0, "data"), *packed, std::get<LinearParams>(params).activation);
+        break;
+      }
       out[0] = linear(need(0, "data"), need(1, "weight"), opt(2));
       apply_activation(out[0], std::get<LinearParams>(params).activation);
       break;
@@ -834,7 +910,7 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
       }
       const auto start = std::chrono::steady_clock::now();
       try {
-        run_op(m, k, ex.params_[static_cast<size_t>(k)], values);
+        run_op(m, k, ex.params_[static_cast<size_t>(k)], ex.packed_[static_cast<size_t>(k)].get(), values);
       } catch (const Error& e) {
         status = e.status();
         message = str_cat(op_ref(m, k), ": ", e.what());

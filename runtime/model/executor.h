@@ -31,6 +31,10 @@
 
 namespace ember {
 
+namespace quant {
+struct PackedLinear;
+}
+
 // A graph input or output as the file declares it.
 struct IOInfo {
   int tensor = -1;                     // tensor index in the model
@@ -82,6 +86,10 @@ class Executor {
   std::vector<IOInfo> inputs_, outputs_;
   std::vector<int> last_use_;  // per tensor: the last op reading it (outputs: num_ops; never read: -1)
   std::vector<OpParams> params_;  // per op, decoded once
+  // Per op: the packed int8 weight of a Linear whose weight is int8 with
+  // quantization parameters (dynamic int8: packed once by create(), shared
+  // by every context); null for the other ops.
+  std::vector<std::shared_ptr<const quant::PackedLinear>> packed_;
 };
 
 class ExecutionContext {
