@@ -10,7 +10,9 @@
 // Plus the converter's options and errors, and the loader's quant checks.
 #include <algorithm>
 #include <cmath>
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "converter/convert.h"
 #include "runtime/model/executor.h"
@@ -276,4 +278,37 @@ TEST_CASE("executor: an int8 Linear computes the dynamic int8 product") {
     CHECK(std::abs(v[j] - 1.5f) <= 0.5f * 4 * 1.5f / 255 / 2);
     CHECK(v[3 + j] == doctest::Approx(3.0f).epsilon(1e-6));
   }
+}
+
+TEST_CASE("dynamic int8: one loaded int8 model, several threads, identical outputs") {
+  const Tensor x = npy("encoder.x.npy");
+  const std::string path = convert("encoder", dynamic_int8(false), "threads.ember");
+  const Tensor want = run(path, x);
+  std::string error;
+  Result<Model> m = Model::load(path, Verification::Full, &error);
+  REQUIRE(m.ok());
+  auto ex = Executor::create(std::make_shared<const Model>(std::move(m.get())), &error);
+  REQUIRE(ex.ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0}, failures{0};
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      ExecutionContext ctx(ex.get());
+      std::vector<Tensor> in{x};
+      RunOptions o;
+      o.num_threads = 1 + t % 2;
+      for (int i = 0; i < 10; ++i) {
+        auto y = ctx.run(Span<const Tensor>(in.data(), in.size()), o);
+        if (!y.ok()) {
+          ++failures;
+          continue;
+        }
+        const auto a = y.get()[0].to_vector<float>(), b = want.to_vector<float>();
+        if (a != b) ++mismatches;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(failures.load() == 0);
+  CHECK(mismatches.load() == 0);
 }
