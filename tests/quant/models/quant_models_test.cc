@@ -12,6 +12,8 @@
 #include <cmath>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "converter/convert.h"
@@ -311,4 +313,63 @@ TEST_CASE("dynamic int8: one loaded int8 model, several threads, identical outpu
   for (auto& th : threads) th.join();
   CHECK(failures.load() == 0);
   CHECK(mismatches.load() == 0);
+}
+
+namespace {
+
+// The bytes of a valid one-Linear file whose quant params hold marker values,
+// patched in place (the writer refuses bad params, so the loader is tested on
+// bytes it never produced).
+std::vector<char> patched(float scale_marker, int64_t zp_marker, const void* scale, const void* zp,
+                          DType dtype = DType::Int8) {
+  QuantDef q;
+  q.scales = {scale_marker};
+  q.zero_points = {zp_marker};
+  const std::string path = tmp_path("patch.ember");
+  std::string error;
+  REQUIRE(write_model(linear_def(q, dtype), path, &error) == Status::Ok);
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto replace = [&](const void* from, const void* to, size_t n) {
+    if (to == nullptr) return;
+    auto it = std::search(b.begin(), b.end(), static_cast<const char*>(from), static_cast<const char*>(from) + n);
+    REQUIRE(it != b.end());
+    REQUIRE(std::search(it + 1, b.end(), static_cast<const char*>(from), static_cast<const char*>(from) + n) ==
+            b.end());
+    std::memcpy(&*it, to, n);
+  };
+  replace(&scale_marker, scale, sizeof(float));
+  replace(&zp_marker, zp, sizeof(int64_t));
+  return b;
+}
+
+std::string load_bytes_error(const std::vector<char>& b) {
+  std::string error;
+  Result<Model> m = Model::load_from_bytes(b.data(), b.size(), Verification::Full, &error);
+  return m.ok() ? "(loaded)" : error;
+}
+
+}  // namespace
+
+TEST_CASE("loader: bad quantization parameters in the bytes of a file") {
+  const float marker = 0.123456789f;
+  const int64_t zmarker = 77;  // valid for int8; unique in the file (checked)
+  const float zero = 0.0f, neg = -2.0f, nan = NAN;
+  const int64_t z_ok = 0, z_bad = 300, z_neg = -129;
+  CHECK(load_bytes_error(patched(marker, zmarker, nullptr, nullptr)) == "(loaded)");
+  auto has = [](const std::string& s, const std::string& part) {
+    INFO(s);
+    CHECK(s.find(part) != std::string::npos);
+  };
+  std::vector<char> b = patched(marker, zmarker, &zero, &z_ok);
+  has(load_bytes_error(b), "quantization scale 0 is 0 (must be positive and finite)");
+  has(load_bytes_error(patched(marker, zmarker, &neg, &z_ok)), "quantization scale 0 is -2");
+  has(load_bytes_error(patched(marker, zmarker, &nan, &z_ok)), "quantization scale 0 is nan");
+  has(load_bytes_error(patched(marker, zmarker, nullptr, &z_bad)),
+      "zero point 0 (300) is out of range [-128, 127] for int8");
+  has(load_bytes_error(patched(marker, zmarker, nullptr, &z_neg)),
+      "zero point 0 (-129) is out of range [-128, 127] for int8");
+  // Minimal verification skips the semantic checks (documented): the file loads.
+  std::string error;
+  CHECK(Model::load_from_bytes(b.data(), b.size(), Verification::Minimal, &error).ok());
 }
