@@ -33,8 +33,8 @@ struct ConvertOptions {
   // dynamic-int8: symmetric int8 weights, per output channel unless per_tensor.
   bool per_tensor = false;
   // ONNX op types whose constant weights are quantized: "Gemm" (ember Linear),
-  // "MatMul" (a constant 2-D right operand: becomes a Linear with weight [N, K]);
-  // "Conv" is refused (not supported yet).
+  // "MatMul" (a constant 2-D right operand: becomes a Linear with weight [N, K]),
+  // "Conv" (when asked; groups = 1 only, input quantized per tensor at run time).
   std::vector<std::string> quantize_ops = {"MatMul", "Gemm"};
   int64_t min_weight_elements = 0;  // smaller weights stay fp32
   std::vector<std::string> exclude;  // node names left in fp32
@@ -78,8 +78,9 @@ Expected<ModelDef> lower(const Graph& graph);
 // node is not excluded, becomes an int8 tensor with a QuantDef (per channel
 // along axis 0, or per tensor), quantized by quant/qscheme.h (PyTorch's
 // formulas); a MatMul becomes a Linear (weight stored transposed, [N, K]).
-// Errors: NotSupported for Conv and unknown op types, InvalidArgument for an
-// unknown scheme.
+// With "Conv" in quantize_ops, the weights of Conv2d ops with groups = 1 too
+// (4-D, per channel along axis 0 or per tensor). Errors: InvalidArgument for an
+// unknown scheme or op type.
 Diag quantize_weights(ModelDef& def, const ConvertOptions& options, QuantizeReport* report = nullptr);
 
 // Imports `onnx_path`, optimizes (options.optimize), lowers and writes

@@ -25,16 +25,17 @@ Diag quantize_weights(ModelDef& def, const ConvertOptions& options, QuantizeRepo
   if (options.quantize != "dynamic-int8")
     return {Status::InvalidArgument,
             "unknown quantization '" + options.quantize + "' (supported: dynamic-int8)"};
-  bool gemm = false, matmul = false;
+  bool gemm = false, matmul = false, conv = false;
   for (const std::string& op : options.quantize_ops) {
     if (op == "Gemm") {
       gemm = true;
     } else if (op == "MatMul") {
       matmul = true;
     } else if (op == "Conv") {
-      return {Status::NotSupported, "--quantize-ops Conv is not supported yet (dynamic int8 covers Gemm and MatMul)"};
+      conv = true;
     } else {
-      return {Status::InvalidArgument, "unknown op type '" + op + "' in --quantize-ops (supported: MatMul, Gemm)"};
+      return {Status::InvalidArgument,
+              "unknown op type '" + op + "' in --quantize-ops (supported: MatMul, Gemm, Conv)"};
     }
   }
   if (options.min_weight_elements < 0)
@@ -56,16 +57,21 @@ Diag quantize_weights(ModelDef& def, const ConvertOptions& options, QuantizeRepo
   for (OpDef& op : def.ops) {
     const bool is_linear = op.op == OpKind::Linear && gemm;
     const bool is_matmul = op.op == OpKind::MatMul && matmul;
-    if (!is_linear && !is_matmul) continue;
+    // Conv: groups = 1 only (grouped and depthwise convolutions stay fp32).
+    const bool is_conv = op.op == OpKind::Conv2d && conv && std::get<Conv2dParams>(op.params).groups == 1;
+    if (!is_linear && !is_matmul && !is_conv) continue;
     if (exclude.count(op.name) > 0) continue;
     if (op.inputs.size() < 2 || op.inputs[1] < 0) continue;
     TensorDef& w = def.tensors[static_cast<size_t>(op.inputs[1])];
-    if (!w.has_data || w.dtype != DType::Float32 || w.shape.size() != 2 || w.quant || w.sparse) continue;
+    if (!w.has_data || w.dtype != DType::Float32 || w.shape.size() != (is_conv ? 4u : 2u) || w.quant || w.sparse)
+      continue;
     if (uses[static_cast<size_t>(op.inputs[1])] != 1) continue;
-    const int64_t elements = w.shape[0] * w.shape[1];
+    int64_t elements = 1;
+    for (int64_t d : w.shape) elements *= d;
     if (elements < options.min_weight_elements || elements == 0) continue;
     std::vector<float> v = float_values(w);
-    int64_t n = w.shape[0], k = w.shape[1];
+    int64_t n = w.shape[0], k = elements / std::max<int64_t>(w.shape[0], 1);
+    const std::vector<int64_t> shape = w.shape;
     if (is_matmul) {  // B [K, N] -> Linear's weight [N, K]
       std::swap(n, k);
       std::vector<float> t(v.size());
@@ -82,7 +88,7 @@ Diag quantize_weights(ModelDef& def, const ConvertOptions& options, QuantizeRepo
     w.data.resize(q.size());
     std::memcpy(w.data.data(), q.data(), q.size());
     w.dtype = DType::Int8;
-    w.shape = {n, k};
+    w.shape = is_matmul ? std::vector<int64_t>{n, k} : shape;
     if (w.dim_names.size() == 2 && is_matmul) std::swap(w.dim_names[0], w.dim_names[1]);
     w.trainable = false;
     QuantDef qd;

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   convert_cmd->add_flag("--per-tensor", convert_args.options.per_tensor,
                         "With --quantize: one scale per weight (PyTorch's default) instead of per channel");
   convert_cmd->add_option("--quantize-ops", convert_args.options.quantize_ops,
-                          "With --quantize: ONNX op types to quantize (default MatMul,Gemm)")
+                          "With --quantize: ONNX op types to quantize: MatMul, Gemm (default), Conv")
       ->delimiter(',');
   convert_cmd->add_option("--min-weight-elements", convert_args.options.min_weight_elements,
                           "With --quantize: smaller weights stay fp32");

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <utility>
 
+#include "quant/dynamic_conv.h"
 #include "quant/dynamic_linear.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/core/error.h"
@@ -274,11 +275,14 @@ namespace {
 // Packs the int8 weight of every Linear whose weight is an int8 tensor with
 // quantization parameters (symmetric: zero points all 0; per tensor or per
 // output channel, axis 0). Other int8 Linear weights are refused.
-Status prepare_quantized(const Model& m, std::vector<std::shared_ptr<const quant::PackedLinear>>* packed,
-                         std::string* error) {
+Status prepare_quantized(const Model& m, const std::vector<OpParams>& params,
+                         std::vector<std::shared_ptr<const quant::PackedLinear>>* packed,
+                         std::vector<std::shared_ptr<const quant::PackedConv2d>>* packed_conv, std::string* error) {
   packed->assign(static_cast<size_t>(m.num_ops()), nullptr);
+  packed_conv->assign(static_cast<size_t>(m.num_ops()), nullptr);
   for (int k = 0; k < m.num_ops(); ++k) {
-    if (m.op_kind(k) != OpKind::Linear) continue;
+    const bool is_conv = m.op_kind(k) == OpKind::Conv2d;
+    if (m.op_kind(k) != OpKind::Linear && !is_conv) continue;
     const auto* in = m.op(k).inputs();
     if (vlen(in) < 2) continue;
     const int32_t wi = in->Get(1);
@@ -286,10 +290,12 @@ Status prepare_quantized(const Model& m, std::vector<std::shared_ptr<const quant
     const std::string where = str_cat("operator ", k, " ", op_ref(m, k));
     const Tensor& w = m.weight(wi);
     const fb::QuantParams* q = m.tensor(wi).quant();
-    if (!w.defined() || q == nullptr || w.dim() != 2)
-      return report_error(error, Status::NotSupported, where, ": an int8 weight must be a 2-D constant with",
-                          " quantization parameters");
-    const int64_t n = w.size(0), kdim = w.size(1);
+    if (!w.defined() || q == nullptr || w.dim() != (is_conv ? 4 : 2))
+      return report_error(error, Status::NotSupported, where, ": an int8 weight must be a ", is_conv ? "4" : "2",
+                          "-D constant with quantization parameters");
+    if (is_conv && std::get<Conv2dParams>(params[static_cast<size_t>(k)]).groups != 1)
+      return report_error(error, Status::NotSupported, where, ": int8 convolutions need groups = 1");
+    const int64_t n = w.size(0), kdim = w.numel() / std::max<int64_t>(n, 1);
     const uint32_t ns = vlen(q->scales());
     const bool per_channel = ns > 1 || (ns == 1 && q->axis() == 0 && n == 1);
     if (!(ns == 1 || (q->axis() == 0 && ns == static_cast<uint32_t>(n))))
@@ -310,8 +316,15 @@ Status prepare_quantized(const Model& m, std::vector<std::shared_ptr<const quant
       bias = b.data_ptr<float>();
     }
     std::vector<float> scales(q->scales()->begin(), q->scales()->end());
-    (*packed)[static_cast<size_t>(k)] = std::make_shared<const quant::PackedLinear>(
-        quant::pack_linear(static_cast<const int8_t*>(w.data_ptr()), n, kdim, scales.data(), per_channel, bias));
+    const auto* qw = static_cast<const int8_t*>(w.data_ptr());
+    if (is_conv) {
+      (*packed_conv)[static_cast<size_t>(k)] = std::make_shared<const quant::PackedConv2d>(
+          quant::pack_conv2d(qw, n, w.size(1), w.size(2), w.size(3), scales.data(), per_channel, bias,
+                             std::get<Conv2dParams>(params[static_cast<size_t>(k)])));
+    } else {
+      (*packed)[static_cast<size_t>(k)] = std::make_shared<const quant::PackedLinear>(
+          quant::pack_linear(qw, n, kdim, scales.data(), per_channel, bias));
+    }
   }
   return Status::Ok;
 }
@@ -329,6 +342,21 @@ Tensor run_linear_int8(const Tensor& x, const quant::PackedLinear& w, const Acti
   Tensor y = empty(shape, DType::Float32);
   const int64_t m = w.in_features > 0 ? xc.numel() / w.in_features : 0;
   quant::dynamic_linear(xc.data_ptr<float>(), m, w.in_features, w, y.data_ptr<float>(), w.out_features, act);
+  return y;
+}
+
+// y = act(dynamic int8 conv2d(x)): x [N, C_in, H, W] float32.
+Tensor run_conv_int8(const Tensor& x, const quant::PackedConv2d& c, const Activation& act) {
+  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 conv2d: expected a float32 input, got ",
+              dtype_name(x.dtype()));
+  EMBER_CHECK(x.dim() == 4 && x.size(1) == c.c_in, Status::ShapeMismatch,
+              "int8 conv2d: expected an input [N, ", c.c_in, ", H, W]");
+  const Tensor xc = x.contiguous();
+  const int64_t oh = quant::conv_out_size(c, 0, x.size(2)), ow = quant::conv_out_size(c, 1, x.size(3));
+  EMBER_CHECK(oh > 0 && ow > 0, Status::ShapeMismatch, "int8 conv2d: the input ", x.size(2), "x", x.size(3),
+              " is smaller than the kernel");
+  Tensor y = empty({x.size(0), c.c_out, oh, ow}, DType::Float32);
+  quant::dynamic_conv2d(xc.data_ptr<float>(), x.size(0), x.size(2), x.size(3), c, y.data_ptr<float>(), act);
   return y;
 }
 
@@ -404,7 +432,7 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
       return report_error(error, Status::InvalidModel, "graph output: tensor ", t, " is never computed");
   }
   auto ex = std::make_shared<Executor>(std::move(model));
-  const Status qs = prepare_quantized(*ex->model_, &ex->packed_, error);
+  const Status qs = prepare_quantized(*ex->model_, ex->params_, &ex->packed_, &ex->packed_conv_, error);
   if (qs != Status::Ok) return qs;
   return std::shared_ptr<const Executor>(std::move(ex));
 }
@@ -428,7 +456,7 @@ namespace {
 
 // Runs op k on `values` (inputs read, outputs written). Raises ember::Error.
 void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLinear* packed,
-            std::vector<Tensor>& values) {
+            const quant::PackedConv2d* packed_conv, std::vector<Tensor>& values) {
   const fb::Operator& op = m.op(k);
   const OpKind kind = m.op_kind(k);
   const auto* in_idx = op.inputs();
@@ -599,6 +627,10 @@ void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLi
       break;
     case OpKind::Conv2d: {
       const auto& p = std::get<Conv2dParams>(params);
+      if (packed_conv != nullptr) {
+        out[0] = run_conv_int8(need(0, "data"), *packed_conv, p.activation);
+        break;
+      }
       out[0] = conv2d(need(0, "data"), need(1, "weight"), opt(2), {p.stride[0], p.stride[1]},
                       {p.padding[0], p.padding[1]}, {p.dilation[0], p.dilation[1]}, p.groups);
       apply_activation(out[0], p.activation);
@@ -910,7 +942,8 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
       }
       const auto start = std::chrono::steady_clock::now();
       try {
-        run_op(m, k, ex.params_[static_cast<size_t>(k)], ex.packed_[static_cast<size_t>(k)].get(), values);
+        run_op(m, k, ex.params_[static_cast<size_t>(k)], ex.packed_[static_cast<size_t>(k)].get(),
+               ex.packed_conv_[static_cast<size_t>(k)].get(), values);
       } catch (const Error& e) {
         status = e.status();
         message = str_cat(op_ref(m, k), ": ", e.what());

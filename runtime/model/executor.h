@@ -33,6 +33,7 @@ namespace ember {
 
 namespace quant {
 struct PackedLinear;
+struct PackedConv2d;
 }
 
 // A graph input or output as the file declares it.
@@ -90,6 +91,7 @@ class Executor {
   // quantization parameters (dynamic int8: packed once by create(), shared
   // by every context); null for the other ops.
   std::vector<std::shared_ptr<const quant::PackedLinear>> packed_;
+  std::vector<std::shared_ptr<const quant::PackedConv2d>> packed_conv_;  // likewise for Conv2d
 };
 
 class ExecutionContext {

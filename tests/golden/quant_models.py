@@ -1,4 +1,4 @@
-"""Models for the dynamic int8 proof tests (tests/quant/quant_models_test.cc).
+"""Models for the dynamic int8 proof tests (and cnn: cnn.onnx, cnn.x.npy, cnn.fp32.npy) (tests/quant/quant_models_test.cc).
 
 Writes into OUT_DIR, for each model NAME in (mlp, encoder):
   NAME.onnx            fp32 export (torch.onnx.export, opset 13)
@@ -52,6 +52,16 @@ class Encoder(nn.Module):
         return h
 
 
+class Cnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(3, 16, 3, padding=1), nn.Conv2d(16, 32, 3, stride=2, padding=1)
+        self.fc = nn.Linear(32 * 8 * 8, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(torch.relu(self.c2(torch.relu(self.c1(x)))), 1))
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
     torch.backends.quantized.engine = "qnnpack"
@@ -65,6 +75,15 @@ def main(out):
             for m in model.modules():
                 if isinstance(m, nn.Linear):
                     m.weight.mul_(torch.exp(torch.randn(m.out_features, 1) * 0.75))
+    # A CNN for --quantize-ops Conv (torch's quantize_dynamic has no Conv by
+    # default: only its fp32 output is recorded).
+    torch.manual_seed(1)
+    cnn, xc = Cnn().eval(), torch.randn(2, 3, 16, 16)
+    torch.onnx.export(cnn, (xc,), os.path.join(out, "cnn.onnx"), opset_version=13, input_names=["x"],
+                      output_names=["y"])
+    with torch.no_grad():
+        np.save(os.path.join(out, "cnn.x.npy"), xc.numpy())
+        np.save(os.path.join(out, "cnn.fp32.npy"), cnn(xc).numpy())
     for name, (model, x) in models.items():
         torch.onnx.export(model, (x,), os.path.join(out, name + ".onnx"), opset_version=13,
                           input_names=["x"], output_names=["y"])

@@ -166,10 +166,8 @@ TEST_CASE("dynamic int8: converter errors") {
     return d.message;
   };
   ConvertOptions o = dynamic_int8(false);
-  o.quantize_ops = {"Conv"};
-  CHECK(err(o) == "--quantize-ops Conv is not supported yet (dynamic int8 covers Gemm and MatMul)");
   o.quantize_ops = {"Gemm", "Foo"};
-  CHECK(err(o) == "unknown op type 'Foo' in --quantize-ops (supported: MatMul, Gemm)");
+  CHECK(err(o) == "unknown op type 'Foo' in --quantize-ops (supported: MatMul, Gemm, Conv)");
   o = dynamic_int8(false);
   o.quantize = "int4";
   CHECK(err(o) == "unknown quantization 'int4' (supported: dynamic-int8)");
@@ -372,4 +370,26 @@ TEST_CASE("loader: bad quantization parameters in the bytes of a file") {
   // Minimal verification skips the semantic checks (documented): the file loads.
   std::string error;
   CHECK(Model::load_from_bytes(b.data(), b.size(), Verification::Minimal, &error).ok());
+}
+
+TEST_CASE("dynamic int8: --quantize-ops Conv,Gemm on a CNN stays close to fp32") {
+  const Tensor x = npy("cnn.x.npy"), fp32 = npy("cnn.fp32.npy");
+  const float range = output_step(fp32) * 255.0f;
+  float err[2];
+  for (bool per_tensor : {true, false}) {
+    ConvertOptions o = dynamic_int8(per_tensor);
+    o.quantize_ops = {"Conv", "Gemm"};
+    converter::ConvertReport r;
+    const Tensor y = run(convert("cnn", o, "cnn.ember", &r), x);
+    CHECK(r.quantize.quantized == 3);  // two convolutions and the classifier
+    err[per_tensor ? 0 : 1] = diff(y, fp32).max_diff;
+    MESSAGE("cnn " << std::string(per_tensor ? "per tensor" : "per channel") << ": max |int8 - fp32| "
+                   << diff(y, fp32).max_diff << " of an output range " << range);
+    CHECK(diff(y, fp32).max_diff <= 0.03f * range);
+  }
+  CHECK(err[1] <= err[0]);
+  // Without Conv in the list only the classifier is quantized.
+  converter::ConvertReport r;
+  convert("cnn", dynamic_int8(false), "cnn_gemm.ember", &r);
+  CHECK(r.quantize.quantized == 1);
 }
