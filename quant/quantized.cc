@@ -1,5 +1,6 @@
 #include "quant/quantized.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "quant/qscheme.h"
@@ -173,8 +174,14 @@ Tensor linear_dynamic(const Tensor& x, const quant::PackedLinear& w, const Activ
   Tensor y = empty(out_shape, TensorOptions(DType::Float32));
   const int64_t m = w.in_features > 0 ? xc.numel() / w.in_features : 0;
   if (w.in_features == 0) {
-    // No depth: the product is zero, the output is the bias.
-    y.zero_();
+    // No depth: the product is zero, the output is act(bias).
+    float* py = y.data_ptr<float>();
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      float v = w.bias.empty() ? 0.0f : w.bias[static_cast<size_t>(i % w.out_features)];
+      if (act.kind == ActivationKind::Relu && v < 0.0f) v = 0.0f;
+      if (act.kind == ActivationKind::Clamp) v = std::min(std::max(v, static_cast<float>(act.min)), static_cast<float>(act.max));
+      py[i] = v;
+    }
     return y;
   }
   quant::dynamic_linear(xc.data_ptr<float>(), m, w.in_features, w, y.data_ptr<float>(), w.out_features, act,

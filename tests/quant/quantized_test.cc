@@ -107,6 +107,10 @@ TEST_CASE("linear_dynamic: batched input shape, empty batch") {
   check_close(y.reshape({8, 3}), q(x.reshape({8, 5})), 0, 0);
   const Tensor e = q(empty({0, 5}));
   CHECK(e.sizes() == Shape{0, 3});
+  // No input features: the output is the bias.
+  auto l0 = std::make_shared<nn::Linear>(0, 3);
+  DynamicQuantizedLinear q0(l0->weight, l0->bias);
+  check_close(q0(empty({2, 0})), l0->bias.detach().expand({2, 3}), 0, 0);
 }
 
 TEST_CASE("quantization errors: each with its message") {
