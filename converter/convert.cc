@@ -36,7 +36,6 @@ std::string fmt_double(double v) {
 // The reserved options that are set, each refused with the same reason.
 Diag check_reserved(const ConvertOptions& o) {
   std::vector<std::string> set;
-  if (!o.quantize.empty()) set.push_back("quantize");
   if (!o.weights.empty()) set.push_back("weights");
   if (!o.report.empty()) set.push_back("report");
   if (set.empty()) return Diag::success();
@@ -58,6 +57,19 @@ std::vector<std::pair<std::string, std::string>> ConvertOptions::as_metadata() c
       {"prune", prune.empty() ? "none" : prune},
       {"weights", weights.empty() ? "all" : weights},
   };
+}
+
+static std::vector<std::pair<std::string, std::string>> quantize_metadata(const ConvertOptions& o) {
+  if (o.quantize.empty()) return {};
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + v[i];
+    return s;
+  };
+  return {{"quantize_scheme", o.per_tensor ? "per_tensor" : "per_channel"},
+          {"quantize_ops", join(o.quantize_ops)},
+          {"min_weight_elements", std::to_string(o.min_weight_elements)},
+          {"exclude", join(o.exclude)}};
 }
 
 Diag convert_file(const std::string& onnx_path, const std::string& out_path, const ConvertOptions& options,
@@ -98,14 +110,20 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
     Diag pd = prune_weights(*def, options.prune, &r);
     if (!pd.ok()) return pd;
   }
-  if (options.sparse_coo) {
-    Diag sd = store_sparse_coo(*def, options.sparse_min_zero_fraction, &r);
-    if (!sd.ok()) return sd;
-  }
   def->metadata.producer = "ember";
   def->metadata.producer_version = "0.1";
   def->metadata.source_hash = r.source_hash;
   def->metadata.converter_options = options.as_metadata();
+  if (!options.quantize.empty()) {
+    for (auto& kv : quantize_metadata(options)) def->metadata.converter_options.push_back(kv);
+    Diag q = quantize_weights(*def, options, report != nullptr ? &r.quantize : nullptr);
+    if (!q.ok()) return q;
+  }
+  // After quantization: int8 weights can be stored as COO too.
+  if (options.sparse_coo) {
+    Diag sd = store_sparse_coo(*def, options.sparse_min_zero_fraction, &r);
+    if (!sd.ok()) return sd;
+  }
 
   std::string error;
   const Status s = write_model(*def, out_path, &error);

@@ -24,7 +24,7 @@ namespace ember::converter {
 // until then a reserved option that is set is refused (NotSupported).
 struct ConvertOptions {
   bool optimize = true;           // run_passes()
-  std::string quantize;           // reserved: "" (none), "int8"
+  std::string quantize;           // "" (none) or "dynamic-int8" (converter/quantize.cc)
   // Weights of Linear/MatMul/Conv whose fraction of zeros reaches
   // sparse_min_zero_fraction are stored as sparse COO (converter/sparsify.cc).
   bool sparse_coo = false;
@@ -34,6 +34,15 @@ struct ConvertOptions {
   std::string prune;
   std::string weights;            // reserved: which weights to quantize/sparsify
   std::string report;             // reserved: path of an accuracy report
+
+  // dynamic-int8: symmetric int8 weights, per output channel unless per_tensor.
+  bool per_tensor = false;
+  // ONNX op types whose constant weights are quantized: "Gemm" (ember Linear),
+  // "MatMul" (a constant 2-D right operand: becomes a Linear with weight [N, K]),
+  // "Conv" (when asked; groups = 1 only, input quantized per tensor at run time).
+  std::vector<std::string> quantize_ops = {"MatMul", "Gemm"};
+  int64_t min_weight_elements = 0;  // smaller weights stay fp32
+  std::vector<std::string> exclude;  // node names left in fp32
 
   // The options as (key, value) pairs for the file's metadata.
   std::vector<std::pair<std::string, std::string>> as_metadata() const;
@@ -53,8 +62,17 @@ struct SparseLayerReport {
   int64_t bytes_after = 0;   // stored bytes (values + indices when COO)
 };
 
+// What quantize_weights() did.
+struct QuantizeReport {
+  int quantized = 0;           // weights converted to int8
+  int64_t bytes_before = 0;    // their fp32 bytes
+  int64_t bytes_after = 0;     // their int8 bytes (scales are metadata)
+  std::vector<std::string> nodes;  // node names of the quantized ops
+};
+
 struct ConvertReport {
   PassReport passes;
+  QuantizeReport quantize;
   int onnx_nodes = 0;   // nodes imported
   int ops = 0;          // ops written
   int tensors = 0;
@@ -84,6 +102,18 @@ std::string sparse_table(const ConvertReport& report);
 // All problems are returned at once: NotSupported, "the graph cannot be
 // lowered to ember ops (N problems): <Op> '<node>': <reason>; ...".
 Expected<ModelDef> lower(const Graph& graph);
+
+
+// options.quantize == "dynamic-int8": rewrites `def` in place. The weight of
+// each Linear (ONNX Gemm) and each MatMul with a constant 2-D float32 weight
+// (read by that op only) with at least min_weight_elements elements, whose
+// node is not excluded, becomes an int8 tensor with a QuantDef (per channel
+// along axis 0, or per tensor), quantized by quant/qscheme.h (PyTorch's
+// formulas); a MatMul becomes a Linear (weight stored transposed, [N, K]).
+// With "Conv" in quantize_ops, the weights of Conv2d ops with groups = 1 too
+// (4-D, per channel along axis 0 or per tensor). Errors: InvalidArgument for an
+// unknown scheme or op type.
+Diag quantize_weights(ModelDef& def, const ConvertOptions& options, QuantizeReport* report = nullptr);
 
 // Imports `onnx_path`, optimizes (options.optimize), lowers and writes
 // `out_path` atomically (nothing is written on error). Metadata: producer

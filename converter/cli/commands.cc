@@ -141,8 +141,13 @@ Diag convert(const ConvertArgs& args, std::ostream& out) {
       << " ops, " << report.tensors << " tensors\n"
       << "passes: " << (args.options.optimize ? report.passes.summary() : std::string("none (--no-optimize)"))
       << "\n"
-      << "weights: " << with_commas(report.weight_bytes) << " bytes\n"
-      << "source: " << report.source_hash << "\n";
+      << "weights: " << with_commas(report.weight_bytes) << " bytes\n";
+  if (!args.options.quantize.empty()) {
+    out << "quantized (" << args.options.quantize << ", " << (args.options.per_tensor ? "per tensor" : "per channel")
+        << "): " << report.quantize.quantized << " weights, " << with_commas(report.quantize.bytes_before)
+        << " -> " << with_commas(report.quantize.bytes_after) << " bytes\n";
+  }
+  out << "source: " << report.source_hash << "\n";
   for (const std::string& w : report.warnings) out << "warning: " << w << "\n";
   out << converter::sparse_table(report);
   out << "wrote " << args.output << "\n";

@@ -37,7 +37,18 @@ int main(int argc, char** argv) {
   convert_cmd->add_option("-o,--output", convert_args.output, "The .ember file to write")->required();
   bool no_optimize = false;
   convert_cmd->add_flag("--no-optimize", no_optimize, "Skip the graph passes (folding, fusion)");
-  convert_cmd->add_option("--quantize", convert_args.options.quantize, "Reserved: int8");
+  convert_cmd->add_option("--quantize", convert_args.options.quantize,
+                          "dynamic-int8: int8 weights (per output channel), activations quantized at run time");
+  convert_cmd->add_flag("--per-tensor", convert_args.options.per_tensor,
+                        "With --quantize: one scale per weight (PyTorch's default) instead of per channel");
+  convert_cmd->add_option("--quantize-ops", convert_args.options.quantize_ops,
+                          "With --quantize: ONNX op types to quantize: MatMul, Gemm (default), Conv")
+      ->delimiter(',');
+  convert_cmd->add_option("--min-weight-elements", convert_args.options.min_weight_elements,
+                          "With --quantize: smaller weights stay fp32");
+  convert_cmd->add_option("--exclude", convert_args.options.exclude,
+                          "With --quantize: node names to leave in fp32 (comma separated)")
+      ->delimiter(',');
   std::string sparse_coo;
   CLI::Option* sparse_coo_opt =
       convert_cmd

@@ -13,6 +13,8 @@
 #include <utility>
 
 #include "quant/coo.h"
+#include "quant/dynamic_conv.h"
+#include "quant/dynamic_linear.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/core/error.h"
 #include "runtime/core/thread_pool.h"
@@ -267,6 +269,101 @@ Shape to_shape(const std::vector<int64_t>& v, const char* what) {
 
 }  // namespace
 
+// --- dynamic int8 Linear --------------------------------------------------------
+
+namespace {
+
+// Packs the int8 weight of every Linear whose weight is an int8 tensor with
+// quantization parameters (symmetric: zero points all 0; per tensor or per
+// output channel, axis 0). Other int8 Linear weights are refused.
+Status prepare_quantized(const Model& m, const std::vector<OpParams>& params,
+                         std::vector<std::shared_ptr<const quant::PackedLinear>>* packed,
+                         std::vector<std::shared_ptr<const quant::PackedConv2d>>* packed_conv, std::string* error) {
+  packed->assign(static_cast<size_t>(m.num_ops()), nullptr);
+  packed_conv->assign(static_cast<size_t>(m.num_ops()), nullptr);
+  for (int k = 0; k < m.num_ops(); ++k) {
+    const bool is_conv = m.op_kind(k) == OpKind::Conv2d;
+    if (m.op_kind(k) != OpKind::Linear && !is_conv) continue;
+    const auto* in = m.op(k).inputs();
+    if (vlen(in) < 2) continue;
+    const int32_t wi = in->Get(1);
+    // Sparse int8 weights go through SpMM (prepare_sparse).
+    if (wi < 0 || m.tensor_dtype(wi) != DType::Int8 || m.tensor(wi).sparse() != nullptr) continue;
+    const std::string where = str_cat("operator ", k, " ", op_ref(m, k));
+    const Tensor& w = m.weight(wi);
+    const fb::QuantParams* q = m.tensor(wi).quant();
+    if (!w.defined() || q == nullptr || w.dim() != (is_conv ? 4 : 2))
+      return report_error(error, Status::NotSupported, where, ": an int8 weight must be a ", is_conv ? "4" : "2",
+                          "-D constant with quantization parameters");
+    if (is_conv && std::get<Conv2dParams>(params[static_cast<size_t>(k)]).groups != 1)
+      return report_error(error, Status::NotSupported, where, ": int8 convolutions need groups = 1");
+    const int64_t n = w.size(0), kdim = w.numel() / std::max<int64_t>(n, 1);
+    const uint32_t ns = vlen(q->scales());
+    const bool per_channel = ns > 1 || (ns == 1 && q->axis() == 0 && n == 1);
+    if (!(ns == 1 || (q->axis() == 0 && ns == static_cast<uint32_t>(n))))
+      return report_error(error, Status::NotSupported, where, ": int8 weight scales must be per tensor or per",
+                          " output channel (axis 0)");
+    for (uint32_t j = 0; j < vlen(q->zero_points()); ++j) {
+      if (q->zero_points()->Get(j) != 0)
+        return report_error(error, Status::NotSupported, where,
+                            ": int8 weights must be symmetric (zero points 0) for dynamic quantization");
+    }
+    const float* bias = nullptr;
+    const int32_t bi = vlen(in) > 2 ? in->Get(2) : -1;
+    if (bi >= 0) {
+      const Tensor& b = m.weight(bi);
+      if (!b.defined() || b.dtype() != DType::Float32 || b.dim() != 1 || b.size(0) != n)
+        return report_error(error, Status::NotSupported, where,
+                            ": the bias of an int8 Linear must be a float32 constant [", n, "]");
+      bias = b.data_ptr<float>();
+    }
+    std::vector<float> scales(q->scales()->begin(), q->scales()->end());
+    const auto* qw = static_cast<const int8_t*>(w.data_ptr());
+    if (is_conv) {
+      (*packed_conv)[static_cast<size_t>(k)] = std::make_shared<const quant::PackedConv2d>(
+          quant::pack_conv2d(qw, n, w.size(1), w.size(2), w.size(3), scales.data(), per_channel, bias,
+                             std::get<Conv2dParams>(params[static_cast<size_t>(k)])));
+    } else {
+      (*packed)[static_cast<size_t>(k)] = std::make_shared<const quant::PackedLinear>(
+          quant::pack_linear(qw, n, kdim, scales.data(), per_channel, bias));
+    }
+  }
+  return Status::Ok;
+}
+
+// y = act(dynamic int8 linear(x)): x [*, K] float32.
+Tensor run_linear_int8(const Tensor& x, const quant::PackedLinear& w, const Activation& act) {
+  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 linear: expected a float32 input, got ",
+              dtype_name(x.dtype()));
+  EMBER_CHECK(x.dim() >= 1 && x.size(-1) == w.in_features, Status::ShapeMismatch,
+              "int8 linear: the input's last dimension ", x.dim() >= 1 ? x.size(-1) : 0,
+              " does not match the weight's ", w.in_features);
+  const Tensor xc = x.contiguous();
+  Shape shape = xc.sizes();
+  shape.back() = w.out_features;
+  Tensor y = empty(shape, DType::Float32);
+  const int64_t m = w.in_features > 0 ? xc.numel() / w.in_features : 0;
+  quant::dynamic_linear(xc.data_ptr<float>(), m, w.in_features, w, y.data_ptr<float>(), w.out_features, act);
+  return y;
+}
+
+// y = act(dynamic int8 conv2d(x)): x [N, C_in, H, W] float32.
+Tensor run_conv_int8(const Tensor& x, const quant::PackedConv2d& c, const Activation& act) {
+  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 conv2d: expected a float32 input, got ",
+              dtype_name(x.dtype()));
+  EMBER_CHECK(x.dim() == 4 && x.size(1) == c.c_in, Status::ShapeMismatch,
+              "int8 conv2d: expected an input [N, ", c.c_in, ", H, W]");
+  const Tensor xc = x.contiguous();
+  const int64_t oh = quant::conv_out_size(c, 0, x.size(2)), ow = quant::conv_out_size(c, 1, x.size(3));
+  EMBER_CHECK(oh > 0 && ow > 0, Status::ShapeMismatch, "int8 conv2d: the input ", x.size(2), "x", x.size(3),
+              " is smaller than the kernel");
+  Tensor y = empty({x.size(0), c.c_out, oh, ow}, DType::Float32);
+  quant::dynamic_conv2d(xc.data_ptr<float>(), x.size(0), x.size(2), x.size(3), c, y.data_ptr<float>(), act);
+  return y;
+}
+
+}  // namespace
+
 // --- Executor -------------------------------------------------------------------
 
 Executor::Executor(std::shared_ptr<const Model> model) : model_(std::move(model)) {
@@ -335,13 +432,14 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
   }
   auto ex = std::make_shared<Executor>(std::move(model));
   RT_RETURN_IF_ERROR(ex->prepare_sparse(error));
+  RT_RETURN_IF_ERROR(prepare_quantized(*ex->model_, ex->params_, &ex->packed_, &ex->packed_conv_, error));
   return std::shared_ptr<const Executor>(std::move(ex));
 }
 
 Status Executor::prepare_sparse(std::string* error) {
   const Model& m = *model_;
   const int nt = m.num_tensors();
-  packed_.assign(static_cast<size_t>(nt), nullptr);
+  packed_sparse_.assign(static_cast<size_t>(nt), nullptr);
   densified_.assign(static_cast<size_t>(nt), Tensor());
   for (int t = 0; t < nt; ++t) {
     const fb::SparseCoo* sp = m.tensor(t).sparse();
@@ -375,7 +473,7 @@ Status Executor::prepare_sparse(std::string* error) {
           return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
                               "': int8 values quantized along axis ", q->axis(),
                               " (the SpMM kernel takes per-output-channel scales, axis 0)");
-        packed_[static_cast<size_t>(t)] = std::make_shared<const sparse::CsrMatrix>(
+        packed_sparse_[static_cast<size_t>(t)] = std::make_shared<const sparse::CsrMatrix>(
             sparse::pack_csr(indices, values, shape[0], shape[1], scales, zero_points));
       } else {
         if (values.dtype() == DType::Int8)
@@ -409,8 +507,9 @@ ExecutionContext::~ExecutionContext() = default;
 namespace {
 
 // Runs op k on `values` (inputs read, outputs written). Raises ember::Error.
-void run_op(const Model& m, int k, const OpParams& params, std::vector<Tensor>& values,
-            const std::vector<std::shared_ptr<const sparse::CsrMatrix>>& packed) {
+void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLinear* packed,
+            const quant::PackedConv2d* packed_conv,
+            const std::vector<std::shared_ptr<const sparse::CsrMatrix>>& packed_sparse, std::vector<Tensor>& values) {
   const fb::Operator& op = m.op(k);
   const OpKind kind = m.op_kind(k);
   const auto* in_idx = op.inputs();
@@ -581,6 +680,10 @@ void run_op(const Model& m, int k, const OpParams& params, std::vector<Tensor>& 
       break;
     case OpKind::Conv2d: {
       const auto& p = std::get<Conv2dParams>(params);
+      if (packed_conv != nullptr) {
+        out[0] = run_conv_int8(need(0, "data"), *packed_conv, p.activation);
+        break;
+      }
       out[0] = conv2d(need(0, "data"), need(1, "weight"), opt(2), {p.stride[0], p.stride[1]},
                       {p.padding[0], p.padding[1]}, {p.dilation[0], p.dilation[1]}, p.groups);
       apply_activation(out[0], p.activation);
@@ -633,8 +736,12 @@ void run_op(const Model& m, int k, const OpParams& params, std::vector<Tensor>& 
       break;
     }
     case OpKind::Linear: {
+      if (packed != nullptr) {
+        out[0] = run_linear_int8(need(0, "data"), *packed, std::get<LinearParams>(params).activation);
+        break;
+      }
       const int32_t wt = vlen(in_idx) > 1 ? in_idx->Get(1) : -1;
-      const sparse::CsrMatrix* sp = wt >= 0 ? packed[static_cast<size_t>(wt)].get() : nullptr;
+      const sparse::CsrMatrix* sp = wt >= 0 ? packed_sparse[static_cast<size_t>(wt)].get() : nullptr;
       out[0] = sp != nullptr ? sparse::sparse_linear(need(0, "data"), *sp, opt(2))
                              : linear(need(0, "data"), need(1, "weight"), opt(2));
       apply_activation(out[0], std::get<LinearParams>(params).activation);
@@ -893,7 +1000,8 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
       }
       const auto start = std::chrono::steady_clock::now();
       try {
-        run_op(m, k, ex.params_[static_cast<size_t>(k)], values, ex.packed_);
+        run_op(m, k, ex.params_[static_cast<size_t>(k)], ex.packed_[static_cast<size_t>(k)].get(),
+               ex.packed_conv_[static_cast<size_t>(k)].get(), ex.packed_sparse_, values);
       } catch (const Error& e) {
         status = e.status();
         message = str_cat(op_ref(m, k), ": ", e.what());

@@ -33,6 +33,10 @@ namespace ember {
 
 namespace sparse {
 struct CsrMatrix;
+}  // namespace sparse
+namespace quant {
+struct PackedLinear;
+struct PackedConv2d;
 }
 
 // A graph input or output as the file declares it.
@@ -92,8 +96,13 @@ class Executor {
   std::vector<IOInfo> inputs_, outputs_;
   std::vector<int> last_use_;  // per tensor: the last op reading it (outputs: num_ops; never read: -1)
   std::vector<OpParams> params_;  // per op, decoded once
-  std::vector<std::shared_ptr<const sparse::CsrMatrix>> packed_;  // per tensor: packed sparse Linear weights
+  std::vector<std::shared_ptr<const sparse::CsrMatrix>> packed_sparse_;  // per tensor: packed sparse Linear weights
   std::vector<Tensor> densified_;  // per tensor: sparse weights densified for other ops
+  // Per op: the packed int8 weight of a Linear whose weight is int8 with
+  // quantization parameters (dynamic int8: packed once by create(), shared
+  // by every context); null for the other ops.
+  std::vector<std::shared_ptr<const quant::PackedLinear>> packed_;
+  std::vector<std::shared_ptr<const quant::PackedConv2d>> packed_conv_;  // likewise for Conv2d
 };
 
 class ExecutionContext {

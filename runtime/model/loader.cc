@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -231,6 +232,25 @@ Status Checker::check_quant(const fb::Tensor& t, const std::string& where) {
   if (n == 0) return invalid(error_, where, ": quantization without scales");
   if (len(q->zero_points()) != 0 && len(q->zero_points()) != n)
     return invalid(error_, where, ": ", len(q->zero_points()), " zero points for ", n, " scales");
+  for (uint32_t j = 0; j < n; ++j) {
+    const float s = q->scales()->Get(j);
+    if (!(s > 0.0f) || !std::isfinite(s))
+      return invalid(error_, where, ": quantization scale ", j, " is ", s, " (must be positive and finite)");
+  }
+  const DType dt = static_cast<DType>(t.dtype());
+  if (dt == DType::Int8 || dt == DType::UInt8 || dt == DType::Int16 || dt == DType::Int32) {
+    const int64_t lo = dt == DType::Int8 ? -128 : dt == DType::UInt8 ? 0 : dt == DType::Int16 ? -32768 : INT32_MIN;
+    const int64_t hi = dt == DType::Int8 ? 127 : dt == DType::UInt8 ? 255 : dt == DType::Int16 ? 32767 : INT32_MAX;
+    for (uint32_t j = 0; j < len(q->zero_points()); ++j) {
+      const int64_t z = q->zero_points()->Get(j);
+      if (z < lo || z > hi)
+        return invalid(error_, where, ": zero point ", j, " (", z, ") is out of range [", lo, ", ", hi, "] for ",
+                       dtype_name(dt));
+    }
+  } else {
+    return invalid(error_, where, ": quantization parameters on a ", dtype_name(dt),
+                   " tensor (int8, uint8, int16 or int32 only)");
+  }
   if (n > 1) {
     const uint32_t rank = len(t.shape());
     if (q->axis() < 0 || static_cast<uint32_t>(q->axis()) >= rank)

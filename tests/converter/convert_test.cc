@@ -203,8 +203,8 @@ TEST_CASE("convert_file: reserved options are refused until the quantization iss
   ConvertOptions q;
   q.quantize = "int8";
   Diag d = convert_file(kDir + "mlp_opset13.onnx", out, q);
-  CHECK(d.status == Status::NotSupported);
-  CHECK(d.message == "option quantize is not supported yet: it arrives with the quantization issue");
+  CHECK(d.status == Status::InvalidArgument);  // quantize is real now: "dynamic-int8" only
+  CHECK(d.message == "unknown quantization 'int8' (supported: dynamic-int8)");
   ConvertOptions many;
   many.sparse_coo = true;
   many.prune = "magnitude:0.5";

@@ -1,0 +1,350 @@
+// int8 GEMM (see qgemm.h). Loop structure: tasks over (column block of up to
+// NP panels) x (row chunk); inside a task, the micro-kernel runs MR rows x NP
+// panels over the whole depth into an int32 tile, and the epilogue converts the
+// tile straight into the output (dequantize, bias, activation).
+#include "kernels/cpu/qgemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "runtime/core/thread_pool.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define EMBER_QGEMM_X86 1
+#else
+#define EMBER_QGEMM_X86 0
+#endif
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#define EMBER_QGEMM_NEON 1
+#else
+#define EMBER_QGEMM_NEON 0
+#endif
+
+namespace ember::cpu {
+namespace {
+
+constexpr int kTileCols = 64;  // int32 tile row stride: up to 4 panels of 16
+
+// kg: groups of 4 depth values; a: mr rows at stride lda; w: np panels at
+// stride pstride; tile: mr x (np * 16) int32 at row stride kTileCols.
+using Ukernel = void (*)(int64_t kg, const uint8_t* a, int64_t lda, const int8_t* w, int64_t pstride,
+                         int32_t* tile, int mr, int np);
+
+struct QInfo {
+  int mr, np;
+  Ukernel fn;
+  const char* name;
+  QGemmIsa isa;
+};
+
+inline int32_t load_u32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// --- portable --------------------------------------------------------------
+void uk_portable(int64_t kg, const uint8_t* a, int64_t lda, const int8_t* w, int64_t pstride,
+                 int32_t* tile, int mr, int np) {
+  for (int i = 0; i < mr; ++i) {
+    const uint8_t* ai = a + i * lda;
+    for (int pp = 0; pp < np; ++pp) {
+      const int8_t* wp = w + pp * pstride;
+      int32_t acc[16] = {};
+      for (int64_t g = 0; g < kg; ++g) {
+        const uint8_t* ag = ai + 4 * g;
+        const int8_t* wg = wp + 64 * g;
+        for (int c = 0; c < 16; ++c) {
+          for (int t = 0; t < 4; ++t) acc[c] += int32_t(ag[t]) * int32_t(wg[c * 4 + t]);
+        }
+      }
+      std::memcpy(tile + i * kTileCols + pp * 16, acc, sizeof(acc));
+    }
+  }
+}
+
+#if EMBER_QGEMM_X86
+// --- AVX512-VNNI: vpdpbusd (u8 x s8, 4 products summed into each int32 lane) --
+template <int MR, int NP>
+__attribute__((target("avx512f,avx512vnni"))) void uk_vnni_t(int64_t kg, const uint8_t* a, int64_t lda,
+                                                             const int8_t* w, int64_t pstride,
+                                                             int32_t* tile) {
+  __m512i acc[MR][NP];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NP; ++j) acc[i][j] = _mm512_setzero_si512();
+  }
+  for (int64_t g = 0; g < kg; ++g) {
+    __m512i wv[NP];
+#pragma GCC unroll 4
+    for (int j = 0; j < NP; ++j) wv[j] = _mm512_loadu_si512(w + j * pstride + 64 * g);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      const __m512i av = _mm512_set1_epi32(load_u32(a + i * lda + 4 * g));
+#pragma GCC unroll 4
+      for (int j = 0; j < NP; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], av, wv[j]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NP; ++j) _mm512_storeu_si512(tile + i * kTileCols + 16 * j, acc[i][j]);
+  }
+}
+
+using UkFixed = void (*)(int64_t, const uint8_t*, int64_t, const int8_t*, int64_t, int32_t*);
+#define EMBER_VNNI_ROW(mr) {&uk_vnni_t<mr, 1>, &uk_vnni_t<mr, 2>, &uk_vnni_t<mr, 3>, &uk_vnni_t<mr, 4>}
+const UkFixed kVnni[6][4] = {EMBER_VNNI_ROW(1), EMBER_VNNI_ROW(2), EMBER_VNNI_ROW(3),
+                             EMBER_VNNI_ROW(4), EMBER_VNNI_ROW(5), EMBER_VNNI_ROW(6)};
+#undef EMBER_VNNI_ROW
+
+void uk_vnni(int64_t kg, const uint8_t* a, int64_t lda, const int8_t* w, int64_t pstride, int32_t* tile,
+             int mr, int np) {
+  kVnni[mr - 1][np - 1](kg, a, lda, w, pstride, tile);
+}
+
+// --- AVX2: widen to int16 and vpmaddwd (exact; vpmaddubsw would saturate) ----
+// A 16-byte quarter of a group holds 4 columns x 4 depth values; multiplied by
+// (a0 a1 a2 a3 a0 a1 a2 a3 ...) it gives two partial sums per column.
+template <int MR>
+__attribute__((target("avx2"))) void uk_avx2_t(int64_t kg, const uint8_t* a, int64_t lda, const int8_t* w,
+                                               int32_t* tile) {
+  __m256i acc[MR][4];
+#pragma GCC unroll 2
+  for (int i = 0; i < MR; ++i) {
+    for (int q = 0; q < 4; ++q) acc[i][q] = _mm256_setzero_si256();
+  }
+  for (int64_t g = 0; g < kg; ++g) {
+    __m256i wv[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      wv[q] = _mm256_cvtepi8_epi16(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 64 * g + 16 * q)));
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < MR; ++i) {
+      const __m256i av = _mm256_cvtepu8_epi16(_mm_set1_epi32(load_u32(a + i * lda + 4 * g)));
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) acc[i][q] = _mm256_add_epi32(acc[i][q], _mm256_madd_epi16(wv[q], av));
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    for (int q = 0; q < 4; ++q) {
+      alignas(32) int32_t t[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(t), acc[i][q]);
+      for (int c = 0; c < 4; ++c) tile[i * kTileCols + 4 * q + c] = t[2 * c] + t[2 * c + 1];
+    }
+  }
+}
+
+void uk_avx2(int64_t kg, const uint8_t* a, int64_t lda, const int8_t* w, int64_t /*pstride*/,
+             int32_t* tile, int mr, int /*np: 1*/) {
+  if (mr == 2) {
+    uk_avx2_t<2>(kg, a, lda, w, tile);
+  } else {
+    uk_avx2_t<1>(kg, a, lda, w, tile);
+  }
+}
+#endif  // EMBER_QGEMM_X86
+
+#if EMBER_QGEMM_NEON
+// --- NEON: widen both operands to int16, vmlal_s16 into one int32x4 per column
+// (each lane one of the 4 depth values of a group), summed across at the end.
+void uk_neon(int64_t kg, const uint8_t* a, int64_t /*lda*/, const int8_t* w, int64_t /*pstride*/,
+             int32_t* tile, int /*mr: 1*/, int /*np: 1*/) {
+  int32x4_t acc[16];
+  for (int c = 0; c < 16; ++c) acc[c] = vdupq_n_s32(0);
+  for (int64_t g = 0; g < kg; ++g) {
+    const uint32x2_t a4 = vdup_n_u32(static_cast<uint32_t>(load_u32(a + 4 * g)));
+    const int16x4_t av = vget_low_s16(vreinterpretq_s16_u16(vmovl_u8(vreinterpret_u8_u32(a4))));
+    for (int q = 0; q < 4; ++q) {
+      const int8x16_t wq = vld1q_s8(w + 64 * g + 16 * q);  // columns 4q .. 4q+3
+      const int16x8_t lo = vmovl_s8(vget_low_s8(wq));
+      const int16x8_t hi = vmovl_s8(vget_high_s8(wq));
+      acc[4 * q + 0] = vmlal_s16(acc[4 * q + 0], vget_low_s16(lo), av);
+      acc[4 * q + 1] = vmlal_s16(acc[4 * q + 1], vget_high_s16(lo), av);
+      acc[4 * q + 2] = vmlal_s16(acc[4 * q + 2], vget_low_s16(hi), av);
+      acc[4 * q + 3] = vmlal_s16(acc[4 * q + 3], vget_high_s16(hi), av);
+    }
+  }
+  for (int c = 0; c < 16; ++c) tile[c] = vaddvq_s32(acc[c]);
+}
+#endif  // EMBER_QGEMM_NEON
+
+constexpr QInfo kPortable{4, 4, &uk_portable, "portable 4x64", QGemmIsa::Portable};
+#if EMBER_QGEMM_X86
+constexpr QInfo kAvx2{2, 1, &uk_avx2, "avx2 2x16", QGemmIsa::Avx2};
+constexpr QInfo kVnniInfo{6, 4, &uk_vnni, "avx512-vnni 6x64", QGemmIsa::Avx512Vnni};
+#endif
+#if EMBER_QGEMM_NEON
+constexpr QInfo kNeon{1, 1, &uk_neon, "neon 1x16", QGemmIsa::Neon};
+#endif
+
+bool isa_supported(QGemmIsa isa) {
+  switch (isa) {
+    case QGemmIsa::Auto:
+    case QGemmIsa::Portable:
+      return true;
+#if EMBER_QGEMM_X86
+    case QGemmIsa::Avx2:
+      return __builtin_cpu_supports("avx2");
+    case QGemmIsa::Avx512Vnni:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
+#endif
+#if EMBER_QGEMM_NEON
+    case QGemmIsa::Neon:
+      return true;
+#endif
+    default:
+      return false;
+  }
+}
+
+const QInfo* info_for(QGemmIsa isa) {
+  switch (isa) {
+#if EMBER_QGEMM_X86
+    case QGemmIsa::Avx512Vnni: return &kVnniInfo;
+    case QGemmIsa::Avx2: return &kAvx2;
+#endif
+#if EMBER_QGEMM_NEON
+    case QGemmIsa::Neon: return &kNeon;
+#endif
+    case QGemmIsa::Portable: return &kPortable;
+    default: break;
+  }
+#if EMBER_QGEMM_X86
+  if (isa_supported(QGemmIsa::Avx512Vnni)) return &kVnniInfo;
+  if (isa_supported(QGemmIsa::Avx2)) return &kAvx2;
+#endif
+#if EMBER_QGEMM_NEON
+  return &kNeon;
+#endif
+  return &kPortable;
+}
+
+std::atomic<const QInfo*> g_kernel{nullptr};
+
+const QInfo& kernel() {
+  const QInfo* k = g_kernel.load(std::memory_order_acquire);
+  if (k == nullptr) {
+    k = info_for(QGemmIsa::Auto);
+    g_kernel.store(k, std::memory_order_release);
+  }
+  return *k;
+}
+
+inline float apply_act(float v, const Activation& act) {
+  switch (act.kind) {
+    case ActivationKind::None:
+      return v;
+    case ActivationKind::Relu:
+      return v < 0.0f ? 0.0f : v;
+    case ActivationKind::Clamp: {
+      const float lo = static_cast<float>(act.min), hi = static_cast<float>(act.max);
+      return v < lo ? lo : (v > hi ? hi : v);
+    }
+  }
+  return v;
+}
+
+// Writes rows [i0, i0 + mr) x columns [j0, j0 + cols) of the result from the tile.
+void store_tile(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t cols, const PackedInt8Weights& w,
+                const QGemmEpilogue* ep, int32_t* c32, float* y, int64_t ldc) {
+  for (int r = 0; r < mr; ++r) {
+    const int64_t i = i0 + r;
+    const int32_t* t = tile + r * kTileCols;
+    if (ep == nullptr) {
+      std::memcpy(c32 + i * ldc + j0, t, sizeof(int32_t) * static_cast<size_t>(cols));
+      continue;
+    }
+    const float as = ep->a_scale[ep->a_per_row ? i : 0];
+    const int32_t az = ep->a_zero_point[ep->a_per_row ? i : 0];
+    float* yi = y + i * ldc + j0;
+    const int32_t* rs = w.row_sums.data() + j0;
+    const float* ws = ep->w_per_channel ? ep->w_scale + j0 : nullptr;
+    const float ws0 = ep->w_scale[0];
+    const float* b = ep->bias ? ep->bias + j0 : nullptr;
+    for (int64_t c = 0; c < cols; ++c) {
+      const int32_t v = t[c] - az * rs[c];
+      const float scale = as * (ws ? ws[c] : ws0);
+      float o = static_cast<float>(v) * scale;
+      if (b) o += b[c];
+      yi[c] = apply_act(o, ep->activation);
+    }
+  }
+}
+
+constexpr int64_t kRowChunk = 48;  // rows per task (a multiple of every MR)
+
+}  // namespace
+
+void pack_int8_weights(const int8_t* w, int64_t n, int64_t k, int64_t ldw, PackedInt8Weights* out) {
+  out->n = n;
+  out->k = k;
+  out->k4 = (k + 3) / 4 * 4;
+  out->n16 = (n + 15) / 16 * 16;
+  out->data.assign(static_cast<size_t>(out->n16 * out->k4), 0);
+  out->row_sums.assign(static_cast<size_t>(out->n16), 0);
+  const int64_t pstride = out->panel_bytes();
+  for (int64_t j = 0; j < n; ++j) {
+    int8_t* panel = out->data.data() + (j / 16) * pstride;
+    const int64_t c = j % 16;
+    int32_t sum = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      const int8_t v = w[j * ldw + p];
+      panel[(p / 4) * 64 + c * 4 + (p % 4)] = v;
+      sum += v;
+    }
+    out->row_sums[static_cast<size_t>(j)] = sum;
+  }
+}
+
+void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weights& w,
+                const QGemmEpilogue* epilogue, int32_t* c32, float* y, int64_t ldc, int threads) {
+  if (m <= 0 || w.n <= 0) return;
+  const QInfo& u = kernel();
+  const int64_t pstride = w.panel_bytes();
+  const int64_t panels = w.n16 / 16;
+  const int64_t cblocks = (panels + u.np - 1) / u.np;
+  const int64_t rchunks = (m + kRowChunk - 1) / kRowChunk;
+  const int64_t kg = w.k4 / 4;
+  auto task = [&](int64_t t0, int64_t t1) {
+    alignas(64) int32_t tile[6 * kTileCols];
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t cb = t % cblocks, rc = t / cblocks;
+      const int64_t p0 = cb * u.np;
+      const int np = static_cast<int>(std::min<int64_t>(u.np, panels - p0));
+      const int64_t j0 = p0 * 16;
+      const int64_t cols = std::min<int64_t>(np * 16, w.n - j0);
+      const int64_t r_end = std::min(m, (rc + 1) * kRowChunk);
+      for (int64_t i0 = rc * kRowChunk; i0 < r_end; i0 += u.mr) {
+        const int mr = static_cast<int>(std::min<int64_t>(u.mr, r_end - i0));
+        u.fn(kg, a + i0 * lda, lda, w.data.data() + p0 * pstride, pstride, tile, mr, np);
+        store_tile(tile, mr, i0, j0, cols, w, epilogue, c32, y, ldc);
+      }
+    }
+  };
+  const int64_t tasks = cblocks * rchunks;
+  if (threads <= 1 || tasks == 1) {
+    task(0, tasks);
+    return;
+  }
+  ThreadLimitGuard guard(threads);
+  parallel_for(0, tasks, 1, task);
+}
+
+bool qgemm_set_isa(QGemmIsa isa) {
+  if (!isa_supported(isa)) return false;
+  g_kernel.store(info_for(isa), std::memory_order_release);
+  return true;
+}
+
+bool qgemm_isa_supported(QGemmIsa isa) { return isa_supported(isa); }
+
+const char* qgemm_kernel_name() { return kernel().name; }
+
+}  // namespace ember::cpu

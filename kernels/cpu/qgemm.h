@@ -1,0 +1,66 @@
+// int8 GEMM for dynamic quantization: uint8 activations (m x k) times int8
+// weights (n x k, one row per output channel) accumulated in int32, with a
+// fused epilogue that dequantizes (activation scale x weight scale, minus the
+// activation zero point times the weight row sums), adds the bias and applies
+// the fused Activation.
+//
+// Weights are packed once (pack_int8_weights) into panels of 16 output
+// channels; inside a panel, depth runs in groups of 4: for group g and column c
+// the 4 bytes W[c][4g .. 4g+3] (the vpdpbusd layout). K is padded to a multiple
+// of 4 and N to a multiple of 16 with zero weights.
+//
+// Micro-kernels, chosen at run time: AVX512-VNNI (vpdpbusd, up to 6 rows x 64
+// columns), AVX2 (vpmovsx/zx + vpmaddwd, exact: no saturating vpmaddubsw),
+// NEON on aarch64 (widening multiply-accumulate), and a portable one. All of
+// them produce the same int32 sums as kernels/ref/qgemm.h, bit for bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/graph/op_params.h"
+
+namespace ember::cpu {
+
+enum class QGemmIsa { Auto, Portable, Avx2, Avx512Vnni, Neon };
+
+struct PackedInt8Weights {
+  int64_t n = 0, k = 0;     // logical output channels and depth
+  int64_t k4 = 0, n16 = 0;  // padded depth (multiple of 4) and channels (multiple of 16)
+  std::vector<int8_t> data;        // n16 / 16 panels of k4 * 16 bytes
+  std::vector<int32_t> row_sums;   // per output channel: sum_p W[j][p]
+  int64_t panel_bytes() const { return k4 * 16; }
+};
+
+// Packs W (n x k int8, rows of stride ldw).
+void pack_int8_weights(const int8_t* w, int64_t n, int64_t k, int64_t ldw, PackedInt8Weights* out);
+
+// The dequantizing epilogue: for row i, column j,
+//   y[i][j] = act(float(acc - a_zero_point[i] * row_sums[j]) * (a_scale[i] * w_scale[j]) + bias[j])
+// a_scale / a_zero_point: one value (per tensor) or one per row (a_per_row);
+// w_scale: one value or one per output channel (w_per_channel); bias may be null.
+struct QGemmEpilogue {
+  const float* a_scale = nullptr;
+  const int32_t* a_zero_point = nullptr;
+  bool a_per_row = false;
+  const float* w_scale = nullptr;
+  bool w_per_channel = false;
+  const float* bias = nullptr;
+  Activation activation;
+};
+
+// A: m rows of uint8 at stride lda; each row must hold w.k4 readable bytes (the
+// bytes past k are multiplied by zero weights). With `epilogue` null, writes
+// the raw int32 sums to c32 (m x n, stride ldc); otherwise writes floats to y
+// (stride ldc). `threads` caps the threads (1: the calling thread only).
+void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weights& w,
+                const QGemmEpilogue* epilogue, int32_t* c32, float* y, int64_t ldc, int threads);
+
+// Selects the micro-kernel family (tests, benchmarks); false when unsupported here.
+bool qgemm_set_isa(QGemmIsa isa);
+bool qgemm_isa_supported(QGemmIsa isa);
+// "avx512-vnni 6x64", "avx2 2x16", "neon 1x16" or "portable 1x16".
+const char* qgemm_kernel_name();
+
+}  // namespace ember::cpu

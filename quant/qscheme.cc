@@ -1,0 +1,158 @@
+#include "quant/qscheme.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace ember::quant {
+namespace {
+
+constexpr float kSmallScale = 6.1e-5f;  // ATen's SMALL_SCALE_THRESHOLD
+
+// min and max of n floats (lane-wise selects the compiler vectorizes).
+void min_max(const float* x, int64_t n, float* mn, float* mx) {
+  constexpr int kL = 16;
+  float lo[kL], hi[kL];
+  for (int j = 0; j < kL; ++j) {
+    lo[j] = std::numeric_limits<float>::infinity();
+    hi[j] = -std::numeric_limits<float>::infinity();
+  }
+  int64_t i = 0;
+  for (; i + kL <= n; i += kL) {
+    for (int j = 0; j < kL; ++j) {
+      const float v = x[i + j];
+      lo[j] = v < lo[j] ? v : lo[j];
+      hi[j] = v > hi[j] ? v : hi[j];
+    }
+  }
+  for (; i < n; ++i) {
+    lo[0] = x[i] < lo[0] ? x[i] : lo[0];
+    hi[0] = x[i] > hi[0] ? x[i] : hi[0];
+  }
+  float a = lo[0], b = hi[0];
+  for (int j = 1; j < kL; ++j) {
+    a = lo[j] < a ? lo[j] : a;
+    b = hi[j] > b ? hi[j] : b;
+  }
+  *mn = a;
+  *mx = b;
+}
+
+// Quantizes n floats to uint8 with (scale, zp) over [0, 255] (or the reduced
+// range). Clamping before rounding equals rounding before clamping (the bounds
+// are integers); the magic-number round is exact half-to-even for |t| < 2^22.
+void quantize_row_u8(const float* x, int64_t n, QParams p, int32_t qmin, int32_t qmax, uint8_t* q) {
+  const float inv = 1.0f / p.scale;
+  const float lo = static_cast<float>(qmin - p.zero_point);
+  const float hi = static_cast<float>(qmax - p.zero_point);
+  const float magic = 12582912.0f;  // 1.5 * 2^23
+  const int32_t zp = p.zero_point;
+  for (int64_t i = 0; i < n; ++i) {
+    float t = x[i] * inv;
+    t = t < lo ? lo : t;
+    t = t > hi ? hi : t;
+    const float r = (t + magic) - magic;
+    q[i] = static_cast<uint8_t>(static_cast<int32_t>(r) + zp);
+  }
+}
+
+}  // namespace
+
+QParams choose_qparams(float min, float max, int32_t qmin, int32_t qmax, bool reduce_range) {
+  if (reduce_range) {
+    qmin /= 2;
+    qmax /= 2;
+  }
+  min = std::min(min, 0.0f);
+  max = std::max(max, 0.0f);
+  double scale = (static_cast<double>(max) - min) / (qmax - qmin);
+  if (static_cast<float>(scale) == 0.0f || std::isinf(1.0f / static_cast<float>(scale))) scale = 0.1;
+  if (scale < kSmallScale) {
+    const float org_scale = static_cast<float>(scale);
+    scale = kSmallScale;
+    if (min == 0.0f) {
+      max = kSmallScale * (qmax - qmin);
+    } else if (max == 0.0f) {
+      min = -kSmallScale * (qmax - qmin);
+    } else {
+      const float amplifier = kSmallScale / org_scale;
+      min *= amplifier;
+      max *= amplifier;
+    }
+  }
+  const double s = static_cast<float>(scale);  // the scale used is the float one
+  const double zp_from_min = qmin - min / s;
+  const double zp_from_max = qmax - max / s;
+  const double zp_from_min_error = std::abs(qmin) - std::abs(min / s);
+  const double zp_from_max_error = std::abs(qmax) - std::abs(max / s);
+  const double initial = zp_from_min_error < zp_from_max_error ? zp_from_min : zp_from_max;
+  int32_t zp;
+  if (initial < qmin) {
+    zp = qmin;
+  } else if (initial > qmax) {
+    zp = qmax;
+  } else {
+    zp = static_cast<int32_t>(std::nearbyint(initial));
+  }
+  return QParams{static_cast<float>(scale), zp};
+}
+
+float symmetric_scale(float min, float max, int32_t qmin, int32_t qmax) {
+  const float m = std::max(-std::min(min, 0.0f), std::max(max, 0.0f));
+  const float scale = m / (static_cast<float>(qmax - qmin) / 2.0f);
+  return std::max(scale, std::numeric_limits<float>::epsilon());
+}
+
+void quantize_weight_int8(const float* w, int64_t n, int64_t k, bool per_channel, int8_t* q, float* scales) {
+  if (!per_channel) {
+    float mn = 0.0f, mx = 0.0f;
+    if (n * k > 0) min_max(w, n * k, &mn, &mx);
+    scales[0] = symmetric_scale(mn, mx);
+  } else {
+    for (int64_t j = 0; j < n; ++j) {
+      float mn = 0.0f, mx = 0.0f;
+      if (k > 0) min_max(w + j * k, k, &mn, &mx);
+      scales[j] = symmetric_scale(mn, mx);
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    const float inv = 1.0f / scales[per_channel ? j : 0];
+    for (int64_t p = 0; p < k; ++p) q[j * k + p] = static_cast<int8_t>(quantize_val(w[j * k + p], inv, 0, -128, 127));
+  }
+}
+
+void quantize_activations_u8(const float* x, int64_t m, int64_t k, int64_t ldx, bool per_row,
+                             bool reduce_range, uint8_t* q, int64_t ldq, float* scales,
+                             int32_t* zero_points) {
+  const int32_t qmin = 0, qmax = reduce_range ? 127 : 255;
+  QParams p;
+  if (!per_row) {
+    float mn = 0.0f, mx = 0.0f;  // ATen: an empty input quantizes over [0, 0]
+    if (m * k > 0) {
+      mn = std::numeric_limits<float>::infinity();
+      mx = -mn;
+      for (int64_t i = 0; i < m; ++i) {
+        float a, b;
+        min_max(x + i * ldx, k, &a, &b);
+        mn = std::min(mn, a);
+        mx = std::max(mx, b);
+      }
+    }
+    p = choose_qparams(mn, mx, 0, 255, reduce_range);
+    scales[0] = p.scale;
+    zero_points[0] = p.zero_point;
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    if (per_row) {
+      float mn = 0.0f, mx = 0.0f;
+      if (k > 0) min_max(x + i * ldx, k, &mn, &mx);
+      p = choose_qparams(mn, mx, 0, 255, reduce_range);
+      scales[i] = p.scale;
+      zero_points[i] = p.zero_point;
+    }
+    quantize_row_u8(x + i * ldx, k, p, qmin, qmax, q + i * ldq);
+    if (ldq > k) std::memset(q + i * ldq + k, 0, static_cast<size_t>(ldq - k));
+  }
+}
+
+}  // namespace ember::quant

@@ -1,0 +1,196 @@
+// int8 GEMM and dynamic int8 Linear: every micro-kernel this CPU has (and the
+// portable one) against kernels/ref's int32 sums, exactly, on odd sizes; the
+// fused epilogue bit for bit against the reference formulas; the quantization
+// parameters against values PyTorch 1.13 computes.
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/qgemm.h"
+#include "kernels/ref/qgemm.h"
+#include "quant/dynamic_linear.h"
+#include "quant/qscheme.h"
+#include "tests/harness/testing.h"
+
+using namespace ember;
+
+namespace {
+
+std::vector<cpu::QGemmIsa> isas() {
+  std::vector<cpu::QGemmIsa> out;
+  for (auto isa : {cpu::QGemmIsa::Portable, cpu::QGemmIsa::Avx2, cpu::QGemmIsa::Avx512Vnni,
+                   cpu::QGemmIsa::Neon}) {
+    if (cpu::qgemm_isa_supported(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+struct IsaRestore {
+  ~IsaRestore() { cpu::qgemm_set_isa(cpu::QGemmIsa::Auto); }
+};
+
+}  // namespace
+
+TEST_CASE("qgemm: int32 sums equal the reference on odd sizes, every kernel") {
+  IsaRestore restore;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> u8(0, 255), s8(-128, 127);
+  const int64_t sizes[][3] = {{1, 1, 1},   {1, 17, 3},  {5, 33, 7},   {7, 65, 129}, {13, 100, 31},
+                              {49, 70, 61}, {2, 16, 4}, {6, 64, 256}, {50, 129, 1027}};
+  for (auto isa : isas()) {
+    REQUIRE(cpu::qgemm_set_isa(isa));
+    INFO(cpu::qgemm_kernel_name());
+    for (const auto& s : sizes) {
+      const int64_t m = s[0], n = s[1], k = s[2];
+      const int64_t k4 = (k + 3) / 4 * 4;
+      std::vector<uint8_t> a(static_cast<size_t>(m * k4));
+      std::vector<int8_t> w(static_cast<size_t>(n * k));
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t p = 0; p < k4; ++p) a[i * k4 + p] = static_cast<uint8_t>(p < k ? u8(rng) : 0);
+      }
+      // The extremes too: all 255 x -128 must not saturate anywhere.
+      for (auto& v : w) v = static_cast<int8_t>(s8(rng));
+      if (m == 50) {
+        std::fill(a.begin(), a.end(), 255);
+        std::fill(w.begin(), w.end(), -128);
+      }
+      cpu::PackedInt8Weights pw;
+      cpu::pack_int8_weights(w.data(), n, k, k, &pw);
+      std::vector<int32_t> ref(static_cast<size_t>(m * n)), got(static_cast<size_t>(m * n), -1);
+      ref::qgemm_u8s8s32(m, n, k, a.data(), k4, w.data(), k, ref.data(), n);
+      for (int threads : {1, 2}) {
+        cpu::qgemm_u8s8(m, a.data(), k4, pw, nullptr, got.data(), nullptr, n, threads);
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(k);
+        CHECK(got == ref);
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        int32_t sum = 0;
+        for (int64_t p = 0; p < k; ++p) sum += w[j * k + p];
+        CHECK(pw.row_sums[j] == sum);
+      }
+    }
+  }
+}
+
+TEST_CASE("qgemm: the extremes reach the exact int32 value") {
+  std::vector<uint8_t> a(1028, 255);
+  std::vector<int8_t> w(1028, -128);
+  cpu::PackedInt8Weights pw;
+  cpu::pack_int8_weights(w.data(), 1, 1028, 1028, &pw);
+  IsaRestore restore;
+  for (auto isa : isas()) {
+    REQUIRE(cpu::qgemm_set_isa(isa));
+    int32_t c = 0;
+    cpu::qgemm_u8s8(1, a.data(), 1028, pw, nullptr, &c, nullptr, 1, 1);
+    CHECK(c == 255 * -128 * 1028);
+  }
+}
+
+TEST_CASE("qparams: ChooseQuantizationParams as torch computes them") {
+  struct Case {
+    float lo, hi;
+    bool rr;
+    float scale;
+    int32_t zp;
+  };
+  // torch._choose_qparams_per_tensor(torch.tensor([lo, hi]), reduce_range), torch 1.13.1.
+  const Case cases[] = {{-1.0f, 3.0f, false, 0.015686275f, 64},    {-1.0f, 3.0f, true, 0.031496063f, 32},
+                        {0.5f, 2.0f, false, 0.007843138f, 0},      {-7.25f, -0.5f, false, 0.028431373f, 255},
+                        {0.0f, 0.0f, false, 0.1f, 0},              {-1e-6f, 2e-6f, false, 6.1e-05f, 85},
+                        {-0.3f, 0.0001f, true, 0.0023629921f, 127}};
+  for (const auto& c : cases) {
+    const quant::QParams p = quant::choose_qparams(c.lo, c.hi, 0, 255, c.rr);
+    CAPTURE(c.lo);
+    CAPTURE(c.hi);
+    CHECK(p.scale == c.scale);
+    CHECK(p.zero_point == c.zp);
+  }
+}
+
+TEST_CASE("qparams: symmetric int8 weights, per tensor and per channel, as torch's observers") {
+  const float w[] = {-1.0f, 0.5f, 0.25f, 0.1f, 0.2f, -0.05f};
+  int8_t q[6];
+  float s[2];
+  quant::quantize_weight_int8(w, 2, 3, /*per_channel=*/true, q, s);
+  CHECK(s[0] == 0.007843138f);
+  CHECK(s[1] == 0.0015686274f);
+  const int8_t want[] = {-127, 64, 32, 64, 127, -32};
+  CHECK(std::memcmp(q, want, 6) == 0);
+  quant::quantize_weight_int8(w, 2, 3, /*per_channel=*/false, q, s);
+  CHECK(s[0] == 0.007843138f);  // MinMaxObserver(qint8, per_tensor_symmetric)
+  const int8_t want_t[] = {-127, 64, 32, 13, 25, -6};  // torch.quantize_per_tensor
+  CHECK(std::memcmp(q, want_t, 6) == 0);
+  // An all-zero weight: the scale is float32 epsilon, not zero.
+  const float z[3] = {0, 0, 0};
+  quant::quantize_weight_int8(z, 1, 3, false, q, s);
+  CHECK(s[0] == std::numeric_limits<float>::epsilon());
+}
+
+TEST_CASE("quantize_activations_u8: round half to even, clamp, per tensor and per row") {
+  // scale 0.5 / zp 0 over [0, 127.5]: x / 0.5 = 0.5, 1.5, 2.5 -> 0, 2, 2.
+  const float x[] = {0.25f, 0.75f, 1.25f, 127.5f};
+  uint8_t q[8];
+  float s[2];
+  int32_t z[2];
+  quant::quantize_activations_u8(x, 1, 4, 4, false, false, q, 8, s, z);
+  CHECK(s[0] == 0.5f);
+  CHECK(z[0] == 0);
+  const uint8_t want[] = {0, 2, 2, 255, 0, 0, 0, 0};
+  CHECK(std::memcmp(q, want, 8) == 0);
+  // Per row: each row its own range.
+  const float x2[] = {-1.0f, 3.0f, 0.5f, 2.0f};
+  quant::quantize_activations_u8(x2, 2, 2, 2, true, false, q, 2, s, z);
+  CHECK(s[0] == 0.015686275f);
+  CHECK(z[0] == 64);
+  CHECK(s[1] == 0.007843138f);
+  CHECK(z[1] == 0);
+  CHECK(q[0] == 0);    // -1 / s + 64 = 0.25 -> 0
+  CHECK(q[1] == 255);  // 3 / s + 64 = 255.25 -> 255
+  CHECK(q[2] == 64);   // 0.5 / 0.007843138 = 63.75 -> 64
+  CHECK(q[3] == 255);
+}
+
+TEST_CASE("dynamic_linear: the fused epilogue equals the reference formulas bit for bit") {
+  IsaRestore restore;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t shapes[][3] = {{1, 37, 19}, {5, 64, 48}, {17, 129, 33}, {64, 96, 200}};
+  for (auto isa : isas()) {
+    REQUIRE(cpu::qgemm_set_isa(isa));
+    for (const auto& sh : shapes) {
+      const int64_t m = sh[0], k = sh[1], n = sh[2];
+      std::vector<float> x(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k)), b(static_cast<size_t>(n));
+      for (auto& v : x) v = nd(rng) * 2.0f + 0.3f;
+      for (auto& v : w) v = nd(rng) * 0.1f;
+      for (auto& v : b) v = nd(rng);
+      for (bool per_channel : {false, true}) {
+        std::vector<int8_t> q(w.size());
+        std::vector<float> s(static_cast<size_t>(per_channel ? n : 1));
+        quant::quantize_weight_int8(w.data(), n, k, per_channel, q.data(), s.data());
+        const quant::PackedLinear packed = quant::pack_linear(q.data(), n, k, s.data(), per_channel, b.data());
+        for (int variant = 0; variant < 4; ++variant) {
+          quant::DynamicQuantOptions opt;
+          opt.per_row = variant & 1;
+          opt.reduce_range = variant & 2;
+          Activation act;
+          if (variant == 1) act.kind = ActivationKind::Relu;
+          if (variant == 3) {
+            act.kind = ActivationKind::Clamp;
+            act.min = -0.5;
+            act.max = 0.75;
+          }
+          std::vector<float> ref(static_cast<size_t>(m * n)), got(static_cast<size_t>(m * n));
+          quant::dynamic_linear_ref(x.data(), m, k, q.data(), n, s.data(), per_channel, b.data(), ref.data(), act,
+                                    opt);
+          quant::dynamic_linear(x.data(), m, k, packed, got.data(), n, act, opt, 2);
+          CAPTURE(cpu::qgemm_kernel_name());
+          CAPTURE(m);
+          CAPTURE(variant);
+          CHECK(std::memcmp(ref.data(), got.data(), ref.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
