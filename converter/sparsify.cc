@@ -178,23 +178,36 @@ Diag store_sparse_coo(ModelDef& def, double min_zero_fraction, ConvertReport* re
 
 std::string sparse_table(const ConvertReport& report) {
   if (report.sparse_layers.empty()) return {};
-  std::string out = "layer  op  weight  shape  zeros  stored  bytes (dense -> stored)\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"layer", "op", "weight", "shape", "zeros", "stored", "bytes (dense -> stored)"}};
   int64_t before = 0, after = 0;
   for (const SparseLayerReport& row : report.sparse_layers) {
     std::string shape = "[";
     for (size_t d = 0; d < row.shape.size(); ++d) shape += (d ? ", " : "") + std::to_string(row.shape[d]);
     shape += "]";
-    char buf[512];
-    std::snprintf(buf, sizeof(buf), "%s  %s  %s  %s  %.1f%%%s  %s  %lld -> %lld\n", row.op.c_str(),
-                  row.op_type.c_str(), row.weight.c_str(), shape.c_str(), row.zero_fraction * 100.0,
-                  row.pruned ? " (pruned)" : "", row.coo ? "coo" : "dense", static_cast<long long>(row.bytes_before),
-                  static_cast<long long>(row.bytes_after));
-    out += buf;
+    char zeros[32];
+    std::snprintf(zeros, sizeof(zeros), "%.1f%%%s", row.zero_fraction * 100.0, row.pruned ? " (pruned)" : "");
+    rows.push_back({row.op, row.op_type, row.weight, shape, zeros, row.coo ? "coo" : "dense",
+                    std::to_string(row.bytes_before) + " -> " + std::to_string(row.bytes_after)});
     before += row.bytes_before;
     after += row.bytes_after;
   }
+  // Columns padded to their widest cell, two spaces apart.
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t c = 0; c < r.size(); ++c) {
+      line += r[c];
+      if (c + 1 < r.size()) line += std::string(width[c] - r[c].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
   char buf[128];
-  std::snprintf(buf, sizeof(buf), "total  %lld -> %lld bytes (%.3fx)\n", static_cast<long long>(before),
+  std::snprintf(buf, sizeof(buf), "total: %lld -> %lld bytes (%.3fx)\n", static_cast<long long>(before),
                 static_cast<long long>(after), before > 0 ? static_cast<double>(after) / static_cast<double>(before) : 1.0);
   return out + buf;
 }
