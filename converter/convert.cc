@@ -6,6 +6,7 @@
 
 #include "converter/convert.h"
 #include "converter/onnx_import.h"
+#include "converter/report.h"
 #include "runtime/core/error.h"
 #include "runtime/model/writer.h"
 
@@ -33,20 +34,6 @@ std::string fmt_double(double v) {
   return os.str();
 }
 
-// The reserved options that are set, each refused with the same reason.
-Diag check_reserved(const ConvertOptions& o) {
-  std::vector<std::string> set;
-  if (!o.weights.empty()) set.push_back("weights");
-  if (!o.report.empty()) set.push_back("report");
-  if (set.empty()) return Diag::success();
-  std::string names;
-  for (size_t i = 0; i < set.size(); ++i) names += (i ? ", " : "") + set[i];
-  return {Status::NotSupported, "option" + std::string(set.size() == 1 ? " " : "s ") + names +
-                                    (set.size() == 1 ? " is not supported yet: it arrives"
-                                                     : " are not supported yet: they arrive") +
-                                    " with the quantization issue"};
-}
-
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> ConvertOptions::as_metadata() const {
@@ -55,7 +42,7 @@ std::vector<std::pair<std::string, std::string>> ConvertOptions::as_metadata() c
       {"quantize", quantize.empty() ? "none" : quantize},
       {"sparse_coo", sparse_coo ? fmt_double(sparse_min_zero_fraction) : "false"},
       {"prune", prune.empty() ? "none" : prune},
-      {"weights", weights.empty() ? "all" : weights},
+      {"weights", weights.empty() ? "fp32" : weights},
   };
 }
 
@@ -74,8 +61,10 @@ static std::vector<std::pair<std::string, std::string>> quantize_metadata(const 
 
 Diag convert_file(const std::string& onnx_path, const std::string& out_path, const ConvertOptions& options,
                   ConvertReport* report) {
-  Diag d = check_reserved(options);
-  if (!d.ok()) return d;
+  if (!options.weights.empty() && options.weights != "fp32" && options.weights != "fp16")
+    return {Status::InvalidArgument, "unknown weights '" + options.weights + "' (supported: fp32, fp16)"};
+  if (!options.calibration_inputs.empty() && !options.report && !options.min_snr)
+    return {Status::InvalidArgument, "--calibration-inputs needs --report or --min-snr"};
   std::string bytes;
   {
     std::ifstream in(onnx_path, std::ios::binary);
@@ -106,6 +95,18 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
     }
   }();
   if (!def.ok()) return def.diag();
+  const bool measure = options.report || options.min_snr.has_value();
+  std::vector<Tensor> inputs;
+  if (measure) {
+    if (options.calibration_inputs.empty()) {
+      inputs = random_inputs(*def);
+    } else {
+      auto in = read_calibration_inputs(options.calibration_inputs, *def);
+      if (!in.ok()) return in.diag();
+      inputs = std::move(*in);
+    }
+  }
+  const ModelDef fp32 = measure ? *def : ModelDef{};
   if (!options.prune.empty()) {
     Diag pd = prune_weights(*def, options.prune, &r);
     if (!pd.ok()) return pd;
@@ -119,10 +120,20 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
     Diag q = quantize_weights(*def, options, report != nullptr ? &r.quantize : nullptr);
     if (!q.ok()) return q;
   }
+  if (options.weights == "fp16") {
+    Diag fd = convert_weights_fp16(*def);
+    if (!fd.ok()) return fd;
+  }
   // After quantization: int8 weights can be stored as COO too.
   if (options.sparse_coo) {
     Diag sd = store_sparse_coo(*def, options.sparse_min_zero_fraction, &r);
     if (!sd.ok()) return sd;
+  }
+  if (options.min_snr) def->metadata.converter_options.emplace_back("min_snr", fmt_double(*options.min_snr));
+  if (measure) {
+    Diag ad = measure_accuracy(fp32, *def, inputs, options, r.sparse_layers, &r.accuracy);
+    if (!ad.ok()) return ad;
+    r.has_accuracy = true;
   }
 
   std::string error;

@@ -10,6 +10,7 @@
 // importer's unsupported ops.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,8 +33,16 @@ struct ConvertOptions {
   // Magnitude pruning before storing: "" (none) or
   // "magnitude:FRACTION[:OP_TYPES]" (quant/prune.h; default op types Gemm, MatMul).
   std::string prune;
-  std::string weights;            // reserved: which weights to quantize/sparsify
-  std::string report;             // reserved: path of an accuracy report
+  // "" / "fp32": float32 weights stay float32; "fp16": the float32 constants
+  // left after quantization (not the biases of int8 ops) are stored as float16
+  // and upcast once by Executor::create.
+  std::string weights;
+  // Accuracy report (converter/report.h): per-layer SNR against fp32 on the
+  // calibration inputs (an .npz or a directory of NAME.npy; "" : random).
+  bool report = false;
+  std::string calibration_inputs;
+  // Layers whose SNR is below this stay fp32 (implies the measurement).
+  std::optional<double> min_snr;
 
   // dynamic-int8: symmetric int8 weights, per output channel unless per_tensor.
   bool per_tensor = false;
@@ -70,6 +79,29 @@ struct QuantizeReport {
   std::vector<std::string> nodes;  // node names of the quantized ops
 };
 
+// One layer of the accuracy report (converter/report.h).
+struct LayerAccuracy {
+  std::string op;        // node name
+  std::string op_type;   // ember op of the converted layer
+  std::string storage;   // "int8", "fp16", "int8+coo", "pruned", ...
+  int64_t bytes_before = 0;  // fp32 bytes of its constant inputs
+  int64_t bytes_after = 0;   // converted bytes (COO indices included)
+  double zero_fraction = 0;  // of its weight (input 1) after conversion
+  double zero_fraction_fp32 = 0;  // the same before
+  double snr_db = 0;         // its output alone vs fp32 (+inf when exact)
+  bool kept_fp32 = false;    // below min_snr: restored to fp32
+};
+
+struct AccuracyReport {
+  std::string inputs;  // where the inputs came from
+  std::vector<LayerAccuracy> layers;
+  int64_t weight_bytes_fp32 = 0;   // every constant of the fp32 model
+  int64_t weight_bytes_after = 0;  // of the written model
+  std::vector<std::pair<std::string, double>> output_snr_db;  // per float graph output
+  bool min_snr_set = false;
+  double min_snr = 0;
+};
+
 struct ConvertReport {
   PassReport passes;
   QuantizeReport quantize;
@@ -80,6 +112,8 @@ struct ConvertReport {
   std::string source_hash;  // "sha256:<hex>" of the ONNX file
   std::vector<SparseLayerReport> sparse_layers;  // with prune or sparse_coo
   std::vector<std::string> warnings;              // e.g. pruning loses accuracy
+  bool has_accuracy = false;  // with options.report or options.min_snr
+  AccuracyReport accuracy;
 };
 
 // converter/sparsify.cc. prune_weights: zeroes the smallest |w| of each weight
@@ -92,6 +126,11 @@ Diag prune_weights(ModelDef& def, const std::string& spec, ConvertReport* report
 Diag store_sparse_coo(ModelDef& def, double min_zero_fraction, ConvertReport* report);
 // The per-layer table ("layer  op  weight  shape  zeros  stored  bytes").
 std::string sparse_table(const ConvertReport& report);
+
+// options.weights == "fp16": every float32 constant without quantization or
+// COO is stored as float16, except the biases of ops with an int8 weight (the
+// int8 kernels take a float32 bias). Returns the number converted in *count.
+Diag convert_weights_fp16(ModelDef& def, int* count = nullptr);
 
 // IR -> ModelDef (graph inputs/outputs, tensors with shapes, dim names and
 // dtypes, ops in order, node names; constants of float dtype read as weights

@@ -7,6 +7,7 @@
 
 #include "converter/convert.h"
 #include "quant/qscheme.h"
+#include "runtime/autograd/grad_mode.h"
 
 namespace ember::converter {
 
@@ -105,6 +106,35 @@ Diag quantize_weights(ModelDef& def, const ConvertOptions& options, QuantizeRepo
     r.nodes.push_back(op.name);
   }
   if (report != nullptr) *report = r;
+  return Diag::success();
+}
+
+}  // namespace ember::converter
+
+namespace ember::converter {
+
+Diag convert_weights_fp16(ModelDef& def, int* count) {
+  // Biases of ops whose weight is int8: the int8 kernels take float32 biases.
+  std::set<int32_t> keep;
+  for (const OpDef& op : def.ops) {
+    if (op.inputs.size() > 2 && op.inputs[1] >= 0 && op.inputs[2] >= 0 &&
+        def.tensors[static_cast<size_t>(op.inputs[1])].dtype == DType::Int8)
+      keep.insert(op.inputs[2]);
+  }
+  int n = 0;
+  for (size_t i = 0; i < def.tensors.size(); ++i) {
+    TensorDef& t = def.tensors[i];
+    if (!t.has_data || t.dtype != DType::Float32 || t.quant || t.sparse || keep.count(static_cast<int32_t>(i)) > 0)
+      continue;
+    Tensor v = t.tensor.defined() ? t.tensor.contiguous() : empty(t.shape, DType::Float32);
+    if (!t.tensor.defined() && !t.data.empty()) std::memcpy(v.data_ptr(), t.data.data(), t.data.size());
+    NoGradGuard no_grad;
+    t.tensor = v.to(DType::Float16).contiguous();
+    t.data.clear();
+    t.dtype = DType::Float16;
+    ++n;
+  }
+  if (count != nullptr) *count = n;
   return Diag::success();
 }
 

@@ -150,6 +150,7 @@ Diag convert(const ConvertArgs& args, std::ostream& out) {
   out << "source: " << report.source_hash << "\n";
   for (const std::string& w : report.warnings) out << "warning: " << w << "\n";
   out << converter::sparse_table(report);
+  if (report.has_accuracy) out << converter::accuracy_table(report.accuracy);
   out << "wrote " << args.output << "\n";
   return Diag::success();
 }

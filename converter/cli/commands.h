@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "converter/convert.h"
+#include "converter/report.h"
 
 namespace ember::cli {
 

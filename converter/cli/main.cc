@@ -58,8 +58,16 @@ int main(int argc, char** argv) {
           ->expected(0, 1);
   convert_cmd->add_option("--prune", convert_args.options.prune,
                           "Magnitude pruning before storing: magnitude:FRACTION[:OP_TYPES] (e.g. magnitude:0.9:Gemm,MatMul)");
-  convert_cmd->add_option("--weights", convert_args.options.weights, "Reserved: which weights to quantize");
-  convert_cmd->add_option("--report", convert_args.options.report, "Reserved: accuracy report path");
+  convert_cmd->add_option("--weights", convert_args.options.weights,
+                          "fp32 (default) or fp16: float32 weights stored as float16 (upcast once at load)");
+  convert_cmd->add_flag("--report", convert_args.options.report,
+                        "Print the per-layer accuracy table: bytes, sparsity, SNR (dB) of each converted layer vs fp32");
+  convert_cmd->add_option("--calibration-inputs", convert_args.options.calibration_inputs,
+                          "With --report/--min-snr: an .npz (np.savez) or a directory of NAME.npy, one per input "
+                          "(default: random normal, symbolic dims 1)");
+  double min_snr = 0;
+  CLI::Option* min_snr_opt = convert_cmd->add_option(
+      "--min-snr", min_snr, "Layers whose output SNR (dB, measured as --report does) is below this stay fp32");
 
   InspectArgs inspect_args;
   CLI::App* inspect_cmd = app.add_subcommand("inspect", "Describe a .ember model");
@@ -94,6 +102,7 @@ int main(int argc, char** argv) {
   try {
     if (convert_cmd->parsed()) {
       convert_args.options.optimize = !no_optimize;
+      if (min_snr_opt->count() > 0) convert_args.options.min_snr = min_snr;
       if (sparse_coo_opt->count() > 0) {
         convert_args.options.sparse_coo = true;
         if (!sparse_coo.empty()) {

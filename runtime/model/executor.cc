@@ -432,6 +432,7 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
   }
   auto ex = std::make_shared<Executor>(std::move(model));
   RT_RETURN_IF_ERROR(ex->prepare_sparse(error));
+  ex->upcast_fp16_weights();
   RT_RETURN_IF_ERROR(prepare_quantized(*ex->model_, ex->params_, &ex->packed_, &ex->packed_conv_, error));
   return std::shared_ptr<const Executor>(std::move(ex));
 }
@@ -487,6 +488,24 @@ Status Executor::prepare_sparse(std::string* error) {
     }
   }
   return Status::Ok;
+}
+
+// `ember convert --weights fp16` stores float32 weights as float16 (metadata
+// converter option weights=fp16): each one read by an op is converted back to
+// float32 once here (like the densified sparse weights), so the ops run in
+// float32. Packed sparse weights were already dequantized by pack_csr.
+void Executor::upcast_fp16_weights() {
+  const Model& m = *model_;
+  bool fp16 = false;
+  for (const auto& kv : m.metadata().converter_options) fp16 = fp16 || (kv.first == "weights" && kv.second == "fp16");
+  if (!fp16) return;
+  NoGradGuard no_grad;
+  for (int t = 0; t < m.num_tensors(); ++t) {
+    const size_t i = static_cast<size_t>(t);
+    if (last_use_[i] < 0 || packed_sparse_[i] != nullptr) continue;
+    const Tensor& w = densified_[i].defined() ? densified_[i] : m.weight(t);
+    if (w.defined() && w.dtype() == DType::Float16) densified_[i] = w.to(DType::Float32).contiguous();
+  }
 }
 
 // --- ExecutionContext --------------------------------------------------------------

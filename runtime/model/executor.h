@@ -80,6 +80,9 @@ class Executor {
   // dequantized) and those Linears run the SpMM kernel; one that any other op
   // reads is densified once here (float32/float16 values; sparse int8 values
   // outside Linear are NotSupported). Both are shared by every context.
+  // Models converted with --weights fp16 (metadata weights=fp16): their
+  // float16 weights are converted to float32 once here (a one-time
+  // allocation per weight, shared by every context).
   static Result<std::shared_ptr<const Executor>> create(std::shared_ptr<const Model> model,
                                                         std::string* error = nullptr);
 
@@ -92,6 +95,7 @@ class Executor {
  private:
   friend class ExecutionContext;
   Status prepare_sparse(std::string* error);
+  void upcast_fp16_weights();
   std::shared_ptr<const Model> model_;
   std::vector<IOInfo> inputs_, outputs_;
   std::vector<int> last_use_;  // per tensor: the last op reading it (outputs: num_ops; never read: -1)
