@@ -110,7 +110,7 @@ TEST_CASE("convert_file: mlp and cnn load with Full verification, metadata and r
     CHECK(report.source_hash == md.source_hash);
     CHECK(md.converter_options == std::vector<std::pair<std::string, std::string>>{
                                       {"optimize", "true"}, {"quantize", "none"}, {"sparse_coo", "false"},
-                                      {"prune", "none"}, {"weights", "all"}});
+                                      {"prune", "none"}, {"weights", "fp32"}});
     CHECK(report.ops == m.num_ops());
     CHECK(report.tensors == m.num_tensors());
     REQUIRE(m.inputs().size() == 1);
@@ -198,21 +198,27 @@ TEST_CASE("convert_file: errors write nothing") {
   CHECK(d.message.rfind("cannot write '" + tmp_path("no_dir/x.ember") + "': ", 0) == 0);
 }
 
-TEST_CASE("convert_file: reserved options are refused until the quantization issue") {
+TEST_CASE("convert_file: weights and report options are checked") {
   const std::string out = tmp_path("reserved.ember");
   ConvertOptions q;
   q.quantize = "int8";
   Diag d = convert_file(kDir + "mlp_opset13.onnx", out, q);
   CHECK(d.status == Status::InvalidArgument);  // quantize is real now: "dynamic-int8" only
   CHECK(d.message == "unknown quantization 'int8' (supported: dynamic-int8)");
-  ConvertOptions many;
-  many.sparse_coo = true;
-  many.prune = "magnitude:0.5";
-  many.weights = "fc1.weight";
-  many.report = "r.txt";
-  d = convert_file(kDir + "mlp_opset13.onnx", out, many);
-  CHECK(d.status == Status::NotSupported);
-  CHECK(d.message == "options weights, report are not supported yet: they arrive with the quantization issue");
+  ConvertOptions w;
+  w.weights = "fc1.weight";  // no longer reserved: fp32 or fp16
+  d = convert_file(kDir + "mlp_opset13.onnx", out, w);
+  CHECK(d.status == Status::InvalidArgument);
+  CHECK(d.message == "unknown weights 'fc1.weight' (supported: fp32, fp16)");
+  ConvertOptions c;
+  c.calibration_inputs = "calib.npz";
+  d = convert_file(kDir + "mlp_opset13.onnx", out, c);
+  CHECK(d.status == Status::InvalidArgument);
+  CHECK(d.message == "--calibration-inputs needs --report or --min-snr");
+  c.report = true;
+  d = convert_file(kDir + "mlp_opset13.onnx", out, c);
+  CHECK(d.status == Status::IoError);
+  CHECK(d.message == "cannot open calibration inputs 'calib.npz'");
   CHECK(!exists(out));
 }
 

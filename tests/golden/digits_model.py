@@ -8,6 +8,7 @@ seed 0, Adam, 60 epochs of batches of 64, and writes into OUT_DIR:
   digits.test_y.npy      their labels [360] int64
   digits.torch_acc.npy   torch's fp32 test accuracy [1] float64
   digits.calib.npz       np.savez(x=the first 128 training images): calibration inputs
+  digits.calib_compressed.npz  the same with np.savez_compressed (refused by the converter)
 Usage: /usr/bin/python3 digits_model.py OUT_DIR
 """
 import os
@@ -48,6 +49,7 @@ def main(out):
     np.save(os.path.join(out, "digits.test_y.npy"), y[test])
     np.save(os.path.join(out, "digits.torch_acc.npy"), np.array([acc], dtype=np.float64))
     np.savez(os.path.join(out, "digits.calib.npz"), x=x[train[:128]])
+    np.savez_compressed(os.path.join(out, "digits.calib_compressed.npz"), x=x[train[:128]])
     print("torch fp32 test accuracy", acc)
 
 
