@@ -21,8 +21,7 @@
 
 namespace ember::converter {
 
-// Options of `ember convert`. The quantization issue fills in the reserved ones;
-// until then a reserved option that is set is refused (NotSupported).
+// Options of `ember convert`.
 struct ConvertOptions {
   bool optimize = true;           // run_passes()
   std::string quantize;           // "" (none) or "dynamic-int8" (converter/quantize.cc)
@@ -157,7 +156,10 @@ Diag quantize_weights(ModelDef& def, const ConvertOptions& options, QuantizeRepo
 // Imports `onnx_path`, optimizes (options.optimize), lowers and writes
 // `out_path` atomically (nothing is written on error). Metadata: producer
 // "ember", version "0.1", "sha256:<hex>" of the ONNX bytes (OpenSSL) and
-// options.as_metadata(). A reserved option that is set: NotSupported.
+// options.as_metadata() (plus min_snr when set). With options.report or
+// options.min_snr the conversion is measured against the fp32 model
+// (converter/report.h; report->accuracy). Order: prune, quantize, fp16, COO,
+// measure (and restore the layers below min_snr), write.
 Diag convert_file(const std::string& onnx_path, const std::string& out_path,
                   const ConvertOptions& options, ConvertReport* report = nullptr);
 

@@ -13,7 +13,8 @@ namespace ember::cli {
 
 using converter::Diag;
 
-// ember convert IN.onnx -o OUT.ember [--no-optimize] [reserved options]
+// ember convert IN.onnx -o OUT.ember [--no-optimize] [--quantize ...] [--prune ...] [--sparse-coo[=F]]
+//   [--weights fp32|fp16] [--report] [--calibration-inputs FILE.npz|DIR] [--min-snr DB]
 struct ConvertArgs {
   std::string input;
   std::string output;

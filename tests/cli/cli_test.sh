@@ -75,6 +75,23 @@ has_line "$out" "^memory plan for batch 1: arena [0-9,]+ bytes, naive [0-9,]+ by
 run_ember 1 inspect missing.ember
 has "$err" "error: cannot open 'missing.ember'"
 
+# --- --weights fp16, --report, --min-snr --------------------------------------------------
+run_ember 0 convert "$onnx_dir/mlp_opset13.onnx" -o mlp16.ember --weights fp16 --report
+has "$out" "weights: 488 bytes"
+has_line "$out" "^accuracy report \(inputs: random normal \(seed 0\), symbolic dims 1; "
+has_line "$out" "^  layer +op +stored +bytes fp32 +bytes +zeros +SNR dB$"
+has_line "$out" "^  model weights: 976 -> 488 bytes \(0\.500x\)$"
+run_ember 0 inspect mlp16.ember
+has_line "$out" "^  float16 +244 \(488 bytes\)$"
+has_line "$out" "weights=fp16"
+run_ember 0 convert "$onnx_dir/mlp_opset13.onnx" -o mlp_snr.ember --quantize dynamic-int8 --min-snr 1000
+has_line "$out" "kept fp32 \(int8 below 1000\.00 dB\)$"
+run_ember 0 inspect mlp_snr.ember
+has_line "$out" "^quantized tensors: none$"
+run_ember 1 convert "$onnx_dir/mlp_opset13.onnx" -o bad.ember --weights int4
+has "$err" "unknown weights 'int4' (supported: fp32, fp16)"
+[[ ! -e bad.ember ]] || fail "--weights int4 still wrote bad.ember"
+
 # --- run, compared with PyTorch ---------------------------------------------------------
 $py "$ref" make mlp "$onnx_dir/mlp_opset13.onnx" "$tmp" || fail "reference.py make mlp"
 run_ember 0 run mlp.ember --input input=x.npy --output-dir out_mlp
