@@ -135,6 +135,15 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
     if (!ad.ok()) return ad;
     r.has_accuracy = true;
   }
+  // The sparsity rows were filled before fp16 and --min-snr: their stored form now.
+  for (SparseLayerReport& row : r.sparse_layers) {
+    for (const TensorDef& t : def->tensors) {
+      if (t.name != row.weight || !t.has_data) continue;
+      row.coo = t.sparse.has_value();
+      row.bytes_after = static_cast<int64_t>(t.byte_size()) +
+                        (t.sparse ? static_cast<int64_t>(def->tensors[static_cast<size_t>(t.sparse->indices)].byte_size()) : 0);
+    }
+  }
 
   std::string error;
   const Status s = write_model(*def, out_path, &error);

@@ -2,6 +2,7 @@
 // --min-snr, on the MLP and CNN of tests/golden/quant_models.py.
 //  * fp16: the file is ~0.5x the fp32 file; outputs match the fp32
 //    conversion within fp16 weight rounding: max |y16 - y32| <= 2e-3 x max |y32|
+//    (measured 4.2e-4 mlp, 4.5e-4 cnn, 5.9e-4 encoder)
 //    (each weight is rounded to 11 significant bits, relative error <= 2^-11).
 //  * The report's SNR is 10 log10(sum y^2 / sum (y - yq)^2), checked against the
 //    outputs of the written files; --min-snr keeps exactly the layers below it fp32.
@@ -104,12 +105,14 @@ TEST_CASE("snr_db: 10 log10(sum y^2 / sum (y - yq)^2), inf when equal") {
 }
 
 TEST_CASE("--weights fp16: half the file, outputs within fp16 rounding of fp32") {
-  for (const std::string m : {"mlp", "cnn"}) {
+  for (const std::string m : {"mlp", "cnn", "encoder"}) {  // encoder: LayerNorm weights too
     const Tensor x = npy(kDir + m + ".x.npy");
-    const std::string f32 = convert(m, {}, m + ".f32.ember");
+    ConvertReport r32, r16;
+    const std::string f32 = convert(m, {}, m + ".f32.ember", &r32);
     ConvertOptions o;
     o.weights = "fp16";
-    const std::string f16 = convert(m, o, m + ".f16.ember");
+    const std::string f16 = convert(m, o, m + ".f16.ember", &r16);
+    if (m != "encoder") CHECK(2 * r16.weight_bytes == r32.weight_bytes);  // all float weights: exactly half
     const double ratio = double(std::filesystem::file_size(f16)) / double(std::filesystem::file_size(f32));
     const Tensor y32 = run(f32, x), y16 = run(f16, x);
     const auto a = y32.to_vector<float>(), b = y16.to_vector<float>();
@@ -120,7 +123,7 @@ TEST_CASE("--weights fp16: half the file, outputs within fp16 rounding of fp32")
     }
     MESSAGE(m << ": fp16 / fp32 file size " << ratio << ", max |y16 - y32| / max |y32| " << max_diff / max_ref);
     CHECK(ratio >= 0.49);
-    CHECK(ratio <= 0.52);
+    CHECK(ratio <= (m == "encoder" ? 0.55 : 0.52));  // plus the fixed part: names, shapes, ops
     CHECK(max_diff > 0);  // the weights did change
     CHECK(max_diff <= 2e-3f * max_ref);
     const auto t = npy(kDir + m + ".fp32.npy").to_vector<float>();
@@ -133,6 +136,35 @@ TEST_CASE("--weights fp16: half the file, outputs within fp16 rounding of fp32")
     bool has_fp16 = false;
     for (const auto& kv : model.metadata().converter_options) has_fp16 |= kv == std::make_pair(std::string("weights"), std::string("fp16"));
     CHECK(has_fp16);
+  }
+  // With pruned COO conv weights (fp16 values): densified, then upcast, at create.
+  {
+    ConvertOptions o;
+    o.weights = "fp16";
+    o.prune = "magnitude:0.9:Conv";
+    o.sparse_coo = true;
+    ConvertReport r;
+    const std::string p = convert("cnn", o, "cnn.f16.coo.ember", &r);
+    // The sparsity table shows what was stored: fp16 values, int16 indices [4, nnz].
+    bool seen = false;
+    for (const auto& row : r.sparse_layers) {
+      if (row.weight != "c2.weight") continue;
+      seen = true;
+      CHECK(row.coo);
+      const int64_t nnz = 32 * 16 * 3 * 3 - std::llround(0.9 * 32 * 16 * 3 * 3);
+      CHECK(row.bytes_after == 2 * nnz + 2 * 4 * nnz);
+    }
+    CHECK(seen);
+    const Model model = load(p);
+    const int t = model.find_tensor("c2.weight");
+    CHECK(model.tensor(t).sparse() != nullptr);
+    CHECK(model.tensor_dtype(t) == DType::Float16);
+    ConvertOptions o32 = o;
+    o32.weights = "";
+    const Tensor x = npy(kDir + "cnn.x.npy");
+    const Tensor y16 = run(p, x), y32 = run(convert("cnn", o32, "cnn.f32.coo.ember"), x);
+    MESSAGE("cnn pruned COO: SNR fp16 vs fp32 weights " << snr(y32, y16) << " dB");
+    CHECK(snr(y32, y16) > 50);
   }
   // With int8: weights int8, the int8 Linear biases stay float32, the rest fp16.
   ConvertOptions o;
