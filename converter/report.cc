@@ -56,11 +56,13 @@ Expected<std::vector<std::pair<std::string, std::string>>> read_zip(const std::s
   const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
   size_t pos = 0;
   while (pos + 4 <= bytes.size() && le32(b + pos) == 0x04034b50u) {
-    if (pos + 30 > bytes.size()) break;
+    if (pos + 30 > bytes.size())
+      return Diag{Status::InvalidArgument, "calibration inputs '" + path + "': a zip entry header is truncated"};
     const uint16_t flags = le16(b + pos + 6), method = le16(b + pos + 8);
     uint64_t size = le32(b + pos + 18);
     const uint16_t name_len = le16(b + pos + 26), extra_len = le16(b + pos + 28);
-    if (pos + 30 + name_len + extra_len > bytes.size()) break;
+    if (pos + 30 + name_len + extra_len > bytes.size())
+      return Diag{Status::InvalidArgument, "calibration inputs '" + path + "': a zip entry header is truncated"};
     std::string name = bytes.substr(pos + 30, name_len);
     const unsigned char* extra = b + pos + 30 + name_len;
     // ZIP64 (numpy forces it for large arrays): extra field 0x0001 holds the sizes.
@@ -77,7 +79,7 @@ Expected<std::vector<std::pair<std::string, std::string>>> read_zip(const std::s
       return Diag{Status::NotSupported, "calibration inputs '" + path + "': entry '" + name +
                                             "' has its size after the data (a streamed zip)"};
     const size_t data = pos + 30 + name_len + extra_len;
-    if (data + size > bytes.size())
+    if (size > bytes.size() - data)
       return Diag{Status::InvalidArgument, "calibration inputs '" + path + "': entry '" + name + "' is truncated"};
     entries.emplace_back(name, bytes.substr(data, size));
     pos = data + size;
