@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "kernels/cpu/gemv.h"
 #include "runtime/core/thread_pool.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -28,6 +29,10 @@ namespace {
 constexpr int64_t kKC = 256;   // depth of a packed block (A and B panels stay in L1/L2)
 constexpr int64_t kNC = 4096;  // columns of a packed B block (L3)
 constexpr size_t kAlign = 64;
+// Up to this many rows of A, products whose layout allows it skip packing
+// (gemv.h): packing B costs more than the product there.
+constexpr int64_t kDirectMaxM = 8;
+constexpr int64_t kDirectChunk = 64;  // columns per thread chunk of the unpacked paths
 
 using Ukernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                          bool accumulate, int64_t mv, int64_t nv);
@@ -323,6 +328,23 @@ bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<
     return true;
   }
   const UkernelInfo& u = kernel();
+  if (m <= kDirectMaxM) {
+    const detail::DirectKind kind = detail::sgemm_direct_kind(a, b, c);
+    if (kind != detail::DirectKind::None) {
+      const int nt = threads_for(m, n, k, std::max(1, threads));
+      const int64_t chunks = (n + kDirectChunk - 1) / kDirectChunk;
+      auto run = [&](int64_t c0, int64_t c1) {
+        detail::sgemm_direct(u.isa, kind, m, c0 * kDirectChunk, std::min(n, c1 * kDirectChunk), k, a, b, c,
+                             accumulate);
+      };
+      if (nt > 1 && chunks > 1) {
+        parallel_for(0, chunks, (chunks + nt - 1) / nt, run);
+      } else {
+        run(0, chunks);
+      }
+      return true;
+    }
+  }
   const Sizes s = block_sizes(u, m, n, k);
   // Threads are capped by the work and by the packed-A buffers the workspace holds.
   int nt = threads_for(m, n, k, std::max(1, threads));
