@@ -120,7 +120,7 @@ void BM_openblas_gemv(benchmark::State& state) {
 // Args: {M, K, N, all_threads}: BERT-base's feed-forward shapes.
 void linear_shapes(benchmark::internal::Benchmark* b) {
   for (int threads : {0, 1}) {
-    for (int m : {1, 4, 16}) {
+    for (int m : {1, 4, 16, 64}) {
       b->Args({m, 768, 3072, threads});
       b->Args({m, 3072, 768, threads});
     }

@@ -85,7 +85,7 @@ TEST_CASE("sgemm small M: odd sizes, every layout, every micro-kernel family") {
     REQUIRE(cpu::sgemm_set_isa(isa));
     CAPTURE(std::string(cpu::sgemm_kernel_name()));
     for (Layout layout : {Layout::WeightT, Layout::RowMajor, Layout::ATransposed, Layout::BothT}) {
-      for (int64_t m : {1, 2, 3, 4, 5, 7, 8, 9, 16, 37}) {
+      for (int64_t m : {1, 2, 3, 4, 5, 7, 8, 9, 16, 37, 64, 65}) {
         for (int64_t n : {1, 3, 4, 5, 15, 16, 17, 33, 63, 64, 65, 130}) {
           for (int64_t k : {1, 3, 8, 15, 16, 17, 31, 37}) {
             check_product(m, n, k, layout, 1, (m + n + k) % 2 == 0);
@@ -102,7 +102,7 @@ TEST_CASE("sgemm small M: Linear-sized products, threads, accumulate") {
     REQUIRE(cpu::sgemm_set_isa(isa));
     CAPTURE(std::string(cpu::sgemm_kernel_name()));
     for (Layout layout : {Layout::WeightT, Layout::RowMajor}) {
-      for (int64_t m : {1, 4, 8, 16}) {
+      for (int64_t m : {1, 4, 9, 16}) {
         check_product(m, 3072, 768, layout, 1, false);
         check_product(m, 768, 3072, layout, 4, true);
         check_product(m, 1001, 3071, layout, 3, false);  // thread chunks end mid-vector
