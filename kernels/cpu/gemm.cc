@@ -32,8 +32,9 @@ constexpr size_t kAlign = 64;
 // Up to this many rows of A, products whose layout allows it skip packing
 // (gemv.h): packing B costs more than the product there. Measured with
 // bench/gemm_bench (Zen 4, AVX-512): for a W^T operand the unpacked dot
-// products beat pack + GEMM through M = 64 (K, N = 768, 3072: 4.4 vs 6.8 ms
-// at M = 64, 0.9 vs 3.8 ms at M = 16). The broadcast-FMA path is used only
+// products beat pack + GEMM through M = 64 (K, N = 768, 3072, one thread,
+// loaded machine: about 4.4 vs 6.8 ms at M = 64, 0.9 vs 3.8 ms at M = 16) and
+// tie at M = 128. The broadcast-FMA path is used only
 // for a few rows (its B packing is a cheap row copy).
 constexpr int64_t kDotMaxM = 64;
 constexpr int64_t kAxpyMaxM = 8;
@@ -277,16 +278,6 @@ void pack_b_panel(const UkernelInfo& u, int64_t panel, int64_t nc, int64_t kc, M
   const int64_t cols = std::min(nr, nc - j0);
   dst += panel * nr * kc;
   const float* src = b.data + j0 * b.cs;
-  if (b.rs == 1 && b.cs != 1) {  // transposed B (a Linear weight): read each column contiguously
-    for (int64_t j = 0; j < cols; ++j) {
-      const float* col = src + j * b.cs;
-      for (int64_t p = 0; p < kc; ++p) dst[p * nr + j] = col[p];
-    }
-    for (int64_t j = cols; j < nr; ++j) {
-      for (int64_t p = 0; p < kc; ++p) dst[p * nr + j] = 0.0f;
-    }
-    return;
-  }
   if (b.cs == 1 && cols == nr) {
     for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * nr, src + p * b.rs, sizeof(float) * nr);
     return;
