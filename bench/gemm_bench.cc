@@ -1,6 +1,8 @@
 // ember's blocked SGEMM (kernels/cpu/gemm.h) and OpenBLAS's cblas_sgemm on the
 // same row-major square products, single-threaded and on all threads, with
-// GFLOP/s as a counter. Run: bazel run -c opt //bench:gemm_bench
+// GFLOP/s as a counter; and the small-batch Linear products y = x @ W^T (x [M, K],
+// W [N, K] row-major) beside cblas_sgemm(NoTrans, Trans) and, for M = 1,
+// cblas_sgemv. Run: bazel run -c opt //bench:gemm_bench
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -58,6 +60,79 @@ void BM_openblas_sgemm(benchmark::State& state) {
   set_flops(state, n);
 }
 
+// --- Linear: x [M, K] @ W^T, W [N, K] row-major --------------------------------
+struct LinearOperands {
+  std::vector<float> x, w, y;
+  LinearOperands(int64_t m, int64_t k, int64_t n) : x(m * k), w(n * k), y(m * n) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (float& v : x) v = dist(rng);
+    for (float& v : w) v = dist(rng);
+  }
+};
+
+void set_linear_flops(benchmark::State& state, int64_t m, int64_t k, int64_t n) {
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * k * n * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+void BM_ember_linear(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const int threads = state.range(3) != 0 ? all_threads() : 1;
+  ember::set_num_threads(threads);
+  LinearOperands op(m, k, n);
+  std::vector<char> ws(ember::cpu::sgemm_workspace(m, n, k, threads));
+  for (auto _ : state) {
+    ember::cpu::sgemm(m, n, k, {op.x.data(), k, 1}, {op.w.data(), 1, k}, {op.y.data(), n, 1}, false, ws.data(),
+                      ws.size(), threads);
+    benchmark::DoNotOptimize(op.y.data());
+  }
+  set_linear_flops(state, m, k, n);
+  state.SetLabel(ember::cpu::sgemm_kernel_name());
+}
+
+void BM_openblas_linear(benchmark::State& state) {
+  const int m = static_cast<int>(state.range(0)), k = static_cast<int>(state.range(1)),
+            n = static_cast<int>(state.range(2));
+  openblas_set_num_threads(state.range(3) != 0 ? all_threads() : 1);
+  LinearOperands op(m, k, n);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, op.x.data(), k, op.w.data(), k, 0.0f,
+                op.y.data(), n);
+    benchmark::DoNotOptimize(op.y.data());
+  }
+  set_linear_flops(state, m, k, n);
+  state.SetLabel("sgemm NoTrans,Trans");
+}
+
+void BM_openblas_gemv(benchmark::State& state) {
+  const int k = static_cast<int>(state.range(1)), n = static_cast<int>(state.range(2));
+  openblas_set_num_threads(state.range(3) != 0 ? all_threads() : 1);
+  LinearOperands op(1, k, n);
+  for (auto _ : state) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, op.w.data(), k, op.x.data(), 1, 0.0f, op.y.data(), 1);
+    benchmark::DoNotOptimize(op.y.data());
+  }
+  set_linear_flops(state, 1, k, n);
+  state.SetLabel("sgemv");
+}
+
+// Args: {M, K, N, all_threads}: BERT-base's feed-forward shapes.
+void linear_shapes(benchmark::internal::Benchmark* b) {
+  for (int threads : {0, 1}) {
+    for (int m : {1, 4, 16, 64}) {
+      b->Args({m, 768, 3072, threads});
+      b->Args({m, 3072, 768, threads});
+    }
+  }
+}
+void gemv_shapes(benchmark::internal::Benchmark* b) {
+  for (int threads : {0, 1}) {
+    b->Args({1, 768, 3072, threads});
+    b->Args({1, 3072, 768, threads});
+  }
+}
+
 // Args: {size, all_threads (0 = one thread)}; ember and OpenBLAS interleaved per size.
 void sizes(benchmark::internal::Benchmark* b) {
   for (int threads : {0, 1}) {
@@ -69,5 +144,9 @@ void sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_ember_sgemm)->Apply(sizes)->ArgNames({"n", "all_threads"})->UseRealTime();
 BENCHMARK(BM_openblas_sgemm)->Apply(sizes)->ArgNames({"n", "all_threads"})->UseRealTime();
+
+BENCHMARK(BM_ember_linear)->Apply(linear_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
+BENCHMARK(BM_openblas_linear)->Apply(linear_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
+BENCHMARK(BM_openblas_gemv)->Apply(gemv_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
 
 BENCHMARK_MAIN();

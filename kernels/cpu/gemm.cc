@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "kernels/cpu/gemv.h"
 #include "runtime/core/thread_pool.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -28,6 +29,16 @@ namespace {
 constexpr int64_t kKC = 256;   // depth of a packed block (A and B panels stay in L1/L2)
 constexpr int64_t kNC = 4096;  // columns of a packed B block (L3)
 constexpr size_t kAlign = 64;
+// Up to this many rows of A, products whose layout allows it skip packing
+// (gemv.h): packing B costs more than the product there. Measured with
+// bench/gemm_bench (Zen 4, AVX-512): for a W^T operand the unpacked dot
+// products beat pack + GEMM through M = 64 (K, N = 768, 3072, one thread,
+// loaded machine: about 4.4 vs 6.8 ms at M = 64, 0.9 vs 3.8 ms at M = 16) and
+// tie at M = 128. The broadcast-FMA path is used only
+// for a few rows (its B packing is a cheap row copy).
+constexpr int64_t kDotMaxM = 64;
+constexpr int64_t kAxpyMaxM = 8;
+constexpr int64_t kDirectChunk = 64;  // columns per thread chunk of the unpacked paths
 
 using Ukernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                          bool accumulate, int64_t mv, int64_t nv);
@@ -323,6 +334,23 @@ bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<
     return true;
   }
   const UkernelInfo& u = kernel();
+  if (m <= kDotMaxM) {
+    const detail::DirectKind kind = detail::sgemm_direct_kind(a, b, c);
+    if (kind == detail::DirectKind::Dot || (kind == detail::DirectKind::Axpy && m <= kAxpyMaxM)) {
+      const int nt = threads_for(m, n, k, std::max(1, threads));
+      const int64_t chunks = (n + kDirectChunk - 1) / kDirectChunk;
+      auto run = [&](int64_t c0, int64_t c1) {
+        detail::sgemm_direct(u.isa, kind, m, c0 * kDirectChunk, std::min(n, c1 * kDirectChunk), k, a, b, c,
+                             accumulate);
+      };
+      if (nt > 1 && chunks > 1) {
+        parallel_for(0, chunks, (chunks + nt - 1) / nt, run);
+      } else {
+        run(0, chunks);
+      }
+      return true;
+    }
+  }
   const Sizes s = block_sizes(u, m, n, k);
   // Threads are capped by the work and by the packed-A buffers the workspace holds.
   int nt = threads_for(m, n, k, std::max(1, threads));

@@ -4,7 +4,10 @@
 // chosen at run time by CPU features (AVX-512 12x32, AVX2+FMA 6x16, or a
 // portable 8x8 kernel in GCC vector extensions for other targets) runs over
 // them, with cache blocking over K, M and N and threads over M x N blocks.
-// No allocation: packing buffers come from the caller's workspace.
+// No allocation: packing buffers come from the caller's workspace. Products
+// with few rows of A skip packing when the layout allows (gemv.h): B = W^T
+// (b.rs == 1) with A's rows contiguous, up to 64 rows; row-major B and C
+// (b.cs == c.cs == 1), up to 8 rows. Those need no workspace at all.
 #pragma once
 
 #include <cstddef>

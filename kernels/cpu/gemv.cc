@@ -1,0 +1,304 @@
+// Unpacked small-M SGEMM paths (see gemv.h). Each kernel keeps an MB x NB block
+// of C (MB <= 4 rows) in registers over all of K and writes it once; the
+// drivers walk row groups inside column blocks so that the few columns of B in
+// use stay in L1 while every row group reads them.
+#include "kernels/cpu/gemv.h"
+
+#include <algorithm>
+#include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define RT_GEMV_X86 1
+#else
+#define RT_GEMV_X86 0
+#endif
+
+namespace ember::cpu::detail {
+namespace {
+
+constexpr int kMB = 4;  // rows of C per kernel call
+
+// dot: C[i, j] (+)= sum_p A[i*lda + p] * B[j*ldb + p] for i < MB, j < NB.
+using DotFn = void (*)(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                       int64_t rs, int64_t cs, bool accumulate);
+// axpy: C[i*ldc + j] (+)= sum_p A[i*ars + p*acs] * B[p*ldb + j] for i < MB, j < nv
+// (nv: the columns this call covers, at most the kernel's width).
+using AxpyFn = void (*)(int64_t k, const float* a, int64_t ars, int64_t acs, const float* b, int64_t ldb, float* c,
+                        int64_t ldc, bool accumulate, int64_t nv);
+
+inline void put(float* d, float v, bool accumulate) { *d = accumulate ? *d + v : v; }
+
+// --- portable: GCC/Clang vector extensions (SSE on x86, NEON on ARM) --------
+typedef float v4f __attribute__((vector_size(16)));
+inline v4f load4(const float* p) {
+  v4f v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof(v)); }
+
+template <int MB, int NB>
+void dot_portable(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t rs,
+                  int64_t cs, bool accumulate) {
+  v4f acc[MB][NB];
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < NB; ++j) acc[i][j] = v4f{0, 0, 0, 0};
+  int64_t p = 0;
+  for (; p + 4 <= k; p += 4) {
+    v4f bv[NB];
+    for (int j = 0; j < NB; ++j) bv[j] = load4(b + j * ldb + p);
+    for (int i = 0; i < MB; ++i) {
+      const v4f av = load4(a + i * lda + p);
+      for (int j = 0; j < NB; ++j) acc[i][j] += av * bv[j];
+    }
+  }
+  for (int i = 0; i < MB; ++i) {
+    for (int j = 0; j < NB; ++j) {
+      float s = (acc[i][j][0] + acc[i][j][1]) + (acc[i][j][2] + acc[i][j][3]);
+      for (int64_t q = p; q < k; ++q) s += a[i * lda + q] * b[j * ldb + q];
+      put(c + i * rs + j * cs, s, accumulate);
+    }
+  }
+}
+
+// NV vectors of 4 columns; the last call of a row (NV == 1) may cover fewer.
+template <int MB, int NV>
+void axpy_portable(int64_t k, const float* a, int64_t ars, int64_t acs, const float* b, int64_t ldb, float* c,
+                   int64_t ldc, bool accumulate, int64_t nv) {
+  if (nv < 4 * NV) {  // fewer than 4 columns: scalar
+    for (int i = 0; i < MB; ++i) {
+      for (int64_t j = 0; j < nv; ++j) {
+        float s = 0.0f;
+        for (int64_t p = 0; p < k; ++p) s += a[i * ars + p * acs] * b[p * ldb + j];
+        put(c + i * ldc + j, s, accumulate);
+      }
+    }
+    return;
+  }
+  v4f acc[MB][NV];
+  for (int i = 0; i < MB; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = v4f{0, 0, 0, 0};
+  for (int64_t p = 0; p < k; ++p) {
+    v4f bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = load4(b + p * ldb + 4 * v);
+    for (int i = 0; i < MB; ++i) {
+      const float s = a[i * ars + p * acs];
+      const v4f av = v4f{s, s, s, s};
+      for (int v = 0; v < NV; ++v) acc[i][v] += av * bv[v];
+    }
+  }
+  for (int i = 0; i < MB; ++i) {
+    for (int v = 0; v < NV; ++v) {
+      float* d = c + i * ldc + 4 * v;
+      store4(d, accumulate ? acc[i][v] + load4(d) : acc[i][v]);
+    }
+  }
+}
+
+#if RT_GEMV_X86
+// --- AVX2 + FMA ---------------------------------------------------------------
+__attribute__((target("avx2"))) inline __m256i avx2_mask(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+__attribute__((target("avx2"))) inline float avx2_sum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+template <int MB, int NB>
+__attribute__((target("avx2,fma"))) void dot_avx2(int64_t k, const float* a, int64_t lda, const float* b,
+                                                   int64_t ldb, float* c, int64_t rs, int64_t cs, bool accumulate) {
+  __m256 acc[MB][NB];
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_setzero_ps();
+  int64_t p = 0;
+  for (; p + 8 <= k; p += 8) {
+    __m256 bv[NB];
+    for (int j = 0; j < NB; ++j) bv[j] = _mm256_loadu_ps(b + j * ldb + p);
+    for (int i = 0; i < MB; ++i) {
+      const __m256 av = _mm256_loadu_ps(a + i * lda + p);
+      for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  if (p < k) {
+    const __m256i mask = avx2_mask(k - p);
+    __m256 bv[NB];
+    for (int j = 0; j < NB; ++j) bv[j] = _mm256_maskload_ps(b + j * ldb + p, mask);
+    for (int i = 0; i < MB; ++i) {
+      const __m256 av = _mm256_maskload_ps(a + i * lda + p, mask);
+      for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < NB; ++j) put(c + i * rs + j * cs, avx2_sum(acc[i][j]), accumulate);
+}
+
+template <int MB, int NV>
+__attribute__((target("avx2,fma"))) void axpy_avx2(int64_t k, const float* a, int64_t ars, int64_t acs,
+                                                    const float* b, int64_t ldb, float* c, int64_t ldc,
+                                                    bool accumulate, int64_t nv) {
+  const __m256i mask = avx2_mask(nv - 8 * (NV - 1));  // the last vector may be partial
+  __m256 acc[MB][NV];
+  for (int i = 0; i < MB; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    __m256 bv[NV];
+    for (int v = 0; v < NV - 1; ++v) bv[v] = _mm256_loadu_ps(b + p * ldb + 8 * v);
+    bv[NV - 1] = _mm256_maskload_ps(b + p * ldb + 8 * (NV - 1), mask);
+    for (int i = 0; i < MB; ++i) {
+      const __m256 av = _mm256_broadcast_ss(a + i * ars + p * acs);
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(av, bv[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < MB; ++i) {
+    float* d = c + i * ldc;
+    for (int v = 0; v < NV - 1; ++v) {
+      if (accumulate) acc[i][v] = _mm256_add_ps(acc[i][v], _mm256_loadu_ps(d + 8 * v));
+      _mm256_storeu_ps(d + 8 * v, acc[i][v]);
+    }
+    float* dl = d + 8 * (NV - 1);
+    if (accumulate) acc[i][NV - 1] = _mm256_add_ps(acc[i][NV - 1], _mm256_maskload_ps(dl, mask));
+    _mm256_maskstore_ps(dl, mask, acc[i][NV - 1]);
+  }
+}
+
+// --- AVX-512 --------------------------------------------------------------------
+// (not _mm512_reduce_add_ps: GCC 12's header trips -Wmaybe-uninitialized)
+__attribute__((target("avx512f"))) inline float avx512_sum(__m512 v) {
+  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0x4E));  // + the other 256-bit half
+  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0xB1));  // + the other 128-bit lane
+  __m128 s = _mm512_maskz_extractf32x4_ps(0xF, v, 0);
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+template <int MB, int NB>
+__attribute__((target("avx512f"))) void dot_avx512(int64_t k, const float* a, int64_t lda, const float* b,
+                                                    int64_t ldb, float* c, int64_t rs, int64_t cs,
+                                                    bool accumulate) {
+  __m512 acc[MB][NB];
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_setzero_ps();
+  int64_t p = 0;
+  for (; p + 16 <= k; p += 16) {
+    __m512 bv[NB];
+    for (int j = 0; j < NB; ++j) bv[j] = _mm512_loadu_ps(b + j * ldb + p);
+    for (int i = 0; i < MB; ++i) {
+      const __m512 av = _mm512_loadu_ps(a + i * lda + p);
+      for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  if (p < k) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (k - p)) - 1);
+    __m512 bv[NB];
+    for (int j = 0; j < NB; ++j) bv[j] = _mm512_maskz_loadu_ps(mask, b + j * ldb + p);
+    for (int i = 0; i < MB; ++i) {
+      const __m512 av = _mm512_maskz_loadu_ps(mask, a + i * lda + p);
+      for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < NB; ++j) put(c + i * rs + j * cs, avx512_sum(acc[i][j]), accumulate);
+}
+
+template <int MB, int NV>
+__attribute__((target("avx512f"))) void axpy_avx512(int64_t k, const float* a, int64_t ars, int64_t acs,
+                                                     const float* b, int64_t ldb, float* c, int64_t ldc,
+                                                     bool accumulate, int64_t nv) {
+  const int64_t last = nv - 16 * (NV - 1);  // columns of the last vector, 1..16
+  const __mmask16 mask = static_cast<__mmask16>(last >= 16 ? 0xFFFFu : (1u << last) - 1);
+  __m512 acc[MB][NV];
+  for (int i = 0; i < MB; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    __m512 bv[NV];
+    for (int v = 0; v < NV - 1; ++v) bv[v] = _mm512_loadu_ps(b + p * ldb + 16 * v);
+    bv[NV - 1] = _mm512_maskz_loadu_ps(mask, b + p * ldb + 16 * (NV - 1));
+    for (int i = 0; i < MB; ++i) {
+      const __m512 av = _mm512_set1_ps(a[i * ars + p * acs]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < MB; ++i) {
+    float* d = c + i * ldc;
+    for (int v = 0; v < NV - 1; ++v) {
+      if (accumulate) acc[i][v] = _mm512_add_ps(acc[i][v], _mm512_loadu_ps(d + 16 * v));
+      _mm512_storeu_ps(d + 16 * v, acc[i][v]);
+    }
+    float* dl = d + 16 * (NV - 1);
+    if (accumulate) acc[i][NV - 1] = _mm512_add_ps(acc[i][NV - 1], _mm512_maskz_loadu_ps(mask, dl));
+    _mm512_mask_storeu_ps(dl, mask, acc[i][NV - 1]);
+  }
+}
+#endif  // RT_GEMV_X86
+
+// A family: dot kernels [MB - 1][0: NB columns, 1: one column]; axpy kernels
+// [MB - 1][0: the wide block of `wide` columns, 1: one vector of `vec` columns].
+struct Family {
+  int nb;
+  DotFn dot[kMB][2];
+  int64_t wide, vec;
+  AxpyFn axpy[kMB][2];
+};
+
+#define RT_DOT(f, nb) {f<1, nb>, f<1, 1>}, {f<2, nb>, f<2, 1>}, {f<3, nb>, f<3, 1>}, {f<4, nb>, f<4, 1>}
+#define RT_AXPY(f, nv) {f<1, nv>, f<1, 1>}, {f<2, nv>, f<2, 1>}, {f<3, nv>, f<3, 1>}, {f<4, nv>, f<4, 1>}
+
+const Family kPortableFamily{2, {RT_DOT(dot_portable, 2)}, 8, 4, {RT_AXPY(axpy_portable, 2)}};
+#if RT_GEMV_X86
+const Family kAvx2Family{2, {RT_DOT(dot_avx2, 2)}, 16, 8, {RT_AXPY(axpy_avx2, 2)}};
+const Family kAvx512Family{4, {RT_DOT(dot_avx512, 4)}, 64, 16, {RT_AXPY(axpy_avx512, 4)}};
+#endif
+#undef RT_DOT
+#undef RT_AXPY
+
+const Family& family(GemmIsa isa) {
+#if RT_GEMV_X86
+  if (isa == GemmIsa::Avx512) return kAvx512Family;
+  if (isa == GemmIsa::Avx2) return kAvx2Family;
+#else
+  (void)isa;
+#endif
+  return kPortableFamily;
+}
+
+}  // namespace
+
+DirectKind sgemm_direct_kind(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c) {
+  if (b.rs == 1 && a.cs == 1) return DirectKind::Dot;
+  if (b.cs == 1 && c.cs == 1) return DirectKind::Axpy;
+  return DirectKind::None;
+}
+
+void sgemm_direct(GemmIsa isa, DirectKind kind, int64_t m, int64_t j0, int64_t j1, int64_t k,
+                  MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+  const Family& f = family(isa);
+  if (kind == DirectKind::Dot) {
+    for (int64_t j = j0; j < j1;) {
+      const bool full = j + f.nb <= j1;
+      for (int64_t i = 0; i < m; i += kMB) {
+        const int64_t mb = std::min<int64_t>(kMB, m - i);
+        f.dot[mb - 1][full ? 0 : 1](k, a.data + i * a.rs, a.rs, b.data + j * b.cs, b.cs,
+                                    c.data + i * c.rs + j * c.cs, c.rs, c.cs, accumulate);
+      }
+      j += full ? f.nb : 1;
+    }
+    return;
+  }
+  for (int64_t j = j0; j < j1;) {
+    const bool full = j + f.wide <= j1;
+    const int64_t nv = full ? f.wide : std::min(f.vec, j1 - j);
+    for (int64_t i = 0; i < m; i += kMB) {
+      const int64_t mb = std::min<int64_t>(kMB, m - i);
+      f.axpy[mb - 1][full ? 0 : 1](k, a.data + i * a.rs, a.rs, a.cs, b.data + j, b.rs, c.data + i * c.rs + j,
+                                   c.rs, accumulate, nv);
+    }
+    j += nv;
+  }
+}
+
+}  // namespace ember::cpu::detail

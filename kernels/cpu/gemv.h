@@ -1,0 +1,29 @@
+// Unpacked small-M SGEMM paths used by sgemm (gemm.h) when A has few rows: the
+// packing of B that the blocked GEMM does on every call costs more than the
+// product itself there (a batch-1 Linear reads each weight once). Two layouts:
+//   Dot:  B's columns are contiguous (b.cs arbitrary, b.rs == 1: B = W^T with W
+//         row-major [N, K], the Linear case) and A's rows are contiguous: each
+//         C[i, j] is a vectorized dot product of row i of A and column j of B.
+//   Axpy: B's rows and C's rows are contiguous (x @ W with W row-major [K, N]):
+//         rows of C accumulate A[i, p] * B[p, :] in registers, A of any strides.
+// Internal to kernels/cpu: sgemm picks the path, the ISA and the threads.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/gemm.h"
+
+namespace ember::cpu::detail {
+
+enum class DirectKind { None, Dot, Axpy };
+
+// Which unpacked path fits these operands (None: use the packed GEMM).
+DirectKind sgemm_direct_kind(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c);
+
+// Columns [j0, j1) of C (m x n) = A (m x k) @ B (k x n) (C += when accumulate)
+// on the calling thread, with the `isa` family (Avx512, Avx2 or Portable; the
+// CPU must support it). k >= 1; `kind` is what sgemm_direct_kind returned.
+void sgemm_direct(GemmIsa isa, DirectKind kind, int64_t m, int64_t j0, int64_t j1, int64_t k,
+                  MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+
+}  // namespace ember::cpu::detail
