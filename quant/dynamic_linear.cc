@@ -7,23 +7,6 @@
 #include "runtime/core/thread_pool.h"
 
 namespace ember::quant {
-namespace {
-
-float apply_act(float v, const Activation& act) {
-  switch (act.kind) {
-    case ActivationKind::None:
-      return v;
-    case ActivationKind::Relu:
-      return v < 0.0f ? 0.0f : v;
-    case ActivationKind::Clamp: {
-      const float lo = static_cast<float>(act.min), hi = static_cast<float>(act.max);
-      return v < lo ? lo : (v > hi ? hi : v);
-    }
-  }
-  return v;
-}
-
-}  // namespace
 
 PackedLinear pack_linear(const int8_t* q, int64_t out, int64_t in, const float* scales, bool per_channel,
                          const float* bias) {
@@ -83,7 +66,7 @@ void dynamic_linear_ref(const float* x, int64_t m, int64_t in, const int8_t* q, 
       const int32_t v = acc[static_cast<size_t>(i * out + j)] - az[r] * rowsum;
       float o = static_cast<float>(v) * (as[r] * scales[per_channel ? j : 0]);
       if (bias) o += bias[j];
-      y[i * out + j] = apply_act(o, act);
+      y[i * out + j] = activate(o, act);
     }
   }
 }

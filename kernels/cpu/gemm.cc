@@ -26,6 +26,10 @@
 namespace ember::cpu {
 namespace {
 
+using detail::load4;
+using detail::store4;
+using detail::v4f;
+
 constexpr int64_t kKC = 256;   // depth of a packed block (A and B panels stay in L1/L2)
 constexpr int64_t kNC = 4096;  // columns of a packed B block (L3)
 constexpr size_t kAlign = 64;
@@ -65,14 +69,6 @@ inline void store_tile(const float* t, int64_t nr, float* c, int64_t rs, int64_t
 }
 
 // --- portable 8x8 (GCC/Clang vector extensions: SSE on x86, NEON on ARM) ----
-typedef float v4f __attribute__((vector_size(16)));
-
-inline v4f load4(const float* p) {
-  v4f v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof(v)); }
 
 void ukernel_8x8_portable(int64_t kc, const float* __restrict a, const float* __restrict b, float* c,
                           int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv) {

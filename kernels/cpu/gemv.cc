@@ -30,13 +30,6 @@ using AxpyFn = void (*)(int64_t k, const float* a, int64_t ars, int64_t acs, con
 inline void put(float* d, float v, bool accumulate) { *d = accumulate ? *d + v : v; }
 
 // --- portable: GCC/Clang vector extensions (SSE on x86, NEON on ARM) --------
-typedef float v4f __attribute__((vector_size(16)));
-inline v4f load4(const float* p) {
-  v4f v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof(v)); }
 
 template <int MB, int NB>
 void dot_portable(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t rs,

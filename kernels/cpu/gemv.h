@@ -10,10 +10,21 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/cpu/gemm.h"
 
 namespace ember::cpu::detail {
+
+// 4 floats in a GCC/Clang vector (SSE on x86, NEON on ARM): the portable
+// kernels of gemm.cc and gemv.cc use it; loads and stores need no alignment.
+typedef float v4f __attribute__((vector_size(16)));
+inline v4f load4(const float* p) {
+  v4f v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof(v)); }
 
 enum class DirectKind { None, Dot, Axpy };
 

@@ -237,19 +237,6 @@ const QInfo& kernel() {
   return *k;
 }
 
-inline float apply_act(float v, const Activation& act) {
-  switch (act.kind) {
-    case ActivationKind::None:
-      return v;
-    case ActivationKind::Relu:
-      return v < 0.0f ? 0.0f : v;
-    case ActivationKind::Clamp: {
-      const float lo = static_cast<float>(act.min), hi = static_cast<float>(act.max);
-      return v < lo ? lo : (v > hi ? hi : v);
-    }
-  }
-  return v;
-}
 
 // Writes rows [i0, i0 + mr) x columns [j0, j0 + cols) of the result from the tile.
 void store_tile(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t cols, const PackedInt8Weights& w,
@@ -273,7 +260,7 @@ void store_tile(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t col
       const float scale = as * (ws ? ws[c] : ws0);
       float o = static_cast<float>(v) * scale;
       if (b) o += b[c];
-      yi[c] = apply_act(o, ep->activation);
+      yi[c] = activate(o, ep->activation);
     }
   }
 }

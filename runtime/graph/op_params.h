@@ -51,6 +51,21 @@ struct Activation {
   double min = -INFINITY, max = INFINITY;  // Clamp bounds (an infinite bound: none)
 };
 
+// The activation of one value: the scalar form kernel epilogues apply.
+inline float activate(float v, const Activation& a) {
+  switch (a.kind) {
+    case ActivationKind::None:
+      return v;
+    case ActivationKind::Relu:
+      return v < 0.0f ? 0.0f : v;
+    case ActivationKind::Clamp: {
+      const float lo = static_cast<float>(a.min), hi = static_cast<float>(a.max);
+      return v < lo ? lo : (v > hi ? hi : v);
+    }
+  }
+  return v;
+}
+
 struct Conv2dParams {
   int64_t stride[2] = {1, 1};
   int64_t padding[2] = {0, 0};
