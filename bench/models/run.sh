@@ -19,16 +19,11 @@ fi
 mkdir -p "$OUT"
 /usr/bin/python3 -W ignore tests/golden/model_zoo.py "$OUT" --only mlp,mobilenet_v2,resnet18,transformer >/dev/null
 
-# ember: the CLI (helper "cli": //converter/cli:ember_cli, `ember convert` / `ember bench --json`).
+# ember: convert with the CLI (its `bench --json` is run by compare.py).
+bazel build //converter/cli:ember_cli >/dev/null 2>&1
 EMBER=bazel-bin/converter/cli/ember_cli
-if bazel build -c opt //converter/cli:ember_cli >/dev/null 2>&1; then
-  for m in mlp mobilenet_v2 resnet18 transformer; do
-    "$EMBER" convert "$OUT/$m.onnx" -o "$OUT/$m.ember" >/dev/null || echo "ember convert $m failed" >&2
-  done
-else
-  # TODO(cli): until //converter/cli:ember_cli lands on main, only the ORT half runs.
-  echo "bench/models: //converter/cli:ember_cli does not build here yet; ember columns show '-'" >&2
-  EMBER=""
-fi
+for m in mlp mobilenet_v2 resnet18 transformer; do
+  "$EMBER" convert "$OUT/$m.onnx" -o "$OUT/$m.ember" >/dev/null
+done
 
 "$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --threads 1,2
