@@ -3,8 +3,10 @@
 // The output may be NCHW or channels_last: the GEMM writes through its strides
 // (rows step by the channel stride, columns by the W stride). 1x1 convolutions
 // with stride 1 and no padding read the input directly (no im2col). Many small
-// (image, group) products (depthwise, small batches of small images) run one
-// single-threaded GEMM per thread; large ones thread inside the GEMM. Layouts
+// (image, group) products (small batches of small images) run one
+// single-threaded GEMM per thread; large ones thread inside the GEMM. Depthwise
+// convolutions (one input and one output channel per group) skip both im2col
+// and the GEMM: each tap is accumulated row by row from the input. Layouts
 // that do not flatten (a non-contiguous weight, an output whose spatial dims
 // do not merge) use the reference kernel.
 #include <algorithm>
@@ -103,6 +105,38 @@ void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const 
   }
 }
 
+bool is_depthwise(const ConvPlan& p) { return p.cg == 1 && p.cout_g == 1; }
+
+// One (image, channel) of a depthwise convolution: out = bias + sum over taps
+// of w[i, j] * (the input shifted by the tap), accumulated row by row.
+void depthwise_unit(const float* xc, const TensorView& xv, const float* w, float bias, float* oc, int64_t o_hs,
+                    int64_t o_ws, const ConvPlan& p, const Conv2dParams& prm) {
+  const int64_t sh = xv.strides[2], sw = xv.strides[3], st = prm.stride[1];
+  for (int64_t oh = 0; oh < p.oh; ++oh) {
+    float* dst = oc + oh * o_hs;
+    for (int64_t ow = 0; ow < p.ow; ++ow) dst[ow * o_ws] = bias;
+    for (int64_t i = 0; i < p.kh; ++i) {
+      const int64_t ih = oh * prm.stride[0] - prm.padding[0] + i * prm.dilation[0];
+      if (ih < 0 || ih >= p.h) continue;
+      for (int64_t j = 0; j < p.kw; ++j) {
+        const float wv = w[i * p.kw + j];
+        // ow is valid when 0 <= ow*stride + off_w < W (as in im2col_rows).
+        const int64_t off_w = j * prm.dilation[1] - prm.padding[1];
+        int64_t lo = off_w >= 0 ? 0 : (-off_w + st - 1) / st;
+        int64_t hi = p.w - off_w <= 0 ? 0 : (p.w - off_w + st - 1) / st;
+        lo = std::min(lo, p.ow);
+        hi = std::max(lo, std::min(hi, p.ow));
+        const float* src = xc + ih * sh + off_w * sw;
+        if (o_ws == 1 && st * sw == 1) {
+          for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * src[ow];
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) dst[ow * o_ws] += wv * src[ow * st * sw];
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params) {
@@ -111,7 +145,8 @@ size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> ou
       out[0].rank != 4 || prm->groups <= 0) {
     return 0;
   }
-  return workspace_of(plan_for(in[0], in[1], out[0], *prm, get_num_threads()));
+  const ConvPlan p = plan_for(in[0], in[1], out[0], *prm, get_num_threads());
+  return is_depthwise(p) ? 0 : workspace_of(p);
 }
 
 Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
@@ -128,6 +163,24 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
                          (bias.data == nullptr || (bias.rank == 1 && bias.sizes[0] == o.sizes[1])),
                      Status::ShapeMismatch);
   const ConvPlan p = plan_for(x, wt, o, *prm, ctx.num_threads);
+  if (is_depthwise(p) && wt.is_contiguous()) {
+    if (o.numel() == 0) return Status::Ok;
+    const float* px = x.ptr<const float>();
+    const float* pw = wt.ptr<const float>();
+    const float* pb = bias.ptr<const float>();
+    float* po = o.ptr<float>();
+    const int64_t taps = p.kh * p.kw;
+    parallel_for(0, p.batch * p.groups, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, p.p * taps)),
+                 [&](int64_t u0, int64_t u1) {
+                   for (int64_t u = u0; u < u1; ++u) {
+                     const int64_t n = u / p.groups, c = u % p.groups;
+                     depthwise_unit(px + n * x.strides[0] + c * x.strides[1], x, pw + c * taps,
+                                    pb != nullptr ? pb[c * bias.strides[0]] : 0.0f,
+                                    po + n * o.strides[0] + c * o.strides[1], o.strides[2], o.strides[3], p, *prm);
+                   }
+                 });
+    return Status::Ok;
+  }
   const bool flat = merges(p.oh, o.strides[2], p.ow, o.strides[3]) && wt.is_contiguous();
   if (!flat || ctx.scratch_bytes < workspace_of(p)) return ref::conv2d(ctx, in, out, params);
   if (o.numel() == 0) return Status::Ok;
