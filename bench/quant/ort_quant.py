@@ -8,7 +8,6 @@ Usage: bench/.venv/bin/python ort_quant.py [threads ...]   (the venv of bench/mo
 import os
 import sys
 import tempfile
-import time
 
 import numpy as np
 import onnx
@@ -16,17 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 import onnxruntime as ort
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-
-def median_us(f):
-    f()
-    t = []
-    start = time.perf_counter()
-    while len(t) < 7 or (len(t) < 200 and time.perf_counter() - start < 0.4):
-        a = time.perf_counter()
-        f()
-        t.append((time.perf_counter() - a) * 1e6)
-    t.sort()
-    return t[len(t) // 2]
+from timing import median_us
 
 
 def linear_model(k, n, path):

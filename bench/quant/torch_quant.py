@@ -4,21 +4,10 @@ Prints "M K N threads fp32_us qnnpack_us onednn_us" (median of runs).
 Usage: /usr/bin/python3 torch_quant.py [threads ...]
 """
 import sys
-import time
 
 import torch
 
-
-def median_us(f):
-    f()
-    t = []
-    start = time.perf_counter()
-    while len(t) < 7 or (len(t) < 200 and time.perf_counter() - start < 0.4):
-        a = time.perf_counter()
-        f()
-        t.append((time.perf_counter() - a) * 1e6)
-    t.sort()
-    return t[len(t) // 2]
+from timing import median_us
 
 
 def main(threads):

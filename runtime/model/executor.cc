@@ -890,12 +890,15 @@ void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLi
     if (t < 0) continue;
     const Tensor& y = out[j];
     EMBER_CHECK(y.defined(), Status::Internal, "output ", j, " '", m.tensor_name(t), "' was not computed");
-    const std::vector<int64_t> declared = m.tensor_shape(t);
-    bool ok = y.dtype() == m.tensor_dtype(t) && y.dim() == static_cast<int64_t>(declared.size());
-    for (size_t d = 0; ok && d < declared.size(); ++d) ok = declared[d] < 0 || declared[d] == y.size(static_cast<int64_t>(d));
+    // Read from the flatbuffer in place: this runs for every op of every run.
+    const auto* declared = m.tensor(t).shape();
+    bool ok = y.dtype() == m.tensor_dtype(t) && y.dim() == static_cast<int64_t>(vlen(declared));
+    for (uint32_t d = 0; ok && d < vlen(declared); ++d) {
+      ok = declared->Get(d) < 0 || declared->Get(d) == y.size(static_cast<int64_t>(d));
+    }
     EMBER_CHECK(ok, Status::ShapeMismatch, "output '", m.tensor_name(t), "' is ", dtype_name(y.dtype()), " ",
                 shape_str(y.sizes()), ", but the model declares ", dtype_name(m.tensor_dtype(t)), " ",
-                shape_str(declared));
+                shape_str(m.tensor_shape(t)));
     values[static_cast<size_t>(t)] = y;
   }
 }
@@ -924,16 +927,16 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
     if (x.dtype() != io.dtype)
       return report_error(error, Status::DTypeMismatch, "input '", io.name, "': expected dtype ", dtype_name(io.dtype),
                   ", got ", dtype_name(x.dtype()));
-    const std::string declared = declared_str(io.shape, io.dim_names);
+    const auto declared = [&io] { return declared_str(io.shape, io.dim_names); };  // for messages only
     if (x.dim() != static_cast<int64_t>(io.shape.size()))
       return report_error(error, Status::ShapeMismatch, "input '", io.name, "': expected rank ", io.shape.size(), " ",
-                  declared, ", got rank ", x.dim(), " ", shape_str(x.sizes()));
+                  declared(), ", got rank ", x.dim(), " ", shape_str(x.sizes()));
     for (size_t d = 0; d < io.shape.size(); ++d) {
       const int64_t size = x.size(static_cast<int64_t>(d));
       if (io.shape[d] >= 0) {
         if (size != io.shape[d])
           return report_error(error, Status::ShapeMismatch, "input '", io.name, "': dim ", d, " is ", size, ", expected ",
-                      io.shape[d], " (declared ", declared, ", got ", shape_str(x.sizes()), ")");
+                      io.shape[d], " (declared ", declared(), ", got ", shape_str(x.sizes()), ")");
         continue;
       }
       const std::string name = d < io.dim_names.size() ? io.dim_names[d] : std::string();

@@ -11,15 +11,11 @@
 #include "runtime/model/writer.h"
 #include "tests/harness/testing.h"
 
+using ember::testing::tmp_path;
 using namespace ember;
 using ember::testing::check_equal;
 
 namespace {
-
-std::string tmp_path(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
 
 TensorDef activation(std::string name, std::vector<int64_t> shape, std::vector<std::string> dims = {}) {
   TensorDef t;

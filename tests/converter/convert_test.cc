@@ -14,16 +14,12 @@
 
 namespace ember::converter {
 
+using ember::testing::tmp_path;
 using ember::testing::check_equal;
 
 namespace {
 
 const std::string kDir = "tests/golden/onnx/";
-
-std::string tmp_path(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 

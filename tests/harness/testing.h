@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 
@@ -12,6 +13,12 @@
 #include "tests/harness/golden.h"
 
 namespace ember::testing {
+
+// A path for a test's scratch file: under Bazel's TEST_TMPDIR (else /tmp).
+inline std::string tmp_path(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
 
 // Same shape, same dtype, same values (NaNs equal).
 inline void check_equal(const Tensor& actual, const Tensor& expected) {

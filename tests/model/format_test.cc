@@ -14,15 +14,11 @@
 #include "runtime/model/writer.h"
 #include "tests/harness/testing.h"
 
+using ember::testing::tmp_path;
 using namespace ember;
 using ember::testing::check_equal;
 
 namespace {
-
-std::string tmp_path(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
 
 template <typename T>
 std::vector<std::byte> bytes_of(const std::vector<T>& v) {

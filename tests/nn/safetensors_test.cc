@@ -14,6 +14,7 @@
 #include "runtime/nn/safetensors.h"
 #include "tests/harness/testing.h"
 
+using ember::testing::tmp_path;
 using namespace ember;
 using ember::testing::check_equal;
 using ember::testing::check_error;
@@ -28,11 +29,6 @@ std::string from_hex(const std::string& hex) {
   std::string out;
   for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
   return out;
-}
-
-std::string tmp_path(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
 }
 
 std::string read_file(const std::string& path) {

@@ -10,6 +10,7 @@
 #include "runtime/model/npy.h"
 #include "tests/harness/testing.h"
 
+using ember::testing::tmp_path;
 using namespace ember;
 using namespace ember::converter;
 using ember::testing::check_close;
@@ -17,11 +18,6 @@ using ember::testing::check_close;
 namespace {
 
 const std::string kDir = "tests/sparse_models/";
-
-std::string tmp_path(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
 
 int64_t file_size(const std::string& path) {
   struct stat st {};

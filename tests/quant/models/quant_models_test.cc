@@ -23,17 +23,13 @@
 #include "runtime/model/writer.h"
 #include "tests/harness/testing.h"
 
+using ember::testing::tmp_path;
 using namespace ember;
 using converter::ConvertOptions;
 
 namespace {
 
 const std::string kDir = "tests/golden/quant_models/";
-
-std::string tmp_path(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
 
 Tensor npy(const std::string& file) {
   std::string error;

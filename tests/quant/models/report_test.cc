@@ -19,6 +19,7 @@
 #include "runtime/model/npy.h"
 #include "tests/harness/testing.h"
 
+using ember::testing::tmp_path;
 using namespace ember;
 using converter::ConvertOptions;
 using converter::ConvertReport;
@@ -27,11 +28,6 @@ namespace {
 
 const std::string kDir = "tests/golden/quant_models/";
 const std::string kDigits = "tests/golden/digits/";
-
-std::string tmp_path(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
 
 Tensor npy(const std::string& file) {
   std::string error;
