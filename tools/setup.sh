@@ -22,6 +22,9 @@ PACKAGES=(
   clang libclang-rt-14-dev
   # benchmarks
   libbenchmark-dev libopenblas-dev
+  # Vulkan backend: headers, shader compiler and validator, lavapipe (Mesa's
+  # CPU driver: Vulkan tests run everywhere), the Khronos validation layer
+  libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
 )
 
 missing=()

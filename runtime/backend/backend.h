@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "runtime/core/result.h"
@@ -60,6 +61,9 @@ class Backend {
   virtual Status copy_out(Span<std::byte> dst, const Buffer& src, size_t offset) = 0;
   // (optional) waits for queued work; synchronous backends need not override.
   virtual Status synchronize() { return Status::Ok; }
+  // (optional) what went wrong in this thread's last failed call, in words
+  // ("no Vulkan device found"); error messages append it.
+  virtual std::string last_error() const { return {}; }
 
   // Derived from kernels(): never hand-written.
   const KernelEntry* find_kernel(OpKind op, DType dtype) const;

@@ -41,15 +41,20 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   Backend* to = get_backend(dst.device().type());
   EMBER_CHECK(from != nullptr && to != nullptr, Status::NotSupported, "ember is not built with support for ",
               device_type_name((from ? dst.device() : packed.device()).type()), " devices");
-  Tensor staged = empty(dst.sizes(), TensorOptions(packed.dtype()).device(dst.device()));
   const size_t bytes = packed.nbytes();
   std::vector<std::byte> host(bytes);
   const size_t src_offset = static_cast<size_t>(packed.storage_offset()) * packed.element_size();
   raise_if_error(from->copy_out(Span<std::byte>(host.data(), bytes), packed.storage()->buffer(), src_offset),
-                 "copy from device");
+                 ("copy from " + packed.device().str() + backend_error_detail(*from)).c_str());
+  // A contiguous destination of the same dtype takes the bytes directly;
+  // otherwise they land in a staging tensor on its device, then a Copy kernel.
+  const bool direct = dst.is_contiguous() && dst.dtype() == packed.dtype();
+  Tensor staged = direct ? dst : empty(dst.sizes(), TensorOptions(packed.dtype()).device(dst.device()));
   Buffer dst_buffer = staged.storage()->buffer();
-  raise_if_error(to->copy_in(dst_buffer, 0, Span<const std::byte>(host.data(), bytes)), "copy to device");
-  run_kernel(OpKind::Copy, {staged}, {dst});
+  const size_t dst_offset = static_cast<size_t>(staged.storage_offset()) * staged.element_size();
+  raise_if_error(to->copy_in(dst_buffer, dst_offset, Span<const std::byte>(host.data(), bytes)),
+                 ("copy to " + dst.device().str() + backend_error_detail(*to)).c_str());
+  if (!direct) run_kernel(OpKind::Copy, {staged}, {dst});
 }
 
 void fill_into(const Tensor& dst, Scalar value) {

@@ -69,7 +69,7 @@ void run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initialize
   }
   const Status status = kernel->fn(ctx, in, out, params);
   EMBER_CHECK(status == Status::Ok, status, "kernel \"", op_name(op), "\" on ", backend->name(),
-              " failed: ", status_name(status));
+              " failed: ", status_name(status), backend_error_detail(*backend));
 }
 
 }  // namespace ember

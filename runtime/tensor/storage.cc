@@ -9,6 +9,11 @@ thread_local StorageAllocator* tls_allocator = nullptr;
 
 }  // namespace
 
+std::string backend_error_detail(const Backend& backend) {
+  std::string why = backend.last_error();
+  return why.empty() ? why : " (" + why + ")";
+}
+
 StorageAllocator* current_storage_allocator() { return tls_allocator; }
 
 StorageAllocatorGuard::StorageAllocatorGuard(StorageAllocator* allocator) : previous_(tls_allocator) {
@@ -28,7 +33,7 @@ Storage allocate_storage(size_t bytes, Device device) {
               device_type_name(device.type()), " devices");
   Result<Buffer> buffer = backend->allocate(bytes, 64);
   EMBER_CHECK(buffer.ok(), buffer.status(), "failed to allocate ", bytes, " bytes on ", device,
-              ": ", status_name(buffer.status()));
+              ": ", status_name(buffer.status()), backend_error_detail(*backend));
   return std::make_shared<StorageImpl>(backend, buffer.get(), device);
 }
 

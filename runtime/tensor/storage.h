@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "runtime/backend/backend.h"
 #include "runtime/tensor/device.h"
@@ -67,6 +68,9 @@ class StorageAllocator {
   virtual ~StorageAllocator() = default;
   virtual Storage allocate(size_t bytes) = 0;
 };
+
+// " (what went wrong)" from backend.last_error(), or "" when it says nothing.
+std::string backend_error_detail(const Backend& backend);
 
 // The calling thread's allocator, or nullptr.
 StorageAllocator* current_storage_allocator();

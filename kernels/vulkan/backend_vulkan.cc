@@ -1,0 +1,61 @@
+// The Vulkan backend: device memory from kernels/vulkan/context.h and the
+// kernel table of kernels/vulkan/kernels.inc (no reference fallback: an op
+// without a Vulkan kernel is reported as not implemented for vulkan).
+#include "kernels/vulkan/context.h"
+#include "kernels/vulkan/vk_kernels.h"
+
+namespace ember {
+namespace {
+
+constexpr KernelEntry kVulkanKernels[] = {
+#define RT_KERNEL(op, dtypes, fn) {OpKind::op, dtypes, &vk::fn, nullptr},
+#include "kernels/vulkan/kernels.inc"
+#undef RT_KERNEL
+};
+
+class VulkanBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "vulkan"; }
+  DeviceType device_type() const override { return DeviceType::Vulkan; }
+  Span<const KernelEntry> kernels() const override {
+    return Span<const KernelEntry>(kVulkanKernels, sizeof(kVulkanKernels) / sizeof(kVulkanKernels[0]));
+  }
+
+  Result<Buffer> allocate(size_t bytes, size_t) override {
+    RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
+    RT_ASSIGN_OR_RETURN(const uint64_t address, c->allocate(bytes));
+    Buffer b;
+    b.data = reinterpret_cast<void*>(address);
+    b.bytes = bytes;
+    return b;
+  }
+  void release(Buffer& buffer) override {
+    Result<vk::Context*> c = vk::Context::get();
+    if (c.ok() && buffer.data != nullptr) c.get()->release(reinterpret_cast<uint64_t>(buffer.data), buffer.bytes);
+    buffer = Buffer{};
+  }
+  Status copy_in(Buffer& dst, size_t offset, Span<const std::byte> src) override {
+    RT_CHECK_OR_RETURN(offset <= dst.bytes && src.size() <= dst.bytes - offset, Status::OutOfRange);
+    RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
+    return c->upload(reinterpret_cast<uint64_t>(dst.data) + offset, src.data(), src.size());
+  }
+  Status copy_out(Span<std::byte> dst, const Buffer& src, size_t offset) override {
+    RT_CHECK_OR_RETURN(offset <= src.bytes && dst.size() <= src.bytes - offset, Status::OutOfRange);
+    RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
+    return c->download(dst.data(), reinterpret_cast<uint64_t>(src.data) + offset, dst.size());
+  }
+  Status synchronize() override {
+    RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
+    return c->flush();
+  }
+  std::string last_error() const override { return vk::Context::why(); }
+};
+
+}  // namespace
+
+Backend* vulkan_backend() {
+  static VulkanBackend backend;
+  return &backend;
+}
+
+}  // namespace ember

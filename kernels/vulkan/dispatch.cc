@@ -1,0 +1,57 @@
+#include "kernels/vulkan/dispatch.h"
+
+namespace ember::vk {
+
+Dispatch::Dispatch(const ShaderCode& shader) : shader_(shader) {
+  Result<Context*> c = Context::get();
+  if (c.ok()) {
+    context_ = c.get();
+  } else {
+    status_ = c.status();
+  }
+}
+
+uint32_t Dispatch::bind(const TensorView& v) {
+  if (status_ != Status::Ok) return 0;
+  if (v.data == nullptr) {
+    Context::set_why(std::string("shader ") + shader_.name + ": binding " + std::to_string(bindings_.size()) +
+                     " has no tensor");
+    status_ = Status::InvalidArgument;
+    return 0;
+  }
+  const size_t item = element_size(v.dtype);
+  int64_t extent = 1;  // elements from the first one to the last one reachable
+  for (int d = 0; d < v.rank; ++d) {
+    if (v.sizes[d] == 0) {
+      extent = 1;
+      break;
+    }
+    if (v.strides[d] < 0) {
+      Context::set_why(std::string("shader ") + shader_.name + ": negative strides are not supported");
+      status_ = Status::NotSupported;
+      return 0;
+    }
+    extent += (v.sizes[d] - 1) * v.strides[d];
+  }
+  Result<BoundTensor> b = context_->resolve(address_of(v), static_cast<size_t>(extent) * item, item);
+  if (!b.ok()) {
+    status_ = b.status();
+    return 0;
+  }
+  bindings_.push_back(b.get());
+  return b->first;
+}
+
+uint32_t Dispatch::bind_or(const TensorView& v, const TensorView& fallback) {
+  return bind(v.data != nullptr ? v : fallback);
+}
+
+Status Dispatch::run_raw(const void* push, uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz,
+                         std::initializer_list<uint32_t> spec) {
+  if (status_ != Status::Ok) return status_;
+  const uint32_t g[3] = {gx, gy, gz};
+  return context_->dispatch(shader_, Span<const BoundTensor>(bindings_.data(), bindings_.size()), push, push_bytes, g,
+                            Span<const uint32_t>(spec.begin(), spec.size()));
+}
+
+}  // namespace ember::vk

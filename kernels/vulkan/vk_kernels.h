@@ -1,0 +1,14 @@
+// Declarations of the Vulkan kernels (from kernels/vulkan/kernels.inc).
+#pragma once
+
+#include "runtime/backend/backend.h"
+
+namespace ember::vk {
+
+#define RT_KERNEL(op, dtypes, fn)                                                      \
+  Status fn(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, \
+            const OpParams& params);
+#include "kernels/vulkan/kernels.inc"
+#undef RT_KERNEL
+
+}  // namespace ember::vk

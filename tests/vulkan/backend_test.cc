@@ -1,0 +1,95 @@
+// The Vulkan backend itself: device selection, memory, uploads and
+// downloads, the command stream, errors.
+#include <cstring>
+
+#include "tests/vulkan/vulkan_testing.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+TEST_CASE("the device is lavapipe, with the capabilities ember uses") {
+  Result<vk::Context*> c = vk::Context::get();
+  REQUIRE(c.ok());
+  const vk::Capabilities& caps = c.get()->caps();
+  CHECK(caps.device_name.find("llvmpipe") != std::string::npos);
+  CHECK(caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU);
+  CHECK(caps.float16);
+  CHECK(caps.int8);
+  CHECK(caps.int64);
+  CHECK(caps.host_visible_device_memory);
+  CHECK(caps.max_push_constants >= 128);
+  Result<std::vector<std::string>> names = vk::Context::list_devices();
+  REQUIRE(names.ok());
+  REQUIRE(names->size() >= 1);
+  CHECK(names.get()[0].find("[cpu]") != std::string::npos);
+}
+
+TEST_CASE("selecting a device after the context is open is refused") {
+  REQUIRE(vk::Context::get().ok());
+  CHECK(vk::Context::select_device("0") == Status::InvalidState);
+  CHECK(vk::Context::why().find("already open") != std::string::npos);
+}
+
+TEST_CASE("to(vulkan) and back keeps every byte, for each dtype and size") {
+  for (int64_t n : {1, 3, 257, 100000, 5000000}) {
+    const Tensor f = arange(n, DType::Float32) * 0.5;
+    check_equal(to_cpu(to_vk(f)), f);
+    const Tensor i = arange(n, DType::Int64) - 7;
+    check_equal(to_cpu(to_vk(i)), i);
+    const Tensor h = arange(n % 2049, DType::Float32).to(DType::Float16);
+    check_equal(to_cpu(to_vk(h)), h);
+    const Tensor b = gt(arange(n % 300, DType::Int32), 100);
+    check_equal(to_cpu(to_vk(b)), b);
+  }
+  const Tensor v = to_vk(arange(12, DType::Float32));
+  CHECK(v.device() == kVulkan);
+  CHECK(v.device().str() == "vulkan");
+  CHECK(v.sizes() == Shape{12});
+}
+
+TEST_CASE("uploads recorded behind pending work stay in order") {
+  // fill() records a dispatch; the upload that follows must land after it.
+  Tensor t = full({1000}, 3.0f, TensorOptions(kVulkan));
+  const Tensor src = arange(1000, DType::Float32);
+  t.copy_(src);
+  check_equal(to_cpu(t), src);
+  Tensor u = full({1000}, 5.0f, TensorOptions(kVulkan));
+  check_equal(to_cpu(u), full({1000}, 5.0f));
+}
+
+TEST_CASE("views of Vulkan tensors copy back with their offsets") {
+  const Tensor src = arange(24, DType::Float32).reshape({4, 6});
+  const Tensor v = to_vk(src);
+  check_equal(to_cpu(v.select(0, 2)), src.select(0, 2));
+  check_equal(to_cpu(v.narrow(0, 1, 2)), src.narrow(0, 1, 2));
+}
+
+TEST_CASE("fill on vulkan, float32 and int32, sizes beyond one workgroup grid row") {
+  for (int64_t n : {1, 255, 256, 257, 70000 * 256 + 3}) {
+    const Tensor f = full({n}, -2.5f, TensorOptions(kVulkan));
+    const Tensor back = to_cpu(f);
+    check_equal(back, full({n}, -2.5f));
+  }
+  const Tensor z = zeros({5}, TensorOptions(DType::Int32).device(kVulkan));
+  check_equal(to_cpu(z), zeros({5}, DType::Int32));
+}
+
+TEST_CASE("an op without a Vulkan kernel raises 'not implemented for vulkan'") {
+  const Tensor a = to_vk(arange(8, DType::Float32).reshape({1, 2, 4}));
+  CHECK_THROWS_WITH_AS(pad(a, {1, 1}, "reflect"), "\"pad\" not implemented for 'Float' on vulkan", ember::Error);
+}
+
+TEST_CASE("mixing devices names both") {
+  const Tensor a = to_vk(arange(4, DType::Float32));
+  const Tensor b = arange(4, DType::Float32);
+  CHECK_THROWS_WITH_AS(a + b, doctest::Contains("found at least two devices, vulkan and cpu"), ember::Error);
+}
+
+TEST_CASE("a request beyond the device's memory is an error, not a crash") {
+  CHECK_THROWS_WITH_AS(empty({int64_t{1} << 40}, TensorOptions(kVulkan)),
+                       doctest::Contains("out of Vulkan device memory"), ember::Error);
+  // The device still works afterwards.
+  check_equal(to_cpu(to_vk(arange(3, DType::Float32))), arange(3, DType::Float32));
+}
+
+EMBER_VULKAN_NO_VALIDATION_ERRORS()
