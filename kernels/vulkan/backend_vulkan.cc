@@ -8,9 +8,11 @@ namespace ember {
 namespace {
 
 constexpr KernelEntry kVulkanKernels[] = {
-#define RT_KERNEL(op, dtypes, fn) {OpKind::op, dtypes, &vk::fn, nullptr},
+#define RT_KERNEL(op, dtypes, fn) {OpKind::op, dtypes, &vk::fn, nullptr, false},
+#define RT_KERNEL_DENSE(op, dtypes, fn) {OpKind::op, dtypes, &vk::fn, nullptr, true},
 #include "kernels/vulkan/kernels.inc"
 #undef RT_KERNEL
+#undef RT_KERNEL_DENSE
 };
 
 class VulkanBackend final : public Backend {

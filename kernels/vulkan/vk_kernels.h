@@ -8,7 +8,9 @@ namespace ember::vk {
 #define RT_KERNEL(op, dtypes, fn)                                                      \
   Status fn(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, \
             const OpParams& params);
+#define RT_KERNEL_DENSE(op, dtypes, fn) RT_KERNEL(op, dtypes, fn)
 #include "kernels/vulkan/kernels.inc"
 #undef RT_KERNEL
+#undef RT_KERNEL_DENSE
 
 }  // namespace ember::vk

@@ -37,6 +37,10 @@ struct KernelEntry {
   DTypeSet dtypes;
   KernelFn fn;
   WorkspaceFn workspace = nullptr;
+  // The kernel reads only contiguous inputs: run_kernel makes the others
+  // contiguous first (a Copy on the same device). Outputs front-ends allocate
+  // are contiguous already.
+  bool contiguous_inputs = false;
 };
 
 struct Buffer {

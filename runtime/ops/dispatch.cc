@@ -54,6 +54,11 @@ void run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initialize
   EMBER_CHECK(kernel != nullptr, Status::NotSupported, "\"", op_name(op), "\" not implemented for '",
               dtype_legacy_name(key->dtype()), "' on ", backend->name());
 
+  if (kernel->contiguous_inputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (all[i].defined() && !all[i].is_contiguous()) all[i] = all[i].contiguous();
+    }
+  }
   std::vector<TensorView> views;
   views.reserve(all.size());
   for (const Tensor& t : all) views.push_back(t.defined() ? t.kernel_view() : TensorView{});
