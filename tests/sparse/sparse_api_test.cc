@@ -177,7 +177,7 @@ void check_spmm(const sparse::CsrMatrix& w, const std::vector<float>& dense_w, c
         mag += std::fabs(static_cast<double>(dense_w[static_cast<size_t>(r * w.cols + c)]) * x[static_cast<size_t>(i * ldx + c)]);
       const size_t o = static_cast<size_t>(i * w.rows + r);
       if (!(std::fabs(static_cast<double>(y[o]) - ref[o]) <= 1e-5 * mag)) {
-        if (++bad <= 3) FAIL_CHECK("row ", i, " col ", r, ": ", y[o], " vs reference ", ref[o], " (terms ", mag, ")");
+        if (++bad <= 3) FAIL_CHECK("x row ", i, ", output ", r, ": ", y[o], " vs reference ", ref[o], " (terms ", mag, ")");
       }
     }
   }
