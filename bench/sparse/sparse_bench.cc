@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   std::printf("| K x N | batch | sparsity | dense ms | sparse fp32 ms | speedup | portable CSR ms | sparse int8 ms | "
               "speedup | max abs diff fp32 | max rel diff int8 |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
-  std::vector<std::string> same_kernel;
+  std::vector<std::string> same_kernel, sizes;
   for (auto [k, n] : {std::pair<int64_t, int64_t>{768, 3072}, {3072, 768}}) {
     {  // The SpMM kernel on a matrix without zeros: what the kernel itself costs.
       std::vector<float> fv(static_cast<size_t>(n * k));
@@ -112,6 +112,15 @@ int main(int argc, char** argv) {
       }
       const sparse::CooParts qcoo = sparse::dense_to_coo(tensor(qv, {n, k}), sparse::coo_index_dtype({n, k}));
       const sparse::CsrMatrix qcsr = sparse::pack_csr(qcoo.indices, qcoo.values, n, k, scales);
+      {
+        char line[200];
+        auto mb = [](size_t b) { return static_cast<double>(b) / 1e6; };
+        std::snprintf(line, sizeof(line), "| %lld x %lld | %.0f %% | %.2f | %.2f | %.2f | %.2f | %.2f |",
+                      static_cast<long long>(k), static_cast<long long>(n), sparsity * 100, mb(n * k * 4),
+                      mb(csr.bytes() - csr.blocked.bytes()), mb(csr.blocked.bytes()),
+                      mb(qcsr.bytes() - qcsr.blocked.bytes()), mb(qcsr.blocked.bytes()));
+        sizes.push_back(line);
+      }
       for (int64_t m : {1, 16}) {
         std::vector<float> xv(static_cast<size_t>(m * k));
         for (float& x : xv) x = u(rng);
@@ -135,5 +144,9 @@ int main(int argc, char** argv) {
   std::printf("\nThe SpMM kernel with every entry stored (its cost per nonzero):\n\n");
   std::printf("| K x N | batch | sparsity | SpMM ms |\n|---|---|---|---|\n");
   for (const std::string& l : same_kernel) std::printf("%s\n", l.c_str());
+  std::printf("\nPacked sizes (MB): CSR and the blocked layout, fp32 and int8 values:\n\n");
+  std::printf("| K x N | sparsity | dense fp32 | CSR fp32 | blocked fp32 | CSR int8 | blocked int8 |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  for (const std::string& l : sizes) std::printf("%s\n", l.c_str());
   return 0;
 }
