@@ -228,7 +228,8 @@ CsrMatrix pack_csr(const Tensor& indices, const Tensor& values, int64_t rows, in
   if (w.int8) {
     w.qvalues.resize(static_cast<size_t>(nnz));
     w.row_scale.resize(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) w.row_scale[static_cast<size_t>(r)] = scales[scales.size() == 1 ? 0 : static_cast<size_t>(r)];
+    for (int64_t r = 0; r < rows; ++r)
+      w.row_scale[static_cast<size_t>(r)] = scales[scales.size() == 1 ? 0 : static_cast<size_t>(r)];
   } else {
     w.values.resize(static_cast<size_t>(nnz));
   }

@@ -70,7 +70,9 @@ struct BlockedSpmm {
   std::vector<int8_t> qvalues;     // [slots, 16] (int8 matrices)
 
   bool empty() const { return count.empty(); }
-  size_t bytes() const { return count.size() + slot_start.size() * 8 + col.size() + values.size() * 4 + qvalues.size(); }
+  size_t bytes() const {
+    return count.size() + slot_start.size() * 8 + col.size() + values.size() * 4 + qvalues.size();
+  }
 };
 
 struct CsrMatrix {

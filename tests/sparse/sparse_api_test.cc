@@ -174,10 +174,12 @@ void check_spmm(const sparse::CsrMatrix& w, const std::vector<float>& dense_w, c
     for (int64_t r = 0; r < w.rows; ++r) {
       double mag = std::fabs(bias[static_cast<size_t>(r)]);
       for (int64_t c = 0; c < w.cols; ++c)
-        mag += std::fabs(static_cast<double>(dense_w[static_cast<size_t>(r * w.cols + c)]) * x[static_cast<size_t>(i * ldx + c)]);
+        mag += std::fabs(static_cast<double>(dense_w[static_cast<size_t>(r * w.cols + c)]) *
+                         x[static_cast<size_t>(i * ldx + c)]);
       const size_t o = static_cast<size_t>(i * w.rows + r);
       if (!(std::fabs(static_cast<double>(y[o]) - ref[o]) <= 1e-5 * mag)) {
-        if (++bad <= 3) FAIL_CHECK("x row ", i, ", output ", r, ": ", y[o], " vs reference ", ref[o], " (terms ", mag, ")");
+        if (++bad <= 3)
+          FAIL_CHECK("x row ", i, ", output ", r, ": ", y[o], " vs reference ", ref[o], " (terms ", mag, ")");
       }
     }
   }
