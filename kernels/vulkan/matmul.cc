@@ -2,7 +2,8 @@
 // (shaders/matmul_tiled.glsl), any strides: Linear's weight arrives as the
 // transposed view [K, N] of [N, K] and is read in place, broadcast batches
 // have stride 0. float32, and float16 where the device has it (fp32
-// accumulation, one rounding at the end).
+// accumulation, one rounding at the end). Fewer than 16 rows (Linear on one
+// sample, mv, dot) run on shaders/matmul_rows.glsl, one invocation per output.
 #include "kernels/vulkan/matmul.h"
 
 #include <algorithm>
@@ -15,7 +16,7 @@ namespace ember::vk {
 
 namespace {
 
-// Mirrors the push-constant block of shaders/matmul_tiled.glsl.
+// Mirrors the push-constant block of shaders/matmul_iface.glsl.
 struct MatMulPush {
   uint32_t a_first, b_first, bias_first, out_first;
   uint32_t m, n, k, batch0;
@@ -24,9 +25,14 @@ struct MatMulPush {
   uint32_t o_sb, o_sm, o_sn;
   uint32_t bias_sm, bias_sn, has_bias;
   uint32_t a_k_fast, b_n_fast;
+  uint32_t total;
 };
+static_assert(sizeof(MatMulPush) == 23 * 4, "MatMulPush must mirror shaders/matmul_iface.glsl");
 
 constexpr int64_t kTile = 64;
+// Fewer rows than this run on shaders/matmul_rows.glsl (one invocation per
+// output) instead of 64-row tiles mostly left empty.
+constexpr int64_t kRowsPathMaxM = 16;
 constexpr int64_t kMaxGroups = 65535;
 
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
@@ -88,6 +94,16 @@ Status gemm(const TensorView& a, const TensorView& b, const TensorView& bias, in
   p.bias_sn = u32(bias_sn);
   p.a_k_fast = a.strides[2] == 1 || m == 1 ? 1 : 0;
   p.b_n_fast = b.strides[2] == 1 || k == 1 ? 1 : 0;
+  if (m < kRowsPathMaxM && batches * m * n < (int64_t{1} << 31)) {
+    p.total = u32(batches * m * n);
+    Dispatch d(f16 ? shaders::matmul_rows_f16 : shaders::matmul_rows_f32);
+    p.a_first = d.bind(empty_k ? o : a);
+    p.b_first = d.bind(empty_k ? o : b);
+    p.bias_first = d.bind_or(bias, empty_k ? o : a);
+    p.out_first = d.bind(o);
+    const Grid g = grid(batches * m * n, 64);
+    return d.run(p, g.x, g.y, 1, {64});
+  }
   const uint32_t gx = u32((n + kTile - 1) / kTile), gy = u32((m + kTile - 1) / kTile);
   for (int64_t b0 = 0; b0 < batches; b0 += kMaxGroups) {
     Dispatch d(f16 ? shaders::matmul_f16 : shaders::matmul_f32);

@@ -8,20 +8,7 @@
 // Workgroup (x, y, z) = (column tile, row tile, batch - batch0).
 layout(local_size_x = 16, local_size_y = 16, local_size_z = 1) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer A { ELEM a_[]; };
-layout(std430, set = 0, binding = 1) readonly buffer B { ELEM b_[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Bias { ELEM bias_[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer Out { ELEM out_[]; };
-layout(push_constant) uniform Push {
-  uint a_first, b_first, bias_first, out_first;
-  uint M, N, K, batch0;
-  uint a_sb, a_sm, a_sk;
-  uint b_sb, b_sk, b_sn;
-  uint o_sb, o_sm, o_sn;
-  uint bias_sm, bias_sn, has_bias;
-  uint a_k_fast;  // a's k stride is 1: neighbouring threads load neighbouring k
-  uint b_n_fast;  // b's n stride is 1: neighbouring threads load neighbouring n
-} p;
+#include "matmul_iface.glsl"
 
 const uint TM = 64, TN = 64, TK = 16;
 shared float As[TK][TM];
