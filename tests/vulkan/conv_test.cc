@@ -1,5 +1,5 @@
-// Conv2d on Vulkan (kernels/vulkan/conv2d.cc: the direct shader, the
-// depthwise shader, 1x1 stride-1 convolutions on the tiled GEMM), compared
+// Conv2d on Vulkan (kernels/vulkan/conv2d.cc: the implicit GEMM, the direct
+// shader, the depthwise shader, 1x1 stride-1 convolutions on the tiled GEMM), compared
 // with the CPU result of the same front-end call. fp32 within 1e-4 relative
 // (plus 1e-4 absolute where sums cancel): the shaders sum the taps in another
 // order than the CPU kernels.
@@ -38,6 +38,13 @@ const ConvCase kCases[] = {
     {"dilation 2", {1, 6, 17, 15}, {5, 6, 3, 3}, true, 1, 2, 2, 1},
     {"3x5 kernel, stride 3, no padding", {1, 3, 19, 23}, {7, 3, 3, 5}, true, 3, 0, 1, 1},
     {"1x1 input", {1, 5, 1, 1}, {3, 5, 1, 1}, true, 1, 0, 1, 1},
+    // Few output channels per group run on the direct shader, 16 or more on the
+    // implicit GEMM: each parameter on both.
+    {"groups 2, 32 channels per group (implicit GEMM)", {2, 16, 9, 9}, {64, 8, 3, 3}, true, 1, 1, 1, 2},
+    {"groups 4, 3 channels per group (direct)", {1, 8, 7, 7}, {12, 2, 3, 3}, false, 2, 1, 1, 4},
+    {"dilation 2, 17 output channels (implicit GEMM)", {1, 6, 17, 15}, {17, 6, 3, 3}, true, 2, 2, 2, 1},
+    {"3x5 kernel, stride 3, 65 output channels (implicit GEMM)", {1, 3, 19, 23}, {65, 3, 3, 5}, false, 3, 0, 1, 1},
+    {"1x1 s2, 7 output channels (direct)", {1, 16, 15, 15}, {7, 16, 1, 1}, true, 2, 0, 1, 1},
 };
 
 Tensor conv(const Tensor& x, const Tensor& w, const Tensor& b, const ConvCase& c) {

@@ -1,4 +1,4 @@
-// The bindings and push constants of the matmul shaders (matmul_tiled.glsl,
+// The bindings and push constants of the matmul shaders (matmul_gemm.glsl,
 // matmul_rows.glsl), mirrored by MatMulPush in kernels/vulkan/matmul.cc.
 layout(std430, set = 0, binding = 0) readonly buffer A { ELEM a_[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { ELEM b_[]; };

@@ -2,7 +2,7 @@
 // dot), shared by matmul_rows_f32.comp and matmul_rows_f16.comp (which define
 // ELEM): one invocation per output element, n fastest, walking K with
 // four fp32 accumulators (no shared memory, no 64-row tile of which M would
-// use one). Same bindings and push constants as matmul_tiled.glsl; 1-D grid
+// use one). Same bindings and push constants as matmul_gemm.glsl; 1-D grid
 // of local_size_x invocations over p.total = B * M * N outputs.
 #include "common.glsl"
 #include "matmul_iface.glsl"
