@@ -105,7 +105,8 @@ struct SpmmPush {
 
 // Quantizes the rows of `x` (a rank-2 view) into q / params.
 void quantize_rows(const TensorView& x, int64_t m, int64_t k, int64_t k4, bool per_row, bool reduce_range,
-                   const Tensor& q, const Tensor& params) {
+                   bool skew, const Tensor& q, const Tensor& params) {
+  const uint32_t sk = skew ? 1u : 0u;
   const float qmax = reduce_range ? 127.0f : 255.0f;
   const TensorView pv = params.kernel_view();
   {
@@ -120,7 +121,7 @@ void quantize_rows(const TensorView& x, int64_t m, int64_t k, int64_t k4, bool p
     p.per_row = per_row ? 1u : 0u;
     p.qmax = qmax;
     const Grid g = grid(m, 1);
-    check(d.run(p, g.x, g.y, 1, {256}), "dynamic int8 linear (min/max)");
+    check(d.run(p, g.x, g.y, 1, {256, sk}), "dynamic int8 linear (min/max)");
   }
   if (!per_row) {
     Dispatch d(shaders::qlinear_params);
@@ -128,7 +129,7 @@ void quantize_rows(const TensorView& x, int64_t m, int64_t k, int64_t k4, bool p
     p.params_first = d.bind(pv);
     p.m = u32(m);
     p.qmax = qmax;
-    check(d.run(p, 1, 1, 1, {256}), "dynamic int8 linear (quantization parameters)");
+    check(d.run(p, 1, 1, 1, {256, sk}), "dynamic int8 linear (quantization parameters)");
   }
   Dispatch d(shaders::qlinear_quantize);
   QuantizePush p{};
@@ -143,7 +144,7 @@ void quantize_rows(const TensorView& x, int64_t m, int64_t k, int64_t k4, bool p
   p.per_row = per_row ? 1u : 0u;
   p.qmax = qmax;
   const Grid g = grid(m * k4, 256);
-  check(d.run(p, g.x, g.y, 1, {256}), "dynamic int8 linear (quantize)");
+  check(d.run(p, g.x, g.y, 1, {256, sk}), "dynamic int8 linear (quantize)");
 }
 
 // The GEMM and its epilogue (raw: int32 sums) into y, contiguous [m, n].
@@ -221,13 +222,14 @@ Result<VkQuantLinear> pack_quant_linear(const int8_t* q, int64_t out, int64_t in
   return w;
 }
 
-QuantizedActivations quantize_activations(const Tensor& x2d, int64_t k4, bool per_row, bool reduce_range) {
+QuantizedActivations quantize_activations(const Tensor& x2d, int64_t k4, bool per_row, bool reduce_range,
+                                          bool skew_division) {
   const int64_t k = x2d.dim() >= 1 ? x2d.size(-1) : 0;
   const Rows r = as_rows(x2d, k, k, "quantize_activations");
   QuantizedActivations qa;
   qa.q = empty({r.m, k4}, TensorOptions(DType::Int32).device(kDevice));
   qa.params = zeros({(r.m + 1) * 4}, TensorOptions(DType::Float32).device(kDevice));
-  if (r.m > 0) quantize_rows(r.view, r.m, k, k4, per_row, reduce_range, qa.q, qa.params);
+  if (r.m > 0) quantize_rows(r.view, r.m, k, k4, per_row, reduce_range, skew_division, qa.q, qa.params);
   return qa;
 }
 
@@ -249,7 +251,7 @@ Tensor dynamic_quant_linear(const Tensor& x, const VkQuantLinear& w, const Activ
   if (r.m == 0) return y;
   const Tensor q = empty({r.m, w.k4}, TensorOptions(DType::Int32).device(kDevice));
   const Tensor params = empty({(r.m + 1) * 4}, TensorOptions(DType::Float32).device(kDevice));
-  quantize_rows(r.view, r.m, w.in_features, w.k4, per_row, options.reduce_range, q, params);
+  quantize_rows(r.view, r.m, w.in_features, w.k4, per_row, options.reduce_range, options.skew_division, q, params);
   gemm(q, params, r.m, w, y, per_row, act, /*raw=*/false, options.use_dot_product);
   return y;
 }

@@ -43,6 +43,7 @@ Result<VkQuantLinear> pack_quant_linear(const int8_t* q, int64_t out, int64_t in
 struct QuantLinearOptions {
   bool reduce_range = false;        // 7-bit activations (quant::DynamicQuantOptions::reduce_range)
   bool use_dot_product = true;      // OpSUDotKHR when caps().integer_dot_product; false: the portable shader
+  bool skew_division = false;       // tests only: every device quotient off by -2 .. 2 ulp before correction
 };
 
 // y = act(dynamic_int8(x) @ W^T + b) for x a Vulkan float32 [..., K] tensor
@@ -61,7 +62,8 @@ struct QuantizedActivations {
   Tensor q;       // Int32 [m, k4]
   Tensor params;  // Float32 [(m + 1) * 4]
 };
-QuantizedActivations quantize_activations(const Tensor& x2d, int64_t k4, bool per_row, bool reduce_range = false);
+QuantizedActivations quantize_activations(const Tensor& x2d, int64_t k4, bool per_row, bool reduce_range = false,
+                                          bool skew_division = false);
 Tensor quant_linear_accumulators(const Tensor& q, const VkQuantLinear& w, bool use_dot_product = true);
 
 // A CSR [N, K] sparse weight on the device (fp32 values).

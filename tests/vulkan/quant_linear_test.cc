@@ -65,7 +65,9 @@ IntWeights int_weights(int64_t n, int64_t k, bool per_channel, uint64_t seed) {
 
 // The device's quantization of x against quant::quantize_activations_u8:
 // scales bit for bit, zero points and every byte equal.
-void check_quantized(const Tensor& x, bool per_row, bool reduce_range) {
+// skew: every device quotient is first put off by up to 2 ulp (as a device
+// whose division is not correctly rounded), which the shaders must correct.
+void check_quantized(const Tensor& x, bool per_row, bool reduce_range, bool skew) {
   const int64_t m = x.size(0), k = x.size(1), k4 = (k + 3) / 4;
   const Tensor xc = x.contiguous();
   const size_t rows = static_cast<size_t>(per_row ? m : 1);
@@ -74,7 +76,7 @@ void check_quantized(const Tensor& x, bool per_row, bool reduce_range) {
   std::vector<int32_t> zps(rows);
   quant::quantize_activations_u8(xc.data_ptr<float>(), m, k, k, per_row, reduce_range, q.data(), k4 * 4,
                                  scales.data(), zps.data());
-  const vk::QuantizedActivations qa = vk::quantize_activations(to_vk(x), k4, per_row, reduce_range);
+  const vk::QuantizedActivations qa = vk::quantize_activations(to_vk(x), k4, per_row, reduce_range, skew);
   const std::vector<float> params = floats(qa.params);
   for (size_t r = 0; r < rows; ++r) {
     const size_t o = (per_row ? r : static_cast<size_t>(m)) * 4;
@@ -101,31 +103,35 @@ TEST_CASE("the device has what the shaders use (lavapipe: integer dot product)")
   CHECK(c.get()->caps().integer_dot_product);
 }
 
-TEST_CASE("activation quantization matches quant/qscheme.cc bit for bit") {
-  // Many row ranges (per row: one scale per row, 2^-6 .. 2^6, clipped mins and maxes).
-  for (bool reduce : {false, true}) {
-    check_quantized(activations(130, 37, 1), true, reduce);
-    check_quantized(activations(3, 768, 2), false, reduce);
-    check_quantized(activations(1, 5, 3), false, reduce);
-  }
-  // 1000 random ranges: scales and zero points from every kind of quotient.
-  manual_seed(9);
-  Tensor x = randn({1000, 8}).contiguous();
-  const Tensor e = (randn({1000, 1}) * 4.0).exp().contiguous();
-  x = (x * e + randn({1000, 1})).contiguous();
-  check_quantized(x, true, false);
-  // ChooseQuantizationParams' special cases: a zero row (scale 0.1), tiny
-  // ranges below SMALL_SCALE_THRESHOLD (one-sided: the clipped bound is
-  // stretched; two-sided: both amplified), a constant row, a wide range.
-  const std::vector<std::vector<float>> special = {
-      {0.0f, 0.0f, 0.0f, 0.0f, 0.0f},         {1e-6f, 3e-6f, 2e-6f, 0.0f, 1e-7f},
-      {-1e-6f, -3e-6f, -2e-6f, 0.0f, -1e-7f}, {-1e-6f, 2e-6f, 5e-7f, -3e-7f, 1e-6f},
-      {2.5f, 2.5f, 2.5f, 2.5f, 2.5f},         {-1e4f, 3e3f, 1.0f, -0.5f, 7e3f},
-      {-1.0f, 254.0f, 0.5f, 3.0f, -0.25f}};
-  for (const auto& row : special) {
-    const Tensor t = tensor(row, {1, 5});
-    check_quantized(t, false, false);
-    check_quantized(t, true, true);
+TEST_CASE("activation quantization matches quant/qscheme.cc bit for bit, also with skewed divisions") {
+  for (bool skew : {false, true}) {
+    CAPTURE(skew);
+    // Many row ranges (per row: one scale per row, 2^-6 .. 2^6, clipped mins and maxes).
+    for (bool reduce : {false, true}) {
+      check_quantized(activations(130, 37, 1), true, reduce, skew);
+      check_quantized(activations(3, 768, 2), false, reduce, skew);
+      check_quantized(activations(1, 5, 3), false, reduce, skew);
+    }
+    // 1000 random ranges: scales and zero points from every kind of quotient.
+    manual_seed(9);
+    Tensor x = randn({1000, 8}).contiguous();
+    const Tensor e = (randn({1000, 1}) * 4.0).exp().contiguous();
+    x = (x * e + randn({1000, 1})).contiguous();
+    check_quantized(x, true, false, skew);
+    // ChooseQuantizationParams' special cases: a zero row (scale 0.1), tiny
+    // ranges below SMALL_SCALE_THRESHOLD (one-sided: the clipped bound is
+    // stretched; two-sided: both amplified), a constant row, a wide range,
+    // zero points from either bound.
+    const std::vector<std::vector<float>> special = {
+        {0.0f, 0.0f, 0.0f, 0.0f, 0.0f},         {1e-6f, 3e-6f, 2e-6f, 0.0f, 1e-7f},
+        {-1e-6f, -3e-6f, -2e-6f, 0.0f, -1e-7f}, {-1e-6f, 2e-6f, 5e-7f, -3e-7f, 1e-6f},
+        {2.5f, 2.5f, 2.5f, 2.5f, 2.5f},         {-1e4f, 3e3f, 1.0f, -0.5f, 7e3f},
+        {-1.0f, 254.0f, 0.5f, 3.0f, -0.25f},    {-254.0f, 1.0f, 0.5f, 3.0f, -0.25f}};
+    for (const auto& row : special) {
+      const Tensor t = tensor(row, {1, 5});
+      check_quantized(t, false, false, skew);
+      check_quantized(t, true, true, skew);
+    }
   }
 }
 
@@ -186,6 +192,7 @@ TEST_CASE("dynamic int8 linear matches quant::dynamic_linear_ref (M x (K, N), sc
                                   expected.data(), act, opt);
         vk::QuantLinearOptions vo;
         vo.use_dot_product = dot;
+        vo.skew_division = config % 3 == 0;
         const Tensor y = vk::dynamic_quant_linear(to_vk(x), vw.get(), act, per_row, vo);
         REQUIRE(y.sizes() == Shape{m, n});
         const std::vector<float> got = floats(y);

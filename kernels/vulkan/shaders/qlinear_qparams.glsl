@@ -7,6 +7,11 @@
 
 const float kSmallScale = 6.1e-5;  // ATen's SMALL_SCALE_THRESHOLD
 
+// Tests only (specialization constant 1): skews every device quotient by a
+// pseudo-random -2 .. 2 ulp, as a device with a loose division would, to show
+// that the corrections below recover the correctly rounded one anyway.
+layout(constant_id = 1) const uint kSkewDivision = 0;
+
 // The exact error of p = a * b (Dekker; no overflow for |a|, |b| < 2^100).
 float two_prod_err(float a, float b, float p) {
   precise float ca = 4097.0 * a;
@@ -30,7 +35,11 @@ float residual(float ah, float al, float b, float q) {
 // (ah >> al): the device's quotient (within 3 ulp) and its neighbours.
 float cr_div2(float ah, float al, float b) {
   if (ah == 0.0) return 0.0;
-  const float q0 = ah / b;
+  float q0 = ah / b;
+  if (kSkewDivision != 0u) {
+    const uint h = (floatBitsToUint(ah) ^ floatBitsToUint(b)) * 2654435761u;
+    q0 = uintBitsToFloat(uint(max(int(floatBitsToUint(q0)) + int(h >> 29u) % 5 - 2, 0)));
+  }
   const uint bits = floatBitsToUint(q0);
   float best = q0;
   float best_r = abs(residual(ah, al, b, q0));
