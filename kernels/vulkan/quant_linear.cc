@@ -99,7 +99,7 @@ struct GemmPush {
 };
 struct SpmmPush {
   uint32_t m, n, row0, col0, x_first, x_row_stride, x_col_stride, row_ptr_first, col_first, val_first,
-      bias_first, y_first, has_bias, act;
+      row_scale_first, bias_first, y_first, int8, has_bias, act;
   float act_lo, act_hi;
 };
 
@@ -256,30 +256,45 @@ Tensor dynamic_quant_linear(const Tensor& x, const VkQuantLinear& w, const Activ
   return y;
 }
 
-Result<VkSparseLinear> pack_sparse_linear(const sparse::CsrMatrix& w) {
-  if (w.rows <= 0 || w.cols <= 0 || w.nnz() >= (int64_t{1} << 31) ||
-      static_cast<int64_t>(w.row_ptr.size()) != w.rows + 1) {
-    Context::set_why(str_cat("sparse linear on vulkan: bad CSR matrix [", w.rows, ", ", w.cols, "] with ", w.nnz(),
+Result<VkSparseLinear> pack_sparse_linear_arrays(const CsrArrays& a) {
+  if (a.rows <= 0 || a.cols <= 0 || a.nnz < 0 || a.nnz >= (int64_t{1} << 31) || a.row_ptr == nullptr ||
+      (a.qvalues != nullptr && a.row_scale == nullptr) || (a.nnz > 0 && a.values == nullptr && a.qvalues == nullptr) ||
+      (a.nnz > 0 && a.col16 == nullptr && a.col32 == nullptr) || a.row_ptr[0] != 0 || a.row_ptr[a.rows] != a.nnz) {
+    Context::set_why(str_cat("sparse linear on vulkan: bad CSR matrix [", a.rows, ", ", a.cols, "] with ", a.nnz,
                              " nonzeros"));
     return Status::InvalidArgument;
   }
   Result<Context*> c = Context::get();
   if (!c.ok()) return c.status();
   VkSparseLinear s;
-  s.rows = w.rows;
-  s.cols = w.cols;
-  s.nnz = w.nnz();
-  std::vector<int32_t> row_ptr(w.row_ptr.begin(), w.row_ptr.end());
+  s.rows = a.rows;
+  s.cols = a.cols;
+  s.nnz = a.nnz;
+  s.int8 = a.qvalues != nullptr;
+  std::vector<int32_t> row_ptr(a.row_ptr, a.row_ptr + a.rows + 1);
   std::vector<int32_t> col(static_cast<size_t>(std::max<int64_t>(s.nnz, 1)), 0);
-  std::vector<float> values(col.size(), 0.0f);
   for (int64_t e = 0; e < s.nnz; ++e) {
-    col[static_cast<size_t>(e)] = w.narrow ? w.col16[static_cast<size_t>(e)] : w.col32[static_cast<size_t>(e)];
-    values[static_cast<size_t>(e)] = w.values[static_cast<size_t>(e)];
+    const int64_t cc = a.col16 != nullptr ? a.col16[e] : a.col32[e];
+    if (cc < 0 || cc >= a.cols) {
+      Context::set_why(str_cat("sparse linear on vulkan: column ", cc, " of nonzero ", e, " is outside [0, ", a.cols, ")"));
+      return Status::InvalidArgument;
+    }
+    col[static_cast<size_t>(e)] = static_cast<int32_t>(cc);
   }
   try {
     s.row_ptr = upload(row_ptr, DType::Int32);
     s.col = upload(col, DType::Int32);
-    s.values = upload(values, DType::Float32);
+    if (s.int8) {
+      std::vector<uint32_t> words(static_cast<size_t>(std::max<int64_t>((s.nnz + 3) / 4, 1)), 0u);
+      for (int64_t e = 0; e < s.nnz; ++e)
+        words[static_cast<size_t>(e / 4)] |= static_cast<uint32_t>(static_cast<uint8_t>(a.qvalues[e])) << (8 * (e % 4));
+      s.values = upload(words, DType::Int32);
+      s.row_scale = upload(std::vector<float>(a.row_scale, a.row_scale + a.rows), DType::Float32);
+    } else {
+      std::vector<float> values(col.size(), 0.0f);
+      std::copy(a.values, a.values + s.nnz, values.begin());
+      s.values = upload(values, DType::Float32);
+    }
   } catch (const Error& e) {
     Context::set_why(str_cat("sparse linear on vulkan: ", e.what()));
     return e.status();
@@ -307,7 +322,8 @@ Tensor sparse_linear(const Tensor& x, const VkSparseLinear& w, const Tensor& bia
       p.row_ptr_first = d.bind(w.row_ptr.kernel_view());
       p.col_first = d.bind(w.col.kernel_view());
       p.val_first = d.bind(w.values.kernel_view());
-      p.bias_first = d.bind_or(b.defined() ? b.kernel_view() : TensorView{}, w.values.kernel_view());
+      p.row_scale_first = d.bind_or(w.int8 ? w.row_scale.kernel_view() : TensorView{}, w.row_ptr.kernel_view());
+      p.bias_first = d.bind_or(b.defined() ? b.kernel_view() : TensorView{}, w.row_ptr.kernel_view());
       p.y_first = d.bind(y.kernel_view());
       p.m = u32(r.m);
       p.n = u32(w.rows);
@@ -315,6 +331,7 @@ Tensor sparse_linear(const Tensor& x, const VkSparseLinear& w, const Tensor& bia
       p.col0 = u32(col0);
       p.x_row_stride = u32(r.view.strides[0]);
       p.x_col_stride = u32(r.view.strides[1]);
+      p.int8 = w.int8 ? 1u : 0u;
       p.has_bias = b.defined() ? 1u : 0u;
       p.act = a.kind;
       p.act_lo = a.lo;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "quant/coo.h"
 #include "runtime/core/result.h"
@@ -66,15 +67,69 @@ QuantizedActivations quantize_activations(const Tensor& x2d, int64_t k4, bool pe
                                           bool skew_division = false);
 Tensor quant_linear_accumulators(const Tensor& q, const VkQuantLinear& w, bool use_dot_product = true);
 
-// A CSR [N, K] sparse weight on the device (fp32 values).
+// A CSR [N, K] sparse weight on the device: fp32 values, or int8 values with
+// one scale per output row (y[i, j] = row_scale[j] * sum q * x + bias[j]).
 struct VkSparseLinear {
   int64_t rows = 0, cols = 0, nnz = 0;
-  Tensor row_ptr;  // Int32 [N + 1]
-  Tensor col;      // Int32 [max(nnz, 1)]
-  Tensor values;   // Float32 [max(nnz, 1)]
+  bool int8 = false;
+  Tensor row_ptr;    // Int32 [N + 1]
+  Tensor col;        // Int32 [max(nnz, 1)]
+  Tensor values;     // Float32 [max(nnz, 1)], or int8: Int32 [max(ceil(nnz / 4), 1)], 4 values per word
+  Tensor row_scale;  // Float32 [N] when int8, else undefined
 };
 
-Result<VkSparseLinear> pack_sparse_linear(const sparse::CsrMatrix& w);
+// The CSR arrays (what sparse::CsrMatrix holds): cols16 or cols32 (nnz each),
+// values (nnz floats) or qvalues (nnz int8) with row_scale (rows floats).
+struct CsrArrays {
+  int64_t rows = 0, cols = 0, nnz = 0;
+  const int64_t* row_ptr = nullptr;  // rows + 1
+  const uint16_t* col16 = nullptr;
+  const int32_t* col32 = nullptr;
+  const float* values = nullptr;
+  const int8_t* qvalues = nullptr;
+  const float* row_scale = nullptr;
+};
+Result<VkSparseLinear> pack_sparse_linear_arrays(const CsrArrays& a);
+
+namespace detail {
+// Int8 CSR values, where sparse::CsrMatrix has them (qvalues, row_scale, int8:
+// feat/spmm); a matrix type without them is fp32.
+template <typename M, typename = void>
+struct CsrInt8 {
+  static const int8_t* q(const M&) { return nullptr; }
+  static const float* scale(const M&) { return nullptr; }
+  static bool sizes_ok(const M&) { return true; }
+};
+template <typename M>
+struct CsrInt8<M, std::void_t<decltype(M::int8), decltype(M::qvalues), decltype(M::row_scale)>> {
+  static const int8_t* q(const M& m) { return m.int8 ? m.qvalues.data() : nullptr; }
+  static const float* scale(const M& m) { return m.int8 ? m.row_scale.data() : nullptr; }
+  static bool sizes_ok(const M& m) {
+    const size_t nnz = m.narrow ? m.col16.size() : m.col32.size();
+    return !m.int8 || (m.qvalues.size() == nnz && static_cast<int64_t>(m.row_scale.size()) == m.rows);
+  }
+};
+}  // namespace detail
+
+// From the executor's packed sparse::CsrMatrix (or a type with its members).
+// Fails (Context::why() says why) on inconsistent arrays or without a device.
+template <typename Csr = sparse::CsrMatrix>
+Result<VkSparseLinear> pack_sparse_linear(const Csr& w) {
+  CsrArrays a;
+  a.rows = w.rows;
+  a.cols = w.cols;
+  a.nnz = static_cast<int64_t>(w.narrow ? w.col16.size() : w.col32.size());
+  a.row_ptr = w.row_ptr.data();
+  a.col16 = w.narrow ? w.col16.data() : nullptr;
+  a.col32 = w.narrow ? nullptr : w.col32.data();
+  a.qvalues = detail::CsrInt8<Csr>::q(w);
+  a.row_scale = detail::CsrInt8<Csr>::scale(w);
+  a.values = a.qvalues != nullptr ? nullptr : w.values.data();
+  const bool ok = static_cast<int64_t>(w.row_ptr.size()) == w.rows + 1 && detail::CsrInt8<Csr>::sizes_ok(w) &&
+                  (a.qvalues != nullptr || static_cast<int64_t>(w.values.size()) == a.nnz);
+  if (!ok) a.row_ptr = nullptr;  // refused by pack_sparse_linear_arrays
+  return pack_sparse_linear_arrays(a);
+}
 
 // y = act(x @ W^T + bias) for x a Vulkan float32 [..., K] (strides as
 // dynamic_quant_linear), bias a float32 [N] (Vulkan, or CPU: copied over) or

@@ -325,10 +325,68 @@ TEST_CASE("sparse linear: strided and batched inputs, a CPU bias, clamp, empty i
               "sparse linear: the input's last dimension 5 does not match the weight's 300");
   check_error([&] { vk::sparse_linear(to_vk(zeros({2, k})), vw.get(), zeros({3})); },
               "sparse linear: expected a float32 bias [70]");
+  // An all-zero weight: y = bias.
+  Result<vk::VkSparseLinear> zero = vk::pack_sparse_linear(sparse::pack_csr_dense(zeros({n, k})));
+  REQUIRE(zero.ok());
+  CHECK(zero->nnz == 0);
+  check_equal(to_cpu(vk::sparse_linear(to_vk(x), zero.get(), b)), b.expand({6, n}).contiguous());
+  sparse::CsrMatrix broken = sparse::pack_csr_dense(w);
+  broken.col16.clear();  // K = 300: narrow columns
+  broken.col32.clear();
+  CHECK(vk::pack_sparse_linear(broken).status() == Status::InvalidArgument);
+  CHECK(vk::Context::why().find("sparse linear on vulkan: bad CSR matrix [70, 300] with 0 nonzeros") == 0);
   sparse::CsrMatrix empty_matrix;
   Result<vk::VkSparseLinear> bad = vk::pack_sparse_linear(empty_matrix);
   CHECK(bad.status() == Status::InvalidArgument);
   CHECK(vk::Context::why() == "sparse linear on vulkan: bad CSR matrix [0, 0] with 0 nonzeros");
+}
+
+namespace {
+// A CSR matrix with int8 values and a scale per row, as feat/spmm's
+// sparse::CsrMatrix carries them (these members shadow its own after the merge).
+struct Int8Csr : sparse::CsrMatrix {
+  std::vector<int8_t> qvalues;
+  std::vector<float> row_scale;
+  bool int8 = true;
+};
+}  // namespace
+
+TEST_CASE("sparse linear with int8 values and per-row scales") {
+  for (const auto& [k, n] : kShapes) {
+    for (int64_t m : {int64_t{1}, int64_t{3}, int64_t{16}}) {
+      CAPTURE(m);
+      CAPTURE(k);
+      CAPTURE(n);
+      manual_seed(static_cast<uint64_t>(k + n + m));
+      // int8 values in [-128, 127] (~85 % zeros), scales per row.
+      const Tensor q = where(lt(rand({n, k}), 0.85), 0.0, randint(-128, 128, {n, k}).to(DType::Float32)).contiguous();
+      const Tensor scale = (rand({n}) * 0.01 + 0.001).contiguous();
+      const Tensor b = randn({n}), x = randn({m, k});
+      Int8Csr w;
+      static_cast<sparse::CsrMatrix&>(w) = sparse::pack_csr_dense(q);
+      for (float v : w.values) w.qvalues.push_back(static_cast<int8_t>(v));
+      w.values.clear();  // int8 only, as pack_csr leaves it
+      w.row_scale.assign(scale.data_ptr<float>(), scale.data_ptr<float>() + n);
+      Result<vk::VkSparseLinear> vw = vk::pack_sparse_linear(w);
+      REQUIRE(vw.ok());
+      CHECK(vw->int8);
+      const Tensor expected = linear(x, q) * scale + b;
+      const Tensor bound = linear(abs(x), abs(q)) * scale + abs(b);
+      const std::vector<float> got = floats(vk::sparse_linear(to_vk(x), vw.get(), to_vk(b))),
+                               want = floats(expected), tol = floats(bound);
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        REQUIRE_MESSAGE(std::fabs(got[i] - want[i]) <= 1e-5 * tol[i] + 1e-30,
+                        "element " << i << ": " << got[i] << " vs " << want[i]);
+      }
+    }
+  }
+  Int8Csr bad;
+  static_cast<sparse::CsrMatrix&>(bad) = sparse::pack_csr_dense(eye(4));
+  bad.qvalues = {1, 1, 1};  // 4 nonzeros
+  bad.row_scale = {1.0f, 1.0f, 1.0f, 1.0f};
+  CHECK(vk::pack_sparse_linear(bad).status() == Status::InvalidArgument);
+  CHECK(vk::Context::why() == "sparse linear on vulkan: bad CSR matrix [4, 4] with 4 nonzeros");
 }
 
 EMBER_VULKAN_NO_VALIDATION_ERRORS()

@@ -1,6 +1,7 @@
 #version 450
-// Sparse Linear: y[i, j] = act(sum over row j of W (CSR, fp32 values) of
-// W[j, c] * x[i, c] + bias[j]). A workgroup takes one output column j and 4
+// Sparse Linear: y[i, j] = act(sum over row j of W (CSR) of W[j, c] * x[i, c]
+// (times row_scale[j] for int8 values) + bias[j]). Values: fp32, or int8
+// packed four per word (value e is byte e % 4 of word e / 4) with a scale per row. A workgroup takes one output column j and 4
 // rows of x: its invocations stride over row j's nonzeros, then a tree sum in
 // shared memory. x any strides; y contiguous [m, n].
 #include "common.glsl"
@@ -8,9 +9,10 @@
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) readonly buffer RowPtr { int row_ptr[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Col { int col[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Val { float val[]; };
-layout(std430, set = 0, binding = 4) readonly buffer Bias { float bias[]; };
-layout(std430, set = 0, binding = 5) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Val { uint val[]; };
+layout(std430, set = 0, binding = 4) readonly buffer RowScale { float row_scale[]; };
+layout(std430, set = 0, binding = 5) readonly buffer Bias { float bias[]; };
+layout(std430, set = 0, binding = 6) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform Push {
   uint m;
   uint n;
@@ -22,8 +24,10 @@ layout(push_constant) uniform Push {
   uint row_ptr_first;
   uint col_first;
   uint val_first;
+  uint row_scale_first;
   uint bias_first;
   uint y_first;
+  uint int8;
   uint has_bias;
   uint act;  // 0 none, 1 relu, 2 clamp
   float act_lo;
@@ -41,7 +45,8 @@ void main() {
   float acc[MB];
   for (uint r = 0; r < MB; ++r) acc[r] = 0.0;
   for (int e = begin + int(t); e < end; e += int(gl_WorkGroupSize.x)) {
-    const float v = val[p.val_first + e];
+    const float v = p.int8 != 0 ? float(bitfieldExtract(int(val[p.val_first + uint(e) / 4]), 8 * (e % 4), 8))
+                                : uintBitsToFloat(val[p.val_first + e]);
     const uint c = uint(col[p.col_first + e]);
     for (uint r = 0; r < MB; ++r) {
       if (i0 + r < p.m) acc[r] += v * x[p.x_first + (i0 + r) * p.x_row_stride + c * p.x_col_stride];
@@ -57,6 +62,7 @@ void main() {
   }
   if (t < MB && i0 + t < p.m) {
     float o = s_sum[t][0];
+    if (p.int8 != 0) o *= row_scale[p.row_scale_first + j];
     if (p.has_bias != 0) o += bias[p.bias_first + j];
     if (p.act == 1) {
       o = o < 0.0 ? 0.0 : o;
