@@ -327,12 +327,16 @@ Status Context::init_device() {
                 VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   }
   std::vector<const char*> enabled = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
-  const bool has_f16i8 = caps_.api_version >= VK_API_VERSION_1_2 || has(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
-  if (caps_.api_version < VK_API_VERSION_1_2 && has_f16i8) enabled.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
-  const bool has_8bit = caps_.api_version >= VK_API_VERSION_1_2 || has(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
-  if (caps_.api_version < VK_API_VERSION_1_2 && has_8bit) enabled.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
-  const bool has_dot = caps_.api_version >= VK_API_VERSION_1_3 || has(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
-  if (caps_.api_version < VK_API_VERSION_1_3 && has_dot) enabled.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+  // The instance asks for Vulkan 1.1, so 1.1 is the version the device runs
+  // at, whatever it reports: what 1.2 and 1.3 promoted is an extension here
+  // (shaders using SPV_KHR_8bit_storage need VK_KHR_8bit_storage enabled).
+  const uint32_t api = std::min<uint32_t>(caps_.api_version, VK_API_VERSION_1_1);
+  const bool has_f16i8 = api >= VK_API_VERSION_1_2 || has(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  if (api < VK_API_VERSION_1_2 && has_f16i8) enabled.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  const bool has_8bit = api >= VK_API_VERSION_1_2 || has(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  if (api < VK_API_VERSION_1_2 && has_8bit) enabled.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  const bool has_dot = api >= VK_API_VERSION_1_3 || has(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+  if (api < VK_API_VERSION_1_3 && has_dot) enabled.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
 
   // Features: query what exists, enable the useful subset.
   VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
