@@ -16,14 +16,9 @@ namespace ember::vk {
 // Element types as shaders/elementwise.glsl numbers them (DT_*).
 enum class ElemType : uint32_t { F32 = 0, F16 = 1, I32 = 2, I64 = 3, U8 = 4, I8 = 5, Bool = 6 };
 
-// The dtypes the elementwise kernels handle: float32 and int32 everywhere; the
-// others need the shaders' ext variants (8/16-bit storage and shaderInt64).
-constexpr DTypeSet kElemTypes = dtype_bit(DType::Float32) | dtype_bit(DType::Float16) | dtype_bit(DType::Int32) |
-                                dtype_bit(DType::Int64) | dtype_bit(DType::UInt8) | dtype_bit(DType::Int8) |
-                                dtype_bit(DType::Bool);
-
 // The shader element type of `t`; false for dtypes the shaders lack
-// (float64, bfloat16, int16). *ext: set when `t` needs the ext variant.
+// (float64, bfloat16, int16). *ext: set when `t` needs the ext variant
+// (everything but float32 and int32: 8/16-bit storage and shaderInt64).
 inline bool elem_type(DType t, uint32_t* code, bool* ext) {
   ElemType e;
   switch (t) {

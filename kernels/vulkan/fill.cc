@@ -1,6 +1,6 @@
-// Fill: every element of a (strided) tensor set to one value, for every dtype
-// of kElemTypes. The value is converted on the host as the reference kernel
-// converts it (Scalar::to<T>), so the shader only stores it.
+// Fill: every element of a (strided) tensor set to one value: float32,
+// float16, int32, int64, uint8, int8, bool. The value is converted on the host
+// as the reference kernel converts it (Scalar::to<T>); the shader stores it.
 #include <cstring>
 
 #include "kernels/vulkan/elementwise.h"
