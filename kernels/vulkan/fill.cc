@@ -1,35 +1,41 @@
-// Fill: every element of a contiguous 32-bit tensor set to one value.
+// Fill: every element of a (strided) tensor set to one value: float32,
+// float16, int32, int64, uint8, int8, bool. The value is converted on the host
+// as the reference kernel converts it (Scalar::to<T>); the shader stores it.
 #include <cstring>
 
-#include "kernels/vulkan/dispatch.h"
+#include "kernels/vulkan/elementwise.h"
 #include "kernels/vulkan/vk_kernels.h"
 
 namespace ember::vk {
 
 Status fill(const KernelContext&, Span<const TensorView>, Span<TensorView> out, const OpParams& params) {
-  const TensorView& o = out[0];
   const auto* p = std::get_if<ScalarParams>(&params);
   if (p == nullptr) return Status::InvalidArgument;
-  if (!o.is_contiguous()) {
-    Context::set_why("fill on vulkan needs a contiguous tensor");
-    return Status::NotSupported;
-  }
   struct {
-    uint32_t first, n;
-    uint32_t bits;  // the value's 32 bits (float or int)
-  } push{};
-  if (o.dtype == DType::Float32) {
-    const float v = p->value.to<float>();
-    std::memcpy(&push.bits, &v, 4);
-  } else {
-    const int32_t v = p->value.to<int32_t>();
-    std::memcpy(&push.bits, &v, 4);
+    ElemLayout<1> layout;
+    uint32_t lo = 0, hi = 0;  // float32 bits (floating dtypes) or the integer's bits
+  } push;
+  const Scalar& v = p->value;
+  float f = 0.0f;
+  int64_t i = 0;
+  switch (out[0].dtype) {
+    case DType::Float32: f = v.to<float>(); break;
+    case DType::Float16: f = static_cast<float>(v.to<Half>()); break;  // float16 holds it exactly
+    case DType::Int32: i = v.to<int32_t>(); break;
+    case DType::Int64: i = v.to<int64_t>(); break;
+    case DType::UInt8: i = v.to<uint8_t>(); break;
+    case DType::Int8: i = v.to<int8_t>(); break;
+    case DType::Bool: i = v.to<bool>() ? 1 : 0; break;
+    default: break;  // run_elementwise reports the dtype
   }
-  Dispatch d(shaders::fill_u32);
-  push.first = d.bind(o);
-  push.n = static_cast<uint32_t>(o.numel());
-  const Grid g = grid(o.numel(), 256);
-  return d.run(push, g.x, g.y, 1, {256});
+  if (is_floating(out[0].dtype)) {
+    std::memcpy(&push.lo, &f, 4);
+  } else {
+    const uint64_t bits = static_cast<uint64_t>(i);
+    push.lo = static_cast<uint32_t>(bits);
+    push.hi = static_cast<uint32_t>(bits >> 32);
+  }
+  return run_elementwise<1>("fill", &shaders::fill, shaders::fill_ext, 0, {&out[0]}, push);
 }
 
 }  // namespace ember::vk

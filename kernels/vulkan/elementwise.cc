@@ -1,0 +1,142 @@
+// Unary and binary elementwise kernels, Clamp and Where: strided operands
+// (broadcast inputs have stride 0; in-place ops write strided outputs),
+// coalesced to at most 4 dims (elementwise.h). float32 and int32 run on any
+// device; float16 (computed in float32), int64 and the 1-byte types (bool,
+// uint8, int8) need 8/16-bit storage and shaderInt64.
+#include <cstring>
+
+#include "kernels/vulkan/elementwise.h"
+#include "kernels/vulkan/vk_kernels.h"
+
+namespace ember::vk {
+
+namespace {
+
+// shaders/unary.glsl: OP_*
+enum UnaryOp : uint32_t {
+  kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kRelu, kGelu, kGeluTanh, kSilu, kErf, kClamp,
+};
+// shaders/binary.glsl: OP_*
+enum BinaryOp : uint32_t { kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kEq, kNe, kLt, kLe, kGt, kGe };
+
+struct UnaryPush {
+  ElemLayout<2> layout;
+  uint32_t has_min = 0, has_max = 0;
+  uint32_t min_lo = 0, min_hi = 0, max_lo = 0, max_hi = 0;  // float32 bits, or the integer's bits
+};
+
+Status unary(const char* name, uint32_t op, Span<const TensorView> in, Span<TensorView> out, UnaryPush& push) {
+  if (in[0].dtype != out[0].dtype) {
+    Context::set_why(std::string("vulkan ") + name + ": input and output dtypes differ");
+    return Status::DTypeMismatch;
+  }
+  return run_elementwise<2>(name, &shaders::unary, shaders::unary_ext, op, {&out[0], &in[0]}, push);
+}
+
+Status unary(const char* name, uint32_t op, Span<const TensorView> in, Span<TensorView> out) {
+  UnaryPush push;
+  return unary(name, op, in, out, push);
+}
+
+// A clamp bound in the compute type of `t` (as kernels/ref: Scalar::to<C>).
+void bound_bits(DType t, const Scalar& s, uint32_t* lo, uint32_t* hi) {
+  int64_t i = 0;
+  switch (t) {
+    case DType::Float32:
+    case DType::Float16: {
+      const float f = s.to<float>();
+      std::memcpy(lo, &f, 4);
+      *hi = 0;
+      return;
+    }
+    case DType::Int64: i = s.to<int64_t>(); break;
+    case DType::UInt8: i = s.to<uint8_t>(); break;
+    case DType::Int8: i = s.to<int8_t>(); break;
+    default: i = s.to<int32_t>(); break;
+  }
+  *lo = static_cast<uint32_t>(static_cast<uint64_t>(i));
+  *hi = static_cast<uint32_t>(static_cast<uint64_t>(i) >> 32);
+}
+
+Status binary(const char* name, uint32_t op, Span<const TensorView> in, Span<TensorView> out) {
+  const bool compare = op >= kEq;
+  if (in[0].dtype != in[1].dtype || out[0].dtype != (compare ? DType::Bool : in[0].dtype)) {
+    Context::set_why(std::string("vulkan ") + name + ": the inputs' and output's dtypes do not match");
+    return Status::DTypeMismatch;
+  }
+  struct {
+    ElemLayout<3> layout;
+  } push;
+  return run_elementwise<3>(name, &shaders::binary, shaders::binary_ext, op, {&out[0], &in[0], &in[1]}, push);
+}
+
+}  // namespace
+
+#define EMBER_VK_UNARY(fn, op)                                                                      \
+  Status fn(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
+    return unary(#fn, op, in, out);                                                                 \
+  }
+EMBER_VK_UNARY(neg, kNeg)
+EMBER_VK_UNARY(abs, kAbs)
+EMBER_VK_UNARY(exp, kExp)
+EMBER_VK_UNARY(log, kLog)
+EMBER_VK_UNARY(sqrt, kSqrt)
+EMBER_VK_UNARY(rsqrt, kRsqrt)
+EMBER_VK_UNARY(sin, kSin)
+EMBER_VK_UNARY(cos, kCos)
+EMBER_VK_UNARY(tanh, kTanh)
+EMBER_VK_UNARY(sigmoid, kSigmoid)
+EMBER_VK_UNARY(relu, kRelu)
+EMBER_VK_UNARY(silu, kSilu)
+EMBER_VK_UNARY(erf, kErf)
+#undef EMBER_VK_UNARY
+
+Status gelu(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto* p = std::get_if<GeluParams>(&params);
+  if (p == nullptr) return Status::InvalidArgument;
+  return unary("gelu", p->tanh_approximation ? kGeluTanh : kGelu, in, out);
+}
+
+Status clamp(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto* p = std::get_if<ClampParams>(&params);
+  if (p == nullptr) return Status::InvalidArgument;
+  UnaryPush push;
+  push.has_min = p->has_min ? 1 : 0;
+  push.has_max = p->has_max ? 1 : 0;
+  if (p->has_min) bound_bits(in[0].dtype, p->min, &push.min_lo, &push.min_hi);
+  if (p->has_max) bound_bits(in[0].dtype, p->max, &push.max_lo, &push.max_hi);
+  return unary("clamp", kClamp, in, out, push);
+}
+
+#define EMBER_VK_BINARY(fn, op)                                                                     \
+  Status fn(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
+    return binary(#fn, op, in, out);                                                                \
+  }
+EMBER_VK_BINARY(add, kAdd)
+EMBER_VK_BINARY(sub, kSub)
+EMBER_VK_BINARY(mul, kMul)
+EMBER_VK_BINARY(div, kDiv)
+EMBER_VK_BINARY(pow, kPow)
+EMBER_VK_BINARY(maximum, kMaximum)
+EMBER_VK_BINARY(minimum, kMinimum)
+EMBER_VK_BINARY(eq, kEq)
+EMBER_VK_BINARY(ne, kNe)
+EMBER_VK_BINARY(lt, kLt)
+EMBER_VK_BINARY(le, kLe)
+EMBER_VK_BINARY(gt, kGt)
+EMBER_VK_BINARY(ge, kGe)
+#undef EMBER_VK_BINARY
+
+// Where: inputs a, b, condition (bool); out = condition ? a : b.
+Status where(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
+  if (in[0].dtype != in[1].dtype || in[0].dtype != out[0].dtype || in[2].dtype != DType::Bool) {
+    Context::set_why("vulkan where: a, b and the output must share a dtype and the condition must be bool");
+    return Status::DTypeMismatch;
+  }
+  struct {
+    ElemLayout<4> layout;
+  } push;
+  return run_elementwise<4>("where", nullptr, shaders::where_ext, 0, {&out[0], &in[0], &in[1], &in[2]}, push);
+}
+
+}  // namespace ember::vk
