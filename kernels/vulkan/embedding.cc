@@ -1,5 +1,6 @@
 // Embedding on Vulkan: out[i..., :] = weight[indices[i...], :] for 32-bit
-// weights (float32, int32) and int32/int64 indices of any shape and strides;
+// weights (float32, int32), 16-bit ones (float16, where the device has
+// shaderFloat16 and 16-bit storage) and int32/int64 indices of any shape and strides;
 // the output is contiguous (the front-end allocates it). The kernel cannot
 // fail per element: an index outside [0, V) writes a row of zeros. The
 // front-end (runtime/ops/embedding.cc) rejects such indices before dispatch.
@@ -32,9 +33,17 @@ Status embedding(const KernelContext&, Span<const TensorView> in, Span<TensorVie
   const TensorView& y = out[0];
   if (weight.rank != 2 || y.rank != indices.rank + 1 || y.dtype != weight.dtype) return Status::InvalidArgument;
   if (indices.dtype != DType::Int32 && indices.dtype != DType::Int64) return Status::DTypeMismatch;
-  if (element_size(weight.dtype) != 4) {
-    Context::set_why("embedding on vulkan: 32-bit weights only");
+  const size_t word = element_size(weight.dtype);
+  if (word != 4 && word != 2) {
+    Context::set_why("embedding on vulkan: 16- and 32-bit weights only");
     return Status::DTypeMismatch;
+  }
+  if (word == 2) {
+    Result<Context*> c = Context::get();
+    if (c.ok() && !c.get()->caps().float16) {
+      Context::set_why("embedding on vulkan: 16-bit weights need shaderFloat16 and 16-bit storage, which the device lacks");
+      return Status::NotSupported;
+    }
   }
   for (int d = 0; d < indices.rank; ++d) {
     if (y.sizes[d] != indices.sizes[d]) return Status::ShapeMismatch;
@@ -79,7 +88,7 @@ Status embedding(const KernelContext&, Span<const TensorView> in, Span<TensorVie
   push.index64 = indices.dtype == DType::Int64 ? 1 : 0;
   push.w_stride0 = static_cast<uint32_t>(weight.strides[0]);
   push.w_stride1 = static_cast<uint32_t>(weight.strides[1]);
-  Dispatch dsp(shaders::embedding);
+  Dispatch dsp(word == 2 ? shaders::embedding_16 : shaders::embedding);
   push.w_first = dsp.bind(weight);
   push.i_first = dsp.bind(indices);
   push.y_first = dsp.bind(y);

@@ -1,5 +1,7 @@
 // Softmax, LogSoftmax, LayerNorm and BatchNorm (inference form) on Vulkan,
-// float32, computed in float32 (the reference computes in double). x and y
+// float32 and float16 (where the device has shaderFloat16 and 16-bit
+// storage; BatchNorm also takes float32 statistics for float16 x), computed
+// in float32 (the reference computes in double). x and y
 // take any strides (their dims are merged where both allow, up to 6 left);
 // LayerNorm's weight/bias and BatchNorm's per-channel vectors must be
 // contiguous (they are parameters, allocated so).
@@ -54,14 +56,20 @@ bool same_shape(const TensorView& a, const TensorView& b) {
   return true;
 }
 
-bool float32(const char* op, std::initializer_list<const TensorView*> views) {
-  for (const TensorView* v : views) {
-    if (v->data != nullptr && v->dtype != DType::Float32) {
-      Context::set_why(std::string(op) + " on vulkan: float32 only");
-      return false;
-    }
-  }
-  return true;
+// Every present view has x's dtype, float32 or float16.
+bool same_float(const char* op, const TensorView& x, std::initializer_list<const TensorView*> views) {
+  bool ok = x.dtype == DType::Float32 || x.dtype == DType::Float16;
+  for (const TensorView* v : views) ok = ok && (v->data == nullptr || v->dtype == x.dtype);
+  if (!ok) Context::set_why(std::string(op) + " on vulkan: float32 or float16, one dtype for every tensor");
+  return ok;
+}
+
+// float16 shaders need shaderFloat16 and 16-bit storage.
+bool float16_ok(const char* op) {
+  Result<Context*> c = Context::get();
+  if (!c.ok() || c.get()->caps().float16) return true;  // no context: Dispatch reports it
+  Context::set_why(std::string(op) + " on vulkan: float16 needs shaderFloat16 and 16-bit storage, which the device lacks");
+  return false;
 }
 
 bool too_large(const char* op, int64_t n) {
@@ -103,7 +111,9 @@ Status softmax_impl(Span<const TensorView> in, Span<TensorView> out, const OpPar
   if (p == nullptr || in.size() != 1 || out.size() != 1) return Status::InvalidArgument;
   const TensorView& x = in[0];
   const TensorView& y = out[0];
-  if (!float32(name, {&x, &y})) return Status::DTypeMismatch;
+  if (!same_float(name, x, {&y})) return Status::DTypeMismatch;
+  const bool half = x.dtype == DType::Float16;
+  if (half && !float16_ok(name)) return Status::NotSupported;
   if (!same_shape(x, y)) return Status::ShapeMismatch;
   const int dim = p->dim;
   if (x.rank == 0 ? !(dim == 0 || dim == -1) : !(dim >= 0 && dim < x.rank)) return Status::InvalidArgument;
@@ -123,7 +133,7 @@ Status softmax_impl(Span<const TensorView> in, Span<TensorView> out, const OpPar
   }
   if (!g.put(name, &push.rank, push.size, push.x_stride, push.y_stride)) return Status::NotSupported;
   push.rows = static_cast<uint32_t>(rows);
-  Dispatch dsp(shaders::softmax);
+  Dispatch dsp(half ? shaders::softmax_f16 : shaders::softmax);
   push.x_first = dsp.bind(x);
   push.y_first = dsp.bind(y);
   const Grid gr = grid(rows, 1);
@@ -169,7 +179,9 @@ Status layer_norm(const KernelContext&, Span<const TensorView> in, Span<TensorVi
   const TensorView& y = out[0];
   const int nr = p->normalized_rank;
   if (nr < 1 || nr > x.rank || !same_shape(x, y)) return Status::ShapeMismatch;
-  if (!float32("layer_norm", {&x, &w, &b, &y})) return Status::DTypeMismatch;
+  if (!same_float("layer_norm", x, {&w, &b, &y})) return Status::DTypeMismatch;
+  const bool half = x.dtype == DType::Float16;
+  if (half && !float16_ok("layer_norm")) return Status::NotSupported;
   int64_t n = 1;
   for (int d = x.rank - nr; d < x.rank; ++d) n *= x.sizes[d];
   for (const TensorView* v : {&w, &b}) {
@@ -186,7 +198,7 @@ Status layer_norm(const KernelContext&, Span<const TensorView> in, Span<TensorVi
   push.rows = static_cast<uint32_t>(x.numel() / n);
   push.flags = (w.data != nullptr ? 1u : 0u) | (b.data != nullptr ? 2u : 0u);
   push.eps = static_cast<float>(p->eps);
-  Dispatch dsp(shaders::layer_norm);
+  Dispatch dsp(half ? shaders::layer_norm_f16 : shaders::layer_norm);
   push.x_first = dsp.bind(x);
   push.w_first = dsp.bind_or(w, x);  // absent: x stands in, never read
   push.b_first = dsp.bind_or(b, x);
@@ -202,7 +214,14 @@ Status batch_norm(const KernelContext&, Span<const TensorView> in, Span<TensorVi
   const TensorView& y = out[0];
   if (x.rank < 2 || !same_shape(x, y)) return Status::ShapeMismatch;
   if (in[1].data == nullptr || in[2].data == nullptr) return Status::InvalidArgument;
-  if (!float32("batch_norm", {&x, &in[1], &in[2], &in[3], &in[4], &y})) return Status::DTypeMismatch;
+  // The statistics share x's dtype, or are all float32 for float16 x.
+  const bool half = x.dtype == DType::Float16;
+  const bool mixed = half && in[1].dtype == DType::Float32;
+  if (!same_float("batch_norm", x, {&y}) ||
+      !same_float("batch_norm", mixed ? in[1] : x, {&in[1], &in[2], &in[3], &in[4]})) {
+    return Status::DTypeMismatch;
+  }
+  if (half && !float16_ok("batch_norm")) return Status::NotSupported;
   const int64_t channels = x.sizes[1];
   for (size_t k = 1; k < 5; ++k) {
     if (in[k].data == nullptr) continue;
@@ -222,7 +241,7 @@ Status batch_norm(const KernelContext&, Span<const TensorView> in, Span<TensorVi
   push.inner = static_cast<uint32_t>(inner);
   push.flags = (in[3].data != nullptr ? 1u : 0u) | (in[4].data != nullptr ? 2u : 0u);
   push.eps = static_cast<float>(p->eps);
-  Dispatch dsp(shaders::batch_norm);
+  Dispatch dsp(mixed ? shaders::batch_norm_f16_f32 : half ? shaders::batch_norm_f16 : shaders::batch_norm);
   push.x_first = dsp.bind(x);
   push.m_first = dsp.bind(in[1]);
   push.v_first = dsp.bind(in[2]);

@@ -1,12 +1,11 @@
 // Reductions on Vulkan: Sum, Mean, Var, Norm, Max/Min (values and int64
-// indices), ArgMax/ArgMin of float32 tensors, any input strides. The output
+// indices), ArgMax/ArgMin of float32 and float16 tensors (float16 where the
+// device has shaderFloat16 and 16-bit storage), any input strides. The output
 // keeps the input's rank with size 1 on the reduced dims (ReduceParams::dims)
 // and must be contiguous (the front-ends allocate it). One workgroup per
-// output element reduces in float32 (shaders/reduce.comp); the reference
+// output element reduces in float32 (shaders/reduce_body.glsl); the reference
 // accumulates in double, so sums of many values differ by rounding.
 // Indices are written as two 32-bit words (low, high = 0): no shaderInt64 needed.
-#include <cmath>
-#include <cstring>
 #include <string>
 
 #include "kernels/vulkan/dispatch.h"
@@ -52,17 +51,12 @@ struct Dims {
 
 constexpr int64_t kMaxIndex = int64_t{1} << 32;
 
-// Sets every element of a contiguous float32 tensor to `value`.
-Status fill_f32(const TensorView& o, float value) {
-  struct {
-    uint32_t first, n, bits;
-  } push{};
-  std::memcpy(&push.bits, &value, 4);
-  Dispatch d(shaders::fill_u32);
-  push.first = d.bind(o);
-  push.n = static_cast<uint32_t>(o.numel());
-  const Grid g = grid(o.numel(), 256);
-  return d.run(push, g.x, g.y, 1, {256});
+// float16 shaders need shaderFloat16 and 16-bit storage.
+bool float16_ok(const std::string& op) {
+  Result<Context*> c = Context::get();
+  if (!c.ok() || c.get()->caps().float16) return true;  // no context: Dispatch reports it
+  Context::set_why(op + " on vulkan: float16 needs shaderFloat16 and 16-bit storage, which the device lacks");
+  return false;
 }
 
 uint32_t group_size(int64_t n) {
@@ -79,11 +73,13 @@ uint32_t group_size(int64_t n) {
 Status reduce(const TensorView& x, const TensorView& values, const TensorView& indices, const ReduceParams& rp,
               ReduceOp op) {
   const char* name = op == kSum ? "sum" : op == kMean ? "mean" : op == kVar ? "var" : op == kNorm ? "norm" : "max/min";
-  if (x.dtype != DType::Float32 || (values.data != nullptr && values.dtype != DType::Float32) ||
+  if ((x.dtype != DType::Float32 && x.dtype != DType::Float16) || (values.data != nullptr && values.dtype != x.dtype) ||
       (indices.data != nullptr && indices.dtype != DType::Int64)) {
-    Context::set_why(std::string(name) + " on vulkan: float32 values and int64 indices only");
+    Context::set_why(std::string(name) + " on vulkan: float32 or float16 values and int64 indices only");
     return Status::DTypeMismatch;
   }
+  const bool half = x.dtype == DType::Float16;
+  if (half && !float16_ok(name)) return Status::NotSupported;
   for (const TensorView* o : {&values, &indices}) {
     if (o->data == nullptr) continue;
     if (o->rank != x.rank) return Status::ShapeMismatch;
@@ -107,10 +103,8 @@ Status reduce(const TensorView& x, const TensorView& values, const TensorView& i
     }
   }
   if (outer_numel == 0) return Status::Ok;
-  if (inner_numel == 0) {
-    if (op == kMax || op == kMin) return Status::InvalidArgument;  // no extreme of nothing
-    return fill_f32(values, op == kMean || op == kVar ? std::nanf("") : 0.0f);
-  }
+  // Nothing reduced: the shader writes 0 (sum, norm) or NaN (mean, var).
+  if (inner_numel == 0 && (op == kMax || op == kMin)) return Status::InvalidArgument;  // no extreme of nothing
   if (outer.rank > kGroupRank || inner.rank > kGroupRank) {
     Context::set_why(std::string(name) + " on vulkan: the input's strides leave more than 4 kept or 4 reduced dims");
     return Status::NotSupported;
@@ -136,7 +130,7 @@ Status reduce(const TensorView& x, const TensorView& values, const TensorView& i
     push.inner_size[d] = static_cast<uint32_t>(inner.size[d]);
     push.inner_stride[d] = static_cast<uint32_t>(inner.stride[d]);
   }
-  Dispatch dsp(shaders::reduce);
+  Dispatch dsp(half ? shaders::reduce_f16 : shaders::reduce);
   push.x_first = dsp.bind(x);
   // An absent output is bound to the other one; the shader does not write it.
   push.y_first = dsp.bind_or(values, indices);

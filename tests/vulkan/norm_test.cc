@@ -144,6 +144,31 @@ TEST_CASE("batch_norm of a channels-last view keeps its layout") {
   check_close(back(y, {0, 2, 3, 1}, {0, 3, 1, 2}), batch_norm(x, m, v, w, b), 1e-5, 1e-5);
 }
 
+TEST_CASE("float16: softmax, log_softmax, layer_norm, batch_norm (float16 or float32 statistics)") {
+  manual_seed(18);
+  for (const Shape& s : std::vector<Shape>{{7}, {3, 257}, {2, 3, 4, 5}}) {
+    const Tensor x = (randn(s) * 3).to(DType::Float16);
+    CAPTURE(shape_str(s));
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      check_close_for_dtype(to_cpu(softmax(to_vk(x), d)), softmax(x, d));
+      check_close_for_dtype(to_cpu(log_softmax(to_vk(x), d)), log_softmax(x, d));
+    }
+    const Shape ns = {s.back()};
+    const Tensor w = randn(ns).to(DType::Float16), b = randn(ns).to(DType::Float16);
+    check_close_for_dtype(to_cpu(layer_norm(to_vk(x), ns, to_vk(w), to_vk(b))), layer_norm(x, ns, w, b));
+    if (x.dim() >= 2) {
+      const int64_t c = s[1];
+      const Tensor m = randn({c}), v = rand({c}) + 0.5, g = randn({c}), bb = randn({c});
+      // float32 statistics (PyTorch's mixed form), then float16 ones.
+      check_close_for_dtype(to_cpu(batch_norm(to_vk(x), to_vk(m), to_vk(v), to_vk(g), to_vk(bb))),
+                            batch_norm(x, m, v, g, bb));
+      const Tensor mh = m.to(DType::Float16), vh = v.to(DType::Float16), gh = g.to(DType::Float16);
+      check_close_for_dtype(to_cpu(batch_norm(to_vk(x), to_vk(mh), to_vk(vh), to_vk(gh), Tensor())),
+                            batch_norm(x, mh, vh, gh, Tensor()));
+    }
+  }
+}
+
 TEST_CASE("errors: float64 has no Vulkan softmax") {
   const Tensor d = to_vk(arange(4, DType::Float64));
   CHECK_THROWS_WITH_AS(softmax(d, 0), "\"softmax\" not implemented for 'Double' on vulkan", ember::Error);

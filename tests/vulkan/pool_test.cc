@@ -134,6 +134,18 @@ TEST_CASE("embedding: int64 indices of any shape, float32 and int32 weights, str
   CHECK(embedding(to_vk(w), to_vk(empty_idx)).sizes() == Shape{2, 0, 7});
 }
 
+TEST_CASE("embedding: float16 weights (16-bit words copied)") {
+  manual_seed(27);
+  const Tensor w = randn({11, 5}).to(DType::Float16);
+  for (const Shape& s : std::vector<Shape>{{1}, {7}, {2, 3}}) {
+    const Tensor idx = randint(0, 11, s);
+    check_equal(to_cpu(embedding(to_vk(w), to_vk(idx))), embedding(w, idx));
+  }
+  const Tensor wt = vk_transposed_view(w);
+  const Tensor idx = tensor<int64_t>({10, 0, 3});
+  check_equal(to_cpu(embedding(wt, to_vk(idx))), embedding(w, idx));
+}
+
 TEST_CASE("embedding: int32 indices") {
   manual_seed(26);
   const Tensor w = randn({9, 4});
@@ -158,6 +170,18 @@ TEST_CASE("embedding: out-of-range indices are refused by the front-end; the ker
     const Tensor expected32 = tensor<float>({6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 1, 2}, {5, 3});
     check_equal(to_cpu(out), t == DType::Int64 ? expected : expected32);
   }
+}
+
+// Needs the Vulkan Copy kernel (feat/vk-elem): the front-end checks the
+// indices on the host, and copying a non-contiguous Vulkan tensor there makes
+// it contiguous on the device first.
+TEST_CASE("embedding: non-contiguous indices") {
+  manual_seed(28);
+  const Tensor w = randn({8, 3});
+  const Tensor idx = randint(0, 8, {4, 5});
+  const Tensor t = vk_transposed_view(idx);
+  REQUIRE(!t.is_contiguous());
+  check_equal(to_cpu(embedding(to_vk(w), t)), embedding(w, idx));
 }
 
 EMBER_VULKAN_NO_VALIDATION_ERRORS()

@@ -165,6 +165,30 @@ TEST_CASE("empty reductions: sum 0, mean NaN; empty kept dims give empty outputs
   CHECK(i.sizes() == Shape{0});
 }
 
+TEST_CASE("float16: sums, means, variances and norms in float32, rounded once; max/argmax exact") {
+  manual_seed(7);
+  for (const Shape& s : kShapes) {
+    const Tensor x = randn(s).to(DType::Float16);
+    const Tensor v = to_vk(x);
+    CAPTURE(shape_str(s));
+    const std::vector<int64_t> last = {-1};
+    check_close_for_dtype(to_cpu(sum(v, last)), sum(x, last));
+    check_close_for_dtype(to_cpu(mean(v)), mean(x));
+    check_close_for_dtype(to_cpu(var(v, last, 0)), var(x, last, 0));
+    check_close_for_dtype(to_cpu(norm(v, 2.0, last)), norm(x, 2.0, last));
+    check_close_for_dtype(to_cpu(norm(v, double(INFINITY))), norm(x, double(INFINITY)));
+    const auto [mv, mi] = max(v, 0);
+    const auto [cv, ci] = max(x, 0);
+    CHECK(mv.dtype() == DType::Float16);
+    check_equal(to_cpu(mv), cv);
+    check_equal(to_cpu(mi), ci);
+    check_equal(to_cpu(argmin(v)), argmin(x));
+  }
+  const Tensor e = zeros({0, 2}, DType::Float16);
+  check_equal(to_cpu(sum(to_vk(e), {0})), sum(e, {0}));
+  check_equal(to_cpu(mean(to_vk(e), {0})), mean(e, {0}));
+}
+
 TEST_CASE("errors: dtypes without a Vulkan reduction, strides the shader cannot address, empty max") {
   const Tensor l = to_vk(arange(6, DType::Int64));
   CHECK_THROWS_WITH_AS(sum(l), "\"sum\" not implemented for 'Long' on vulkan", ember::Error);

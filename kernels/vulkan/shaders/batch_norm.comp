@@ -1,41 +1,5 @@
 #version 450
-// BatchNorm, inference form, float32: y = (x - mean) / sqrt(var + eps) * w + b
-// per channel (dim 1), one invocation per element. x and y are addressed
-// through their merged dims (kernels/vulkan/norm.cc) by the flat index; the
-// per-channel vectors are contiguous; weight and bias optional (flags bit 0 / 1).
-#include "common.glsl"
-
-layout(std430, set = 0, binding = 0) readonly buffer In { float x[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Mean { float mean[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Var { float var_[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Weight { float w[]; };
-layout(std430, set = 0, binding = 4) readonly buffer Bias { float b[]; };
-layout(std430, set = 0, binding = 5) writeonly buffer Out { float y[]; };
-layout(push_constant) uniform Push {
-  uint x_first, m_first, v_first, w_first, b_first, y_first;
-  uint total;
-  uint channels;
-  uint inner;  // elements per channel per batch item
-  uint flags;
-  float eps;
-  uint rank;
-  uint size[6];
-  uint x_stride[6];
-  uint y_stride[6];
-} p;
-
-void main() {
-  const uint f = flat_index();
-  if (f >= p.total) return;
-  const uint c = (f / p.inner) % p.channels;
-  const float scale = ((p.flags & 1u) != 0u ? w[p.w_first + c] : 1.0) / sqrt(var_[p.v_first + c] + p.eps);
-  const float shift = ((p.flags & 2u) != 0u ? b[p.b_first + c] : 0.0) - mean[p.m_first + c] * scale;
-  uint xo = p.x_first, yo = p.y_first, r = f;
-  for (int d = int(p.rank) - 1; d >= 0; --d) {
-    const uint i = r % p.size[d];
-    r /= p.size[d];
-    xo += i * p.x_stride[d];
-    yo += i * p.y_stride[d];
-  }
-  y[yo] = x[xo] * scale + shift;
-}
+// float32 values and statistics (batch_norm_body.glsl).
+#define ELEM float
+#define PARAM float
+#include "batch_norm_body.glsl"

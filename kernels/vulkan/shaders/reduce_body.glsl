@@ -1,0 +1,179 @@
+// Sum, Mean, Var, Norm, Max/Min (value and index) of ELEM values (float32 or
+// float16; arithmetic in float32, reduce.comp / reduce_f16.comp): one
+// workgroup per output element (a position of the kept dims), its threads
+// striding over the reduced elements, then a shared-memory tree. The reduced
+// elements are addressed through up to 4 (size, stride) dims, the kept ones
+// through up to 4 more (kernels/vulkan/reduce.cc merges what it can).
+// Outputs are contiguous: output element `row` is the row-th kept position.
+// Indices (int64) are written as two 32-bit words, low first.
+#include "common.glsl"
+
+layout(std430, set = 0, binding = 0) readonly buffer In { ELEM x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Out { ELEM y[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Idx { uint idx[]; };
+layout(push_constant) uniform Push {
+  uint x_first, y_first, i_first;
+  uint op;     // 0 sum, 1 mean, 2 var, 3 norm, 4 max, 5 min
+  uint flags;  // bit 0: write values, bit 1: write indices
+  uint outer_numel, inner_numel;
+  uint outer_rank, inner_rank;
+  float p;        // norm order
+  float divisor;  // var: N - correction, or 0
+  uint pad;
+  uint outer_size[4];
+  uint outer_stride[4];
+  uint inner_size[4];
+  uint inner_stride[4];
+} p;
+
+const uint kNone = 0xFFFFFFFFu;
+shared float s_v[256];
+shared uint s_i[256];
+
+uint inner_offset(uint i) {
+  uint off = 0;
+  for (int d = int(p.inner_rank) - 1; d >= 0; --d) {
+    const uint s = p.inner_size[d];
+    off += (i % s) * p.inner_stride[d];
+    i /= s;
+  }
+  return off;
+}
+
+uint outer_offset(uint i) {
+  uint off = 0;
+  for (int d = int(p.outer_rank) - 1; d >= 0; --d) {
+    const uint s = p.outer_size[d];
+    off += (i % s) * p.outer_stride[d];
+    i /= s;
+  }
+  return off;
+}
+
+// Sums s_v over the workgroup; the result is in s_v[0].
+void tree_sum(uint tid) {
+  for (uint h = gl_WorkGroupSize.x / 2; h > 0; h >>= 1) {
+    barrier();
+    if (tid < h) s_v[tid] += s_v[tid + h];
+  }
+  barrier();
+}
+
+// The max (or min) of |values| with NaN winning, over the workgroup.
+float pick_abs(float a, float b, bool is_max) {
+  if (isnan(a)) return a;
+  if (isnan(b)) return b;
+  return is_max ? (b > a ? b : a) : (b < a ? b : a);
+}
+
+// (value, index) pairs: the extreme, NaN first, ties to the lower index.
+bool take(float av, uint ai, float bv, uint bi, bool is_max) {
+  if (bi == kNone) return false;
+  if (ai == kNone) return true;
+  const bool an = isnan(av), bn = isnan(bv);
+  if (an || bn) return bn && (!an || bi < ai);
+  if (bv == av) return bi < ai;
+  return is_max ? bv > av : bv < av;
+}
+
+void main() {
+  const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  if (row >= p.outer_numel) return;  // the whole workgroup leaves together
+  const uint tid = gl_LocalInvocationID.x;
+  const uint L = gl_WorkGroupSize.x;
+  const uint n = p.inner_numel;
+  const uint base = p.x_first + outer_offset(row);
+  if (n == 0u) {  // nothing reduced: sum and norm 0, mean and var NaN (max/min never get here)
+    if (tid == 0) y[p.y_first + row] = ELEM(p.op == 1u || p.op == 2u ? uintBitsToFloat(0x7fc00000u) : 0.0);
+    return;
+  }
+
+  if (p.op >= 4u) {
+    const bool is_max = p.op == 4u;
+    float bv = 0.0;
+    uint bi = kNone;
+    for (uint i = tid; i < n; i += L) {
+      const float v = float(x[base + inner_offset(i)]);
+      if (isnan(v)) {  // this thread's first NaN: nothing later can win
+        bv = v;
+        bi = i;
+        break;
+      }
+      if (bi == kNone || (is_max ? v > bv : v < bv)) {
+        bv = v;
+        bi = i;
+      }
+    }
+    s_v[tid] = bv;
+    s_i[tid] = bi;
+    for (uint h = L / 2; h > 0; h >>= 1) {
+      barrier();
+      if (tid < h && take(s_v[tid], s_i[tid], s_v[tid + h], s_i[tid + h], is_max)) {
+        s_v[tid] = s_v[tid + h];
+        s_i[tid] = s_i[tid + h];
+      }
+    }
+    barrier();
+    if (tid == 0) {
+      if ((p.flags & 1u) != 0u) y[p.y_first + row] = ELEM(s_v[0]);
+      if ((p.flags & 2u) != 0u) {
+        idx[2u * (p.i_first + row)] = s_i[0];
+        idx[2u * (p.i_first + row) + 1u] = 0u;
+      }
+    }
+    return;
+  }
+
+  if (p.op == 3u && isinf(p.p)) {  // max / min of |x|
+    const bool is_max = p.p > 0.0;
+    float acc = is_max ? 0.0 : uintBitsToFloat(0x7f800000u);
+    for (uint i = tid; i < n; i += L) acc = pick_abs(acc, abs(float(x[base + inner_offset(i)])), is_max);
+    s_v[tid] = acc;
+    for (uint h = L / 2; h > 0; h >>= 1) {
+      barrier();
+      if (tid < h) s_v[tid] = pick_abs(s_v[tid], s_v[tid + h], is_max);
+    }
+    barrier();
+    if (tid == 0) y[p.y_first + row] = ELEM(s_v[0]);
+    return;
+  }
+
+  float acc = 0.0;
+  if (p.op == 3u) {
+    for (uint i = tid; i < n; i += L) {
+      const float v = float(x[base + inner_offset(i)]);
+      if (p.p == 0.0) acc += v != 0.0 ? 1.0 : 0.0;
+      else if (p.p == 1.0) acc += abs(v);
+      else if (p.p == 2.0) acc += v * v;
+      else acc += pow(abs(v), p.p);
+    }
+  } else {
+    for (uint i = tid; i < n; i += L) acc += float(x[base + inner_offset(i)]);
+  }
+  s_v[tid] = acc;
+  tree_sum(tid);
+  float r = s_v[0];
+  if (p.op == 1u) {
+    r /= float(n);
+  } else if (p.op == 3u) {
+    if (p.p == 2.0) r = sqrt(r);
+    else if (p.p != 0.0 && p.p != 1.0) r = pow(r, 1.0 / p.p);
+  } else if (p.op == 2u) {  // second pass: squared deviations from the mean
+    const float mean = r / float(n);
+    barrier();  // everyone has read s_v[0]
+    float m2 = 0.0;
+    for (uint i = tid; i < n; i += L) {
+      const float d = float(x[base + inner_offset(i)]) - mean;
+      m2 += d * d;
+    }
+    s_v[tid] = m2;
+    tree_sum(tid);
+    m2 = s_v[0];
+    if (p.divisor == 0.0) {
+      r = m2 > 0.0 ? uintBitsToFloat(0x7f800000u) : uintBitsToFloat(0x7fc00000u);
+    } else {
+      r = m2 / p.divisor;
+    }
+  }
+  if (tid == 0) y[p.y_first + row] = ELEM(r);
+}
