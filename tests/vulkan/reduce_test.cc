@@ -104,6 +104,12 @@ TEST_CASE("norm: p = 2, 1, 0, 3, 0.5, inf, -inf, and NaN inputs") {
     check_vk(norm(to_vk(x), p, {1}), norm(x, p, {1}), 1e-5, 1e-6);
     check_vk(norm(to_vk(x), p), norm(x, p), 1e-5, 1e-6);
   }
+  // Negative orders: a zero gives |0|^p = inf, and the norm 0 (inf^(1/p)).
+  for (double p : {-1.0, -2.5}) {
+    CAPTURE(p);
+    check_vk(norm(to_vk(x), p, {1}), norm(x, p, {1}), 1e-5, 1e-6);
+    CHECK(to_cpu(norm(to_vk(x), p, {1}))[2].item<float>() == 0.0f);
+  }
   Tensor n = randn({3, 8});
   n.select(0, 1).select(0, 4).fill_(NAN);
   for (double p : {2.0, double(INFINITY), -double(INFINITY)}) {

@@ -66,6 +66,12 @@ float pick_abs(float a, float b, bool is_max) {
   return is_max ? (b > a ? b : a) : (b < a ? b : a);
 }
 
+// pow with a zero base defined as C's (GLSL leaves pow(0, y <= 0) undefined).
+float pow0(float a, float e) {
+  if (a == 0.0) return e > 0.0 ? 0.0 : e == 0.0 ? 1.0 : uintBitsToFloat(0x7f800000u);
+  return pow(a, e);
+}
+
 // (value, index) pairs: the extreme, NaN first, ties to the lower index.
 bool take(float av, uint ai, float bv, uint bi, bool is_max) {
   if (bi == kNone) return false;
@@ -145,7 +151,7 @@ void main() {
       if (p.p == 0.0) acc += v != 0.0 ? 1.0 : 0.0;
       else if (p.p == 1.0) acc += abs(v);
       else if (p.p == 2.0) acc += v * v;
-      else acc += pow(abs(v), p.p);
+      else acc += pow0(abs(v), p.p);
     }
   } else {
     for (uint i = tid; i < n; i += L) acc += float(x[base + inner_offset(i)]);
@@ -157,7 +163,7 @@ void main() {
     r /= float(n);
   } else if (p.op == 3u) {
     if (p.p == 2.0) r = sqrt(r);
-    else if (p.p != 0.0 && p.p != 1.0) r = pow(r, 1.0 / p.p);
+    else if (p.p != 0.0 && p.p != 1.0) r = pow0(r, 1.0 / p.p);
   } else if (p.op == 2u) {  // second pass: squared deviations from the mean
     const float mean = r / float(n);
     barrier();  // everyone has read s_v[0]
