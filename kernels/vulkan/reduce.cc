@@ -50,6 +50,10 @@ struct Dims {
 };
 
 constexpr int64_t kMaxIndex = int64_t{1} << 32;
+// Serial mode: enough outputs to fill a device, few enough reduced elements
+// per output that a float32 running sum stays accurate.
+constexpr int64_t kSerialMinOutputs = 256;
+constexpr int64_t kSerialMaxReduced = 16384;
 
 // float16 shaders need shaderFloat16 and 16-bit storage.
 bool float16_ok(const std::string& op) {
@@ -130,11 +134,23 @@ Status reduce(const TensorView& x, const TensorView& values, const TensorView& i
     push.inner_size[d] = static_cast<uint32_t>(inner.size[d]);
     push.inner_stride[d] = static_cast<uint32_t>(inner.stride[d]);
   }
+  // Serial mode (one invocation per output element) when the kept dims are
+  // the contiguous ones and the reduced ones are not: neighbouring
+  // invocations then read neighbouring elements (a column sum), where a
+  // workgroup per output would read one strided column per workgroup.
+  const bool serial = outer.rank > 0 && outer.stride[outer.rank - 1] == 1 &&
+                      (inner.rank == 0 || inner.stride[inner.rank - 1] != 1) && outer_numel >= kSerialMinOutputs &&
+                      inner_numel <= kSerialMaxReduced;
   Dispatch dsp(half ? shaders::reduce_f16 : shaders::reduce);
   push.x_first = dsp.bind(x);
   // An absent output is bound to the other one; the shader does not write it.
   push.y_first = dsp.bind_or(values, indices);
   push.i_first = dsp.bind_or(indices, values);
+  if (serial) {
+    push.flags |= 4u;
+    const Grid g = grid(outer_numel, 64);
+    return dsp.run(push, g.x, g.y, 1, {64});
+  }
   const Grid g = grid(outer_numel, 1);
   return dsp.run(push, g.x, g.y, 1, {group_size(inner_numel)});
 }

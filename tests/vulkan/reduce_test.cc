@@ -54,6 +54,41 @@ TEST_CASE("sum: one long row, and more rows than one grid dimension holds") {
   check_vk(mean(to_vk(many), {0}), mean(many, {0}));
 }
 
+TEST_CASE("column reductions (kept dims contiguous: one invocation per output element)") {
+  manual_seed(8);
+  for (const Shape& s : std::vector<Shape>{{300, 257}, {3, 40, 300}, {2, 1000}}) {
+    const Tensor x = randn(s);
+    const Tensor v = to_vk(x);
+    const std::vector<int64_t> dims = s.size() == 3 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
+    CAPTURE(shape_str(s));
+    check_vk(sum(v, dims), sum(x, dims));
+    check_vk(mean(v, dims, true), mean(x, dims, true));
+    check_vk(var(v, dims), var(x, dims));
+    check_vk(norm(v, 2.0, dims), norm(x, 2.0, dims));
+    check_vk(norm(v, 3.0, dims), norm(x, 3.0, dims));
+    check_vk(norm(v, -double(INFINITY), dims), norm(x, -double(INFINITY), dims));
+    const Tensor ties = randint(-2, 3, s, DType::Float32);
+    const auto [mv, mi] = max(to_vk(ties), 0);
+    const auto [cv, ci] = max(ties, 0);
+    check_equal(to_cpu(mv), cv);
+    check_equal(to_cpu(mi), ci);
+    check_equal(to_cpu(argmin(to_vk(ties), 0, true)), argmin(ties, 0, true));
+    const Tensor h = x.to(DType::Float16);
+    check_close_for_dtype(to_cpu(sum(to_vk(h), dims)), sum(h, dims));
+  }
+  Tensor n = randn({5, 300});
+  n.select(0, 3).select(0, 7).fill_(NAN);
+  n.select(0, 4).select(0, 7).fill_(NAN);
+  const auto [mv, mi] = min(to_vk(n), 0);
+  const auto [cv, ci] = min(n, 0);
+  check_equal(to_cpu(mv), cv);
+  check_equal(to_cpu(mi), ci);
+  CHECK(to_cpu(mi)[7].item<int64_t>() == 3);
+  const Tensor e = zeros({0, 300});
+  check_vk(sum(to_vk(e), {0}), sum(e, {0}));
+  check_vk(mean(to_vk(e), {0}), mean(e, {0}));
+}
+
 TEST_CASE("reductions read non-contiguous inputs (transposed, permuted, stepped)") {
   manual_seed(3);
   const Tensor x = randn({6, 9});

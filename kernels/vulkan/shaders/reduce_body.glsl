@@ -1,11 +1,16 @@
 // Sum, Mean, Var, Norm, Max/Min (value and index) of ELEM values (float32 or
-// float16; arithmetic in float32, reduce.comp / reduce_f16.comp): one
-// workgroup per output element (a position of the kept dims), its threads
-// striding over the reduced elements, then a shared-memory tree. The reduced
-// elements are addressed through up to 4 (size, stride) dims, the kept ones
-// through up to 4 more (kernels/vulkan/reduce.cc merges what it can).
-// Outputs are contiguous: output element `row` is the row-th kept position.
-// Indices (int64) are written as two 32-bit words, low first.
+// float16; arithmetic in float32, reduce.comp / reduce_f16.comp). Two modes:
+//  - tree (flags bit 2 clear): one workgroup per output element (a position
+//    of the kept dims), its threads striding over the reduced elements, then
+//    a shared-memory tree;
+//  - serial (bit 2 set): one invocation per output element, looping over the
+//    reduced elements; kernels/vulkan/reduce.cc picks it when the kept dims
+//    are the contiguous ones (neighbouring invocations read neighbouring
+//    elements) and there are enough of them to fill the device.
+// The reduced elements are addressed through up to 4 (size, stride) dims, the
+// kept ones through up to 4 more (reduce.cc merges what it can). Outputs are
+// contiguous: output element `row` is the row-th kept position. Indices
+// (int64) are written as two 32-bit words, low first.
 #include "common.glsl"
 
 layout(std430, set = 0, binding = 0) readonly buffer In { ELEM x[]; };
@@ -14,7 +19,7 @@ layout(std430, set = 0, binding = 2) writeonly buffer Idx { uint idx[]; };
 layout(push_constant) uniform Push {
   uint x_first, y_first, i_first;
   uint op;     // 0 sum, 1 mean, 2 var, 3 norm, 4 max, 5 min
-  uint flags;  // bit 0: write values, bit 1: write indices
+  uint flags;  // bit 0: write values, bit 1: write indices, bit 2: serial mode
   uint outer_numel, inner_numel;
   uint outer_rank, inner_rank;
   float p;        // norm order
@@ -50,29 +55,15 @@ uint outer_offset(uint i) {
   return off;
 }
 
-// Sums s_v over the workgroup; the result is in s_v[0].
-void tree_sum(uint tid) {
-  for (uint h = gl_WorkGroupSize.x / 2; h > 0; h >>= 1) {
-    barrier();
-    if (tid < h) s_v[tid] += s_v[tid + h];
-  }
-  barrier();
-}
-
-// The max (or min) of |values| with NaN winning, over the workgroup.
+// The max (or min) of |values| with NaN winning.
 float pick_abs(float a, float b, bool is_max) {
   if (isnan(a)) return a;
   if (isnan(b)) return b;
   return is_max ? (b > a ? b : a) : (b < a ? b : a);
 }
 
-// pow with a zero base defined as C's (GLSL leaves pow(0, y <= 0) undefined).
-float pow0(float a, float e) {
-  if (a == 0.0) return e > 0.0 ? 0.0 : e == 0.0 ? 1.0 : uintBitsToFloat(0x7f800000u);
-  return pow(a, e);
-}
-
-// (value, index) pairs: the extreme, NaN first, ties to the lower index.
+// (value, index) pairs: whether b beats a (the extreme, NaN first, ties to
+// the lower index; kNone: no element).
 bool take(float av, uint ai, float bv, uint bi, bool is_max) {
   if (bi == kNone) return false;
   if (ai == kNone) return true;
@@ -82,11 +73,32 @@ bool take(float av, uint ai, float bv, uint bi, bool is_max) {
   return is_max ? bv > av : bv < av;
 }
 
+// pow with a zero base defined as C's (GLSL leaves pow(0, y <= 0) undefined).
+float pow0(float a, float e) {
+  if (a == 0.0) return e > 0.0 ? 0.0 : e == 0.0 ? 1.0 : uintBitsToFloat(0x7f800000u);
+  return pow(a, e);
+}
+
+// The workgroup's sum of v (tree mode), for every invocation; v itself in serial mode.
+float total(float v, uint tid, bool serial) {
+  if (serial) return v;
+  s_v[tid] = v;
+  for (uint h = gl_WorkGroupSize.x / 2; h > 0; h >>= 1) {
+    barrier();
+    if (tid < h) s_v[tid] += s_v[tid + h];
+  }
+  barrier();
+  const float r = s_v[0];
+  barrier();  // s_v is free again
+  return r;
+}
+
 void main() {
-  const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-  if (row >= p.outer_numel) return;  // the whole workgroup leaves together
-  const uint tid = gl_LocalInvocationID.x;
-  const uint L = gl_WorkGroupSize.x;
+  const bool serial = (p.flags & 4u) != 0u;
+  const uint row = serial ? flat_index() : gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  if (row >= p.outer_numel) return;  // tree mode: the whole workgroup leaves together
+  const uint tid = serial ? 0u : gl_LocalInvocationID.x;
+  const uint L = serial ? 1u : gl_WorkGroupSize.x;
   const uint n = p.inner_numel;
   const uint base = p.x_first + outer_offset(row);
   if (n == 0u) {  // nothing reduced: sum and norm 0, mean and var NaN (max/min never get here)
@@ -100,7 +112,7 @@ void main() {
     uint bi = kNone;
     for (uint i = tid; i < n; i += L) {
       const float v = float(x[base + inner_offset(i)]);
-      if (isnan(v)) {  // this thread's first NaN: nothing later can win
+      if (isnan(v)) {  // this invocation's first NaN: nothing later can win
         bv = v;
         bi = i;
         break;
@@ -110,20 +122,24 @@ void main() {
         bi = i;
       }
     }
-    s_v[tid] = bv;
-    s_i[tid] = bi;
-    for (uint h = L / 2; h > 0; h >>= 1) {
-      barrier();
-      if (tid < h && take(s_v[tid], s_i[tid], s_v[tid + h], s_i[tid + h], is_max)) {
-        s_v[tid] = s_v[tid + h];
-        s_i[tid] = s_i[tid + h];
+    if (!serial) {
+      s_v[tid] = bv;
+      s_i[tid] = bi;
+      for (uint h = L / 2; h > 0; h >>= 1) {
+        barrier();
+        if (tid < h && take(s_v[tid], s_i[tid], s_v[tid + h], s_i[tid + h], is_max)) {
+          s_v[tid] = s_v[tid + h];
+          s_i[tid] = s_i[tid + h];
+        }
       }
+      barrier();
+      bv = s_v[0];
+      bi = s_i[0];
     }
-    barrier();
     if (tid == 0) {
-      if ((p.flags & 1u) != 0u) y[p.y_first + row] = ELEM(s_v[0]);
+      if ((p.flags & 1u) != 0u) y[p.y_first + row] = ELEM(bv);
       if ((p.flags & 2u) != 0u) {
-        idx[2u * (p.i_first + row)] = s_i[0];
+        idx[2u * (p.i_first + row)] = bi;
         idx[2u * (p.i_first + row) + 1u] = 0u;
       }
     }
@@ -134,13 +150,16 @@ void main() {
     const bool is_max = p.p > 0.0;
     float acc = is_max ? 0.0 : uintBitsToFloat(0x7f800000u);
     for (uint i = tid; i < n; i += L) acc = pick_abs(acc, abs(float(x[base + inner_offset(i)])), is_max);
-    s_v[tid] = acc;
-    for (uint h = L / 2; h > 0; h >>= 1) {
+    if (!serial) {
+      s_v[tid] = acc;
+      for (uint h = L / 2; h > 0; h >>= 1) {
+        barrier();
+        if (tid < h) s_v[tid] = pick_abs(s_v[tid], s_v[tid + h], is_max);
+      }
       barrier();
-      if (tid < h) s_v[tid] = pick_abs(s_v[tid], s_v[tid + h], is_max);
+      acc = s_v[0];
     }
-    barrier();
-    if (tid == 0) y[p.y_first + row] = ELEM(s_v[0]);
+    if (tid == 0) y[p.y_first + row] = ELEM(acc);
     return;
   }
 
@@ -156,9 +175,7 @@ void main() {
   } else {
     for (uint i = tid; i < n; i += L) acc += float(x[base + inner_offset(i)]);
   }
-  s_v[tid] = acc;
-  tree_sum(tid);
-  float r = s_v[0];
+  float r = total(acc, tid, serial);
   if (p.op == 1u) {
     r /= float(n);
   } else if (p.op == 3u) {
@@ -166,15 +183,12 @@ void main() {
     else if (p.p != 0.0 && p.p != 1.0) r = pow0(r, 1.0 / p.p);
   } else if (p.op == 2u) {  // second pass: squared deviations from the mean
     const float mean = r / float(n);
-    barrier();  // everyone has read s_v[0]
     float m2 = 0.0;
     for (uint i = tid; i < n; i += L) {
       const float d = float(x[base + inner_offset(i)]) - mean;
       m2 += d * d;
     }
-    s_v[tid] = m2;
-    tree_sum(tid);
-    m2 = s_v[0];
+    m2 = total(m2, tid, serial);
     if (p.divisor == 0.0) {
       r = m2 > 0.0 ? uintBitsToFloat(0x7f800000u) : uintBitsToFloat(0x7fc00000u);
     } else {
