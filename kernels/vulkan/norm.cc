@@ -101,9 +101,10 @@ struct SoftmaxPush {
   uint32_t rows;
   uint32_t rank;
   uint32_t log_softmax;
+  uint32_t serial;
   uint32_t size[kDims], x_stride[kDims], y_stride[kDims];
 };
-static_assert(sizeof(SoftmaxPush) == 104, "mirrors the push block of shaders/softmax.comp");
+static_assert(sizeof(SoftmaxPush) == 108, "mirrors the push block of shaders/softmax.comp");
 
 Status softmax_impl(Span<const TensorView> in, Span<TensorView> out, const OpParams& params, bool log) {
   const char* name = log ? "log_softmax" : "softmax";
@@ -133,9 +134,18 @@ Status softmax_impl(Span<const TensorView> in, Span<TensorView> out, const OpPar
   }
   if (!g.put(name, &push.rank, push.size, push.x_stride, push.y_stride)) return Status::NotSupported;
   push.rows = static_cast<uint32_t>(rows);
+  // Serial mode (one invocation per row) when the other dims are the
+  // contiguous ones (a softmax over NCHW's channels): neighbouring
+  // invocations read neighbouring elements.
+  const bool serial = g.rank > 0 && g.a[g.rank - 1] == 1 && push.xs != 1 && rows >= 256 && push.n <= 16384;
+  push.serial = serial ? 1 : 0;
   Dispatch dsp(half ? shaders::softmax_f16 : shaders::softmax);
   push.x_first = dsp.bind(x);
   push.y_first = dsp.bind(y);
+  if (serial) {
+    const Grid gr = grid(rows, 64);
+    return dsp.run(push, gr.x, gr.y, 1, {64});
+  }
   const Grid gr = grid(rows, 1);
   return dsp.run(push, gr.x, gr.y, 1, {group_size(push.n)});
 }

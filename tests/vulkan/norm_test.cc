@@ -65,6 +65,22 @@ TEST_CASE("softmax: long rows, more rows than one grid dimension, -inf and NaN e
   CHECK(to_cpu(softmax(to_vk(special), 1))[0][2].item<float>() == 0.0f);
 }
 
+TEST_CASE("softmax over a non-last dim with contiguous rows (one invocation per row)") {
+  manual_seed(19);
+  for (const Shape& s : std::vector<Shape>{{2, 5, 16, 17}, {40, 300}}) {
+    Tensor x = randn(s) * 3;
+    x.select(0, 1).select(0, 2).fill_(NAN);  // one NaN: its row (along dim 0 or 1) is NaN
+    for (int64_t d : {0, 1}) {
+      CAPTURE(shape_str(s));
+      CAPTURE(d);
+      check_vk(softmax(to_vk(x), d), softmax(x, d), 1e-5, 1e-7);
+      check_vk(log_softmax(to_vk(x), d), log_softmax(x, d));
+    }
+    const Tensor h = x.to(DType::Float16);
+    check_close_for_dtype(to_cpu(softmax(to_vk(h), 1)), softmax(h, 1));
+  }
+}
+
 TEST_CASE("softmax of non-contiguous inputs writes outputs with the input's layout") {
   manual_seed(13);
   const Tensor x = randn({9, 6});
