@@ -1,4 +1,4 @@
-// Reductions on Vulkan: Sum, Mean, Var, Norm, Max/Min (values and int64
+// Reductions on Vulkan: Sum, Mean, Var, Norm, Prod, Max/Min (values and int64
 // indices), ArgMax/ArgMin of float32 and float16 tensors (float16 where the
 // device has shaderFloat16 and 16-bit storage), any input strides. The output
 // keeps the input's rank with size 1 on the reduced dims (ReduceParams::dims)
@@ -30,7 +30,7 @@ struct ReducePush {
 };
 static_assert(sizeof(ReducePush) == 112, "mirrors the push block of shaders/reduce.comp");
 
-enum ReduceOp : uint32_t { kSum = 0, kMean = 1, kVar = 2, kNorm = 3, kMax = 4, kMin = 5 };
+enum ReduceOp : uint32_t { kSum = 0, kMean = 1, kVar = 2, kNorm = 3, kMax = 4, kMin = 5, kProd = 6 };
 
 // Dims in order, size-1 dims dropped, a dim merged into the one before it
 // when that one steps exactly over it.
@@ -76,7 +76,12 @@ uint32_t group_size(int64_t n) {
 // `values` and `indices` may be undefined (data == nullptr): not written.
 Status reduce(const TensorView& x, const TensorView& values, const TensorView& indices, const ReduceParams& rp,
               ReduceOp op) {
-  const char* name = op == kSum ? "sum" : op == kMean ? "mean" : op == kVar ? "var" : op == kNorm ? "norm" : "max/min";
+  const char* name = op == kSum    ? "sum"
+                     : op == kMean ? "mean"
+                     : op == kVar  ? "var"
+                     : op == kNorm ? "norm"
+                     : op == kProd ? "prod"
+                                   : "max/min";
   if ((x.dtype != DType::Float32 && x.dtype != DType::Float16) || (values.data != nullptr && values.dtype != x.dtype) ||
       (indices.data != nullptr && indices.dtype != DType::Int64)) {
     Context::set_why(std::string(name) + " on vulkan: float32 or float16 values and int64 indices only");
@@ -107,7 +112,7 @@ Status reduce(const TensorView& x, const TensorView& values, const TensorView& i
     }
   }
   if (outer_numel == 0) return Status::Ok;
-  // Nothing reduced: the shader writes 0 (sum, norm) or NaN (mean, var).
+  // Nothing reduced: the shader writes 0 (sum, norm), 1 (prod) or NaN (mean, var).
   if (inner_numel == 0 && (op == kMax || op == kMin)) return Status::InvalidArgument;  // no extreme of nothing
   if (outer.rank > kGroupRank || inner.rank > kGroupRank) {
     Context::set_why(std::string(name) + " on vulkan: the input's strides leave more than 4 kept or 4 reduced dims");
@@ -186,6 +191,10 @@ Status var(const KernelContext&, Span<const TensorView> in, Span<TensorView> out
 
 Status norm(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   return reduce_one(in, out, params, kNorm);
+}
+
+Status prod(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  return reduce_one(in, out, params, kProd);
 }
 
 Status max_reduce(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {

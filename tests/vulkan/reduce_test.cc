@@ -155,6 +155,23 @@ TEST_CASE("norm: p = 2, 1, 0, 3, 0.5, inf, -inf, and NaN inputs") {
   }
 }
 
+TEST_CASE("prod over one dim and over all, float32 and float16; empty is 1") {
+  manual_seed(9);
+  for (const Shape& s : kShapes) {
+    const Tensor x = rand(s) + 0.5;  // products of modest size
+    CAPTURE(shape_str(s));
+    check_vk(prod(to_vk(x), -1), prod(x, -1));
+    check_vk(prod(to_vk(x), 0, true), prod(x, 0, true));
+    check_vk(prod(to_vk(x)), prod(x));
+    const Tensor h = x.to(DType::Float16);
+    check_close_for_dtype(to_cpu(prod(to_vk(h), -1)), prod(h, -1));
+  }
+  const Tensor column = rand({40, 300}) + 0.5;  // kept dim contiguous: serial mode
+  check_vk(prod(to_vk(column), 0), prod(column, 0));
+  const Tensor e = zeros({0, 3});
+  check_vk(prod(to_vk(e), 0), ones({3}));
+}
+
 TEST_CASE("max and min with a dim: values and int64 indices, ties to the first, NaN wins") {
   manual_seed(6);
   for (const Shape& s : kShapes) {

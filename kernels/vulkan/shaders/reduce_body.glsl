@@ -1,4 +1,4 @@
-// Sum, Mean, Var, Norm, Max/Min (value and index) of ELEM values (float32 or
+// Sum, Mean, Var, Norm, Prod, Max/Min (value and index) of ELEM values (float32 or
 // float16; arithmetic in float32, reduce.comp / reduce_f16.comp). Two modes:
 //  - tree (flags bit 2 clear): one workgroup per output element (a position
 //    of the kept dims), its threads striding over the reduced elements, then
@@ -18,7 +18,7 @@ layout(std430, set = 0, binding = 1) writeonly buffer Out { ELEM y[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Idx { uint idx[]; };
 layout(push_constant) uniform Push {
   uint x_first, y_first, i_first;
-  uint op;     // 0 sum, 1 mean, 2 var, 3 norm, 4 max, 5 min
+  uint op;     // 0 sum, 1 mean, 2 var, 3 norm, 4 max, 5 min, 6 prod
   uint flags;  // bit 0: write values, bit 1: write indices, bit 2: serial mode
   uint outer_numel, inner_numel;
   uint outer_rank, inner_rank;
@@ -101,12 +101,30 @@ void main() {
   const uint L = serial ? 1u : gl_WorkGroupSize.x;
   const uint n = p.inner_numel;
   const uint base = p.x_first + outer_offset(row);
-  if (n == 0u) {  // nothing reduced: sum and norm 0, mean and var NaN (max/min never get here)
-    if (tid == 0) y[p.y_first + row] = ELEM(p.op == 1u || p.op == 2u ? uintBitsToFloat(0x7fc00000u) : 0.0);
+  if (n == 0u) {  // nothing reduced: sum and norm 0, prod 1, mean and var NaN (max/min never get here)
+    if (tid == 0) {
+      y[p.y_first + row] = ELEM(p.op == 1u || p.op == 2u ? uintBitsToFloat(0x7fc00000u) : p.op == 6u ? 1.0 : 0.0);
+    }
     return;
   }
 
-  if (p.op >= 4u) {
+  if (p.op == 6u) {
+    float acc = 1.0;
+    for (uint i = tid; i < n; i += L) acc *= float(x[base + inner_offset(i)]);
+    if (!serial) {
+      s_v[tid] = acc;
+      for (uint h = L / 2; h > 0; h >>= 1) {
+        barrier();
+        if (tid < h) s_v[tid] *= s_v[tid + h];
+      }
+      barrier();
+      acc = s_v[0];
+    }
+    if (tid == 0) y[p.y_first + row] = ELEM(acc);
+    return;
+  }
+
+  if (p.op == 4u || p.op == 5u) {
     const bool is_max = p.op == 4u;
     float bv = 0.0;
     uint bi = kNone;
