@@ -17,7 +17,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
               "index_select(): self indexing axis dim should be positive");
   if (indices.numel() > 0) {
     NoGradGuard no_grad;
-    const Tensor i64 = indices.to(DType::Int64).to(Device(DeviceType::CPU)).contiguous();
+    // Checked on the host: copied there first, then widened (no device cast needed).
+    const Tensor i64 = indices.to(Device(DeviceType::CPU)).to(DType::Int64).contiguous();
     const int64_t* p = i64.data_ptr<int64_t>();
     for (int64_t k = 0; k < i64.numel(); ++k) {
       EMBER_CHECK(p[k] >= 0 && p[k] < weight.size(0), Status::OutOfRange, "index out of range in self");

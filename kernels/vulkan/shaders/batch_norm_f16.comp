@@ -1,0 +1,7 @@
+#version 450
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+// float16 values and statistics, float32 arithmetic (batch_norm_body.glsl).
+#define ELEM float16_t
+#define PARAM float16_t
+#include "batch_norm_body.glsl"

@@ -1,0 +1,7 @@
+#version 450
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+// float16 values, float32 statistics (PyTorch's mixed form; batch_norm_body.glsl).
+#define ELEM float16_t
+#define PARAM float
+#include "batch_norm_body.glsl"
