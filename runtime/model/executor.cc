@@ -563,7 +563,7 @@ Status Executor::place_nodes(std::string* error) {
                                   : std::string(),
                         " (allow_fallback, ember's --allow-fallback, runs such nodes on the CPU)");
   }
-  for (int k : fallback_ops()) {
+  for (int k : options_.log_fallback ? fallback_ops() : std::vector<int>()) {
     std::fprintf(stderr, "ember: %s runs on the CPU: %s\n", describe_op(k).c_str(),
                  reasons_[static_cast<size_t>(k)].c_str());
   }

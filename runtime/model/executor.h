@@ -77,6 +77,8 @@ struct ExecutorOptions {
   bool allow_fallback = false;
   // Float16: float tensors stored as float16 on the device (Vulkan only).
   Precision precision = Precision::Float32;
+  // With allow_fallback: one stderr line per fallback node at create.
+  bool log_fallback = true;
 };
 
 struct RunOptions {

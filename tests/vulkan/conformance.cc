@@ -221,6 +221,7 @@ void run_cases(Precision precision, Summary& s) {
     ExecutorOptions options;
     options.device = DeviceType::Vulkan;
     options.allow_fallback = true;
+    options.log_fallback = false;  // listed below instead
     options.precision = precision;
     Result<std::shared_ptr<const Executor>> ex = Executor::create(model, options, &error);
     CHECK_MESSAGE(ex.ok(), error);
@@ -229,14 +230,22 @@ void run_cases(Precision precision, Summary& s) {
       continue;
     }
     const std::vector<int> fallback = ex.get()->fallback_ops();
-    std::string lacking;
+    // Per case: "(op, dtype) xN" in first-seen order; the reasons go to the summary.
+    std::vector<std::pair<std::string, int>> groups;
     for (int k : fallback) {
-      const std::string desc = ex.get()->describe_op(k);
-      lacking += (lacking.empty() ? "" : "; ") + desc + ": " + ex.get()->fallback_reason(k);
-      const std::string key = desc.substr(desc.find(" (") + 1) + " " + ex.get()->fallback_reason(k);
-      s.missing[key].insert(c.name);
+      const std::string desc = ex.get()->describe_op(k);  // "node 'n' (op, dtype)"
+      const std::string op_dtype = desc.substr(desc.rfind(" (") + 1);
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == op_dtype; });
+      if (it == groups.end()) {
+        groups.emplace_back(op_dtype, 1);
+      } else {
+        ++it->second;
+      }
+      s.missing[op_dtype + ": " + ex.get()->fallback_reason(k)].insert(c.name);
     }
-    CHECK_MESSAGE(fallback.empty(), fallback.size() << " nodes lack Vulkan kernels: " << lacking);
+    std::string lacking;
+    for (const auto& [op_dtype, n] : groups) lacking += str_cat(lacking.empty() ? "" : " ", op_dtype, " x", n);
+    CHECK_MESSAGE(fallback.empty(), fallback.size() << " of " << model->num_ops() << " nodes lack Vulkan kernels: " << lacking);
     const std::vector<Tensor> inputs = load_tensors(c.name, "in", c.inputs.size());
     const std::vector<Tensor> expected = load_tensors(c.name, "out", c.outputs.size());
     ExecutionContext ctx(ex.get());
@@ -269,7 +278,8 @@ void run_cases(Precision precision, Summary& s) {
     std::ostringstream diff;
     diff << std::scientific << std::setprecision(2) << max_abs << (ok ? "" : " MISMATCH");
     s.table << std::setw(30) << c.name << std::setw(14) << diff.str()
-            << (fallback.empty() ? std::string("-") : std::to_string(fallback.size()) + ": " + lacking) << "\n";
+            << (fallback.empty() ? std::string("-") : str_cat(fallback.size(), "/", model->num_ops(), ": ", lacking))
+            << "\n";
   }
   std::ostringstream by_kernel;
   for (const auto& [key, models] : s.missing) {
