@@ -1,4 +1,5 @@
-// COO <-> dense, CSR packing and the SpMM kernel (quant/coo.h).
+// COO <-> dense, CSR packing and the eager sparse linear (quant/coo.h); the
+// SpMM kernels are in quant/spmm.cc.
 #include "quant/coo.h"
 
 #include <algorithm>
@@ -220,7 +221,18 @@ CsrMatrix pack_csr(const Tensor& indices, const Tensor& values, int64_t rows, in
   w.cols = cols;
   w.narrow = cols <= 65536;
   w.row_ptr.assign(static_cast<size_t>(rows + 1), 0);
-  w.values.resize(static_cast<size_t>(nnz));
+  // Symmetric int8 (every zero point 0) stays int8 with a scale per row.
+  bool symmetric = true;
+  for (int64_t z : zero_points) symmetric = symmetric && z == 0;
+  w.int8 = vt == DType::Int8 && symmetric;
+  if (w.int8) {
+    w.qvalues.resize(static_cast<size_t>(nnz));
+    w.row_scale.resize(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r)
+      w.row_scale[static_cast<size_t>(r)] = scales[scales.size() == 1 ? 0 : static_cast<size_t>(r)];
+  } else {
+    w.values.resize(static_cast<size_t>(nnz));
+  }
   (w.narrow ? w.col16.resize(static_cast<size_t>(nnz)) : w.col32.resize(static_cast<size_t>(nnz)));
   int64_t prev_r = 0, prev_c = -1;
   for (int64_t k = 0; k < nnz; ++k) {
@@ -237,6 +249,10 @@ CsrMatrix pack_csr(const Tensor& indices, const Tensor& values, int64_t rows, in
     } else {
       w.col32[static_cast<size_t>(k)] = static_cast<int32_t>(c);
     }
+    if (w.int8) {
+      w.qvalues[static_cast<size_t>(k)] = static_cast<const int8_t*>(val.data_ptr())[k];
+      continue;
+    }
     float v;
     if (vt == DType::Float32) {
       v = val.data_ptr<float>()[k];
@@ -250,6 +266,7 @@ CsrMatrix pack_csr(const Tensor& indices, const Tensor& values, int64_t rows, in
     w.values[static_cast<size_t>(k)] = v;
   }
   for (int64_t r = 0; r < rows; ++r) w.row_ptr[static_cast<size_t>(r + 1)] += w.row_ptr[static_cast<size_t>(r)];
+  if (has_fast_spmm()) build_blocked(w);
   return w;
 }
 
@@ -258,103 +275,6 @@ CsrMatrix pack_csr_dense(const Tensor& dense) {
               shape_str(dense.sizes()));
   CooParts coo = dense_to_coo(dense.to(DType::Float32), DType::Int64);
   return pack_csr(coo.indices, coo.values, dense.size(0), dense.size(1));
-}
-
-namespace {
-
-// One output row, one input row: a gather dot product (4 accumulators).
-template <typename Col>
-inline float row_dot(const float* v, const Col* col, int64_t n, const float* x) {
-  float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    a0 += v[j] * x[col[j]];
-    a1 += v[j + 1] * x[col[j + 1]];
-    a2 += v[j + 2] * x[col[j + 2]];
-    a3 += v[j + 3] * x[col[j + 3]];
-  }
-  for (; j < n; ++j) a0 += v[j] * x[col[j]];
-  return (a0 + a1) + (a2 + a3);
-}
-
-constexpr int64_t kTile = 8;  // input rows per tile: a fixed-size inner loop the compiler vectorizes
-
-// Output rows [r0, r1) for one tile of `mt` (<= kTile) input rows starting at
-// row i0, with x packed to xt [cols, kTile] (zero-padded).
-template <typename Col>
-void rows_tile(const CsrMatrix& w, const Col* col, const float* xt, int64_t i0, int64_t mt, const float* bias,
-               float* y, int64_t r0, int64_t r1) {
-  for (int64_t r = r0; r < r1; ++r) {
-    float a[kTile] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    const int64_t e = w.row_ptr[static_cast<size_t>(r + 1)];
-    for (int64_t j = w.row_ptr[static_cast<size_t>(r)]; j < e; ++j) {
-      const float v = w.values[static_cast<size_t>(j)];
-      const float* xr = xt + static_cast<int64_t>(col[j]) * kTile;
-      for (int64_t i = 0; i < kTile; ++i) a[i] += v * xr[i];
-    }
-    const float b = bias != nullptr ? bias[r] : 0.f;
-    for (int64_t i = 0; i < mt; ++i) y[(i0 + i) * w.rows + r] = a[i] + b;
-  }
-}
-
-template <typename Col>
-void spmm_impl(const CsrMatrix& w, const Col* col, const float* x, int64_t m, int64_t ldx, const float* bias,
-               float* y) {
-  const int64_t avg = std::max<int64_t>(1, w.nnz() / std::max<int64_t>(1, w.rows));
-  if (m <= 2) {
-    const int64_t grain = std::max<int64_t>(1, 32768 / (avg * m));
-    parallel_for(0, w.rows, grain, [&](int64_t r0, int64_t r1) {
-      for (int64_t i = 0; i < m; ++i) {
-        const float* xi = x + i * ldx;
-        float* yi = y + i * w.rows;
-        for (int64_t r = r0; r < r1; ++r) {
-          const int64_t s = w.row_ptr[static_cast<size_t>(r)], e = w.row_ptr[static_cast<size_t>(r + 1)];
-          yi[r] = row_dot(w.values.data() + s, col + s, e - s, xi) + (bias != nullptr ? bias[r] : 0.f);
-        }
-      }
-    });
-    return;
-  }
-  // Tiles of kTile input rows, each transposed to [cols, kTile] so a nonzero
-  // reads kTile contiguous floats.
-  const int64_t tiles = (m + kTile - 1) / kTile;
-  std::vector<float> xt(static_cast<size_t>(tiles * w.cols * kTile), 0.f);
-  for (int64_t t = 0; t < tiles; ++t) {
-    float* dst = xt.data() + t * w.cols * kTile;
-    for (int64_t i = 0; i < std::min(kTile, m - t * kTile); ++i) {
-      const float* src = x + (t * kTile + i) * ldx;
-      for (int64_t k = 0; k < w.cols; ++k) dst[k * kTile + i] = src[k];
-    }
-  }
-  const int64_t grain = std::max<int64_t>(1, 32768 / (avg * kTile * tiles));
-  parallel_for(0, w.rows, grain, [&](int64_t r0, int64_t r1) {
-    for (int64_t t = 0; t < tiles; ++t)
-      rows_tile(w, col, xt.data() + t * w.cols * kTile, t * kTile, std::min(kTile, m - t * kTile), bias, y, r0, r1);
-  });
-}
-
-}  // namespace
-
-void spmm_linear(const CsrMatrix& w, const float* x, int64_t m, int64_t ldx, const float* bias, float* y) {
-  if (m == 0 || w.rows == 0) return;
-  if (w.narrow) {
-    spmm_impl(w, w.col16.data(), x, m, ldx, bias, y);
-  } else {
-    spmm_impl(w, w.col32.data(), x, m, ldx, bias, y);
-  }
-}
-
-void spmm_linear_ref(const CsrMatrix& w, const float* x, int64_t m, int64_t ldx, const float* bias, float* y) {
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t r = 0; r < w.rows; ++r) {
-      double acc = bias != nullptr ? bias[r] : 0.0;
-      for (int64_t j = w.row_ptr[static_cast<size_t>(r)]; j < w.row_ptr[static_cast<size_t>(r + 1)]; ++j) {
-        const int64_t c = w.narrow ? w.col16[static_cast<size_t>(j)] : w.col32[static_cast<size_t>(j)];
-        acc += static_cast<double>(w.values[static_cast<size_t>(j)]) * x[i * ldx + c];
-      }
-      y[i * w.rows + r] = static_cast<float>(acc);
-    }
-  }
 }
 
 Tensor sparse_linear(const Tensor& x, const CsrMatrix& w, const Tensor& bias) {

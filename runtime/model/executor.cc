@@ -654,7 +654,8 @@ Status Executor::prepare_sparse(std::string* error) {
 // `ember convert --weights fp16` stores float32 weights as float16 (metadata
 // converter option weights=fp16): each one read by an op is converted back to
 // float32 once here (like the densified sparse weights), so the ops run in
-// float32. Packed sparse weights were already dequantized by pack_csr.
+// float32. Packed sparse weights are not touched: pack_csr already turned fp16
+// values into float32 (and keeps symmetric int8 values as int8 with per-row scales).
 void Executor::upcast_fp16_weights() {
   const Model& m = *model_;
   bool fp16 = false;

@@ -181,4 +181,18 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 // backwards; mode "constant", "reflect", "replicate" or "circular".
 Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode = "constant", double value = 0.0);
 
+// --- devices (runtime/backend/registry.cc) ---------------------------------------
+// Waits until the work queued on `device` has finished (torch.cuda.synchronize);
+// a no-op on the CPU. Vulkan ops are recorded and submitted when the host
+// needs their results, so timing code calls this.
+void synchronize(Device device);
+// Picks the Vulkan device ember opens on first use: an index into
+// vulkan_devices() or a case-insensitive substring of its name (the
+// environment variable EMBER_VULKAN_DEVICE does the same). Raises once the
+// device is open, or when ember is built without Vulkan.
+void select_vulkan_device(const std::string& spec);
+// The Vulkan devices, in the order ember prefers them (discrete, integrated,
+// virtual, CPU), as "name [type]"; raises when there is no loader or device.
+std::vector<std::string> vulkan_devices();
+
 }  // namespace ember

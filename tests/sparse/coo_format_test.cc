@@ -193,11 +193,22 @@ TEST_CASE("sparse format: float16 and quantized int8 values are accepted") {
   REQUIRE_MESSAGE(serialize_model(d, &bytes, &error) == Status::Ok, error);
   auto m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
   REQUIRE_MESSAGE(m.ok(), error);
-  // Per-channel int8 values dequantized at pack: row 0 scale 0.5, row 2 scale 0.5.
+  // Symmetric per-channel int8 values stay int8 at pack, with a scale per row.
   const sparse::CsrMatrix w = sparse::pack_csr(m->weight(2), m->weight(1), 3, 5, {0.5f, 1.f, 0.5f});
-  CHECK(w.values == std::vector<float>{1.5f, -2.f, 3.f, 0.5f});
+  CHECK(w.int8);
+  CHECK(w.qvalues == std::vector<int8_t>{3, -4, 6, 1});
+  CHECK(w.values.empty());
+  CHECK(w.row_scale == std::vector<float>{0.5f, 1.f, 0.5f});
   CHECK(w.row_ptr == std::vector<int64_t>{0, 2, 2, 4});
   CHECK(w.col16 == std::vector<uint16_t>{1, 4, 0, 3});
+  // A per-tensor scale is repeated per row; nonzero zero points dequantize at pack.
+  const sparse::CsrMatrix wt = sparse::pack_csr(m->weight(2), m->weight(1), 3, 5, {0.25f}, {0});
+  CHECK(wt.int8);
+  CHECK(wt.row_scale == std::vector<float>{0.25f, 0.25f, 0.25f});
+  const sparse::CsrMatrix wz = sparse::pack_csr(m->weight(2), m->weight(1), 3, 5, {0.5f, 1.f, 0.5f}, {1, 0, -2});
+  CHECK(!wz.int8);
+  CHECK(wz.qvalues.empty());
+  CHECK(wz.values == std::vector<float>{1.f, -2.5f, 4.f, 1.5f});
   // A per-channel quant axis that does not match is the quant check's error.
   d.tensors[1].quant = QuantDef{{0.5f, 1.f}, {}, 0};
   CHECK(def_error(d) == "tensor 1 'w': 2 scales for 3 channels on axis 0");

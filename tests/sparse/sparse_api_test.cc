@@ -2,6 +2,7 @@
 // tests/sparse/torch_reference.py, run with /usr/bin/python3), the SpMM
 // kernel against its reference and dense linear, and magnitude pruning
 // against torch.nn.utils.prune.l1_unstructured.
+#include <cmath>
 #include <random>
 
 #include "quant/coo.h"
@@ -140,6 +141,138 @@ TEST_CASE("spmm: packed CSR linear matches the reference and dense linear") {
   // Unsorted COO is refused at pack.
   check_error([&] { sparse::pack_csr(tensor<int64_t>({{1, 0}, {0, 0}}), tensor<float>({1.f, 2.f}), 2, 2); },
               "pack_csr: COO value 1 at (0, 0) is not sorted in row-major order or repeats a coordinate (coalesce first)");
+}
+
+namespace {
+
+// A random [n, k] weight with `zero_pct` % zeros, row `empty_row` all zero and
+// row `full_row` without zeros (either may be -1: none).
+std::vector<float> random_weight(std::mt19937& rng, int64_t n, int64_t k, int zero_pct, int64_t empty_row,
+                                 int64_t full_row) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> wv(static_cast<size_t>(n * k));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      float v = static_cast<int>(rng() % 100) < zero_pct ? 0.f : u(rng);
+      if (r == full_row && v == 0.f) v = 0.5f;
+      if (r == empty_row) v = 0.f;
+      wv[static_cast<size_t>(r * k + c)] = v;
+    }
+  }
+  return wv;
+}
+
+// |y - ref| <= 1e-5 * (sum_k |W[r, k] x[i, k]| + |b[r]|): the kernel against
+// the double-accumulated reference, relative to the magnitude of the row's terms.
+void check_spmm(const sparse::CsrMatrix& w, const std::vector<float>& dense_w, const std::vector<float>& x, int64_t m,
+                int64_t ldx, const std::vector<float>& bias) {
+  std::vector<float> y(static_cast<size_t>(m * w.rows), -7.f), ref(y.size(), -9.f);
+  sparse::spmm_linear(w, x.data(), m, ldx, bias.data(), y.data());
+  sparse::spmm_linear_ref(w, x.data(), m, ldx, bias.data(), ref.data());
+  int bad = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t r = 0; r < w.rows; ++r) {
+      double mag = std::fabs(bias[static_cast<size_t>(r)]);
+      for (int64_t c = 0; c < w.cols; ++c)
+        mag += std::fabs(static_cast<double>(dense_w[static_cast<size_t>(r * w.cols + c)]) *
+                         x[static_cast<size_t>(i * ldx + c)]);
+      const size_t o = static_cast<size_t>(i * w.rows + r);
+      if (!(std::fabs(static_cast<double>(y[o]) - ref[o]) <= 1e-5 * mag)) {
+        if (++bad <= 3)
+          FAIL_CHECK("x row ", i, ", output ", r, ": ", y[o], " vs reference ", ref[o], " (terms ", mag, ")");
+      }
+    }
+  }
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("spmm: blocked and portable kernels match the reference (fp32 and int8 values, odd shapes)") {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  struct Case {
+    int64_t n, k;
+    int zero_pct;
+    int64_t empty_row, full_row;
+  };
+  // Rows not a multiple of 16, columns not a multiple of 32, an empty row, a
+  // row with every column, K > 65536 (int32 columns), one column, one row.
+  for (const Case& c : {Case{37, 70, 85, 3, 20}, Case{16, 32, 90, 0, 15}, Case{3, 1, 0, -1, -1},
+                        Case{1, 33, 50, -1, 0}, Case{50, 768, 90, 49, 17}, Case{5, 70000, 99, 1, 4}}) {
+    for (const bool int8 : {false, true}) {
+      CAPTURE(c.n);
+      CAPTURE(c.k);
+      CAPTURE(int8);
+      std::vector<float> wv = random_weight(rng, c.n, c.k, c.zero_pct, c.empty_row, c.full_row);
+      sparse::CsrMatrix w;
+      std::vector<float> real(wv.size());  // the weight the kernel computes with
+      if (int8) {
+        // Symmetric per-channel int8 (q in [-127, 127], nonzero where wv is).
+        std::vector<int8_t> q(wv.size());
+        std::vector<float> scales(static_cast<size_t>(c.n));
+        for (int64_t r = 0; r < c.n; ++r) scales[static_cast<size_t>(r)] = 0.01f * static_cast<float>(r % 7 + 1);
+        for (size_t e = 0; e < wv.size(); ++e) {
+          q[e] = static_cast<int8_t>(wv[e] == 0.f ? 0 : (wv[e] > 0 ? 1 : -1) * static_cast<int>(1 + rng() % 127));
+          real[e] = scales[e / static_cast<size_t>(c.k)] * q[e];
+        }
+        const sparse::CooParts coo = sparse::dense_to_coo(tensor(q, {c.n, c.k}), sparse::coo_index_dtype({c.n, c.k}));
+        w = sparse::pack_csr(coo.indices, coo.values, c.n, c.k, scales);
+        CHECK(w.int8);
+        CHECK(w.values.empty());
+      } else {
+        real = wv;
+        const sparse::CooParts coo = sparse::dense_to_coo(tensor(wv, {c.n, c.k}), sparse::coo_index_dtype({c.n, c.k}));
+        w = sparse::pack_csr(coo.indices, coo.values, c.n, c.k);
+        CHECK(!w.int8);
+      }
+      CHECK(w.narrow == (c.k <= 65536));
+      CHECK(w.blocked.empty() == !sparse::has_fast_spmm());
+      sparse::CsrMatrix portable = w;
+      portable.blocked = sparse::BlockedSpmm();
+      std::vector<float> bias(static_cast<size_t>(c.n));
+      for (float& b : bias) b = u(rng);
+      for (int64_t m : {1, 3, 5, 16}) {
+        for (int64_t pad : {0, 3}) {  // ldx = k + pad
+          CAPTURE(m);
+          CAPTURE(pad);
+          const int64_t ldx = c.k + pad;
+          std::vector<float> x(static_cast<size_t>(m * ldx));
+          for (float& v : x) v = u(rng);
+          check_spmm(w, real, x, m, ldx, bias);
+          check_spmm(portable, real, x, m, ldx, bias);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("spmm: the blocked layout of a small matrix") {
+  if (!sparse::has_fast_spmm()) return;  // built only on AVX-512 CPUs
+  // [18, 40]: slices {rows 0-15, rows 16-17}, blocks {cols 0-31, cols 32-39}.
+  // Row 0: cols 1, 5, 33; row 2: col 31; row 17: cols 0, 32, 39.
+  std::vector<float> wv(18 * 40, 0.f);
+  wv[0 * 40 + 1] = 1.f, wv[0 * 40 + 5] = 2.f, wv[0 * 40 + 33] = 3.f, wv[2 * 40 + 31] = 4.f;
+  wv[17 * 40 + 0] = 5.f, wv[17 * 40 + 32] = 6.f, wv[17 * 40 + 39] = 7.f;
+  const sparse::CsrMatrix csr = sparse::pack_csr_dense(tensor(wv, {18, 40}));
+  const sparse::BlockedSpmm& b = csr.blocked;
+  CHECK(b.slices == 2);
+  CHECK(b.blocks == 2);
+  CHECK(b.count == std::vector<uint8_t>{2, 1, 1, 2});
+  CHECK(b.slot_start == std::vector<int64_t>{0, 3, 6});
+  // Slot 0: row 0 col 1, row 2 col 31; slot 1: row 0 col 5; slot 2 (block 1): row 0 col 33 - 32.
+  std::vector<uint8_t> col(6 * 16, 0);
+  std::vector<float> val(6 * 16, 0.f);
+  col[0 * 16 + 0] = 1, val[0 * 16 + 0] = 1.f;
+  col[0 * 16 + 2] = 31, val[0 * 16 + 2] = 4.f;
+  col[1 * 16 + 0] = 5, val[1 * 16 + 0] = 2.f;
+  col[2 * 16 + 0] = 1, val[2 * 16 + 0] = 3.f;
+  col[3 * 16 + 1] = 0, val[3 * 16 + 1] = 5.f;  // slice 1, block 0: row 17 col 0
+  col[4 * 16 + 1] = 0, val[4 * 16 + 1] = 6.f;  // block 1: col 32
+  col[5 * 16 + 1] = 7, val[5 * 16 + 1] = 7.f;  // col 39
+  CHECK(b.col == col);
+  CHECK(b.values == val);
+  CHECK(b.qvalues.empty());
 }
 
 TEST_CASE("prune: magnitude pruning as torch's l1_unstructured, and the spec") {

@@ -28,6 +28,26 @@ TEST_CASE("selecting a device after the context is open is refused") {
   REQUIRE(vk::Context::get().ok());
   CHECK(vk::Context::select_device("0") == Status::InvalidState);
   CHECK(vk::Context::why().find("already open") != std::string::npos);
+  CHECK_THROWS_WITH_AS(select_vulkan_device("llvmpipe"),
+                       "select_vulkan_device(\"llvmpipe\"): the Vulkan device is already open; select it before "
+                       "first use",
+                       ember::Error);
+  const std::vector<std::string> names = vulkan_devices();
+  REQUIRE(!names.empty());
+  CHECK(names[0].find("llvmpipe") != std::string::npos);
+}
+
+TEST_CASE("synchronize waits for recorded work") {
+  Result<vk::Context*> c = vk::Context::get();
+  REQUIRE(c.ok());
+  const Tensor t = full({4096}, 1.0f, TensorOptions(kVulkan));
+  const uint64_t before = c.get()->submit_count();
+  synchronize(kVulkan);
+  CHECK(c.get()->submit_count() == before + 1);
+  synchronize(kVulkan);  // nothing recorded: no submit
+  CHECK(c.get()->submit_count() == before + 1);
+  synchronize(Device("cpu"));
+  check_equal(to_cpu(t), full({4096}, 1.0f));
 }
 
 TEST_CASE("to(vulkan) and back keeps every byte, for each dtype and size") {
