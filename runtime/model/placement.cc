@@ -15,7 +15,9 @@ void add_activation(std::vector<OpKind>& ops, const Activation& a) {
 
 std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool has_bias) {
   switch (kind) {
-    // Views, reshapes and concatenation: Copy only (added by the caller).
+    // Views, reshapes and concatenation: Copy (a reshape of a non-contiguous
+    // tensor copies; a view read back to the host or by a dense kernel is
+    // made contiguous on the device).
     case OpKind::Copy:
     case OpKind::Reshape:
     case OpKind::Permute:
@@ -26,13 +28,15 @@ std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool has_bia
     case OpKind::Split:
     case OpKind::Slice:
     case OpKind::Expand:
-      return {};
+      return {OpKind::Copy};
     case OpKind::ConstantOfShape:
       return {OpKind::Fill};
-    case OpKind::Gather:  // run_gather: embedding over a [dim, rest] view
-      return {OpKind::Embedding};
-    case OpKind::Linear: {  // linear -> mm (+ add_ of the bias), then the fused activation
-      std::vector<OpKind> ops{OpKind::MatMul};
+    case OpKind::Gather:  // run_gather: embedding over a [dim, rest] view, permuted back
+      return {OpKind::Embedding, OpKind::Copy};
+    case OpKind::MatMul:  // matmul's folded and batched paths reshape and make results contiguous
+      return {OpKind::MatMul, OpKind::Copy};
+    case OpKind::Linear: {  // linear -> mm, then add_ of the bias (a Copy back), then the fused activation
+      std::vector<OpKind> ops{OpKind::MatMul, OpKind::Copy};
       if (has_bias) ops.push_back(OpKind::Add);
       if (const auto* p = std::get_if<LinearParams>(&params)) add_activation(ops, p->activation);
       return ops;
@@ -44,7 +48,7 @@ std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool has_bia
     }
     case OpKind::Pad: {  // constant padding: fill then copy; the other modes: the pad kernel
       const auto* p = std::get_if<PadParams>(&params);
-      if (p != nullptr && p->mode == PadMode::Constant) return {OpKind::Fill};
+      if (p != nullptr && p->mode == PadMode::Constant) return {OpKind::Fill, OpKind::Copy};
       return {OpKind::Pad};
     }
     default:
@@ -88,7 +92,11 @@ std::string node_unsupported_reason(const Backend& backend, OpKind kind, const O
   if (traits.int8_weight) return str_cat("dynamic int8 ", op_name(kind), " is not implemented for ", device);
   if (traits.sparse_weight) return str_cat("sparse COO ", op_name(kind), " is not implemented for ", device);
   std::vector<OpKind> ops = kernel_ops(kind, params, has_bias);
-  if (has_device_inputs) ops.insert(ops.begin(), OpKind::Copy);
+  // A kernel that reads only contiguous inputs gets non-contiguous ones copied first.
+  for (size_t i = 0, n = ops.size(); i < n && has_device_inputs; ++i) {
+    const KernelEntry* e = backend.find_kernel(ops[i], key);
+    if (e != nullptr && e->contiguous_inputs) ops.push_back(OpKind::Copy);
+  }
   std::string missing;
   for (OpKind op : ops) {
     if (backend.supports(op, key)) continue;

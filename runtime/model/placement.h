@@ -25,10 +25,12 @@ enum class Placement : uint8_t {
   Fallback,  // on the CPU because the device cannot run it (allow_fallback)
 };
 
-// The kernel ops the front-end of a node of `kind` runs (besides Copy, which
-// every node with device inputs may need for non-contiguous views and dtype
-// conversions, and which node_unsupported_reason adds). `has_bias`: Linear
-// and Conv2d with a bias input.
+// The kernel ops the front-end of a node of `kind` runs, Copy included where
+// the front-end may copy (reshapes of views, concatenation, matmul's batched
+// paths, linear's in-place bias add) or where the node makes views that a
+// later read back to the host makes contiguous on the device;
+// node_unsupported_reason adds Copy for kernels declared dense
+// (RT_KERNEL_DENSE). `has_bias`: Linear and Conv2d with a bias input.
 std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool has_bias);
 
 // True when input `slot` of a node of `kind` is read on the host (a shape,
