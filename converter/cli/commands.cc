@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "converter/cli/model_io.h"
+#include "kernels/vulkan/context.h"
 #include "runtime/core/error.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/thread_pool.h"
@@ -76,9 +77,11 @@ std::string json_string(const std::string& s) {
 
 // The per-op-type table of a profiled run, like torch.profiler's
 // key_averages().table(): sorted by total time.
-void print_profile(const std::vector<OpProfile>& profile, double run_ms, std::ostream& out) {
+void print_profile(const std::vector<OpProfile>& profile, double run_ms, const std::string& device,
+                   std::ostream& out) {
   struct Row {
     std::string type;
+    std::string devices;  // "vulkan", "cpu (fallback)", "vulkan+cpu (fallback)"
     int calls = 0;
     double total_ms = 0;
     std::map<std::string, int> shapes;
@@ -95,6 +98,8 @@ void print_profile(const std::vector<OpProfile>& profile, double run_ms, std::os
       rows.back().type = p.type;
     }
     Row& r = rows[it->second];
+    if (("+" + r.devices + "+").find("+" + p.device + "+") == std::string::npos)
+      r.devices += (r.devices.empty() ? "" : "+") + p.device;
     ++r.calls;
     r.total_ms += p.ms;
     ops_ms += p.ms;
@@ -102,13 +107,22 @@ void print_profile(const std::vector<OpProfile>& profile, double run_ms, std::os
     if (r.shapes[s]++ == 0) r.shape_order.push_back(s);
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.total_ms > b.total_ms; });
-  size_t name_w = 4;
-  for (const Row& r : rows) name_w = std::max(name_w, r.type.size());
-  const std::string rule = std::string(name_w, '-') + "  " + std::string(6, '-') + "  " + std::string(10, '-') +
-                           "  " + std::string(9, '-') + "  " + std::string(7, '-') + "  " + std::string(28, '-');
+  size_t name_w = 4, dev_w = 6;
+  for (const Row& r : rows) {
+    name_w = std::max(name_w, r.type.size());
+    dev_w = std::max(dev_w, r.devices.size());
+  }
+  const std::string rule = std::string(name_w, '-') + "  " + std::string(dev_w, '-') + "  " + std::string(6, '-') +
+                           "  " + std::string(10, '-') + "  " + std::string(9, '-') + "  " + std::string(7, '-') + "  " +
+                           std::string(28, '-');
+  if (device != "cpu") {
+    out << "profile on " << device << ": each op is submitted and waited for before its time is taken (a flush "
+        << "per op), so the times are the ops' own; an unprofiled run submits once and is faster\n";
+  }
   out << rule << "\n"
-      << pad_right("Name", name_w) << "  " << pad_left("Calls", 6) << "  " << pad_left("Total ms", 10) << "  "
-      << pad_left("Mean ms", 9) << "  " << pad_left("% run", 7) << "  Input shapes (most common)\n"
+      << pad_right("Name", name_w) << "  " << pad_right("Device", dev_w) << "  " << pad_left("Calls", 6) << "  "
+      << pad_left("Total ms", 10) << "  " << pad_left("Mean ms", 9) << "  " << pad_left("% run", 7)
+      << "  Input shapes (most common)\n"
       << rule << "\n";
   for (const Row& r : rows) {
     std::string common;
@@ -120,13 +134,32 @@ void print_profile(const std::vector<OpProfile>& profile, double run_ms, std::os
       }
     }
     const double pct = run_ms > 0 ? 100.0 * r.total_ms / run_ms : 0.0;
-    out << pad_right(r.type, name_w) << "  " << pad_left(std::to_string(r.calls), 6) << "  "
+    out << pad_right(r.type, name_w) << "  " << pad_right(r.devices, dev_w) << "  "
+        << pad_left(std::to_string(r.calls), 6) << "  "
         << pad_left(fixed(r.total_ms, 3), 10) << "  " << pad_left(fixed(r.total_ms / r.calls, 3), 9) << "  "
         << pad_left(fixed(pct, 1) + "%", 7) << "  " << common << "\n";
   }
   out << rule << "\n"
       << "ops total: " << fixed(ops_ms, 3) << " ms of a " << fixed(run_ms, 3) << " ms run (" << profile.size()
       << " ops; profiled after the planning run)\n";
+}
+
+// "placement on vulkan: all 12 nodes run on vulkan" or the nodes that fall back.
+void print_placement(const Executor& executor, std::ostream& out) {
+  const std::string device(device_type_name(executor.options().device));
+  const int n = executor.model().num_ops();
+  int host = 0;
+  for (int k = 0; k < n; ++k) host += executor.placement(k) == Placement::Host ? 1 : 0;
+  const std::vector<int> fallback = executor.fallback_ops();
+  const std::string host_note =
+      host > 0 ? str_cat(" (", host, " of them int64 shape ops on the host)") : std::string();
+  if (fallback.empty()) {
+    out << "placement on " << device << ": all " << n << " nodes run on " << device << host_note << "\n";
+    return;
+  }
+  out << "placement on " << device << ": " << fallback.size() << " of " << n
+      << " nodes would fall back to the CPU (--allow-fallback)" << host_note << ":\n";
+  for (int k : fallback) out << "  " << executor.describe_op(k) << ": " << executor.fallback_reason(k) << "\n";
 }
 
 }  // namespace
@@ -245,6 +278,16 @@ Diag inspect(const InspectArgs& args, std::ostream& out) {
     out << "\n";
   }
 
+  if (args.device != "cpu") {
+    Expected<ExecutorOptions> options = executor_options(args.device, /*allow_fallback=*/true, args.precision);
+    if (!options.ok()) return options.diag();
+    options->log_fallback = false;  // listed here
+    std::string why;
+    Result<std::shared_ptr<const Executor>> placed = Executor::create(loaded->model, *options, &why);
+    if (!placed.ok()) return Diag{placed.status(), why};
+    print_placement(*placed.get(), out);
+  }
+
   // The memory plan of one run on zero inputs.
   std::vector<Tensor> inputs;
   for (const IOInfo& io : executor.inputs()) inputs.push_back(default_input(io, /*random=*/false));
@@ -264,12 +307,22 @@ Diag inspect(const InspectArgs& args, std::ostream& out) {
   return Diag::success();
 }
 
+// --- devices -------------------------------------------------------------------
+
+Diag devices(std::ostream& out) {
+  Result<std::vector<std::string>> names = vk::Context::list_devices();
+  if (!names.ok()) return Diag{names.status(), vk::Context::why()};
+  out << "vulkan devices (in selection order; --device vulkan:N picks one):\n";
+  for (size_t i = 0; i < names->size(); ++i) out << "  " << i << ": " << names.get()[i] << "\n";
+  return Diag::success();
+}
+
 // --- run -----------------------------------------------------------------------
 
 Diag run(const RunArgs& args, std::ostream& out) {
-  Diag d = check_device(args.device);
-  if (!d.ok()) return d;
-  Expected<LoadedModel> loaded = load_model(args.model);
+  Expected<ExecutorOptions> exec_options = executor_options(args.device, args.allow_fallback, args.precision);
+  if (!exec_options.ok()) return exec_options.diag();
+  Expected<LoadedModel> loaded = load_model(args.model, *exec_options);
   if (!loaded.ok()) return loaded.diag();
   const Executor& executor = *loaded->executor;
   Expected<std::vector<Tensor>> inputs = read_inputs(executor, args.inputs);
@@ -293,7 +346,7 @@ Diag run(const RunArgs& args, std::ostream& out) {
     const double run_ms = ms_since(t0);
     if (!p.ok()) return Diag{p.status(), error};
     outputs = p.get();
-    print_profile(ctx.profile(), run_ms, out);
+    print_profile(ctx.profile(), run_ms, args.device, out);
   }
 
   std::error_code ec;
@@ -316,12 +369,12 @@ Diag run(const RunArgs& args, std::ostream& out) {
 // --- bench ---------------------------------------------------------------------
 
 Diag bench(const BenchArgs& args, std::ostream& out) {
-  Diag d = check_device(args.device);
-  if (!d.ok()) return d;
+  Expected<ExecutorOptions> exec_options = executor_options(args.device, args.allow_fallback, args.precision);
+  if (!exec_options.ok()) return exec_options.diag();
   if (args.iterations < 1) return diag(Status::InvalidArgument, "--iterations must be at least 1");
   if (args.warmup < 0) return diag(Status::InvalidArgument, "--warmup must not be negative");
   const auto load_t0 = std::chrono::steady_clock::now();
-  Expected<LoadedModel> loaded = load_model(args.model);
+  Expected<LoadedModel> loaded = load_model(args.model, *exec_options);
   const double load_ms = ms_since(load_t0);  // mmap, full verification, executor
   if (!loaded.ok()) return loaded.diag();
   manual_seed(0);
@@ -363,11 +416,17 @@ Diag bench(const BenchArgs& args, std::ostream& out) {
         << ", \"load_ms\": " << fixed(load_ms, 3) << ", \"latency_ms\": {\"min\": " << fixed(ms.front(), 6) << ", \"median\": " << fixed(median, 6)
         << ", \"p90\": " << fixed(p90, 6) << ", \"mean\": " << fixed(mean, 6) << "}"
         << ", \"throughput_per_s\": " << fixed(throughput, 3) << ", \"peak_rss_bytes\": " << rss
-        << ", \"arena_bytes\": " << arena << "}\n";
+        << ", \"arena_bytes\": " << arena << ", \"precision\": " << json_string(args.precision)
+        << ", \"fallback_nodes\": " << loaded->executor->fallback_ops().size()
+        << ", \"nodes\": " << loaded->model->num_ops() << "}\n";
     return Diag::success();
   }
   out << "model: " << args.model << " (device " << args.device << ", " << threads << " threads, " << args.warmup
       << " warmup + " << args.iterations << " timed runs)\n";
+  if (args.device != "cpu") {
+    out << "precision: " << args.precision << "; " << loaded->executor->fallback_ops().size() << " of "
+        << loaded->model->num_ops() << " nodes fall back to the CPU\n";
+  }
   out << "inputs:";
   for (size_t i = 0; i < inputs->size(); ++i) {
     out << (i > 0 ? "," : "") << " " << loaded->executor->inputs()[i].name << " "

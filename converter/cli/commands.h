@@ -22,11 +22,17 @@ struct ConvertArgs {
 };
 Diag convert(const ConvertArgs& args, std::ostream& out);
 
-// ember inspect MODEL.ember
+// ember inspect MODEL.ember [--device vulkan]: with a device, which nodes
+// would fall back to the CPU ("all N nodes run on vulkan" when none).
 struct InspectArgs {
   std::string model;
+  std::string device = "cpu";
+  std::string precision = "fp32";
 };
 Diag inspect(const InspectArgs& args, std::ostream& out);
+
+// ember devices: the Vulkan devices in selection order (index: --device vulkan:N).
+Diag devices(std::ostream& out);
 
 // ember run MODEL.ember --input NAME=FILE.npy ... --output-dir DIR
 struct RunArgs {
@@ -34,6 +40,8 @@ struct RunArgs {
   std::vector<std::string> inputs;  // "NAME=FILE.npy"
   std::string output_dir;
   std::string device = "cpu";
+  bool allow_fallback = false;    // nodes without a device kernel run on the CPU
+  std::string precision = "fp32";  // fp32 | fp16 (device only)
   int threads = 0;  // 0: the default thread count
   bool profile = false;
 };
@@ -45,6 +53,8 @@ struct BenchArgs {
   std::string model;
   std::vector<std::string> inputs;
   std::string device = "cpu";
+  bool allow_fallback = false;
+  std::string precision = "fp32";
   int threads = 0;
   int warmup = 5;
   int iterations = 50;

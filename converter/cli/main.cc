@@ -3,7 +3,10 @@
 //   ember convert model.onnx -o model.ember
 //   ember inspect model.ember
 //   ember run model.ember --input input=x.npy --output-dir out [--profile]
-//   ember bench model.ember [--threads 4] [--json]
+//       [--device cpu|vulkan[:N]] [--allow-fallback] [--precision fp32|fp16]
+//   ember bench model.ember [--threads 4] [--json] [--device ...] [--allow-fallback] [--precision ...]
+//   ember inspect model.ember [--device vulkan]: which nodes would fall back
+//   ember devices: the Vulkan devices
 //
 // Exit codes: 0 success; 1 an error of the command (the message on stderr);
 // CLI11's codes for bad flags.
@@ -72,22 +75,35 @@ int main(int argc, char** argv) {
   InspectArgs inspect_args;
   CLI::App* inspect_cmd = app.add_subcommand("inspect", "Describe a .ember model");
   inspect_cmd->add_option("model", inspect_args.model, "The .ember model")->required();
+  inspect_cmd->add_option("--device", inspect_args.device, "Also list the nodes that would fall back to the CPU on this device (vulkan)")
+      ->capture_default_str();
+  inspect_cmd->add_option("--precision", inspect_args.precision, "With --device: fp32 or fp16")->capture_default_str();
+
+  CLI::App* devices_cmd = app.add_subcommand("devices", "List the Vulkan devices (--device vulkan:N picks one)");
 
   RunArgs run_args;
   CLI::App* run_cmd = app.add_subcommand("run", "Run a .ember model on .npy inputs, write .npy outputs");
   run_cmd->add_option("model", run_args.model, "The .ember model")->required();
   run_cmd->add_option("-i,--input", run_args.inputs, "NAME=FILE.npy (once per input)")->allow_extra_args(false);
   run_cmd->add_option("-d,--output-dir", run_args.output_dir, "Directory for <output name>.npy")->required();
-  run_cmd->add_option("--device", run_args.device, "Device (cpu)")->capture_default_str();
+  run_cmd->add_option("--device", run_args.device, "Device: cpu, vulkan or vulkan:N")->capture_default_str();
+  run_cmd->add_flag("--allow-fallback", run_args.allow_fallback,
+                    "Run nodes the device has no kernel for on the CPU (listed on stderr) instead of failing");
+  run_cmd->add_option("--precision", run_args.precision,
+                      "fp32, or fp16 (device only: float weights and activations stored as float16)")
+      ->capture_default_str();
   run_cmd->add_option("--threads", run_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
-  run_cmd->add_flag("--profile", run_args.profile, "Print per-op-type times");
+  run_cmd->add_flag("--profile", run_args.profile, "Print per-op-type times and devices (a flush per op on a device)");
 
   BenchArgs bench_args;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time a .ember model (random inputs by default)");
   bench_cmd->add_option("model", bench_args.model, "The .ember model")->required();
   bench_cmd->add_option("-i,--input", bench_args.inputs, "NAME=FILE.npy (others: random, symbolic dims 1)")
       ->allow_extra_args(false);
-  bench_cmd->add_option("--device", bench_args.device, "Device (cpu)")->capture_default_str();
+  bench_cmd->add_option("--device", bench_args.device, "Device: cpu, vulkan or vulkan:N")->capture_default_str();
+  bench_cmd->add_flag("--allow-fallback", bench_args.allow_fallback,
+                      "Run nodes the device has no kernel for on the CPU instead of failing");
+  bench_cmd->add_option("--precision", bench_args.precision, "fp32, or fp16 (device only)")->capture_default_str();
   bench_cmd->add_option("--threads", bench_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
   bench_cmd->add_option("--warmup", bench_args.warmup, "Untimed runs first")
       ->check(CLI::NonNegativeNumber)
@@ -118,6 +134,7 @@ int main(int argc, char** argv) {
       return finish(convert(convert_args, std::cout));
     }
     if (inspect_cmd->parsed()) return finish(inspect(inspect_args, std::cout));
+    if (devices_cmd->parsed()) return finish(devices(std::cout));
     if (run_cmd->parsed()) return finish(run(run_args, std::cout));
     if (bench_cmd->parsed()) return finish(bench(bench_args, std::cout));
   } catch (const ember::Error& e) {

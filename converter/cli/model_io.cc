@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "kernels/vulkan/context.h"
 #include "runtime/core/error.h"
 #include "runtime/model/npy.h"
 #include "runtime/ops/ops.h"
@@ -34,13 +35,13 @@ std::string dim_name(const IOInfo& io, size_t d) {
 
 }  // namespace
 
-Expected<LoadedModel> load_model(const std::string& path) {
+Expected<LoadedModel> load_model(const std::string& path, const ExecutorOptions& options) {
   std::string error;
   Result<Model> m = Model::load(path, Verification::Full, &error);
   if (!m.ok()) return Diag{m.status(), error};
   LoadedModel loaded;
   loaded.model = std::make_shared<const Model>(std::move(m.get()));
-  Result<std::shared_ptr<const Executor>> e = Executor::create(loaded.model, &error);
+  Result<std::shared_ptr<const Executor>> e = Executor::create(loaded.model, options, &error);
   if (!e.ok()) return Diag{e.status(), str_cat("'", path, "': ", error)};
   loaded.executor = e.get();
   return loaded;
@@ -49,13 +50,38 @@ Expected<LoadedModel> load_model(const std::string& path) {
 Diag check_device(const std::string& spec) {
   try {
     const Device device(spec);
-    if (!device.is_cpu()) {
+    if (device.type() == DeviceType::CUDA) {
       return diag(Status::UnsupportedHardware, "device '", spec, "' is not available in this build");
     }
   } catch (const Error& e) {
     return Diag{Status::InvalidArgument, e.what()};
   }
   return Diag::success();
+}
+
+Expected<ExecutorOptions> executor_options(const std::string& device, bool allow_fallback,
+                                           const std::string& precision) {
+  Diag d = check_device(device);
+  if (!d.ok()) return d;
+  const Device dev(device);
+  ExecutorOptions options;
+  options.device = dev.type();
+  options.allow_fallback = allow_fallback;
+  if (precision == "fp16") {
+    options.precision = Precision::Float16;
+  } else if (precision != "fp32") {
+    return diag(Status::InvalidArgument, "--precision: unknown precision '", precision, "' (supported: fp32, fp16)");
+  }
+  if (dev.is_cpu() && options.precision == Precision::Float16)
+    return diag(Status::InvalidArgument, "--precision fp16 needs --device vulkan (the CPU executor runs fp32; "
+                "convert with --weights fp16 for fp16 weights)");
+  if (dev.is_cpu() && allow_fallback)
+    return diag(Status::InvalidArgument, "--allow-fallback needs a device other than cpu");
+  if (dev.type() == DeviceType::Vulkan && dev.has_index()) {
+    if (vk::Context::select_device(std::to_string(dev.index())) != Status::Ok)
+      return diag(Status::InvalidArgument, "--device ", device, ": ", vk::Context::why());
+  }
+  return options;
 }
 
 std::string shape_str(const Shape& shape) {

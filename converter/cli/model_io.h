@@ -21,12 +21,20 @@ struct LoadedModel {
   std::shared_ptr<const Executor> executor;
 };
 
-// Loads and fully verifies `path` and builds its executor.
-Expected<LoadedModel> load_model(const std::string& path);
+// Loads and fully verifies `path` and builds its executor with `options`
+// (on Vulkan: the context's message without a loader or a device, and the
+// executor's for a node without a Vulkan kernel unless allow_fallback).
+Expected<LoadedModel> load_model(const std::string& path, const ExecutorOptions& options = {});
 
-// Ok for "cpu"; "device 'vulkan' is not available in this build" for the
+// Ok for "cpu", "vulkan" and "vulkan:N" (N: the device index, see
+// `ember devices`); "device 'cuda' is not available in this build" for the
 // other devices ember knows; Device's own message for a malformed spec.
 Diag check_device(const std::string& spec);
+
+// The executor options of --device, --allow-fallback and --precision
+// (fp32|fp16); "vulkan:N" selects the Nth Vulkan device first.
+Expected<ExecutorOptions> executor_options(const std::string& device, bool allow_fallback,
+                                           const std::string& precision);
 
 // "[batch, 3, 224, 224]": symbolic dims by name ("?" when unnamed).
 std::string io_shape_str(const IOInfo& io);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <new>
@@ -21,6 +22,10 @@
 #include "runtime/model/planner.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
+
+#ifdef RT_WITH_VULKAN
+#include "kernels/vulkan/context.h"
+#endif
 
 namespace ember {
 namespace {
@@ -238,6 +243,7 @@ Tensor run_gather(const Tensor& data, const Tensor& indices, int64_t axis_param)
                 axis_param, " of size ", dim);
     out[i] = v < 0 ? v + dim : v;
   }
+  if (idx.device() != data.device()) idx = idx.to(data.device());
   // data with the axis first, as [dim, rest].
   std::vector<int64_t> perm{axis};
   Shape others;
@@ -385,10 +391,60 @@ Executor::Executor(std::shared_ptr<const Model> model) : model_(std::move(model)
   for (int32_t t : m.outputs()) {
     if (t >= 0 && t < m.num_tensors()) last_use_[static_cast<size_t>(t)] = n;
   }
+  placement_.assign(static_cast<size_t>(n), Placement::Device);
+  reasons_.assign(static_cast<size_t>(n), std::string());
+  key_dtype_.assign(static_cast<size_t>(n), DType::Float32);
+  host_.assign(static_cast<size_t>(m.num_tensors()), 0);
+  device_weights_.assign(static_cast<size_t>(m.num_tensors()), Tensor());
+}
+
+std::vector<int> Executor::fallback_ops() const {
+  std::vector<int> ops;
+  for (size_t k = 0; k < placement_.size(); ++k) {
+    if (placement_[k] == Placement::Fallback) ops.push_back(static_cast<int>(k));
+  }
+  return ops;
+}
+
+std::string Executor::describe_op(int k) const {
+  const Model& m = *model_;
+  return str_cat("node '", fb_str(m.op(k).name()), "' (", op_name(m.op_kind(k)), ", ",
+                 dtype_name(key_dtype_[static_cast<size_t>(k)]), ")");
 }
 
 Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const Model> model,
                                                          std::string* error) {
+  return create(std::move(model), ExecutorOptions{}, error);
+}
+
+namespace {
+
+// Opens the Vulkan context (the loader and a device) and checks what `options` need.
+Status check_vulkan(const ExecutorOptions& options, std::string* error) {
+#ifdef RT_WITH_VULKAN
+  Result<vk::Context*> c = vk::Context::get();
+  if (!c.ok()) return report_error(error, c.status(), vk::Context::why());
+  if (options.precision == Precision::Float16 && !c.get()->caps().float16)
+    return report_error(error, Status::UnsupportedHardware, "fp16 precision: the Vulkan device '",
+                        c.get()->caps().device_name,
+                        "' does not support float16 (shaderFloat16 and 16-bit storage buffers)");
+  return Status::Ok;
+#else
+  (void)options;
+  return report_error(error, Status::NotSupported, "ember is not built with support for vulkan devices");
+#endif
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const Model> model,
+                                                         const ExecutorOptions& options, std::string* error) {
+  if (options.device == DeviceType::CUDA)
+    return report_error(error, Status::NotSupported, "the executor runs on cpu or vulkan, not cuda");
+  if (options.device == DeviceType::CPU && options.precision == Precision::Float16)
+    return report_error(error, Status::InvalidArgument, "fp16 precision needs a device (vulkan); the CPU executor "
+                        "runs float32 (convert with --weights fp16 for float16 weights)");
+  if (options.device == DeviceType::Vulkan) RT_RETURN_IF_ERROR(check_vulkan(options, error));
   if (model == nullptr) return report_error(error, Status::InvalidArgument, "Executor::create: no model");
   const Model& m = *model;
   const int nt = m.num_tensors();
@@ -434,7 +490,112 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
   RT_RETURN_IF_ERROR(ex->prepare_sparse(error));
   ex->upcast_fp16_weights();
   RT_RETURN_IF_ERROR(prepare_quantized(*ex->model_, ex->params_, &ex->packed_, &ex->packed_conv_, error));
+  ex->options_ = options;
+  if (options.device != DeviceType::CPU) {
+    RT_RETURN_IF_ERROR(ex->place_nodes(error));
+    RT_RETURN_IF_ERROR(ex->upload_weights(error));
+  }
   return std::shared_ptr<const Executor>(std::move(ex));
+}
+
+Status Executor::place_nodes(std::string* error) {
+  const Model& m = *model_;
+  Backend* backend = get_backend(options_.device);
+  if (backend == nullptr)
+    return report_error(error, Status::NotSupported, "ember is not built with support for ",
+                        device_type_name(options_.device), " devices");
+  const bool fp16 = options_.precision == Precision::Float16;
+  // The dtype a value has when the ops read it (upcast fp16 weights and
+  // densified sparse weights are float32).
+  auto value_dtype = [&](int32_t t) {
+    const Tensor& d = densified_[static_cast<size_t>(t)];
+    return d.defined() ? d.dtype() : m.tensor_dtype(t);
+  };
+  for (int t = 0; t < m.num_tensors(); ++t) {
+    const DType d = m.tensor_dtype(t);
+    if (m.weight(t).defined() && m.tensor(t).sparse() == nullptr && (d == DType::Int64 || d == DType::Int32))
+      host_[static_cast<size_t>(t)] = 1;
+  }
+  int first_bad = -1, n_bad = 0;
+  for (int k = 0; k < m.num_ops(); ++k) {
+    const size_t kk = static_cast<size_t>(k);
+    const OpKind kind = m.op_kind(k);
+    const auto* in = m.op(k).inputs();
+    const auto* out = m.op(k).outputs();
+    bool any_input = false, all_host = true, device_inputs = false;
+    for (uint32_t j = 0; j < vlen(in); ++j) {
+      const int32_t t = in->Get(j);
+      if (t < 0) continue;
+      any_input = true;
+      all_host = all_host && host_[static_cast<size_t>(t)] != 0;
+      device_inputs = device_inputs || !reads_on_host(kind, j);
+    }
+    const int ki = key_input(kind);
+    DType key = ki >= 0 && static_cast<uint32_t>(ki) < vlen(in) && in->Get(static_cast<uint32_t>(ki)) >= 0
+                    ? value_dtype(in->Get(static_cast<uint32_t>(ki)))
+                    : (vlen(out) > 0 && out->Get(0) >= 0 ? m.tensor_dtype(out->Get(0)) : DType::Float32);
+    if (fp16 && key == DType::Float32) key = DType::Float16;
+    key_dtype_[kk] = key;
+    if (kind == OpKind::ShapeOf || (any_input && all_host)) {
+      placement_[kk] = Placement::Host;
+      for (uint32_t j = 0; j < vlen(out); ++j) {
+        if (out->Get(j) >= 0) host_[static_cast<size_t>(out->Get(j))] = 1;
+      }
+      continue;
+    }
+    NodeTraits traits;
+    traits.int8_weight = packed_[kk] != nullptr || packed_conv_[kk] != nullptr;
+    traits.sparse_weight = kind == OpKind::Linear && vlen(in) > 1 && in->Get(1) >= 0 &&
+                           packed_sparse_[static_cast<size_t>(in->Get(1))] != nullptr;
+    const bool has_bias = vlen(in) > 2 && in->Get(2) >= 0;
+    const std::string why =
+        node_unsupported_reason(*backend, kind, params_[kk], has_bias, device_inputs, key, traits);
+    if (why.empty()) continue;
+    placement_[kk] = Placement::Fallback;
+    reasons_[kk] = why;
+    if (first_bad < 0) first_bad = k;
+    ++n_bad;
+  }
+  if (n_bad > 0 && !options_.allow_fallback) {
+    return report_error(error, Status::NotSupported, describe_op(first_bad), ": ", reasons_[static_cast<size_t>(first_bad)],
+                        n_bad > 1 ? str_cat("; ", n_bad - 1, " more node", n_bad > 2 ? "s" : "", " cannot run on ",
+                                            backend->name())
+                                  : std::string(),
+                        " (allow_fallback, ember's --allow-fallback, runs such nodes on the CPU)");
+  }
+  for (int k : options_.log_fallback ? fallback_ops() : std::vector<int>()) {
+    std::fprintf(stderr, "ember: %s runs on the CPU: %s\n", describe_op(k).c_str(),
+                 reasons_[static_cast<size_t>(k)].c_str());
+  }
+  return Status::Ok;
+}
+
+// Every weight a device op reads (in a slot it does not read on the host)
+// goes to the device once, converted to float16 in fp16 mode.
+Status Executor::upload_weights(std::string* error) {
+  const Model& m = *model_;
+  const Device device(options_.device);
+  NoGradGuard no_grad;
+  for (int k = 0; k < m.num_ops(); ++k) {
+    if (placement_[static_cast<size_t>(k)] != Placement::Device) continue;
+    const OpKind kind = m.op_kind(k);
+    const auto* in = m.op(k).inputs();
+    for (uint32_t j = 0; j < vlen(in); ++j) {
+      const int32_t t = in->Get(j);
+      if (t < 0 || reads_on_host(kind, j) || !m.weight(t).defined()) continue;
+      const size_t i = static_cast<size_t>(t);
+      if (device_weights_[i].defined()) continue;
+      Tensor w = densified_[i].defined() ? densified_[i] : m.weight(t);
+      try {
+        if (options_.precision == Precision::Float16 && w.dtype() == DType::Float32) w = w.to(DType::Float16);
+        device_weights_[i] = w.to(device);
+      } catch (const Error& e) {
+        return report_error(error, e.status(), "uploading weight '", m.tensor_name(t), "' to ", device, ": ",
+                            e.what());
+      }
+    }
+  }
+  return Status::Ok;
 }
 
 Status Executor::prepare_sparse(std::string* error) {
@@ -527,18 +688,17 @@ ExecutionContext::~ExecutionContext() = default;
 namespace {
 
 // Runs op k on `values` (inputs read, outputs written). Raises ember::Error.
+// `in`: the op's inputs (on the devices placement chose); `device`: where
+// ops without tensor inputs create their output; `fp16`: float32 values are
+// float16 on the device (Precision::Float16).
 void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLinear* packed,
             const quant::PackedConv2d* packed_conv,
-            const std::vector<std::shared_ptr<const sparse::CsrMatrix>>& packed_sparse, std::vector<Tensor>& values) {
+            const std::vector<std::shared_ptr<const sparse::CsrMatrix>>& packed_sparse, const std::vector<Tensor>& in,
+            const Device& device, bool fp16, std::vector<Tensor>& values) {
   const fb::Operator& op = m.op(k);
   const OpKind kind = m.op_kind(k);
   const auto* in_idx = op.inputs();
   const auto* out_idx = op.outputs();
-  std::vector<Tensor> in(vlen(in_idx));
-  for (uint32_t j = 0; j < vlen(in_idx); ++j) {
-    const int32_t t = in_idx->Get(j);
-    if (t >= 0) in[j] = values[static_cast<size_t>(t)];
-  }
   const size_t n_out = vlen(out_idx);
   auto out_tensor = [&](size_t j) { return out_idx->Get(static_cast<uint32_t>(j)); };
   std::vector<Tensor> out(n_out);
@@ -548,7 +708,11 @@ void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLi
   };
   const Tensor none;
   auto opt = [&](size_t j) -> const Tensor& { return j < in.size() ? in[j] : none; };
-  auto declared_dtype = [&](size_t j) { return m.tensor_dtype(out_tensor(j)); };
+  // The dtype an output is created with: float32 is float16 in fp16 mode.
+  auto declared_dtype = [&](size_t j) {
+    const DType d = m.tensor_dtype(out_tensor(j));
+    return fp16 && d == DType::Float32 ? DType::Float16 : d;
+  };
 
   switch (kind) {
     case OpKind::Copy:
@@ -556,7 +720,7 @@ void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLi
       break;
     case OpKind::Fill:
       out[0] = full(static_shape(m, out_tensor(0), "fill"), std::get<ScalarParams>(params).value,
-                    declared_dtype(0));
+                    TensorOptions(declared_dtype(0)).device(device));
       break;
 #define UNARY(Name, fn)                   \
   case OpKind::Name:                      \
@@ -879,7 +1043,7 @@ void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLi
     }
     case OpKind::ConstantOfShape:
       out[0] = full(to_shape(read_ints(need(0, "shape"), "shape"), "shape"),
-                    std::get<ScalarParams>(params).value, declared_dtype(0));
+                    std::get<ScalarParams>(params).value, TensorOptions(declared_dtype(0)).device(device));
       break;
     default:
       raise(Status::NotSupported, "the executor does not run this op");
@@ -893,7 +1057,9 @@ void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLi
     EMBER_CHECK(y.defined(), Status::Internal, "output ", j, " '", m.tensor_name(t), "' was not computed");
     // Read from the flatbuffer in place: this runs for every op of every run.
     const auto* declared = m.tensor(t).shape();
-    bool ok = y.dtype() == m.tensor_dtype(t) && y.dim() == static_cast<int64_t>(vlen(declared));
+    const bool dtype_ok =
+        y.dtype() == m.tensor_dtype(t) || (fp16 && y.dtype() == DType::Float16 && m.tensor_dtype(t) == DType::Float32);
+    bool ok = dtype_ok && y.dim() == static_cast<int64_t>(vlen(declared));
     for (uint32_t d = 0; ok && d < vlen(declared); ++d) {
       ok = declared->Get(d) < 0 || declared->Get(d) == y.size(static_cast<int64_t>(d));
     }
@@ -1001,20 +1167,52 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
     NoGradGuard no_grad;
     ThreadLimitGuard threads(options.num_threads);
     StorageAllocatorGuard hook(allocator);
+    const bool on_cpu = ex.options_.device == DeviceType::CPU;
+    const Device cpu(DeviceType::CPU);
+    const Device device(ex.options_.device);
+    const bool fp16 = ex.options_.precision == Precision::Float16;
+    Backend* backend = on_cpu ? nullptr : get_backend(ex.options_.device);
+    // other[t]: value t on the other device than values[t] (weights uploaded
+    // at create; a value crosses at most once per run).
+    std::vector<Tensor> other(on_cpu ? 0 : static_cast<size_t>(m.num_tensors()));
     for (int t = 0; t < m.num_tensors(); ++t) {
-      if (m.weight(t).defined() && ex.last_use_[static_cast<size_t>(t)] >= 0)
-        values[static_cast<size_t>(t)] =
-            ex.densified_[static_cast<size_t>(t)].defined() ? ex.densified_[static_cast<size_t>(t)] : m.weight(t);
+      const size_t i = static_cast<size_t>(t);
+      if (m.weight(t).defined() && ex.last_use_[i] >= 0) {
+        values[i] = ex.densified_[i].defined() ? ex.densified_[i] : m.weight(t);
+        if (!on_cpu) other[i] = ex.device_weights_[i];
+      }
     }
     for (size_t i = 0; i < inputs.size(); ++i) values[static_cast<size_t>(ex.inputs_[i].tensor)] = own_inputs[i];
+    // Value t on `where`: moved (and converted for fp16) once, then cached.
+    auto value_on = [&](int32_t t, const Device& where) -> Tensor {
+      const size_t i = static_cast<size_t>(t);
+      const Tensor& v = values[i];
+      if (on_cpu || !v.defined() || v.device() == where) return v;
+      if (!other[i].defined()) {
+        if (where.is_cpu()) {
+          Tensor x = v.to(where);
+          if (fp16 && x.dtype() == DType::Float16 && m.tensor_dtype(t) == DType::Float32) x = x.to(DType::Float32);
+          other[i] = x;
+        } else {
+          other[i] = (fp16 && v.dtype() == DType::Float32 ? v.to(DType::Float16) : v).to(where);
+        }
+      }
+      return other[i];
+    };
     const int n_ops = m.num_ops();
     for (int k = 0; k < n_ops && status == Status::Ok; ++k) {
       const fb::Operator& op = m.op(k);
+      const OpKind kind = m.op_kind(k);
+      const Placement place = ex.placement_[static_cast<size_t>(k)];
+      const bool on_device = !on_cpu && place == Placement::Device;
       OpProfile entry;
       if (options.profile) {
         entry.op = k;
-        entry.type = std::string(op_name(m.op_kind(k)));
+        entry.type = std::string(op_name(kind));
         entry.name = fb_str(op.name());
+        entry.device = on_cpu || place == Placement::Host ? "cpu"
+                       : on_device                         ? std::string(device_type_name(device.type()))
+                                                           : "cpu (fallback)";
         for (uint32_t j = 0; j < vlen(op.inputs()); ++j) {
           const int32_t t = op.inputs()->Get(j);
           if (t >= 0 && values[static_cast<size_t>(t)].defined())
@@ -1023,8 +1221,23 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
       }
       const auto start = std::chrono::steady_clock::now();
       try {
+        std::vector<Tensor> in(vlen(op.inputs()));
+        for (uint32_t j = 0; j < vlen(op.inputs()); ++j) {
+          const int32_t t = op.inputs()->Get(j);
+          if (t < 0) continue;
+          if (kind == OpKind::ShapeOf) {
+            in[j] = values[static_cast<size_t>(t)];  // reads only the sizes
+          } else {
+            in[j] = value_on(t, on_device && !reads_on_host(kind, j) ? device : cpu);
+          }
+        }
         run_op(m, k, ex.params_[static_cast<size_t>(k)], ex.packed_[static_cast<size_t>(k)].get(),
-               ex.packed_conv_[static_cast<size_t>(k)].get(), ex.packed_sparse_, values);
+               ex.packed_conv_[static_cast<size_t>(k)].get(), ex.packed_sparse_, in, on_device ? device : cpu,
+               on_device && fp16, values);
+        if (options.profile && on_device) {
+          const Status st = backend->synchronize();
+          EMBER_CHECK(st == Status::Ok, st, "synchronize", backend_error_detail(*backend));
+        }
       } catch (const Error& e) {
         status = e.status();
         message = str_cat(op_ref(m, k), ": ", e.what());
@@ -1041,18 +1254,30 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
         profile.push_back(std::move(entry));
       }
       // Liveness: drop what no later op reads (graph outputs live to the end).
+      auto drop = [&](int32_t t) {
+        values[static_cast<size_t>(t)] = Tensor();
+        if (!on_cpu) other[static_cast<size_t>(t)] = Tensor();
+      };
       for (uint32_t j = 0; j < vlen(op.inputs()); ++j) {
         const int32_t t = op.inputs()->Get(j);
-        if (t >= 0 && ex.last_use_[static_cast<size_t>(t)] == k) values[static_cast<size_t>(t)] = Tensor();
+        if (t >= 0 && ex.last_use_[static_cast<size_t>(t)] == k) drop(t);
       }
       for (uint32_t j = 0; j < vlen(op.outputs()); ++j) {
         const int32_t t = op.outputs()->Get(j);
-        if (t >= 0 && ex.last_use_[static_cast<size_t>(t)] < k) values[static_cast<size_t>(t)] = Tensor();
+        if (t >= 0 && ex.last_use_[static_cast<size_t>(t)] < k) drop(t);
       }
     }
     if (status == Status::Ok) {
-      for (const IOInfo& io : ex.outputs_) results.push_back(values[static_cast<size_t>(io.tensor)]);
+      // Outputs come back to the host once each (float32 in fp16 mode).
+      try {
+        for (const IOInfo& io : ex.outputs_) results.push_back(value_on(io.tensor, cpu));
+      } catch (const Error& e) {
+        status = e.status();
+        message = str_cat("reading the outputs back from ", device, ": ", e.what());
+        results.clear();
+      }
     }
+    other.clear();
     values.clear();  // frees every intermediate before the recording ends
   }
 

@@ -1,4 +1,5 @@
-// Executor: runs a loaded `.ember` model (runtime/model/loader.h) on the CPU.
+// Executor: runs a loaded `.ember` model (runtime/model/loader.h) on the CPU
+// or on Vulkan (ExecutorOptions).
 //
 // - An Executor is built once from a Model and is immutable afterwards: share
 //   it between threads. Each thread runs it through its own ExecutionContext
@@ -16,6 +17,25 @@
 // - Errors: nothing aborts on bad input. Inputs are checked (count, names,
 //   dtypes, ranks, fixed dims, symbolic dims bound consistently: every `batch`
 //   has one value); an op that fails reports the node name and the reason.
+// - Vulkan (ExecutorOptions::device): create() places every node
+//   (runtime/model/placement.h): on the device when the backend has its
+//   kernels, else an error naming the node ("not implemented for vulkan"),
+//   or, with allow_fallback, on the CPU (one stderr line per such node at
+//   create). int64 shape arithmetic (ShapeOf and what only reads shapes)
+//   stays on the host. Every weight a device node reads is uploaded once at
+//   create, shared by all contexts. A run uploads each input once, records
+//   every device node into the one Vulkan command stream (kernels/vulkan:
+//   nothing is submitted until the host reads) and downloads each output
+//   once: a run without fallback nodes submits once. A value crossing
+//   between a device and a fallback node moves once per run (both copies
+//   are kept until its last reader). Pipelines are created and cached by the
+//   Vulkan context at their first dispatch, i.e. during the first run (which
+//   also plans the CPU memory): there is no separate warm-up.
+//   Vulkan tensors come from the Vulkan allocator (sub-allocated blocks);
+//   the CPU arena plan covers the CPU tensors (outputs, host values).
+//   Precision::Float16: float32 weights and activations live as float16 on
+//   the device (inputs converted before upload, outputs returned as float32);
+//   needs the device's float16 support.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +47,7 @@
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
 #include "runtime/model/loader.h"
+#include "runtime/model/placement.h"
 #include "runtime/tensor/tensor.h"
 
 namespace ember {
@@ -48,9 +69,24 @@ struct IOInfo {
   std::vector<std::string> dim_names;  // one per dim, "" for fixed dims (may be empty)
 };
 
+enum class Precision : uint8_t { Float32, Float16 };
+
+struct ExecutorOptions {
+  DeviceType device = DeviceType::CPU;  // CPU or Vulkan
+  // Nodes the device cannot run go to the CPU instead of failing create().
+  bool allow_fallback = false;
+  // Float16: float tensors stored as float16 on the device (Vulkan only).
+  Precision precision = Precision::Float32;
+  // With allow_fallback: one stderr line per fallback node at create.
+  bool log_fallback = true;
+};
+
 struct RunOptions {
   int num_threads = 0;   // threads for this run's kernels; 0: get_num_threads()
-  bool profile = false;  // record per-op times into ExecutionContext::profile()
+  // Record per-op times into ExecutionContext::profile(). On a device each
+  // op is submitted and waited for before its time is taken (so the times
+  // are the ops' own, and the run submits once per op).
+  bool profile = false;
 };
 
 // One op of a profiled run.
@@ -60,6 +96,7 @@ struct OpProfile {
   std::string name;                     // node name
   double ms = 0.0;
   std::vector<Shape> input_shapes;      // of the defined inputs
+  std::string device;                   // "cpu", "vulkan" or "cpu (fallback)"
 };
 
 // The memory plan of a context for its current input shapes.
@@ -85,8 +122,24 @@ class Executor {
   // allocation per weight, shared by every context).
   static Result<std::shared_ptr<const Executor>> create(std::shared_ptr<const Model> model,
                                                         std::string* error = nullptr);
+  // On `options.device`. Vulkan: fails without a loader or a device (the
+  // Vulkan context's message), for Precision::Float16 without float16
+  // support, and for a node the device cannot run unless allow_fallback
+  // ("node 'fc1' (linear, float32): not implemented for vulkan (...)").
+  static Result<std::shared_ptr<const Executor>> create(std::shared_ptr<const Model> model,
+                                                        const ExecutorOptions& options,
+                                                        std::string* error = nullptr);
 
   const Model& model() const { return *model_; }
+  const ExecutorOptions& options() const { return options_; }
+  // Where op k runs (Placement::Device for every op on the CPU executor).
+  Placement placement(int op) const { return placement_[static_cast<size_t>(op)]; }
+  // Why op k falls back to the CPU ("" unless placement(k) is Fallback).
+  const std::string& fallback_reason(int op) const { return reasons_[static_cast<size_t>(op)]; }
+  // The ops that fall back, in op order.
+  std::vector<int> fallback_ops() const;
+  // "node 'fc1' (linear, float32)": an op as placement messages name it.
+  std::string describe_op(int op) const;
   const std::vector<IOInfo>& inputs() const { return inputs_; }
   const std::vector<IOInfo>& outputs() const { return outputs_; }
 
@@ -96,7 +149,15 @@ class Executor {
   friend class ExecutionContext;
   Status prepare_sparse(std::string* error);
   void upcast_fp16_weights();
+  Status place_nodes(std::string* error);
+  Status upload_weights(std::string* error);
   std::shared_ptr<const Model> model_;
+  ExecutorOptions options_;
+  std::vector<Placement> placement_;  // per op
+  std::vector<std::string> reasons_;  // per op: why it falls back
+  std::vector<DType> key_dtype_;      // per op: the dtype its kernels were chosen for
+  std::vector<uint8_t> host_;         // per tensor: an int64 shape value kept on the CPU
+  std::vector<Tensor> device_weights_;  // per tensor: the weight uploaded to the device (if a device op reads it)
   std::vector<IOInfo> inputs_, outputs_;
   std::vector<int> last_use_;  // per tensor: the last op reading it (outputs: num_ops; never read: -1)
   std::vector<OpParams> params_;  // per op, decoded once

@@ -99,8 +99,9 @@ has "$out" "wrote out_mlp/output.npy (output: float32 [3, 4])"
 $py "$ref" compare out_mlp/output.npy expected.npy || fail "mlp output differs from torch"
 
 run_ember 0 run mlp.ember --input input=x.npy --output-dir out_prof --profile --threads 2
-has_line "$out" "^Name +Calls +Total ms +Mean ms +% run +Input shapes \(most common\)$"
-has_line "$out" "^linear +2 +[0-9.]+ +[0-9.]+ +[0-9.]+% +\[\[3, 10\], \[16, 10\], \[16\]\]$"
+has_line "$out" "^Name +Device +Calls +Total ms +Mean ms +% run +Input shapes \(most common\)$"
+has_line "$out" "^linear +cpu +2 +[0-9.]+ +[0-9.]+ +[0-9.]+% +\[\[3, 10\], \[16, 10\], \[16\]\]$"
+[[ "$out" != *"flush per op"* ]] || fail "a CPU profile speaks of flushes"
 has_line "$out" "^ops total: [0-9.]+ ms of a [0-9.]+ ms run \(2 ops; profiled after the planning run\)$"
 $py "$ref" compare out_prof/output.npy expected.npy || fail "profiled mlp output differs from torch"
 
@@ -136,8 +137,10 @@ head -c 148 x.npy >trunc.npy  # the 128-byte header and 20 bytes of data
 expect_input_error "input 'input': 'trunc.npy': truncated data: data is 20 bytes, shape (3, 10) x float32 needs 120" \
   --input input=trunc.npy
 expect_input_error "input 'input': cannot open 'nope.npy': No such file or directory" --input input=nope.npy
-expect_input_error "device 'vulkan' is not available in this build" --input input=x.npy --device vulkan
 expect_input_error "device 'cuda:0' is not available in this build" --input input=x.npy --device cuda:0
+expect_input_error "--precision: unknown precision 'fp8' (supported: fp32, fp16)" --input input=x.npy --precision fp8
+expect_input_error "--precision fp16 needs --device vulkan" --input input=x.npy --precision fp16
+expect_input_error "--allow-fallback needs a device other than cpu" --input input=x.npy --allow-fallback
 run_ember 1 run mlp.ember --input input=x.npy --output-dir out_err --device tpu
 has "$err" "error: "
 has "$err" "tpu"
@@ -174,8 +177,68 @@ l = j["latency_ms"]
 assert 0 <= l["min"] <= l["median"] <= l["p90"] and l["min"] <= l["mean"], l
 assert j["load_ms"] > 0 and j["throughput_per_s"] > 0 and j["peak_rss_bytes"] > 1 << 20 and j["arena_bytes"] > 0, j
 PY
-run_ember 1 bench mlp.ember --device vulkan
-has "$err" "error: device 'vulkan' is not available in this build"
+run_ember 1 bench mlp.ember --device cuda
+has "$err" "error: device 'cuda' is not available in this build"
+
+# --- vulkan (lavapipe, Mesa's CPU driver) -------------------------------------------------
+lvp=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
+vk() { VK_ICD_FILENAMES=$lvp MESA_SHADER_CACHE_DISABLE=true run_ember "$@"; }
+# No loader, no device: exit 1 with the Vulkan context's message, nothing written.
+for cmd in run bench; do
+  rm -rf out_err
+  args=(--device vulkan --input input=x.npy)
+  [[ $cmd == run ]] && args+=(--output-dir out_err)
+  EMBER_VULKAN_LOADER=/nonexistent/libvulkan.so.1 run_ember 1 $cmd mlp.ember "${args[@]}"
+  has "$err" "error: 'mlp.ember': Vulkan loader not found (/nonexistent/libvulkan.so.1)"
+  VK_ICD_FILENAMES=/nonexistent/icd.json run_ember 1 $cmd mlp.ember "${args[@]}"
+  has "$err" "error: 'mlp.ember': no Vulkan device found"
+  [[ ! -e out_err/output.npy ]] || fail "ember $cmd without a Vulkan device wrote an output"
+done
+VK_ICD_FILENAMES=/nonexistent/icd.json run_ember 1 devices
+has "$err" "error: no Vulkan device found"
+vk 0 devices
+has_line "$out" "^  0: llvmpipe .*\[cpu\]$"
+# The fallback decision: which nodes lack Vulkan kernels depends on the kernels
+# merged; the expectations follow what `inspect --device vulkan` reports.
+vk 0 inspect mlp.ember --device vulkan
+has_line "$out" "^placement on vulkan: (all 2 nodes run on vulkan|[12] of 2 nodes would fall back to the CPU \(--allow-fallback\):)$"
+has_line "$out" "^memory plan for batch 1: "
+falls_back=0
+if [[ "$out" == *"would fall back"* ]]; then
+  falls_back=1
+  has_line "$out" "^  node '[^']+' \(linear, float32\): not implemented for vulkan \(no float32 kernel for "
+  vk 1 run mlp.ember --input input=x.npy --output-dir out_err --device vulkan
+  has "$err" "(linear, float32): not implemented for vulkan (no float32 kernel for "
+  has "$err" "(allow_fallback, ember's --allow-fallback, runs such nodes on the CPU)"
+  [[ ! -e out_err/output.npy ]] || fail "a refused vulkan run wrote an output"
+fi
+vk 0 run mlp.ember --input input=x.npy --output-dir out_vk --device vulkan --allow-fallback --profile
+has "$out" "wrote out_vk/output.npy (output: float32 [3, 4])"
+has_line "$out" "^profile on vulkan: each op is submitted and waited for before its time is taken \(a flush per op\)"
+has_line "$out" "^linear +(vulkan|cpu \(fallback\)|vulkan\+cpu \(fallback\)|cpu \(fallback\)\+vulkan) +2 +[0-9.]+ "
+$py "$ref" compare out_vk/output.npy expected.npy || fail "vulkan mlp output differs from torch"
+if ((falls_back)); then
+  has_line "$err" "^ember: node '[^']+' \(linear, float32\) runs on the CPU: not implemented for vulkan"
+else
+  [[ "$err" != *"runs on the CPU"* ]] || fail "no node should fall back: $err"
+fi
+vk 0 run mlp.ember --input input=x.npy --output-dir out_vk16 --device vulkan --allow-fallback --precision fp16
+$py - out_vk16/output.npy expected.npy <<'PY' || fail "vulkan fp16 mlp output is not within 1e-2 of torch"
+import sys, numpy as np
+a, e = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert a.dtype == np.float32, a.dtype
+assert np.allclose(a, e, rtol=1e-2, atol=1e-2 * np.abs(e).max()), np.abs(a - e).max()
+PY
+vk 0 bench mlp.ember --device vulkan --allow-fallback --warmup 0 --iterations 3 --json
+$py - "$out" <<'PY' || fail "vulkan bench --json: $out"
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["device"] == "vulkan" and j["precision"] == "fp32" and j["nodes"] == 2, j
+assert 0 <= j["fallback_nodes"] <= 2 and j["latency_ms"]["min"] > 0, j
+PY
+vk 0 bench mlp.ember --device vulkan --allow-fallback --warmup 0 --iterations 2
+has_line "$out" "^model: mlp.ember \(device vulkan, [0-9]+ threads, 0 warmup \+ 2 timed runs\)$"
+has_line "$out" "^precision: fp32; [0-2] of 2 nodes fall back to the CPU$"
 
 if ((failures > 0)); then
   echo "$failures check(s) failed" >&2

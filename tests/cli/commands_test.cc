@@ -151,8 +151,19 @@ TEST_CASE("helpers: shapes, names, numbers, devices") {
   CHECK(cli::with_commas(1000) == "1,000");
   CHECK(cli::with_commas(-13951264) == "-13,951,264");
   CHECK(cli::check_device("cpu").ok());
-  CHECK(cli::check_device("vulkan:0").message == "device 'vulkan:0' is not available in this build");
+  CHECK(cli::check_device("vulkan").ok());
+  CHECK(cli::check_device("vulkan:0").ok());
+  CHECK(cli::check_device("cuda:0").message == "device 'cuda:0' is not available in this build");
   CHECK(cli::check_device("cuda").status == Status::UnsupportedHardware);
+  CHECK(cli::executor_options("cpu", false, "fp32")->device == DeviceType::CPU);
+  CHECK(cli::executor_options("vulkan", true, "fp16")->device == DeviceType::Vulkan);
+  CHECK(cli::executor_options("vulkan", true, "fp16")->allow_fallback);
+  CHECK(cli::executor_options("vulkan", false, "fp16")->precision == Precision::Float16);
+  CHECK(cli::executor_options("vulkan", false, "fp8").diag().message ==
+        "--precision: unknown precision 'fp8' (supported: fp32, fp16)");
+  CHECK(cli::executor_options("cpu", false, "fp16").diag().message.find("--precision fp16 needs --device vulkan") == 0);
+  CHECK(cli::executor_options("cpu", true, "fp32").diag().message == "--allow-fallback needs a device other than cpu");
+  CHECK(cli::executor_options("cuda", true, "fp32").diag().status == Status::UnsupportedHardware);
   CHECK(cli::check_device("tpu").status == Status::InvalidArgument);
   CHECK(!cli::check_device("tpu").message.empty());
 }

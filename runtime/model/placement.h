@@ -1,0 +1,57 @@
+// Placement: which backend each node of a model runs on, decided once by
+// Executor::create (runtime/model/executor.h) for a device other than the CPU.
+//
+// A node runs on the device when the device's backend has a kernel for every
+// kernel op its front-end calls (vulkan_kernel_ops) at the node's dtype;
+// otherwise it is "not implemented for vulkan" (an error at create unless
+// ExecutorOptions::allow_fallback, which runs it on the CPU instead).
+// Host nodes are the int64 shape computations (ShapeOf and what only reads
+// shapes and int64 constants): they run on the CPU by design, not as a
+// fallback.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/backend/backend.h"
+#include "runtime/graph/op_kind.h"
+#include "runtime/graph/op_params.h"
+
+namespace ember {
+
+enum class Placement : uint8_t {
+  Device,    // on the executor's device
+  Host,      // on the CPU by design (shape arithmetic on int64 tensors)
+  Fallback,  // on the CPU because the device cannot run it (allow_fallback)
+};
+
+// The kernel ops the front-end of a node of `kind` runs, Copy included where
+// the front-end may copy (reshapes of views, concatenation, matmul's batched
+// paths, linear's in-place bias add) or where the node makes views that a
+// later read back to the host makes contiguous on the device;
+// node_unsupported_reason adds Copy for kernels declared dense
+// (RT_KERNEL_DENSE). `has_bias`: Linear and Conv2d with a bias input.
+std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool has_bias);
+
+// True when input `slot` of a node of `kind` is read on the host (a shape,
+// starts/ends/axes/steps, split sizes, gather indices): it stays a CPU tensor.
+bool reads_on_host(OpKind kind, size_t slot);
+
+// The input slot whose dtype selects the kernels (the first input but for
+// Where, whose kernel is keyed by the values, not the condition); -1: the
+// output's dtype (ops without tensor inputs).
+int key_input(OpKind kind);
+
+// Extra facts about a node that decide its placement beyond its kernels.
+struct NodeTraits {
+  bool int8_weight = false;    // a Linear/Conv2d with dynamic-int8 packed weights
+  bool sparse_weight = false;  // a Linear whose weight is packed sparse COO
+};
+
+// "" when `backend` runs a node of `kind` at dtype `key`; otherwise why not,
+// e.g. "not implemented for vulkan (no kernel for matmul, add at float32)".
+// The one place to extend when a device gains quantized or sparse kernels.
+std::string node_unsupported_reason(const Backend& backend, OpKind kind, const OpParams& params, bool has_bias,
+                                    bool has_device_inputs, DType key, const NodeTraits& traits);
+
+}  // namespace ember

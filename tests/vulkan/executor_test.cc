@@ -1,0 +1,373 @@
+// The executor on Vulkan (ExecutorOptions::device): placement decisions and
+// their messages, the create-time error without allow_fallback, outputs equal
+// to the CPU executor's, one submit per run when every node runs on the
+// device, host placement of int64 shape arithmetic, fp16 precision, profiles.
+// Models are built by hand as tests/model/executor_test.cc builds them.
+//
+// Expectations that depend on which Vulkan kernels exist (main has only Fill;
+// the kernel branches add the others) are computed from the backend's own
+// kernel table, so this suite holds before and after they are merged.
+#include "runtime/model/executor.h"
+
+#include "runtime/model/writer.h"
+#include "tests/vulkan/vulkan_testing.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+namespace {
+
+struct Graph {
+  ModelDef def;
+
+  int act(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::Float32) {
+    TensorDef t;
+    t.name = name;
+    t.shape = std::move(shape);
+    t.dtype = dtype;
+    return def.add_tensor(std::move(t));
+  }
+  int input(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::Float32) {
+    const int t = act(name, std::move(shape), dtype);
+    def.inputs.push_back(t);
+    return t;
+  }
+  int weight(const std::string& name, const Tensor& value) {
+    TensorDef t;
+    t.name = name;
+    t.shape = value.sizes();
+    t.dtype = value.dtype();
+    t.tensor = value.contiguous();
+    t.has_data = true;
+    return def.add_tensor(std::move(t));
+  }
+  void op(OpKind kind, std::vector<int32_t> in, std::vector<int32_t> out, const std::string& name,
+          OpParams params = NoParams{}) {
+    OpDef o;
+    o.op = kind;
+    o.inputs = std::move(in);
+    o.outputs = std::move(out);
+    o.name = name;
+    o.params = params;
+    def.ops.push_back(std::move(o));
+  }
+  void output(int t) { def.outputs.push_back(t); }
+
+  std::shared_ptr<const Model> model() const {
+    std::vector<std::byte> bytes;
+    std::string error;
+    REQUIRE_MESSAGE(serialize_model(def, &bytes, &error) == Status::Ok, error);
+    Result<Model> m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
+    REQUIRE_MESSAGE(m.ok(), error);
+    return std::make_shared<const Model>(std::move(m.get()));
+  }
+  Result<std::shared_ptr<const Executor>> create(const ExecutorOptions& options, std::string* error) const {
+    return Executor::create(model(), options, error);
+  }
+  std::shared_ptr<const Executor> build(const ExecutorOptions& options) const {
+    std::string error;
+    Result<std::shared_ptr<const Executor>> ex = create(options, &error);
+    REQUIRE_MESSAGE(ex.ok(), error);
+    return ex.get();
+  }
+};
+
+ExecutorOptions on_vulkan(bool allow_fallback = false, Precision precision = Precision::Float32) {
+  ExecutorOptions o;
+  o.device = DeviceType::Vulkan;
+  o.allow_fallback = allow_fallback;
+  o.precision = precision;
+  return o;
+}
+
+std::vector<Tensor> run_ok(ExecutionContext& ctx, std::vector<Tensor> inputs, const RunOptions& options = {}) {
+  std::string error;
+  Result<std::vector<Tensor>> r = ctx.run(inputs, options, &error);
+  REQUIRE_MESSAGE(r.ok(), error);
+  return r.get();
+}
+
+vk::Context* context() {
+  Result<vk::Context*> c = vk::Context::get();
+  REQUIRE(c.ok());
+  return c.get();
+}
+
+Backend& vulkan() { return *get_backend(DeviceType::Vulkan); }
+
+ScalarParams scalar(double v) {
+  ScalarParams p;
+  p.value = v;
+  return p;
+}
+
+// y = fill(2.5) [2, 3]: the one op main has a Vulkan kernel for.
+Graph fill_model(DType dtype = DType::Float32) {
+  Graph g;
+  const int y = g.act("y", {2, 3}, dtype);
+  g.op(OpKind::Fill, {}, {y}, "fill0", scalar(2.5));
+  g.output(y);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("a model whose every node has a Vulkan kernel runs on the device and submits once per run") {
+  const auto ex = fill_model().build(on_vulkan());
+  CHECK(ex->options().device == DeviceType::Vulkan);
+  CHECK(ex->placement(0) == Placement::Device);
+  CHECK(ex->fallback_ops().empty());
+  CHECK(ex->fallback_reason(0).empty());
+  CHECK(ex->describe_op(0) == "node 'fill0' (fill, float32)");
+  ExecutionContext ctx(ex);
+  for (int run = 0; run < 3; ++run) {
+    const uint64_t submits = context()->submit_count();
+    const uint64_t dispatches = context()->dispatch_count();
+    const std::vector<Tensor> out = run_ok(ctx, {});
+    CHECK(context()->submit_count() - submits == 1);
+    CHECK(context()->dispatch_count() - dispatches == 1);  // the fill ran on the device
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].device().is_cpu());
+    check_equal(out[0], full({2, 3}, 2.5f));
+  }
+  // int32 too (Fill has an int32 kernel).
+  const auto ex32 = fill_model(DType::Int32).build(on_vulkan());
+  CHECK(ex32->placement(0) == Placement::Device);
+  ExecutionContext ctx32(ex32);
+  check_equal(run_ok(ctx32, {})[0], full({2, 3}, 2, DType::Int32));
+}
+
+TEST_CASE("a node without a Vulkan kernel is a create-time error naming it, unless allow_fallback") {
+  // float64 has no Vulkan kernels (no shaderFloat64 path in ember).
+  Graph g;
+  const int a = g.input("a", {4}, DType::Float64);
+  const int b = g.input("b", {4}, DType::Float64);
+  const int s = g.act("s", {4}, DType::Float64);
+  const int r = g.act("r", {4}, DType::Float64);
+  g.op(OpKind::Add, {a, b}, {s}, "add64");
+  g.op(OpKind::Relu, {s}, {r}, "relu64");
+  g.output(r);
+  REQUIRE(!vulkan().supports(OpKind::Add, DType::Float64));
+  REQUIRE(!vulkan().supports(OpKind::Relu, DType::Float64));
+  std::string error;
+  Result<std::shared_ptr<const Executor>> ex = g.create(on_vulkan(), &error);
+  REQUIRE(!ex.ok());
+  CHECK(ex.status() == Status::NotSupported);
+  CHECK(error.find("node 'add64' (add, float64): not implemented for vulkan (no float64 kernel for ") == 0);
+  CHECK(error.find("'add'") != std::string::npos);
+  CHECK(error.find("; 1 more node cannot run on vulkan (allow_fallback, ember's --allow-fallback, runs such "
+                   "nodes on the CPU)") != std::string::npos);
+
+  // With allow_fallback both run on the CPU and the result is the CPU executor's.
+  const auto fb = g.build(on_vulkan(/*allow_fallback=*/true));
+  CHECK(fb->fallback_ops() == std::vector<int>{0, 1});
+  CHECK(fb->placement(0) == Placement::Fallback);
+  CHECK(fb->fallback_reason(1).find("not implemented for vulkan (no float64 kernel for ") == 0);
+  CHECK(fb->fallback_reason(1).find("'relu'") != std::string::npos);
+  const Tensor x = tensor(std::vector<double>{-1.5, 2, -3, 4}, {4});
+  const Tensor y = tensor(std::vector<double>{1, -5, 1, 0.25}, {4});
+  ExecutionContext ctx(fb);
+  const uint64_t submits = context()->submit_count();
+  const std::vector<Tensor> out = run_ok(ctx, {x, y});
+  CHECK(context()->submit_count() == submits);  // nothing ran on the device
+  check_equal(out[0], relu(add(x, y)));
+}
+
+TEST_CASE("a device node feeding a fallback node: the value crosses once, results match the CPU executor") {
+  // c = fill(1.5) on the device; y = add(x, c) and z = relu(y) where Vulkan has
+  // those kernels, else on the CPU.
+  Graph g;
+  const int x = g.input("x", {2, 3});
+  const int c = g.act("c", {2, 3});
+  const int y = g.act("y", {2, 3});
+  const int z = g.act("z", {2, 3});
+  g.op(OpKind::Fill, {}, {c}, "fill_c", scalar(1.5));
+  g.op(OpKind::Add, {x, c}, {y}, "add_xc");
+  g.op(OpKind::Relu, {y}, {z}, "relu_y");
+  g.output(z);
+  g.output(c);
+  const auto ex = g.build(on_vulkan(/*allow_fallback=*/true));
+  const bool add_on_vk = vulkan().supports(OpKind::Add, DType::Float32);
+  const bool relu_on_vk = vulkan().supports(OpKind::Relu, DType::Float32);
+  CHECK(ex->placement(0) == Placement::Device);
+  CHECK(ex->placement(1) == (add_on_vk ? Placement::Device : Placement::Fallback));
+  CHECK(ex->placement(2) == (relu_on_vk ? Placement::Device : Placement::Fallback));
+  if (!add_on_vk) {
+    CHECK(ex->fallback_reason(1) == "not implemented for vulkan (no float32 kernel for 'add')");
+    CHECK(ex->describe_op(1) == "node 'add_xc' (add, float32)");
+  }
+  const Tensor in = tensor(std::vector<float>{-4, -1, 0, 1, 2, -3}, {2, 3});
+  const auto cpu = g.build(ExecutorOptions{});
+  ExecutionContext cpu_ctx(cpu);
+  const std::vector<Tensor> expected = run_ok(cpu_ctx, {in});
+  ExecutionContext ctx(ex);
+  for (int run = 0; run < 2; ++run) {
+    const uint64_t submits = context()->submit_count();
+    const std::vector<Tensor> out = run_ok(ctx, {in});
+    // One submit: the fill (and whatever else runs on the device), read back
+    // once, whether by the CPU add or as an output.
+    CHECK(context()->submit_count() - submits == 1);
+    REQUIRE(out.size() == 2);
+    check_equal(out[0], expected[0]);
+    check_equal(out[1], expected[1]);
+    CHECK(out[0].device().is_cpu());
+    CHECK(out[1].device().is_cpu());
+  }
+  // The profile names each op's device.
+  RunOptions profiled;
+  profiled.profile = true;
+  run_ok(ctx, {in}, profiled);
+  REQUIRE(ctx.profile().size() == 3);
+  CHECK(ctx.profile()[0].device == "vulkan");
+  CHECK(ctx.profile()[1].device == (add_on_vk ? "vulkan" : "cpu (fallback)"));
+  CHECK(ctx.profile()[1].name == "add_xc");
+}
+
+TEST_CASE("a convolution network on the device: one upload per input, one submit, the CPU executor's values") {
+  // x [2, 3, 9, 7] -> conv 3->8 3x3 s1 p1 (+bias) -> conv 8->4 3x3 s2 (no bias) -> two outputs.
+  REQUIRE(vulkan().supports(OpKind::Conv2d, DType::Float32));
+  Graph g;
+  const int x = g.input("x", {2, 3, 9, 7});
+  const int h = g.act("h", {2, 8, 9, 7});
+  const int y = g.act("y", {2, 4, 4, 3});
+  Conv2dParams p1;
+  p1.padding[0] = p1.padding[1] = 1;
+  Conv2dParams p2;
+  p2.stride[0] = p2.stride[1] = 2;
+  const Tensor w1 = randn({8, 3, 3, 3}), b1 = randn({8}), w2 = randn({4, 8, 3, 3});
+  g.op(OpKind::Conv2d, {x, g.weight("w1", w1), g.weight("b1", b1)}, {h}, "conv1", p1);
+  g.op(OpKind::Conv2d, {h, g.weight("w2", w2), -1}, {y}, "conv2", p2);
+  g.output(y);
+  g.output(h);
+  const auto ex = g.build(on_vulkan());
+  CHECK(ex->fallback_ops().empty());
+  CHECK(ex->placement(0) == Placement::Device);
+  CHECK(ex->placement(1) == Placement::Device);
+  const Tensor in = randn({2, 3, 9, 7});
+  ExecutionContext cpu_ctx(g.build(ExecutorOptions{}));
+  const std::vector<Tensor> expected = run_ok(cpu_ctx, {in});
+  ExecutionContext ctx(ex);
+  for (int run = 0; run < 2; ++run) {
+    const uint64_t submits = context()->submit_count();
+    const uint64_t dispatches = context()->dispatch_count();
+    const std::vector<Tensor> out = run_ok(ctx, {in});
+    CHECK(context()->submit_count() - submits == 1);
+    CHECK(context()->dispatch_count() - dispatches >= 2);  // both convolutions ran on the device
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].device().is_cpu());
+    CHECK(out[1].device().is_cpu());
+    check_close(out[0], expected[0], 1e-5, 1e-5);
+    check_close(out[1], expected[1], 1e-5, 1e-5);
+  }
+  // The profile: both on vulkan, each op flushed (one submit per device op).
+  RunOptions profiled;
+  profiled.profile = true;
+  const uint64_t submits = context()->submit_count();
+  run_ok(ctx, {in}, profiled);
+  CHECK(context()->submit_count() - submits == 2);
+  REQUIRE(ctx.profile().size() == 2);
+  CHECK(ctx.profile()[0].device == "vulkan");
+  CHECK(ctx.profile()[1].device == "vulkan");
+  CHECK(ctx.profile()[1].ms > 0);
+}
+
+TEST_CASE("int64 shape arithmetic stays on the host; the MLP matches the CPU executor") {
+  // x [2, 3] -> shape -> reshape(fill [6], shape(x)); an MLP with a fused relu.
+  Graph g;
+  const int x = g.input("x", {2, 3});
+  const int f = g.act("f", {6});
+  const int s = g.act("s", {2}, DType::Int64);
+  const int r = g.act("r", {2, 3});
+  g.op(OpKind::Fill, {}, {f}, "fill_f", scalar(-0.5));
+  g.op(OpKind::ShapeOf, {x}, {s}, "shape_x");
+  g.op(OpKind::Reshape, {f, s}, {r}, "reshape_f");
+  const Tensor w1 = randn({8, 3}), b1 = randn({8}), w2 = randn({2, 8});
+  const int h = g.act("h", {2, 8});
+  const int sum = g.act("sum", {2, 3});
+  const int y = g.act("y", {2, 2});
+  g.op(OpKind::Add, {x, r}, {sum}, "add_xr");
+  LinearParams relu;
+  relu.activation.kind = ActivationKind::Relu;
+  g.op(OpKind::Linear, {sum, g.weight("w1", w1), g.weight("b1", b1)}, {h}, "fc1", relu);
+  g.op(OpKind::Linear, {h, g.weight("w2", w2), -1}, {y}, "fc2", LinearParams{});
+  g.output(y);
+  g.output(r);
+  const auto ex = g.build(on_vulkan(/*allow_fallback=*/true));
+  CHECK(ex->placement(1) == Placement::Host);  // ShapeOf: never a fallback
+  for (int k : ex->fallback_ops()) CHECK(k != 1);
+  const bool linear_on_vk = vulkan().supports(OpKind::MatMul, DType::Float32) &&
+                            vulkan().supports(OpKind::Add, DType::Float32) &&
+                            vulkan().supports(OpKind::Relu, DType::Float32) &&
+                            vulkan().supports(OpKind::Copy, DType::Float32);
+  CHECK(ex->placement(4) == (linear_on_vk ? Placement::Device : Placement::Fallback));
+  // The reason names exactly the kernels Vulkan lacks.
+  for (OpKind op : {OpKind::Copy, OpKind::MatMul, OpKind::Add, OpKind::Relu}) {
+    CAPTURE(op_name(op));
+    const bool named = ex->fallback_reason(4).find(str_cat("'", op_name(op), "'")) != std::string::npos;
+    CHECK(named == !vulkan().supports(op, DType::Float32));
+  }
+  CHECK(ex->describe_op(4) == "node 'fc1' (linear, float32)");
+
+  const Tensor in = randn({2, 3});
+  ExecutionContext cpu_ctx(g.build(ExecutorOptions{}));
+  const std::vector<Tensor> expected = run_ok(cpu_ctx, {in});
+  ExecutionContext ctx(ex);
+  const uint64_t submits = context()->submit_count();
+  const std::vector<Tensor> out = run_ok(ctx, {in});
+  if (ex->fallback_ops().empty()) CHECK(context()->submit_count() - submits == 1);
+  check_close(out[0], expected[0], 1e-5, 1e-5);
+  check_equal(out[1], full({2, 3}, -0.5f));
+  // Two contexts share the executor (and its uploaded weights).
+  ExecutionContext ctx2(ex);
+  check_close(run_ok(ctx2, {in})[0], expected[0], 1e-5, 1e-5);
+}
+
+TEST_CASE("fp16 precision: float values are float16 on the device, outputs come back float32") {
+  REQUIRE(context()->caps().float16);
+  const auto ex = fill_model().build(on_vulkan(/*allow_fallback=*/true, Precision::Float16));
+  CHECK(ex->options().precision == Precision::Float16);
+  CHECK(ex->describe_op(0) == "node 'fill0' (fill, float16)");
+  const bool fill16 = vulkan().supports(OpKind::Fill, DType::Float16);
+  CHECK(ex->placement(0) == (fill16 ? Placement::Device : Placement::Fallback));
+  if (!fill16) CHECK(ex->fallback_reason(0) == "not implemented for vulkan (no float16 kernel for 'fill')");
+  ExecutionContext ctx(ex);
+  const std::vector<Tensor> out = run_ok(ctx, {});
+  CHECK(out[0].dtype() == DType::Float32);
+  check_equal(out[0], full({2, 3}, 2.5f));
+
+  // Without fallback, a missing float16 kernel is the create-time error.
+  if (!fill16) {
+    std::string error;
+    Result<std::shared_ptr<const Executor>> bad = fill_model().create(on_vulkan(false, Precision::Float16), &error);
+    REQUIRE(!bad.ok());
+    CHECK(error == "node 'fill0' (fill, float16): not implemented for vulkan (no float16 kernel for 'fill') "
+                   "(allow_fallback, ember's --allow-fallback, runs such nodes on the CPU)");
+  }
+
+  // fp16 on the CPU executor is refused.
+  std::string error;
+  ExecutorOptions cpu16;
+  cpu16.precision = Precision::Float16;
+  Result<std::shared_ptr<const Executor>> bad = fill_model().create(cpu16, &error);
+  REQUIRE(!bad.ok());
+  CHECK(bad.status() == Status::InvalidArgument);
+  CHECK(error.find("fp16 precision needs a device (vulkan)") == 0);
+}
+
+TEST_CASE("fp16 with a fallback node: inputs and device values convert at the boundary") {
+  Graph g;
+  const int x = g.input("x", {3});
+  const int c = g.act("c", {3});
+  const int y = g.act("y", {3});
+  g.op(OpKind::Fill, {}, {c}, "fill_c", scalar(0.25));
+  g.op(OpKind::Mul, {x, c}, {y}, "mul_xc");
+  g.output(y);
+  const auto ex = g.build(on_vulkan(/*allow_fallback=*/true, Precision::Float16));
+  ExecutionContext ctx(ex);
+  const Tensor in = tensor(std::vector<float>{1000.f, -3.f, 0.1f}, {3});
+  const std::vector<Tensor> out = run_ok(ctx, {in});
+  CHECK(out[0].dtype() == DType::Float32);
+  check_close(out[0], mul(in, 0.25), 1e-3, 1e-4);
+}
+
+EMBER_VULKAN_NO_VALIDATION_ERRORS()
