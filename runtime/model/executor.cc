@@ -25,6 +25,7 @@
 
 #ifdef RT_WITH_VULKAN
 #include "kernels/vulkan/context.h"
+#include "kernels/vulkan/quant_linear.h"
 #endif
 
 namespace ember {
@@ -543,13 +544,12 @@ Status Executor::place_nodes(std::string* error) {
       }
       continue;
     }
-    NodeTraits traits;
-    traits.int8_weight = packed_[kk] != nullptr || packed_conv_[kk] != nullptr;
-    traits.sparse_weight = kind == OpKind::Linear && vlen(in) > 1 && in->Get(1) >= 0 &&
-                           packed_sparse_[static_cast<size_t>(in->Get(1))] != nullptr;
+    const bool int8 = packed_[kk] != nullptr || packed_conv_[kk] != nullptr;
+    const bool sparse = kind == OpKind::Linear && vlen(in) > 1 && in->Get(1) >= 0 &&
+                        packed_sparse_[static_cast<size_t>(in->Get(1))] != nullptr;
     const bool has_bias = vlen(in) > 2 && in->Get(2) >= 0;
-    const std::string why =
-        node_unsupported_reason(*backend, kind, params_[kk], has_bias, device_inputs, key, traits);
+    std::string why = int8 || sparse ? pack_for_device(k) : std::string();
+    if (why.empty()) why = node_unsupported_reason(*backend, kind, params_[kk], has_bias, device_inputs, key);
     if (why.empty()) continue;
     placement_[kk] = Placement::Fallback;
     reasons_[kk] = why;
@@ -570,8 +570,43 @@ Status Executor::place_nodes(std::string* error) {
   return Status::Ok;
 }
 
+std::string Executor::pack_for_device(int k) {
+  const Model& m = *model_;
+  const size_t kk = static_cast<size_t>(k);
+  vk_int8_.resize(static_cast<size_t>(m.num_ops()));
+  vk_sparse_.resize(static_cast<size_t>(m.num_ops()));
+#ifdef RT_WITH_VULKAN
+  const auto* in = m.op(k).inputs();
+  if (options_.device == DeviceType::Vulkan && m.op_kind(k) == OpKind::Linear && vlen(in) > 1) {
+    const int32_t wi = in->Get(1);
+    if (packed_[kk] != nullptr) {
+      const Tensor& w = m.weight(wi);
+      const fb::QuantParams* q = m.tensor(wi).quant();  // checked by prepare_quantized
+      const std::vector<float> scales(q->scales()->begin(), q->scales()->end());
+      const bool per_channel = scales.size() > 1 || (q->axis() == 0 && w.size(0) == 1);
+      const int32_t bi = vlen(in) > 2 ? in->Get(2) : -1;
+      const float* bias = bi >= 0 ? m.weight(bi).data_ptr<float>() : nullptr;
+      Result<vk::VkQuantLinear> r = vk::pack_quant_linear(static_cast<const int8_t*>(w.data_ptr()), w.size(0),
+                                                          w.size(1), scales.data(), per_channel, bias);
+      if (!r.ok()) return str_cat("packing the int8 weight for vulkan failed: ", vk::Context::why());
+      vk_int8_[kk] = std::make_shared<const vk::VkQuantLinear>(std::move(r.get()));
+      return std::string();
+    }
+    if (wi >= 0 && packed_sparse_[static_cast<size_t>(wi)] != nullptr) {
+      Result<vk::VkSparseLinear> r = vk::pack_sparse_linear(*packed_sparse_[static_cast<size_t>(wi)]);
+      if (!r.ok()) return str_cat("packing the sparse weight for vulkan failed: ", vk::Context::why());
+      vk_sparse_[kk] = std::make_shared<const vk::VkSparseLinear>(std::move(r.get()));
+      return std::string();
+    }
+  }
+#endif
+  return str_cat(packed_[kk] != nullptr || packed_conv_[kk] != nullptr ? "dynamic int8 " : "sparse COO ",
+                 op_name(m.op_kind(k)), " is not implemented for ", get_backend(options_.device)->name());
+}
+
 // Every weight a device op reads (in a slot it does not read on the host)
-// goes to the device once, converted to float16 in fp16 mode.
+// goes to the device once, converted to float16 in fp16 mode. The weight of a
+// Linear packed by pack_for_device stays on the host.
 Status Executor::upload_weights(std::string* error) {
   const Model& m = *model_;
   const Device device(options_.device);
@@ -583,6 +618,8 @@ Status Executor::upload_weights(std::string* error) {
     for (uint32_t j = 0; j < vlen(in); ++j) {
       const int32_t t = in->Get(j);
       if (t < 0 || reads_on_host(kind, j) || !m.weight(t).defined()) continue;
+      const size_t kk = static_cast<size_t>(k);
+      if (j == 1 && kk < vk_int8_.size() && (vk_int8_[kk] != nullptr || vk_sparse_[kk] != nullptr)) continue;
       const size_t i = static_cast<size_t>(t);
       if (device_weights_[i].defined()) continue;
       Tensor w = densified_[i].defined() ? densified_[i] : m.weight(t);
@@ -692,7 +729,8 @@ namespace {
 // ops without tensor inputs create their output; `fp16`: float32 values are
 // float16 on the device (Precision::Float16).
 void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLinear* packed,
-            const quant::PackedConv2d* packed_conv,
+            const quant::PackedConv2d* packed_conv, const vk::VkQuantLinear* vk_int8,
+            const vk::VkSparseLinear* vk_sparse,
             const std::vector<std::shared_ptr<const sparse::CsrMatrix>>& packed_sparse, const std::vector<Tensor>& in,
             const Device& device, bool fp16, std::vector<Tensor>& values) {
   const fb::Operator& op = m.op(k);
@@ -920,6 +958,22 @@ void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLi
       break;
     }
     case OpKind::Linear: {
+#ifdef RT_WITH_VULKAN
+      if (vk_int8 != nullptr || vk_sparse != nullptr) {  // int8 / sparse weight packed on the device
+        const Tensor& x = need(0, "data");
+        const Tensor x32 = x.dtype() == DType::Float16 ? x.to(DType::Float32) : x;
+        const Activation& act = std::get<LinearParams>(params).activation;
+        const Tensor& b = opt(2);
+        const Tensor y = vk_int8 != nullptr
+                             ? vk::dynamic_quant_linear(x32, *vk_int8, act)
+                             : vk::sparse_linear(x32, *vk_sparse, b.defined() ? b.to(DType::Float32) : b, act);
+        out[0] = x.dtype() == DType::Float16 ? y.to(DType::Float16) : y;
+        break;
+      }
+#else
+      (void)vk_int8;
+      (void)vk_sparse;
+#endif
       if (packed != nullptr) {
         out[0] = run_linear_int8(need(0, "data"), *packed, std::get<LinearParams>(params).activation);
         break;
@@ -1231,8 +1285,11 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
             in[j] = value_on(t, on_device && !reads_on_host(kind, j) ? device : cpu);
           }
         }
-        run_op(m, k, ex.params_[static_cast<size_t>(k)], ex.packed_[static_cast<size_t>(k)].get(),
-               ex.packed_conv_[static_cast<size_t>(k)].get(), ex.packed_sparse_, in, on_device ? device : cpu,
+        const size_t kk = static_cast<size_t>(k);
+        const bool packed_on_device = on_device && kk < ex.vk_int8_.size();
+        run_op(m, k, ex.params_[kk], ex.packed_[kk].get(), ex.packed_conv_[kk].get(),
+               packed_on_device ? ex.vk_int8_[kk].get() : nullptr,
+               packed_on_device ? ex.vk_sparse_[kk].get() : nullptr, ex.packed_sparse_, in, on_device ? device : cpu,
                on_device && fp16, values);
         if (options.profile && on_device) {
           const Status st = backend->synchronize();

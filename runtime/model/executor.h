@@ -59,6 +59,10 @@ namespace quant {
 struct PackedLinear;
 struct PackedConv2d;
 }
+namespace vk {
+struct VkQuantLinear;
+struct VkSparseLinear;
+}
 
 // A graph input or output as the file declares it.
 struct IOInfo {
@@ -151,6 +155,9 @@ class Executor {
   void upcast_fp16_weights();
   Status place_nodes(std::string* error);
   Status upload_weights(std::string* error);
+  // Packs op k's int8 or sparse Linear weight onto the Vulkan device
+  // (kernels/vulkan/quant_linear.h); "" on success, else why it cannot.
+  std::string pack_for_device(int k);
   std::shared_ptr<const Model> model_;
   ExecutorOptions options_;
   std::vector<Placement> placement_;  // per op
@@ -168,6 +175,9 @@ class Executor {
   // by every context); null for the other ops.
   std::vector<std::shared_ptr<const quant::PackedLinear>> packed_;
   std::vector<std::shared_ptr<const quant::PackedConv2d>> packed_conv_;  // likewise for Conv2d
+  // Per op, on the Vulkan device: the int8 / sparse Linear weight packed there.
+  std::vector<std::shared_ptr<const vk::VkQuantLinear>> vk_int8_;
+  std::vector<std::shared_ptr<const vk::VkSparseLinear>> vk_sparse_;
 };
 
 class ExecutionContext {

@@ -87,10 +87,8 @@ int key_input(OpKind kind) {
 }
 
 std::string node_unsupported_reason(const Backend& backend, OpKind kind, const OpParams& params, bool has_bias,
-                                    bool has_device_inputs, DType key, const NodeTraits& traits) {
+                                    bool has_device_inputs, DType key) {
   const std::string device(backend.name());
-  if (traits.int8_weight) return str_cat("dynamic int8 ", op_name(kind), " is not implemented for ", device);
-  if (traits.sparse_weight) return str_cat("sparse COO ", op_name(kind), " is not implemented for ", device);
   std::vector<OpKind> ops = kernel_ops(kind, params, has_bias);
   // A kernel that reads only contiguous inputs gets non-contiguous ones copied first.
   for (size_t i = 0, n = ops.size(); i < n && has_device_inputs; ++i) {

@@ -42,16 +42,11 @@ bool reads_on_host(OpKind kind, size_t slot);
 // output's dtype (ops without tensor inputs).
 int key_input(OpKind kind);
 
-// Extra facts about a node that decide its placement beyond its kernels.
-struct NodeTraits {
-  bool int8_weight = false;    // a Linear/Conv2d with dynamic-int8 packed weights
-  bool sparse_weight = false;  // a Linear whose weight is packed sparse COO
-};
 
 // "" when `backend` runs a node of `kind` at dtype `key`; otherwise why not,
 // e.g. "not implemented for vulkan (no kernel for matmul, add at float32)".
-// The one place to extend when a device gains quantized or sparse kernels.
+// (Linear/Conv2d with int8 or sparse weights: Executor::pack_for_device.)
 std::string node_unsupported_reason(const Backend& backend, OpKind kind, const OpParams& params, bool has_bias,
-                                    bool has_device_inputs, DType key, const NodeTraits& traits);
+                                    bool has_device_inputs, DType key);
 
 }  // namespace ember

@@ -316,6 +316,58 @@ TEST_CASE("vulkan conformance: every model-zoo case on vulkan, fp16 precision, w
   run_cases(Precision::Float16, s);
 }
 
+// Dynamic int8 and sparse COO Linear weights on Vulkan (kernels/vulkan/quant_linear.h,
+// packed once by Executor::create) against the CPU executor on the same file.
+TEST_CASE("int8 and sparse COO models run on vulkan without fallback and match the CPU executor") {
+  struct QuantCase {
+    std::string name;      // model-zoo case (inputs)
+    std::string file;
+    std::string quantize;  // "" or dynamic-int8
+    bool sparse;           // --prune magnitude:0.9 --sparse-coo
+    double atol;           // int8: one activation step may differ (Vulkan's division); fp32 sparse: sum order
+  };
+  for (const QuantCase& q : {QuantCase{"bert_opset17", "bert_opset17.onnx", "dynamic-int8", false, 1e-4},
+                             QuantCase{"transformer", "transformer.onnx", "dynamic-int8", false, 1e-4},
+                             QuantCase{"mlp", "mlp.onnx", "", true, 1e-6},
+                             QuantCase{"mlp", "mlp.onnx", "dynamic-int8", true, 1e-6}}) {
+    CAPTURE(q.file);
+    CAPTURE(q.quantize);
+    CAPTURE(q.sparse);
+    converter::ConvertOptions co;
+    co.quantize = q.quantize;
+    co.sparse_coo = q.sparse;
+    if (q.sparse) co.prune = "magnitude:0.9";
+    const std::string out = tmp_dir() + q.name + (q.sparse ? "_sparse" : "") + q.quantize + ".ember";
+    converter::ConvertReport report;
+    const converter::Diag d = converter::convert_file(kZoo + q.file, out, co, &report);
+    REQUIRE_MESSAGE(d.ok(), d.message);
+    std::string error;
+    Result<Model> loaded = Model::load(out, Verification::Full, &error);
+    REQUIRE_MESSAGE(loaded.ok(), error);
+    auto model = std::make_shared<const Model>(std::move(loaded.get()));
+    ExecutorOptions vk_options;
+    vk_options.device = DeviceType::Vulkan;
+    Result<std::shared_ptr<const Executor>> on_vk = Executor::create(model, vk_options, &error);
+    REQUIRE_MESSAGE(on_vk.ok(), error);  // no fallback allowed: every node has a Vulkan path
+    Result<std::shared_ptr<const Executor>> on_cpu = Executor::create(model, &error);
+    REQUIRE_MESSAGE(on_cpu.ok(), error);
+    const Case c = [&] {
+      for (const Case& m : manifest())
+        if (m.name == q.name) return m;
+      return Case{};
+    }();
+    const std::vector<Tensor> inputs = load_tensors(c.name, "in", c.inputs.size());
+    ExecutionContext vk_ctx(on_vk.get()), cpu_ctx(on_cpu.get());
+    Result<std::vector<Tensor>> y_vk = vk_ctx.run(Span<const Tensor>(inputs.data(), inputs.size()), {}, &error);
+    REQUIRE_MESSAGE(y_vk.ok(), error);
+    Result<std::vector<Tensor>> y_cpu = cpu_ctx.run(Span<const Tensor>(inputs.data(), inputs.size()), {}, &error);
+    REQUIRE_MESSAGE(y_cpu.ok(), error);
+    const Comparison cmp = compare(y_vk.get()[0], y_cpu.get()[0], 1e-4, q.atol);
+    CHECK_MESSAGE(cmp.ok, cmp.detail);
+    MESSAGE(q.file << " " << q.quantize << (q.sparse ? " sparse" : "") << ": max |vulkan - cpu| " << cmp.max_abs);
+  }
+}
+
 }  // namespace ember
 
 EMBER_VULKAN_NO_VALIDATION_ERRORS()
