@@ -1,6 +1,8 @@
-// Conv2d, float32: x [N, C, H, W], weight [Cout, C/groups, KH, KW], bias
-// [Cout] or none, out [N, Cout, OH, OW] (as kernels/ref/conv2d.cc; the fused
-// activation of Conv2dParams is applied by the graph executor, as on CPU).
+// Conv2d, float32, and float16 where the device has it (caps().float16:
+// float16 storage, float32 accumulation, one rounding per output):
+// x [N, C, H, W], weight [Cout, C/groups, KH, KW], bias [Cout] or none,
+// out [N, Cout, OH, OW] (as kernels/ref/conv2d.cc; the fused activation of
+// Conv2dParams is applied by the graph executor, as on CPU).
 // Four paths:
 //   - 1x1, stride 1, no padding, groups 1: the tiled GEMM (matmul.h),
 //     [Cout, Cin] x [Cin, H*W] per image, bias in its epilogue;
@@ -9,6 +11,7 @@
 //     implicit GEMM (the tiled shader gathering input patches on the fly);
 //   - anything else (few output channels per group, where 64-row GEMM tiles
 //     would stay mostly empty): shaders/conv2d_direct.comp.
+// Each shader has a float16 twin (NAME_f16.comp on the same NAME.glsl body).
 // x, bias and out may have any strides (channels_last too); the weight must be
 // contiguous (the front-end makes it so).
 #include <algorithm>
@@ -117,7 +120,7 @@ Status conv_gemm(const TensorView& x, const TensorView& w, const TensorView& bia
   const int64_t batches = o.sizes[0] * groups;
   const uint32_t gx = u32((ohw + kTile - 1) / kTile), gy = u32((cout_g + kTile - 1) / kTile);
   for (int64_t b0 = 0; b0 < batches; b0 += kMaxGroups) {
-    Dispatch d(shaders::conv2d_gemm);
+    Dispatch d(x.dtype == DType::Float16 ? shaders::conv2d_gemm_f16 : shaders::conv2d_gemm);
     p.x_first = d.bind(x);
     p.w_first = d.bind(w);
     p.bias_first = d.bind_or(bias, w);
@@ -137,7 +140,7 @@ Status conv2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> 
   if (p == nullptr || p->groups <= 0) return Status::InvalidArgument;
   const TensorView &x = in[0], &w = in[1], &bias = in[2], &o = out[0];
   if (x.rank != 4 || w.rank != 4 || o.rank != 4) return Status::InvalidArgument;
-  if (x.dtype != DType::Float32 || w.dtype != x.dtype || o.dtype != x.dtype ||
+  if ((x.dtype != DType::Float32 && x.dtype != DType::Float16) || w.dtype != x.dtype || o.dtype != x.dtype ||
       (bias.data != nullptr && bias.dtype != x.dtype)) {
     return Status::DTypeMismatch;
   }
@@ -148,6 +151,15 @@ Status conv2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> 
     return Status::ShapeMismatch;
   }
   if (o.numel() == 0) return Status::Ok;
+  const bool f16 = x.dtype == DType::Float16;
+  if (f16) {
+    Result<Context*> c = Context::get();
+    if (!c.ok()) return c.status();
+    if (!c.get()->caps().float16) {
+      Context::set_why("this device has no float16 shader arithmetic and 16-bit storage");
+      return Status::NotSupported;
+    }
+  }
   if (!w.is_contiguous()) {
     Context::set_why("conv2d on vulkan needs a contiguous weight");
     return Status::NotSupported;
@@ -195,7 +207,8 @@ Status conv2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> 
     return Status::NotSupported;
   }
   push.total = u32(total);
-  Dispatch d(depthwise ? shaders::conv2d_depthwise : shaders::conv2d_direct);
+  Dispatch d(depthwise ? (f16 ? shaders::conv2d_depthwise_f16 : shaders::conv2d_depthwise)
+                       : (f16 ? shaders::conv2d_direct_f16 : shaders::conv2d_direct));
   push.x_first = d.bind(x);
   push.w_first = d.bind(w);
   push.bias_first = d.bind_or(bias, w);

@@ -103,7 +103,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArra
               dil[1] * (ws[3] - 1) + 1, "). Kernel size can't be greater than actual input size");
   check_same_device({input, weight, bias});
   const DType dtype = input.dtype();
-  EMBER_CHECK(dtype != DType::Bool && dtype != DType::Float16, Status::NotSupported,
+  // No Half convolution on the CPU (as PyTorch 1.13); other devices' kernels
+  // say themselves whether they have one.
+  EMBER_CHECK(dtype != DType::Bool && (dtype != DType::Float16 || !input.device().is_cpu()), Status::NotSupported,
               "\"slow_conv2d_cpu\" not implemented for '", dtype_legacy_name(dtype), "'");
   EMBER_CHECK(weight.dtype() == dtype, Status::DTypeMismatch, "expected scalar type ", dtype_legacy_name(dtype),
               " but found ", dtype_legacy_name(weight.dtype()));

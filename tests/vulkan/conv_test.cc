@@ -145,6 +145,74 @@ TEST_CASE("conv2d on vulkan ignores Conv2dParams::activation, as the CPU kernels
   }
 }
 
+// float16 on the device against the CPU float32 convolution of the same
+// (half-rounded) values: the shaders accumulate in float32 and round each
+// output once, so the error is the output's rounding plus the accumulation
+// order: within 1e-2 relative plus 1e-2 x max|y| absolute (sums cancel).
+void check_f16(const Tensor& got, const Tensor& expected32) {
+  REQUIRE(got.dtype() == DType::Float16);
+  const double scale = max(abs(expected32)).item<float>();
+  check_close(to_cpu(got).to(DType::Float32), expected32, 1e-2, 1e-2 * scale);
+}
+
+TEST_CASE("conv2d on vulkan, float16 storage with float32 accumulation: every path, contiguous and channels_last") {
+  REQUIRE(vk::Context::get().get()->caps().float16);
+  manual_seed(15);
+  for (const ConvCase& c : kCases) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    const Tensor x = randn(c.x).to(DType::Float16), w = randn(c.w).to(DType::Float16);
+    const Tensor b = c.bias ? randn({c.w[0]}).to(DType::Float16) : Tensor();
+    const Tensor expected =
+        conv(x.to(DType::Float32), w.to(DType::Float32), c.bias ? b.to(DType::Float32) : Tensor(), c);
+    const Tensor got = conv(to_vk(x), to_vk(w), c.bias ? to_vk(b) : Tensor(), c);
+    REQUIRE(got.is_contiguous());
+    check_f16(got, expected);
+    const Tensor got_cl = conv(vk_channels_last(x), to_vk(w), c.bias ? to_vk(b) : Tensor(), c);
+    REQUIRE(got_cl.is_contiguous(MemoryFormat::ChannelsLast));
+    check_f16(got_cl.permute({0, 2, 3, 1}), expected.permute({0, 2, 3, 1}).contiguous());
+  }
+  // A narrowed input (the 1x1 conv on the direct shader) and a bias with stride 2.
+  const Tensor wide = randn({2, 8, 6, 11}).to(DType::Float16);
+  const Tensor w = randn({5, 8, 1, 1}).to(DType::Float16), b2 = randn({10}).to(DType::Float16);
+  const Tensor vx = to_vk(wide).narrow(3, 2, 7), vb = to_vk(b2).slice(0, 0, 10, 2);
+  const Tensor x32 = wide.to(DType::Float32).narrow(3, 2, 7), b32 = b2.to(DType::Float32).slice(0, 0, 10, 2);
+  check_f16(conv2d(vx, to_vk(w), vb), conv2d(x32, w.to(DType::Float32), b32));
+}
+
+TEST_CASE("conv2d on vulkan, float16: one dispatch per path, as float32") {
+  manual_seed(16);
+  vk::Context* c = vk::Context::get().get();
+  const Tensor x = to_vk(randn({2, 16, 9, 9}).to(DType::Float16));
+  const Tensor b = to_vk(randn({32}).to(DType::Float16));
+  for (const Shape& ws : {Shape{32, 16, 1, 1}, Shape{32, 16, 3, 3}, Shape{16, 1, 3, 3}}) {
+    const Tensor w = to_vk(randn(ws).to(DType::Float16));
+    const int64_t groups = ws[1] == 1 ? 16 : 1;
+    const Tensor vb = groups == 16 ? Tensor() : b;
+    const uint64_t before = c->dispatch_count();
+    (void)conv2d(x, w, vb, {1}, {ws[2] / 2}, {1}, groups);
+    CHECK(c->dispatch_count() - before == 1);
+  }
+  const Tensor w4 = to_vk(randn({4, 16, 3, 3}).to(DType::Float16));  // direct: 4 output channels
+  const uint64_t before = c->dispatch_count();
+  (void)conv2d(x, w4, Tensor(), {2});
+  CHECK(c->dispatch_count() - before == 1);
+}
+
+TEST_CASE("conv2d float16: the CPU refuses Half (as PyTorch 1.13), mixed dtypes are refused on vulkan") {
+  const Tensor h = ones({1, 1, 3, 3}, DType::Float16);
+  CHECK_THROWS_WITH_AS(conv2d(h, h), "\"slow_conv2d_cpu\" not implemented for 'Half'", ember::Error);
+  const Tensor vh = to_vk(h);
+  CHECK_THROWS_WITH_AS(conv2d(vh, to_vk(ones({1, 1, 3, 3}))), "expected scalar type Half but found Float",
+                       ember::Error);
+  CHECK_THROWS_WITH_AS(conv2d(vh, vh, to_vk(ones({1}))),
+                       "Input type (c10::Half) and bias type (float) should be the same", ember::Error);
+  // Straight to the kernel: a float32 output for half operands.
+  const Tensor out = empty({1, 1, 1, 1}, TensorOptions(kVulkan));
+  CHECK_THROWS_WITH_AS(run_kernel(OpKind::Conv2d, {vh, vh, Tensor()}, {out}, Conv2dParams{}),
+                       doctest::Contains("kernel \"conv2d\" on vulkan failed"), ember::Error);
+}
+
 TEST_CASE("conv2d on vulkan: empty batches and channels") {
   const Tensor w = to_vk(randn({4, 3, 3, 3}));
   const Tensor y = conv2d(to_vk(empty({0, 3, 8, 8})), w);

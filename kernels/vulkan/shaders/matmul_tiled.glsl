@@ -1,5 +1,5 @@
 // The tiled matrix product (the body of matmul_f32.comp, matmul_f16.comp and
-// conv2d_gemm.comp):  out[b, m, n] = sum_k A(b, m, k) * B(b, k, n)
+// conv2d_gemm.glsl):  out[b, m, n] = sum_k A(b, m, k) * B(b, k, n)
 // Each 16x16 workgroup computes a 64x64 output tile: thread (tx, ty) owns rows
 // ty + 16 i and columns tx + 16 j (i, j < 4); K is stepped by 16 through
 // shared memory, accumulating in fp32. Edges are bounds-checked (loads out of
