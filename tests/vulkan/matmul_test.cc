@@ -157,9 +157,16 @@ TEST_CASE("matmul on vulkan, float16 storage with float32 accumulation (straight
       check_close(to_cpu(out), expected, 2e-3, 2e-3);
     }
   }
-  // The front-end refuses Half, as PyTorch's CPU gemm does.
-  const Tensor h = to_vk(ones({2, 2}, DType::Float16));
-  CHECK_THROWS_WITH_AS(mm(h, h), "\"addmm_impl_cpu_\" not implemented for 'Half'", ember::Error);
+  // The front-end refuses Half on the CPU, as PyTorch's CPU gemm does, and runs it on Vulkan.
+  const Tensor hc = ones({2, 3}, DType::Float16);
+  CHECK_THROWS_WITH_AS(mm(hc, hc.t()), "\"addmm_impl_cpu_\" not implemented for 'Half'", ember::Error);
+  const Tensor a = randn({5, 33}).to(DType::Float16), b = randn({33, 7}).to(DType::Float16);
+  check_close(to_cpu(mm(to_vk(a), to_vk(b))), mm(a.to(DType::Float32), b.to(DType::Float32)).to(DType::Float16), 2e-3,
+              2e-3);
+  const Tensor bias = randn({7}).to(DType::Float16);
+  check_close(to_cpu(linear(to_vk(a), to_vk(b.t()), to_vk(bias))),
+              linear(a.to(DType::Float32), b.t().to(DType::Float32), bias.to(DType::Float32)).to(DType::Float16), 4e-3,
+              4e-3);
 }
 
 TEST_CASE("matmul on vulkan: mixed dtypes and shapes are refused as on the CPU") {
