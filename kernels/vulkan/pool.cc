@@ -1,7 +1,9 @@
-// MaxPool2d, AvgPool2d and AdaptiveAvgPool2d on Vulkan: float32 [N, C, H, W]
-// views with any strides (NCHW or channels last, in and out), one invocation
-// per output element (shaders/pool.comp), windows and rounding as
-// kernels/ref/pool.cc (which accumulates float32 in float too).
+// MaxPool2d, AvgPool2d and AdaptiveAvgPool2d on Vulkan: float32 and float16
+// [N, C, H, W] views with any strides (NCHW or channels last, in and out), one
+// invocation per output element (shaders/pool_body.glsl; float16 values are
+// accumulated in float32, where the device has shaderFloat16 and 16-bit
+// storage), windows and rounding as kernels/ref/pool.cc (which accumulates
+// float32 in float too).
 #include <string>
 
 #include "kernels/vulkan/dispatch.h"
@@ -20,7 +22,7 @@ struct PoolPush {
   int32_t count_include_pad;
   int32_t divisor_override;
 };
-static_assert(sizeof(PoolPush) == 112, "mirrors the push block of shaders/pool.comp");
+static_assert(sizeof(PoolPush) == 112, "mirrors the push block of shaders/pool_body.glsl");
 
 enum PoolMode : uint32_t { kMaxPool = 0, kAvgPool = 1, kAdaptiveAvgPool = 2 };
 
@@ -33,9 +35,17 @@ Status pool(Span<const TensorView> in, Span<TensorView> out, const Pool2dParams*
   if (x.rank != 4 || y.rank != 4 || x.sizes[0] != y.sizes[0] || x.sizes[1] != y.sizes[1]) {
     return Status::InvalidArgument;
   }
-  if (x.dtype != DType::Float32 || y.dtype != DType::Float32) {
-    Context::set_why("pooling on vulkan: float32 only");
+  const bool half = x.dtype == DType::Float16;
+  if ((x.dtype != DType::Float32 && !half) || y.dtype != x.dtype) {
+    Context::set_why("pooling on vulkan: float32 and float16 only");
     return Status::DTypeMismatch;
+  }
+  if (half) {
+    Result<Context*> c = Context::get();
+    if (c.ok() && !c.get()->caps().float16) {
+      Context::set_why("pooling on vulkan: float16 needs shaderFloat16 and 16-bit storage, which the device lacks");
+      return Status::NotSupported;
+    }
   }
   PoolPush push{};
   if (mode != kAdaptiveAvgPool) {
@@ -79,7 +89,7 @@ Status pool(Span<const TensorView> in, Span<TensorView> out, const Pool2dParams*
     push.xs[d] = static_cast<int32_t>(x.strides[d]);
     push.ys[d] = static_cast<int32_t>(y.strides[d]);
   }
-  Dispatch dsp(shaders::pool);
+  Dispatch dsp(half ? shaders::pool_f16 : shaders::pool);
   push.x_first = dsp.bind(x);
   push.y_first = dsp.bind(y);
   const Grid g = grid(y.numel(), 256);

@@ -102,10 +102,12 @@ Pool2dArgs pool2d_args(const char* op, const Tensor& x, IntArrayRef kernel_size,
 }
 
 // PyTorch's CPU pooling kernels' dtype lists ("max_pool2d" not implemented for 'Half').
+// Float16 is allowed on other devices (as PyTorch's CUDA kernels allow Half);
+// the device's kernel table decides.
 void check_pool_dtype(const char* op, const Tensor& x, bool channels_last, bool allow_int64) {
   const DType t = x.dtype();
   const bool ok = t == DType::Float32 || t == DType::Float64 || t == DType::BFloat16 ||
-                  (allow_int64 && t == DType::Int64);
+                  (allow_int64 && t == DType::Int64) || (t == DType::Float16 && !x.device().is_cpu());
   EMBER_CHECK(ok, Status::NotSupported, "\"", op, channels_last ? "_channels_last" : "", "\" not implemented for '",
               dtype_legacy_name(t), "'");
 }

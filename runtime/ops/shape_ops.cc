@@ -251,7 +251,9 @@ void check_reflect_replicate(const Tensor& x, IntArrayRef pad, bool reflect) {
     EMBER_CHECK(out_w >= 1 || out_h >= 1 || out_d >= 1, Status::InvalidArgument, "input (D: ", dd, " H: ", h,
                 ", W: ", w, ") is too small. Calculated output D: ", out_d, " H: ", out_h, " W: ", out_w);
   }
-  if (!is_floating(x.dtype()) || x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16) {
+  // Float16 on other devices (as PyTorch's CUDA kernels): the device's kernel table decides.
+  const bool half_off_cpu = x.dtype() == DType::Float16 && !x.device().is_cpu();
+  if (!is_floating(x.dtype()) || (x.dtype() == DType::Float16 && !half_off_cpu) || x.dtype() == DType::BFloat16) {
     raise_error(Status::NotSupported, str_cat("\"", reflect ? "reflection" : "replication", "_pad", k, "d",
                                          reflect ? "" : "_cpu", "\" not implemented for '",
                                          dtype_legacy_name(x.dtype()), "'"));

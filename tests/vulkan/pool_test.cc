@@ -1,7 +1,8 @@
 // Vulkan MaxPool2d, AvgPool2d, AdaptiveAvgPool2d and Embedding (the gather-
 // like ops) against the CPU reference of the same front-end call. Pooling
 // accumulates float32 in float in the same order as the reference: results
-// agree to rounding (1e-6); embedding copies bits: exact.
+// agree to rounding (1e-6; float16: 2e-3 vs the float32 result rounded);
+// embedding copies bits: exact.
 #include <vector>
 
 #include "kernels/vulkan/vk_kernels.h"
@@ -114,6 +115,53 @@ TEST_CASE("pooling errors: dtypes without a Vulkan kernel") {
   CHECK_THROWS_WITH_AS(avg_pool2d(l, {2}), "\"avg_pool2d\" not implemented for 'Long' on vulkan", ember::Error);
   const Tensor d = to_vk(arange(16, DType::Float64).reshape({1, 1, 4, 4}));
   CHECK_THROWS_WITH_AS(max_pool2d(d, {2}), "\"max_pool2d\" not implemented for 'Double' on vulkan", ember::Error);
+}
+
+// float16 pooling (float32 arithmetic in the shader): the CPU refuses Half
+// pooling (as PyTorch 1.13), so the reference pools the float16 values in
+// float32 and rounds the result to float16; within 2e-3 (max: exact).
+TEST_CASE("max_pool2d, avg_pool2d, adaptive_avg_pool2d: float16") {
+  REQUIRE(vk::Context::get().ok());
+  if (!vk::Context::get().get()->caps().float16) {
+    MESSAGE("device without shaderFloat16: skipped");
+    return;
+  }
+  manual_seed(25);
+  const auto f32 = [](const Tensor& t) { return t.to(DType::Float32); };
+  const auto f16 = [](const Tensor& t) { return t.to(DType::Float16); };
+  for (const Shape& s : {Shape{1, 1, 3, 3}, Shape{2, 3, 7, 9}, Shape{1, 2, 17, 5}, Shape{1, 1, 257, 3}}) {
+    CAPTURE(shape_str(s));
+    const Tensor h = f16(randn(s));
+    const Tensor vh = to_vk(h);
+    Tensor y = to_cpu(max_pool2d(vh, {2}, {1}, {1}));
+    REQUIRE(y.dtype() == DType::Float16);
+    check_equal(y, f16(max_pool2d(f32(h), {2}, {1}, {1})));
+    check_equal(to_cpu(max_pool2d(vh, {3, 2}, {2, 1}, {1, 0}, {2, 1}, true)),
+                f16(max_pool2d(f32(h), {3, 2}, {2, 1}, {1, 0}, {2, 1}, true)));
+    for (const bool include : {true, false}) {
+      check_close(to_cpu(avg_pool2d(vh, {3, 2}, {2, 2}, {1, 1}, true, include)),
+                  f16(avg_pool2d(f32(h), {3, 2}, {2, 2}, {1, 1}, true, include)), 2e-3, 2e-3);
+    }
+    check_close(to_cpu(avg_pool2d(vh, {2}, {2}, {0}, false, true, 3)),
+                f16(avg_pool2d(f32(h), {2}, {2}, {0}, false, true, 3)), 2e-3, 2e-3);
+    for (const std::vector<int64_t>& o : {std::vector<int64_t>{1, 1}, {3, 2}, {5, 7}}) {
+      check_close(to_cpu(adaptive_avg_pool2d(vh, o)), f16(adaptive_avg_pool2d(f32(h), o)), 2e-3, 2e-3);
+    }
+  }
+  // Non-contiguous (channels-last and transposed) float16 input, NaN in a max window.
+  Tensor h = f16(randn({2, 5, 7, 3}));
+  h[1][2][3][1].fill_(NAN);
+  const Tensor vx = to_vk(h).permute({0, 3, 1, 2});
+  const Tensor cx = f32(h).permute({0, 3, 1, 2});
+  check_equal(to_cpu(max_pool2d(vx, {3}, {2}, {1})), f16(max_pool2d(cx, {3}, {2}, {1})));
+  check_close(to_cpu(adaptive_avg_pool2d(vx, {2, 3})), f16(adaptive_avg_pool2d(cx, {2, 3})), 2e-3, 2e-3);
+  const Tensor t = f16(randn({1, 2, 6, 9}));
+  check_close(to_cpu(avg_pool2d(vk_transposed_view(t), {2}, {2})), f16(avg_pool2d(f32(t), {2}, {2})), 2e-3, 2e-3);
+  // The CPU keeps PyTorch 1.13's refusal.
+  CHECK_THROWS_WITH_AS(max_pool2d(t, {2}), "\"max_pool2d\" not implemented for 'Half'", ember::Error);
+  CHECK_THROWS_WITH_AS(avg_pool2d(t, {2}), "\"avg_pool2d\" not implemented for 'Half'", ember::Error);
+  CHECK_THROWS_WITH_AS(adaptive_avg_pool2d(t, {2, 2}), "\"adaptive_avg_pool2d\" not implemented for 'Half'",
+                       ember::Error);
 }
 
 TEST_CASE("embedding: int64 indices of any shape, float32 and int32 weights, strided weight") {
