@@ -25,6 +25,10 @@ struct PackedLinear {
   std::vector<float> scales;  // 1 (per tensor) or out_features (per channel)
   std::vector<float> bias;    // empty or out_features
   bool per_channel = false;
+  // How the runtime (runtime/model/executor.cc) quantizes this layer's input:
+  // the file's ActivationQuant (per row when true). dynamic_linear() itself
+  // takes its DynamicQuantOptions from its caller.
+  bool per_row_activations = false;
 };
 
 // Packs int8 weights q (out x in, row-major) with their scales (1, or `out`
