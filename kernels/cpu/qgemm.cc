@@ -319,8 +319,8 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
   };
   const int64_t tasks = cblocks * rchunks;
   // Threads: at most one per g_min_macs_per_thread multiply-adds (padded sizes),
-  // so that small products (M = 1 at BERT sizes: ~2.4 M, ~30 us) stay on the
-  // calling thread: waking a pool worker costs about as much as the product.
+  // so that small products (M = 1 at BERT sizes: 2.4 M, ~30 us) stay on the
+  // calling thread: waking a pool worker costs more than the whole product.
   const int64_t macs = m * w.n16 * w.k4;
   const int64_t nt = std::min<int64_t>({threads, tasks, std::max<int64_t>(1, macs / g_min_macs_per_thread.load(std::memory_order_relaxed))});
   if (nt <= 1) {
