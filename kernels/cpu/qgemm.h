@@ -62,7 +62,8 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
 // pool worker's wake-up run on the calling thread alone. The default, 2^23
 // (8.4 M: about 50 us of VNNI work at M = 4 to 16), is about what waking a
 // sleeping pool worker costs on the 2-core Zen 4 VM of bench/quant (it started
-// 60 us or more after the region began, measured): M = 1 to 7 at BERT sizes
+// 20-25 us after the region began when quiet, 60-150 us with the other core
+// busy; bench/quant/README.md): M = 1 to 7 at BERT sizes
 // (768 x 3072) stay on one thread, M = 8 and up split. Sets the value (>= 1;
 // 1: every task may get a thread) and returns the previous one (tests,
 // benchmarks).
