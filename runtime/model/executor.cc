@@ -978,7 +978,8 @@ void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLi
         const Activation& act = std::get<LinearParams>(params).activation;
         const Tensor& b = opt(2);
         const Tensor y = vk_int8 != nullptr
-                             ? vk::dynamic_quant_linear(x32, *vk_int8, act)
+                             ? vk::dynamic_quant_linear(x32, *vk_int8, act,
+                                                        packed != nullptr && packed->per_row_activations)
                              : vk::sparse_linear(x32, *vk_sparse, b.defined() ? b.to(DType::Float32) : b, act);
         out[0] = x.dtype() == DType::Float16 ? y.to(DType::Float16) : y;
         break;
