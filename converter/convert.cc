@@ -54,6 +54,7 @@ static std::vector<std::pair<std::string, std::string>> quantize_metadata(const 
     return s;
   };
   return {{"quantize_scheme", o.per_tensor ? "per_tensor" : "per_channel"},
+          {"activations", o.activations == ActivationQuant::PerRow ? "per_row" : "per_tensor"},
           {"quantize_ops", join(o.quantize_ops)},
           {"min_weight_elements", std::to_string(o.min_weight_elements)},
           {"exclude", join(o.exclude)}};
@@ -115,8 +116,9 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
   def->metadata.producer_version = "0.1";
   def->metadata.source_hash = r.source_hash;
   def->metadata.converter_options = options.as_metadata();
-  if (!options.quantize.empty()) {
+  {
     for (auto& kv : quantize_metadata(options)) def->metadata.converter_options.push_back(kv);
+    // Without a scheme: nothing to do, or an error for options that need one.
     Diag q = quantize_weights(*def, options, report != nullptr ? &r.quantize : nullptr);
     if (!q.ok()) return q;
   }
@@ -128,6 +130,10 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
   if (options.sparse_coo) {
     Diag sd = store_sparse_coo(*def, options.sparse_min_zero_fraction, &r);
     if (!sd.ok()) return sd;
+    // Sparse int8 weights run dequantized through SpMM: no activation quantization.
+    for (TensorDef& t : def->tensors) {
+      if (t.sparse && t.quant) t.quant->activations = ActivationQuant::PerTensor;
+    }
   }
   if (options.min_snr) def->metadata.converter_options.emplace_back("min_snr", fmt_double(*options.min_snr));
   if (measure) {

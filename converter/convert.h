@@ -45,6 +45,12 @@ struct ConvertOptions {
 
   // dynamic-int8: symmetric int8 weights, per output channel unless per_tensor.
   bool per_tensor = false;
+  // dynamic-int8: how the input of each int8 Linear is quantized at run time:
+  // per tensor (PyTorch's and ONNX Runtime's scheme) or per row (one scale and
+  // zero point per row of x: rows of very different ranges lose less). Stored
+  // on the weight's quantization parameters; Conv layers stay per tensor.
+  // Needs `quantize`.
+  ActivationQuant activations = ActivationQuant::PerTensor;
   // ONNX op types whose constant weights are quantized: "Gemm" (ember Linear),
   // "MatMul" (a constant 2-D right operand: becomes a Linear with weight [N, K]),
   // "Conv" (when asked; groups = 1 only, input quantized per tensor at run time).
@@ -148,9 +154,11 @@ Expected<ModelDef> lower(const Graph& graph);
 // node is not excluded, becomes an int8 tensor with a QuantDef (per channel
 // along axis 0, or per tensor), quantized by quant/qscheme.h (PyTorch's
 // formulas); a MatMul becomes a Linear (weight stored transposed, [N, K]).
+// Linear weights carry options.activations (per tensor or per row).
 // With "Conv" in quantize_ops, the weights of Conv2d ops with groups = 1 too
-// (4-D, per channel along axis 0 or per tensor). Errors: InvalidArgument for an
-// unknown scheme or op type.
+// (4-D, per channel along axis 0 or per tensor; activations per tensor).
+// Errors: InvalidArgument for an unknown scheme or op type, and for per-row
+// activations without a quantization scheme.
 Diag quantize_weights(ModelDef& def, const ConvertOptions& options, QuantizeReport* report = nullptr);
 
 // Imports `onnx_path`, optimizes (options.optimize), lowers and writes

@@ -22,7 +22,11 @@ std::vector<float> float_values(const TensorDef& t) {
 }  // namespace
 
 Diag quantize_weights(ModelDef& def, const ConvertOptions& options, QuantizeReport* report) {
-  if (options.quantize.empty()) return Diag::success();
+  if (options.quantize.empty()) {
+    if (options.activations != ActivationQuant::PerTensor)
+      return {Status::InvalidArgument, "--activations per-row needs --quantize dynamic-int8"};
+    return Diag::success();
+  }
   if (options.quantize != "dynamic-int8")
     return {Status::InvalidArgument,
             "unknown quantization '" + options.quantize + "' (supported: dynamic-int8)"};
@@ -95,6 +99,8 @@ Diag quantize_weights(ModelDef& def, const ConvertOptions& options, QuantizeRepo
     QuantDef qd;
     qd.scales = std::move(scales);
     qd.axis = per_channel ? 0 : -1;
+    // Conv2d quantizes its whole input per tensor (quant/dynamic_conv.h).
+    qd.activations = is_conv ? ActivationQuant::PerTensor : options.activations;
     w.quant = std::move(qd);
     r.bytes_after += static_cast<int64_t>(q.size());
     if (is_matmul) {

@@ -25,6 +25,10 @@ struct PackedLinear {
   std::vector<float> scales;  // 1 (per tensor) or out_features (per channel)
   std::vector<float> bias;    // empty or out_features
   bool per_channel = false;
+  // How the runtime (runtime/model/executor.cc) quantizes this layer's input:
+  // the file's ActivationQuant (per row when true). dynamic_linear() itself
+  // takes its DynamicQuantOptions from its caller.
+  bool per_row_activations = false;
 };
 
 // Packs int8 weights q (out x in, row-major) with their scales (1, or `out`
@@ -33,7 +37,9 @@ PackedLinear pack_linear(const int8_t* q, int64_t out, int64_t in, const float* 
                          const float* bias);
 
 // y (m x out, row stride ldy) = act(dynamic_int8(x (m x in, row stride ldx)) @ W^T + b).
-// threads: 0 = get_num_threads(). Scratch: a per-thread buffer reused across calls.
+// threads: 0 = get_num_threads(), a cap: products too small to repay waking a
+// pool worker (M = 1 at BERT sizes) run on the calling thread alone (see
+// cpu::qgemm_set_min_macs_per_thread). Scratch: a per-thread buffer reused across calls.
 void dynamic_linear(const float* x, int64_t m, int64_t ldx, const PackedLinear& w, float* y, int64_t ldy,
                     const Activation& act, const DynamicQuantOptions& options = {}, int threads = 0);
 

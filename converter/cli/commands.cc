@@ -162,6 +162,57 @@ void print_placement(const Executor& executor, std::ostream& out) {
   for (int k : fallback) out << "  " << executor.describe_op(k) << ": " << executor.fallback_reason(k) << "\n";
 }
 
+// The layers whose weight is int8 with quantization parameters (dynamic int8):
+// one line each (the first kMax), with the weight's scheme and how the runtime
+// quantizes the layer's input.
+void quantized_layers(const Model& model, std::ostream& out) {
+  constexpr int kMax = 10;
+  struct Row {
+    std::string name, op, weight, activations;
+  };
+  std::vector<Row> rows;
+  int per_row = 0, per_tensor = 0;
+  for (int k = 0; k < model.num_ops(); ++k) {
+    const OpKind kind = model.op_kind(k);
+    const auto* in = model.op(k).inputs();
+    if ((kind != OpKind::Linear && kind != OpKind::Conv2d) || in == nullptr || in->size() < 2) continue;
+    const int32_t wi = in->Get(1);
+    if (wi < 0 || model.tensor_dtype(wi) != DType::Int8 || model.tensor(wi).quant() == nullptr) continue;
+    const fb::Tensor& t = model.tensor(wi);
+    const fb::QuantParams& q = *t.quant();
+    Row r;
+    r.name = model.op(k).name() != nullptr && model.op(k).name()->size() > 0 ? model.op(k).name()->str()
+                                                                              : "#" + std::to_string(k);
+    r.op = std::string(op_name(kind));
+    r.weight = std::string(t.sparse() != nullptr ? "int8 COO" : "int8") +
+               (q.scales() != nullptr && q.scales()->size() > 1 ? " per channel" : " per tensor");
+    if (t.sparse() != nullptr) {
+      r.activations = "float32 (SpMM)";
+    } else if (q.activations() == fb::ActivationQuant::PerRow) {
+      r.activations = "uint8 per row";
+      ++per_row;
+    } else {
+      r.activations = "uint8 per tensor";
+      ++per_tensor;
+    }
+    rows.push_back(std::move(r));
+  }
+  if (rows.empty()) return;
+  out << "quantized layers: " << rows.size() << " (activations: " << per_tensor << " per tensor, " << per_row
+      << " per row)\n";
+  size_t nw = 0, ow = 0, ww = 0;
+  for (size_t i = 0; i < rows.size() && i < kMax; ++i) {
+    nw = std::max(nw, rows[i].name.size());
+    ow = std::max(ow, rows[i].op.size());
+    ww = std::max(ww, rows[i].weight.size());
+  }
+  for (size_t i = 0; i < rows.size() && i < kMax; ++i) {
+    out << "  " << pad_right(rows[i].name, nw) << "  " << pad_right(rows[i].op, ow) << "  weight "
+        << pad_right(rows[i].weight, ww) << "  activations " << rows[i].activations << "\n";
+  }
+  if (rows.size() > kMax) out << "  ... " << rows.size() - kMax << " more\n";
+}
+
 }  // namespace
 
 // --- convert -------------------------------------------------------------------
@@ -177,7 +228,8 @@ Diag convert(const ConvertArgs& args, std::ostream& out) {
       << "weights: " << with_commas(report.weight_bytes) << " bytes\n";
   if (!args.options.quantize.empty()) {
     out << "quantized (" << args.options.quantize << ", " << (args.options.per_tensor ? "per tensor" : "per channel")
-        << "): " << report.quantize.quantized << " weights, " << with_commas(report.quantize.bytes_before)
+        << ", activations "
+        << (args.options.activations == ActivationQuant::PerRow ? "per row" : "per tensor") << "): " << report.quantize.quantized << " weights, " << with_commas(report.quantize.bytes_before)
         << " -> " << with_commas(report.quantize.bytes_after) << " bytes\n";
   }
   out << "source: " << report.source_hash << "\n";
@@ -266,6 +318,7 @@ Diag inspect(const InspectArgs& args, std::ostream& out) {
   };
   name_list("quantized tensors", quantized);
   name_list("sparse tensors", sparse);
+  quantized_layers(model, out);
 
   const ModelMetadata meta = model.metadata();
   out << "metadata:\n"

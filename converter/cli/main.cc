@@ -40,10 +40,25 @@ int main(int argc, char** argv) {
   convert_cmd->add_option("-o,--output", convert_args.output, "The .ember file to write")->required();
   bool no_optimize = false;
   convert_cmd->add_flag("--no-optimize", no_optimize, "Skip the graph passes (folding, fusion)");
-  convert_cmd->add_option("--quantize", convert_args.options.quantize,
-                          "dynamic-int8: int8 weights (per output channel), activations quantized at run time");
+  CLI::Option* quantize_opt = convert_cmd->add_option(
+      "--quantize", convert_args.options.quantize,
+      "dynamic-int8: int8 weights (per output channel), activations quantized at run time");
   convert_cmd->add_flag("--per-tensor", convert_args.options.per_tensor,
                         "With --quantize: one scale per weight (PyTorch's default) instead of per channel");
+  std::string activations;
+  CLI::Option* activations_opt =
+      convert_cmd
+          ->add_option("--activations", activations,
+                       "With --quantize: per-tensor (default; PyTorch's and ONNX Runtime's scheme) or per-row "
+                       "(one uint8 scale and zero point per row of each int8 Linear's input; Conv stays per tensor)")
+          ->check(CLI::Validator(
+              [](const std::string& v) {
+                return v == "per-tensor" || v == "per-row"
+                           ? std::string()
+                           : "'" + v + "' is not an activation quantization (per-tensor or per-row)";
+              },
+              "per-tensor|per-row"))
+          ->needs(quantize_opt);
   convert_cmd->add_option("--quantize-ops", convert_args.options.quantize_ops,
                           "With --quantize: ONNX op types to quantize: MatMul, Gemm (default), Conv")
       ->delimiter(',');
@@ -118,6 +133,8 @@ int main(int argc, char** argv) {
   try {
     if (convert_cmd->parsed()) {
       convert_args.options.optimize = !no_optimize;
+      if (activations_opt->count() > 0 && activations == "per-row")
+        convert_args.options.activations = ember::ActivationQuant::PerRow;
       if (min_snr_opt->count() > 0) convert_args.options.min_snr = min_snr;
       if (sparse_coo_opt->count() > 0) {
         convert_args.options.sparse_coo = true;

@@ -266,6 +266,8 @@ void store_tile(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t col
 }
 
 constexpr int64_t kRowChunk = 48;  // rows per task (a multiple of every MR)
+// The least work (multiply-adds) worth another thread; see qgemm_u8s8.
+std::atomic<int64_t> g_min_macs_per_thread{kDefaultMinMacsPerThread};
 
 }  // namespace
 
@@ -296,15 +298,25 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
   const QInfo& u = kernel();
   const int64_t pstride = w.panel_bytes();
   const int64_t panels = w.n16 / 16;
-  const int64_t cblocks = (panels + u.np - 1) / u.np;
   const int64_t rchunks = (m + kRowChunk - 1) / kRowChunk;
   const int64_t kg = w.k4 / 4;
+  // Threads: at most one per g_min_macs_per_thread multiply-adds (padded sizes),
+  // so that small products (M = 1 at BERT sizes: 2.4 M, ~30 us) stay on the
+  // calling thread: waking a pool worker costs more than the whole product.
+  const int64_t macs = m * w.n16 * w.k4;
+  const int64_t want =
+      std::min<int64_t>(threads, std::max<int64_t>(1, macs / g_min_macs_per_thread.load(std::memory_order_relaxed)));
+  // Panels per task: the kernel's widest; when threaded, narrower while that
+  // leaves fewer than 8 tasks per thread (a late worker then finds work to share).
+  int npt = u.np;
+  while (want > 1 && npt > 1 && (panels + npt - 1) / npt * rchunks < 8 * want) npt /= 2;
+  const int64_t cblocks = (panels + npt - 1) / npt;
   auto task = [&](int64_t t0, int64_t t1) {
     alignas(64) int32_t tile[6 * kTileCols];
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t cb = t % cblocks, rc = t / cblocks;
-      const int64_t p0 = cb * u.np;
-      const int np = static_cast<int>(std::min<int64_t>(u.np, panels - p0));
+      const int64_t p0 = cb * npt;
+      const int np = static_cast<int>(std::min<int64_t>(npt, panels - p0));
       const int64_t j0 = p0 * 16;
       const int64_t cols = std::min<int64_t>(np * 16, w.n - j0);
       const int64_t r_end = std::min(m, (rc + 1) * kRowChunk);
@@ -316,12 +328,21 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
     }
   };
   const int64_t tasks = cblocks * rchunks;
-  if (threads <= 1 || tasks == 1) {
+  const int64_t nt = std::min(want, tasks);
+  if (nt <= 1) {
     task(0, tasks);
     return;
   }
-  ThreadLimitGuard guard(threads);
-  parallel_for(0, tasks, 1, task);
+  // The threads claim tasks one at a time: a worker that wakes late takes what
+  // is left instead of a fixed half, so the product never waits for it.
+  std::atomic<int64_t> next{0};
+  ThreadLimitGuard guard(static_cast<int>(nt));
+  parallel_for(0, nt, 1, [&](int64_t, int64_t) {
+    for (int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < tasks;
+         t = next.fetch_add(1, std::memory_order_relaxed)) {
+      task(t, t + 1);
+    }
+  });
 }
 
 bool qgemm_set_isa(QGemmIsa isa) {
@@ -333,5 +354,9 @@ bool qgemm_set_isa(QGemmIsa isa) {
 bool qgemm_isa_supported(QGemmIsa isa) { return isa_supported(isa); }
 
 const char* qgemm_kernel_name() { return kernel().name; }
+
+int64_t qgemm_set_min_macs_per_thread(int64_t macs) {
+  return g_min_macs_per_thread.exchange(std::max<int64_t>(1, macs));
+}
 
 }  // namespace ember::cpu

@@ -324,6 +324,15 @@ Status prepare_quantized(const Model& m, const std::vector<OpParams>& params,
                             ": the bias of an int8 Linear must be a float32 constant [", n, "]");
       bias = b.data_ptr<float>();
     }
+    // Activations per tensor (files without the field) or per row (Linear only).
+    const fb::ActivationQuant act = q->activations();
+    if (act != fb::ActivationQuant::PerTensor && act != fb::ActivationQuant::PerRow)
+      return report_error(error, Status::NotSupported, where, ": unknown activation quantization ",
+                          static_cast<int>(act));
+    const bool per_row = act == fb::ActivationQuant::PerRow;
+    if (is_conv && per_row)
+      return report_error(error, Status::NotSupported, where,
+                          ": per-row activation quantization is supported for int8 Linear only (Conv2d: per tensor)");
     std::vector<float> scales(q->scales()->begin(), q->scales()->end());
     const auto* qw = static_cast<const int8_t*>(w.data_ptr());
     if (is_conv) {
@@ -331,8 +340,9 @@ Status prepare_quantized(const Model& m, const std::vector<OpParams>& params,
           quant::pack_conv2d(qw, n, w.size(1), w.size(2), w.size(3), scales.data(), per_channel, bias,
                              std::get<Conv2dParams>(params[static_cast<size_t>(k)])));
     } else {
-      (*packed)[static_cast<size_t>(k)] = std::make_shared<const quant::PackedLinear>(
-          quant::pack_linear(qw, n, kdim, scales.data(), per_channel, bias));
+      quant::PackedLinear p = quant::pack_linear(qw, n, kdim, scales.data(), per_channel, bias);
+      p.per_row_activations = per_row;
+      (*packed)[static_cast<size_t>(k)] = std::make_shared<const quant::PackedLinear>(std::move(p));
     }
   }
   return Status::Ok;
@@ -350,7 +360,10 @@ Tensor run_linear_int8(const Tensor& x, const quant::PackedLinear& w, const Acti
   shape.back() = w.out_features;
   Tensor y = empty(shape, DType::Float32);
   const int64_t m = w.in_features > 0 ? xc.numel() / w.in_features : 0;
-  quant::dynamic_linear(xc.data_ptr<float>(), m, w.in_features, w, y.data_ptr<float>(), w.out_features, act);
+  quant::DynamicQuantOptions options;
+  options.per_row = w.per_row_activations;  // the file's ActivationQuant
+  quant::dynamic_linear(xc.data_ptr<float>(), m, w.in_features, w, y.data_ptr<float>(), w.out_features, act,
+                        options);
   return y;
 }
 
@@ -965,7 +978,8 @@ void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLi
         const Activation& act = std::get<LinearParams>(params).activation;
         const Tensor& b = opt(2);
         const Tensor y = vk_int8 != nullptr
-                             ? vk::dynamic_quant_linear(x32, *vk_int8, act)
+                             ? vk::dynamic_quant_linear(x32, *vk_int8, act,
+                                                        packed != nullptr && packed->per_row_activations)
                              : vk::sparse_linear(x32, *vk_sparse, b.defined() ? b.to(DType::Float32) : b, act);
         out[0] = x.dtype() == DType::Float16 ? y.to(DType::Float16) : y;
         break;

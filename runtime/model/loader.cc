@@ -237,6 +237,10 @@ Status Checker::check_quant(const fb::Tensor& t, const std::string& where) {
     if (!(s > 0.0f) || !std::isfinite(s))
       return invalid(error_, where, ": quantization scale ", j, " is ", s, " (must be positive and finite)");
   }
+  const auto act = static_cast<uint8_t>(q->activations());
+  if (act > static_cast<uint8_t>(fb::ActivationQuant::MAX))
+    return invalid(error_, where, ": activation quantization ", static_cast<int>(act),
+                   " is unknown (0: per tensor, 1: per row)");
   const DType dt = static_cast<DType>(t.dtype());
   if (dt == DType::Int8 || dt == DType::UInt8 || dt == DType::Int16 || dt == DType::Int32) {
     const int64_t lo = dt == DType::Int8 ? -128 : dt == DType::UInt8 ? 0 : dt == DType::Int16 ? -32768 : INT32_MIN;

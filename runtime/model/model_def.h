@@ -17,12 +17,20 @@
 
 namespace ember {
 
+// How dynamic quantization quantizes the float input of an int8 weight's op at
+// run time (ember.fbs ActivationQuant; the ids are the file's).
+enum class ActivationQuant : uint8_t {
+  PerTensor = 0,  // one (scale, zero point) per input tensor (PyTorch, ONNX Runtime)
+  PerRow = 1,     // one per row of the input [M, K] (int8 Linear only)
+};
+
 // Affine quantization: real = scale * (q - zero_point). One scale: per tensor;
 // several: per channel along `axis` (scales.size() == shape[axis]).
 struct QuantDef {
   std::vector<float> scales;
   std::vector<int64_t> zero_points;  // empty (all zero) or one per scale
   int32_t axis = -1;
+  ActivationQuant activations = ActivationQuant::PerTensor;
 };
 
 // Sparse COO: the tensor's data holds `nnz` values; tensor `indices` (int16,

@@ -55,7 +55,8 @@ void build(const ModelDef& def, const std::vector<uint64_t>& seg_offsets, flatbu
     flatbuffers::Offset<fb::QuantParams> quant;
     if (t.quant) {
       quant = fb::CreateQuantParams(fbb, fbb.CreateVector(t.quant->scales),
-                                    fbb.CreateVector(t.quant->zero_points), t.quant->axis);
+                                    fbb.CreateVector(t.quant->zero_points), t.quant->axis,
+                                    static_cast<fb::ActivationQuant>(t.quant->activations));
     }
     flatbuffers::Offset<fb::SparseCoo> sparse;
     if (t.sparse) sparse = fb::CreateSparseCoo(fbb, t.sparse->indices, t.sparse->nnz, fb::SparseLayout::Coo);

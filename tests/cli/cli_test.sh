@@ -88,6 +88,27 @@ run_ember 0 convert "$onnx_dir/mlp_opset13.onnx" -o mlp_snr.ember --quantize dyn
 has_line "$out" "kept fp32 \(int8 below 1000\.00 dB\)$"
 run_ember 0 inspect mlp_snr.ember
 has_line "$out" "^quantized tensors: none$"
+# --activations: per tensor by default, per row when asked; shown by convert and inspect.
+run_ember 0 convert "$onnx_dir/mlp_opset13.onnx" -o mlp_q.ember --quantize dynamic-int8
+has_line "$out" "^quantized \(dynamic-int8, per channel, activations per tensor\): 2 weights, "
+run_ember 0 inspect mlp_q.ember
+has_line "$out" "^quantized layers: 2 \(activations: 2 per tensor, 0 per row\)$"
+run_ember 0 convert "$onnx_dir/mlp_opset13.onnx" -o mlp_rows.ember --quantize dynamic-int8 --per-tensor \
+  --activations per-row
+has_line "$out" "^quantized \(dynamic-int8, per tensor, activations per row\): 2 weights, "
+run_ember 0 inspect mlp_rows.ember
+has_line "$out" "^quantized layers: 2 \(activations: 0 per tensor, 2 per row\)$"
+has_line "$out" "^  [^ ]+ +linear +weight int8 per tensor +activations uint8 per row$"
+has_line "$out" " quantize_scheme=per_tensor activations=per_row "
+$py "$ref" make mlp "$onnx_dir/mlp_opset13.onnx" "$tmp" || fail "reference.py make mlp"
+run_ember 0 run mlp_rows.ember --input input=x.npy --output-dir out_rows
+has "$out" "wrote out_rows/output.npy (output: float32 [3, 4])"
+run_ember nonzero convert "$onnx_dir/mlp_opset13.onnx" -o bad_act.ember --quantize dynamic-int8 --activations per-col
+has "$err" "--activations: 'per-col' is not an activation quantization (per-tensor or per-row)"
+[[ ! -e bad_act.ember ]] || fail "--activations per-col still wrote bad_act.ember"
+run_ember nonzero convert "$onnx_dir/mlp_opset13.onnx" -o bad_act.ember --activations per-row
+has "$err" "--activations requires --quantize"
+[[ ! -e bad_act.ember ]] || fail "--activations without --quantize still wrote bad_act.ember"
 run_ember 1 convert "$onnx_dir/mlp_opset13.onnx" -o bad.ember --weights int4
 has "$err" "unknown weights 'int4' (supported: fp32, fp16)"
 [[ ! -e bad.ember ]] || fail "--weights int4 still wrote bad.ember"

@@ -167,3 +167,65 @@ TEST_CASE("helpers: shapes, names, numbers, devices") {
   CHECK(cli::check_device("tpu").status == Status::InvalidArgument);
   CHECK(!cli::check_device("tpu").message.empty());
 }
+
+namespace {
+
+// x [2, 4] -> fc_rows (int8 weight per channel, activations per row) -> h [2, 3]
+//          -> fc_tensor (int8 weight per tensor, activations per tensor) -> y [2, 2]
+std::string two_int8_linears() {
+  ModelDef def;
+  auto weight = [&](const char* name, std::vector<int64_t> shape, std::vector<float> scales, ActivationQuant a) {
+    TensorDef w;
+    w.name = name;
+    w.shape = shape;
+    w.dtype = DType::Int8;
+    w.data.assign(static_cast<size_t>(shape[0] * shape[1]), std::byte{2});
+    w.has_data = true;
+    QuantDef q;
+    q.scales = std::move(scales);
+    q.axis = q.scales.size() > 1 ? 0 : -1;
+    q.activations = a;
+    w.quant = q;
+    return def.add_tensor(w);
+  };
+  const int x = def.add_tensor(activation("x", {2, 4}));
+  const int w1 = weight("w_rows", {3, 4}, {0.5f, 0.25f, 1.0f}, ActivationQuant::PerRow);
+  const int h = def.add_tensor(activation("h", {2, 3}));
+  const int w2 = weight("w_tensor", {2, 3}, {0.5f}, ActivationQuant::PerTensor);
+  const int y = def.add_tensor(activation("y", {2, 2}));
+  def.ops.push_back(op(OpKind::Linear, {x, w1, -1}, {h}, "fc_rows"));
+  def.ops.back().params = LinearParams{};
+  def.ops.push_back(op(OpKind::Linear, {h, w2, -1}, {y}, "fc_tensor"));
+  def.ops.back().params = LinearParams{};
+  def.inputs = {x};
+  def.outputs = {y};
+  const std::string path = tmp_path("int8_linears.ember");
+  std::string error;
+  REQUIRE_MESSAGE(write_model(def, path, &error) == Status::Ok, error);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("inspect: quantized layers with their weight and activation schemes") {
+  cli::InspectArgs args;
+  args.model = two_int8_linears();
+  std::ostringstream out;
+  const cli::Diag d = cli::inspect(args, out);
+  REQUIRE_MESSAGE(d.ok(), d.message);
+  const std::string s = out.str();
+  INFO(s);
+  CHECK(s.find("\nquantized tensors: 2 (w_rows, w_tensor)\n") != std::string::npos);
+  CHECK(s.find("\nquantized layers: 2 (activations: 1 per tensor, 1 per row)\n"
+               "  fc_rows    linear  weight int8 per channel  activations uint8 per row\n"
+               "  fc_tensor  linear  weight int8 per tensor   activations uint8 per tensor\n") != std::string::npos);
+}
+
+TEST_CASE("inspect: no quantized layers line for a float model") {
+  cli::InspectArgs args;
+  args.model = two_input_model();
+  std::ostringstream out;
+  REQUIRE(cli::inspect(args, out).ok());
+  CHECK(out.str().find("quantized layers") == std::string::npos);
+  CHECK(out.str().find("\nquantized tensors: none\n") != std::string::npos);
+}

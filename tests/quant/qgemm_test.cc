@@ -58,11 +58,17 @@ TEST_CASE("qgemm: int32 sums equal the reference on odd sizes, every kernel") {
       cpu::pack_int8_weights(w.data(), n, k, k, &pw);
       std::vector<int32_t> ref(static_cast<size_t>(m * n)), got(static_cast<size_t>(m * n), -1);
       ref::qgemm_u8s8s32(m, n, k, a.data(), k4, w.data(), k, ref.data(), n);
-      for (int threads : {1, 2}) {
+      // Threads 2 and 3 with one task per thread allowed (min macs 1): the
+      // tasks are claimed dynamically; the sums do not depend on who ran them.
+      for (int threads : {1, 2, 3}) {
+        const int64_t previous = cpu::qgemm_set_min_macs_per_thread(threads > 1 ? 1 : cpu::kDefaultMinMacsPerThread);
+        std::fill(got.begin(), got.end(), -1);
         cpu::qgemm_u8s8(m, a.data(), k4, pw, nullptr, got.data(), nullptr, n, threads);
+        cpu::qgemm_set_min_macs_per_thread(previous);
         CAPTURE(m);
         CAPTURE(n);
         CAPTURE(k);
+        CAPTURE(threads);
         CHECK(got == ref);
       }
       for (int64_t j = 0; j < n; ++j) {
