@@ -152,14 +152,7 @@ Status conv2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> 
   }
   if (o.numel() == 0) return Status::Ok;
   const bool f16 = x.dtype == DType::Float16;
-  if (f16) {
-    Result<Context*> c = Context::get();
-    if (!c.ok()) return c.status();
-    if (!c.get()->caps().float16) {
-      Context::set_why("this device has no float16 shader arithmetic and 16-bit storage");
-      return Status::NotSupported;
-    }
-  }
+  if (f16 && !float16_supported("conv2d")) return Status::NotSupported;
   if (!w.is_contiguous()) {
     Context::set_why("conv2d on vulkan needs a contiguous weight");
     return Status::NotSupported;

@@ -54,4 +54,21 @@ Status Dispatch::run_raw(const void* push, uint32_t push_bytes, uint32_t gx, uin
                             Span<const uint32_t>(spec.begin(), spec.size()));
 }
 
+bool float16_supported(const char* op) {
+  Result<Context*> c = Context::get();
+  if (!c.ok() || c.get()->caps().float16) return true;
+  Context::set_why(std::string(op) + " on vulkan: float16 needs shaderFloat16 and 16-bit storage, which the device lacks");
+  return false;
+}
+
+uint32_t reduction_group_size(int64_t n) {
+  uint32_t l = 32;
+  while (l < 256 && l < n) l *= 2;
+  Result<Context*> c = Context::get();
+  if (c.ok()) {
+    while (l > c.get()->caps().max_workgroup_invocations) l /= 2;
+  }
+  return l;
+}
+
 }  // namespace ember::vk

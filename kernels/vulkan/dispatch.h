@@ -72,6 +72,15 @@ inline Grid grid(int64_t n, int64_t per_group) {
   return g;
 }
 
+// False, with Context::why() "<op> on vulkan: float16 needs shaderFloat16 and
+// 16-bit storage, which the device lacks", when the device cannot run the
+// float16 shaders; true otherwise (without a device, Dispatch reports that).
+bool float16_supported(const char* op);
+
+// A workgroup size for reducing `n` items: a power of two in [32, 256] within
+// the device's maxComputeWorkGroupInvocations.
+uint32_t reduction_group_size(int64_t n);
+
 // The device address of a view's first element.
 inline uint64_t address_of(const TensorView& v) { return reinterpret_cast<uint64_t>(v.data); }
 

@@ -38,13 +38,7 @@ Status embedding(const KernelContext&, Span<const TensorView> in, Span<TensorVie
     Context::set_why("embedding on vulkan: 16- and 32-bit weights only");
     return Status::DTypeMismatch;
   }
-  if (word == 2) {
-    Result<Context*> c = Context::get();
-    if (c.ok() && !c.get()->caps().float16) {
-      Context::set_why("embedding on vulkan: 16-bit weights need shaderFloat16 and 16-bit storage, which the device lacks");
-      return Status::NotSupported;
-    }
-  }
+  if (word == 2 && !float16_supported("embedding")) return Status::NotSupported;
   for (int d = 0; d < indices.rank; ++d) {
     if (y.sizes[d] != indices.sizes[d]) return Status::ShapeMismatch;
   }

@@ -56,14 +56,7 @@ Status gemm(const TensorView& a, const TensorView& b, const TensorView& bias, in
   const int64_t batches = o.sizes[0], m = o.sizes[1], n = o.sizes[2], k = a.sizes[2];
   if (batches == 0 || m == 0 || n == 0) return Status::Ok;
   const bool f16 = o.dtype == DType::Float16;
-  if (f16) {
-    Result<Context*> c = Context::get();
-    if (!c.ok()) return c.status();
-    if (!c.get()->caps().float16) {
-      Context::set_why("this device has no float16 shader arithmetic and 16-bit storage");
-      return Status::NotSupported;
-    }
-  }
+  if (f16 && !float16_supported("matmul")) return Status::NotSupported;
   if (!fits_uint32(a, "the first operand") || !fits_uint32(b, "the second operand") || !fits_uint32(o, "the output") ||
       (bias.data != nullptr && !fits_uint32(bias, "the bias"))) {
     return Status::NotSupported;

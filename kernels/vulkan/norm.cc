@@ -64,28 +64,10 @@ bool same_float(const char* op, const TensorView& x, std::initializer_list<const
   return ok;
 }
 
-// float16 shaders need shaderFloat16 and 16-bit storage.
-bool float16_ok(const char* op) {
-  Result<Context*> c = Context::get();
-  if (!c.ok() || c.get()->caps().float16) return true;  // no context: Dispatch reports it
-  Context::set_why(std::string(op) + " on vulkan: float16 needs shaderFloat16 and 16-bit storage, which the device lacks");
-  return false;
-}
-
 bool too_large(const char* op, int64_t n) {
   if (n < (int64_t{1} << 32)) return false;
   Context::set_why(std::string(op) + " on vulkan: more than 2^32 elements");
   return true;
-}
-
-uint32_t group_size(int64_t n) {
-  uint32_t l = 32;
-  while (l < 256 && l < n) l *= 2;
-  Result<Context*> c = Context::get();
-  if (c.ok()) {
-    while (l > c.get()->caps().max_workgroup_invocations) l /= 2;
-  }
-  return l;
 }
 
 // A 1-D per-channel vector the shaders read contiguously (or absent).
@@ -114,7 +96,7 @@ Status softmax_impl(Span<const TensorView> in, Span<TensorView> out, const OpPar
   const TensorView& y = out[0];
   if (!same_float(name, x, {&y})) return Status::DTypeMismatch;
   const bool half = x.dtype == DType::Float16;
-  if (half && !float16_ok(name)) return Status::NotSupported;
+  if (half && !float16_supported(name)) return Status::NotSupported;
   if (!same_shape(x, y)) return Status::ShapeMismatch;
   const int dim = p->dim;
   if (x.rank == 0 ? !(dim == 0 || dim == -1) : !(dim >= 0 && dim < x.rank)) return Status::InvalidArgument;
@@ -147,7 +129,7 @@ Status softmax_impl(Span<const TensorView> in, Span<TensorView> out, const OpPar
     return dsp.run(push, gr.x, gr.y, 1, {64});
   }
   const Grid gr = grid(rows, 1);
-  return dsp.run(push, gr.x, gr.y, 1, {group_size(push.n)});
+  return dsp.run(push, gr.x, gr.y, 1, {reduction_group_size(push.n)});
 }
 
 struct LayerNormPush {
@@ -191,7 +173,7 @@ Status layer_norm(const KernelContext&, Span<const TensorView> in, Span<TensorVi
   if (nr < 1 || nr > x.rank || !same_shape(x, y)) return Status::ShapeMismatch;
   if (!same_float("layer_norm", x, {&w, &b, &y})) return Status::DTypeMismatch;
   const bool half = x.dtype == DType::Float16;
-  if (half && !float16_ok("layer_norm")) return Status::NotSupported;
+  if (half && !float16_supported("layer_norm")) return Status::NotSupported;
   int64_t n = 1;
   for (int d = x.rank - nr; d < x.rank; ++d) n *= x.sizes[d];
   for (const TensorView* v : {&w, &b}) {
@@ -214,7 +196,7 @@ Status layer_norm(const KernelContext&, Span<const TensorView> in, Span<TensorVi
   push.b_first = dsp.bind_or(b, x);
   push.y_first = dsp.bind(y);
   const Grid gr = grid(push.rows, 1);
-  return dsp.run(push, gr.x, gr.y, 1, {group_size(n)});
+  return dsp.run(push, gr.x, gr.y, 1, {reduction_group_size(n)});
 }
 
 Status batch_norm(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
@@ -231,7 +213,7 @@ Status batch_norm(const KernelContext&, Span<const TensorView> in, Span<TensorVi
       !same_float("batch_norm", mixed ? in[1] : x, {&in[1], &in[2], &in[3], &in[4]})) {
     return Status::DTypeMismatch;
   }
-  if (half && !float16_ok("batch_norm")) return Status::NotSupported;
+  if (half && !float16_supported("batch_norm")) return Status::NotSupported;
   const int64_t channels = x.sizes[1];
   for (size_t k = 1; k < 5; ++k) {
     if (in[k].data == nullptr) continue;

@@ -67,13 +67,7 @@ Status pad(const KernelContext&, Span<const TensorView> in, Span<TensorView> out
     Context::set_why("pad on vulkan: float32 and float16 only");
     return Status::DTypeMismatch;
   }
-  if (half) {
-    Result<Context*> c = Context::get();
-    if (c.ok() && !c.get()->caps().float16) {
-      Context::set_why("pad on vulkan: float16 needs shaderFloat16 and 16-bit storage, which the device lacks");
-      return Status::NotSupported;
-    }
-  }
+  if (half && !float16_supported("pad")) return Status::NotSupported;
   if (y.numel() == 0) return Status::Ok;
   if (x.rank > kPadMaxRank) {
     Context::set_why("pad on vulkan: at most 5 dims");

@@ -40,13 +40,7 @@ Status pool(Span<const TensorView> in, Span<TensorView> out, const Pool2dParams*
     Context::set_why("pooling on vulkan: float32 and float16 only");
     return Status::DTypeMismatch;
   }
-  if (half) {
-    Result<Context*> c = Context::get();
-    if (c.ok() && !c.get()->caps().float16) {
-      Context::set_why("pooling on vulkan: float16 needs shaderFloat16 and 16-bit storage, which the device lacks");
-      return Status::NotSupported;
-    }
-  }
+  if (half && !float16_supported("pooling")) return Status::NotSupported;
   PoolPush push{};
   if (mode != kAdaptiveAvgPool) {
     if (p == nullptr) return Status::InvalidArgument;

@@ -55,23 +55,7 @@ constexpr int64_t kMaxIndex = int64_t{1} << 32;
 constexpr int64_t kSerialMinOutputs = 256;
 constexpr int64_t kSerialMaxReduced = 16384;
 
-// float16 shaders need shaderFloat16 and 16-bit storage.
-bool float16_ok(const std::string& op) {
-  Result<Context*> c = Context::get();
-  if (!c.ok() || c.get()->caps().float16) return true;  // no context: Dispatch reports it
-  Context::set_why(op + " on vulkan: float16 needs shaderFloat16 and 16-bit storage, which the device lacks");
-  return false;
-}
 
-uint32_t group_size(int64_t n) {
-  uint32_t l = 32;
-  while (l < 256 && l < n) l *= 2;
-  Result<Context*> c = Context::get();
-  if (c.ok()) {
-    while (l > c.get()->caps().max_workgroup_invocations) l /= 2;
-  }
-  return l;
-}
 
 // `values` and `indices` may be undefined (data == nullptr): not written.
 Status reduce(const TensorView& x, const TensorView& values, const TensorView& indices, const ReduceParams& rp,
@@ -88,7 +72,7 @@ Status reduce(const TensorView& x, const TensorView& values, const TensorView& i
     return Status::DTypeMismatch;
   }
   const bool half = x.dtype == DType::Float16;
-  if (half && !float16_ok(name)) return Status::NotSupported;
+  if (half && !float16_supported(name)) return Status::NotSupported;
   for (const TensorView* o : {&values, &indices}) {
     if (o->data == nullptr) continue;
     if (o->rank != x.rank) return Status::ShapeMismatch;
@@ -157,7 +141,7 @@ Status reduce(const TensorView& x, const TensorView& values, const TensorView& i
     return dsp.run(push, g.x, g.y, 1, {64});
   }
   const Grid g = grid(outer_numel, 1);
-  return dsp.run(push, g.x, g.y, 1, {group_size(inner_numel)});
+  return dsp.run(push, g.x, g.y, 1, {reduction_group_size(inner_numel)});
 }
 
 const ReduceParams* reduce_params(const OpParams& params) { return std::get_if<ReduceParams>(&params); }
