@@ -102,6 +102,11 @@ class Context {
   // Dispatches recorded since start (for tests and profiles).
   uint64_t dispatch_count() const { return dispatches_; }
   uint64_t submit_count() const { return submits_; }
+  // Compute pipelines created (and cached) so far.
+  size_t pipeline_count() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return pipelines_.size();
+  }
 
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

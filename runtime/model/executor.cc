@@ -509,7 +509,19 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
     RT_RETURN_IF_ERROR(ex->place_nodes(error));
     RT_RETURN_IF_ERROR(ex->upload_weights(error));
   }
-  return std::shared_ptr<const Executor>(std::move(ex));
+  std::shared_ptr<const Executor> done(std::move(ex));
+  if (options.device != DeviceType::CPU && options.warm_up) {
+    std::vector<Tensor> inputs;
+    for (const IOInfo& io : done->inputs()) {
+      Shape shape;
+      for (int64_t d : io.shape) shape.push_back(d < 0 ? 1 : d);
+      inputs.push_back(zeros(shape, io.dtype));
+    }
+    ExecutionContext warm(done);
+    std::string ignored;
+    (void)warm.run(Span<const Tensor>(inputs.data(), inputs.size()), {}, &ignored);
+  }
+  return done;
 }
 
 Status Executor::place_nodes(std::string* error) {

@@ -83,6 +83,11 @@ struct ExecutorOptions {
   Precision precision = Precision::Float32;
   // With allow_fallback: one stderr line per fallback node at create.
   bool log_fallback = true;
+  // Devices: create() runs the model once on zero inputs (symbolic dims 1),
+  // which creates and caches every compute pipeline it uses, so that the
+  // first real run does not pay for them. A model that cannot run on those
+  // inputs is not an error: its pipelines are created at first use instead.
+  bool warm_up = true;
 };
 
 struct RunOptions {

@@ -370,7 +370,6 @@ TEST_CASE("fp16 with a fallback node: inputs and device values convert at the bo
   check_close(out[0], mul(in, 0.25), 1e-3, 1e-4);
 }
 
-EMBER_VULKAN_NO_VALIDATION_ERRORS()
 
 TEST_CASE("an int8 Linear whose weight says per-row activations runs per row on vulkan, as on the CPU") {
   // x [3, 8]: rows 10^4 apart; w int8 [4, 8] per channel; per-row vs per-tensor
@@ -419,3 +418,31 @@ TEST_CASE("an int8 Linear whose weight says per-row activations runs per row on 
   CHECK(d_row <= 1e-5f);
   CHECK(d_tensor >= 0.1f);  // the test would see a per-tensor device result
 }
+
+TEST_CASE("create() warms up: the pipelines exist before the first run (warm_up = false: at first use)") {
+  vk::Context* c = vk::Context::get().get();
+  for (const bool warm : {true, false}) {
+    CAPTURE(warm);
+    // An op this suite runs nowhere else, so its pipeline is new here.
+    Graph g;
+    const int x = g.input("x", {2, 3, 5});
+    const int y = g.act("y", {2, 3, 5});
+    g.op(warm ? OpKind::Sigmoid : OpKind::Tanh, {x}, {y}, "act");
+    g.output(y);
+    ExecutorOptions options = on_vulkan();
+    options.warm_up = warm;
+    const size_t before = c->pipeline_count();
+    const std::shared_ptr<const Executor> ex = g.build(options);
+    const size_t created = c->pipeline_count();
+    CHECK(created == before + (warm ? 1 : 0));
+    ExecutionContext ctx(ex);
+    const Tensor in = randn({2, 3, 5});
+    std::string error;
+    Result<std::vector<Tensor>> out = ctx.run({in}, {}, &error);
+    REQUIRE_MESSAGE(out.ok(), error);
+    CHECK(c->pipeline_count() == before + 1);
+    check_close(out.get()[0], warm ? sigmoid(in) : tanh(in), 1e-5, 1e-6);
+  }
+}
+
+EMBER_VULKAN_NO_VALIDATION_ERRORS()
