@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
     x.dim_names = {"batch", ""};
     d.add_tensor(x);
     TensorDef w = make_tensor("w", {4, 3}, DType::Int8, 12, true);
-    w.quant = QuantDef{{0.5f, 0.25f, 1.f}, {0, 1, 2}, 1};
+    w.quant = QuantDef{{0.5f, 0.25f, 1.f}, {0, 1, 2}, 1, ActivationQuant::PerRow};  // the per-row field too
     d.add_tensor(w);
     d.add_tensor(make_tensor("h", {-1, 3}, DType::Float32, 0, false));
     d.add_tensor(make_tensor("y", {-1, 3}, DType::Float32, 0, false));
