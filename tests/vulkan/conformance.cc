@@ -205,7 +205,9 @@ TEST_CASE("int8 and sparse COO models run on vulkan without fallback and match t
     REQUIRE_MESSAGE(y_cpu.ok(), error);
     const Comparison cmp = compare(y_vk.get()[0], y_cpu.get()[0], 1e-4, q.atol);
     CHECK_MESSAGE(cmp.ok, cmp.detail);
-    MESSAGE(q.file << " " << q.quantize << (q.sparse ? " sparse" : "") << ": max |vulkan - cpu| " << cmp.max_abs);
+    std::ostringstream line;
+    line << q.file << " " << q.quantize << (q.sparse ? " sparse" : "") << ": max |vulkan - cpu| " << cmp.max_abs;
+    MESSAGE(line.str());
   }
 }
 
