@@ -335,6 +335,7 @@ Diag inspect(const InspectArgs& args, std::ostream& out) {
     Expected<ExecutorOptions> options = executor_options(args.device, /*allow_fallback=*/true, args.precision);
     if (!options.ok()) return options.diag();
     options->log_fallback = false;  // listed here
+    options->warm_up = false;       // nothing runs
     std::string why;
     Result<std::shared_ptr<const Executor>> placed = Executor::create(loaded->model, *options, &why);
     if (!placed.ok()) return Diag{placed.status(), why};
@@ -375,6 +376,7 @@ Diag devices(std::ostream& out) {
 Diag run(const RunArgs& args, std::ostream& out) {
   Expected<ExecutorOptions> exec_options = executor_options(args.device, args.allow_fallback, args.precision);
   if (!exec_options.ok()) return exec_options.diag();
+  exec_options->warm_up = false;  // one run: it creates the pipelines itself
   Expected<LoadedModel> loaded = load_model(args.model, *exec_options);
   if (!loaded.ok()) return loaded.diag();
   const Executor& executor = *loaded->executor;
