@@ -423,7 +423,10 @@ Status Context::init_device() {
   if (staging_type < 0) return fail(Status::UnsupportedHardware, "Vulkan device has no host-visible coherent memory");
   if (device_type < 0) device_type = staging_type;
   // UMA devices (integrated GPUs, lavapipe): tensors in memory the host maps.
-  const bool uma = uma_type >= 0 && caps_.device_type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  // EMBER_VULKAN_STAGING=1 treats the device as discrete (every upload and
+  // download through staging buffers), so that path is tested on lavapipe.
+  const bool uma = uma_type >= 0 && caps_.device_type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU &&
+                   !env_flag("EMBER_VULKAN_STAGING");
   device_memory_type_ = static_cast<uint32_t>(uma ? uma_type : device_type);
   staging_memory_type_ = static_cast<uint32_t>(cached_staging >= 0 ? cached_staging : staging_type);
   caps_.host_visible_device_memory = uma;
