@@ -1,6 +1,8 @@
 // The Vulkan backend: device memory from kernels/vulkan/context.h and the
 // kernel table of kernels/vulkan/kernels.inc (no reference fallback: an op
 // without a Vulkan kernel is reported as not implemented for vulkan).
+#include <vector>
+
 #include "kernels/vulkan/context.h"
 #include "kernels/vulkan/vk_kernels.h"
 
@@ -45,6 +47,16 @@ class VulkanBackend final : public Backend {
     RT_CHECK_OR_RETURN(offset <= src.bytes && dst.size() <= src.bytes - offset, Status::OutOfRange);
     RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
     return c->download(dst.data(), reinterpret_cast<uint64_t>(src.data) + offset, dst.size());
+  }
+  Status copy_out_batch(Span<const CopyOut> copies) override {
+    RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
+    std::vector<vk::Context::Download> items;
+    items.reserve(copies.size());
+    for (const CopyOut& o : copies) {
+      RT_CHECK_OR_RETURN(o.offset <= o.src->bytes && o.dst.size() <= o.src->bytes - o.offset, Status::OutOfRange);
+      items.push_back({o.dst.data(), reinterpret_cast<uint64_t>(o.src->data) + o.offset, o.dst.size()});
+    }
+    return c->download(Span<const vk::Context::Download>(items.data(), items.size()));
   }
   Status synchronize() override {
     RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());

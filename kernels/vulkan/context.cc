@@ -664,29 +664,41 @@ Status Context::upload(uint64_t address, const void* src, size_t bytes) {
 }
 
 Status Context::download(void* dst, uint64_t address, size_t bytes) {
-  if (bytes == 0) return Status::Ok;
+  const Download one{dst, address, bytes};
+  return download(Span<const Download>(&one, 1));
+}
+
+Status Context::download(Span<const Download> items) {
   std::lock_guard<std::mutex> lock(mutex_);
-  VkDeviceSize offset = 0;
-  Block* src = block_of(address, &offset);
-  if (src == nullptr) return fail(Status::InvalidArgument, "not a Vulkan tensor address");
-  if (src->mapped != nullptr) {
-    if (Status st = flush_locked(); st != Status::Ok) return st;
-    std::memcpy(dst, static_cast<const std::byte*>(src->mapped) + offset, bytes);
-    return Status::Ok;
+  // Where each item is read from once the stream has run: the tensor's own
+  // mapped memory, or a staging copy recorded behind the pending work.
+  std::vector<const std::byte*> from(items.size(), nullptr);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Download& d = items[i];
+    if (d.bytes == 0) continue;
+    VkDeviceSize offset = 0;
+    Block* src = block_of(d.address, &offset);
+    if (src == nullptr) return fail(Status::InvalidArgument, "not a Vulkan tensor address");
+    if (src->mapped != nullptr) {
+      from[i] = static_cast<const std::byte*>(src->mapped) + offset;
+      continue;
+    }
+    RT_ASSIGN_OR_RETURN(const uint64_t staging, allocate_locked(d.bytes, /*staging=*/true));
+    staging_in_flight_.emplace_back(staging, d.bytes);
+    VkDeviceSize staging_offset = 0;
+    Block* s = block_of(staging, &staging_offset);
+    src = block_of(d.address, &offset);  // blocks_ may have grown
+    if (Status st = begin_locked(); st != Status::Ok) return st;
+    VkBufferCopy region{offset, staging_offset, d.bytes};
+    api_.vkCmdCopyBuffer(cmd_, src->buffer, s->buffer, 1, &region);
+    ++recorded_;
+    // Mapped for good: still readable after flush_locked() returns the range.
+    from[i] = static_cast<const std::byte*>(s->mapped) + staging_offset;
   }
-  RT_ASSIGN_OR_RETURN(const uint64_t staging, allocate_locked(bytes, /*staging=*/true));
-  staging_in_flight_.emplace_back(staging, bytes);
-  VkDeviceSize staging_offset = 0;
-  Block* s = block_of(staging, &staging_offset);
-  src = block_of(address, &offset);
-  if (Status st = begin_locked(); st != Status::Ok) return st;
-  VkBufferCopy region{offset, staging_offset, bytes};
-  api_.vkCmdCopyBuffer(cmd_, src->buffer, s->buffer, 1, &region);
-  ++recorded_;
-  // Read before flush_locked() releases the staging range (it stays mapped).
-  const std::byte* host = static_cast<const std::byte*>(s->mapped) + staging_offset;
   if (Status st = flush_locked(); st != Status::Ok) return st;
-  std::memcpy(dst, host, bytes);
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (from[i] != nullptr) std::memcpy(items[i].dst, from[i], items[i].bytes);
+  }
   return Status::Ok;
 }
 

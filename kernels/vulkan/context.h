@@ -87,6 +87,13 @@ class Context {
   // Host -> device and device -> host (ordered after every recorded command).
   Status upload(uint64_t address, const void* src, size_t bytes);
   Status download(void* dst, uint64_t address, size_t bytes);
+  // Several downloads, one submit for all of them (and for the work before).
+  struct Download {
+    void* dst = nullptr;
+    uint64_t address = 0;
+    size_t bytes = 0;
+  };
+  Status download(Span<const Download> items);
   Status fill_zero(uint64_t address, size_t bytes);
 
   // The binding for a tensor that spans `bytes` from `address` (a view's first

@@ -63,6 +63,20 @@ class Backend {
   virtual void release(Buffer& buffer) = 0;
   virtual Status copy_in(Buffer& dst, size_t offset, Span<const std::byte> src) = 0;
   virtual Status copy_out(Span<std::byte> dst, const Buffer& src, size_t offset) = 0;
+  // Several copy_out()s at once: a queued backend submits its work once for
+  // all of them (the executor reads a run's outputs back this way).
+  struct CopyOut {
+    Span<std::byte> dst;
+    const Buffer* src = nullptr;
+    size_t offset = 0;
+  };
+  virtual Status copy_out_batch(Span<const CopyOut> copies) {
+    for (const CopyOut& c : copies) {
+      const Status s = copy_out(c.dst, *c.src, c.offset);
+      if (s != Status::Ok) return s;
+    }
+    return Status::Ok;
+  }
   // (optional) waits for queued work; synchronous backends need not override.
   virtual Status synchronize() { return Status::Ok; }
   // (optional) what went wrong in this thread's last failed call, in words

@@ -1351,9 +1351,28 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
       }
     }
     if (status == Status::Ok) {
-      // Outputs come back to the host once each (float32 in fp16 mode).
+      // Outputs come back to the host once each (float32 in fp16 mode). Those
+      // still on the device are made contiguous there and read back together:
+      // one submit for the graph and every copy.
       try {
-        for (const IOInfo& io : ex.outputs_) results.push_back(value_on(io.tensor, cpu));
+        std::vector<Tensor> packed(ex.outputs_.size());
+        std::vector<Backend::CopyOut> copies;
+        for (size_t o = 0; o < ex.outputs_.size(); ++o) {
+          const int32_t t = ex.outputs_[o].tensor;
+          const Tensor& v = values[static_cast<size_t>(t)];
+          if (on_cpu || !v.defined() || v.device() == cpu || other[static_cast<size_t>(t)].defined()) {
+            results.push_back(value_on(t, cpu));
+            continue;
+          }
+          const bool widen = fp16 && v.dtype() == DType::Float16 && m.tensor_dtype(t) == DType::Float32;
+          packed[o] = (widen ? v.to(DType::Float32) : v).contiguous();
+          results.push_back(empty(packed[o].sizes(), packed[o].dtype()));
+          copies.push_back({Span<std::byte>(static_cast<std::byte*>(results.back().data_ptr()), results.back().nbytes()),
+                            &packed[o].storage()->buffer(),
+                            static_cast<size_t>(packed[o].storage_offset()) * packed[o].element_size()});
+        }
+        const Status st = copies.empty() ? Status::Ok : backend->copy_out_batch(copies);
+        EMBER_CHECK(st == Status::Ok, st, "copy to cpu", backend_error_detail(*backend));
       } catch (const Error& e) {
         status = e.status();
         message = str_cat("reading the outputs back from ", device, ": ", e.what());

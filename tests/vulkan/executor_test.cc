@@ -264,7 +264,8 @@ TEST_CASE("a convolution network on the device: one upload per input, one submit
   profiled.profile = true;
   const uint64_t submits = context()->submit_count();
   run_ok(ctx, {in}, profiled);
-  CHECK(context()->submit_count() - submits == 2);
+  // Plus one for reading the outputs back when the host cannot map device memory (discrete GPUs).
+  CHECK(context()->submit_count() - submits == (context()->caps().host_visible_device_memory ? 2u : 3u));
   REQUIRE(ctx.profile().size() == 2);
   CHECK(ctx.profile()[0].device == "vulkan");
   CHECK(ctx.profile()[1].device == "vulkan");
