@@ -34,4 +34,24 @@ inline int64_t pad_source(PadMode mode, int64_t o, int64_t size, int64_t before,
   return -1;
 }
 
+// Whether every output index of a dimension maps inside the input (what the
+// Pad kernels check before reading with pad_source).
+inline bool pad_dim_is_valid(PadMode mode, int64_t size, int64_t before, int64_t after, int64_t out_size) {
+  if (out_size != size + before + after) return false;
+  if (out_size == 0 || (before == 0 && after == 0)) return true;
+  switch (mode) {
+    case PadMode::Constant:
+      return true;
+    case PadMode::Reflect:
+      return size > 0 && before < size && after < size;
+    case PadMode::Replicate:
+      return size > 0;
+    case PadMode::Circular: {
+      const int64_t kept = size - std::max<int64_t>(-before, 0) - std::max<int64_t>(-after, 0);
+      return kept > 0 && before <= kept && after <= kept;
+    }
+  }
+  return false;
+}
+
 }  // namespace ember::ref

@@ -1,5 +1,7 @@
 #include "kernels/vulkan/dispatch.h"
 
+#include <algorithm>
+
 namespace ember::vk {
 
 Dispatch::Dispatch(const ShaderCode& shader) : shader_(shader) {
@@ -20,20 +22,16 @@ uint32_t Dispatch::bind(const TensorView& v) {
     return 0;
   }
   const size_t item = element_size(v.dtype);
-  int64_t extent = 1;  // elements from the first one to the last one reachable
   for (int d = 0; d < v.rank; ++d) {
-    if (v.sizes[d] == 0) {
-      extent = 1;
-      break;
-    }
-    if (v.strides[d] < 0) {
+    if (v.strides[d] < 0 && v.sizes[d] > 1) {
       Context::set_why(std::string("shader ") + shader_.name + ": negative strides are not supported");
       status_ = Status::NotSupported;
       return 0;
     }
-    extent += (v.sizes[d] - 1) * v.strides[d];
   }
-  Result<BoundTensor> b = context_->resolve(address_of(v), static_cast<size_t>(extent) * item, item);
+  // An empty view still binds one element (the shader reads none).
+  const int64_t span = std::max<int64_t>(extent(v), 1);
+  Result<BoundTensor> b = context_->resolve(address_of(v), static_cast<size_t>(span) * item, item);
   if (!b.ok()) {
     status_ = b.status();
     return 0;
@@ -52,6 +50,15 @@ Status Dispatch::run_raw(const void* push, uint32_t push_bytes, uint32_t gx, uin
   const uint32_t g[3] = {gx, gy, gz};
   return context_->dispatch(shader_, Span<const BoundTensor>(bindings_.data(), bindings_.size()), push, push_bytes, g,
                             Span<const uint32_t>(spec.begin(), spec.size()));
+}
+
+int64_t extent(const TensorView& v) {
+  int64_t e = 1;
+  for (int d = 0; d < v.rank; ++d) {
+    if (v.sizes[d] == 0) return 0;
+    e += (v.sizes[d] - 1) * v.strides[d];
+  }
+  return e;
 }
 
 bool float16_supported(const char* op) {

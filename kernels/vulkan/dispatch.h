@@ -81,6 +81,10 @@ bool float16_supported(const char* op);
 // the device's maxComputeWorkGroupInvocations.
 uint32_t reduction_group_size(int64_t n);
 
+// Elements from a view's first element to the last one it reaches (strides
+// >= 0): what a binding must span. 0 for an empty view.
+int64_t extent(const TensorView& v);
+
 // The device address of a view's first element.
 inline uint64_t address_of(const TensorView& v) { return reinterpret_cast<uint64_t>(v.data); }
 

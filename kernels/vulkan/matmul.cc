@@ -40,13 +40,9 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 }  // namespace
 
 bool fits_uint32(const TensorView& v, const char* what) {
-  int64_t last = 0;
-  for (int d = 0; d < v.rank; ++d) {
-    if (v.sizes[d] == 0) return true;
-    last += (v.sizes[d] - 1) * v.strides[d];
-  }
-  if (last < (int64_t{1} << 31)) return true;
-  Context::set_why(std::string(what) + " spans " + std::to_string(last + 1) +
+  const int64_t span = extent(v);
+  if (span <= (int64_t{1} << 31)) return true;
+  Context::set_why(std::string(what) + " spans " + std::to_string(span) +
                    " elements, more than the shaders' 32-bit indices reach");
   return false;
 }

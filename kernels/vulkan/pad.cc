@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/ref/pad_index.h"
 #include "kernels/vulkan/dispatch.h"
 #include "kernels/vulkan/vk_kernels.h"
 
@@ -29,28 +30,6 @@ struct PadPush {
 };
 static_assert(sizeof(PadPush) == 124, "mirrors the push block of shaders/pad_body.glsl");
 
-// As kernels/ref/pad.cc: whether every output index of a dimension maps inside the input.
-bool dim_is_valid(PadMode mode, int64_t size, int64_t before, int64_t after, int64_t out_size) {
-  if (out_size != size + before + after) return false;
-  if (out_size == 0 || (before == 0 && after == 0)) return true;
-  switch (mode) {
-    case PadMode::Constant: return true;
-    case PadMode::Reflect: return size > 0 && before < size && after < size;
-    case PadMode::Replicate: return size > 0;
-    case PadMode::Circular: {
-      const int64_t kept = size - std::max<int64_t>(-before, 0) - std::max<int64_t>(-after, 0);
-      return kept > 0 && before <= kept && after <= kept;
-    }
-  }
-  return false;
-}
-
-int64_t extent(const TensorView& v) {
-  int64_t e = 1;
-  for (int d = 0; d < v.rank; ++d) e += (v.sizes[d] - 1) * v.strides[d];
-  return e;
-}
-
 }  // namespace
 
 Status pad(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
@@ -60,7 +39,7 @@ Status pad(const KernelContext&, Span<const TensorView> in, Span<TensorView> out
   const TensorView& y = out[0];
   if (x.rank != y.rank || x.dtype != y.dtype) return Status::InvalidArgument;
   for (int d = 0; d < x.rank; ++d) {
-    if (!dim_is_valid(p->mode, x.sizes[d], p->before[d], p->after[d], y.sizes[d])) return Status::InvalidArgument;
+    if (!ref::pad_dim_is_valid(p->mode, x.sizes[d], p->before[d], p->after[d], y.sizes[d])) return Status::InvalidArgument;
   }
   const bool half = x.dtype == DType::Float16;
   if (x.dtype != DType::Float32 && !half) {

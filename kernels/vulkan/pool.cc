@@ -62,12 +62,7 @@ Status pool(Span<const TensorView> in, Span<TensorView> out, const Pool2dParams*
     return Status::InvalidArgument;
   }
   if (y.numel() == 0) return Status::Ok;
-  int64_t x_extent = 1, y_extent = 1;
-  for (int d = 0; d < 4; ++d) {
-    x_extent += (x.sizes[d] - 1) * x.strides[d];
-    y_extent += (y.sizes[d] - 1) * y.strides[d];
-  }
-  if (x.numel() >= kLimit || y.numel() >= kLimit || x_extent >= kLimit || y_extent >= kLimit) {
+  if (x.numel() >= kLimit || y.numel() >= kLimit || extent(x) >= kLimit || extent(y) >= kLimit) {
     Context::set_why("pooling on vulkan: more than 2^31 elements");
     return Status::NotSupported;
   }
