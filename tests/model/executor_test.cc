@@ -11,77 +11,15 @@
 
 #include "runtime/core/thread_pool.h"
 #include "runtime/model/planner.h"
-#include "runtime/model/writer.h"
 #include "tests/harness/testing.h"
+#include "tests/model/graph_builder.h"
 
 using namespace ember;
 using ember::testing::check_equal;
+using ember::testing::Graph;
+using ember::testing::run_ok;
 
 namespace {
-
-// A ModelDef under construction.
-struct Graph {
-  ModelDef def;
-
-  int act(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::Float32,
-          std::vector<std::string> dim_names = {}) {
-    TensorDef t;
-    t.name = name;
-    t.shape = std::move(shape);
-    t.dtype = dtype;
-    t.dim_names = std::move(dim_names);
-    return def.add_tensor(std::move(t));
-  }
-  int input(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::Float32,
-            std::vector<std::string> dim_names = {}) {
-    const int t = act(name, std::move(shape), dtype, std::move(dim_names));
-    def.inputs.push_back(t);
-    return t;
-  }
-  int weight(const std::string& name, const Tensor& value) {
-    TensorDef t;
-    t.name = name;
-    t.shape = value.sizes();
-    t.dtype = value.dtype();
-    t.tensor = value.contiguous();
-    t.has_data = true;
-    return def.add_tensor(std::move(t));
-  }
-  int ints(const std::string& name, const std::vector<int64_t>& v) {
-    return weight(name, tensor(v, {static_cast<int64_t>(v.size())}));
-  }
-  void op(OpKind kind, std::vector<int32_t> in, std::vector<int32_t> out, const std::string& name,
-          OpParams params = NoParams{}) {
-    OpDef o;
-    o.op = kind;
-    o.inputs = std::move(in);
-    o.outputs = std::move(out);
-    o.name = name;
-    o.params = params;
-    def.ops.push_back(std::move(o));
-  }
-  void output(int t) { def.outputs.push_back(t); }
-
-  std::shared_ptr<const Executor> build() const {
-    std::vector<std::byte> bytes;
-    std::string error;
-    const Status s = serialize_model(def, &bytes, &error);
-    REQUIRE_MESSAGE(s == Status::Ok, error);
-    Result<Model> model = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
-    REQUIRE_MESSAGE(model.ok(), error);
-    auto shared = std::make_shared<const Model>(std::move(model.get()));
-    Result<std::shared_ptr<const Executor>> ex = Executor::create(shared, &error);
-    REQUIRE_MESSAGE(ex.ok(), error);
-    return ex.get();
-  }
-};
-
-std::vector<Tensor> run_ok(ExecutionContext& ctx, std::vector<Tensor> inputs, const RunOptions& options = {}) {
-  std::string error;
-  Result<std::vector<Tensor>> r = ctx.run(inputs, options, &error);
-  REQUIRE_MESSAGE(r.ok(), error);
-  return r.get();
-}
 
 std::vector<Tensor> run_once(const Graph& g, std::vector<Tensor> inputs) {
   ExecutionContext ctx(g.build());

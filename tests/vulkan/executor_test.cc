@@ -9,7 +9,7 @@
 // kernel table, so this suite holds before and after they are merged.
 #include "runtime/model/executor.h"
 
-#include "runtime/model/writer.h"
+#include "tests/model/graph_builder.h"
 #include "tests/vulkan/vulkan_testing.h"
 
 using namespace ember;
@@ -17,74 +17,12 @@ using namespace ember::testing;
 
 namespace {
 
-struct Graph {
-  ModelDef def;
-
-  int act(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::Float32) {
-    TensorDef t;
-    t.name = name;
-    t.shape = std::move(shape);
-    t.dtype = dtype;
-    return def.add_tensor(std::move(t));
-  }
-  int input(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::Float32) {
-    const int t = act(name, std::move(shape), dtype);
-    def.inputs.push_back(t);
-    return t;
-  }
-  int weight(const std::string& name, const Tensor& value) {
-    TensorDef t;
-    t.name = name;
-    t.shape = value.sizes();
-    t.dtype = value.dtype();
-    t.tensor = value.contiguous();
-    t.has_data = true;
-    return def.add_tensor(std::move(t));
-  }
-  void op(OpKind kind, std::vector<int32_t> in, std::vector<int32_t> out, const std::string& name,
-          OpParams params = NoParams{}) {
-    OpDef o;
-    o.op = kind;
-    o.inputs = std::move(in);
-    o.outputs = std::move(out);
-    o.name = name;
-    o.params = params;
-    def.ops.push_back(std::move(o));
-  }
-  void output(int t) { def.outputs.push_back(t); }
-
-  std::shared_ptr<const Model> model() const {
-    std::vector<std::byte> bytes;
-    std::string error;
-    REQUIRE_MESSAGE(serialize_model(def, &bytes, &error) == Status::Ok, error);
-    Result<Model> m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
-    REQUIRE_MESSAGE(m.ok(), error);
-    return std::make_shared<const Model>(std::move(m.get()));
-  }
-  Result<std::shared_ptr<const Executor>> create(const ExecutorOptions& options, std::string* error) const {
-    return Executor::create(model(), options, error);
-  }
-  std::shared_ptr<const Executor> build(const ExecutorOptions& options) const {
-    std::string error;
-    Result<std::shared_ptr<const Executor>> ex = create(options, &error);
-    REQUIRE_MESSAGE(ex.ok(), error);
-    return ex.get();
-  }
-};
-
 ExecutorOptions on_vulkan(bool allow_fallback = false, Precision precision = Precision::Float32) {
   ExecutorOptions o;
   o.device = DeviceType::Vulkan;
   o.allow_fallback = allow_fallback;
   o.precision = precision;
   return o;
-}
-
-std::vector<Tensor> run_ok(ExecutionContext& ctx, std::vector<Tensor> inputs, const RunOptions& options = {}) {
-  std::string error;
-  Result<std::vector<Tensor>> r = ctx.run(inputs, options, &error);
-  REQUIRE_MESSAGE(r.ok(), error);
-  return r.get();
 }
 
 vk::Context* context() {
