@@ -63,6 +63,35 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 // H and W of a [N, C, H, W] view read as one dim of stride strides[3].
 bool hw_mergeable(const TensorView& v) { return v.sizes[2] == 1 || v.strides[2] == v.sizes[3] * v.strides[3]; }
 
+// The fields Conv2dPush and Conv2dGemmPush share: bias, sizes, window,
+// strides, padding, dilation and the input and output strides.
+template <typename Push>
+void set_geometry(Push& p, const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
+                  const Conv2dParams& cp) {
+  p.has_bias = bias.data != nullptr ? 1 : 0;
+  p.bias_s = bias.data != nullptr ? u32(bias.strides[0]) : 0;
+  p.cg = u32(w.sizes[1]);
+  p.h = u32(x.sizes[2]);
+  p.w = u32(x.sizes[3]);
+  p.kh_n = u32(w.sizes[2]);
+  p.kw_n = u32(w.sizes[3]);
+  p.ow_n = u32(o.sizes[3]);
+  p.stride_h = static_cast<int32_t>(cp.stride[0]);
+  p.stride_w = static_cast<int32_t>(cp.stride[1]);
+  p.pad_h = static_cast<int32_t>(cp.padding[0]);
+  p.pad_w = static_cast<int32_t>(cp.padding[1]);
+  p.dil_h = static_cast<int32_t>(cp.dilation[0]);
+  p.dil_w = static_cast<int32_t>(cp.dilation[1]);
+  p.xs_n = u32(x.strides[0]);
+  p.xs_c = u32(x.strides[1]);
+  p.xs_h = u32(x.strides[2]);
+  p.xs_w = u32(x.strides[3]);
+  p.os_n = u32(o.strides[0]);
+  p.os_c = u32(o.strides[1]);
+  p.os_h = u32(o.strides[2]);
+  p.os_w = u32(o.strides[3]);
+}
+
 // The 1x1 stride-1 convolution as a GEMM per image:
 // out [N, Cout, HW] = weight [Cout, Cin] (batch stride 0) x x [N, Cin, HW].
 Status conv1x1(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o) {
@@ -94,29 +123,8 @@ Status conv_gemm(const TensorView& x, const TensorView& w, const TensorView& bia
   p.cout_g = u32(cout_g);
   p.ohw = u32(ohw);
   p.kdim = u32(kdim);
-  p.has_bias = bias.data != nullptr ? 1 : 0;
-  p.bias_s = bias.data != nullptr ? u32(bias.strides[0]) : 0;
   p.groups = u32(groups);
-  p.cg = u32(w.sizes[1]);
-  p.h = u32(x.sizes[2]);
-  p.w = u32(x.sizes[3]);
-  p.kh_n = u32(w.sizes[2]);
-  p.kw_n = u32(w.sizes[3]);
-  p.ow_n = u32(o.sizes[3]);
-  p.stride_h = static_cast<int32_t>(cp.stride[0]);
-  p.stride_w = static_cast<int32_t>(cp.stride[1]);
-  p.pad_h = static_cast<int32_t>(cp.padding[0]);
-  p.pad_w = static_cast<int32_t>(cp.padding[1]);
-  p.dil_h = static_cast<int32_t>(cp.dilation[0]);
-  p.dil_w = static_cast<int32_t>(cp.dilation[1]);
-  p.xs_n = u32(x.strides[0]);
-  p.xs_c = u32(x.strides[1]);
-  p.xs_h = u32(x.strides[2]);
-  p.xs_w = u32(x.strides[3]);
-  p.os_n = u32(o.strides[0]);
-  p.os_c = u32(o.strides[1]);
-  p.os_h = u32(o.strides[2]);
-  p.os_w = u32(o.strides[3]);
+  set_geometry(p, x, w, bias, o, cp);
   const int64_t batches = o.sizes[0] * groups;
   const uint32_t gx = u32((ohw + kTile - 1) / kTile), gy = u32((cout_g + kTile - 1) / kTile);
   for (int64_t b0 = 0; b0 < batches; b0 += kMaxGroups) {
@@ -168,31 +176,10 @@ Status conv2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> 
   const bool depthwise = groups == x.sizes[1] && groups == o.sizes[1];
   if (!depthwise && o.sizes[1] / groups >= kGemmMinCoutPerGroup) return conv_gemm(x, w, bias, o, *p);
   Conv2dPush push{};
-  push.has_bias = bias.data != nullptr ? 1 : 0;
-  push.bias_s = bias.data != nullptr ? u32(bias.strides[0]) : 0;
   push.cout = u32(o.sizes[1]);
   push.oh_n = u32(o.sizes[2]);
-  push.ow_n = u32(o.sizes[3]);
-  push.cg = u32(w.sizes[1]);
-  push.h = u32(x.sizes[2]);
-  push.w = u32(x.sizes[3]);
-  push.kh_n = u32(kh);
-  push.kw_n = u32(kw);
   push.cout_g = u32(o.sizes[1] / groups);
-  push.stride_h = static_cast<int32_t>(p->stride[0]);
-  push.stride_w = static_cast<int32_t>(p->stride[1]);
-  push.pad_h = static_cast<int32_t>(p->padding[0]);
-  push.pad_w = static_cast<int32_t>(p->padding[1]);
-  push.dil_h = static_cast<int32_t>(p->dilation[0]);
-  push.dil_w = static_cast<int32_t>(p->dilation[1]);
-  push.xs_n = u32(x.strides[0]);
-  push.xs_c = u32(x.strides[1]);
-  push.xs_h = u32(x.strides[2]);
-  push.xs_w = u32(x.strides[3]);
-  push.os_n = u32(o.strides[0]);
-  push.os_c = u32(o.strides[1]);
-  push.os_h = u32(o.strides[2]);
-  push.os_w = u32(o.strides[3]);
+  set_geometry(push, x, w, bias, o, *p);
   const int64_t rows = o.sizes[0] * o.sizes[1] * o.sizes[2];
   const int64_t total = depthwise ? rows * ((o.sizes[3] + 3) / 4) : o.numel();
   if (total >= (int64_t{1} << 32)) {
