@@ -1355,7 +1355,7 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
       // still on the device are made contiguous there and read back together:
       // one submit for the graph and every copy.
       try {
-        std::vector<Tensor> packed(ex.outputs_.size());
+        std::vector<Tensor> packed(on_cpu ? 0 : ex.outputs_.size());
         std::vector<Backend::CopyOut> copies;
         for (size_t o = 0; o < ex.outputs_.size(); ++o) {
           const int32_t t = ex.outputs_[o].tensor;

@@ -54,7 +54,6 @@ Tensor conv(const Tensor& x, const Tensor& w, const Tensor& b, const ConvCase& c
 // A Vulkan channels_last view of the NCHW tensor t (NHWC uploaded, permuted back).
 Tensor vk_channels_last(const Tensor& t) { return to_vk(t.permute({0, 2, 3, 1}).contiguous()).permute({0, 3, 1, 2}); }
 
-bool vulkan_has(OpKind op) { return get_backend(DeviceType::Vulkan)->supports(op, DType::Float32); }
 
 }  // namespace
 
@@ -134,15 +133,9 @@ TEST_CASE("conv2d on vulkan ignores Conv2dParams::activation, as the CPU kernels
   CHECK(min(cpu_out).item<float>() < 0.0f);  // the activation was not applied
   // Conv + Relu / Clip (0, 6), as the executor runs a fused activation.
   const Tensor vx = to_vk(x), vw = to_vk(w), vb = to_vk(b);
-  if (vulkan_has(OpKind::Relu) && vulkan_has(OpKind::Clamp)) {
-    check_close(to_cpu(relu(conv2d(vx, vw, vb, {1}, {1}))), relu(conv2d(x, w, b, {1}, {1})), 1e-4, 1e-4);
-    check_close(to_cpu(clamp(conv2d(vx, vw, vb, {1}, {1}), 0.0, 6.0)), clamp(conv2d(x, w, b, {1}, {1}), 0.0, 6.0),
-                1e-4, 1e-4);
-  } else {
-    // Until the elementwise kernels land (feat/vk-elem).
-    CHECK_THROWS_WITH_AS(relu(conv2d(vx, vw, vb, {1}, {1})), "\"relu\" not implemented for 'Float' on vulkan",
-                         ember::Error);
-  }
+  check_close(to_cpu(relu(conv2d(vx, vw, vb, {1}, {1}))), relu(conv2d(x, w, b, {1}, {1})), 1e-4, 1e-4);
+  check_close(to_cpu(clamp(conv2d(vx, vw, vb, {1}, {1}), 0.0, 6.0)), clamp(conv2d(x, w, b, {1}, {1}), 0.0, 6.0),
+              1e-4, 1e-4);
 }
 
 // float16 on the device against the CPU float32 convolution of the same

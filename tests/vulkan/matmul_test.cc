@@ -16,7 +16,6 @@ void check_gemm_close(const Tensor& vk_result, const Tensor& cpu_result) {
   check_close(to_cpu(vk_result), cpu_result, 1e-4, 1e-4);
 }
 
-bool vulkan_has(OpKind op) { return get_backend(DeviceType::Vulkan)->supports(op, DType::Float32); }
 
 }  // namespace
 
@@ -73,13 +72,9 @@ TEST_CASE("bmm on vulkan: batches, broadcast batches (stride 0), strided outputs
   const Tensor b1 = randn({1, 33, 65});
   check_gemm_close(bmm(to_vk(a), to_vk(b1).expand({5, 33, 65})), bmm(a, b1.expand({5, 33, 65})));
   // matmul broadcasting [2, 1, 7, 9] x [3, 9, 4] -> [2, 3, 7, 4]: the front-end's
-  // reshape of the expanded operands copies (the Copy kernel, feat/vk-elem).
+  // reshape of the expanded operands copies (the Copy kernel).
   const Tensor x = randn({2, 1, 7, 9}), y = randn({3, 9, 4});
-  if (vulkan_has(OpKind::Copy)) {
-    check_gemm_close(matmul(to_vk(x), to_vk(y)), matmul(x, y));
-  } else {
-    CHECK_THROWS_WITH_AS(matmul(to_vk(x), to_vk(y)), "\"copy\" not implemented for 'Float' on vulkan", ember::Error);
-  }
+  check_gemm_close(matmul(to_vk(x), to_vk(y)), matmul(x, y));
   // [3, 7, 9] x [9, 4] broadcast as bmm: the batch of y has stride 0, no copy.
   const Tensor x3 = randn({3, 7, 9}), y2 = randn({1, 9, 4});
   check_gemm_close(bmm(to_vk(x3), to_vk(y2).expand({3, 9, 4})), bmm(x3, y2.expand({3, 9, 4})));
@@ -122,14 +117,8 @@ TEST_CASE("linear on vulkan with a bias (the bias is added by the front-end's ad
   manual_seed(6);
   const Tensor x = randn({17, 64}), weight = randn({65, 64}), bias = randn({65});
   const Tensor x3 = randn({2, 3, 64});
-  if (vulkan_has(OpKind::Add)) {
-    check_gemm_close(linear(to_vk(x), to_vk(weight), to_vk(bias)), linear(x, weight, bias));
-    check_gemm_close(linear(to_vk(x3), to_vk(weight), to_vk(bias)), linear(x3, weight, bias));
-  } else {
-    // Until the elementwise kernels land (feat/vk-elem): the product runs, the add_ is refused.
-    CHECK_THROWS_WITH_AS(linear(to_vk(x), to_vk(weight), to_vk(bias)), "\"add\" not implemented for 'Float' on vulkan",
-                         ember::Error);
-  }
+  check_gemm_close(linear(to_vk(x), to_vk(weight), to_vk(bias)), linear(x, weight, bias));
+  check_gemm_close(linear(to_vk(x3), to_vk(weight), to_vk(bias)), linear(x3, weight, bias));
 }
 
 TEST_CASE("matmul on vulkan: empty operands") {
