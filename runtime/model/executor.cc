@@ -504,6 +504,8 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
   RT_RETURN_IF_ERROR(ex->prepare_sparse(error));
   ex->upcast_fp16_weights();
   RT_RETURN_IF_ERROR(prepare_quantized(*ex->model_, ex->params_, &ex->packed_, &ex->packed_conv_, error));
+  ex->vk_int8_.resize(static_cast<size_t>(ex->model_->num_ops()));
+  ex->vk_sparse_.resize(static_cast<size_t>(ex->model_->num_ops()));
   ex->options_ = options;
   if (options.device != DeviceType::CPU) {
     RT_RETURN_IF_ERROR(ex->place_nodes(error));
@@ -598,8 +600,6 @@ Status Executor::place_nodes(std::string* error) {
 std::string Executor::pack_for_device(int k) {
   const Model& m = *model_;
   const size_t kk = static_cast<size_t>(k);
-  vk_int8_.resize(static_cast<size_t>(m.num_ops()));
-  vk_sparse_.resize(static_cast<size_t>(m.num_ops()));
 #ifdef RT_WITH_VULKAN
   const auto* in = m.op(k).inputs();
   if (options_.device == DeviceType::Vulkan && m.op_kind(k) == OpKind::Linear && vlen(in) > 1) {
@@ -644,7 +644,7 @@ Status Executor::upload_weights(std::string* error) {
       const int32_t t = in->Get(j);
       if (t < 0 || reads_on_host(kind, j) || !m.weight(t).defined()) continue;
       const size_t kk = static_cast<size_t>(k);
-      if (j == 1 && kk < vk_int8_.size() && (vk_int8_[kk] != nullptr || vk_sparse_[kk] != nullptr)) continue;
+      if (j == 1 && (vk_int8_[kk] != nullptr || vk_sparse_[kk] != nullptr)) continue;
       const size_t i = static_cast<size_t>(t);
       if (device_weights_[i].defined()) continue;
       Tensor w = densified_[i].defined() ? densified_[i] : m.weight(t);
@@ -1312,10 +1312,9 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
           }
         }
         const size_t kk = static_cast<size_t>(k);
-        const bool packed_on_device = on_device && kk < ex.vk_int8_.size();
         run_op(m, k, ex.params_[kk], ex.packed_[kk].get(), ex.packed_conv_[kk].get(),
-               packed_on_device ? ex.vk_int8_[kk].get() : nullptr,
-               packed_on_device ? ex.vk_sparse_[kk].get() : nullptr, ex.packed_sparse_, in, on_device ? device : cpu,
+               on_device ? ex.vk_int8_[kk].get() : nullptr, on_device ? ex.vk_sparse_[kk].get() : nullptr,
+               ex.packed_sparse_, in, on_device ? device : cpu,
                on_device && fp16, values);
         if (options.profile && on_device) {
           const Status st = backend->synchronize();
