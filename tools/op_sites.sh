@@ -60,7 +60,7 @@ snake=${entry#* }
 pat=$(printf '%s\n' "$camel" | sed -E 's/([a-z0-9])([A-Z])/\1_\2/g' | tr 'A-Z' 'a-z' | sed 's/_/_?/g')
 snake_base=$(printf '%s' "$snake" | tr 'A-Z' 'a-z')
 
-files=$(git ls-files | grep -vE '^(tests|bench|examples|tools|third_party|\.ci)/|_test\.cc$|\.md$|(^|/)(BUILD(\.bazel)?|WORKSPACE|\.bazelrc)$|\.bzl$' || true)
+files=$(git ls-files | grep -vE '(^|/)(tests|bench|examples)/|^(tools|third_party|\.ci)/|_test\.cc$|\.md$|(^|/)(BUILD(\.bazel)?|WORKSPACE|\.bazelrc)$|\.bzl$' || true)
 
 # Candidates: files whose text holds the pattern at all (cheap), then the
 # word-part check line by line in awk.
