@@ -198,31 +198,4 @@ Diag Graph::validate() const {
   return Diag::success();
 }
 
-std::optional<OpKind> map_onnx_op(const std::string& op) {
-  static const std::map<std::string, OpKind> table = {
-      {"Add", OpKind::Add},         {"Sub", OpKind::Sub},
-      {"Mul", OpKind::Mul},         {"Div", OpKind::Div},
-      {"Pow", OpKind::Pow},         {"Max", OpKind::Maximum},
-      {"Min", OpKind::Minimum},     {"Equal", OpKind::Eq},
-      {"Less", OpKind::Lt},         {"Greater", OpKind::Gt},
-      {"Where", OpKind::Where},     {"Relu", OpKind::Relu},
-      {"Sigmoid", OpKind::Sigmoid}, {"Tanh", OpKind::Tanh},
-      {"Exp", OpKind::Exp},         {"Log", OpKind::Log},
-      {"Sqrt", OpKind::Sqrt},       {"Erf", OpKind::Erf},
-      {"Neg", OpKind::Neg},         {"Abs", OpKind::Abs},
-      {"Clip", OpKind::Clamp},      {"Gelu", OpKind::Gelu},
-      {"MatMul", OpKind::MatMul},   {"Conv", OpKind::Conv2d},
-      {"MaxPool", OpKind::MaxPool2d}, {"AveragePool", OpKind::AvgPool2d},
-      {"GlobalAveragePool", OpKind::AdaptiveAvgPool2d},
-      {"BatchNormalization", OpKind::BatchNorm},
-      {"LayerNormalization", OpKind::LayerNorm},
-      {"Softmax", OpKind::Softmax}, {"LogSoftmax", OpKind::LogSoftmax},
-      {"ReduceMean", OpKind::Mean}, {"ReduceSum", OpKind::Sum},
-      {"Pad", OpKind::Pad},         {"Cast", OpKind::Copy},
-  };
-  auto it = table.find(op);
-  if (it == table.end()) return std::nullopt;
-  return it->second;
-}
-
 }  // namespace ember::converter

@@ -105,7 +105,7 @@ struct Graph {
   std::vector<Node> nodes;  // in execution (topological) order
   std::vector<int> inputs;  // value ids of the graph inputs (initializers excluded)
   std::vector<int> outputs;
-  int64_t opset = 0;        // default-domain opset the model was written for
+  int64_t opset = 0;        // default-domain opset the model was written for (0: not given, the newest)
   std::string producer;     // "pytorch 1.13.1"
 
   // Adds a value and returns its id.

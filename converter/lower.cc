@@ -35,7 +35,23 @@ struct NodeError {
 
 [[noreturn]] void refuse(std::string reason) { throw NodeError{std::move(reason)}; }
 
+class Lowerer;
+
+// One entry of the ONNX op table (OnnxOpTable below): how nodes of an ONNX op
+// type are lowered at the opsets [since, until].
+struct OnnxLowering {
+  std::string_view type;
+  int64_t since, until;
+  void (Lowerer::*lower)(const Node&);
+  std::optional<OpKind> kind;  // the ember op it becomes, where there is one
+};
+
+// The entry for `type` at `opset`, or null.
+const OnnxLowering* find_lowering(std::string_view type, int64_t opset);
+
 class Lowerer {
+  friend struct OnnxOpTable;
+
  public:
   explicit Lowerer(const Graph& g) : g_(g), dtypes_(g.values.size()), tensor_of_(g.values.size(), -1) {
     for (size_t i = 0; i < g.values.size(); ++i) dtypes_[i] = g.values[i].dtype;
@@ -46,7 +62,9 @@ class Lowerer {
     for (const Node& n : g_.nodes) {
       const size_t n_ops = def_.ops.size();
       try {
-        lower_node(n);
+        const OnnxLowering* entry = find_lowering(n.op_type, g_.opset);
+        if (entry == nullptr) refuse("has no ember op at opset " + std::to_string(g_.opset));
+        lower_node(n, *entry);
       } catch (const NodeError& e) {
         def_.ops.resize(n_ops);
         errors_.push_back(node_label(n) + ": " + e.reason);
@@ -67,6 +85,7 @@ class Lowerer {
   }
 
  private:
+  const OnnxLowering* entry_ = nullptr;  // of the node being lowered
   // ---- values and tensors ----
 
   const Value& val(int id) const { return g_.value(id); }
@@ -334,136 +353,144 @@ class Lowerer {
     out[1] = v[1];
   }
 
-  void lower_node(const Node& n) {
+  // Lowers `n` by its entry of the ONNX op table (OnnxOpTable, below).
+  void lower_node(const Node& n, const OnnxLowering& entry) {
     infer_output_dtypes(n);
+    if ((n.inputs.empty() || n.inputs[0] < 0) && n.op_type != "ConstantOfShape") refuse("has no first input");
+    entry_ = &entry;
+    (this->*entry.lower)(n);
+  }
+
+  void lower_gelu(const Node& n) {
+    const std::string approx = n.get_string("approximate", "none");
+    if (approx != "none" && approx != "tanh") refuse("approximate '" + approx + "' is unknown");
+    return emit(OpKind::Gelu, n, {tensor(n.inputs[0])}, {out0(n)}, GeluParams{approx == "tanh"});
+  }
+
+  void lower_global_average_pool(const Node& n) {
+    if (rank_of(n.inputs[0], "input") != 4) refuse("input " + vname(n.inputs[0]) + " is not 4-D");
+    return emit(OpKind::AdaptiveAvgPool2d, n, {tensor(n.inputs[0])}, {out0(n)});
+  }
+
+  void lower_batch_normalization(const Node& n) {
+    require_inputs(n, 5);
+    require_unused_extra_outputs(n, "training-mode statistics");
+    NormParams p;
+    p.eps = n.get_float("epsilon", 1e-5);
+    return emit(OpKind::BatchNorm, n,
+                {tensor(n.inputs[0]), tensor(n.inputs[3]), tensor(n.inputs[4]), weight(n.inputs[1]),
+                 weight(n.inputs[2])},
+                {out0(n)}, p);
+  }
+
+  void lower_layer_normalization(const Node& n) {
+    require_inputs(n, 2);
+    require_unused_extra_outputs(n, "mean or inverse standard deviation");
+    const int64_t rank = rank_of(n.inputs[0], "input");
+    const int64_t axis = norm_axis(n.get_int("axis", -1), rank, "axis");
+    NormParams p;
+    p.eps = n.get_float("epsilon", 1e-5);
+    p.normalized_rank = static_cast<int>(rank - axis);
+    return emit(OpKind::LayerNorm, n,
+                {tensor(n.inputs[0]), weight(n.inputs[1]), has_input(n, 2) ? weight(n.inputs[2]) : -1},
+                {out0(n)}, p);
+  }
+
+  void lower_softmax(const Node& n) {
     const std::string& op = n.op_type;
-    if (n.inputs.empty() || n.inputs[0] < 0) {
-      if (op != "ConstantOfShape") refuse("has no first input");
-    }
-    static const std::set<std::string> plain = {"Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less",
-                                                "Greater", "Where", "Relu", "Sigmoid", "Tanh", "Exp",
-                                                "Log", "Sqrt", "Erf", "Neg", "Abs", "MatMul"};
-    if (plain.count(op)) return lower_plain(n);
-    if (op == "Max" || op == "Min") return lower_minmax(n);
-    if (op == "Gelu") {
-      const std::string approx = n.get_string("approximate", "none");
-      if (approx != "none" && approx != "tanh") refuse("approximate '" + approx + "' is unknown");
-      return emit(OpKind::Gelu, n, {tensor(n.inputs[0])}, {out0(n)}, GeluParams{approx == "tanh"});
-    }
-    if (op == "Clip") return lower_clip(n);
-    if (op == "Gemm") return lower_gemm(n);
-    if (op == "Conv") return lower_conv(n);
-    if (op == "MaxPool" || op == "AveragePool") return lower_pool(n);
-    if (op == "GlobalAveragePool") {
-      if (rank_of(n.inputs[0], "input") != 4) refuse("input " + vname(n.inputs[0]) + " is not 4-D");
-      return emit(OpKind::AdaptiveAvgPool2d, n, {tensor(n.inputs[0])}, {out0(n)});
-    }
-    if (op == "BatchNormalization") {
-      require_inputs(n, 5);
-      require_unused_extra_outputs(n, "training-mode statistics");
-      NormParams p;
-      p.eps = n.get_float("epsilon", 1e-5);
-      return emit(OpKind::BatchNorm, n,
-                  {tensor(n.inputs[0]), tensor(n.inputs[3]), tensor(n.inputs[4]), weight(n.inputs[1]),
-                   weight(n.inputs[2])},
-                  {out0(n)}, p);
-    }
-    if (op == "LayerNormalization") {
-      require_inputs(n, 2);
-      require_unused_extra_outputs(n, "mean or inverse standard deviation");
+    const int64_t axis = n.get_int("axis", -1);
+    if (n.get_int("coerce_2d", 0) == 1) {
       const int64_t rank = rank_of(n.inputs[0], "input");
-      const int64_t axis = norm_axis(n.get_int("axis", -1), rank, "axis");
-      NormParams p;
-      p.eps = n.get_float("epsilon", 1e-5);
-      p.normalized_rank = static_cast<int>(rank - axis);
-      return emit(OpKind::LayerNorm, n,
-                  {tensor(n.inputs[0]), weight(n.inputs[1]), has_input(n, 2) ? weight(n.inputs[2]) : -1},
-                  {out0(n)}, p);
-    }
-    if (op == "Softmax" || op == "LogSoftmax") {
-      const int64_t axis = n.get_int("axis", -1);
-      if (n.get_int("coerce_2d", 0) == 1) {
-        const int64_t rank = rank_of(n.inputs[0], "input");
-        if (norm_axis(axis, rank, "axis") != rank - 1) {
-          refuse("axis " + std::to_string(axis) + " of rank " + std::to_string(rank) +
-                 " with the opset < 13 flatten-to-2-D semantics is not supported (only the last axis)");
-        }
+      if (norm_axis(axis, rank, "axis") != rank - 1) {
+        refuse("axis " + std::to_string(axis) + " of rank " + std::to_string(rank) +
+               " with the opset < 13 flatten-to-2-D semantics is not supported (only the last axis)");
       }
-      return emit(op == "Softmax" ? OpKind::Softmax : OpKind::LogSoftmax, n, {tensor(n.inputs[0])}, {out0(n)},
-                  SoftmaxParams{static_cast<int>(axis)});
     }
-    if (op == "ReduceMean" || op == "ReduceSum") return lower_reduce(n);
-    if (op == "Pad") return lower_pad(n);
-    if (op == "Cast") {
-      (void)cast_target(n);
-      return emit(OpKind::Copy, n, {tensor(n.inputs[0])}, {out0(n)});
+    return emit(op == "Softmax" ? OpKind::Softmax : OpKind::LogSoftmax, n, {tensor(n.inputs[0])}, {out0(n)},
+                SoftmaxParams{static_cast<int>(axis)});
+  }
+
+  void lower_cast(const Node& n) {
+    (void)cast_target(n);
+    return emit(OpKind::Copy, n, {tensor(n.inputs[0])}, {out0(n)});
+  }
+
+  void lower_flatten(const Node& n) {
+    return emit(OpKind::Flatten, n, {tensor(n.inputs[0])}, {out0(n)}, AxisParams{n.get_int("axis", 1)});
+  }
+
+  void lower_reshape(const Node& n) {
+    require_inputs(n, 2);
+    if (n.get_int("allowzero", 0) != 0) refuse("allowzero = 1 is not supported");
+    return emit(OpKind::Reshape, n, {tensor(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)});
+  }
+
+  void lower_transpose(const Node& n) {
+    std::vector<int64_t> perm = n.get_ints("perm");
+    if (!n.has("perm")) {
+      const int64_t rank = rank_of(n.inputs[0], "input");
+      for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
     }
-    if (op == "Flatten") {
-      return emit(OpKind::Flatten, n, {tensor(n.inputs[0])}, {out0(n)}, AxisParams{n.get_int("axis", 1)});
+    return emit(OpKind::Permute, n, {tensor(n.inputs[0])}, {out0(n)}, dims_params(perm, "perm"));
+  }
+
+  void lower_squeeze(const Node& n) {
+    const std::string& op = n.op_type;
+    const auto axes = const_ints(n, 1, "axes");
+    if (!axes && op == "Unsqueeze") refuse("has no axes");
+    return emit(op == "Squeeze" ? OpKind::Squeeze : OpKind::Unsqueeze, n, {tensor(n.inputs[0])}, {out0(n)},
+                dims_params(axes.value_or(std::vector<int64_t>{}), "axes"));
+  }
+
+  void lower_concat(const Node& n) {
+    std::vector<int32_t> ins;
+    for (int id : n.inputs) {
+      if (id < 0) refuse("an input is omitted");
+      ins.push_back(tensor(id));
     }
-    if (op == "Reshape") {
-      require_inputs(n, 2);
-      if (n.get_int("allowzero", 0) != 0) refuse("allowzero = 1 is not supported");
-      return emit(OpKind::Reshape, n, {tensor(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)});
-    }
-    if (op == "Transpose") {
-      std::vector<int64_t> perm = n.get_ints("perm");
-      if (!n.has("perm")) {
-        const int64_t rank = rank_of(n.inputs[0], "input");
-        for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
-      }
-      return emit(OpKind::Permute, n, {tensor(n.inputs[0])}, {out0(n)}, dims_params(perm, "perm"));
-    }
-    if (op == "Squeeze" || op == "Unsqueeze") {
-      const auto axes = const_ints(n, 1, "axes");
-      if (!axes && op == "Unsqueeze") refuse("has no axes");
-      return emit(op == "Squeeze" ? OpKind::Squeeze : OpKind::Unsqueeze, n, {tensor(n.inputs[0])}, {out0(n)},
-                  dims_params(axes.value_or(std::vector<int64_t>{}), "axes"));
-    }
-    if (op == "Concat") {
-      std::vector<int32_t> ins;
-      for (int id : n.inputs) {
-        if (id < 0) refuse("an input is omitted");
-        ins.push_back(tensor(id));
-      }
-      return emit(OpKind::Concat, n, ins, {out0(n)}, AxisParams{n.get_int("axis", 0)});
-    }
-    if (op == "Split") {
-      if (n.has("num_outputs")) refuse("attribute num_outputs is not supported");
-      if (n.outputs.empty()) refuse("has no output");
-      return emit(OpKind::Split, n, {tensor(n.inputs[0]), has_input(n, 1) ? tensor(n.inputs[1]) : -1}, n.outputs,
-                  AxisParams{n.get_int("axis", 0)});
-    }
-    if (op == "Slice") {
-      require_inputs(n, 3);
-      std::vector<int32_t> ins;
-      for (size_t i = 0; i < 5; ++i) ins.push_back(has_input(n, i) ? tensor(n.inputs[i]) : -1);
-      return emit(OpKind::Slice, n, ins, {out0(n)});
-    }
-    if (op == "Expand") {
-      require_inputs(n, 2);
-      return emit(OpKind::Expand, n, {tensor(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)});
-    }
-    if (op == "Gather") {
-      require_inputs(n, 2);
-      return emit(OpKind::Gather, n, {weight(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)},
-                  AxisParams{n.get_int("axis", 0)});
-    }
-    if (op == "Shape") {
-      if (n.has("start") || n.has("end")) refuse("attributes start/end are not supported");
-      return emit(OpKind::ShapeOf, n, {tensor(n.inputs[0])}, {out0(n)});
-    }
-    if (op == "ConstantOfShape") {
-      require_inputs(n, 1);
-      const Tensor value = constant_of_shape_value(n);
-      return emit(OpKind::ConstantOfShape, n, {tensor(n.inputs[0])}, {out0(n)},
-                  ScalarParams{value.reshape({1}).item()});
-    }
-    if (op == "Dropout") require_unused_extra_outputs(n, "the training-mode mask");
-    if (op == "Identity" || op == "Dropout") {
-      refuse("has no ember op (run the passes: they remove Identity and inference Dropout nodes)");
-    }
-    refuse("has no ember op");
+    return emit(OpKind::Concat, n, ins, {out0(n)}, AxisParams{n.get_int("axis", 0)});
+  }
+
+  void lower_split(const Node& n) {
+    if (n.has("num_outputs")) refuse("attribute num_outputs is not supported");
+    if (n.outputs.empty()) refuse("has no output");
+    return emit(OpKind::Split, n, {tensor(n.inputs[0]), has_input(n, 1) ? tensor(n.inputs[1]) : -1}, n.outputs,
+                AxisParams{n.get_int("axis", 0)});
+  }
+
+  void lower_slice(const Node& n) {
+    require_inputs(n, 3);
+    std::vector<int32_t> ins;
+    for (size_t i = 0; i < 5; ++i) ins.push_back(has_input(n, i) ? tensor(n.inputs[i]) : -1);
+    return emit(OpKind::Slice, n, ins, {out0(n)});
+  }
+
+  void lower_expand(const Node& n) {
+    require_inputs(n, 2);
+    return emit(OpKind::Expand, n, {tensor(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)});
+  }
+
+  void lower_gather(const Node& n) {
+    require_inputs(n, 2);
+    return emit(OpKind::Gather, n, {weight(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)},
+                AxisParams{n.get_int("axis", 0)});
+  }
+
+  void lower_shape(const Node& n) {
+    if (n.has("start") || n.has("end")) refuse("attributes start/end are not supported");
+    return emit(OpKind::ShapeOf, n, {tensor(n.inputs[0])}, {out0(n)});
+  }
+
+  void lower_constant_of_shape(const Node& n) {
+    require_inputs(n, 1);
+    const Tensor value = constant_of_shape_value(n);
+    return emit(OpKind::ConstantOfShape, n, {tensor(n.inputs[0])}, {out0(n)},
+                ScalarParams{value.reshape({1}).item()});
+  }
+
+  void lower_identity(const Node& n) {
+    if (n.op_type == "Dropout") require_unused_extra_outputs(n, "the training-mode mask");
+    refuse("has no ember op (run the passes: they remove Identity and inference Dropout nodes)");
   }
 
   DimsParams dims_params(const std::vector<int64_t>& dims, const std::string& what) const {
@@ -477,7 +504,7 @@ class Lowerer {
   }
 
   void lower_plain(const Node& n) {
-    const std::optional<OpKind> kind = map_onnx_op(n.op_type);
+    const std::optional<OpKind> kind = entry_->kind;
     if (!kind) refuse("has no ember op");
     const int want = op_num_inputs(*kind);
     if (static_cast<int>(n.inputs.size()) != want) {
@@ -520,7 +547,7 @@ class Lowerer {
 
   // Max/Min: 1 input a Copy, 2 the binary op, more a chain of binary ops.
   void lower_minmax(const Node& n) {
-    const OpKind kind = n.op_type == "Max" ? OpKind::Maximum : OpKind::Minimum;
+    const OpKind kind = *entry_->kind;
     for (int id : n.inputs) {
       if (id < 0) refuse("an input is omitted");
     }
@@ -693,7 +720,91 @@ class Lowerer {
   std::vector<std::string> errors_;
 };
 
+// The ONNX op table: every ONNX op type the converter lowers, with the opsets
+// each entry handles. The importer's list of supported types and the IR's
+// op mapping derive from it; the unary elementwise ops come from ops.def.
+constexpr int64_t kAny = kMaxOnnxOpset;
+struct OnnxOpTable {  // Lowerer's friend: the table names its private lowering functions
+  static const OnnxLowering entries[];
+};
+const OnnxLowering OnnxOpTable::entries[] = {
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, dtypes, inputs, formula, onnx, ...) {onnx, 1, kAny, &Lowerer::lower_plain, OpKind::Name},
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+    {"Add", 1, kAny, &Lowerer::lower_plain, OpKind::Add},
+    {"Sub", 1, kAny, &Lowerer::lower_plain, OpKind::Sub},
+    {"Mul", 1, kAny, &Lowerer::lower_plain, OpKind::Mul},
+    {"Div", 1, kAny, &Lowerer::lower_plain, OpKind::Div},
+    {"Pow", 1, kAny, &Lowerer::lower_plain, OpKind::Pow},
+    {"Equal", 1, kAny, &Lowerer::lower_plain, OpKind::Eq},
+    {"Less", 1, kAny, &Lowerer::lower_plain, OpKind::Lt},
+    {"Greater", 1, kAny, &Lowerer::lower_plain, OpKind::Gt},
+    {"Where", 1, kAny, &Lowerer::lower_plain, OpKind::Where},
+    {"MatMul", 1, kAny, &Lowerer::lower_plain, OpKind::MatMul},
+    {"Max", 1, kAny, &Lowerer::lower_minmax, OpKind::Maximum},
+    {"Min", 1, kAny, &Lowerer::lower_minmax, OpKind::Minimum},
+    {"Gelu", 1, kAny, &Lowerer::lower_gelu, OpKind::Gelu},
+    {"Clip", 1, kAny, &Lowerer::lower_clip, OpKind::Clamp},
+    {"Gemm", 1, kAny, &Lowerer::lower_gemm, std::nullopt},  // composed: a Linear with a transposed weight
+    {"Conv", 1, kAny, &Lowerer::lower_conv, OpKind::Conv2d},
+    {"MaxPool", 1, kAny, &Lowerer::lower_pool, OpKind::MaxPool2d},
+    {"AveragePool", 1, kAny, &Lowerer::lower_pool, OpKind::AvgPool2d},
+    {"GlobalAveragePool", 1, kAny, &Lowerer::lower_global_average_pool, OpKind::AdaptiveAvgPool2d},
+    {"BatchNormalization", 1, kAny, &Lowerer::lower_batch_normalization, OpKind::BatchNorm},
+    {"LayerNormalization", 1, kAny, &Lowerer::lower_layer_normalization, OpKind::LayerNorm},
+    {"Softmax", 1, kAny, &Lowerer::lower_softmax, OpKind::Softmax},
+    {"LogSoftmax", 1, kAny, &Lowerer::lower_softmax, OpKind::LogSoftmax},
+    {"ReduceMean", 1, kAny, &Lowerer::lower_reduce, OpKind::Mean},
+    {"ReduceSum", 1, kAny, &Lowerer::lower_reduce, OpKind::Sum},
+    {"Pad", 1, kAny, &Lowerer::lower_pad, OpKind::Pad},
+    {"Cast", 1, kAny, &Lowerer::lower_cast, OpKind::Copy},
+    {"Flatten", 1, kAny, &Lowerer::lower_flatten, OpKind::Flatten},
+    {"Reshape", 1, kAny, &Lowerer::lower_reshape, OpKind::Reshape},
+    {"Transpose", 1, kAny, &Lowerer::lower_transpose, OpKind::Permute},
+    {"Squeeze", 1, kAny, &Lowerer::lower_squeeze, OpKind::Squeeze},
+    {"Unsqueeze", 1, kAny, &Lowerer::lower_squeeze, OpKind::Unsqueeze},
+    {"Concat", 1, kAny, &Lowerer::lower_concat, OpKind::Concat},
+    {"Split", 1, kAny, &Lowerer::lower_split, OpKind::Split},
+    {"Slice", 1, kAny, &Lowerer::lower_slice, OpKind::Slice},
+    {"Expand", 1, kAny, &Lowerer::lower_expand, OpKind::Expand},
+    {"Gather", 1, kAny, &Lowerer::lower_gather, OpKind::Gather},
+    {"Shape", 1, kAny, &Lowerer::lower_shape, OpKind::ShapeOf},
+    {"ConstantOfShape", 1, kAny, &Lowerer::lower_constant_of_shape, OpKind::ConstantOfShape},
+    // The importer and the passes remove these before lowering.
+    {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
+    {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},
+    {"Dropout", 1, kAny, &Lowerer::lower_identity, std::nullopt},
+};
+
+const OnnxLowering* find_lowering(std::string_view type, int64_t opset) {
+  if (opset <= 0) opset = kMaxOnnxOpset;  // a graph built without one (tests)
+  for (const OnnxLowering& e : OnnxOpTable::entries) {
+    if (!e.type.empty() && e.type == type && e.since <= opset && opset <= e.until) return &e;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+const std::vector<std::string>& supported_onnx_ops() {
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> v;
+    for (const OnnxLowering& e : OnnxOpTable::entries) {
+      if (!e.type.empty() && std::find(v.begin(), v.end(), e.type) == v.end()) v.emplace_back(e.type);
+    }
+    return v;
+  }();
+  return types;
+}
+
+std::optional<OpKind> map_onnx_op(const std::string& op_type) {
+  for (const OnnxLowering& e : OnnxOpTable::entries) {
+    if (!e.type.empty() && e.type == op_type) return e.kind;
+  }
+  return std::nullopt;
+}
 
 Expected<ModelDef> lower(const Graph& graph) {
   Diag d = graph.validate();

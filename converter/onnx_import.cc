@@ -20,18 +20,6 @@ namespace ember::converter {
 #error "the ONNX importer reads raw_data as little-endian and needs a little-endian host"
 #endif
 
-const std::vector<std::string>& supported_onnx_ops() {
-  static const std::vector<std::string> ops = {
-      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater", "Where",
-      "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Neg", "Abs", "Clip", "Gelu",
-      "MatMul", "Gemm", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
-      "BatchNormalization", "LayerNormalization", "Softmax", "LogSoftmax", "Flatten", "Reshape",
-      "Transpose", "Unsqueeze", "Squeeze", "Concat", "Slice", "Split", "Expand", "Gather", "Cast",
-      "Shape", "Constant", "ConstantOfShape", "Identity", "Dropout", "ReduceMean", "ReduceSum",
-      "Pad"};
-  return ops;
-}
-
 std::optional<DType> dtype_from_onnx(int64_t code) {
   switch (code) {
     case onnx::TensorProto::FLOAT: return DType::Float32;

@@ -36,7 +36,8 @@ namespace ember::converter {
 inline constexpr int64_t kMinOnnxOpset = 11;
 inline constexpr int64_t kMaxOnnxOpset = 17;
 
-// The ONNX op types the importer accepts (default domain).
+// The ONNX op types the importer accepts (default domain): those of the
+// converter's ONNX op table (converter/lower.cc).
 const std::vector<std::string>& supported_onnx_ops();
 
 // Runs ONNX shape inference on `model` in place (what import_onnx does first).

@@ -41,10 +41,10 @@ for a in "$@"; do
 done
 [[ -n "$name" ]] || usage
 
-# Look NAME up in ops.def: RT_OP(Camel, snake, ...).
+# Look NAME up in ops.def: RT_OP(Camel, snake, ...) or RT_UNARY(Camel, snake, ...).
 entry=$(awk -v n="$(printf '%s' "$name" | tr 'A-Z' 'a-z')" '
-  /^[ \t]*RT_OP\(/ {
-    s = $0; sub(/^[ \t]*RT_OP\([ \t]*/, "", s)
+  /^[ \t]*RT_(OP|UNARY)\(/ {
+    s = $0; sub(/^[ \t]*RT_(OP|UNARY)\([ \t]*/, "", s)
     split(s, f, /[ \t]*,[ \t]*/)
     if (tolower(f[1]) == n || tolower(f[2]) == n) { print f[1], f[2]; exit }
   }' runtime/graph/ops.def)

@@ -1,5 +1,7 @@
 #include "converter/cli/commands.h"
 
+#include "runtime/backend/backend.h"
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -12,7 +14,7 @@
 #include <system_error>
 
 #include "converter/cli/model_io.h"
-#include "kernels/vulkan/context.h"
+#include "runtime/backend/backend.h"
 #include "runtime/core/error.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/thread_pool.h"
@@ -364,8 +366,10 @@ Diag inspect(const InspectArgs& args, std::ostream& out) {
 // --- devices -------------------------------------------------------------------
 
 Diag devices(std::ostream& out) {
-  Result<std::vector<std::string>> names = vk::Context::list_devices();
-  if (!names.ok()) return Diag{names.status(), vk::Context::why()};
+  Backend* backend = get_backend(DeviceType::Vulkan);
+  if (backend == nullptr) return Diag{Status::NotSupported, "ember is not built with support for vulkan devices"};
+  Result<std::vector<std::string>> names = backend->devices();
+  if (!names.ok()) return Diag{names.status(), backend->last_error()};
   out << "vulkan devices (in selection order; --device vulkan:N picks one):\n";
   for (size_t i = 0; i < names->size(); ++i) out << "  " << i << ": " << names.get()[i] << "\n";
   return Diag::success();

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "kernels/vulkan/context.h"
+#include "runtime/backend/backend.h"
 #include "runtime/core/error.h"
 #include "runtime/model/npy.h"
 #include "runtime/ops/ops.h"
@@ -77,9 +77,11 @@ Expected<ExecutorOptions> executor_options(const std::string& device, bool allow
                 "convert with --weights fp16 for fp16 weights)");
   if (dev.is_cpu() && allow_fallback)
     return diag(Status::InvalidArgument, "--allow-fallback needs a device other than cpu");
-  if (dev.type() == DeviceType::Vulkan && dev.has_index()) {
-    if (vk::Context::select_device(std::to_string(dev.index())) != Status::Ok)
-      return diag(Status::InvalidArgument, "--device ", device, ": ", vk::Context::why());
+  if (!dev.is_cpu() && dev.has_index()) {
+    Backend* backend = get_backend(dev.type());
+    if (backend == nullptr || backend->select_device(std::to_string(dev.index())) != Status::Ok)
+      return diag(Status::InvalidArgument, "--device ", device, ": ",
+                  backend == nullptr ? "not available in this build" : backend->last_error());
   }
   return options;
 }

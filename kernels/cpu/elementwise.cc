@@ -2,6 +2,7 @@
 // operand broadcast by stride 0) run a flat loop the compiler vectorizes for
 // each ISA clone, split across threads; other layouts use the reference loops.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -107,19 +108,37 @@ Status binary_f32(Span<const TensorView> in, Span<TensorView> out) {
   return Status::Ok;
 }
 
-// The float32 unary functions with a vectorizable form.
-struct ReluF {
-  float operator()(float x) const { return x > 0.0f || x != x ? x : 0.0f; }
-};
-struct ExpF {
-  float operator()(float x) const { return fast_exp(x); }
-};
-struct SigmoidF {
-  float operator()(float x) const { return 1.0f / (1.0f + fast_exp(-x)); }
-};
-struct SiluF {
-  float operator()(float x) const { return x / (1.0f + fast_exp(-x)); }
-};
+}  // namespace
+
+// The helpers the formulas of ops.def's RT_UNARY lines may call, for the
+// float32 vector loops: branch-free forms GCC vectorizes (exp: vec_math.h's
+// polynomial; the others as the reference kernels compute them).
+namespace math {
+using std::cos;
+using std::erf;
+using std::log;
+using std::sin;
+using std::sqrt;
+using std::tanh;
+using ref::wrap_sub;
+using ref::math::abs_value;
+inline float exp(float x) { return fast_exp(x); }
+inline bool is_nan(float x) { return x != x; }
+
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, dtypes, inputs, formula, ...) \
+  struct Name##F {                                         \
+    float operator()(float x) const {                      \
+      using T = float;                                     \
+      return static_cast<T>(formula);                      \
+    }                                                      \
+  };
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+}  // namespace math
+
+namespace {
 
 template <typename Op>
 RT_SIMD_CLONES void unary_loop(float* __restrict out, const float* __restrict x, int64_t n) {
@@ -153,15 +172,15 @@ RT_BINARY_F32(maximum_f32, MaxF, MaximumOp)
 RT_BINARY_F32(minimum_f32, MinF, MinimumOp)
 #undef RT_BINARY_F32
 
-#define RT_UNARY_F32(fn, Fast, Ref)                                                           \
-  Status fn(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
-    return unary_f32<Fast, ref::Ref>(in, out);                                               \
+// One float32 kernel per RT_UNARY line of ops.def.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, ...)                                                                       \
+  Status name##_f32(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
+    return unary_f32<math::Name##F, ref::Name##Op>(in, out);                                            \
   }
-RT_UNARY_F32(relu_f32, ReluF, ReluOp)
-RT_UNARY_F32(exp_f32, ExpF, ExpOp)
-RT_UNARY_F32(sigmoid_f32, SigmoidF, SigmoidOp)
-RT_UNARY_F32(silu_f32, SiluF, SiluOp)
-#undef RT_UNARY_F32
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
 
 // Copy: same-dtype contiguous copies are a parallel memcpy.
 Status copy(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {

@@ -5,25 +5,15 @@
 
 namespace ember::ref {
 
-#define RT_UNARY_KERNEL(fn, Op, types)                                                   \
-  Status fn(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,      \
-            const OpParams&) {                                                           \
-    return unary<Op, types>(in, out);                                                    \
+// One kernel per RT_UNARY line of ops.def.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, dtypes, ...)                                                           \
+  Status name(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
+    return unary<Name##Op, dtypes>(in, out);                                                        \
   }
-RT_UNARY_KERNEL(neg, NegOp, kNumericTypes)
-RT_UNARY_KERNEL(abs, AbsOp, kNumericTypes)
-RT_UNARY_KERNEL(exp, ExpOp, kFloatingTypes)
-RT_UNARY_KERNEL(log, LogOp, kFloatingTypes)
-RT_UNARY_KERNEL(sqrt, SqrtOp, kFloatingTypes)
-RT_UNARY_KERNEL(rsqrt, RsqrtOp, kFloatingTypes)
-RT_UNARY_KERNEL(sin, SinOp, kFloatingTypes)
-RT_UNARY_KERNEL(cos, CosOp, kFloatingTypes)
-RT_UNARY_KERNEL(tanh, TanhOp, kFloatingTypes)
-RT_UNARY_KERNEL(sigmoid, SigmoidOp, kFloatingTypes)
-RT_UNARY_KERNEL(relu, ReluOp, kNumericTypes)
-RT_UNARY_KERNEL(silu, SiluOp, kFloatingTypes)
-RT_UNARY_KERNEL(erf, ErfOp, kFloatingTypes)
-#undef RT_UNARY_KERNEL
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
 
 Status gelu(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<GeluParams>(&params);

@@ -48,44 +48,40 @@ inline T wrap_mul(T a, T b) {
   }
 }
 
-// --- unary -------------------------------------------------------------------
-struct NegOp {
-  template <typename T> T operator()(T x) const { return wrap_sub(T(0), x); }
-};
-struct AbsOp {
-  template <typename T> T operator()(T x) const {
-    if constexpr (std::is_unsigned_v<T>) return x;
-    else if constexpr (std::is_integral_v<T>) return x < 0 ? wrap_sub(T(0), x) : x;
-    else return std::abs(x);
-  }
-};
-struct ExpOp {
-  template <typename T> T operator()(T x) const { return std::exp(x); }
-};
-struct LogOp {
-  template <typename T> T operator()(T x) const { return std::log(x); }
-};
-struct SqrtOp {
-  template <typename T> T operator()(T x) const { return std::sqrt(x); }
-};
-struct RsqrtOp {
-  template <typename T> T operator()(T x) const { return T(1) / std::sqrt(x); }
-};
-struct SinOp {
-  template <typename T> T operator()(T x) const { return std::sin(x); }
-};
-struct CosOp {
-  template <typename T> T operator()(T x) const { return std::cos(x); }
-};
-struct TanhOp {
-  template <typename T> T operator()(T x) const { return std::tanh(x); }
-};
-struct SigmoidOp {
-  template <typename T> T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); }
-};
-struct ReluOp {
-  template <typename T> T operator()(T x) const { return is_nan(x) || x > T(0) ? x : T(0); }
-};
+// --- unary ---------------------------------------------------------------------
+// The helpers the formulas of ops.def's RT_UNARY lines may call, for the
+// reference kernels (the C++ standard library's functions).
+namespace math {
+using std::cos;
+using std::erf;
+using std::exp;
+using std::log;
+using std::sin;
+using std::sqrt;
+using std::tanh;
+using ref::is_nan;
+using ref::wrap_sub;
+template <typename T>
+inline T abs_value(T x) {
+  if constexpr (std::is_unsigned_v<T>) return x;
+  else if constexpr (std::is_integral_v<T>) return x < 0 ? wrap_sub(T(0), x) : x;
+  else return std::abs(x);
+}
+}  // namespace math
+
+// One functor per RT_UNARY line: NameOp{}(x) = its formula on the compute type.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, dtypes, inputs, formula, ...)               \
+  struct Name##Op {                                                      \
+    template <typename T> T operator()(T x) const {                      \
+      using namespace math;                                              \
+      return static_cast<T>(formula);                                    \
+    }                                                                    \
+  };
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+
 struct GeluOp {
   template <typename T> T operator()(T x) const {
     return T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2)));
@@ -96,12 +92,6 @@ struct GeluTanhOp {
     const T inner = T(M_2_SQRTPI * M_SQRT1_2) * (x + T(0.044715) * x * x * x);
     return T(0.5) * x * (T(1) + std::tanh(inner));
   }
-};
-struct SiluOp {
-  template <typename T> T operator()(T x) const { return x / (T(1) + std::exp(-x)); }
-};
-struct ErfOp {
-  template <typename T> T operator()(T x) const { return std::erf(x); }
 };
 struct ClampOp {
   // Bounds in the compute type; NaN inputs propagate, as in PyTorch.

@@ -63,6 +63,8 @@ class VulkanBackend final : public Backend {
     return c->flush();
   }
   std::string last_error() const override { return vk::Context::why(); }
+  Result<std::vector<std::string>> devices() override { return vk::Context::list_devices(); }
+  Status select_device(const std::string& spec) override { return vk::Context::select_device(spec); }
 };
 
 }  // namespace

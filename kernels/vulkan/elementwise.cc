@@ -12,12 +12,10 @@ namespace ember::vk {
 
 namespace {
 
-// shaders/unary.glsl: OP_*
-enum UnaryOp : uint32_t {
-  kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kRelu, kGelu, kGeluTanh, kSilu, kErf, kClamp,
-};
-// shaders/binary.glsl: OP_*
-enum BinaryOp : uint32_t { kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kEq, kNe, kLt, kLe, kGt, kGe };
+// The shaders' OP codes are the OpKind ids (shaders/ops.glsl is generated
+// from ops.def); gelu's tanh approximation is the one extra code.
+constexpr uint32_t op_code(OpKind op) { return static_cast<uint32_t>(op); }
+constexpr uint32_t kGeluTanh = kNumOps;  // shaders/unary.glsl: OP_GELU_TANH
 
 struct UnaryPush {
   ElemLayout<2> layout;
@@ -59,7 +57,7 @@ void bound_bits(DType t, const Scalar& s, uint32_t* lo, uint32_t* hi) {
 }
 
 Status binary(const char* name, uint32_t op, Span<const TensorView> in, Span<TensorView> out) {
-  const bool compare = op >= kEq;
+  const bool compare = op >= op_code(OpKind::Eq) && op <= op_code(OpKind::Ge);
   if (in[0].dtype != in[1].dtype || out[0].dtype != (compare ? DType::Bool : in[0].dtype)) {
     Context::set_why(std::string("vulkan ") + name + ": the inputs' and output's dtypes do not match");
     return Status::DTypeMismatch;
@@ -72,29 +70,20 @@ Status binary(const char* name, uint32_t op, Span<const TensorView> in, Span<Ten
 
 }  // namespace
 
-#define EMBER_VK_UNARY(fn, op)                                                                      \
-  Status fn(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
-    return unary(#fn, op, in, out);                                                                 \
+// One kernel per RT_UNARY line of ops.def (the formula is in shaders/ops.glsl).
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, ...)                                                                   \
+  Status name(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
+    return unary(#name, op_code(OpKind::Name), in, out);                                            \
   }
-EMBER_VK_UNARY(neg, kNeg)
-EMBER_VK_UNARY(abs, kAbs)
-EMBER_VK_UNARY(exp, kExp)
-EMBER_VK_UNARY(log, kLog)
-EMBER_VK_UNARY(sqrt, kSqrt)
-EMBER_VK_UNARY(rsqrt, kRsqrt)
-EMBER_VK_UNARY(sin, kSin)
-EMBER_VK_UNARY(cos, kCos)
-EMBER_VK_UNARY(tanh, kTanh)
-EMBER_VK_UNARY(sigmoid, kSigmoid)
-EMBER_VK_UNARY(relu, kRelu)
-EMBER_VK_UNARY(silu, kSilu)
-EMBER_VK_UNARY(erf, kErf)
-#undef EMBER_VK_UNARY
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
 
 Status gelu(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<GeluParams>(&params);
   if (p == nullptr) return Status::InvalidArgument;
-  return unary("gelu", p->tanh_approximation ? kGeluTanh : kGelu, in, out);
+  return unary("gelu", p->tanh_approximation ? kGeluTanh : op_code(OpKind::Gelu), in, out);
 }
 
 Status clamp(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
@@ -105,26 +94,26 @@ Status clamp(const KernelContext&, Span<const TensorView> in, Span<TensorView> o
   push.has_max = p->has_max ? 1 : 0;
   if (p->has_min) bound_bits(in[0].dtype, p->min, &push.min_lo, &push.min_hi);
   if (p->has_max) bound_bits(in[0].dtype, p->max, &push.max_lo, &push.max_hi);
-  return unary("clamp", kClamp, in, out, push);
+  return unary("clamp", op_code(OpKind::Clamp), in, out, push);
 }
 
 #define EMBER_VK_BINARY(fn, op)                                                                     \
   Status fn(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
     return binary(#fn, op, in, out);                                                                \
   }
-EMBER_VK_BINARY(add, kAdd)
-EMBER_VK_BINARY(sub, kSub)
-EMBER_VK_BINARY(mul, kMul)
-EMBER_VK_BINARY(div, kDiv)
-EMBER_VK_BINARY(pow, kPow)
-EMBER_VK_BINARY(maximum, kMaximum)
-EMBER_VK_BINARY(minimum, kMinimum)
-EMBER_VK_BINARY(eq, kEq)
-EMBER_VK_BINARY(ne, kNe)
-EMBER_VK_BINARY(lt, kLt)
-EMBER_VK_BINARY(le, kLe)
-EMBER_VK_BINARY(gt, kGt)
-EMBER_VK_BINARY(ge, kGe)
+EMBER_VK_BINARY(add, op_code(OpKind::Add))
+EMBER_VK_BINARY(sub, op_code(OpKind::Sub))
+EMBER_VK_BINARY(mul, op_code(OpKind::Mul))
+EMBER_VK_BINARY(div, op_code(OpKind::Div))
+EMBER_VK_BINARY(pow, op_code(OpKind::Pow))
+EMBER_VK_BINARY(maximum, op_code(OpKind::Maximum))
+EMBER_VK_BINARY(minimum, op_code(OpKind::Minimum))
+EMBER_VK_BINARY(eq, op_code(OpKind::Eq))
+EMBER_VK_BINARY(ne, op_code(OpKind::Ne))
+EMBER_VK_BINARY(lt, op_code(OpKind::Lt))
+EMBER_VK_BINARY(le, op_code(OpKind::Le))
+EMBER_VK_BINARY(gt, op_code(OpKind::Gt))
+EMBER_VK_BINARY(ge, op_code(OpKind::Ge))
 #undef EMBER_VK_BINARY
 
 // Where: inputs a, b, condition (bool); out = condition ? a : b.

@@ -14,12 +14,17 @@ trap 'rm -rf "$tmp"' EXIT
   echo "#include \"kernels/vulkan/context.h\""
   echo "namespace ember::vk::shaders {"
 } >"$out"
+# Every folder holding a .glsl (the sources' and the generated ones') is on the include path.
+includes=()
+for src in "$@"; do
+  case "$src" in *.glsl) includes+=(-I "$(dirname "$src")") ;; esac
+done
 for src in "$@"; do
   case "$src" in *.comp) ;; *) continue ;; esac
   name=$(basename "$src" .comp)
-  glslc --target-env=vulkan1.1 -O -Werror -I "$(dirname "$src")" "$src" -o "$tmp/$name.spv"
+  glslc --target-env=vulkan1.1 -O -Werror -I "$(dirname "$src")" "${includes[@]}" "$src" -o "$tmp/$name.spv"
   spirv-val --target-env vulkan1.1 "$tmp/$name.spv"
-  glslc --target-env=vulkan1.1 -O -Werror -I "$(dirname "$src")" -mfmt=c "$src" -o "$tmp/$name.inc"
+  glslc --target-env=vulkan1.1 -O -Werror -I "$(dirname "$src")" "${includes[@]}" -mfmt=c "$src" -o "$tmp/$name.inc"
   {
     echo "alignas(4) inline constexpr uint32_t ${name}_words[] ="
     cat "$tmp/$name.inc"

@@ -101,26 +101,15 @@ Grads binary_rule(const Node& n, const Tensor& g) {
 
 Grads unary_rule(const Node& n, const Tensor& g) {
   switch (n.rule) {
-    case GradRule::Neg: return unary(n, -g);
-    case GradRule::Abs: return unary(n, g * sign(n.saved_at(0)));
-    case GradRule::Exp: return unary(n, g * n.saved_at(0));
-    case GradRule::Log: return unary(n, g / n.saved_at(0));
-    case GradRule::Sqrt: return unary(n, g / (2 * n.saved_at(0)));
-    case GradRule::Rsqrt: {
-      const Tensor y = n.saved_at(0);
-      return unary(n, -0.5 * g * y * y * y);
-    }
-    case GradRule::Sin: return unary(n, g * cos(n.saved_at(0)));
-    case GradRule::Cos: return unary(n, -g * sin(n.saved_at(0)));
-    case GradRule::Tanh: {
-      const Tensor y = n.saved_at(0);
-      return unary(n, g * (1 - y * y));
-    }
-    case GradRule::Sigmoid: {
-      const Tensor y = n.saved_at(0);
-      return unary(n, g * y * (1 - y));
-    }
-    case GradRule::Relu: return unary(n, where(n.saved_at(0) > 0, g, 0.0));
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, dtypes, inputs, formula, onnx, grad_fn, saved, backward) \
+  case GradRule::Name: {                                                             \
+    const Tensor saved = n.saved_at(0);                                              \
+    return unary(n, backward);                                                       \
+  }
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
     case GradRule::Gelu: {
       const Tensor x = n.saved_at(0);
       if (n.ints[0] == 0) {  // exact: Phi(x) + x phi(x)
@@ -135,15 +124,6 @@ Grads unary_rule(const Node& n, const Tensor& g) {
       const Tensor left_derivative = 0.5 * (1 + t);
       const Tensor right_derivative = 0.5 * x * (1 - t * t) * beta * (1 + 3 * kappa * x_sq);
       return unary(n, g * (left_derivative + right_derivative));
-    }
-    case GradRule::Silu: {
-      const Tensor x = n.saved_at(0);
-      const Tensor s = sigmoid(x);
-      return unary(n, g * s * (1 + x * (1 - s)));
-    }
-    case GradRule::Erf: {
-      const Tensor x = n.saved_at(0);
-      return unary(n, g * M_2_SQRTPI * exp(-x * x));
     }
     case GradRule::Clamp: {
       const Tensor x = n.saved_at(0);
@@ -303,11 +283,12 @@ std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g) {
     case GradRule::Add: case GradRule::Sub: case GradRule::Mul: case GradRule::Div:
     case GradRule::Pow: case GradRule::Maximum: case GradRule::Minimum: case GradRule::Where:
       return binary_rule(n, g);
-    case GradRule::Neg: case GradRule::Abs: case GradRule::Exp: case GradRule::Log:
-    case GradRule::Sqrt: case GradRule::Rsqrt: case GradRule::Sin: case GradRule::Cos:
-    case GradRule::Tanh: case GradRule::Sigmoid: case GradRule::Relu: case GradRule::Gelu:
-    case GradRule::Silu: case GradRule::Erf: case GradRule::Clamp: case GradRule::ToCopy:
-    case GradRule::Clone:
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, ...) case GradRule::Name:
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+    case GradRule::Gelu: case GradRule::Clamp: case GradRule::ToCopy: case GradRule::Clone:
       return unary_rule(n, g);
     case GradRule::Copy: {
       Grads out(2);  // the overwritten value gets no gradient

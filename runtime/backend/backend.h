@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
@@ -82,6 +83,15 @@ class Backend {
   // (optional) what went wrong in this thread's last failed call, in words
   // ("no Vulkan device found"); error messages append it.
   virtual std::string last_error() const { return {}; }
+  // (optional) the devices, in the order the backend prefers them, as
+  // "name [type]"; fails (last_error() says why) without a driver or device.
+  virtual Result<std::vector<std::string>> devices() { return std::vector<std::string>{std::string(name())}; }
+  // (optional) picks the device opened at first use: an index into devices()
+  // or a case-insensitive substring of its name.
+  virtual Status select_device(const std::string& spec) {
+    (void)spec;
+    return Status::NotSupported;
+  }
 
   // Derived from kernels(): never hand-written.
   const KernelEntry* find_kernel(OpKind op, DType dtype) const;

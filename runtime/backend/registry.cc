@@ -3,9 +3,6 @@
 #include "runtime/core/error.h"
 #include "runtime/ops/ops.h"
 #include "runtime/tensor/storage.h"
-#if RT_WITH_VULKAN
-#include "kernels/vulkan/context.h"
-#endif
 
 namespace ember {
 
@@ -46,25 +43,42 @@ void synchronize(Device device) {
               backend_error_detail(*backend));
 }
 
+namespace {
+
+Backend* backend_or_raise(DeviceType type) {
+  Backend* backend = get_backend(type);
+  EMBER_CHECK(backend != nullptr, Status::NotSupported, "ember is not built with support for ",
+              device_type_name(type), " devices");
+  return backend;
+}
+
+}  // namespace
+
+std::vector<std::string> device_names(DeviceType type) {
+  Backend* backend = backend_or_raise(type);
+  Result<std::vector<std::string>> names = backend->devices();
+  EMBER_CHECK(names.ok(), names.status(), device_type_name(type), " devices: ", backend->last_error());
+  return std::move(names.get());
+}
+
+void select_device(DeviceType type, const std::string& spec) {
+  Backend* backend = backend_or_raise(type);
+  const Status status = backend->select_device(spec);
+  EMBER_CHECK(status == Status::Ok, status, "select_device(", device_type_name(type), ", \"", spec, "\"): ",
+              backend->last_error());
+}
+
 void select_vulkan_device(const std::string& spec) {
-#if RT_WITH_VULKAN
-  const Status status = vk::Context::select_device(spec);
-  EMBER_CHECK(status == Status::Ok, status, "select_vulkan_device(\"", spec, "\"): ", vk::Context::why());
-#else
-  EMBER_CHECK(false, Status::NotSupported, "ember is not built with support for vulkan devices (select_vulkan_device(\"",
-              spec, "\"))");
-#endif
+  Backend* backend = backend_or_raise(DeviceType::Vulkan);
+  const Status status = backend->select_device(spec);
+  EMBER_CHECK(status == Status::Ok, status, "select_vulkan_device(\"", spec, "\"): ", backend->last_error());
 }
 
 std::vector<std::string> vulkan_devices() {
-#if RT_WITH_VULKAN
-  Result<std::vector<std::string>> names = vk::Context::list_devices();
-  EMBER_CHECK(names.ok(), names.status(), "vulkan_devices(): ", vk::Context::why());
+  Backend* backend = backend_or_raise(DeviceType::Vulkan);
+  Result<std::vector<std::string>> names = backend->devices();
+  EMBER_CHECK(names.ok(), names.status(), "vulkan_devices(): ", backend->last_error());
   return std::move(names.get());
-#else
-  EMBER_CHECK(false, Status::NotSupported, "ember is not built with support for vulkan devices");
-  return {};
-#endif
 }
 
 }  // namespace ember

@@ -785,24 +785,13 @@ void run_op(const Model& m, int k, const OpParams& params, const quant::PackedLi
       out[0] = full(static_shape(m, out_tensor(0), "fill"), std::get<ScalarParams>(params).value,
                     TensorOptions(declared_dtype(0)).device(device));
       break;
-#define UNARY(Name, fn)                   \
-  case OpKind::Name:                      \
-    out[0] = fn(need(0, "data"));         \
-    break;
-      UNARY(Neg, neg)
-      UNARY(Abs, abs)
-      UNARY(Exp, exp)
-      UNARY(Log, log)
-      UNARY(Sqrt, sqrt)
-      UNARY(Rsqrt, rsqrt)
-      UNARY(Sin, sin)
-      UNARY(Cos, cos)
-      UNARY(Tanh, tanh)
-      UNARY(Sigmoid, sigmoid)
-      UNARY(Relu, relu)
-      UNARY(Silu, silu)
-      UNARY(Erf, erf)
-#undef UNARY
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, ...) case OpKind::Name:
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+      out[0] = unary_op(kind, need(0, "data"));
+      break;
     case OpKind::Gelu:
       out[0] = gelu(need(0, "data"), std::get<GeluParams>(params).tanh_approximation ? "tanh" : "none");
       break;

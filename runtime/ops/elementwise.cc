@@ -195,35 +195,17 @@ Tensor& binary_(OpKind op, Tensor& self, Scalar other) {
   return binary_(op, self, scalar_tensor(other, TensorOptions(common).device(self.device())), common);
 }
 
-// Unary ops on floating values: integer and bool inputs become float32 first.
-// The node saves the input or the output, whichever its rule reads.
-Tensor unary(OpKind op, const Tensor& x, const OpParams& params = NoParams{}, bool to_float = true) {
+// A unary op: run its kernel, record its backward rule (saving the input, or
+// the output where the rule reads that). `to_float`: integer and bool inputs
+// become float32 first.
+Tensor unary(OpKind op, GradRule rule, bool save_output, const Tensor& x, const OpParams& params,
+             bool to_float) {
   Tensor out;
   {
     NoGradGuard no_grad;
     const Tensor in = to_float && !x.is_floating_point() ? x.to(kDefaultFloat) : x;
     out = empty_like(in);
     run_kernel(op, {in}, {out}, params);
-  }
-  GradRule rule;
-  bool save_output = false;
-  switch (op) {
-    case OpKind::Neg: rule = GradRule::Neg; break;
-    case OpKind::Abs: rule = GradRule::Abs; break;
-    case OpKind::Exp: rule = GradRule::Exp; save_output = true; break;
-    case OpKind::Log: rule = GradRule::Log; break;
-    case OpKind::Sqrt: rule = GradRule::Sqrt; save_output = true; break;
-    case OpKind::Rsqrt: rule = GradRule::Rsqrt; save_output = true; break;
-    case OpKind::Sin: rule = GradRule::Sin; break;
-    case OpKind::Cos: rule = GradRule::Cos; break;
-    case OpKind::Tanh: rule = GradRule::Tanh; save_output = true; break;
-    case OpKind::Sigmoid: rule = GradRule::Sigmoid; save_output = true; break;
-    case OpKind::Relu: rule = GradRule::Relu; save_output = true; break;
-    case OpKind::Gelu: rule = GradRule::Gelu; break;
-    case OpKind::Silu: rule = GradRule::Silu; break;
-    case OpKind::Erf: rule = GradRule::Erf; break;
-    case OpKind::Clamp: rule = GradRule::Clamp; break;
-    default: return out;
   }
   if (Node* n = autograd::record(rule, out, {x})) {
     n->save(save_output ? out : x);
@@ -237,7 +219,49 @@ Tensor unary(OpKind op, const Tensor& x, const OpParams& params = NoParams{}, bo
   return out;
 }
 
+// An RT_UNARY op of ops.def: its rule and saved tensor come from its line.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, dtypes, inputs, formula, onnx, grad_fn, saved, backward) \
+  Tensor name##_impl(const Tensor& x, bool to_float) {                                  \
+    return unary(OpKind::Name, GradRule::Name, #saved[0] == 'y', x, NoParams{}, to_float); \
+  }
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+
+// The generated front-ends, by the line's input policy (Custom ones are below).
+#define RT_UNARY_FRONT_END_Promote(name) \
+  Tensor name(const Tensor& x) { return name##_impl(x, /*to_float=*/true); }
+#define RT_UNARY_FRONT_END_Float(name)                                                          \
+  Tensor name(const Tensor& x) {                                                                \
+    EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"" #name "_cpu\" not implemented for '", \
+                dtype_legacy_name(x.dtype()), "'");                                           \
+    return name##_impl(x, /*to_float=*/false);                                                  \
+  }
+#define RT_UNARY_FRONT_END_Custom(name)
+
 }  // namespace
+
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, dtypes, inputs, ...) RT_UNARY_FRONT_END_##inputs(name)
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+
+Tensor unary_op(OpKind op, const Tensor& x) {
+  switch (op) {
+#define RT_OP(Name, name, n_in, n_out, Params) \
+  case OpKind::Name:                           \
+    break;
+#define RT_UNARY(Name, name, ...) \
+  case OpKind::Name:              \
+    return name(x);
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+  }
+  raise_error(Status::NotSupported, str_cat("\"", op_name(op), "\" is not a unary elementwise op"));
+}
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary(OpKind::Add, a, b); }
 Tensor add(const Tensor& a, Scalar b) { return binary(OpKind::Add, a, b); }
@@ -343,7 +367,7 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   p.has_max = max.has_value();
   if (min) p.min = *min;
   if (max) p.max = *max;
-  return unary(OpKind::Clamp, x.to(dtype), p, /*to_float=*/false);
+  return unary(OpKind::Clamp, GradRule::Clamp, /*save_output=*/false, x.to(dtype), p, /*to_float=*/false);
 }
 
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
@@ -354,36 +378,23 @@ Tensor neg(const Tensor& x) {
   EMBER_CHECK(x.dtype() != DType::Bool, Status::InvalidArgument,
               "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
               "invert a mask, use the `~` or `logical_not()` operator instead.");
-  return unary(OpKind::Neg, x, NoParams{}, /*to_float=*/false);
+  return neg_impl(x, /*to_float=*/false);
 }
 Tensor abs(const Tensor& x) {
   EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"abs_cpu\" not implemented for 'Bool'");
-  return unary(OpKind::Abs, x, NoParams{}, /*to_float=*/false);
+  return abs_impl(x, /*to_float=*/false);
 }
-Tensor exp(const Tensor& x) { return unary(OpKind::Exp, x); }
-Tensor log(const Tensor& x) { return unary(OpKind::Log, x); }
-Tensor sqrt(const Tensor& x) { return unary(OpKind::Sqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary(OpKind::Rsqrt, x); }
-Tensor sin(const Tensor& x) { return unary(OpKind::Sin, x); }
-Tensor cos(const Tensor& x) { return unary(OpKind::Cos, x); }
-Tensor tanh(const Tensor& x) { return unary(OpKind::Tanh, x); }
-Tensor sigmoid(const Tensor& x) { return unary(OpKind::Sigmoid, x); }
-Tensor erf(const Tensor& x) { return unary(OpKind::Erf, x); }
 Tensor relu(const Tensor& x) {
   EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "Boolean inputs not supported for relu");
-  return unary(OpKind::Relu, x, NoParams{}, /*to_float=*/false);
-}
-Tensor silu(const Tensor& x) {
-  EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"silu_cpu\" not implemented for '",
-              dtype_legacy_name(x.dtype()), "'");
-  return unary(OpKind::Silu, x, NoParams{}, /*to_float=*/false);
+  return relu_impl(x, /*to_float=*/false);
 }
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   EMBER_CHECK(approximate == "none" || approximate == "tanh", Status::InvalidArgument,
               "approximate argument must be either none or tanh.");
   EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"GeluKernelImpl\" not implemented for '",
               dtype_legacy_name(x.dtype()), "'");
-  return unary(OpKind::Gelu, x, GeluParams{approximate == "tanh"}, /*to_float=*/false);
+  return unary(OpKind::Gelu, GradRule::Gelu, /*save_output=*/false, x, GeluParams{approximate == "tanh"},
+               /*to_float=*/false);
 }
 
 Tensor& Tensor::relu_() { return copy_(relu(*this)); }

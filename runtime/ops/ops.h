@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/graph/op_kind.h"
 #include "runtime/tensor/tensor.h"
 
 namespace ember {
@@ -78,21 +79,18 @@ Tensor operator>(const Tensor& a, Scalar b);
 Tensor operator>=(const Tensor& a, Scalar b);
 
 // --- elementwise: unary ---------------------------------------------------------
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor relu(const Tensor& x);
+// One front-end per RT_UNARY line of ops.def (neg, exp, relu, ...), with
+// PyTorch's dtype rules and messages.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, ...) Tensor name(const Tensor& x);
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+// The front-end of the RT_UNARY op `op` (the executor runs them by OpKind);
+// NotSupported for any other op.
+Tensor unary_op(OpKind op, const Tensor& x);
 // approximate: "none" (exact, erf) or "tanh".
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");
-Tensor silu(const Tensor& x);
-Tensor erf(const Tensor& x);
 
 // --- reductions (runtime/ops/reduce.cc) -----------------------------------------
 // An empty dim list reduces over every dimension, as in PyTorch.
@@ -186,6 +184,14 @@ Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode = "constant",
 // a no-op on the CPU. Vulkan ops are recorded and submitted when the host
 // needs their results, so timing code calls this.
 void synchronize(Device device);
+// The devices of a backend, in the order it prefers them, as "name [type]"
+// (CPU: one); raises when ember is built without it or it has no driver or
+// device, with the backend's reason.
+std::vector<std::string> device_names(DeviceType type);
+// Picks the device of a backend ember opens on first use: an index into
+// device_names() or a case-insensitive substring of a name. Raises once the
+// device is open or when the backend has no choice of devices.
+void select_device(DeviceType type, const std::string& spec);
 // Picks the Vulkan device ember opens on first use: an index into
 // vulkan_devices() or a case-insensitive substring of its name (the
 // environment variable EMBER_VULKAN_DEVICE does the same). Raises once the

@@ -313,6 +313,8 @@ def op_models(zoo, only):
     t("op_log", lambda m, x: torch.log(x), [pos(2, 5)])
     t("op_sqrt", lambda m, x: torch.sqrt(x), [pos(2, 5)])
     t("op_erf", lambda m, x: torch.erf(x), [r(2, 5)])
+    t("op_sin", lambda m, x: torch.sin(x), [r(2, 5) * 3])
+    t("op_cos", lambda m, x: torch.cos(x), [r(2, 5) * 3])
     t("op_neg", lambda m, x: -x, [r(2, 5)])
     t("op_abs", lambda m, x: torch.abs(x), [r(2, 5)])
     t("op_clip_min_only", lambda m, x: torch.clamp(x, min=-0.5), [r(3, 4)])

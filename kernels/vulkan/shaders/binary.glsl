@@ -12,22 +12,10 @@ EMBER_OPERAND(0)
 EMBER_OPERAND(1)
 EMBER_OPERAND(2)
 
-// kernels/vulkan/elementwise.cc: BinaryOp
-const uint OP_ADD = 0u;
-const uint OP_SUB = 1u;
-const uint OP_MUL = 2u;
-const uint OP_DIV = 3u;
-const uint OP_POW = 4u;
-const uint OP_MAX = 5u;
-const uint OP_MIN = 6u;
-const uint OP_EQ = 7u;
-const uint OP_NE = 8u;
-const uint OP_LT = 9u;
-const uint OP_LE = 10u;
-const uint OP_GT = 11u;
-const uint OP_GE = 12u;
+// OP_<NAME>: the OpKind ids (ops.glsl, generated from runtime/graph/ops.def).
+#include "ops.glsl"
 
-bool is_compare() { return OP >= OP_EQ; }
+bool is_compare() { return OP >= OP_EQ && OP <= OP_GE; }
 
 // std::pow's special cases (C99 F.9.4.4), else exp2(b * log2|a|).
 float pow_f(float a, float b) {
@@ -60,8 +48,8 @@ float binary_f(float a, float b) {
   if (OP == OP_MUL) return a * b;
   if (OP == OP_DIV) return a / b;
   if (OP == OP_POW) return pow_f(a, b);
-  if (OP == OP_MAX) return isnan(a) ? a : isnan(b) ? b : a > b ? a : b;
-  if (OP == OP_MIN) return isnan(a) ? a : isnan(b) ? b : a < b ? a : b;
+  if (OP == OP_MAXIMUM) return isnan(a) ? a : isnan(b) ? b : a > b ? a : b;
+  if (OP == OP_MINIMUM) return isnan(a) ? a : isnan(b) ? b : a < b ? a : b;
   return 0.0;
 }
 
@@ -91,8 +79,8 @@ int binary_i(int a, int b) {
   if (OP == OP_SUB) return a - b;
   if (OP == OP_MUL) return a * b;
   if (OP == OP_POW) return pow_i(a, b);
-  if (OP == OP_MAX) return max(a, b);
-  if (OP == OP_MIN) return min(a, b);
+  if (OP == OP_MAXIMUM) return max(a, b);
+  if (OP == OP_MINIMUM) return min(a, b);
   return 0;
 }
 
@@ -122,8 +110,8 @@ int64_t binary_l(int64_t a, int64_t b) {
   if (OP == OP_SUB) return a - b;
   if (OP == OP_MUL) return a * b;
   if (OP == OP_POW) return pow_l(a, b);
-  if (OP == OP_MAX) return max(a, b);
-  if (OP == OP_MIN) return min(a, b);
+  if (OP == OP_MAXIMUM) return max(a, b);
+  if (OP == OP_MINIMUM) return min(a, b);
   return 0;
 }
 

@@ -15,24 +15,6 @@
 EMBER_OPERAND(0)
 EMBER_OPERAND(1)
 
-// kernels/vulkan/elementwise.cc: UnaryOp
-const uint OP_NEG = 0u;
-const uint OP_ABS = 1u;
-const uint OP_EXP = 2u;
-const uint OP_LOG = 3u;
-const uint OP_SQRT = 4u;
-const uint OP_RSQRT = 5u;
-const uint OP_SIN = 6u;
-const uint OP_COS = 7u;
-const uint OP_TANH = 8u;
-const uint OP_SIGMOID = 9u;
-const uint OP_RELU = 10u;
-const uint OP_GELU = 11u;
-const uint OP_GELU_TANH = 12u;
-const uint OP_SILU = 13u;
-const uint OP_ERF = 14u;
-const uint OP_CLAMP = 15u;
-
 // erf: the Taylor series below 0.5 (relative error < 1e-8 there), else
 // 1 - erfc with Numerical Recipes' erfcc (fractional error < 1.2e-7).
 float erf_(float x) {
@@ -65,48 +47,52 @@ float tanh_(float x) {
           3.33332819422e-1);
 }
 
+// The helpers ops.def's RT_UNARY formulas call (see the C++ ones in
+// kernels/ref/elementwise_ops.h), then the formulas (ops.glsl, generated).
+bool is_nan(float x) { return isnan(x); }
+bool is_nan(int x) { return false; }
+float wrap_sub(float a, float b) { return a - b; }
+int wrap_sub(int a, int b) { return a - b; }
+float abs_value(float x) { return abs(x); }
+int abs_value(int x) { return x < 0 ? 0 - x : x; }
+#if EMBER_EXT
+bool is_nan(int64_t x) { return false; }
+int64_t wrap_sub(int64_t a, int64_t b) { return a - b; }
+int64_t abs_value(int64_t x) { return x < 0 ? 0 - x : x; }
+#endif
+#define erf erf_
+#define tanh tanh_
+#define EMBER_UNARY_FORMULAS
+#include "ops.glsl"
+#undef tanh
+#undef erf
+
+// GeluParams::tanh_approximation: gelu's second code (kernels/vulkan/elementwise.cc).
+const uint OP_GELU_TANH = OP_COUNT;
+
 float unary_f(float x) {
-  if (OP == OP_NEG) return 0.0 - x;
-  if (OP == OP_ABS) return abs(x);
-  if (OP == OP_EXP) return exp(x);
-  if (OP == OP_LOG) return log(x);
-  if (OP == OP_SQRT) return sqrt(x);
-  if (OP == OP_RSQRT) return 1.0 / sqrt(x);
-  if (OP == OP_SIN) return sin(x);
-  if (OP == OP_COS) return cos(x);
-  if (OP == OP_TANH) return tanh_(x);
-  if (OP == OP_SIGMOID) return 1.0 / (1.0 + exp(-x));
-  if (OP == OP_RELU) return isnan(x) || x > 0.0 ? x : 0.0;
   if (OP == OP_GELU) return 0.5 * x * (1.0 + erf_(x * 0.70710678118654752));
   if (OP == OP_GELU_TANH) return 0.5 * x * (1.0 + tanh_(0.79788456080286536 * (x + 0.044715 * x * x * x)));
-  if (OP == OP_SILU) return x / (1.0 + exp(-x));
-  if (OP == OP_ERF) return erf_(x);
   if (OP == OP_CLAMP) {
     if (isnan(x)) return x;
     if (p.has_min != 0u && x < uintBitsToFloat(p.min_lo)) x = uintBitsToFloat(p.min_lo);
     if (p.has_max != 0u && x > uintBitsToFloat(p.max_lo)) x = uintBitsToFloat(p.max_lo);
     return x;
   }
-  return x;
+  return unary_formula_f(x);
 }
 
 int unary_i(int x) {
-  if (OP == OP_NEG) return 0 - x;
-  if (OP == OP_ABS) return x < 0 ? 0 - x : x;
-  if (OP == OP_RELU) return x > 0 ? x : 0;
   if (OP == OP_CLAMP) {
     if (p.has_min != 0u && x < int(p.min_lo)) x = int(p.min_lo);
     if (p.has_max != 0u && x > int(p.max_lo)) x = int(p.max_lo);
     return x;
   }
-  return x;
+  return unary_formula_i(x);
 }
 
 #if EMBER_EXT
 int64_t unary_l(int64_t x) {
-  if (OP == OP_NEG) return 0 - x;
-  if (OP == OP_ABS) return x < 0 ? 0 - x : x;
-  if (OP == OP_RELU) return x > 0 ? x : 0;
   if (OP == OP_CLAMP) {
     const int64_t lo = int64_t((uint64_t(p.min_hi) << 32) | uint64_t(p.min_lo));
     const int64_t hi = int64_t((uint64_t(p.max_hi) << 32) | uint64_t(p.max_lo));
@@ -114,7 +100,7 @@ int64_t unary_l(int64_t x) {
     if (p.has_max != 0u && x > hi) x = hi;
     return x;
   }
-  return x;
+  return unary_formula_l(x);
 }
 #endif
 
