@@ -1,9 +1,11 @@
 // Graph passes over the converter IR. Each returns how much it changed, so the
 // converter can report what it did; run_passes() runs them all in order.
 //
-// Constant values are computed with ember's eager ops (runtime/ops/ops.h), the
-// same front-ends and kernels the runtime uses: there is no second
-// implementation of any op here.
+// Constant values are computed with ember's eager ops (runtime/ops/ops.h) and,
+// for graph ops (Reshape, Slice, Gather, Squeeze, ...), with the executor's own
+// ONNX graph ops (runtime/model/graph_ops.h): there is no second
+// implementation of any op here. Sources: fold.cc (constants), shape_fold.cc
+// (shapes), fuse.cc (BatchNorm, activations, Conv1d), passes.cc (the rest).
 #pragma once
 
 #include <string>

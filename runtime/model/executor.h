@@ -47,22 +47,11 @@
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
 #include "runtime/model/loader.h"
+#include "runtime/model/op_state.h"
 #include "runtime/model/placement.h"
 #include "runtime/tensor/tensor.h"
 
 namespace ember {
-
-namespace sparse {
-struct CsrMatrix;
-}  // namespace sparse
-namespace quant {
-struct PackedLinear;
-struct PackedConv2d;
-}
-namespace vk {
-struct VkQuantLinear;
-struct VkSparseLinear;
-}
 
 // A graph input or output as the file declares it.
 struct IOInfo {
@@ -142,9 +131,9 @@ class Executor {
   const Model& model() const { return *model_; }
   const ExecutorOptions& options() const { return options_; }
   // Where op k runs (Placement::Device for every op on the CPU executor).
-  Placement placement(int op) const { return placement_[static_cast<size_t>(op)]; }
+  Placement placement(int op) const { return ops_[static_cast<size_t>(op)].placement; }
   // Why op k falls back to the CPU ("" unless placement(k) is Fallback).
-  const std::string& fallback_reason(int op) const { return reasons_[static_cast<size_t>(op)]; }
+  const std::string& fallback_reason(int op) const { return ops_[static_cast<size_t>(op)].reason; }
   // The ops that fall back, in op order.
   std::vector<int> fallback_ops() const;
   // "node 'fc1' (linear, float32)": an op as placement messages name it.
@@ -156,33 +145,11 @@ class Executor {
 
  private:
   friend class ExecutionContext;
-  Status prepare_sparse(std::string* error);
-  void upcast_fp16_weights();
-  Status place_nodes(std::string* error);
-  Status upload_weights(std::string* error);
-  // Packs op k's int8 or sparse Linear weight onto the Vulkan device
-  // (kernels/vulkan/quant_linear.h); "" on success, else why it cannot.
-  std::string pack_for_device(int k);
   std::shared_ptr<const Model> model_;
   ExecutorOptions options_;
-  std::vector<Placement> placement_;  // per op
-  std::vector<std::string> reasons_;  // per op: why it falls back
-  std::vector<DType> key_dtype_;      // per op: the dtype its kernels were chosen for
-  std::vector<uint8_t> host_;         // per tensor: an int64 shape value kept on the CPU
-  std::vector<Tensor> device_weights_;  // per tensor: the weight uploaded to the device (if a device op reads it)
   std::vector<IOInfo> inputs_, outputs_;
-  std::vector<int> last_use_;  // per tensor: the last op reading it (outputs: num_ops; never read: -1)
-  std::vector<OpParams> params_;  // per op, decoded once
-  std::vector<std::shared_ptr<const sparse::CsrMatrix>> packed_sparse_;  // per tensor: packed sparse Linear weights
-  std::vector<Tensor> densified_;  // per tensor: sparse weights densified for other ops
-  // Per op: the packed int8 weight of a Linear whose weight is int8 with
-  // quantization parameters (dynamic int8: packed once by create(), shared
-  // by every context); null for the other ops.
-  std::vector<std::shared_ptr<const quant::PackedLinear>> packed_;
-  std::vector<std::shared_ptr<const quant::PackedConv2d>> packed_conv_;  // likewise for Conv2d
-  // Per op, on the Vulkan device: the int8 / sparse Linear weight packed there.
-  std::vector<std::shared_ptr<const vk::VkQuantLinear>> vk_int8_;
-  std::vector<std::shared_ptr<const vk::VkSparseLinear>> vk_sparse_;
+  std::vector<OpState> ops_;          // per op (op_state.h)
+  std::vector<TensorState> tensors_;  // per tensor
 };
 
 class ExecutionContext {

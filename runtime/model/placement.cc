@@ -1,6 +1,16 @@
 #include "runtime/model/placement.h"
 
+#include <cstdio>
+
 #include "runtime/core/error.h"
+#include "runtime/model/loader.h"
+#include "runtime/model/model_access.h"
+#include "runtime/model/op_state.h"
+#include "runtime/model/weights.h"
+
+// A switch over OpKind lists every op (no default): a new op in ops.def is a
+// compile error here until its placement is decided.
+#pragma GCC diagnostic error "-Wswitch"
 
 namespace ember {
 
@@ -51,9 +61,27 @@ std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool has_bia
       if (p != nullptr && p->mode == PadMode::Constant) return {OpKind::Fill, OpKind::Copy};
       return {OpKind::Pad};
     }
-    default:
+    // One kernel of their own.
+    case OpKind::Fill:
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, ...) case OpKind::Name:
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+    case OpKind::Gelu: case OpKind::Clamp:
+    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
+    case OpKind::Maximum: case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
+    case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::Where:
+    case OpKind::Sum: case OpKind::Mean: case OpKind::Prod: case OpKind::Var: case OpKind::Norm:
+    case OpKind::Max: case OpKind::Min: case OpKind::ArgMax: case OpKind::ArgMin:
+    case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm: case OpKind::BatchNorm:
+    case OpKind::MaxPool2d: case OpKind::AvgPool2d: case OpKind::AdaptiveAvgPool2d: case OpKind::Embedding:
+    case OpKind::MaxPool2dBackward: case OpKind::AvgPool2dBackward: case OpKind::AdaptiveAvgPool2dBackward:
+    case OpKind::EmbeddingBackward: case OpKind::PadBackward:
+    case OpKind::ShapeOf:
       return {kind};
   }
+  return {kind};
 }
 
 bool reads_on_host(OpKind kind, size_t slot) {
@@ -69,9 +97,29 @@ bool reads_on_host(OpKind kind, size_t slot) {
       return slot == 0;
     case OpKind::ShapeOf:  // reads only the sizes: the input stays where it is
       return true;
-    default:
+    // Every input is data.
+    case OpKind::Copy: case OpKind::Fill:
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, ...) case OpKind::Name:
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+    case OpKind::Gelu: case OpKind::Clamp:
+    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
+    case OpKind::Maximum: case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
+    case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::Where:
+    case OpKind::Sum: case OpKind::Mean: case OpKind::Prod: case OpKind::Var: case OpKind::Norm:
+    case OpKind::Max: case OpKind::Min: case OpKind::ArgMax: case OpKind::ArgMin:
+    case OpKind::MatMul: case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm:
+    case OpKind::BatchNorm: case OpKind::Conv2d: case OpKind::MaxPool2d: case OpKind::AvgPool2d:
+    case OpKind::AdaptiveAvgPool2d: case OpKind::Embedding: case OpKind::Pad:
+    case OpKind::MaxPool2dBackward: case OpKind::AvgPool2dBackward: case OpKind::AdaptiveAvgPool2dBackward:
+    case OpKind::EmbeddingBackward: case OpKind::PadBackward:
+    case OpKind::Permute: case OpKind::Flatten: case OpKind::Squeeze: case OpKind::Unsqueeze:
+    case OpKind::Concat: case OpKind::Linear:
       return false;
   }
+  return false;
 }
 
 int key_input(OpKind kind) {
@@ -81,9 +129,30 @@ int key_input(OpKind kind) {
       return -1;
     case OpKind::Where:
       return 1;
-    default:
+    // The first input.
+    case OpKind::Copy:
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, ...) case OpKind::Name:
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+    case OpKind::Gelu: case OpKind::Clamp:
+    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
+    case OpKind::Maximum: case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
+    case OpKind::Le: case OpKind::Gt: case OpKind::Ge:
+    case OpKind::Sum: case OpKind::Mean: case OpKind::Prod: case OpKind::Var: case OpKind::Norm:
+    case OpKind::Max: case OpKind::Min: case OpKind::ArgMax: case OpKind::ArgMin:
+    case OpKind::MatMul: case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm:
+    case OpKind::BatchNorm: case OpKind::Conv2d: case OpKind::MaxPool2d: case OpKind::AvgPool2d:
+    case OpKind::AdaptiveAvgPool2d: case OpKind::Embedding: case OpKind::Pad:
+    case OpKind::MaxPool2dBackward: case OpKind::AvgPool2dBackward: case OpKind::AdaptiveAvgPool2dBackward:
+    case OpKind::EmbeddingBackward: case OpKind::PadBackward:
+    case OpKind::Reshape: case OpKind::Permute: case OpKind::Flatten: case OpKind::Squeeze:
+    case OpKind::Unsqueeze: case OpKind::Concat: case OpKind::Split: case OpKind::Slice: case OpKind::Gather:
+    case OpKind::Expand: case OpKind::ShapeOf: case OpKind::Linear:
       return 0;
   }
+  return 0;
 }
 
 std::string node_unsupported_reason(const Backend& backend, OpKind kind, const OpParams& params, bool has_bias,
@@ -103,6 +172,96 @@ std::string node_unsupported_reason(const Backend& backend, OpKind kind, const O
   }
   if (missing.empty()) return {};
   return str_cat("not implemented for ", device, " (no ", dtype_name(key), " kernel for ", missing, ")");
+}
+
+std::string describe_op(const Model& m, int k, DType key) {
+  return str_cat("node '", fb_str(m.op(k).name()), "' (", op_name(m.op_kind(k)), ", ", dtype_name(key), ")");
+}
+
+namespace {
+
+// The dtype a value has when the ops read it (upcast fp16 weights and
+// densified sparse weights are float32).
+DType value_dtype(const Model& m, const std::vector<TensorState>& tensors, int32_t t) {
+  const Tensor& d = tensors[static_cast<size_t>(t)].densified;
+  return d.defined() ? d.dtype() : m.tensor_dtype(t);
+}
+
+// Places op k: Host (shape arithmetic), Device, or Fallback with its reason.
+void place_op(const Model& m, int k, const Backend& backend, bool fp16, std::vector<OpState>& ops,
+              std::vector<TensorState>& tensors) {
+  OpState& op = ops[static_cast<size_t>(k)];
+  const OpKind kind = m.op_kind(k);
+  const auto* in = m.op(k).inputs();
+  const auto* out = m.op(k).outputs();
+  bool any_input = false, all_host = true, device_inputs = false;
+  for (uint32_t j = 0; j < vlen(in); ++j) {
+    const int32_t t = in->Get(j);
+    if (t < 0) continue;
+    any_input = true;
+    all_host = all_host && tensors[static_cast<size_t>(t)].host;
+    device_inputs = device_inputs || !reads_on_host(kind, j);
+  }
+  const int ki = key_input(kind);
+  DType key = ki >= 0 && static_cast<uint32_t>(ki) < vlen(in) && in->Get(static_cast<uint32_t>(ki)) >= 0
+                  ? value_dtype(m, tensors, in->Get(static_cast<uint32_t>(ki)))
+                  : (vlen(out) > 0 && out->Get(0) >= 0 ? m.tensor_dtype(out->Get(0)) : DType::Float32);
+  if (fp16 && key == DType::Float32) key = DType::Float16;
+  op.key_dtype = key;
+  if (kind == OpKind::ShapeOf || (any_input && all_host)) {
+    op.placement = Placement::Host;
+    for (uint32_t j = 0; j < vlen(out); ++j) {
+      if (out->Get(j) >= 0) tensors[static_cast<size_t>(out->Get(j))].host = true;
+    }
+    return;
+  }
+  const bool int8 = op.packed != nullptr || op.packed_conv != nullptr;
+  const bool sparse = kind == OpKind::Linear && vlen(in) > 1 && in->Get(1) >= 0 &&
+                      tensors[static_cast<size_t>(in->Get(1))].packed_sparse != nullptr;
+  const bool has_bias = vlen(in) > 2 && in->Get(2) >= 0;
+  const DeviceType device = backend.device_type();
+  std::string why = int8 || sparse ? pack_for_device(m, k, device, op, tensors) : std::string();
+  if (why.empty()) why = node_unsupported_reason(backend, kind, op.params, has_bias, device_inputs, key);
+  if (why.empty()) return;
+  op.placement = Placement::Fallback;
+  op.reason = why;
+}
+
+}  // namespace
+
+Status place_ops(const Model& m, DeviceType device, bool fp16, bool allow_fallback, bool log_fallback,
+                 std::vector<OpState>& ops, std::vector<TensorState>& tensors, std::string* error) {
+  Backend* backend = get_backend(device);
+  if (backend == nullptr)
+    return report_error(error, Status::NotSupported, "ember is not built with support for ",
+                        device_type_name(device), " devices");
+  for (int t = 0; t < m.num_tensors(); ++t) {
+    const DType d = m.tensor_dtype(t);
+    if (m.weight(t).defined() && m.tensor(t).sparse() == nullptr && (d == DType::Int64 || d == DType::Int32))
+      tensors[static_cast<size_t>(t)].host = true;
+  }
+  int first_bad = -1, n_bad = 0;
+  for (int k = 0; k < m.num_ops(); ++k) {
+    place_op(m, k, *backend, fp16, ops, tensors);
+    if (ops[static_cast<size_t>(k)].placement != Placement::Fallback) continue;
+    if (first_bad < 0) first_bad = k;
+    ++n_bad;
+  }
+  if (n_bad > 0 && !allow_fallback) {
+    const OpState& bad = ops[static_cast<size_t>(first_bad)];
+    return report_error(error, Status::NotSupported, describe_op(m, first_bad, bad.key_dtype), ": ", bad.reason,
+                        n_bad > 1 ? str_cat("; ", n_bad - 1, " more node", n_bad > 2 ? "s" : "", " cannot run on ",
+                                            backend->name())
+                                  : std::string(),
+                        " (allow_fallback, ember's --allow-fallback, runs such nodes on the CPU)");
+  }
+  for (int k = 0; k < m.num_ops() && log_fallback; ++k) {
+    const OpState& op = ops[static_cast<size_t>(k)];
+    if (op.placement != Placement::Fallback) continue;
+    std::fprintf(stderr, "ember: %s runs on the CPU: %s\n", describe_op(m, k, op.key_dtype).c_str(),
+                 op.reason.c_str());
+  }
+  return Status::Ok;
 }
 
 }  // namespace ember

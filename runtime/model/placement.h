@@ -14,10 +14,15 @@
 #include <vector>
 
 #include "runtime/backend/backend.h"
+#include "runtime/core/status.h"
 #include "runtime/graph/op_kind.h"
 #include "runtime/graph/op_params.h"
 
 namespace ember {
+
+class Model;
+struct OpState;
+struct TensorState;
 
 enum class Placement : uint8_t {
   Device,    // on the executor's device
@@ -45,8 +50,20 @@ int key_input(OpKind kind);
 
 // "" when `backend` runs a node of `kind` at dtype `key`; otherwise why not,
 // e.g. "not implemented for vulkan (no kernel for matmul, add at float32)".
-// (Linear/Conv2d with int8 or sparse weights: Executor::pack_for_device.)
+// (Linear/Conv2d with int8 or sparse weights: pack_for_device, weights.h.)
 std::string node_unsupported_reason(const Backend& backend, OpKind kind, const OpParams& params, bool has_bias,
                                     bool has_device_inputs, DType key);
+
+// Places every op of `m` for a device executor (Executor::create): sets
+// ops[k].placement, reason and key_dtype, tensors[t].host (int64 shape
+// values), and packs int8 / sparse Linear weights on the device. Unless
+// `allow_fallback`, a node the device cannot run is NotSupported, naming the
+// first one; with `log_fallback`, one stderr line per fallback node.
+// `fp16`: float32 values are float16 on the device (Precision::Float16).
+Status place_ops(const Model& m, DeviceType device, bool fp16, bool allow_fallback, bool log_fallback,
+                 std::vector<OpState>& ops, std::vector<TensorState>& tensors, std::string* error);
+
+// "node 'fc1' (linear, float32)": op k as placement messages name it.
+std::string describe_op(const Model& m, int k, DType key);
 
 }  // namespace ember

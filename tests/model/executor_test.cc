@@ -366,13 +366,65 @@ TEST_CASE("graph op: slice clamping, negative starts, axes and steps") {
   const Tensor in2 = arange_f(12, {3, 4});
   check_equal(run_once(g2, {in2})[0], tensor({{4.f, 6.f}, {8.f, 10.f}}));
 
-  Graph neg;
-  const int nx = neg.input("x", {10});
-  const int ny = neg.act("y", {-1});
-  neg.op(OpKind::Slice, {nx, neg.ints("s", {5}), neg.ints("e", {0}), -1, neg.ints("steps", {-1})}, {ny}, "rev");
-  neg.output(ny);
-  ExecutionContext ctx(neg.build());
-  run_error(ctx, {in}, Status::NotSupported, "node 'rev' (slice): slice with a negative step (-1) is not supported");
+  Graph zero;
+  const int zx = zero.input("x", {10});
+  const int zy = zero.act("y", {-1});
+  zero.op(OpKind::Slice, {zx, zero.ints("s", {5}), zero.ints("e", {0}), -1, zero.ints("steps", {0})}, {zy}, "z");
+  zero.output(zy);
+  ExecutionContext ctx(zero.build());
+  run_error(ctx, {in}, Status::InvalidArgument, "node 'z' (slice): Slice with a step of 0");
+}
+
+TEST_CASE("graph op: slice with negative steps follows ONNX (start and end clamped walking down)") {
+  const int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  const Tensor in = arange_f(10, {10});
+  // data [0..9], starts [-1], steps [-2]: ends -11 and INT64_MIN both reach index 0.
+  for (int64_t end : {int64_t{-11}, kMin}) {
+    Graph g;
+    const int x = g.input("x", {10});
+    const int y = g.act("y", {5});
+    g.op(OpKind::Slice, {x, g.ints("s", {-1}), g.ints("e", {end}), g.ints("a", {0}), g.ints("st", {-2})}, {y},
+         "rev2");
+    g.output(y);
+    check_equal(run_once(g, {in})[0], tensor({9.f, 7.f, 5.f, 3.f, 1.f}));
+  }
+  Graph g;
+  const int x = g.input("x", {10});
+  const int a = g.act("a", {3});
+  const int b = g.act("b", {0});
+  const int c = g.act("c", {2});
+  g.op(OpKind::Slice, {x, g.ints("s1", {5}), g.ints("e1", {2}), -1, g.ints("t1", {-1})}, {a}, "down");
+  g.op(OpKind::Slice, {x, g.ints("s2", {1}), g.ints("e2", {3}), -1, g.ints("t2", {-1})}, {b}, "empty");
+  g.op(OpKind::Slice, {x, g.ints("s3", {kMax}), g.ints("e3", {-5}), -1, g.ints("t3", {-2})}, {c}, "clamped");
+  g.output(a);
+  g.output(b);
+  g.output(c);
+  std::vector<Tensor> out = run_once(g, {in});
+  check_equal(out[0], tensor({5.f, 4.f, 3.f}));
+  CHECK(out[1].sizes() == Shape{0});
+  check_equal(out[2], tensor({9.f, 7.f}));  // start clamped to 9, end -5 -> 5
+
+  // steps -1 along each axis of a 2-D tensor (torch.flip's export), and both at once.
+  const Tensor in2 = arange_f(12, {3, 4});
+  Graph g2;
+  const int x2 = g2.input("x", {3, 4});
+  const int r0 = g2.act("r0", {3, 4});
+  const int r1 = g2.act("r1", {3, 2});
+  const int r01 = g2.act("r01", {3, 4});
+  g2.op(OpKind::Slice, {x2, g2.ints("s0", {-1}), g2.ints("e0", {kMin}), g2.ints("a0", {0}), g2.ints("t0", {-1})},
+        {r0}, "flip0");
+  g2.op(OpKind::Slice, {x2, g2.ints("s1", {-1}), g2.ints("e1", {1}), g2.ints("a1", {-1}), g2.ints("t1", {-1})},
+        {r1}, "flip1");
+  g2.op(OpKind::Slice,
+        {x2, g2.ints("s01", {-1, -1}), g2.ints("e01", {kMin, kMin}), g2.ints("a01", {1, 0}), g2.ints("t01", {-1, -1})},
+        {r01}, "flip01");
+  g2.output(r0);
+  g2.output(r1);
+  g2.output(r01);
+  std::vector<Tensor> out2 = run_once(g2, {in2});
+  check_equal(out2[0], tensor({{8.f, 9.f, 10.f, 11.f}, {4.f, 5.f, 6.f, 7.f}, {0.f, 1.f, 2.f, 3.f}}));
+  check_equal(out2[1], tensor({{3.f, 2.f}, {7.f, 6.f}, {11.f, 10.f}}));
+  check_equal(out2[2], tensor({{11.f, 10.f, 9.f, 8.f}, {7.f, 6.f, 5.f, 4.f}, {3.f, 2.f, 1.f, 0.f}}));
 }
 
 TEST_CASE("graph op: gather axis 1, negative indices, scalar index, int32 indices") {

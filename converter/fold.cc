@@ -1,0 +1,194 @@
+// Constant folding (passes.h: evaluate_node, fold_constants). Elementwise ops
+// and reductions fold through the eager front-ends (runtime/ops/ops.h); graph
+// ops (Reshape, Slice, Gather, ...) through runtime/model/graph_ops.h, the
+// very functions the executor runs, so a graph op means the same folded and
+// at run time.
+#include <limits>
+
+#include "converter/onnx_import.h"
+#include "converter/pass_util.h"
+#include "converter/passes.h"
+#include "runtime/model/graph_ops.h"
+#include "runtime/ops/ops.h"
+
+namespace ember::converter {
+namespace {
+
+Tensor softmax_like(const Node& node, const Tensor& x, bool log) {
+  const int64_t axis = node.get_int("axis", -1);
+  if (node.get_int("coerce_2d", 0) != 0) {
+    const int64_t a = wrap_dim(axis, x.dim());
+    const Tensor flat = x.reshape({-1, x.numel() == 0 ? 0 : [&] {
+                                     int64_t inner = 1;
+                                     for (int64_t d = a; d < x.dim(); ++d) inner *= x.size(d);
+                                     return inner;
+                                   }()});
+    const Tensor y = log ? log_softmax(flat, 1) : softmax(flat, 1);
+    return y.reshape(x.sizes());
+  }
+  return log ? log_softmax(x, axis) : softmax(x, axis);
+}
+
+// Each eval_* returns no tensors for an op it does not handle.
+
+// Elementwise ops, Cast, Identity and Dropout (the eager front-ends).
+std::vector<Tensor> eval_elementwise(const Node& node, const std::vector<Tensor>& in) {
+  const std::string& op = node.op_type;
+  auto input = [&](size_t i) { return i < in.size() ? in[i] : Tensor(); };
+  const Tensor x = input(0);
+  // Binary and variadic elementwise ops.
+  if (op == "Add") return {add(x, in.at(1))};
+  if (op == "Sub") return {sub(x, in.at(1))};
+  if (op == "Mul") return {mul(x, in.at(1))};
+  if (op == "Div") {
+    if (is_floating(x.dtype())) return {div(x, in.at(1))};
+    // Integer division truncates (C semantics), exact below 2^53.
+    return {div(x.to(DType::Float64), in.at(1).to(DType::Float64)).to(x.dtype())};
+  }
+  if (op == "Pow") return {pow(x, in.at(1)).to(x.dtype())};
+  if (op == "Max" || op == "Min") {
+    Tensor r = x;
+    for (size_t i = 1; i < in.size(); ++i) r = op == "Max" ? maximum(r, in[i]) : minimum(r, in[i]);
+    return {r};
+  }
+  if (op == "Equal") return {eq(x, in.at(1))};
+  if (op == "Less") return {lt(x, in.at(1))};
+  if (op == "Greater") return {gt(x, in.at(1))};
+  if (op == "Where") return {where(x, in.at(1), in.at(2))};
+  // Unary: every RT_UNARY op of ops.def with an ONNX name.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, dtypes, inputs, formula, onnx, ...) \
+  if (op == onnx) return {name(x)};
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+  if (op == "Gelu") return {gelu(x, node.get_string("approximate", "none"))};
+  if (op == "Clip") {
+    std::optional<Scalar> lo, hi;
+    if (input(1).defined()) lo = input(1).item();
+    if (input(2).defined()) hi = input(2).item();
+    return {clamp(x, lo, hi)};
+  }
+  if (op == "Cast") {
+    const auto to = dtype_from_onnx(node.get_int("to", 0));
+    EMBER_CHECK(to.has_value(), Status::NotSupported, "Cast to ONNX dtype ", node.get_int("to", 0));
+    return {x.to(*to, true)};
+  }
+  if (op == "Identity" || op == "Dropout") {
+    std::vector<Tensor> out{x};
+    if (node.outputs.size() > 1) out.push_back(ones(x.sizes(), DType::Bool));
+    return out;
+  }
+  return {};
+}
+
+// Graph ops (graph_ops.h), made contiguous to be stored as constants.
+std::vector<Tensor> eval_graph_op(const Node& node, const std::vector<Tensor>& in) {
+  const std::string& op = node.op_type;
+  auto input = [&](size_t i) { return i < in.size() ? in[i] : Tensor(); };
+  const Tensor x = input(0);
+  if (op == "Shape") {
+    return {onnx_shape(x, node.get_int("start", 0), node.get_int("end", std::numeric_limits<int64_t>::max()))};
+  }
+  if (op == "Gather") return {onnx_gather(x, in.at(1), node.get_int("axis", 0)).contiguous()};
+  if (op == "Unsqueeze") return {onnx_unsqueeze(x, ints_of(in.at(1))).contiguous()};
+  if (op == "Squeeze") return {onnx_squeeze(x, ints_of(input(1))).contiguous()};
+  if (op == "Concat") return {onnx_concat(in, node.get_int("axis", 0)).contiguous()};
+  if (op == "Reshape") return {onnx_reshape(x, ints_of(in.at(1)), node.get_int("allowzero", 0) != 0).contiguous()};
+  if (op == "Flatten") return {onnx_flatten(x, node.get_int("axis", 1)).contiguous()};
+  if (op == "Transpose") return {onnx_transpose(x, node.get_ints("perm")).contiguous()};
+  if (op == "Slice") {
+    return {onnx_slice(x, ints_of(in.at(1)), ints_of(in.at(2)), ints_of(input(3)), ints_of(input(4))).contiguous()};
+  }
+  if (op == "Split") {
+    const std::vector<int64_t> sizes = ints_of(input(1));
+    const int64_t n = static_cast<int64_t>(node.outputs.size());
+    std::vector<Tensor> parts = onnx_split(x, node.get_int("axis", 0), input(1).defined() ? &sizes : nullptr, n);
+    for (Tensor& p : parts) p = p.contiguous();
+    return parts;
+  }
+  if (op == "Expand") return {onnx_expand(x, ints_of(in.at(1))).contiguous()};
+  if (op == "ConstantOfShape") {
+    Tensor value = scalar_tensor(0.0, DType::Float32);
+    auto it = node.attrs.find("value");
+    if (it != node.attrs.end() && std::holds_alternative<Tensor>(it->second)) value = std::get<Tensor>(it->second);
+    return {onnx_constant_of_shape(ints_of(x), value.reshape({-1})[0].item(), value.dtype())};
+  }
+  return {};
+}
+
+// Linear algebra, softmax and reductions (the eager front-ends).
+std::vector<Tensor> eval_math(const Node& node, const std::vector<Tensor>& in) {
+  const std::string& op = node.op_type;
+  auto input = [&](size_t i) { return i < in.size() ? in[i] : Tensor(); };
+  const Tensor x = input(0);
+  if (op == "MatMul") return {matmul(x, in.at(1))};
+  if (op == "Gemm") {
+    Tensor a = node.get_int("transA", 0) ? x.t() : x;
+    Tensor b = node.get_int("transB", 0) ? in.at(1).t() : in.at(1);
+    Tensor y = mul(matmul(a, b), node.get_float("alpha", 1.0));
+    if (input(2).defined()) y = add(y, mul(input(2), node.get_float("beta", 1.0)));
+    return {y};
+  }
+  if (op == "Softmax") return {softmax_like(node, x, false)};
+  if (op == "LogSoftmax") return {softmax_like(node, x, true)};
+  if (op == "ReduceMean" || op == "ReduceSum") {
+    const std::vector<int64_t> axes = ints_of(input(1));
+    const bool keep = node.get_int("keepdims", 1) != 0;
+    if (axes.empty() && node.get_int("noop_with_empty_axes", 0) != 0) return {x};
+    if (op == "ReduceSum") return {sum(x, axes, keep, x.dtype())};
+    return {mean(x, axes, keep)};
+  }
+  return {};
+}
+
+std::vector<Tensor> eval(const Node& node, const std::vector<Tensor>& in) {
+  for (auto evaluate : {eval_elementwise, eval_graph_op, eval_math}) {
+    std::vector<Tensor> out = evaluate(node, in);
+    if (!out.empty()) return out;
+  }
+  raise_error(Status::NotSupported, "no constant evaluator for " + node.op_type);
+}
+
+}  // namespace
+
+Expected<std::vector<Tensor>> evaluate_node(const Node& node, const std::vector<Tensor>& inputs) {
+  try {
+    return eval(node, inputs);
+  } catch (const Error& e) {
+    return fail(e.status(), node.label() + ": " + e.what());
+  }
+}
+
+Expected<int> fold_constants(Graph& graph, int64_t max_elements) {
+  int folded = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    bool all_constant = true;
+    std::vector<Tensor> inputs;
+    for (int id : node.inputs) {
+      if (id >= 0 && !graph.is_constant(id)) all_constant = false;
+      inputs.push_back(id >= 0 ? graph.value(id).constant : Tensor());
+    }
+    if (!all_constant) continue;
+    auto out = evaluate_node(node, inputs);
+    if (!out.ok()) {
+      if (out.diag().status == Status::NotSupported) continue;  // left to run time
+      return out.diag();
+    }
+    if (out->size() < node.outputs.size()) return fail(Status::Internal, node.label() + ": too few outputs");
+    bool small = true;
+    for (const Tensor& t : *out) small = small && t.numel() <= max_elements;
+    if (!small) continue;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      if (node.outputs[k] >= 0) set_constant(graph.value(node.outputs[k]), (*out)[k]);
+    }
+    dead[i] = true;
+    ++folded;
+  }
+  graph.erase_nodes(dead);
+  return folded;
+}
+
+}  // namespace ember::converter

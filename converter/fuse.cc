@@ -1,0 +1,177 @@
+// Graph rewrites after folding (passes.h): BatchNorm folded into Conv/Gemm,
+// Relu/Clip fused into Conv/Gemm, 1-D Convs made 2-D.
+#include <algorithm>
+
+#include "converter/onnx_import.h"
+#include "converter/pass_util.h"
+#include "converter/passes.h"
+#include "runtime/ops/ops.h"
+
+namespace ember::converter {
+
+namespace {
+
+// The single reader of value `id` (and `id` not a graph output), or -1.
+int sole_user(const Graph& graph, int id) {
+  if (graph.is_graph_output(id)) return -1;
+  const std::vector<int> users = graph.users_of(id);
+  return users.size() == 1 ? users[0] : -1;
+}
+
+}  // namespace
+
+Expected<int> fold_batchnorm(Graph& graph) {
+  int folded = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& bn = graph.nodes[i];
+    if (bn.op_type != "BatchNormalization" || bn.inputs.size() < 5) continue;
+    if (bn.outputs.size() > 1 && std::any_of(bn.outputs.begin() + 1, bn.outputs.end(), [](int o) { return o >= 0; })) {
+      continue;  // training-mode outputs are read
+    }
+    bool params_constant = true;
+    for (size_t k = 1; k < 5; ++k) params_constant = params_constant && graph.is_constant(bn.inputs[k]);
+    if (!params_constant) continue;
+    const int p = graph.producer_of(bn.inputs[0]);
+    if (p < 0 || dead[static_cast<size_t>(p)] || sole_user(graph, bn.inputs[0]) != static_cast<int>(i)) continue;
+    Node& prod = graph.nodes[static_cast<size_t>(p)];
+    const bool is_conv = prod.op_type == "Conv";
+    if (!(is_conv || prod.op_type == "Gemm") || prod.has("activation") || prod.inputs.size() < 2) continue;
+    if (!graph.is_constant(prod.inputs[1])) continue;
+    const bool has_bias = prod.inputs.size() > 2 && prod.inputs[2] >= 0;
+    if (has_bias && !graph.is_constant(prod.inputs[2])) continue;
+    const Tensor w = graph.value(prod.inputs[1]).constant;
+    if (!is_floating(w.dtype())) continue;
+    try {
+      const Tensor scale = graph.value(bn.inputs[1]).constant, beta = graph.value(bn.inputs[2]).constant;
+      const Tensor mean = graph.value(bn.inputs[3]).constant, var = graph.value(bn.inputs[4]).constant;
+      const Tensor s = div(scale, sqrt(add(var, bn.get_float("epsilon", 1e-5))));
+      const int64_t channels = s.numel();
+      Tensor new_w, new_b;
+      if (is_conv) {
+        Shape bshape(static_cast<size_t>(w.dim()), 1);
+        bshape[0] = channels;
+        new_w = mul(w, s.reshape(bshape));
+        const Tensor b = has_bias ? graph.value(prod.inputs[2]).constant : zeros({channels}, w.dtype());
+        new_b = add(mul(sub(b, mean), s), beta);
+      } else {
+        if (prod.get_int("transA", 0) != 0 && w.dim() != 2) continue;
+        new_w = prod.get_int("transB", 0) ? mul(w, s.reshape({channels, 1})) : mul(w, s.reshape({1, channels}));
+        const double gemm_beta = prod.get_float("beta", 1.0);
+        const Tensor c = has_bias ? mul(graph.value(prod.inputs[2]).constant, gemm_beta) : zeros({channels}, w.dtype());
+        new_b = add(mul(sub(c, mean), s), beta);
+        prod.attrs["beta"] = 1.0;
+      }
+      const std::string base = prod.name.empty() ? bn.name : prod.name;
+      prod.inputs[1] = graph.add_constant(base + "/folded_weight", new_w.to(w.dtype()).contiguous());
+      const int bias_id = graph.add_constant(base + "/folded_bias", new_b.to(w.dtype()).contiguous());
+      if (has_bias) prod.inputs[2] = bias_id;
+      else prod.inputs.resize(3, bias_id), prod.inputs[2] = bias_id;
+    } catch (const Error& e) {
+      return fail(e.status(), "folding " + bn.label() + " into " + prod.label() + ": " + e.what());
+    }
+    // The producer now writes the BatchNorm's output (its name survives).
+    prod.outputs[0] = bn.outputs[0];
+    dead[i] = true;
+    ++folded;
+  }
+  graph.erase_nodes(dead);
+  return folded;
+}
+
+int fuse_activations(Graph& graph) {
+  int fused = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    Node& prod = graph.nodes[i];
+    if ((prod.op_type != "Conv" && prod.op_type != "Gemm") || prod.has("activation")) continue;
+    if (prod.outputs.empty() || prod.outputs[0] < 0) continue;
+    const int u = sole_user(graph, prod.outputs[0]);
+    if (u < 0) continue;
+    const Node& act = graph.nodes[static_cast<size_t>(u)];
+    if (act.op_type == "Relu") {
+      prod.attrs["activation"] = std::string("Relu");
+    } else if (act.op_type == "Clip" && act.inputs[0] == prod.outputs[0]) {
+      const bool lo = act.inputs.size() > 1 && act.inputs[1] >= 0;
+      const bool hi = act.inputs.size() > 2 && act.inputs[2] >= 0;
+      if ((lo && !graph.is_constant(act.inputs[1])) || (hi && !graph.is_constant(act.inputs[2]))) continue;
+      prod.attrs["activation"] = std::string("Clip");
+      if (lo) prod.attrs["activation_min"] = graph.value(act.inputs[1]).constant.item().to_double();
+      if (hi) prod.attrs["activation_max"] = graph.value(act.inputs[2]).constant.item().to_double();
+    } else {
+      continue;
+    }
+    prod.outputs[0] = act.outputs[0];
+    dead[static_cast<size_t>(u)] = true;
+    ++fused;
+  }
+  graph.erase_nodes(dead);
+  return fused;
+}
+
+int conv1d_to_conv2d(Graph& graph) {
+  std::vector<Node> nodes;
+  int rewritten = 0;
+  for (Node& node : graph.nodes) {
+    const bool conv1d = node.op_type == "Conv" && node.inputs.size() >= 2 && graph.is_constant(node.inputs[1]) &&
+                        graph.value(node.inputs[1]).constant.dim() == 3 && !node.outputs.empty() &&
+                        node.outputs[0] >= 0;
+    if (!conv1d) {
+      nodes.push_back(std::move(node));
+      continue;
+    }
+    const std::string base = node.name.empty() ? graph.value(node.outputs[0]).name : node.name;
+    const Tensor w = graph.value(node.inputs[1]).constant;
+    node.inputs[1] = graph.add_constant(base + "/weight_2d", w.unsqueeze(2).contiguous());
+    auto widen = [&](const char* attr, int64_t pad_value) {
+      if (!node.has(attr)) return;
+      const std::vector<int64_t> v = node.get_ints(attr);
+      node.attrs[attr] = std::vector<int64_t>{pad_value, v.empty() ? pad_value : v[0]};
+    };
+    widen("kernel_shape", 1);
+    widen("strides", 1);
+    widen("dilations", 1);
+    if (node.has("pads")) {
+      const std::vector<int64_t> p = node.get_ints("pads");
+      if (p.size() == 2) node.attrs["pads"] = std::vector<int64_t>{0, p[0], 0, p[1]};
+    }
+    const int axes = graph.add_constant(base + "/axis_2", tensor(std::vector<int64_t>{2}, {1}));
+    // [N, C, L] -> [N, C, 1, L] -> Conv -> [N, O, 1, L'] -> [N, O, L'].
+    auto with_dim2 = [&](int id, const std::string& name) {
+      Value v;
+      v.name = name;
+      v.dtype = graph.value(id).dtype;
+      if (graph.value(id).shape && graph.value(id).shape->size() == 3) {
+        std::vector<Dim> d = *graph.value(id).shape;
+        d.insert(d.begin() + 2, Dim::fixed(1));
+        v.shape = d;
+      }
+      return graph.add_value(std::move(v));
+    };
+    const int x4 = with_dim2(node.inputs[0], base + "/input_2d");
+    const int y3 = node.outputs[0];
+    const int y4 = with_dim2(y3, base + "/output_2d");
+    Node unsq;
+    unsq.name = base + "/to_2d";
+    unsq.op_type = "Unsqueeze";
+    unsq.kind = map_onnx_op("Unsqueeze");
+    unsq.inputs = {node.inputs[0], axes};
+    unsq.outputs = {x4};
+    Node sq;
+    sq.name = base + "/from_2d";
+    sq.op_type = "Squeeze";
+    sq.kind = map_onnx_op("Squeeze");
+    sq.inputs = {y4, axes};
+    sq.outputs = {y3};
+    node.inputs[0] = x4;
+    node.outputs[0] = y4;
+    nodes.push_back(std::move(unsq));
+    nodes.push_back(std::move(node));
+    nodes.push_back(std::move(sq));
+    ++rewritten;
+  }
+  graph.nodes = std::move(nodes);
+  return rewritten;
+}
+
+}  // namespace ember::converter

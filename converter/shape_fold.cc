@@ -1,0 +1,522 @@
+// Shape folding and shape inference (passes.h: fold_shapes, infer_missing_shapes).
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "converter/onnx_import.h"
+#include "converter/pass_util.h"
+#include "converter/passes.h"
+#include "runtime/ops/ops.h"
+
+namespace ember::converter {
+
+int fold_shapes(Graph& graph) {
+  int folded = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    if (node.outputs.empty() || node.outputs[0] < 0 || graph.is_constant(node.outputs[0])) continue;
+    if (node.op_type == "Shape" && !graph.is_constant(node.inputs[0])) {
+      const auto s = graph.value(node.inputs[0]).static_shape();
+      if (!s) continue;
+      // Evaluate on a zero-stride stand-in of that shape (no data needed).
+      auto out = evaluate_node(node, {zeros({1}).expand(*s)});
+      if (!out.ok()) continue;
+      set_constant(graph.value(node.outputs[0]), (*out)[0]);
+      dead[i] = true;
+      ++folded;
+    } else if (node.op_type == "Gather" && node.inputs.size() == 2 && graph.is_constant(node.inputs[1])) {
+      const int shape_node = graph.producer_of(node.inputs[0]);
+      if (shape_node < 0) continue;
+      const Node& sn = graph.nodes[static_cast<size_t>(shape_node)];
+      if (sn.op_type != "Shape" || sn.has("start") || sn.has("end")) continue;
+      const Value& src = graph.value(sn.inputs[0]);
+      if (!src.shape || node.get_int("axis", 0) != 0) continue;
+      const auto& dims = *src.shape;
+      const int64_t rank = static_cast<int64_t>(dims.size());
+      const Tensor idx = graph.value(node.inputs[1]).constant;
+      std::vector<int64_t> picked;
+      bool ok = true;
+      for (int64_t k : ints_of(idx)) {
+        if (k < 0) k += rank;
+        if (k < 0 || k >= rank || !dims[static_cast<size_t>(k)].is_static()) {
+          ok = false;
+          break;
+        }
+        picked.push_back(dims[static_cast<size_t>(k)].value);
+      }
+      if (!ok) continue;
+      set_constant(graph.value(node.outputs[0]), tensor(picked, idx.sizes()));
+      dead[i] = true;
+      ++folded;
+    }
+  }
+  graph.erase_nodes(dead);
+  return folded;
+}
+
+namespace {
+
+using Dims = std::vector<Dim>;
+
+std::optional<Dims> dims_of(const Graph& g, int id) {
+  if (id < 0) return std::nullopt;
+  return g.value(id).shape;
+}
+
+// A constant int tensor's values, or nullopt.
+std::optional<std::vector<int64_t>> const_ints(const Graph& g, int id) {
+  if (id < 0 || !g.is_constant(id)) return std::nullopt;
+  const Tensor& t = g.value(id).constant;
+  if (is_floating(t.dtype()) || t.dtype() == DType::Bool) return std::nullopt;
+  return t.to_vector<int64_t>();
+}
+
+// A -1 (or other negative) element of a constant shape tensor: Reshape's
+// "infer this dim". Never stored in a Value (sanitized() turns it unknown).
+const Dim kLiteralMinusOne{-2, {}};
+
+Dims sanitized(Dims d) {
+  for (Dim& x : d) {
+    if (x.value == kLiteralMinusOne.value) x = Dim{};
+  }
+  return d;
+}
+
+// What is known of the elements of a 1-D (or scalar) int value used as a
+// shape: constants, Gather(Shape(v), k) (v's dim k, perhaps a symbol),
+// Unsqueeze of such a scalar, Concat of such parts. nullopt when not even the
+// length is known.
+std::optional<Dims> shape_elements(const Graph& g, int id, int depth = 0) {
+  if (id < 0 || depth > 8) return std::nullopt;
+  if (const auto c = const_ints(g, id)) {
+    Dims out;
+    for (int64_t v : *c) out.push_back(v >= 0 ? Dim::fixed(v) : kLiteralMinusOne);
+    return out;
+  }
+  const int p = g.producer_of(id);
+  if (p >= 0) {
+    const Node& n = g.nodes[static_cast<size_t>(p)];
+    if (n.op_type == "Concat") {
+      Dims out;
+      for (int in : n.inputs) {
+        const auto part = shape_elements(g, in, depth + 1);
+        if (!part) return std::nullopt;
+        out.insert(out.end(), part->begin(), part->end());
+      }
+      return out;
+    }
+    if (n.op_type == "Unsqueeze" && n.inputs.size() == 2) {
+      const auto x = g.value(n.inputs[0]).shape;
+      if (x && x->empty()) {
+        const auto e = shape_elements(g, n.inputs[0], depth + 1);
+        return e && e->size() == 1 ? *e : Dims{Dim{}};
+      }
+    }
+    if (n.op_type == "Gather" && n.inputs.size() == 2 && n.get_int("axis", 0) == 0) {
+      const int sp = g.producer_of(n.inputs[0]);
+      const auto idx = const_ints(g, n.inputs[1]);
+      if (sp >= 0 && idx) {
+        const Node& sn = g.nodes[static_cast<size_t>(sp)];
+        const auto src = g.value(sn.inputs[0]).shape;
+        if (sn.op_type == "Shape" && !sn.has("start") && !sn.has("end") && src) {
+          const int64_t rank = static_cast<int64_t>(src->size());
+          Dims out;
+          for (int64_t k : *idx) {
+            if (k < 0) k += rank;
+            out.push_back(k >= 0 && k < rank ? (*src)[static_cast<size_t>(k)] : Dim{});
+          }
+          return out;
+        }
+      }
+    }
+  }
+  const auto d = g.value(id).shape;
+  if (d && d->empty()) return Dims{Dim{}};
+  if (d && d->size() == 1 && (*d)[0].is_static()) return Dims(static_cast<size_t>((*d)[0].value), Dim{});
+  return std::nullopt;
+}
+
+Dim broadcast_dim(const Dim& a, const Dim& b) {
+  if (a.is_static() && a.value == 1) return b;
+  if (b.is_static() && b.value == 1) return a;
+  if (a == b) return a;
+  if (a.is_static()) return a;  // b unknown or symbolic: a valid model has b == a
+  if (b.is_static()) return b;
+  return Dim{};
+}
+
+std::optional<Dims> broadcast(const std::vector<std::optional<Dims>>& shapes) {
+  Dims out;
+  for (const auto& s : shapes) {
+    if (!s) return std::nullopt;
+    if (s->size() > out.size()) out.insert(out.begin(), s->size() - out.size(), Dim::fixed(1));
+    const size_t off = out.size() - s->size();
+    for (size_t i = 0; i < s->size(); ++i) out[off + i] = broadcast_dim(out[off + i], (*s)[i]);
+  }
+  return out;
+}
+
+Dims unknown(size_t rank) { return Dims(rank, Dim{}); }
+
+// The inferred dtype and shape of one output. Each infer_* below returns no
+// entries for the ops it does not handle.
+using Out = std::pair<std::optional<DType>, std::optional<Dims>>;
+
+// Elementwise ops, Cast and Shape.
+std::vector<Out> infer_elementwise(const Graph& g, const Node& n) {
+  [[maybe_unused]] const std::string& op = n.op_type;
+  [[maybe_unused]] auto in = [&](size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
+  [[maybe_unused]] auto dtype = [&](size_t i) { return in(i) >= 0 ? g.value(in(i)).dtype : std::nullopt; };
+  [[maybe_unused]] const std::optional<Dims> x = dims_of(g, in(0));
+  [[maybe_unused]] const int64_t rank = x ? static_cast<int64_t>(x->size()) : -1;
+  static const std::set<std::string> same = {
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, dtypes, inputs, formula, onnx, ...) onnx,
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+                                             "Clip", "Gelu", "Softmax", "LogSoftmax", "Identity", "Dropout",
+                                             "LayerNormalization", "BatchNormalization"};
+  if (same.count(op)) return {Out{dtype(0), x}};
+  static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less",
+                                               "Greater", "Where"};
+  if (binary.count(op)) {
+    std::vector<std::optional<Dims>> shapes;
+    for (int id : n.inputs) shapes.push_back(dims_of(g, id));
+    std::optional<DType> dt = op == "Where" ? dtype(1) : dtype(0);
+    if (op == "Equal" || op == "Less" || op == "Greater") dt = DType::Bool;
+    return {Out{dt, broadcast(shapes)}};
+  }
+  if (op == "Cast") {
+    std::optional<DType> dt;
+    switch (n.get_int("to", 0)) {
+      case 1: dt = DType::Float32; break;
+      case 2: dt = DType::UInt8; break;
+      case 3: dt = DType::Int8; break;
+      case 5: dt = DType::Int16; break;
+      case 6: dt = DType::Int32; break;
+      case 7: dt = DType::Int64; break;
+      case 9: dt = DType::Bool; break;
+      case 10: dt = DType::Float16; break;
+      case 11: dt = DType::Float64; break;
+      case 16: dt = DType::BFloat16; break;
+      default: break;
+    }
+    return {Out{dt, x}};
+  }
+  if (op == "Shape") {
+    if (rank < 0) return {Out{DType::Int64, std::nullopt}};
+    int64_t start = n.get_int("start", 0), end = n.get_int("end", rank);
+    start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
+    end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
+    return {Out{DType::Int64, Dims{Dim::fixed(std::max<int64_t>(0, end - start))}}};
+  }
+  return {};
+}
+
+// MatMul and Gemm.
+std::vector<Out> infer_matmul(const Graph& g, const Node& n) {
+  [[maybe_unused]] const std::string& op = n.op_type;
+  [[maybe_unused]] auto in = [&](size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
+  [[maybe_unused]] auto dtype = [&](size_t i) { return in(i) >= 0 ? g.value(in(i)).dtype : std::nullopt; };
+  [[maybe_unused]] const std::optional<Dims> x = dims_of(g, in(0));
+  [[maybe_unused]] const int64_t rank = x ? static_cast<int64_t>(x->size()) : -1;
+  if (op == "MatMul") {
+    auto a = x, b = dims_of(g, in(1));
+    if (!a || !b || a->empty() || b->empty()) return {Out{dtype(0), std::nullopt}};
+    const bool a1 = a->size() == 1, b1 = b->size() == 1;
+    Dims ab(a->begin(), a->end() - (a1 ? 0 : 2)), bb(b->begin(), b->end() - (b1 ? 0 : 2));
+    if (a1) ab.clear();
+    if (b1) bb.clear();
+    auto batch = broadcast({ab, bb});
+    Dims out = *batch;
+    if (!a1) out.push_back((*a)[a->size() - 2]);
+    if (!b1) out.push_back(b->back());
+    return {Out{dtype(0), out}};
+  }
+  if (op == "Gemm") {
+    auto a = x, b = dims_of(g, in(1));
+    Dims out = unknown(2);
+    if (a && a->size() == 2) out[0] = (*a)[n.get_int("transA", 0) ? 1 : 0];
+    if (b && b->size() == 2) out[1] = (*b)[n.get_int("transB", 0) ? 0 : 1];
+    return {Out{dtype(0), out}};
+  }
+  return {};
+}
+
+// Transpose, Slice, Reshape, Flatten, Squeeze and Unsqueeze.
+std::vector<Out> infer_reshapes(const Graph& g, const Node& n) {
+  [[maybe_unused]] const std::string& op = n.op_type;
+  [[maybe_unused]] auto in = [&](size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
+  [[maybe_unused]] auto dtype = [&](size_t i) { return in(i) >= 0 ? g.value(in(i)).dtype : std::nullopt; };
+  [[maybe_unused]] const std::optional<Dims> x = dims_of(g, in(0));
+  [[maybe_unused]] const int64_t rank = x ? static_cast<int64_t>(x->size()) : -1;
+  if (op == "Transpose") {
+    if (!x) return {Out{dtype(0), std::nullopt}};
+    std::vector<int64_t> perm = n.get_ints("perm");
+    if (perm.empty()) {
+      for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+    }
+    if (static_cast<int64_t>(perm.size()) != rank) return {Out{dtype(0), std::nullopt}};
+    Dims out;
+    for (int64_t p : perm) out.push_back((*x)[static_cast<size_t>(wrap_dim(p, rank))]);
+    return {Out{dtype(0), out}};
+  }
+  if (op == "Slice") {
+    if (!x) return {Out{dtype(0), std::nullopt}};
+    Dims out = *x;
+    const auto starts = const_ints(g, in(1)), ends = const_ints(g, in(2));
+    std::optional<std::vector<int64_t>> axes = const_ints(g, in(3)), steps = const_ints(g, in(4));
+    if (in(3) < 0 && starts) {
+      axes = std::vector<int64_t>(starts->size());
+      std::iota(axes->begin(), axes->end(), 0);
+    }
+    if (!axes) return {Out{dtype(0), unknown(out.size())}};
+    for (size_t i = 0; i < axes->size(); ++i) {
+      const size_t a = static_cast<size_t>(wrap_dim((*axes)[i], rank));
+      const int64_t step = in(4) < 0 ? 1 : (steps && i < steps->size() ? (*steps)[i] : 0);
+      const Dim d = out[a];
+      out[a] = Dim{};
+      if (!starts || !ends || step <= 0 || !d.is_static() || i >= starts->size() || i >= ends->size()) continue;
+      auto clampi = [&](int64_t v) { return std::clamp(v < 0 ? v + d.value : v, int64_t{0}, d.value); };
+      const int64_t s = clampi((*starts)[i]), e = clampi((*ends)[i]);
+      out[a] = Dim::fixed(e > s ? (e - s + step - 1) / step : 0);
+    }
+    return {Out{dtype(0), out}};
+  }
+  if (op == "Reshape") {
+    const auto target = shape_elements(g, in(1));
+    if (!target) return {Out{dtype(0), std::nullopt}};
+    Dims out;
+    int64_t known = 1;
+    int minus_one = -1;
+    bool all_known = x.has_value();
+    for (size_t i = 0; i < target->size(); ++i) {
+      const Dim& t = (*target)[i];
+      if (t.is_static() && t.value == 0 && n.get_int("allowzero", 0) == 0) {
+        out.push_back(x && i < x->size() ? (*x)[i] : Dim{});
+      } else if (t.value == kLiteralMinusOne.value) {
+        minus_one = static_cast<int>(i);
+        out.push_back(Dim{});
+        continue;
+      } else {
+        out.push_back(t);
+      }
+      if (out.back().is_static()) known *= out.back().value;
+      else all_known = false;
+    }
+    if (minus_one >= 0 && all_known && known > 0) {
+      int64_t numel = 1;
+      for (const Dim& d : *x) {
+        if (!d.is_static()) numel = -1;
+        if (numel >= 0) numel *= d.value;
+      }
+      if (numel >= 0) out[static_cast<size_t>(minus_one)] = Dim::fixed(numel / known);
+    }
+    return {Out{dtype(0), out}};
+  }
+  if (op == "Flatten") {
+    Dims out = unknown(2);
+    if (x) {
+      const int64_t axis = n.get_int("axis", 1);
+      const int64_t a = axis < 0 ? axis + rank : axis;
+      int64_t outer = 1, inner = 1;
+      for (int64_t d = 0; d < rank; ++d) {
+        int64_t& p = d < a ? outer : inner;
+        const Dim& dim = (*x)[static_cast<size_t>(d)];
+        if (p >= 0) p = dim.is_static() ? p * dim.value : -1;
+      }
+      if (outer >= 0) out[0] = Dim::fixed(outer);
+      else if (a == 1) out[0] = (*x)[0];
+      if (inner >= 0) out[1] = Dim::fixed(inner);
+    }
+    return {Out{dtype(0), out}};
+  }
+  if (op == "Unsqueeze" || op == "Squeeze") {
+    const auto axes = const_ints(g, in(1));
+    if (!x || (!axes && !(op == "Squeeze" && in(1) < 0))) return {Out{dtype(0), std::nullopt}};
+    Dims out;
+    if (op == "Unsqueeze") {
+      const int64_t r = rank + static_cast<int64_t>(axes->size());
+      std::vector<bool> added(static_cast<size_t>(r), false);
+      for (int64_t a : *axes) added[static_cast<size_t>(wrap_dim(a, r))] = true;
+      size_t k = 0;
+      for (int64_t d = 0; d < r; ++d) out.push_back(added[static_cast<size_t>(d)] ? Dim::fixed(1) : (*x)[k++]);
+    } else {
+      std::vector<bool> gone(static_cast<size_t>(rank), false);
+      if (axes) {
+        for (int64_t a : *axes) gone[static_cast<size_t>(wrap_dim(a, rank))] = true;
+      } else {
+        for (int64_t d = 0; d < rank; ++d) {
+          const Dim& dim = (*x)[static_cast<size_t>(d)];
+          if (!dim.is_static()) return {Out{dtype(0), std::nullopt}};
+          gone[static_cast<size_t>(d)] = dim.value == 1;
+        }
+      }
+      for (int64_t d = 0; d < rank; ++d) {
+        if (!gone[static_cast<size_t>(d)]) out.push_back((*x)[static_cast<size_t>(d)]);
+      }
+    }
+    return {Out{dtype(0), out}};
+  }
+  return {};
+}
+
+// Concat, Split, Gather, Expand and ConstantOfShape.
+std::vector<Out> infer_combine(const Graph& g, const Node& n) {
+  [[maybe_unused]] const std::string& op = n.op_type;
+  [[maybe_unused]] auto in = [&](size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
+  [[maybe_unused]] auto dtype = [&](size_t i) { return in(i) >= 0 ? g.value(in(i)).dtype : std::nullopt; };
+  [[maybe_unused]] const std::optional<Dims> x = dims_of(g, in(0));
+  [[maybe_unused]] const int64_t rank = x ? static_cast<int64_t>(x->size()) : -1;
+  if (op == "Concat") {
+    if (!x) return {Out{dtype(0), std::nullopt}};
+    const size_t axis = static_cast<size_t>(wrap_dim(n.get_int("axis", 0), rank));
+    Dims out = *x;
+    int64_t total = 0;
+    for (int id : n.inputs) {
+      const auto s = dims_of(g, id);
+      if (!s || s->size() != out.size() || !(*s)[axis].is_static()) total = -1;
+      if (total >= 0) total += (*s)[axis].value;
+    }
+    out[axis] = total >= 0 ? Dim::fixed(total) : Dim{};
+    return {Out{dtype(0), out}};
+  }
+  if (op == "Split") {
+    std::vector<Out> outs;
+    const auto sizes = const_ints(g, in(1));
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (!x) {
+        outs.push_back({dtype(0), std::nullopt});
+        continue;
+      }
+      Dims out = *x;
+      const size_t axis = static_cast<size_t>(wrap_dim(n.get_int("axis", 0), rank));
+      out[axis] = sizes && k < sizes->size() ? Dim::fixed((*sizes)[k]) : Dim{};
+      outs.push_back({dtype(0), out});
+    }
+    return outs;
+  }
+  if (op == "Gather") {
+    const auto idx = dims_of(g, in(1));
+    if (!x || !idx) return {Out{dtype(0), std::nullopt}};
+    const int64_t axis = wrap_dim(n.get_int("axis", 0), rank);
+    Dims out(x->begin(), x->begin() + axis);
+    out.insert(out.end(), idx->begin(), idx->end());
+    out.insert(out.end(), x->begin() + axis + 1, x->end());
+    return {Out{dtype(0), out}};
+  }
+  if (op == "Expand") {
+    std::optional<Dims> t = shape_elements(g, in(1));
+    if (!t || !x) return {Out{dtype(0), std::nullopt}};
+    t = sanitized(*t);
+    return {Out{dtype(0), broadcast({x, t})}};
+  }
+  if (op == "ConstantOfShape") {
+    std::optional<DType> dt = DType::Float32;
+    auto it = n.attrs.find("value");
+    if (it != n.attrs.end() && std::holds_alternative<Tensor>(it->second)) dt = std::get<Tensor>(it->second).dtype();
+    const auto target = shape_elements(g, in(0));
+    return {Out{dt, target ? std::optional<Dims>(sanitized(*target)) : std::nullopt}};
+  }
+  return {};
+}
+
+// Reductions, Conv, pooling and Pad.
+std::vector<Out> infer_reduce_and_nn(const Graph& g, const Node& n) {
+  [[maybe_unused]] const std::string& op = n.op_type;
+  [[maybe_unused]] auto in = [&](size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
+  [[maybe_unused]] auto dtype = [&](size_t i) { return in(i) >= 0 ? g.value(in(i)).dtype : std::nullopt; };
+  [[maybe_unused]] const std::optional<Dims> x = dims_of(g, in(0));
+  [[maybe_unused]] const int64_t rank = x ? static_cast<int64_t>(x->size()) : -1;
+  if (op == "ReduceMean" || op == "ReduceSum") {
+    const auto axes = const_ints(g, in(1));
+    if (!x || (!axes && in(1) >= 0)) return {Out{dtype(0), std::nullopt}};
+    const bool keep = n.get_int("keepdims", 1) != 0;
+    std::vector<bool> reduced(static_cast<size_t>(rank), !axes || axes->empty());
+    if (axes && axes->empty() && n.get_int("noop_with_empty_axes", 0) != 0) return {Out{dtype(0), x}};
+    if (axes) {
+      for (int64_t a : *axes) reduced[static_cast<size_t>(wrap_dim(a, rank))] = true;
+    }
+    Dims out;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (!reduced[static_cast<size_t>(d)]) out.push_back((*x)[static_cast<size_t>(d)]);
+      else if (keep) out.push_back(Dim::fixed(1));
+    }
+    return {Out{dtype(0), out}};
+  }
+  if (op == "Conv" || op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "Pad") {
+    if (!x) return {Out{dtype(0), std::nullopt}};
+    Dims out = unknown(x->size());
+    if (!out.empty()) out[0] = (*x)[0];
+    if (op == "GlobalAveragePool") {
+      out = *x;
+      for (size_t d = 2; d < out.size(); ++d) out[d] = Dim::fixed(1);
+    } else if (op == "Conv") {
+      const auto w = dims_of(g, in(1));
+      if (w && !w->empty() && out.size() > 1) out[1] = (*w)[0];
+    } else if (op != "Pad" && out.size() > 1) {
+      out[1] = (*x)[1];
+    }
+    return {Out{dtype(0), out}};
+  }
+  return {};
+}
+
+// The dtype and shape of `node`'s outputs (nullopt entries where unknown).
+std::vector<Out> infer_node(const Graph& g, const Node& n) {
+  for (auto infer : {infer_elementwise, infer_matmul, infer_reshapes, infer_combine, infer_reduce_and_nn}) {
+    std::vector<Out> outs = infer(g, n);
+    if (!outs.empty()) return outs;
+  }
+  return {};
+}
+
+// Merges `from` into `into`: fills what `into` lacks. Returns whether it changed.
+bool merge(Value& into, const std::optional<DType>& dtype, const std::optional<Dims>& shape) {
+  bool changed = false;
+  if (!into.dtype && dtype) {
+    into.dtype = dtype;
+    changed = true;
+  }
+  if (!shape) return changed;
+  if (!into.shape) {
+    into.shape = shape;
+    return true;
+  }
+  if (into.shape->size() != shape->size()) return changed;
+  for (size_t i = 0; i < shape->size(); ++i) {
+    Dim& d = (*into.shape)[i];
+    if (!d.is_static() && d.symbol.empty() && !((*shape)[i] == Dim{})) {
+      d = (*shape)[i];
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+
+}  // namespace
+
+int infer_missing_shapes(Graph& graph) {
+  int completed = 0;
+  for (const Node& node : graph.nodes) {
+    bool missing = false;
+    for (int o : node.outputs) {
+      if (o < 0) continue;
+      const Value& v = graph.value(o);
+      missing = missing || !v.dtype || !v.shape ||
+                std::any_of(v.shape->begin(), v.shape->end(), [](const Dim& d) { return d == Dim{}; });
+    }
+    if (!missing) continue;
+    const auto outs = infer_node(graph, node);
+    for (size_t k = 0; k < node.outputs.size() && k < outs.size(); ++k) {
+      if (node.outputs[k] < 0) continue;
+      if (merge(graph.value(node.outputs[k]), outs[k].first, outs[k].second)) ++completed;
+    }
+  }
+  return completed;
+}
+
+}  // namespace ember::converter

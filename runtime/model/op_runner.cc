@@ -1,0 +1,473 @@
+// The executor's dispatch: one runner per ops.def line, run_<Name>(ctx),
+// called from a switch that ops.def generates. The switch has no default: a
+// new line in ops.def without its runner does not compile ("'run_NewOp' was
+// not declared"). Built with exceptions: runners raise ember::Error.
+#include "runtime/model/op_runner.h"
+
+#include <cmath>
+#include <optional>
+
+#include "quant/coo.h"
+#include "quant/dynamic_conv.h"
+#include "quant/dynamic_linear.h"
+#include "runtime/core/error.h"
+#include "runtime/model/graph_ops.h"
+#include "runtime/model/model_access.h"
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/ops.h"
+
+#ifdef RT_WITH_VULKAN
+#include "kernels/vulkan/quant_linear.h"
+#endif
+
+#pragma GCC diagnostic error "-Wswitch"
+
+namespace ember {
+
+const Tensor& OpContext::need(size_t j, const char* what) const {
+  EMBER_CHECK(j < in.size() && in[j].defined(), Status::InvalidArgument, "the ", what, " input is missing");
+  return in[j];
+}
+
+const Tensor& OpContext::opt(size_t j) const {
+  static const Tensor none;
+  return j < in.size() ? in[j] : none;
+}
+
+size_t OpContext::num_outputs() const { return vlen(model.op(index).outputs()); }
+
+int32_t OpContext::out_tensor(size_t j) const { return model.op(index).outputs()->Get(static_cast<uint32_t>(j)); }
+
+DType OpContext::declared_dtype(size_t j) const {
+  const DType d = model.tensor_dtype(out_tensor(j));
+  return fp16 && d == DType::Float32 ? DType::Float16 : d;
+}
+
+namespace {
+
+// --- helpers ----------------------------------------------------------------------
+
+void apply_activation(const Tensor& y, const Activation& a) {
+  if (a.kind == ActivationKind::None || y.numel() == 0) return;
+  if (a.kind == ActivationKind::Relu) {
+    run_kernel(OpKind::Relu, {y}, {y});  // elementwise, same index: in == out is safe
+    return;
+  }
+  ClampParams c;
+  c.has_min = std::isfinite(a.min);
+  c.has_max = std::isfinite(a.max);
+  if (c.has_min) c.min = a.min;
+  if (c.has_max) c.max = a.max;
+  if (c.has_min || c.has_max) run_kernel(OpKind::Clamp, {y}, {y}, c);
+}
+
+Shape static_shape(const Model& m, int t, const char* what) {
+  const std::vector<int64_t> s = m.tensor_shape(t);
+  for (int64_t d : s) {
+    EMBER_CHECK(d >= 0, Status::NotSupported, what, " needs a static output shape, '", m.tensor_name(t),
+                "' is declared ", shape_str(s));
+  }
+  return s;
+}
+
+// y = act(dynamic int8 linear(x)): x [*, K] float32.
+Tensor run_linear_int8(const Tensor& x, const quant::PackedLinear& w, const Activation& act) {
+  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 linear: expected a float32 input, got ",
+              dtype_name(x.dtype()));
+  EMBER_CHECK(x.dim() >= 1 && x.size(-1) == w.in_features, Status::ShapeMismatch,
+              "int8 linear: the input's last dimension ", x.dim() >= 1 ? x.size(-1) : 0,
+              " does not match the weight's ", w.in_features);
+  const Tensor xc = x.contiguous();
+  Shape shape = xc.sizes();
+  shape.back() = w.out_features;
+  Tensor y = empty(shape, DType::Float32);
+  const int64_t m = w.in_features > 0 ? xc.numel() / w.in_features : 0;
+  quant::DynamicQuantOptions options;
+  options.per_row = w.per_row_activations;  // the file's ActivationQuant
+  quant::dynamic_linear(xc.data_ptr<float>(), m, w.in_features, w, y.data_ptr<float>(), w.out_features, act,
+                        options);
+  return y;
+}
+
+// y = act(dynamic int8 conv2d(x)): x [N, C_in, H, W] float32.
+Tensor run_conv_int8(const Tensor& x, const quant::PackedConv2d& c, const Activation& act) {
+  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 conv2d: expected a float32 input, got ",
+              dtype_name(x.dtype()));
+  EMBER_CHECK(x.dim() == 4 && x.size(1) == c.c_in, Status::ShapeMismatch,
+              "int8 conv2d: expected an input [N, ", c.c_in, ", H, W]");
+  const Tensor xc = x.contiguous();
+  const int64_t oh = quant::conv_out_size(c, 0, x.size(2)), ow = quant::conv_out_size(c, 1, x.size(3));
+  EMBER_CHECK(oh > 0 && ow > 0, Status::ShapeMismatch, "int8 conv2d: the input ", x.size(2), "x", x.size(3),
+              " is smaller than the kernel");
+  Tensor y = empty({x.size(0), c.c_out, oh, ow}, DType::Float32);
+  quant::dynamic_conv2d(xc.data_ptr<float>(), x.size(0), x.size(2), x.size(3), c, y.data_ptr<float>(), act);
+  return y;
+}
+
+// --- elementwise -------------------------------------------------------------------
+
+void run_Copy(OpContext& c) { c.out[0] = c.need(0, "data").to(c.declared_dtype(0)); }
+
+void run_Fill(OpContext& c) {
+  c.out[0] = full(static_shape(c.model, c.out_tensor(0), "fill"), c.params<ScalarParams>().value,
+                  TensorOptions(c.declared_dtype(0)).device(c.device));
+}
+
+// The param-less unary elementwise ops: one runner, run_unary.
+// Every RT_UNARY op of ops.def runs its eager front-end (unary_op).
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, ...) \
+  void run_##Name(OpContext& c) { c.out[0] = unary_op(c.kind, c.need(0, "data")); }
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+
+void run_Gelu(OpContext& c) {
+  c.out[0] = gelu(c.need(0, "data"), c.params<GeluParams>().tanh_approximation ? "tanh" : "none");
+}
+
+void run_Clamp(OpContext& c) {
+  const auto& p = c.params<ClampParams>();
+  c.out[0] = clamp(c.need(0, "data"), p.has_min ? std::optional<Scalar>(p.min) : std::nullopt,
+                   p.has_max ? std::optional<Scalar>(p.max) : std::nullopt);
+}
+
+#define EMBER_BINARY_RUNNER(Name, fn) \
+  void run_##Name(OpContext& c) { c.out[0] = fn(c.need(0, "first"), c.need(1, "second")); }
+EMBER_BINARY_RUNNER(Add, add)
+EMBER_BINARY_RUNNER(Sub, sub)
+EMBER_BINARY_RUNNER(Mul, mul)
+EMBER_BINARY_RUNNER(Div, div)
+EMBER_BINARY_RUNNER(Pow, pow)
+EMBER_BINARY_RUNNER(Maximum, maximum)
+EMBER_BINARY_RUNNER(Minimum, minimum)
+EMBER_BINARY_RUNNER(Eq, eq)
+EMBER_BINARY_RUNNER(Ne, ne)
+EMBER_BINARY_RUNNER(Lt, lt)
+EMBER_BINARY_RUNNER(Le, le)
+EMBER_BINARY_RUNNER(Gt, gt)
+EMBER_BINARY_RUNNER(Ge, ge)
+EMBER_BINARY_RUNNER(MatMul, matmul)
+#undef EMBER_BINARY_RUNNER
+
+void run_Where(OpContext& c) { c.out[0] = where(c.need(0, "condition"), c.need(1, "x"), c.need(2, "y")); }
+
+// --- reductions --------------------------------------------------------------------
+
+// A reduction's input, its dims (ReduceParams bits) and keepdim.
+struct Reduction {
+  const ReduceParams& p;
+  const Tensor& x;
+  std::vector<int64_t> dims;  // empty: every dim
+  explicit Reduction(const OpContext& c) : p(c.params<ReduceParams>()), x(c.need(0, "data")) {
+    for (int64_t d = 0; d < 32; ++d) {
+      if ((p.dims >> d) & 1u) {
+        EMBER_CHECK(d < x.dim(), Status::OutOfRange, "reduced dim ", d, " is out of range for rank ", x.dim());
+        dims.push_back(d);
+      }
+    }
+  }
+  bool all() const { return dims.empty(); }
+  // The result of a reduction over every dim, shaped as keepdim says.
+  Tensor keep_all(const Tensor& y) const { return p.keepdim ? y.reshape(Shape(static_cast<size_t>(x.dim()), 1)) : y; }
+};
+
+void run_Sum(OpContext& c) {
+  const Reduction r(c);
+  c.out[0] = r.all() ? r.keep_all(sum(r.x)) : sum(r.x, r.dims, r.p.keepdim);
+}
+
+void run_Mean(OpContext& c) {
+  const Reduction r(c);
+  c.out[0] = r.all() ? r.keep_all(mean(r.x)) : mean(r.x, r.dims, r.p.keepdim);
+}
+
+void run_Prod(OpContext& c) {
+  const Reduction r(c);
+  if (r.all()) {
+    c.out[0] = r.keep_all(prod(r.x));
+    return;
+  }
+  Tensor y = r.x;
+  for (auto it = r.dims.rbegin(); it != r.dims.rend(); ++it) y = prod(y, *it, r.p.keepdim);
+  c.out[0] = y;
+}
+
+void run_Var(OpContext& c) {
+  const Reduction r(c);
+  c.out[0] = r.all() ? r.keep_all(var(r.x, std::nullopt, r.p.correction)) : var(r.x, r.dims, r.p.correction, r.p.keepdim);
+}
+
+void run_Norm(OpContext& c) {
+  const Reduction r(c);
+  c.out[0] = r.all() ? r.keep_all(norm(r.x, r.p.p)) : norm(r.x, r.p.p, r.dims, r.p.keepdim);
+}
+
+void run_max_min(OpContext& c, bool is_max) {
+  const Reduction r(c);
+  const bool want_indices = c.num_outputs() > 1 && c.out_tensor(1) >= 0;
+  if (r.dims.size() == 1) {
+    auto v = is_max ? max(r.x, r.dims[0], r.p.keepdim) : min(r.x, r.dims[0], r.p.keepdim);
+    c.out[0] = v.first;
+    if (c.num_outputs() > 1) c.out[1] = v.second;
+    return;
+  }
+  EMBER_CHECK(!want_indices, Status::NotSupported, "indices of a ", is_max ? "max" : "min",
+              " over several dims are not supported");
+  if (r.all()) {
+    c.out[0] = r.keep_all(is_max ? max(r.x) : min(r.x));
+    return;
+  }
+  Tensor y = r.x;
+  for (auto it = r.dims.rbegin(); it != r.dims.rend(); ++it)
+    y = (is_max ? max(y, *it, r.p.keepdim) : min(y, *it, r.p.keepdim)).first;
+  c.out[0] = y;
+}
+
+void run_Max(OpContext& c) { run_max_min(c, true); }
+void run_Min(OpContext& c) { run_max_min(c, false); }
+
+void run_arg_max_min(OpContext& c, bool is_max) {
+  const Reduction r(c);
+  EMBER_CHECK(r.dims.size() <= 1, Status::NotSupported, op_name(c.kind), " over several dims is not supported");
+  if (r.all()) {
+    c.out[0] = r.keep_all(is_max ? argmax(r.x) : argmin(r.x));
+  } else {
+    c.out[0] = is_max ? argmax(r.x, r.dims[0], r.p.keepdim) : argmin(r.x, r.dims[0], r.p.keepdim);
+  }
+}
+
+void run_ArgMax(OpContext& c) { run_arg_max_min(c, true); }
+void run_ArgMin(OpContext& c) { run_arg_max_min(c, false); }
+
+// --- neural-network ops --------------------------------------------------------------
+
+void run_Softmax(OpContext& c) { c.out[0] = softmax(c.need(0, "data"), c.params<SoftmaxParams>().dim); }
+
+void run_LogSoftmax(OpContext& c) { c.out[0] = log_softmax(c.need(0, "data"), c.params<SoftmaxParams>().dim); }
+
+void run_LayerNorm(OpContext& c) {
+  const auto& p = c.params<NormParams>();
+  const Tensor& x = c.need(0, "data");
+  EMBER_CHECK(p.normalized_rank >= 1 && p.normalized_rank <= x.dim(), Status::InvalidArgument,
+              "layer_norm normalizes ", p.normalized_rank, " dims of an input of rank ", x.dim());
+  const Shape normalized(x.sizes().end() - p.normalized_rank, x.sizes().end());
+  c.out[0] = layer_norm(x, normalized, c.opt(1), c.opt(2), p.eps);
+}
+
+void run_BatchNorm(OpContext& c) {
+  c.out[0] = batch_norm(c.need(0, "data"), c.need(1, "running_mean"), c.need(2, "running_var"), c.opt(3), c.opt(4),
+                        c.params<NormParams>().eps);
+}
+
+void run_Conv2d(OpContext& c) {
+  const auto& p = c.params<Conv2dParams>();
+  if (c.state.packed_conv != nullptr) {
+    c.out[0] = run_conv_int8(c.need(0, "data"), *c.state.packed_conv, p.activation);
+    return;
+  }
+  c.out[0] = conv2d(c.need(0, "data"), c.need(1, "weight"), c.opt(2), {p.stride[0], p.stride[1]},
+                    {p.padding[0], p.padding[1]}, {p.dilation[0], p.dilation[1]}, p.groups);
+  apply_activation(c.out[0], p.activation);
+}
+
+void run_MaxPool2d(OpContext& c) {
+  const auto& p = c.params<Pool2dParams>();
+  c.out[0] = max_pool2d(c.need(0, "data"), {p.kernel[0], p.kernel[1]}, {p.stride[0], p.stride[1]},
+                        {p.padding[0], p.padding[1]}, {p.dilation[0], p.dilation[1]}, p.ceil_mode);
+}
+
+void run_AvgPool2d(OpContext& c) {
+  const auto& p = c.params<Pool2dParams>();
+  c.out[0] = avg_pool2d(c.need(0, "data"), {p.kernel[0], p.kernel[1]}, {p.stride[0], p.stride[1]},
+                        {p.padding[0], p.padding[1]}, p.ceil_mode, p.count_include_pad,
+                        p.divisor_override != 0 ? std::optional<int64_t>(p.divisor_override) : std::nullopt);
+}
+
+void run_AdaptiveAvgPool2d(OpContext& c) {
+  // The output size: the last two dims of the declared output, which must be static.
+  const std::vector<int64_t> s = c.model.tensor_shape(c.out_tensor(0));
+  EMBER_CHECK(s.size() >= 2 && s[s.size() - 2] >= 0 && s[s.size() - 1] >= 0, Status::NotSupported,
+              "adaptive_avg_pool2d needs the last two dims of its output static, '",
+              c.model.tensor_name(c.out_tensor(0)), "' is declared ", shape_str(s));
+  c.out[0] = adaptive_avg_pool2d(c.need(0, "data"), {s[s.size() - 2], s[s.size() - 1]});
+}
+
+void run_Embedding(OpContext& c) { c.out[0] = embedding(c.need(0, "weight"), c.need(1, "indices")); }
+
+void run_Pad(OpContext& c) {
+  const auto& p = c.params<PadParams>();
+  const Tensor& x = c.need(0, "data");
+  EMBER_CHECK(x.dim() <= kMaxRank, Status::InvalidArgument, "pad input of rank ", x.dim());
+  // Pairs from the last dim backwards, up to the outermost padded dim.
+  int64_t outer = x.dim();
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (p.before[d] != 0 || p.after[d] != 0) {
+      outer = d;
+      break;
+    }
+  }
+  std::vector<int64_t> pads;
+  for (int64_t d = x.dim() - 1; d >= outer; --d) {
+    pads.push_back(p.before[d]);
+    pads.push_back(p.after[d]);
+  }
+  static const char* const kModes[] = {"constant", "reflect", "replicate", "circular"};
+  c.out[0] = pads.empty() ? x : pad(x, pads, kModes[static_cast<int>(p.mode)], p.value);
+}
+
+// The int8 / sparse Linear whose weight create() packed on the device.
+bool run_linear_on_device(OpContext& c) {
+#ifdef RT_WITH_VULKAN
+  const vk::VkQuantLinear* vk_int8 = c.on_device ? c.state.vk_int8.get() : nullptr;
+  const vk::VkSparseLinear* vk_sparse = c.on_device ? c.state.vk_sparse.get() : nullptr;
+  if (vk_int8 == nullptr && vk_sparse == nullptr) return false;
+  const Tensor& x = c.need(0, "data");
+  const Tensor x32 = x.dtype() == DType::Float16 ? x.to(DType::Float32) : x;
+  const Activation& act = c.params<LinearParams>().activation;
+  const Tensor& b = c.opt(2);
+  const quant::PackedLinear* packed = c.state.packed.get();
+  const Tensor y = vk_int8 != nullptr
+                       ? vk::dynamic_quant_linear(x32, *vk_int8, act, packed != nullptr && packed->per_row_activations)
+                       : vk::sparse_linear(x32, *vk_sparse, b.defined() ? b.to(DType::Float32) : b, act);
+  c.out[0] = x.dtype() == DType::Float16 ? y.to(DType::Float16) : y;
+  return true;
+#else
+  (void)c;
+  return false;
+#endif
+}
+
+void run_Linear(OpContext& c) {
+  if (run_linear_on_device(c)) return;
+  const Activation& act = c.params<LinearParams>().activation;
+  if (c.state.packed != nullptr) {
+    c.out[0] = run_linear_int8(c.need(0, "data"), *c.state.packed, act);
+    return;
+  }
+  const auto* in_idx = c.model.op(c.index).inputs();
+  const int32_t wt = vlen(in_idx) > 1 ? in_idx->Get(1) : -1;
+  const sparse::CsrMatrix* sp = wt >= 0 ? c.tensors[static_cast<size_t>(wt)].packed_sparse.get() : nullptr;
+  c.out[0] = sp != nullptr ? sparse::sparse_linear(c.need(0, "data"), *sp, c.opt(2))
+                           : linear(c.need(0, "data"), c.need(1, "weight"), c.opt(2));
+  apply_activation(c.out[0], act);
+}
+
+// --- backward ops: autograd runs them, the executor does not --------------------------
+
+#define EMBER_BACKWARD_OPS(X) \
+  X(MaxPool2dBackward) X(AvgPool2dBackward) X(AdaptiveAvgPool2dBackward) X(EmbeddingBackward) X(PadBackward)
+
+#define EMBER_BACKWARD_RUNNER(Name)                                                    \
+  void run_##Name(OpContext& c) {                                                      \
+    raise_error(Status::NotSupported, str_cat("the executor does not run backward ops (", \
+                                              op_name(c.kind), ")"));                    \
+  }
+EMBER_BACKWARD_OPS(EMBER_BACKWARD_RUNNER)
+#undef EMBER_BACKWARD_RUNNER
+
+// --- graph ops (graph_ops.h: the same functions the converter folds with) ------------
+
+std::vector<int64_t> dims_of(const DimsParams& p) { return std::vector<int64_t>(p.dims, p.dims + p.rank); }
+
+void run_Reshape(OpContext& c) {
+  c.out[0] = onnx_reshape(c.need(0, "data"), read_ints(c.need(1, "shape"), "shape"));
+}
+
+void run_Permute(OpContext& c) { c.out[0] = c.need(0, "data").permute(dims_of(c.params<DimsParams>())); }
+
+void run_Flatten(OpContext& c) { c.out[0] = onnx_flatten(c.need(0, "data"), c.params<AxisParams>().axis); }
+
+void run_Squeeze(OpContext& c) { c.out[0] = onnx_squeeze(c.need(0, "data"), dims_of(c.params<DimsParams>())); }
+
+void run_Unsqueeze(OpContext& c) { c.out[0] = onnx_unsqueeze(c.need(0, "data"), dims_of(c.params<DimsParams>())); }
+
+void run_Concat(OpContext& c) {
+  for (size_t j = 0; j < c.in.size(); ++j) c.need(j, "data");
+  c.out[0] = onnx_concat(c.in, c.params<AxisParams>().axis);
+}
+
+void run_Split(OpContext& c) {
+  const Tensor& x = c.need(0, "data");
+  const int64_t n = static_cast<int64_t>(c.num_outputs());
+  std::vector<Tensor> parts;
+  if (c.opt(1).defined()) {
+    const std::vector<int64_t> sizes = read_ints(c.opt(1), "split");
+    parts = onnx_split(x, c.params<AxisParams>().axis, &sizes, n);
+  } else {
+    parts = onnx_split(x, c.params<AxisParams>().axis, nullptr, n);
+  }
+  for (size_t j = 0; j < c.num_outputs(); ++j) c.out[j] = parts[j];
+}
+
+void run_Slice(OpContext& c) {
+  c.out[0] = onnx_slice(c.need(0, "data"), c.need(1, "starts"), c.need(2, "ends"), c.opt(3), c.opt(4));
+}
+
+void run_Gather(OpContext& c) {
+  c.out[0] = onnx_gather(c.need(0, "data"), c.need(1, "indices"), c.params<AxisParams>().axis);
+}
+
+void run_Expand(OpContext& c) { c.out[0] = onnx_expand(c.need(0, "data"), read_ints(c.need(1, "shape"), "shape")); }
+
+void run_ShapeOf(OpContext& c) { c.out[0] = onnx_shape(c.need(0, "data")); }
+
+void run_ConstantOfShape(OpContext& c) {
+  c.out[0] = onnx_constant_of_shape(read_ints(c.need(0, "shape"), "shape"), c.params<ScalarParams>().value,
+                                    TensorOptions(c.declared_dtype(0)).device(c.device));
+}
+
+// --- dispatch --------------------------------------------------------------------------
+
+void dispatch(OpContext& ctx) {
+  switch (ctx.kind) {
+#define RT_OP(Name, name, n_in, n_out, Params) \
+  case OpKind::Name:                           \
+    return run_##Name(ctx);
+#include "runtime/graph/ops.def"
+#undef RT_OP
+  }
+  raise_error(Status::InvalidModel, str_cat("unknown op id ", static_cast<int>(ctx.kind)));
+}
+
+// Checks output j against the file's declaration.
+void check_output(const OpContext& ctx, size_t j, const Tensor& y) {
+  const Model& m = ctx.model;
+  const int32_t t = ctx.out_tensor(j);
+  EMBER_CHECK(y.defined(), Status::Internal, "output ", j, " '", m.tensor_name(t), "' was not computed");
+  // Read from the flatbuffer in place: this runs for every op of every run.
+  const auto* declared = m.tensor(t).shape();
+  const bool dtype_ok = y.dtype() == m.tensor_dtype(t) ||
+                        (ctx.fp16 && y.dtype() == DType::Float16 && m.tensor_dtype(t) == DType::Float32);
+  bool ok = dtype_ok && y.dim() == static_cast<int64_t>(vlen(declared));
+  for (uint32_t d = 0; ok && d < vlen(declared); ++d) {
+    ok = declared->Get(d) < 0 || declared->Get(d) == y.size(static_cast<int64_t>(d));
+  }
+  EMBER_CHECK(ok, Status::ShapeMismatch, "output '", m.tensor_name(t), "' is ", dtype_name(y.dtype()), " ",
+              shape_str(y.sizes()), ", but the model declares ", dtype_name(m.tensor_dtype(t)), " ",
+              shape_str(m.tensor_shape(t)));
+}
+
+}  // namespace
+
+bool is_backward_op(OpKind kind) {
+#define EMBER_IS_BACKWARD(Name) \
+  if (kind == OpKind::Name) return true;
+  EMBER_BACKWARD_OPS(EMBER_IS_BACKWARD)
+#undef EMBER_IS_BACKWARD
+  return false;
+}
+
+void run_op(OpContext& ctx, std::vector<Tensor>& values) {
+  const size_t n_out = ctx.num_outputs();
+  ctx.out.assign(n_out, Tensor());
+  dispatch(ctx);
+  for (size_t j = 0; j < n_out; ++j) {
+    const int32_t t = ctx.out_tensor(j);
+    if (t < 0) continue;
+    check_output(ctx, j, ctx.out[j]);
+    values[static_cast<size_t>(t)] = ctx.out[j];
+  }
+}
+
+}  // namespace ember

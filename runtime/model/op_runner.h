@@ -1,0 +1,53 @@
+// Running one op of a model: the executor's dispatch (op_runner.cc), one
+// runner per ops.def line, selected by a switch generated from ops.def.
+// Runners go through the eager front-ends (runtime/ops/ops.h) and the graph
+// ops (graph_ops.h), and raise ember::Error; the run loop (executor.cc)
+// catches it per op.
+#pragma once
+
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "runtime/model/loader.h"
+#include "runtime/model/op_state.h"
+#include "runtime/tensor/tensor.h"
+
+namespace ember {
+
+// Everything a runner reads, and the outputs it writes.
+struct OpContext {
+  const Model& model;
+  int index;                               // the op's index in the model
+  OpKind kind;
+  const OpState& state;                    // prepared at create (params, packed weights)
+  const std::vector<TensorState>& tensors;  // prepared at create (packed sparse weights)
+  const std::vector<Tensor>& in;           // the op's inputs, on the devices placement chose
+  Device device;     // where ops without tensor inputs create their output
+  bool on_device;    // the op runs on the executor's (non-CPU) device
+  bool fp16;         // float32 values are float16 on the device (Precision::Float16)
+  std::vector<Tensor> out;  // one per output slot, set by the runner
+
+  // Input j, which must be given ("the <what> input is missing").
+  const Tensor& need(size_t j, const char* what) const;
+  // Input j, or an undefined tensor when omitted.
+  const Tensor& opt(size_t j) const;
+  size_t num_outputs() const;
+  int32_t out_tensor(size_t j) const;  // the model tensor of output j (-1: omitted)
+  // The dtype output j is created with (float32 is float16 in fp16 mode).
+  DType declared_dtype(size_t j) const;
+  template <typename P>
+  const P& params() const {
+    return std::get<P>(state.params);
+  }
+};
+
+// Runs op ctx.index: the runner fills ctx.out, then each output is checked
+// against the model's declared dtype and shape and stored in values[tensor].
+// Raises ember::Error (backward ops: NotSupported).
+void run_op(OpContext& ctx, std::vector<Tensor>& values);
+
+// The backward ops of ops.def (autograd runs them; the executor does not).
+bool is_backward_op(OpKind kind);
+
+}  // namespace ember

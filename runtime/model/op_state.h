@@ -1,0 +1,52 @@
+// What Executor::create() prepares once per op and per tensor of a model
+// (runtime/model/executor.h), shared by every ExecutionContext: one struct per
+// op and one per tensor instead of parallel vectors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/graph/op_params.h"
+#include "runtime/model/placement.h"
+#include "runtime/tensor/tensor.h"
+
+namespace ember {
+
+namespace sparse {
+struct CsrMatrix;
+}  // namespace sparse
+namespace quant {
+struct PackedLinear;
+struct PackedConv2d;
+}  // namespace quant
+namespace vk {
+struct VkQuantLinear;
+struct VkSparseLinear;
+}  // namespace vk
+
+// Per op.
+struct OpState {
+  OpParams params;                          // decoded once
+  Placement placement = Placement::Device;  // where it runs (placement.h)
+  std::string reason;                       // why it falls back ("" unless Fallback)
+  DType key_dtype = DType::Float32;         // the dtype its kernels were chosen for
+  // A Linear (Conv2d) whose weight is int8 with quantization parameters: the
+  // weight packed for the dynamic int8 kernel (weights.h); null otherwise.
+  std::shared_ptr<const quant::PackedLinear> packed;
+  std::shared_ptr<const quant::PackedConv2d> packed_conv;
+  // On the Vulkan device: the int8 / sparse Linear weight packed there.
+  std::shared_ptr<const vk::VkQuantLinear> vk_int8;
+  std::shared_ptr<const vk::VkSparseLinear> vk_sparse;
+};
+
+// Per tensor.
+struct TensorState {
+  int last_use = -1;  // the last op reading it (graph outputs: num_ops; never read: -1)
+  bool host = false;  // an int64 shape value kept on the CPU (device executors)
+  std::shared_ptr<const sparse::CsrMatrix> packed_sparse;  // a sparse weight only Linears read, packed (CSR)
+  Tensor densified;      // a sparse weight densified, or an fp16 weight upcast: what the ops read
+  Tensor device_weight;  // the weight uploaded to the device (if a device op reads it)
+};
+
+}  // namespace ember

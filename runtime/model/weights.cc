@@ -1,0 +1,257 @@
+// Weight preparation at create (weights.h). Built with exceptions: packing and
+// conversions go through front-ends that raise ember::Error, caught here.
+#include "runtime/model/weights.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "quant/coo.h"
+#include "quant/dynamic_conv.h"
+#include "quant/dynamic_linear.h"
+#include "runtime/autograd/grad_mode.h"
+#include "runtime/core/error.h"
+#include "runtime/model/model_access.h"
+#include "runtime/ops/dispatch.h"
+
+#ifdef RT_WITH_VULKAN
+#include "kernels/vulkan/context.h"
+#include "kernels/vulkan/quant_linear.h"
+#endif
+
+namespace ember {
+
+std::vector<TensorState> tensor_states(const Model& m) {
+  std::vector<TensorState> tensors(static_cast<size_t>(m.num_tensors()));
+  for (int k = 0; k < m.num_ops(); ++k) {
+    const auto* in = m.op(k).inputs();
+    for (uint32_t j = 0; j < vlen(in); ++j) {
+      const int32_t t = in->Get(j);
+      if (t >= 0 && t < m.num_tensors()) tensors[static_cast<size_t>(t)].last_use = k;
+    }
+  }
+  for (int32_t t : m.outputs()) {
+    if (t >= 0 && t < m.num_tensors()) tensors[static_cast<size_t>(t)].last_use = m.num_ops();
+  }
+  return tensors;
+}
+
+namespace {
+
+// Whether every reader of sparse tensor t is a Linear reading it as its weight.
+bool read_only_as_linear_weight(const Model& m, int t) {
+  if (m.tensor_shape(t).size() != 2) return false;
+  for (int k = 0; k < m.num_ops(); ++k) {
+    const auto* in = m.op(k).inputs();
+    for (uint32_t j = 0; j < vlen(in); ++j) {
+      if (in->Get(j) == t && !(m.op_kind(k) == OpKind::Linear && j == 1)) return false;
+    }
+  }
+  for (int32_t o : m.outputs()) {
+    if (o == t) return false;
+  }
+  return true;
+}
+
+Status prepare_sparse_tensor(const Model& m, int t, TensorState& state, std::string* error) {
+  const fb::SparseCoo* sp = m.tensor(t).sparse();
+  const int nt = m.num_tensors();
+  const bool linear_only = read_only_as_linear_weight(m, t);
+  const int32_t ii = sp->indices();  // checked by Verification::Full; Minimal files too:
+  if (ii < 0 || ii >= nt || !m.weight(ii).defined())
+    return report_error(error, Status::InvalidModel, "sparse weight '", m.tensor_name(t), "': COO indices tensor ",
+                        ii, " is not a weight");
+  const Tensor& values = m.weight(t);
+  const Tensor& indices = m.weight(ii);
+  const std::vector<int64_t> shape = m.tensor_shape(t);
+  const fb::QuantParams* q = m.tensor(t).quant();
+  std::vector<float> scales;
+  std::vector<int64_t> zero_points;
+  if (q != nullptr) {
+    if (q->scales() != nullptr) scales.assign(q->scales()->begin(), q->scales()->end());
+    if (q->zero_points() != nullptr) zero_points.assign(q->zero_points()->begin(), q->zero_points()->end());
+  }
+  try {
+    if (linear_only) {
+      if (values.dtype() == DType::Int8 && scales.size() > 1 && q->axis() != 0)
+        return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
+                            "': int8 values quantized along axis ", q->axis(),
+                            " (the SpMM kernel takes per-output-channel scales, axis 0)");
+      state.packed_sparse = std::make_shared<const sparse::CsrMatrix>(
+          sparse::pack_csr(indices, values, shape[0], shape[1], scales, zero_points));
+    } else {
+      if (values.dtype() == DType::Int8)
+        return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
+                            "': int8 sparse values are only supported as a Linear weight");
+      NoGradGuard no_grad;
+      state.densified = sparse::coo_to_dense(indices, values, shape);
+    }
+  } catch (const Error& e) {
+    return report_error(error, e.status(), "sparse weight '", m.tensor_name(t), "': ", e.what());
+  }
+  return Status::Ok;
+}
+
+}  // namespace
+
+Status prepare_sparse(const Model& m, std::vector<TensorState>& tensors, std::string* error) {
+  for (int t = 0; t < m.num_tensors(); ++t) {
+    TensorState& state = tensors[static_cast<size_t>(t)];
+    if (m.tensor(t).sparse() == nullptr || state.last_use < 0) continue;
+    RT_RETURN_IF_ERROR(prepare_sparse_tensor(m, t, state, error));
+  }
+  return Status::Ok;
+}
+
+// `ember convert --weights fp16` stores float32 weights as float16 (metadata
+// converter option weights=fp16): each one read by an op is converted back to
+// float32 once here (like the densified sparse weights), so the ops run in
+// float32. Packed sparse weights are not touched: pack_csr already turned fp16
+// values into float32 (and keeps symmetric int8 values as int8 with per-row scales).
+void upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors) {
+  bool fp16 = false;
+  for (const auto& kv : m.metadata().converter_options) fp16 = fp16 || (kv.first == "weights" && kv.second == "fp16");
+  if (!fp16) return;
+  NoGradGuard no_grad;
+  for (int t = 0; t < m.num_tensors(); ++t) {
+    TensorState& state = tensors[static_cast<size_t>(t)];
+    if (state.last_use < 0 || state.packed_sparse != nullptr) continue;
+    const Tensor& w = state.densified.defined() ? state.densified : m.weight(t);
+    if (w.defined() && w.dtype() == DType::Float16) state.densified = w.to(DType::Float32).contiguous();
+  }
+}
+
+namespace {
+
+// Packs op k's int8 weight (a Linear or Conv2d reading a dense int8 weight).
+Status prepare_quantized_op(const Model& m, int k, OpState& op, std::string* error) {
+  const bool is_conv = m.op_kind(k) == OpKind::Conv2d;
+  const auto* in = m.op(k).inputs();
+  const int32_t wi = in->Get(1);
+  const std::string where = str_cat("operator ", k, " ", op_ref(m, k));
+  const Tensor& w = m.weight(wi);
+  const fb::QuantParams* q = m.tensor(wi).quant();
+  if (!w.defined() || q == nullptr || w.dim() != (is_conv ? 4 : 2))
+    return report_error(error, Status::NotSupported, where, ": an int8 weight must be a ", is_conv ? "4" : "2",
+                        "-D constant with quantization parameters");
+  if (is_conv && std::get<Conv2dParams>(op.params).groups != 1)
+    return report_error(error, Status::NotSupported, where, ": int8 convolutions need groups = 1");
+  const int64_t n = w.size(0), kdim = w.numel() / std::max<int64_t>(n, 1);
+  const uint32_t ns = vlen(q->scales());
+  const bool per_channel = ns > 1 || (ns == 1 && q->axis() == 0 && n == 1);
+  if (!(ns == 1 || (q->axis() == 0 && ns == static_cast<uint32_t>(n))))
+    return report_error(error, Status::NotSupported, where, ": int8 weight scales must be per tensor or per",
+                        " output channel (axis 0)");
+  for (uint32_t j = 0; j < vlen(q->zero_points()); ++j) {
+    if (q->zero_points()->Get(j) != 0)
+      return report_error(error, Status::NotSupported, where,
+                          ": int8 weights must be symmetric (zero points 0) for dynamic quantization");
+  }
+  const float* bias = nullptr;
+  const int32_t bi = vlen(in) > 2 ? in->Get(2) : -1;
+  if (bi >= 0) {
+    const Tensor& b = m.weight(bi);
+    if (!b.defined() || b.dtype() != DType::Float32 || b.dim() != 1 || b.size(0) != n)
+      return report_error(error, Status::NotSupported, where,
+                          ": the bias of an int8 Linear must be a float32 constant [", n, "]");
+    bias = b.data_ptr<float>();
+  }
+  // Activations per tensor (files without the field) or per row (Linear only).
+  const fb::ActivationQuant act = q->activations();
+  if (act != fb::ActivationQuant::PerTensor && act != fb::ActivationQuant::PerRow)
+    return report_error(error, Status::NotSupported, where, ": unknown activation quantization ",
+                        static_cast<int>(act));
+  const bool per_row = act == fb::ActivationQuant::PerRow;
+  if (is_conv && per_row)
+    return report_error(error, Status::NotSupported, where,
+                        ": per-row activation quantization is supported for int8 Linear only (Conv2d: per tensor)");
+  std::vector<float> scales(q->scales()->begin(), q->scales()->end());
+  const auto* qw = static_cast<const int8_t*>(w.data_ptr());
+  if (is_conv) {
+    op.packed_conv = std::make_shared<const quant::PackedConv2d>(quant::pack_conv2d(
+        qw, n, w.size(1), w.size(2), w.size(3), scales.data(), per_channel, bias, std::get<Conv2dParams>(op.params)));
+  } else {
+    quant::PackedLinear p = quant::pack_linear(qw, n, kdim, scales.data(), per_channel, bias);
+    p.per_row_activations = per_row;
+    op.packed = std::make_shared<const quant::PackedLinear>(std::move(p));
+  }
+  return Status::Ok;
+}
+
+}  // namespace
+
+Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string* error) {
+  for (int k = 0; k < m.num_ops(); ++k) {
+    const OpKind kind = m.op_kind(k);
+    if (kind != OpKind::Linear && kind != OpKind::Conv2d) continue;
+    const auto* in = m.op(k).inputs();
+    if (vlen(in) < 2) continue;
+    const int32_t wi = in->Get(1);
+    // Sparse int8 weights go through SpMM (prepare_sparse).
+    if (wi < 0 || m.tensor_dtype(wi) != DType::Int8 || m.tensor(wi).sparse() != nullptr) continue;
+    RT_RETURN_IF_ERROR(prepare_quantized_op(m, k, ops[static_cast<size_t>(k)], error));
+  }
+  return Status::Ok;
+}
+
+std::string pack_for_device(const Model& m, int k, DeviceType device, OpState& op,
+                            const std::vector<TensorState>& tensors) {
+#ifdef RT_WITH_VULKAN
+  const auto* in = m.op(k).inputs();
+  if (device == DeviceType::Vulkan && m.op_kind(k) == OpKind::Linear && vlen(in) > 1) {
+    const int32_t wi = in->Get(1);
+    if (op.packed != nullptr) {
+      const Tensor& w = m.weight(wi);
+      const fb::QuantParams* q = m.tensor(wi).quant();  // checked by prepare_quantized
+      const std::vector<float> scales(q->scales()->begin(), q->scales()->end());
+      const bool per_channel = scales.size() > 1 || (q->axis() == 0 && w.size(0) == 1);
+      const int32_t bi = vlen(in) > 2 ? in->Get(2) : -1;
+      const float* bias = bi >= 0 ? m.weight(bi).data_ptr<float>() : nullptr;
+      Result<vk::VkQuantLinear> r = vk::pack_quant_linear(static_cast<const int8_t*>(w.data_ptr()), w.size(0),
+                                                          w.size(1), scales.data(), per_channel, bias);
+      if (!r.ok()) return str_cat("packing the int8 weight for vulkan failed: ", vk::Context::why());
+      op.vk_int8 = std::make_shared<const vk::VkQuantLinear>(std::move(r.get()));
+      return std::string();
+    }
+    if (wi >= 0 && tensors[static_cast<size_t>(wi)].packed_sparse != nullptr) {
+      Result<vk::VkSparseLinear> r = vk::pack_sparse_linear(*tensors[static_cast<size_t>(wi)].packed_sparse);
+      if (!r.ok()) return str_cat("packing the sparse weight for vulkan failed: ", vk::Context::why());
+      op.vk_sparse = std::make_shared<const vk::VkSparseLinear>(std::move(r.get()));
+      return std::string();
+    }
+  }
+#else
+  (void)tensors;
+#endif
+  return str_cat(op.packed != nullptr || op.packed_conv != nullptr ? "dynamic int8 " : "sparse COO ",
+                 op_name(m.op_kind(k)), " is not implemented for ", get_backend(device)->name());
+}
+
+Status upload_weights(const Model& m, const ExecutorOptions& options, const std::vector<OpState>& ops,
+                      std::vector<TensorState>& tensors, std::string* error) {
+  const Device device(options.device);
+  NoGradGuard no_grad;
+  for (int k = 0; k < m.num_ops(); ++k) {
+    const OpState& op = ops[static_cast<size_t>(k)];
+    if (op.placement != Placement::Device) continue;
+    const OpKind kind = m.op_kind(k);
+    const auto* in = m.op(k).inputs();
+    for (uint32_t j = 0; j < vlen(in); ++j) {
+      const int32_t t = in->Get(j);
+      if (t < 0 || reads_on_host(kind, j) || !m.weight(t).defined()) continue;
+      if (j == 1 && (op.vk_int8 != nullptr || op.vk_sparse != nullptr)) continue;
+      TensorState& state = tensors[static_cast<size_t>(t)];
+      if (state.device_weight.defined()) continue;
+      Tensor w = state.densified.defined() ? state.densified : m.weight(t);
+      try {
+        if (options.precision == Precision::Float16 && w.dtype() == DType::Float32) w = w.to(DType::Float16);
+        state.device_weight = w.to(device);
+      } catch (const Error& e) {
+        return report_error(error, e.status(), "uploading weight '", m.tensor_name(t), "' to ", device, ": ",
+                            e.what());
+      }
+    }
+  }
+  return Status::Ok;
+}
+
+}  // namespace ember

@@ -1,0 +1,52 @@
+// Weight preparation at Executor::create(): everything done once to a model's
+// weights before any run, shared by every ExecutionContext (op_state.h holds
+// the results).
+//
+// - Sparse COO weights: one that only Linear ops read as their weight is
+//   packed (CSR by output row, quant/coo.h; int8 values dequantized); one that
+//   any other op reads is densified (sparse int8 values outside Linear are
+//   NotSupported).
+// - `--weights fp16` models: float16 weights upcast to float32.
+// - int8 weights with quantization parameters of Linear and Conv2d: packed for
+//   the dynamic int8 kernels (symmetric, per tensor or per output channel).
+// - Device executors: int8 / sparse Linear weights packed on the device, and
+//   every other weight a device op reads uploaded once.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/core/status.h"
+#include "runtime/model/executor.h"
+#include "runtime/model/loader.h"
+#include "runtime/model/op_state.h"
+
+namespace ember {
+
+// Per tensor: last_use (from the ops' inputs and the graph outputs).
+std::vector<TensorState> tensor_states(const Model& m);
+
+// Packs or densifies the sparse weights (tensors[t].packed_sparse / densified).
+Status prepare_sparse(const Model& m, std::vector<TensorState>& tensors, std::string* error);
+
+// Models converted with --weights fp16: each float16 weight an op reads gets a
+// float32 copy in tensors[t].densified (packed sparse weights are left alone).
+void upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors);
+
+// Packs the int8 weight of every Linear and Conv2d whose weight is a dense
+// int8 tensor with quantization parameters (ops[k].packed / packed_conv);
+// other int8 weights of those ops are refused.
+Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string* error);
+
+// Packs op k's int8 or sparse Linear weight on `device` (ops[k].vk_int8 /
+// vk_sparse); "" on success, else why it cannot.
+std::string pack_for_device(const Model& m, int k, DeviceType device, OpState& op,
+                            const std::vector<TensorState>& tensors);
+
+// Uploads every weight a device-placed op reads (in a slot it does not read on
+// the host) to the device once (tensors[t].device_weight), as float16 with
+// Precision::Float16. The weight of a Linear packed by pack_for_device stays.
+Status upload_weights(const Model& m, const ExecutorOptions& options, const std::vector<OpState>& ops,
+                      std::vector<TensorState>& tensors, std::string* error);
+
+}  // namespace ember
