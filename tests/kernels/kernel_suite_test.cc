@@ -21,6 +21,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -1172,7 +1173,56 @@ struct CaseResult {
   Outcome result = Outcome::Pass;
   std::string message;
   double max_err = 0.0;
+  double stepwise_err = 0.0;  // rounds_each_step: against the step-rounded reference (not asserted)
 };
+
+// The reference kernel on CPU copies with the case's views; `as` (when set)
+// runs it on copies converted to that dtype and converts the outputs back.
+Status run_reference(const KernelEntry& ref, const Case& c, std::vector<Tensor>* out_bases,
+                     std::optional<DType> as = std::nullopt) {
+  auto conv = [&](const Tensor& t) { return as && is_floating(t.dtype()) ? t.to(*as) : t.clone(); };
+  std::vector<Tensor> in, out;
+  for (const Operand& o : c.in) in.push_back(o.base.defined() ? o.apply(conv(o.base)) : Tensor());
+  std::vector<Tensor> bases;
+  for (const Operand& o : c.out) {
+    bases.push_back(conv(o.base));
+    out.push_back(o.apply(bases.back()));
+  }
+  const Status s = call_entry(ref, in, out, c.params, 1);
+  out_bases->clear();
+  for (size_t k = 0; k < bases.size(); ++k) out_bases->push_back(as ? bases[k].to(c.out[k].base.dtype()) : bases[k]);
+  return s;
+}
+
+// The 16-bit floats' MatMul reference rounds every product and partial sum to
+// the 16-bit type (bit-exact with PyTorch's CPU mm); a backend accumulating in
+// float32 (as the Vulkan shaders and PyTorch's CUDA kernels do) is compared with
+// the reference run in float32 and rounded once. The difference from the
+// step-rounded reference is printed beside the entry, not asserted.
+bool rounds_each_step(OpKind op, DType dt) {
+  return op == OpKind::MatMul && (dt == DType::Float16 || dt == DType::BFloat16);
+}
+
+// Bounds a backend's arithmetic is known not to meet: named, printed in the
+// summary, never silent.
+struct Relaxation {
+  const char* backend;
+  OpKind op;
+  DType dtype;
+  double bound;
+  const char* why;
+};
+constexpr Relaxation kRelaxations[] = {
+    {"vulkan", OpKind::Exp, DType::Float32, 2e-6,
+     "GLSL exp() on lavapipe is 1.18e-6 (about 12 ulp) off at x = 30; the Vulkan spec allows 3 + 2|x| ulp"},
+};
+
+const Relaxation* relaxation(const Backend* b, OpKind op, DType dt) {
+  for (const Relaxation& r : kRelaxations) {
+    if (b->name() == r.backend && r.op == op && r.dtype == dt) return &r;
+  }
+  return nullptr;
+}
 
 CaseResult run_case(const KernelEntry& entry, Backend* backend, const Case& c, DType dt) {
   CaseResult r;
@@ -1182,15 +1232,11 @@ CaseResult run_case(const KernelEntry& entry, Backend* backend, const Case& c, D
     r.message = "no reference kernel";
     return r;
   }
-  // The reference on CPU copies with the same views.
-  std::vector<Tensor> ref_in, ref_out_base, ref_out;
-  for (const Operand& o : c.in) ref_in.push_back(o.base.defined() ? o.apply(o.base.clone()) : Tensor());
-  for (const Operand& o : c.out) {
-    ref_out_base.push_back(o.base.clone());
-    ref_out.push_back(o.apply(ref_out_base.back()));
-  }
-  const Status rs = call_entry(*ref, ref_in, ref_out, c.params, 1);
-  if (rs != Status::Ok) {
+  std::vector<Tensor> ref_out_base, stepwise_base;
+  const bool upcast = rounds_each_step(entry.op, dt);
+  const Status rs = upcast ? run_reference(*ref_kernel(entry.op, DType::Float32), c, &ref_out_base, DType::Float32)
+                           : run_reference(*ref, c, &ref_out_base);
+  if (rs != Status::Ok || (upcast && run_reference(*ref, c, &stepwise_base) != Status::Ok)) {
     r.result = Outcome::Fail;
     r.message = "the reference kernel returned " + std::string(status_name(rs)) + " (a bad case)";
     return r;
@@ -1224,7 +1270,14 @@ CaseResult run_case(const KernelEntry& entry, Backend* backend, const Case& c, D
     const Tensor got = dev_out_base[k].to(Device(DeviceType::CPU));
     double err = 0.0;
     std::string why;
-    const double bound = bound_for(got.dtype(), c.family, c.k);
+    const Relaxation* relaxed = relaxation(backend, entry.op, got.dtype());
+    const double bound = relaxed != nullptr ? relaxed->bound : bound_for(got.dtype(), c.family, c.k);
+    if (upcast) {
+      double step_err = 0.0;
+      std::string ignored;
+      compare(got, stepwise_base[k], 0.0, &step_err, &ignored);
+      r.stepwise_err = std::max(r.stepwise_err, step_err);
+    }
     if (!compare(got, ref_out_base[k], bound, &err, &why)) {
       r.result = Outcome::Fail;
       r.message = "output " + std::to_string(k) + ": " + why;
@@ -1248,7 +1301,7 @@ uint64_t seed_for(OpKind op, DType dt) { return 0x5eed0000u + 97u * static_cast<
 void run_suite(Backend* backend) {
   const bool cpu = backend->device_type() == DeviceType::CPU;
   int entries = 0, pairs = 0, cases = 0, skips = 0, failures = 0;
-  std::ostringstream per_entry;
+  std::ostringstream per_entry, relaxed;
   for (const KernelEntry& e : backend->kernels()) {
     if (cpu && is_ref_fn(e.fn)) continue;  // the reference fallbacks of the CPU table
     ++entries;
@@ -1266,7 +1319,7 @@ void run_suite(Backend* backend) {
       }
       int ran = 0, skipped = 0;
       std::string skip_reason;
-      double worst = 0.0;
+      double worst = 0.0, stepwise = 0.0;
       for (const Case& c : cs) {
         const CaseResult r = run_case(e, backend, c, dt);
         ++cases;
@@ -1280,6 +1333,7 @@ void run_suite(Backend* backend) {
           ++ran;
         }
         worst = std::max(worst, r.max_err);
+        stepwise = std::max(stepwise, r.stepwise_err);
       }
       skips += skipped;
       if (ran == 0 && skipped > 0) {
@@ -1289,12 +1343,16 @@ void run_suite(Backend* backend) {
       per_entry << " " << dtype_str(dt) << " " << cs.size();
       if (skipped > 0) per_entry << " (" << skipped << " skipped)";
       if (worst > 0) per_entry << " max err " << worst;
+      if (stepwise > 0) per_entry << " (float32-accumulated reference; vs the step-rounded " << dtype_str(dt) << " reference: " << stepwise << ")";
+      if (const Relaxation* rx = relaxation(backend, e.op, dt)) {
+        relaxed << "  relaxed bound: " << where << ": " << rx->bound << ": " << rx->why << "\n";
+      }
       if (skipped > 0) std::printf("  skips: %s: first: %s\n", where.c_str(), skip_reason.c_str());
       per_entry << ";";
     }
     per_entry << "\n";
   }
-  std::printf("%s", per_entry.str().c_str());
+  std::printf("%s%s", per_entry.str().c_str(), relaxed.str().c_str());
   std::printf("kernel suite: %s: %d kernel entries, %d (op, dtype) pairs, %d cases (%d NotSupported skips), %s\n",
               std::string(backend->name()).c_str(), entries, pairs, cases, skips,
               failures == 0 ? "all within bounds" : (std::to_string(failures) + " FAILED").c_str());
