@@ -126,7 +126,16 @@ struct Case {
   OpParams params = NoParams{};
   Family family = Family::Exact;
   int64_t k = 1;
+  bool inplace = false;  // the output is input 0 itself (out is empty): in-place front-ends (add_, relu_)
 };
+
+// `c` computed in place on its first input.
+Case in_place(Case c) {
+  c.desc += " (in place)";
+  c.out.clear();
+  c.inplace = true;
+  return c;
+}
 
 std::string shape_text(const Shape& s) { return shape_str(s); }
 
@@ -235,6 +244,30 @@ Operand out_stepped(const Shape& shape, DType dtype, double init = kSentinel) {
                  "stepped"};
 }
 
+// An output stored in `perm` order (the layout a front-end's empty_like gives a
+// permuted input).
+Operand out_permuted(const Shape& shape, std::vector<int64_t> perm, DType dtype, double init = kSentinel) {
+  Shape base_shape(shape.size());
+  for (size_t i = 0; i < perm.size(); ++i) base_shape[i] = shape[static_cast<size_t>(perm[i])];
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return Operand{full(base_shape, init, dtype), [inv](const Tensor& b) { return b.permute(inv); }, "permuted"};
+}
+
+Operand out_transposed(const Shape& shape, DType dtype, double init = kSentinel) {
+  std::vector<int64_t> perm(shape.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return out_permuted(shape, perm, dtype, init);
+}
+
+// `t` with NaN at the given flat positions (floating dtypes; others unchanged).
+Tensor with_nans(Tensor t, std::initializer_list<int64_t> at, double value = NAN) {
+  if (!is_floating(t.dtype())) return t;
+  for (int64_t i : at) t.flatten().narrow(0, i, 1).fill_(value);
+  return t;
+}
+
 // ---- per-op case generators ------------------------------------------------------
 
 bool is_float(DType t) { return is_floating(t); }
@@ -287,6 +320,8 @@ std::vector<Case> unary_cases(DType dt, Dom dom, Family family, const OpParams& 
   }
   if (is_float(dt)) add("special values", contig(specials(dt)));
   if (is_int(dt)) add("integer extremes", contig(extremes_tensor(dt)));
+  cs.push_back(in_place({tag + "[4,6] stepped", {stepped({4, 6}, dt, dom)}, {}, params, family, 1}));
+  cs.push_back(in_place({tag + "[6,4] transposed", {transposed({6, 4}, dt, dom)}, {}, params, family, 1}));
   return cs;
 }
 
@@ -326,6 +361,14 @@ std::vector<Case> binary_cases(OpKind op, DType dt, DType out_dt, Dom dom, Famil
   if (is_int(dt) && op != OpKind::Pow) {
     add("integer extremes (wrap-around)", contig(extremes_tensor(dt)), contig(extremes_tensor(dt, true)),
         out_contig({8}, out_dt));
+    add("integer extremes with themselves", contig(extremes_tensor(dt)), contig(extremes_tensor(dt)),
+        out_contig({8}, out_dt));
+  }
+  if (out_dt == dt) {  // in place (add_, mul_, ...): the output is the first input
+    cs.push_back(in_place({"[4,3] stepped, broadcast [3]", {stepped({4, 3}, dt, dom), expanded({3}, {4, 3}, dt, dom)},
+                           {}, NoParams{}, family, 1}));
+    cs.push_back(in_place({"[6,4] transposed, broadcast [4]", {transposed({6, 4}, dt, dom), expanded({4}, {6, 4}, dt, dom)},
+                           {}, NoParams{}, family, 1}));
   }
   if (op == OpKind::Add && dt == DType::Int32) {
     // Beyond one row of workgroups (a 2-D dispatch grid on Vulkan).
@@ -457,6 +500,31 @@ std::vector<Case> reduce_cases(OpKind op, DType dt) {
     for (double p : std::vector<double>{1.0, 3.0, 0.5, INFINITY, -INFINITY, 0.0}) add("[7,17]", contig(values({7, 17}, dt, dom)), rp(2, 1, p));
   }
   if (is_float(dt)) add("special values", contig(specials(dt).reshape({2, 6})), rp(2));
+  // Long rows, more rows than one grid dimension, column reductions (kept dims contiguous).
+  add("[100003]", contig(values({100003}, dt, dom)), rp(1));
+  add("[70001,3]", contig(values({70001, 3}, dt, dom)), rp(2));
+  add("[70001,3]", contig(values({70001, 3}, dt, dom)), rp(1));
+  add("[300,257]", contig(values({300, 257}, dt, dom)), rp(1));
+  add("[3,40,300]", contig(values({3, 40, 300}, dt, dom)), rp(3));
+  add("[2,1000]", contig(values({2, 1000}, dt, dom)), rp(1));
+  add("[4,1,33]", contig(values({4, 1, 33}, dt, dom)), rp(5));
+  // NaNs (max/min: the first NaN wins), and an inf.
+  for (uint32_t dims : {1u, 2u, 3u}) {
+    add("[4,300] with NaNs at (1,250), (1,260), (2,7), inf at (3,0)",
+        contig(with_nans(with_nans(values({4, 300}, dt, dom), {550, 560, 607}), {900}, INFINITY)), rp(dims));
+  }
+  // Eight dims in reverse memory order: nothing merges (5 reduced dims: beyond some
+  // backends' addressing; 4 kept and 4 reduced).
+  add("[2]*8 reversed", permuted({2, 2, 2, 2, 2, 2, 2, 2}, {7, 6, 5, 4, 3, 2, 1, 0}, dt, dom), rp(0x1f));
+  add("[2]*8 reversed", permuted({2, 2, 2, 2, 2, 2, 2, 2}, {7, 6, 5, 4, 3, 2, 1, 0}, dt, dom), rp(0x55));
+  if (op == OpKind::Var) add("[2]: correction 3 (inf)", contig(values({2}, dt, dom)), rp(1, 3));
+  if (op == OpKind::Norm) {
+    Tensor z = values({5, 37}, dt, dom);
+    if (is_float(dt)) z.select(0, 2).fill_(0.0);
+    for (double p : std::vector<double>{2.0, 1.0, 0.0, 3.0, 0.5, INFINITY, -INFINITY, -1.0, -2.5}) {
+      add("[5,37] with a zero row", contig(z.clone()), rp(2, 1, p));
+    }
+  }
   if (extreme || arg) {
     add("ties: the first index", contig(values({5, 33}, dt, Dom::Quantized)), rp(2));
   }
@@ -512,6 +580,20 @@ std::vector<Case> softmax_cases(DType dt) {
   add("stepped [5,9]", stepped({5, 9}, dt), 1);
   add("[0,5]", contig(values({0, 5}, dt)), 1);
   add("[5,0]", contig(values({5, 0}, dt)), 1);
+  for (int dim : {0, 1, 2}) add("[2,1,300]", contig(values({2, 1, 300}, dt)), dim);
+  for (int dim : {0, 1, 2, 3}) add("[2,3,4,5]", contig(values({2, 3, 4, 5}, dt)), dim);
+  add("[3,5000] (long rows)", contig(values({3, 5000}, dt)), 1);
+  add("[70001,2] (many rows)", contig(values({70001, 2}, dt)), 1);
+  for (int dim : {0, 1}) {
+    add("[2,5,16,17] with a NaN", contig(with_nans(values({2, 5, 16, 17}, dt), {16 * 17 * 7 + 3})), dim);
+    add("[40,300] with a NaN", contig(with_nans(values({40, 300}, dt), {302})), dim);
+  }
+  // A transposed input into a transposed output (the layout empty_like keeps).
+  for (int dim : {0, 1}) {
+    Operand x = transposed({9, 6}, dt);
+    cs.push_back({"transposed [9,6] into a transposed output dim=" + std::to_string(dim), {std::move(x)},
+                  {out_transposed({9, 6}, dt)}, [dim] { SoftmaxParams p; p.dim = dim; return p; }(), Family::Accumulate, 9});
+  }
   if (is_float(dt)) {
     add("-inf, inf and NaN rows", contig(from_doubles({-INFINITY, 1, 2, -INFINITY, -INFINITY, -INFINITY, 1, INFINITY,
                                                        3, NAN, 0, 1, 50, -50, 60, 0},
@@ -548,6 +630,19 @@ std::vector<Case> layer_norm_cases(DType dt) {
   add("transposed [17,7]", transposed({17, 7}, dt), 1, true, true);
   add("stepped [5,9]", stepped({5, 9}, dt), 1, true, true);
   add("[0,5]", contig(values({0, 5}, dt)), 1, true, true);
+  for (int nr : {1, 2}) {
+    for (bool w : {false, true}) {
+      add("[4,1000]", contig(values({4, 1000}, dt)), nr, w, !w);
+      add("[70001,3]", contig(values({70001, 3}, dt)), nr, w, w, 1e-2);
+    }
+  }
+  add("[1,257]", contig(values({1, 257}, dt)), 1, true, true);
+  {
+    Operand x = transposed({8, 5}, dt);
+    NormParams p;
+    cs.push_back({"transposed [8,5] into a transposed output", {std::move(x), contig(values({5}, dt)), absent()},
+                  {out_transposed({8, 5}, dt)}, p, Family::Accumulate, 5});
+  }
   add("constant rows (variance 0)", contig(from_doubles(std::vector<double>(24, 1.5), {3, 8}, dt)), 1, true, true);
   return cs;
 }
@@ -581,6 +676,15 @@ std::vector<Case> batch_norm_cases(DType dt) {
     add("channels_last [2,5,7,9]", permuted({2, 5, 7, 9}, {0, 2, 3, 1}, dt), true, true, pt);
     add("stepped [2,3,5,9]", stepped({2, 3, 5, 9}, dt), true, true, pt);
     add("[0,3,4,4]", contig(values({0, 3, 4, 4}, dt)), true, true, pt);
+    add("[4,3]", contig(values({4, 3}, dt)), true, false, pt);
+    add("[1,2,3,2,3]", contig(values({1, 2, 3, 2, 3}, dt)), false, true, pt);
+    add("[3,1,257]", contig(values({3, 1, 257}, dt)), true, true, pt);
+    NormParams p;
+    p.eps = 1e-3;
+    cs.push_back({"channels_last [2,3,4,5] into a channels_last output, eps 1e-3",
+                  {permuted({2, 3, 4, 5}, {0, 2, 3, 1}, dt), contig(values({3}, pt)), contig(values({3}, pt, Dom::Positive)),
+                   contig(values({3}, pt)), contig(values({3}, pt))},
+                  {out_permuted({2, 3, 4, 5}, {0, 2, 3, 1}, dt)}, p, Family::Accumulate, 4});
   }
   return cs;
 }
@@ -782,7 +886,7 @@ struct PadSpec {
   Shape x;
   std::vector<int64_t> before, after;
   double value;
-  int layout;  // 0 contiguous, 1 transposed, 2 stepped
+  int layout;  // 0 contiguous, 1 transposed, 2 stepped, 3 channels_last (rank 4)
 };
 
 const char* pad_mode_name(PadMode m) {
@@ -805,6 +909,9 @@ std::vector<PadSpec> pad_specs() {
     v.push_back({m, {2, 3, 4, 5, 6}, {0, 1, 2, 1, 3}, {0, 2, 1, 3, 1}, 0.0, 2});
     v.push_back({m, {1, 2, 6}, {0, 0, 5}, {0, 0, 5}, 0.0, 0});  // reflect: the largest pad
     v.push_back({m, {2, 3, 0}, {0, 0, 0}, {0, 0, 0}, 0.0, 0});
+    v.push_back({m, {2, 3, 6, 7}, {0, 0, 3, 2}, {0, 0, 2, 1}, 0.0, 3});  // channels_last
+    v.push_back({m, {1, 2, 257}, {0, 0, 5}, {0, 0, 1}, 0.0, 0});
+    v.push_back({m, {1, 1, 6, 5}, {0, 0, 5, 4}, {0, 0, 5, 4}, 0.0, 0});
   }
   // Negative pads crop (constant and circular).
   v.push_back({PadMode::Constant, {4, 9}, {-1, 2}, {1, -3}, 7.0, 0});
@@ -834,12 +941,15 @@ std::string pad_desc(const PadSpec& ps) {
   std::ostringstream d;
   d << pad_mode_name(ps.mode) << " x" << shape_text(ps.x) << " before" << shape_text(ps.before) << " after"
     << shape_text(ps.after) << (ps.mode == PadMode::Constant ? " value=" + std::to_string(ps.value) : "")
-    << (ps.layout == 1 ? " transposed" : ps.layout == 2 ? " stepped" : "");
+    << (ps.layout == 1 ? " transposed" : ps.layout == 2 ? " stepped" : ps.layout == 3 ? " channels_last" : "");
   return d.str();
 }
 
 Operand pad_operand(const Shape& s, int layout, DType dt) {
-  return layout == 1 ? transposed(s, dt) : layout == 2 ? stepped(s, dt) : contig(values(s, dt));
+  return layout == 1   ? transposed(s, dt)
+         : layout == 2 ? stepped(s, dt)
+         : layout == 3 ? permuted(s, {0, 2, 3, 1}, dt)
+                       : contig(values(s, dt));
 }
 
 std::vector<Case> pad_cases(DType dt) {
@@ -934,7 +1044,11 @@ std::vector<Case> copy_cases(DType src) {
     add("stepped [5,9] into a stepped output", stepped({5, 9}, src, dom), out_stepped({5, 9}, dst));
     add("broadcast [3] -> [4,3]", expanded({3}, {4, 3}, src, dom), out_contig({4, 3}, dst));
     add("reversed 5 dims", permuted({2, 3, 2, 3, 2}, {4, 3, 2, 1, 0}, src, dom), out_contig({2, 3, 2, 3, 2}, dst));
+    add("6 dims that merge to 2", permuted({2, 3, 2, 2, 3, 5}, {0, 1, 2, 3, 5, 4}, src, dom), out_contig({2, 3, 2, 2, 3, 5}, dst));
     if (is_float(src) && (is_float(dst) || dst == DType::Bool)) add("special values", contig(specials(src)), out_contig({12}, dst));
+    if ((src == DType::Float32 || src == DType::Float64) && dst == DType::Int64) {
+      add("beyond 32 bits", contig(from_doubles({3e9, -3e9, 1e15, 0.5, -0.5, -1e15}, {6}, src)), out_contig({6}, dst));
+    }
     if (is_int(src) && (!is_int(dst) || dst == src || src == DType::Int64 || element_size(dst) > element_size(src))) {
       add("integer extremes", contig(extremes_tensor(src)), out_contig({8}, dst));
     }
@@ -1008,6 +1122,11 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
       };
       for (const auto& [name, p] : ps) {
         for (Case& c : unary_cases(dt, Dom::Normal, Family::Exact, p, name)) cs.push_back(std::move(c));
+      }
+      if (dt == DType::Int64) {
+        const ClampParams big = clamp_params(true, true, -(int64_t{1} << 41), int64_t{1} << 35);
+        cs.push_back({"bounds beyond 32 bits, integer extremes", {contig(extremes_tensor(dt))}, {out_contig({8}, dt)}, big,
+                      Family::Exact, 1});
       }
       if (f) {
         for (Case& c : unary_cases(dt, Dom::Normal, Family::Exact, clamp_params(true, true, NAN, 1.0), "NaN min ")) {
@@ -1181,16 +1300,25 @@ struct CaseResult {
 Status run_reference(const KernelEntry& ref, const Case& c, std::vector<Tensor>* out_bases,
                      std::optional<DType> as = std::nullopt) {
   auto conv = [&](const Tensor& t) { return as && is_floating(t.dtype()) ? t.to(*as) : t.clone(); };
-  std::vector<Tensor> in, out;
-  for (const Operand& o : c.in) in.push_back(o.base.defined() ? o.apply(conv(o.base)) : Tensor());
-  std::vector<Tensor> bases;
-  for (const Operand& o : c.out) {
-    bases.push_back(conv(o.base));
-    out.push_back(o.apply(bases.back()));
+  std::vector<Tensor> in, out, bases;
+  for (const Operand& o : c.in) {
+    bases.push_back(o.base.defined() ? conv(o.base) : Tensor());
+    in.push_back(o.base.defined() ? o.apply(bases.back()) : Tensor());
+  }
+  if (c.inplace) {
+    out = {in[0]};
+    bases.resize(1);
+  } else {
+    bases.clear();
+    for (const Operand& o : c.out) {
+      bases.push_back(conv(o.base));
+      out.push_back(o.apply(bases.back()));
+    }
   }
   const Status s = call_entry(ref, in, out, c.params, 1);
+  const std::vector<Operand>& outs = c.inplace ? c.in : c.out;
   out_bases->clear();
-  for (size_t k = 0; k < bases.size(); ++k) out_bases->push_back(as ? bases[k].to(c.out[k].base.dtype()) : bases[k]);
+  for (size_t k = 0; k < bases.size(); ++k) out_bases->push_back(as ? bases[k].to(outs[k].base.dtype()) : bases[k]);
   return s;
 }
 
@@ -1243,10 +1371,19 @@ CaseResult run_case(const KernelEntry& entry, Backend* backend, const Case& c, D
   }
   // The backend's kernel on device copies, the views made on the device.
   std::vector<Tensor> dev_in, dev_out_base, dev_out;
-  for (const Operand& o : c.in) dev_in.push_back(o.base.defined() ? o.apply(on_device(o.base, backend)) : Tensor());
-  for (const Operand& o : c.out) {
-    dev_out_base.push_back(on_device(o.base, backend));
-    dev_out.push_back(o.apply(dev_out_base.back()));
+  for (const Operand& o : c.in) {
+    dev_out_base.push_back(o.base.defined() ? on_device(o.base, backend) : Tensor());
+    dev_in.push_back(o.base.defined() ? o.apply(dev_out_base.back()) : Tensor());
+  }
+  if (c.inplace) {
+    dev_out = {dev_in[0]};
+    dev_out_base.resize(1);
+  } else {
+    dev_out_base.clear();
+    for (const Operand& o : c.out) {
+      dev_out_base.push_back(on_device(o.base, backend));
+      dev_out.push_back(o.apply(dev_out_base.back()));
+    }
   }
   const Status ds = call_entry(entry, dev_in, dev_out, c.params, get_num_threads());
   if (ds == Status::NotSupported) {
@@ -1266,7 +1403,7 @@ CaseResult run_case(const KernelEntry& entry, Backend* backend, const Case& c, D
     return r;
   }
   // Whole output bases: elements a view does not cover must stay untouched.
-  for (size_t k = 0; k < c.out.size(); ++k) {
+  for (size_t k = 0; k < dev_out_base.size(); ++k) {
     const Tensor got = dev_out_base[k].to(Device(DeviceType::CPU));
     double err = 0.0;
     std::string why;
