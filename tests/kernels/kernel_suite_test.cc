@@ -571,6 +571,7 @@ std::vector<Case> softmax_cases(DType dt) {
   };
   add("[1]", contig(values({1}, dt)), 0);
   add("[]", contig(values({}, dt)), 0);
+  add("[]", contig(values({}, dt)), -1);
   add("[65]", contig(values({65}, dt)), 0);
   for (int dim : {0, 1}) add("[7,17]", contig(values({7, 17}, dt)), dim);
   for (int dim : {0, 1, 2}) add("[3,5,65]", contig(values({3, 5, 65}, dt)), dim);
@@ -912,6 +913,7 @@ std::vector<PadSpec> pad_specs() {
     v.push_back({m, {2, 3, 6, 7}, {0, 0, 3, 2}, {0, 0, 2, 1}, 0.0, 3});  // channels_last
     v.push_back({m, {1, 2, 257}, {0, 0, 5}, {0, 0, 1}, 0.0, 0});
     v.push_back({m, {1, 1, 6, 5}, {0, 0, 5, 4}, {0, 0, 5, 4}, 0.0, 0});
+    v.push_back({m, {1, 2, 5, 4}, {0, 0, 2, -1}, {0, 0, -2, 2}, 0.0, 0});  // negative pads crop
   }
   // Negative pads crop (constant and circular).
   v.push_back({PadMode::Constant, {4, 9}, {-1, 2}, {1, -3}, 7.0, 0});
