@@ -451,7 +451,6 @@ std::vector<Case> reduce_cases(OpKind op, DType dt) {
   const bool arg = op == OpKind::ArgMax || op == OpKind::ArgMin;
   const Dom dom = op == OpKind::Prod ? Dom::NearOne : Dom::Normal;
   const Family family = (extreme || arg) ? Family::Exact : Family::Accumulate;
-  std::vector<ReduceParams> variants;  // dims, correction, p
   auto rp = [](uint32_t dims, int64_t correction = 1, double p = 2.0, bool keepdim = true) {
     ReduceParams r;
     r.dims = dims;
