@@ -360,18 +360,15 @@ class Lowerer {
     entry_ = &entry;
     (this->*entry.lower)(n);
   }
-
   void lower_gelu(const Node& n) {
     const std::string approx = n.get_string("approximate", "none");
     if (approx != "none" && approx != "tanh") refuse("approximate '" + approx + "' is unknown");
     return emit(OpKind::Gelu, n, {tensor(n.inputs[0])}, {out0(n)}, GeluParams{approx == "tanh"});
   }
-
   void lower_global_average_pool(const Node& n) {
     if (rank_of(n.inputs[0], "input") != 4) refuse("input " + vname(n.inputs[0]) + " is not 4-D");
     return emit(OpKind::AdaptiveAvgPool2d, n, {tensor(n.inputs[0])}, {out0(n)});
   }
-
   void lower_batch_normalization(const Node& n) {
     require_inputs(n, 5);
     require_unused_extra_outputs(n, "training-mode statistics");
@@ -382,7 +379,6 @@ class Lowerer {
                  weight(n.inputs[2])},
                 {out0(n)}, p);
   }
-
   void lower_layer_normalization(const Node& n) {
     require_inputs(n, 2);
     require_unused_extra_outputs(n, "mean or inverse standard deviation");
@@ -395,7 +391,6 @@ class Lowerer {
                 {tensor(n.inputs[0]), weight(n.inputs[1]), has_input(n, 2) ? weight(n.inputs[2]) : -1},
                 {out0(n)}, p);
   }
-
   void lower_softmax(const Node& n) {
     const std::string& op = n.op_type;
     const int64_t axis = n.get_int("axis", -1);
@@ -409,22 +404,18 @@ class Lowerer {
     return emit(op == "Softmax" ? OpKind::Softmax : OpKind::LogSoftmax, n, {tensor(n.inputs[0])}, {out0(n)},
                 SoftmaxParams{static_cast<int>(axis)});
   }
-
   void lower_cast(const Node& n) {
     (void)cast_target(n);
     return emit(OpKind::Copy, n, {tensor(n.inputs[0])}, {out0(n)});
   }
-
   void lower_flatten(const Node& n) {
     return emit(OpKind::Flatten, n, {tensor(n.inputs[0])}, {out0(n)}, AxisParams{n.get_int("axis", 1)});
   }
-
   void lower_reshape(const Node& n) {
     require_inputs(n, 2);
     if (n.get_int("allowzero", 0) != 0) refuse("allowzero = 1 is not supported");
     return emit(OpKind::Reshape, n, {tensor(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)});
   }
-
   void lower_transpose(const Node& n) {
     std::vector<int64_t> perm = n.get_ints("perm");
     if (!n.has("perm")) {
@@ -433,7 +424,6 @@ class Lowerer {
     }
     return emit(OpKind::Permute, n, {tensor(n.inputs[0])}, {out0(n)}, dims_params(perm, "perm"));
   }
-
   void lower_squeeze(const Node& n) {
     const std::string& op = n.op_type;
     const auto axes = const_ints(n, 1, "axes");
@@ -441,7 +431,6 @@ class Lowerer {
     return emit(op == "Squeeze" ? OpKind::Squeeze : OpKind::Unsqueeze, n, {tensor(n.inputs[0])}, {out0(n)},
                 dims_params(axes.value_or(std::vector<int64_t>{}), "axes"));
   }
-
   void lower_concat(const Node& n) {
     std::vector<int32_t> ins;
     for (int id : n.inputs) {
@@ -450,44 +439,37 @@ class Lowerer {
     }
     return emit(OpKind::Concat, n, ins, {out0(n)}, AxisParams{n.get_int("axis", 0)});
   }
-
   void lower_split(const Node& n) {
     if (n.has("num_outputs")) refuse("attribute num_outputs is not supported");
     if (n.outputs.empty()) refuse("has no output");
     return emit(OpKind::Split, n, {tensor(n.inputs[0]), has_input(n, 1) ? tensor(n.inputs[1]) : -1}, n.outputs,
                 AxisParams{n.get_int("axis", 0)});
   }
-
   void lower_slice(const Node& n) {
     require_inputs(n, 3);
     std::vector<int32_t> ins;
     for (size_t i = 0; i < 5; ++i) ins.push_back(has_input(n, i) ? tensor(n.inputs[i]) : -1);
     return emit(OpKind::Slice, n, ins, {out0(n)});
   }
-
   void lower_expand(const Node& n) {
     require_inputs(n, 2);
     return emit(OpKind::Expand, n, {tensor(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)});
   }
-
   void lower_gather(const Node& n) {
     require_inputs(n, 2);
     return emit(OpKind::Gather, n, {weight(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)},
                 AxisParams{n.get_int("axis", 0)});
   }
-
   void lower_shape(const Node& n) {
     if (n.has("start") || n.has("end")) refuse("attributes start/end are not supported");
     return emit(OpKind::ShapeOf, n, {tensor(n.inputs[0])}, {out0(n)});
   }
-
   void lower_constant_of_shape(const Node& n) {
     require_inputs(n, 1);
     const Tensor value = constant_of_shape_value(n);
     return emit(OpKind::ConstantOfShape, n, {tensor(n.inputs[0])}, {out0(n)},
                 ScalarParams{value.reshape({1}).item()});
   }
-
   void lower_identity(const Node& n) {
     if (n.op_type == "Dropout") require_unused_extra_outputs(n, "the training-mode mask");
     refuse("has no ember op (run the passes: they remove Identity and inference Dropout nodes)");

@@ -83,6 +83,14 @@ class Backend {
   // (optional) what went wrong in this thread's last failed call, in words
   // ("no Vulkan device found"); error messages append it.
   virtual std::string last_error() const { return {}; }
+  // What an opened device can do (executors check it at create).
+  struct DeviceInfo {
+    std::string device_name;
+    bool float16 = false;  // float16 arithmetic and storage
+  };
+  // (optional) opens the backend's device (driver, device, queues) if it is
+  // not open yet; fails, with last_error() saying why, when it cannot.
+  virtual Result<DeviceInfo> open() { return DeviceInfo{std::string(name()), false}; }
   // (optional) the devices, in the order the backend prefers them, as
   // "name [type]"; fails (last_error() says why) without a driver or device.
   virtual Result<std::vector<std::string>> devices() { return std::vector<std::string>{std::string(name())}; }

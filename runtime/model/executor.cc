@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "runtime/autograd/grad_mode.h"
+#include "runtime/backend/backend.h"
 #include "runtime/core/error.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/model/model_access.h"
@@ -24,10 +25,6 @@
 #include "runtime/model/weights.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
-
-#ifdef RT_WITH_VULKAN
-#include "kernels/vulkan/context.h"
-#endif
 
 namespace ember {
 namespace {
@@ -57,20 +54,19 @@ IOInfo io_info(const Model& m, int t) {
   return info;
 }
 
-// Opens the Vulkan context (the loader and a device) and checks what `options` need.
-Status check_vulkan(const ExecutorOptions& options, std::string* error) {
-#ifdef RT_WITH_VULKAN
-  Result<vk::Context*> c = vk::Context::get();
-  if (!c.ok()) return report_error(error, c.status(), vk::Context::why());
-  if (options.precision == Precision::Float16 && !c.get()->caps().float16)
-    return report_error(error, Status::UnsupportedHardware, "fp16 precision: the Vulkan device '",
-                        c.get()->caps().device_name,
-                        "' does not support float16 (shaderFloat16 and 16-bit storage buffers)");
+// Opens the device's backend (the driver and a device) and checks what `options` need.
+Status check_device(const ExecutorOptions& options, std::string* error) {
+  Backend* backend = get_backend(options.device);
+  if (backend == nullptr) {
+    return report_error(error, Status::NotSupported, "ember is not built with support for ",
+                        device_type_name(options.device), " devices");
+  }
+  Result<Backend::DeviceInfo> info = backend->open();
+  if (!info.ok()) return report_error(error, info.status(), backend->last_error());
+  if (options.precision == Precision::Float16 && !info->float16)
+    return report_error(error, Status::UnsupportedHardware, "fp16 precision: the ", backend->name(), " device '",
+                        info->device_name, "' does not support float16 (shaderFloat16 and 16-bit storage buffers)");
   return Status::Ok;
-#else
-  (void)options;
-  return report_error(error, Status::NotSupported, "ember is not built with support for vulkan devices");
-#endif
 }
 
 Status check_options(const ExecutorOptions& options, std::string* error) {
@@ -79,7 +75,7 @@ Status check_options(const ExecutorOptions& options, std::string* error) {
   if (options.device == DeviceType::CPU && options.precision == Precision::Float16)
     return report_error(error, Status::InvalidArgument, "fp16 precision needs a device (vulkan); the CPU executor "
                         "runs float32 (convert with --weights fp16 for float16 weights)");
-  if (options.device == DeviceType::Vulkan) RT_RETURN_IF_ERROR(check_vulkan(options, error));
+  if (options.device != DeviceType::CPU) RT_RETURN_IF_ERROR(check_device(options, error));
   return Status::Ok;
 }
 
