@@ -134,7 +134,8 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
     const S s = static_cast<S>(convert<T>(start)), e = static_cast<S>(convert<T>(end));
     const S step = steps > 1 ? (e - s) / static_cast<S>(steps - 1) : S(0);
     // Fused, as PyTorch's kernels compute it on FMA hardware.
-    const S v = i < half ? std::fma(step, static_cast<S>(i), s)
+    // One step is [start] (step 0 from the start), as PyTorch.
+    const S v = i < half || steps == 1 ? std::fma(step, static_cast<S>(i), s)
                          : std::fma(-step, static_cast<S>(steps - i - 1), e);
     return convert<T>(v);
   });

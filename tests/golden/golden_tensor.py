@@ -16,6 +16,9 @@ def cases(emit):
     torch.manual_seed(0)
     emit.tensor("rng.randint_10", torch.randint(-5, 17, (10,)))
     emit.tensor("creation.linspace", torch.linspace(-1, 2.5, 7))
+    emit.tensor("creation.linspace_1", torch.linspace(3, 7, 1))  # one step: [start]
+    emit.tensor("creation.linspace_1_i64", torch.linspace(3, 7, 1, dtype=torch.int64))
+    emit.tensor("creation.linspace_2", torch.linspace(3, 7, 2))
     emit.tensor("creation.arange_f", torch.arange(0.5, 3.0, 0.3))
 
     prints = {

@@ -76,6 +76,10 @@ TEST_CASE("creation functions") {
   check_equal(arange(1, 2, 0.25), tensor({1.0, 1.25, 1.5, 1.75}));
   check_equal(arange(0.5, 3.0, 0.3), golden("creation.arange_f"));
   check_equal(linspace(-1, 2.5, 7), golden("creation.linspace"));
+  check_equal(linspace(3, 7, 1), golden("creation.linspace_1"));  // PyTorch: [start], not [end]
+  check_equal(linspace(3, 7, 1, DType::Int64), golden("creation.linspace_1_i64"));
+  check_equal(linspace(3, 7, 2), golden("creation.linspace_2"));
+  CHECK(linspace(3, 7, 0).numel() == 0);
   Tensor like = zeros_like(ones({2, 3}, DType::Int16));
   CHECK(like.dtype() == DType::Int16);
   CHECK(like.sizes() == Shape{2, 3});
