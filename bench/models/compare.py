@@ -5,6 +5,7 @@ Driven by bench/models/run.sh, which exports the models, converts them with
 `ember convert` and runs this with the venv's python (onnxruntime installed):
 
     compare.py --dir DIR --ember BIN [--threads 1,2] [--iterations 50] [--warmup 10]
+    compare.py --dir DIR --ember BIN --baseline OLD_BIN [--rounds 5]   (two builds, alternating rounds)
 
 DIR holds <model>.onnx and, once converted, <model>.ember. Each measurement
 runs in its own process so that its peak RSS (os.wait4's ru_maxrss) is its own.
@@ -115,6 +116,32 @@ def ember_measure(args, ember_model, threads):
     return {"median_ms": median, "peak_rss_mib": rss, "load_ms": load}
 
 
+def median(values):
+    v = sorted(values)
+    return v[len(v) // 2]
+
+
+def compare_builds(args):
+    """Two ember builds against ORT, in alternating rounds (ORT, baseline, ember, ...):
+    the median over rounds of each round's ember/ORT ratio, for both builds."""
+    print(f"{'model':14s} {'threads':>7s} {'base ms':>9s} {'ember ms':>9s} {'ORT ms':>8s} "
+          f"{'base/ORT':>9s} {'ember/ORT':>9s} {'ember/base':>10s}   (median of {args.rounds} rounds)")
+    for name in LATENCY_MODELS:
+        onnx_path = os.path.join(args.dir, name + ".onnx")
+        ember_model = os.path.join(args.dir, name + ".ember")
+        for threads in [int(t) for t in args.threads.split(",")]:
+            rows = []
+            for _ in range(args.rounds):
+                o = ort_measure(args, onnx_path, threads)["median_ms"]
+                b = ember_measure(argparse.Namespace(**{**vars(args), "ember": args.baseline}), ember_model,
+                                  threads)["median_ms"]
+                e = ember_measure(args, ember_model, threads)["median_ms"]
+                rows.append((b, e, o))
+            print(f"{name:14s} {threads:7d} {median([r[0] for r in rows]):9.2f} {median([r[1] for r in rows]):9.2f} "
+                  f"{median([r[2] for r in rows]):8.2f} {median([r[0] / r[2] for r in rows]):9.2f} "
+                  f"{median([r[1] / r[2] for r in rows]):9.2f} {median([r[1] / r[0] for r in rows]):10.3f}")
+
+
 def fmt(v, spec=".2f"):
     return "-" if v is None else format(v, spec)
 
@@ -128,6 +155,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--ort-worker", action="store_true")
     ap.add_argument("--model")
+    ap.add_argument("--baseline", help="a second ember binary (e.g. main before a change): compare builds")
+    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     if args.ort_worker:
         args.threads = int(args.threads)
@@ -136,6 +165,8 @@ def main():
     import onnxruntime
     print(f"onnxruntime {onnxruntime.__version__}; batch 1; median of {args.iterations} runs "
           f"after {args.warmup} warm-up runs; ratio < 1: ember faster\n")
+    if args.baseline:
+        return compare_builds(args)
     print(f"{'model':14s} {'threads':>7s} {'ember ms':>10s} {'ORT ms':>10s} {'ember/ORT':>10s}")
     for name in LATENCY_MODELS:
         onnx_path = os.path.join(args.dir, name + ".onnx")

@@ -3,6 +3,7 @@
 # encoder (latency at 1 and 2 threads, batch 1), plus load time and peak RSS vs
 # model size (mlp too). Not part of CI. Usage, from the repository root:
 #     bash bench/models/run.sh [OUT_DIR]          (default /tmp/ember_bench_models)
+#     EMBER_BASELINE=/path/to/old/ember_cli bash bench/models/run.sh   (before/after a change)
 # Needs network access once, to install onnxruntime into bench/.venv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,4 +27,10 @@ for m in mlp mobilenet_v2 resnet18 transformer; do
   "$EMBER" convert "$OUT/$m.onnx" -o "$OUT/$m.ember" >/dev/null
 done
 
+# EMBER_BASELINE=OLD_BIN (an ember_cli built from an earlier commit): both builds
+# against ORT in alternating rounds, the median of per-round ratios.
+if [ -n "${EMBER_BASELINE:-}" ]; then
+  exec "$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --baseline "$EMBER_BASELINE" \
+    --threads 1,2 --rounds "${ROUNDS:-5}"
+fi
 "$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --threads 1,2
