@@ -23,6 +23,9 @@ namespace ember::cpu {
 #undef RT_KERNEL
 #undef RT_KERNEL_WS
 
+// Backend::prepare_weight of the CPU backend (kernels/cpu/qlinear.cc).
+Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w);
+
 // Elements per parallel_for chunk for cheap elementwise work.
 constexpr int64_t kElementwiseGrain = 32768;
 

@@ -150,6 +150,7 @@ Executor::Executor(std::shared_ptr<const Model> model) : model_(std::move(model)
   ops_.resize(static_cast<size_t>(m.num_ops()));
   for (int k = 0; k < m.num_ops(); ++k) {
     Result<OpParams> p = m.op_params(k);
+    ops_[static_cast<size_t>(k)].kind = m.op_kind(k);
     if (p.ok()) ops_[static_cast<size_t>(k)].params = p.get();
   }
   tensors_ = tensor_states(m);
@@ -384,7 +385,7 @@ class Run {
     const bool on_device = !on_cpu_ && state.placement == Placement::Device;
     try {
       const std::vector<Tensor> in = op_inputs(k, on_device);
-      OpContext ctx{m_, k, m_.op_kind(k), state, tensors_, in, on_device ? device_ : cpu_, on_device,
+      OpContext ctx{m_, k, state.kind, state, tensors_, in, on_device ? device_ : cpu_, on_device,
                     on_device && fp16_, {}};
       run_op(ctx, values_);
       if (profile && on_device) {

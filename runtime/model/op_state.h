@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/backend/backend.h"
 #include "runtime/graph/op_params.h"
 #include "runtime/model/placement.h"
 #include "runtime/tensor/tensor.h"
@@ -16,10 +17,6 @@ namespace ember {
 namespace sparse {
 struct CsrMatrix;
 }  // namespace sparse
-namespace quant {
-struct PackedLinear;
-struct PackedConv2d;
-}  // namespace quant
 namespace vk {
 struct VkQuantLinear;
 struct VkSparseLinear;
@@ -27,14 +24,16 @@ struct VkSparseLinear;
 
 // Per op.
 struct OpState {
+  // What runs: the file's op, or the run-time op create() made of it (ops.def:
+  // QLinear for a Linear reading an int8 weight with quantization parameters,
+  // QConv2d for such a Conv2d), whose params point to `prepared`.
+  OpKind kind = OpKind::Copy;
   OpParams params;                          // decoded once
   Placement placement = Placement::Device;  // where it runs (placement.h)
   std::string reason;                       // why it falls back ("" unless Fallback)
   DType key_dtype = DType::Float32;         // the dtype its kernels were chosen for
-  // A Linear (Conv2d) whose weight is int8 with quantization parameters: the
-  // weight packed for the dynamic int8 kernel (weights.h); null otherwise.
-  std::shared_ptr<const quant::PackedLinear> packed;
-  std::shared_ptr<const quant::PackedConv2d> packed_conv;
+  // A run-time op's weight, prepared by the CPU backend (weights.h); null otherwise.
+  std::shared_ptr<const PreparedWeight> prepared;
   // On the Vulkan device: the int8 / sparse Linear weight packed there.
   std::shared_ptr<const vk::VkQuantLinear> vk_int8;
   std::shared_ptr<const vk::VkSparseLinear> vk_sparse;

@@ -6,8 +6,6 @@
 #include <utility>
 
 #include "quant/coo.h"
-#include "quant/dynamic_conv.h"
-#include "quant/dynamic_linear.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/core/error.h"
 #include "runtime/model/model_access.h"
@@ -135,7 +133,7 @@ Status prepare_quantized_op(const Model& m, int k, OpState& op, std::string* err
                         "-D constant with quantization parameters");
   if (is_conv && std::get<Conv2dParams>(op.params).groups != 1)
     return report_error(error, Status::NotSupported, where, ": int8 convolutions need groups = 1");
-  const int64_t n = w.size(0), kdim = w.numel() / std::max<int64_t>(n, 1);
+  const int64_t n = w.size(0);
   const uint32_t ns = vlen(q->scales());
   const bool per_channel = ns > 1 || (ns == 1 && q->axis() == 0 && n == 1);
   if (!(ns == 1 || (q->axis() == 0 && ns == static_cast<uint32_t>(n))))
@@ -164,15 +162,32 @@ Status prepare_quantized_op(const Model& m, int k, OpState& op, std::string* err
   if (is_conv && per_row)
     return report_error(error, Status::NotSupported, where,
                         ": per-row activation quantization is supported for int8 Linear only (Conv2d: per tensor)");
-  std::vector<float> scales(q->scales()->begin(), q->scales()->end());
-  const auto* qw = static_cast<const int8_t*>(w.data_ptr());
+  const std::vector<float> scales(q->scales()->begin(), q->scales()->end());
+  WeightDesc desc;
+  desc.weight = w.kernel_view();
+  desc.scales = scales.data();
+  desc.num_scales = scales.size();
+  desc.per_channel = per_channel;
+  desc.per_row_activations = per_row;
+  if (bias != nullptr) desc.bias = m.weight(bi).kernel_view();
+  if (is_conv) desc.conv = std::get<Conv2dParams>(op.params);
+  const OpKind kind = is_conv ? OpKind::QConv2d : OpKind::QLinear;
+  Result<std::shared_ptr<const PreparedWeight>> r = get_backend(DeviceType::CPU)->prepare_weight(kind, desc);
+  if (!r.ok())
+    return report_error(error, r.status(), where, ": preparing the int8 weight failed (", status_name(r.status()), ")");
+  op.prepared = std::move(r.get());
+  op.kind = kind;
   if (is_conv) {
-    op.packed_conv = std::make_shared<const quant::PackedConv2d>(quant::pack_conv2d(
-        qw, n, w.size(1), w.size(2), w.size(3), scales.data(), per_channel, bias, std::get<Conv2dParams>(op.params)));
+    QConv2dParams p;
+    p.conv = std::get<Conv2dParams>(op.params);
+    p.weight = op.prepared.get();
+    op.params = p;
   } else {
-    quant::PackedLinear p = quant::pack_linear(qw, n, kdim, scales.data(), per_channel, bias);
+    QLinearParams p;
+    p.activation = std::get<LinearParams>(op.params).activation;
     p.per_row_activations = per_row;
-    op.packed = std::make_shared<const quant::PackedLinear>(std::move(p));
+    p.weight = op.prepared.get();
+    op.params = p;
   }
   return Status::Ok;
 }
@@ -199,7 +214,7 @@ std::string pack_for_device(const Model& m, int k, DeviceType device, OpState& o
   const auto* in = m.op(k).inputs();
   if (device == DeviceType::Vulkan && m.op_kind(k) == OpKind::Linear && vlen(in) > 1) {
     const int32_t wi = in->Get(1);
-    if (op.packed != nullptr) {
+    if (op.kind == OpKind::QLinear) {
       const Tensor& w = m.weight(wi);
       const fb::QuantParams* q = m.tensor(wi).quant();  // checked by prepare_quantized
       const std::vector<float> scales(q->scales()->begin(), q->scales()->end());
@@ -222,7 +237,7 @@ std::string pack_for_device(const Model& m, int k, DeviceType device, OpState& o
 #else
   (void)tensors;
 #endif
-  return str_cat(op.packed != nullptr || op.packed_conv != nullptr ? "dynamic int8 " : "sparse COO ",
+  return str_cat(op.prepared != nullptr ? "dynamic int8 " : "sparse COO ",
                  op_name(m.op_kind(k)), " is not implemented for ", get_backend(device)->name());
 }
 

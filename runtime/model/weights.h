@@ -7,8 +7,10 @@
 //   any other op reads is densified (sparse int8 values outside Linear are
 //   NotSupported).
 // - `--weights fp16` models: float16 weights upcast to float32.
-// - int8 weights with quantization parameters of Linear and Conv2d: packed for
-//   the dynamic int8 kernels (symmetric, per tensor or per output channel).
+// - int8 weights with quantization parameters of Linear and Conv2d: prepared by
+//   the CPU backend (Backend::prepare_weight) for the run-time ops QLinear /
+//   QConv2d (ops.def; symmetric, per tensor or per output channel), which the
+//   op then runs as (OpState::kind).
 // - Device executors: int8 / sparse Linear weights packed on the device, and
 //   every other weight a device op reads uploaded once.
 #pragma once
@@ -33,9 +35,10 @@ Status prepare_sparse(const Model& m, std::vector<TensorState>& tensors, std::st
 // float32 copy in tensors[t].densified (packed sparse weights are left alone).
 void upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors);
 
-// Packs the int8 weight of every Linear and Conv2d whose weight is a dense
-// int8 tensor with quantization parameters (ops[k].packed / packed_conv);
-// other int8 weights of those ops are refused.
+// Prepares the int8 weight of every Linear and Conv2d whose weight is a dense
+// int8 tensor with quantization parameters (ops[k].prepared; the op becomes a
+// QLinear / QConv2d whose params point to it); other int8 weights of those ops
+// are refused.
 Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string* error);
 
 // Packs op k's int8 or sparse Linear weight on `device` (ops[k].vk_int8 /
