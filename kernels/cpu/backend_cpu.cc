@@ -33,6 +33,7 @@ class CpuBackend final : public Backend {
   Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w) override {
     return cpu::prepare_weight(op, w);
   }
+  std::string last_error() const override { return cpu::last_prepare_error(); }
 
   Result<Buffer> allocate(size_t bytes, size_t alignment) override {
     if (alignment < 64) alignment = 64;

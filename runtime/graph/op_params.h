@@ -112,6 +112,7 @@ struct LinearParams {
 // (runtime/backend/backend.h); the executor owns it, params point to it.
 class PreparedWeight;
 
+// QLinear and SparseLinear.
 struct QLinearParams {
   Activation activation;
   bool per_row_activations = false;        // x quantized per row (else per tensor)

@@ -180,7 +180,7 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
   RT_RETURN_IF_ERROR(validate_graph(*model, error));
   auto ex = std::make_shared<Executor>(std::move(model));
   const Model& m = *ex->model_;
-  RT_RETURN_IF_ERROR(prepare_sparse(m, ex->tensors_, error));
+  RT_RETURN_IF_ERROR(prepare_sparse(m, ex->ops_, ex->tensors_, error));
   upcast_fp16_weights(m, ex->tensors_);
   RT_RETURN_IF_ERROR(prepare_quantized(m, ex->ops_, error));
   ex->options_ = options;

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <optional>
 
-#include "quant/coo.h"
 #include "runtime/core/error.h"
 #include "runtime/model/graph_ops.h"
 #include "runtime/model/model_access.h"
@@ -277,33 +276,9 @@ void run_Pad(OpContext& c) {
   c.out[0] = pads.empty() ? x : pad(x, pads, kModes[static_cast<int>(p.mode)], p.value);
 }
 
-// The sparse Linear whose weight create() packed on the device.
-bool run_sparse_linear_on_device(OpContext& c) {
-#ifdef RT_WITH_VULKAN
-  const vk::VkSparseLinear* vk_sparse = c.on_device ? c.state.vk_sparse.get() : nullptr;
-  if (vk_sparse == nullptr) return false;
-  const Tensor& x = c.need(0, "data");
-  const Tensor x32 = x.dtype() == DType::Float16 ? x.to(DType::Float32) : x;
-  const Tensor& b = c.opt(2);
-  const Tensor y = vk::sparse_linear(x32, *vk_sparse, b.defined() ? b.to(DType::Float32) : b,
-                                     c.params<LinearParams>().activation);
-  c.out[0] = x.dtype() == DType::Float16 ? y.to(DType::Float16) : y;
-  return true;
-#else
-  (void)c;
-  return false;
-#endif
-}
-
 void run_Linear(OpContext& c) {
-  if (run_sparse_linear_on_device(c)) return;
-  const Activation& act = c.params<LinearParams>().activation;
-  const auto* in_idx = c.model.op(c.index).inputs();
-  const int32_t wt = vlen(in_idx) > 1 ? in_idx->Get(1) : -1;
-  const sparse::CsrMatrix* sp = wt >= 0 ? c.tensors[static_cast<size_t>(wt)].packed_sparse.get() : nullptr;
-  c.out[0] = sp != nullptr ? sparse::sparse_linear(c.need(0, "data"), *sp, c.opt(2))
-                           : linear(c.need(0, "data"), c.need(1, "weight"), c.opt(2));
-  apply_activation(c.out[0], act);
+  c.out[0] = linear(c.need(0, "data"), c.need(1, "weight"), c.opt(2));
+  apply_activation(c.out[0], c.params<LinearParams>().activation);
 }
 
 // --- run-time ops: create() made them of a Linear / Conv2d, the weight prepared ---
@@ -323,6 +298,22 @@ void run_QLinear(OpContext& c) {
 }
 
 void run_QConv2d(OpContext& c) { c.out[0] = qconv2d(c.need(0, "data"), c.params<QConv2dParams>()); }
+
+void run_SparseLinear(OpContext& c) {
+  const auto& p = c.params<QLinearParams>();
+#ifdef RT_WITH_VULKAN
+  if (c.on_device && c.state.vk_sparse != nullptr) {
+    const Tensor& x = c.need(0, "data");
+    const Tensor x32 = x.dtype() == DType::Float16 ? x.to(DType::Float32) : x;
+    const Tensor& b = c.opt(2);
+    const Tensor y = vk::sparse_linear(x32, *c.state.vk_sparse, b.defined() ? b.to(DType::Float32) : b, p.activation);
+    c.out[0] = x.dtype() == DType::Float16 ? y.to(DType::Float16) : y;
+    return;
+  }
+#endif
+  c.out[0] = sparse_linear(c.need(0, "data"), p, c.opt(2));
+  apply_activation(c.out[0], p.activation);
+}
 
 // --- backward ops: autograd runs them, the executor does not --------------------------
 

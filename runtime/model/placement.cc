@@ -61,6 +61,7 @@ std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool has_bia
     // Run-time ops: their kernel applies the activation.
     case OpKind::QLinear:
     case OpKind::QConv2d:
+    case OpKind::SparseLinear:
       return {kind};
     case OpKind::Pad: {  // constant padding: fill then copy; the other modes: the pad kernel
       const auto* p = std::get_if<PadParams>(&params);
@@ -123,6 +124,7 @@ bool reads_on_host(OpKind kind, size_t slot) {
     case OpKind::EmbeddingBackward: case OpKind::PadBackward:
     case OpKind::Permute: case OpKind::Flatten: case OpKind::Squeeze: case OpKind::Unsqueeze:
     case OpKind::Concat: case OpKind::Linear: case OpKind::QLinear: case OpKind::QConv2d:
+    case OpKind::SparseLinear:
       return false;
   }
   return false;
@@ -156,6 +158,7 @@ int key_input(OpKind kind) {
     case OpKind::Reshape: case OpKind::Permute: case OpKind::Flatten: case OpKind::Squeeze:
     case OpKind::Unsqueeze: case OpKind::Concat: case OpKind::Split: case OpKind::Slice: case OpKind::Gather:
     case OpKind::Expand: case OpKind::ShapeOf: case OpKind::Linear: case OpKind::QLinear: case OpKind::QConv2d:
+    case OpKind::SparseLinear:
       return 0;
   }
   return 0;
@@ -221,9 +224,8 @@ void place_op(const Model& m, int k, const Backend& backend, bool fp16, std::vec
     }
     return;
   }
-  const bool int8 = op.prepared != nullptr;
-  const bool sparse = kind == OpKind::Linear && vlen(in) > 1 && in->Get(1) >= 0 &&
-                      tensors[static_cast<size_t>(in->Get(1))].packed_sparse != nullptr;
+  const bool int8 = op.kind == OpKind::QLinear || op.kind == OpKind::QConv2d;
+  const bool sparse = op.kind == OpKind::SparseLinear;
   const bool has_bias = vlen(in) > 2 && in->Get(2) >= 0;
   const DeviceType device = backend.device_type();
   std::string why = int8 || sparse ? pack_for_device(m, k, device, op, tensors) : std::string();

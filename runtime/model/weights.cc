@@ -68,21 +68,38 @@ Status prepare_sparse_tensor(const Model& m, int t, TensorState& state, std::str
     if (q->scales() != nullptr) scales.assign(q->scales()->begin(), q->scales()->end());
     if (q->zero_points() != nullptr) zero_points.assign(q->zero_points()->begin(), q->zero_points()->end());
   }
-  try {
-    if (linear_only) {
-      if (values.dtype() == DType::Int8 && scales.size() > 1 && q->axis() != 0)
-        return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
-                            "': int8 values quantized along axis ", q->axis(),
-                            " (the SpMM kernel takes per-output-channel scales, axis 0)");
-      state.packed_sparse = std::make_shared<const sparse::CsrMatrix>(
-          sparse::pack_csr(indices, values, shape[0], shape[1], scales, zero_points));
-    } else {
-      if (values.dtype() == DType::Int8)
-        return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
-                            "': int8 sparse values are only supported as a Linear weight");
-      NoGradGuard no_grad;
-      state.densified = sparse::coo_to_dense(indices, values, shape);
+  if (linear_only) {
+    if (values.dtype() == DType::Int8 && scales.size() > 1 && q->axis() != 0)
+      return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
+                          "': int8 values quantized along axis ", q->axis(),
+                          " (the SpMM kernel takes per-output-channel scales, axis 0)");
+    try {
+      const Tensor vc = values.contiguous(), ic = indices.contiguous();
+      WeightDesc desc;
+      desc.weight = vc.kernel_view();
+      desc.indices = ic.kernel_view();
+      desc.rows = shape[0];
+      desc.cols = shape[1];
+      desc.scales = scales.data();
+      desc.num_scales = scales.size();
+      desc.zero_points = zero_points.data();
+      desc.num_zero_points = zero_points.size();
+      Backend* cpu = get_backend(DeviceType::CPU);
+      Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(OpKind::SparseLinear, desc);
+      if (!r.ok())
+        return report_error(error, r.status(), "sparse weight '", m.tensor_name(t), "': ", cpu->last_error());
+      state.prepared_sparse = std::move(r.get());
+    } catch (const Error& e) {
+      return report_error(error, e.status(), "sparse weight '", m.tensor_name(t), "': ", e.what());
     }
+    return Status::Ok;
+  }
+  if (values.dtype() == DType::Int8)
+    return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
+                        "': int8 sparse values are only supported as a Linear weight");
+  try {
+    NoGradGuard no_grad;
+    state.densified = sparse::coo_to_dense(indices, values, shape);
   } catch (const Error& e) {
     return report_error(error, e.status(), "sparse weight '", m.tensor_name(t), "': ", e.what());
   }
@@ -91,11 +108,26 @@ Status prepare_sparse_tensor(const Model& m, int t, TensorState& state, std::str
 
 }  // namespace
 
-Status prepare_sparse(const Model& m, std::vector<TensorState>& tensors, std::string* error) {
+Status prepare_sparse(const Model& m, std::vector<OpState>& ops, std::vector<TensorState>& tensors,
+                      std::string* error) {
   for (int t = 0; t < m.num_tensors(); ++t) {
     TensorState& state = tensors[static_cast<size_t>(t)];
     if (m.tensor(t).sparse() == nullptr || state.last_use < 0) continue;
     RT_RETURN_IF_ERROR(prepare_sparse_tensor(m, t, state, error));
+  }
+  // The Linears reading a prepared sparse weight run as SparseLinear.
+  for (int k = 0; k < m.num_ops(); ++k) {
+    const auto* in = m.op(k).inputs();
+    if (m.op_kind(k) != OpKind::Linear || vlen(in) < 2 || in->Get(1) < 0) continue;
+    const TensorState& w = tensors[static_cast<size_t>(in->Get(1))];
+    if (w.prepared_sparse == nullptr) continue;
+    OpState& op = ops[static_cast<size_t>(k)];
+    QLinearParams p;
+    p.activation = std::get<LinearParams>(op.params).activation;
+    p.weight = w.prepared_sparse.get();
+    op.kind = OpKind::SparseLinear;
+    op.params = p;
+    op.prepared = w.prepared_sparse;
   }
   return Status::Ok;
 }
@@ -112,7 +144,7 @@ void upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors) {
   NoGradGuard no_grad;
   for (int t = 0; t < m.num_tensors(); ++t) {
     TensorState& state = tensors[static_cast<size_t>(t)];
-    if (state.last_use < 0 || state.packed_sparse != nullptr) continue;
+    if (state.last_use < 0 || state.prepared_sparse != nullptr) continue;
     const Tensor& w = state.densified.defined() ? state.densified : m.weight(t);
     if (w.defined() && w.dtype() == DType::Float16) state.densified = w.to(DType::Float32).contiguous();
   }
@@ -227,8 +259,17 @@ std::string pack_for_device(const Model& m, int k, DeviceType device, OpState& o
       op.vk_int8 = std::make_shared<const vk::VkQuantLinear>(std::move(r.get()));
       return std::string();
     }
-    if (wi >= 0 && tensors[static_cast<size_t>(wi)].packed_sparse != nullptr) {
-      Result<vk::VkSparseLinear> r = vk::pack_sparse_linear(*tensors[static_cast<size_t>(wi)].packed_sparse);
+    if (op.kind == OpKind::SparseLinear) {
+      const fb::QuantParams* q = m.tensor(wi).quant();
+      std::vector<float> scales;
+      std::vector<int64_t> zero_points;
+      if (q != nullptr && q->scales() != nullptr) scales.assign(q->scales()->begin(), q->scales()->end());
+      if (q != nullptr && q->zero_points() != nullptr)
+        zero_points.assign(q->zero_points()->begin(), q->zero_points()->end());
+      const std::vector<int64_t> shape = m.tensor_shape(wi);
+      const sparse::CsrMatrix csr = sparse::pack_csr(m.weight(m.tensor(wi).sparse()->indices()), m.weight(wi),
+                                                     shape[0], shape[1], scales, zero_points);
+      Result<vk::VkSparseLinear> r = vk::pack_sparse_linear(csr);
       if (!r.ok()) return str_cat("packing the sparse weight for vulkan failed: ", vk::Context::why());
       op.vk_sparse = std::make_shared<const vk::VkSparseLinear>(std::move(r.get()));
       return std::string();
@@ -237,7 +278,7 @@ std::string pack_for_device(const Model& m, int k, DeviceType device, OpState& o
 #else
   (void)tensors;
 #endif
-  return str_cat(op.prepared != nullptr ? "dynamic int8 " : "sparse COO ",
+  return str_cat(op.kind == OpKind::SparseLinear ? "sparse COO " : "dynamic int8 ",
                  op_name(m.op_kind(k)), " is not implemented for ", get_backend(device)->name());
 }
 

@@ -3,7 +3,8 @@
 // the results).
 //
 // - Sparse COO weights: one that only Linear ops read as their weight is
-//   packed (CSR by output row, quant/coo.h; int8 values dequantized); one that
+//   prepared by the CPU backend for the run-time op SparseLinear (CSR by output
+//   row, quant/csr.h; asymmetric int8 values dequantized); one that
 //   any other op reads is densified (sparse int8 values outside Linear are
 //   NotSupported).
 // - `--weights fp16` models: float16 weights upcast to float32.
@@ -28,8 +29,10 @@ namespace ember {
 // Per tensor: last_use (from the ops' inputs and the graph outputs).
 std::vector<TensorState> tensor_states(const Model& m);
 
-// Packs or densifies the sparse weights (tensors[t].packed_sparse / densified).
-Status prepare_sparse(const Model& m, std::vector<TensorState>& tensors, std::string* error);
+// Prepares (CPU backend) or densifies the sparse weights (tensors[t].prepared_sparse
+// / densified); the Linears reading a prepared one become SparseLinear ops.
+Status prepare_sparse(const Model& m, std::vector<OpState>& ops, std::vector<TensorState>& tensors,
+                      std::string* error);
 
 // Models converted with --weights fp16: each float16 weight an op reads gets a
 // float32 copy in tensors[t].densified (packed sparse weights are left alone).

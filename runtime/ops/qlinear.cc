@@ -48,4 +48,25 @@ Tensor qconv2d(const Tensor& x, const QConv2dParams& params) {
   return y;
 }
 
+Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias) {
+  RT_CHECK(params.weight != nullptr && params.weight->shape.size() == 2, "sparse_linear without a prepared weight");
+  const int64_t n = params.weight->shape[0], k = params.weight->shape[1];
+  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "sparse linear needs a float32 input, got ",
+              dtype_name(x.dtype()));
+  EMBER_CHECK(x.dim() >= 1 && x.size(-1) == k, Status::ShapeMismatch, "sparse linear: input ", shape_str(x.sizes()),
+              " does not end in ", k, " (weight [", n, ", ", k, "])");
+  Tensor b;
+  if (bias.defined()) {
+    EMBER_CHECK(bias.dim() == 1 && bias.size(0) == n, Status::ShapeMismatch, "sparse linear: bias ",
+                shape_str(bias.sizes()), " is not [", n, "]");
+    b = bias.to(DType::Float32).contiguous();
+  }
+  const Tensor xc = x.contiguous();
+  Shape shape = x.sizes();
+  shape.back() = n;
+  Tensor y = empty(shape, TensorOptions(DType::Float32).device(x.device()));
+  run_kernel(OpKind::SparseLinear, {xc, Tensor(), b}, {y}, params);
+  return y;
+}
+
 }  // namespace ember

@@ -136,16 +136,24 @@ struct Case {
 };
 
 struct QuantWeight {
-  Tensor q;  // int8 [N, K] or [C_out, C_in, kh, kw]
+  Tensor q;  // int8 [N, K] or [C_out, C_in, kh, kw]; SparseLinear: the COO values [nnz]
   std::vector<float> scales;
+  std::vector<int64_t> zero_points;  // SparseLinear only
   bool per_channel = false, per_row = false;
-  Tensor bias;  // float32 [N] or undefined
+  Tensor bias;  // float32 [N] or undefined (QLinear, QConv2d: packed in the weight)
   Conv2dParams conv;
+  Tensor indices;  // SparseLinear: COO [2, nnz]
+  int64_t rows = 0, cols = 0;
   WeightDesc desc() const {
     WeightDesc d;
     d.weight = q.kernel_view();
-    d.scales = scales.data();
+    d.scales = scales.empty() ? nullptr : scales.data();
     d.num_scales = scales.size();
+    d.zero_points = zero_points.empty() ? nullptr : zero_points.data();
+    d.num_zero_points = zero_points.size();
+    if (indices.defined()) d.indices = indices.kernel_view();
+    d.rows = rows;
+    d.cols = cols;
     d.per_channel = per_channel;
     d.per_row_activations = per_row;
     if (bias.defined()) d.bias = bias.kernel_view();
@@ -850,6 +858,69 @@ std::vector<Case> qconv2d_cases(DType dt) {
   return cs;
 }
 
+// A random [n, k] COO weight (about `density` of it nonzero), values of `vt`:
+// float32, float16, or int8 with scales (per channel: n) and zero points.
+std::shared_ptr<QuantWeight> sparse_weight(int64_t n, int64_t k, double density, DType vt, DType it,
+                                           bool per_channel = false, bool asymmetric = false) {
+  auto w = std::make_shared<QuantWeight>();
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> rows, cols, vals;
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      if (unit(g_rng) >= density) continue;
+      rows.push_back(static_cast<double>(r));
+      cols.push_back(static_cast<double>(c));
+      vals.push_back(vt == DType::Int8 ? static_cast<double>(std::uniform_int_distribution<int>(-127, 127)(g_rng))
+                                       : normal(g_rng));
+    }
+  }
+  const int64_t nnz = static_cast<int64_t>(vals.size());
+  std::vector<double> idx(rows);
+  idx.insert(idx.end(), cols.begin(), cols.end());
+  w->indices = from_doubles(idx, {2, nnz}, it);
+  w->q = from_doubles(vals, {nnz}, vt);
+  w->rows = n;
+  w->cols = k;
+  if (vt == DType::Int8) {
+    std::uniform_real_distribution<float> scale(0.001f, 0.02f);
+    for (int64_t j = 0; j < (per_channel ? n : 1); ++j) {
+      w->scales.push_back(scale(g_rng));
+      if (asymmetric) w->zero_points.push_back(std::uniform_int_distribution<int>(-3, 3)(g_rng));
+    }
+  }
+  return w;
+}
+
+// The sparse Linear: SpMM (CSR, or the blocked AVX-512 layout) against the
+// densified weight summed in double.
+std::vector<Case> sparse_linear_cases(DType dt) {
+  std::vector<Case> cs;
+  if (dt != DType::Float32) return cs;
+  auto add = [&](std::string d, const Shape& xs, std::shared_ptr<QuantWeight> w, bool bias) {
+    Shape os = xs;
+    os.back() = w->rows;
+    std::ostringstream name;
+    name << d << " x" << shape_text(xs) << " w[" << w->rows << ", " << w->cols << "] " << dtype_name(w->q.dtype())
+         << " nnz " << w->q.numel() << (bias ? " bias" : "");
+    Case c{name.str(), {contig(values(xs, dt)), absent(), bias ? contig(values({w->rows}, dt)) : absent()},
+           {out_contig(os, dt)}, QLinearParams{}, Family::Accumulate, w->cols};
+    c.qweight = std::move(w);
+    cs.push_back(std::move(c));
+  };
+  add("gemv", {1, 40}, sparse_weight(24, 40, 0.2, DType::Float32, DType::Int16), true);
+  add("batch 5", {5, 70}, sparse_weight(33, 70, 0.1, DType::Float32, DType::Int32), false);
+  add("3-D input", {2, 3, 64}, sparse_weight(48, 64, 0.3, DType::Float16, DType::Int64), true);
+  add("int8 per channel", {4, 96}, sparse_weight(40, 96, 0.15, DType::Int8, DType::Int16, true), true);
+  add("int8 per tensor", {9, 50}, sparse_weight(17, 50, 0.2, DType::Int8, DType::Int16), false);
+  add("int8 asymmetric (dequantized)", {3, 32}, sparse_weight(16, 32, 0.25, DType::Int8, DType::Int16, true, true),
+      true);
+  add("all zeros", {2, 20}, sparse_weight(8, 20, 0.0, DType::Float32, DType::Int16), true);
+  add("empty batch", {0, 20}, sparse_weight(8, 20, 0.3, DType::Float32, DType::Int16), true);
+  add("no columns", {3, 0}, sparse_weight(5, 0, 0.3, DType::Float32, DType::Int16), true);
+  return cs;
+}
+
 // PyTorch's pooling output size (runtime/ops/pooling.cc).
 int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil_mode) {
   const int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
@@ -1309,6 +1380,7 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     // Run-time ops: the weight prepared by each backend (Case::qweight).
     case OpKind::QLinear: return qlinear_cases(dt);
     case OpKind::QConv2d: return qconv2d_cases(dt);
+    case OpKind::SparseLinear: return sparse_linear_cases(dt);
   }
   return {};
 }

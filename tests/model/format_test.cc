@@ -572,6 +572,10 @@ TEST_CASE("model: semantic errors, each with its message (writer and loader agre
   d.ops[0].op = OpKind::QConv2d;
   d.ops[0].inputs.push_back(-1);
   CHECK(def_error(d) == "operator 0 'mm' (qconv2d): op qconv2d cannot appear in a model file");
+  d = make_def();
+  d.ops[0].op = OpKind::SparseLinear;
+  d.ops[0].inputs.push_back(-1);
+  CHECK(def_error(d) == "operator 0 'mm' (sparse_linear): op sparse_linear cannot appear in a model file");
 }
 
 TEST_CASE("model: crafted segment errors") {
