@@ -1,5 +1,5 @@
-// COO <-> dense, CSR packing and the eager sparse linear (quant/coo.h); the
-// SpMM kernels are in quant/spmm.cc.
+// COO <-> dense and the eager CSR packing and sparse linear (quant/coo.h); the
+// packing itself is in quant/csr.cc, the SpMM kernels in quant/spmm.cc.
 #include "quant/coo.h"
 
 #include <algorithm>
@@ -200,73 +200,12 @@ double zero_fraction(const Tensor& t) {
 
 CsrMatrix pack_csr(const Tensor& indices, const Tensor& values, int64_t rows, int64_t cols,
                    const std::vector<float>& scales, const std::vector<int64_t>& zero_points) {
-  check_index_dtype(indices.dtype());
-  EMBER_CHECK(indices.dim() == 2 && indices.size(0) == 2 && values.dim() == 1 && values.size(0) == indices.size(1),
-              Status::ShapeMismatch, "pack_csr: indices ", shape_str(indices.sizes()), " and values ",
-              shape_str(values.sizes()), " are not a 2-D COO matrix");
-  const DType vt = values.dtype();
-  EMBER_CHECK(vt == DType::Float32 || vt == DType::Float16 || vt == DType::Int8, Status::DTypeMismatch,
-              "pack_csr: values must be float32, float16 or int8, got ", dtype_name(vt));
-  if (vt == DType::Int8) {
-    EMBER_CHECK(scales.size() == 1 || static_cast<int64_t>(scales.size()) == rows, Status::InvalidArgument,
-                "pack_csr: int8 values need 1 or ", rows, " scales, got ", scales.size());
-    EMBER_CHECK(zero_points.empty() || zero_points.size() == scales.size(), Status::InvalidArgument,
-                "pack_csr: ", zero_points.size(), " zero points for ", scales.size(), " scales");
-  }
   const Tensor idx = indices.contiguous();
   const Tensor val = values.contiguous();
-  const int64_t nnz = val.size(0);
   CsrMatrix w;
-  w.rows = rows;
-  w.cols = cols;
-  w.narrow = cols <= 65536;
-  w.row_ptr.assign(static_cast<size_t>(rows + 1), 0);
-  // Symmetric int8 (every zero point 0) stays int8 with a scale per row.
-  bool symmetric = true;
-  for (int64_t z : zero_points) symmetric = symmetric && z == 0;
-  w.int8 = vt == DType::Int8 && symmetric;
-  if (w.int8) {
-    w.qvalues.resize(static_cast<size_t>(nnz));
-    w.row_scale.resize(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r)
-      w.row_scale[static_cast<size_t>(r)] = scales[scales.size() == 1 ? 0 : static_cast<size_t>(r)];
-  } else {
-    w.values.resize(static_cast<size_t>(nnz));
-  }
-  (w.narrow ? w.col16.resize(static_cast<size_t>(nnz)) : w.col32.resize(static_cast<size_t>(nnz)));
-  int64_t prev_r = 0, prev_c = -1;
-  for (int64_t k = 0; k < nnz; ++k) {
-    const int64_t r = coo_index(idx, 0, k), c = coo_index(idx, 1, k);
-    EMBER_CHECK(r >= 0 && r < rows && c >= 0 && c < cols, Status::OutOfRange, "pack_csr: COO value ", k, " at (",
-                r, ", ", c, ") is outside [", rows, ", ", cols, "]");
-    EMBER_CHECK(r > prev_r || (r == prev_r && c > prev_c), Status::InvalidArgument, "pack_csr: COO value ", k,
-                " at (", r, ", ", c, ") is not sorted in row-major order or repeats a coordinate (coalesce first)");
-    prev_r = r;
-    prev_c = c;
-    ++w.row_ptr[static_cast<size_t>(r + 1)];
-    if (w.narrow) {
-      w.col16[static_cast<size_t>(k)] = static_cast<uint16_t>(c);
-    } else {
-      w.col32[static_cast<size_t>(k)] = static_cast<int32_t>(c);
-    }
-    if (w.int8) {
-      w.qvalues[static_cast<size_t>(k)] = static_cast<const int8_t*>(val.data_ptr())[k];
-      continue;
-    }
-    float v;
-    if (vt == DType::Float32) {
-      v = val.data_ptr<float>()[k];
-    } else if (vt == DType::Float16) {
-      v = static_cast<float>(static_cast<const Half*>(val.data_ptr())[k]);
-    } else {
-      const size_t ch = scales.size() == 1 ? 0 : static_cast<size_t>(r);
-      const int64_t z = zero_points.empty() ? 0 : zero_points[ch];
-      v = scales[ch] * static_cast<float>(static_cast<int64_t>(static_cast<const int8_t*>(val.data_ptr())[k]) - z);
-    }
-    w.values[static_cast<size_t>(k)] = v;
-  }
-  for (int64_t r = 0; r < rows; ++r) w.row_ptr[static_cast<size_t>(r + 1)] += w.row_ptr[static_cast<size_t>(r)];
-  if (has_fast_spmm()) build_blocked(w);
+  std::string why;
+  const Status st = pack_csr(idx.kernel_view(), val.kernel_view(), rows, cols, scales, zero_points, &w, &why);
+  if (st != Status::Ok) raise_error(st, why);
   return w;
 }
 

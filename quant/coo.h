@@ -1,5 +1,6 @@
 // Sparse COO weights: building them from dense tensors (what the converter
-// stores), reading them back, and the packed CSR layout the SpMM kernel runs.
+// stores), reading them back, and the eager forms of CSR packing and the
+// sparse linear (the CSR layout and the SpMM kernels: quant/csr.h).
 //
 // The file format (runtime/model/ember.fbs) keeps COO: values [nnz] and
 // indices [rank, nnz] (int16 when every dim <= 32768, else int32 or int64),
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "quant/csr.h"
 #include "runtime/tensor/tensor.h"
 
 namespace ember::sparse {
@@ -41,85 +43,13 @@ Tensor coo_to_dense(const Tensor& indices, const Tensor& values, const Shape& sh
 // Fraction of zeros of a tensor (0 for an empty one).
 double zero_fraction(const Tensor& t);
 
-// A [rows, cols] matrix packed by row for SpMM: row r's nonzeros are
-// values[row_ptr[r] .. row_ptr[r+1]) (or qvalues) at columns col16
-// (cols <= 65536) or col32. This CSR form is what the reference kernel and
-// the portable kernel run.
-//
-// int8 values stay int8 (qvalues, 1 byte each) with one fp32 scale per output
-// row (row_scale; a per-tensor scale is repeated): real = row_scale[r] * q.
-// The kernels accumulate q * x in fp32 and multiply each row's sum by its scale.
-//
-// On x86 CPUs with AVX-512 pack_csr also builds `blocked`, the layout the
-// fast kernel runs (quant/spmm.cc): rows in slices of 16, columns in blocks of
-// 32; for each (slice, block), count[s * blocks + b] = the most nonzeros any of
-// the slice's 16 rows has in the block, and that many slots of 16 entries
-// (entry l = the slot's nonzero of row 16 s + l, or a zero pad): col = the
-// column inside the block (0..31), value or qvalue. The kernel holds the 32 x
-// values of a block in two registers and picks a slot's 16 with one permute
-// (vpermi2ps), so a slot costs a permute and an FMA: no gathers, no
-// horizontal sums. Padding: about 2x the nonzeros at 90 % zeros (random
-// positions), 1.7x at 80 %.
-struct BlockedSpmm {
-  int64_t slices = 0;              // ceil(rows / 16)
-  int64_t blocks = 0;              // ceil(cols / 32)
-  std::vector<uint8_t> count;      // [slices, blocks]: slots per (slice, block)
-  std::vector<int64_t> slot_start; // [slices + 1]: first slot of each slice
-  std::vector<uint8_t> col;        // [slots, 16]
-  std::vector<float> values;       // [slots, 16] (fp32 matrices)
-  std::vector<int8_t> qvalues;     // [slots, 16] (int8 matrices)
-
-  bool empty() const { return count.empty(); }
-  size_t bytes() const {
-    return count.size() + slot_start.size() * 8 + col.size() + values.size() * 4 + qvalues.size();
-  }
-};
-
-struct CsrMatrix {
-  int64_t rows = 0;
-  int64_t cols = 0;
-  std::vector<int64_t> row_ptr;   // rows + 1
-  std::vector<uint16_t> col16;    // used when narrow
-  std::vector<int32_t> col32;     // used otherwise
-  std::vector<float> values;      // fp32 values (float16 and asymmetric int8 are converted at pack)
-  std::vector<int8_t> qvalues;    // int8 values when int8 (symmetric int8: every zero point 0)
-  std::vector<float> row_scale;   // [rows] when int8
-  bool narrow = false;
-  bool int8 = false;
-  BlockedSpmm blocked;            // built by pack_csr on AVX-512 CPUs; empty elsewhere
-
-  int64_t nnz() const { return static_cast<int64_t>(narrow ? col16.size() : col32.size()); }
-  size_t bytes() const {
-    return row_ptr.size() * sizeof(int64_t) + col16.size() * 2 + col32.size() * 4 + values.size() * 4 +
-           qvalues.size() + row_scale.size() * 4 + blocked.bytes();
-  }
-};
-
-// Packs a rank-2 COO matrix (indices sorted row-major, as the loader checks).
-// values: float32, float16, or int8 with `scales` (one: per tensor, or `rows`:
-// per output channel on axis 0) and optional zero points: real = s * (q - z).
-// int8 values stay int8 when every zero point is 0 (what the converter writes);
-// otherwise they are dequantized to fp32 here. Builds `blocked` when the CPU
-// has AVX-512 (see has_fast_spmm).
+// Packs a rank-2 COO matrix (quant/csr.h's pack_csr over the tensors' data,
+// made contiguous). Raises ember::Error on a bad matrix.
 CsrMatrix pack_csr(const Tensor& indices, const Tensor& values, int64_t rows, int64_t cols,
                    const std::vector<float>& scales = {}, const std::vector<int64_t>& zero_points = {});
 
 // Packs a dense [rows, cols] float32 matrix (its nonzeros).
 CsrMatrix pack_csr_dense(const Tensor& dense);
-
-// Whether this CPU runs the blocked AVX-512 kernel (x86-64 with AVX-512F).
-bool has_fast_spmm();
-
-// Builds w.blocked from w's CSR form (pack_csr calls it on AVX-512 CPUs).
-void build_blocked(CsrMatrix& w);
-
-// y[m, n] = sum_k x[m, k] * W[n, k] + bias[n], for x [m, cols] row-major
-// (row stride ldx), y [m, rows] contiguous; bias may be null. Threaded over
-// output rows (parallel_for). Runs the blocked AVX-512 kernel when w.blocked
-// is built, the portable CSR kernel otherwise. Reference (double
-// accumulation over the CSR form): spmm_linear_ref.
-void spmm_linear(const CsrMatrix& w, const float* x, int64_t m, int64_t ldx, const float* bias, float* y);
-void spmm_linear_ref(const CsrMatrix& w, const float* x, int64_t m, int64_t ldx, const float* bias, float* y);
 
 // The eager form: x [..., K] float32 (any strides), bias [N] or undefined;
 // returns [..., N]. Raises ember::Error on a shape or dtype mismatch.

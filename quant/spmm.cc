@@ -1,4 +1,4 @@
-// The SpMM kernels of quant/coo.h: y = x @ W^T + b for a packed sparse W.
+// The SpMM kernels of quant/csr.h: y = x @ W^T + b for a packed sparse W.
 //
 // - blocked AVX-512 kernel (x86-64 with AVX-512F, chosen at run time): the
 //   BlockedSpmm layout (coo.h). For each slice of 16 output rows and each
@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "quant/coo.h"
+#include "quant/csr.h"
 #include "runtime/core/thread_pool.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -49,14 +49,15 @@ layer_of() {
     kernels/vulkan/*)                                     set_layer 1 kernels vulkan ;;
     kernels/cuda/*)                                       set_layer 1 kernels cuda ;;
     # quant/'s kernels: quantization formulas, int8 GEMM glue (dynamic Linear /
-    # Conv2d over kernels/cpu/qgemm.h), COO/CSR packing and SpMM.
-    quant/qscheme.* | quant/dynamic_linear.* | quant/dynamic_conv.* | quant/coo.* | quant/spmm.*)
+    # Conv2d over kernels/cpu/qgemm.h), CSR packing and SpMM (raw views only).
+    quant/qscheme.* | quant/dynamic_linear.* | quant/dynamic_conv.* | quant/csr.* | quant/spmm.*)
                                                           set_layer 1 kernels quant ;;
     # --- ops: front-ends, autograd, nn, optim, the eager APIs ------------------
     runtime/backend/registry.cc)                          set_layer 2 ops registry ;;  # links every backend
     runtime/ops/* | runtime/autograd/* | runtime/nn/* | runtime/optim/*) set_layer 2 ops ;;
     runtime/ember.h)                                      set_layer 2 ops ;;
     quant/quantized.* | quant/sparse_tensor.*)            set_layer 2 ops ;;  # QTensor, SparseTensor
+    quant/coo.*)                                          set_layer 2 ops ;;  # COO format over Tensors, eager CSR forms
     # --- model: format, loader, planner, executor --------------------------------
     runtime/model/*)                                      set_layer 3 model ;;
     # --- converter and the CLI ------------------------------------------------------

@@ -30,6 +30,11 @@ class CpuBackend final : public Backend {
     return Span<const KernelEntry>(kCpuKernels, sizeof(kCpuKernels) / sizeof(kCpuKernels[0]));
   }
 
+  Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w) override {
+    return cpu::prepare_weight(op, w);
+  }
+  std::string last_error() const override { return cpu::last_prepare_error(); }
+
   Result<Buffer> allocate(size_t bytes, size_t alignment) override {
     if (alignment < 64) alignment = 64;
     const size_t padded = (bytes + kTensorTailPadding + alignment - 1) / alignment * alignment;

@@ -1,6 +1,8 @@
 // Declarations of the CPU kernels (from kernels/cpu/kernels.inc).
 #pragma once
 
+#include <string>
+
 #include "runtime/backend/backend.h"
 
 // Compiles a function for several x86 ISAs and picks one at load time by CPU
@@ -22,6 +24,11 @@ namespace ember::cpu {
 #include "kernels/cpu/kernels.inc"
 #undef RT_KERNEL
 #undef RT_KERNEL_WS
+
+// Backend::prepare_weight of the CPU backend (kernels/cpu/qlinear.cc).
+Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w);
+// Why this thread's last prepare_weight failed ("" when it did not).
+std::string last_prepare_error();
 
 // Elements per parallel_for chunk for cheap elementwise work.
 constexpr int64_t kElementwiseGrain = 32768;

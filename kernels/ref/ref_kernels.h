@@ -15,4 +15,7 @@ namespace ember::ref {
 #undef RT_KERNEL
 #undef RT_KERNEL_WS
 
+// The weights of the reference QLinear / QConv2d kernels: kept unpacked.
+Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w);
+
 }  // namespace ember::ref

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,40 @@ struct Buffer {
   void* data = nullptr;   // host-visible address (CPU), or backend handle
   size_t bytes = 0;
   void* handle = nullptr;  // backend-private (VkBuffer, ...)
+};
+
+// A weight prepared once by a backend for a run-time op (QLinear, QConv2d,
+// SparseLinear: ops.def): packed int8 panels, CSR, device buffers. Opaque above the kernels;
+// the backend's kernel for the op reads it from its params. Immutable: shared
+// by every thread running the op.
+class PreparedWeight {
+ public:
+  virtual ~PreparedWeight() = default;
+  // Bytes it holds (host or device memory).
+  virtual size_t bytes() const = 0;
+  // The logical weight shape: [N, K] (QLinear, SparseLinear) or [C_out, C_in, kh, kw] (QConv2d).
+  std::vector<int64_t> shape;
+};
+
+// What prepare_weight() packs: the weight as the model file stores it.
+struct WeightDesc {
+  // Dense int8, contiguous: [N, K] or [C_out, C_in, kh, kw]. SparseLinear: the
+  // COO values [nnz] (float32, float16 or int8), contiguous.
+  TensorView weight;
+  // int8 quantization: scales (1: per tensor, or N: per output channel) and,
+  // sparse only, zero points (none, or one per scale).
+  const float* scales = nullptr;
+  size_t num_scales = 0;
+  const int64_t* zero_points = nullptr;
+  size_t num_zero_points = 0;
+  bool per_channel = false;
+  bool per_row_activations = false;  // QLinear: the file's ActivationQuant is per row
+  TensorView bias;                   // float32 [N], or data == nullptr
+  Conv2dParams conv;                 // QConv2d: the geometry
+  // SparseLinear: the COO indices [2, nnz] (int16, int32 or int64, sorted
+  // row-major, contiguous) of the [rows, cols] weight.
+  TensorView indices;
+  int64_t rows = 0, cols = 0;
 };
 
 class Backend {
@@ -98,6 +133,16 @@ class Backend {
   // or a case-insensitive substring of its name.
   virtual Status select_device(const std::string& spec) {
     (void)spec;
+    return Status::NotSupported;
+  }
+
+  // (optional) prepares `w` once for the kernel of run-time op `op` (QLinear,
+  // QConv2d, SparseLinear), which then reads it through its params' `weight`;
+  // NotSupported when the backend has no such kernel (the executor falls back
+  // or refuses). Other failures: last_error() says why.
+  virtual Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w) {
+    (void)op;
+    (void)w;
     return Status::NotSupported;
   }
 

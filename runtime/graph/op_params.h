@@ -108,8 +108,24 @@ struct LinearParams {
   Activation activation;
 };
 
+// A weight a backend prepared (packed) once for a run-time op
+// (runtime/backend/backend.h); the executor owns it, params point to it.
+class PreparedWeight;
+
+// QLinear and SparseLinear.
+struct QLinearParams {
+  Activation activation;
+  bool per_row_activations = false;        // x quantized per row (else per tensor)
+  const PreparedWeight* weight = nullptr;  // from the kernel's backend's prepare_weight
+};
+
+struct QConv2dParams {
+  Conv2dParams conv;  // geometry (groups 1) and the fused activation, applied by the kernel
+  const PreparedWeight* weight = nullptr;
+};
+
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
                               SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams,
-                              DimsParams, AxisParams, LinearParams>;
+                              DimsParams, AxisParams, LinearParams, QLinearParams, QConv2dParams>;
 
 }  // namespace ember

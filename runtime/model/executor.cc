@@ -150,6 +150,7 @@ Executor::Executor(std::shared_ptr<const Model> model) : model_(std::move(model)
   ops_.resize(static_cast<size_t>(m.num_ops()));
   for (int k = 0; k < m.num_ops(); ++k) {
     Result<OpParams> p = m.op_params(k);
+    ops_[static_cast<size_t>(k)].kind = m.op_kind(k);
     if (p.ok()) ops_[static_cast<size_t>(k)].params = p.get();
   }
   tensors_ = tensor_states(m);
@@ -179,7 +180,7 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
   RT_RETURN_IF_ERROR(validate_graph(*model, error));
   auto ex = std::make_shared<Executor>(std::move(model));
   const Model& m = *ex->model_;
-  RT_RETURN_IF_ERROR(prepare_sparse(m, ex->tensors_, error));
+  RT_RETURN_IF_ERROR(prepare_sparse(m, ex->ops_, ex->tensors_, error));
   upcast_fp16_weights(m, ex->tensors_);
   RT_RETURN_IF_ERROR(prepare_quantized(m, ex->ops_, error));
   ex->options_ = options;
@@ -384,7 +385,7 @@ class Run {
     const bool on_device = !on_cpu_ && state.placement == Placement::Device;
     try {
       const std::vector<Tensor> in = op_inputs(k, on_device);
-      OpContext ctx{m_, k, m_.op_kind(k), state, tensors_, in, on_device ? device_ : cpu_, on_device,
+      OpContext ctx{m_, k, state.kind, state, tensors_, in, on_device ? device_ : cpu_, on_device,
                     on_device && fp16_, {}};
       run_op(ctx, values_);
       if (profile && on_device) {

@@ -23,6 +23,9 @@ template <> struct AttrsOf<PadParams> { static constexpr fb::OpAttrs value = fb:
 template <> struct AttrsOf<DimsParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::DimsAttrs; };
 template <> struct AttrsOf<AxisParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::AxisAttrs; };
 template <> struct AttrsOf<LinearParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::LinearAttrs; };
+// The run-time ops' params: never stored (attrs_to_params refuses those ops).
+template <> struct AttrsOf<QLinearParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::NONE; };
+template <> struct AttrsOf<QConv2dParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::NONE; };
 
 Status fail(std::string* error, std::string message) {
   if (error != nullptr) *error = std::move(message);
@@ -88,6 +91,9 @@ const char* attrs_name(fb::OpAttrs a) {
 }
 
 Status attrs_to_params(const fb::Operator& op, OpParams* params, std::string* error) {
+  const OpKind kind = static_cast<OpKind>(op.op());
+  if (static_cast<int>(kind) < kNumOps && is_run_time_op(kind))
+    return fail(error, str_cat("op ", op_name(kind), " cannot appear in a model file"));
   const fb::OpAttrs want = expected_attrs(static_cast<OpKind>(op.op()));
   if (op.attrs_type() != want) {
     return fail(error, str_cat("attributes are ", attrs_name(op.attrs_type()), ", expected ",
@@ -217,8 +223,9 @@ flatbuffers::Offset<void> params_to_attrs(flatbuffers::FlatBufferBuilder& fbb, c
       [&](const auto& p) -> flatbuffers::Offset<void> {
         using P = std::decay_t<decltype(p)>;
         *type = AttrsOf<P>::value;
-        if constexpr (std::is_same_v<P, NoParams>) {
-          return 0;
+        if constexpr (std::is_same_v<P, NoParams> || std::is_same_v<P, QLinearParams> ||
+                      std::is_same_v<P, QConv2dParams>) {
+          return 0;  // the run-time ops' params: never written (the writer refuses those ops)
         } else if constexpr (std::is_same_v<P, ScalarParams>) {
           return fb::CreateScalarAttrs(fbb, scalar_to_fb(fbb, p.value)).Union();
         } else if constexpr (std::is_same_v<P, GeluParams>) {

@@ -7,14 +7,12 @@
 #include <cmath>
 #include <optional>
 
-#include "quant/coo.h"
-#include "quant/dynamic_conv.h"
-#include "quant/dynamic_linear.h"
 #include "runtime/core/error.h"
 #include "runtime/model/graph_ops.h"
 #include "runtime/model/model_access.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
+#include "runtime/ops/qlinear.h"
 
 #ifdef RT_WITH_VULKAN
 #include "kernels/vulkan/quant_linear.h"
@@ -68,40 +66,6 @@ Shape static_shape(const Model& m, int t, const char* what) {
                 "' is declared ", shape_str(s));
   }
   return s;
-}
-
-// y = act(dynamic int8 linear(x)): x [*, K] float32.
-Tensor run_linear_int8(const Tensor& x, const quant::PackedLinear& w, const Activation& act) {
-  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 linear: expected a float32 input, got ",
-              dtype_name(x.dtype()));
-  EMBER_CHECK(x.dim() >= 1 && x.size(-1) == w.in_features, Status::ShapeMismatch,
-              "int8 linear: the input's last dimension ", x.dim() >= 1 ? x.size(-1) : 0,
-              " does not match the weight's ", w.in_features);
-  const Tensor xc = x.contiguous();
-  Shape shape = xc.sizes();
-  shape.back() = w.out_features;
-  Tensor y = empty(shape, DType::Float32);
-  const int64_t m = w.in_features > 0 ? xc.numel() / w.in_features : 0;
-  quant::DynamicQuantOptions options;
-  options.per_row = w.per_row_activations;  // the file's ActivationQuant
-  quant::dynamic_linear(xc.data_ptr<float>(), m, w.in_features, w, y.data_ptr<float>(), w.out_features, act,
-                        options);
-  return y;
-}
-
-// y = act(dynamic int8 conv2d(x)): x [N, C_in, H, W] float32.
-Tensor run_conv_int8(const Tensor& x, const quant::PackedConv2d& c, const Activation& act) {
-  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 conv2d: expected a float32 input, got ",
-              dtype_name(x.dtype()));
-  EMBER_CHECK(x.dim() == 4 && x.size(1) == c.c_in, Status::ShapeMismatch,
-              "int8 conv2d: expected an input [N, ", c.c_in, ", H, W]");
-  const Tensor xc = x.contiguous();
-  const int64_t oh = quant::conv_out_size(c, 0, x.size(2)), ow = quant::conv_out_size(c, 1, x.size(3));
-  EMBER_CHECK(oh > 0 && ow > 0, Status::ShapeMismatch, "int8 conv2d: the input ", x.size(2), "x", x.size(3),
-              " is smaller than the kernel");
-  Tensor y = empty({x.size(0), c.c_out, oh, ow}, DType::Float32);
-  quant::dynamic_conv2d(xc.data_ptr<float>(), x.size(0), x.size(2), x.size(3), c, y.data_ptr<float>(), act);
-  return y;
 }
 
 // --- elementwise -------------------------------------------------------------------
@@ -262,10 +226,6 @@ void run_BatchNorm(OpContext& c) {
 
 void run_Conv2d(OpContext& c) {
   const auto& p = c.params<Conv2dParams>();
-  if (c.state.packed_conv != nullptr) {
-    c.out[0] = run_conv_int8(c.need(0, "data"), *c.state.packed_conv, p.activation);
-    return;
-  }
   c.out[0] = conv2d(c.need(0, "data"), c.need(1, "weight"), c.opt(2), {p.stride[0], p.stride[1]},
                     {p.padding[0], p.padding[1]}, {p.dilation[0], p.dilation[1]}, p.groups);
   apply_activation(c.out[0], p.activation);
@@ -316,41 +276,43 @@ void run_Pad(OpContext& c) {
   c.out[0] = pads.empty() ? x : pad(x, pads, kModes[static_cast<int>(p.mode)], p.value);
 }
 
-// The int8 / sparse Linear whose weight create() packed on the device.
-bool run_linear_on_device(OpContext& c) {
-#ifdef RT_WITH_VULKAN
-  const vk::VkQuantLinear* vk_int8 = c.on_device ? c.state.vk_int8.get() : nullptr;
-  const vk::VkSparseLinear* vk_sparse = c.on_device ? c.state.vk_sparse.get() : nullptr;
-  if (vk_int8 == nullptr && vk_sparse == nullptr) return false;
-  const Tensor& x = c.need(0, "data");
-  const Tensor x32 = x.dtype() == DType::Float16 ? x.to(DType::Float32) : x;
-  const Activation& act = c.params<LinearParams>().activation;
-  const Tensor& b = c.opt(2);
-  const quant::PackedLinear* packed = c.state.packed.get();
-  const Tensor y = vk_int8 != nullptr
-                       ? vk::dynamic_quant_linear(x32, *vk_int8, act, packed != nullptr && packed->per_row_activations)
-                       : vk::sparse_linear(x32, *vk_sparse, b.defined() ? b.to(DType::Float32) : b, act);
-  c.out[0] = x.dtype() == DType::Float16 ? y.to(DType::Float16) : y;
-  return true;
-#else
-  (void)c;
-  return false;
-#endif
+void run_Linear(OpContext& c) {
+  c.out[0] = linear(c.need(0, "data"), c.need(1, "weight"), c.opt(2));
+  apply_activation(c.out[0], c.params<LinearParams>().activation);
 }
 
-void run_Linear(OpContext& c) {
-  if (run_linear_on_device(c)) return;
-  const Activation& act = c.params<LinearParams>().activation;
-  if (c.state.packed != nullptr) {
-    c.out[0] = run_linear_int8(c.need(0, "data"), *c.state.packed, act);
+// --- run-time ops: create() made them of a Linear / Conv2d, the weight prepared ---
+
+void run_QLinear(OpContext& c) {
+  const auto& p = c.params<QLinearParams>();
+#ifdef RT_WITH_VULKAN
+  if (c.on_device && c.state.vk_int8 != nullptr) {
+    const Tensor& x = c.need(0, "data");
+    const Tensor x32 = x.dtype() == DType::Float16 ? x.to(DType::Float32) : x;
+    const Tensor y = vk::dynamic_quant_linear(x32, *c.state.vk_int8, p.activation, p.per_row_activations);
+    c.out[0] = x.dtype() == DType::Float16 ? y.to(DType::Float16) : y;
     return;
   }
-  const auto* in_idx = c.model.op(c.index).inputs();
-  const int32_t wt = vlen(in_idx) > 1 ? in_idx->Get(1) : -1;
-  const sparse::CsrMatrix* sp = wt >= 0 ? c.tensors[static_cast<size_t>(wt)].packed_sparse.get() : nullptr;
-  c.out[0] = sp != nullptr ? sparse::sparse_linear(c.need(0, "data"), *sp, c.opt(2))
-                           : linear(c.need(0, "data"), c.need(1, "weight"), c.opt(2));
-  apply_activation(c.out[0], act);
+#endif
+  c.out[0] = qlinear(c.need(0, "data"), p);
+}
+
+void run_QConv2d(OpContext& c) { c.out[0] = qconv2d(c.need(0, "data"), c.params<QConv2dParams>()); }
+
+void run_SparseLinear(OpContext& c) {
+  const auto& p = c.params<QLinearParams>();
+#ifdef RT_WITH_VULKAN
+  if (c.on_device && c.state.vk_sparse != nullptr) {
+    const Tensor& x = c.need(0, "data");
+    const Tensor x32 = x.dtype() == DType::Float16 ? x.to(DType::Float32) : x;
+    const Tensor& b = c.opt(2);
+    const Tensor y = vk::sparse_linear(x32, *c.state.vk_sparse, b.defined() ? b.to(DType::Float32) : b, p.activation);
+    c.out[0] = x.dtype() == DType::Float16 ? y.to(DType::Float16) : y;
+    return;
+  }
+#endif
+  c.out[0] = sparse_linear(c.need(0, "data"), p, c.opt(2));
+  apply_activation(c.out[0], p.activation);
 }
 
 // --- backward ops: autograd runs them, the executor does not --------------------------

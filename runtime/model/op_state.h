@@ -7,19 +7,13 @@
 #include <memory>
 #include <string>
 
+#include "runtime/backend/backend.h"
 #include "runtime/graph/op_params.h"
 #include "runtime/model/placement.h"
 #include "runtime/tensor/tensor.h"
 
 namespace ember {
 
-namespace sparse {
-struct CsrMatrix;
-}  // namespace sparse
-namespace quant {
-struct PackedLinear;
-struct PackedConv2d;
-}  // namespace quant
 namespace vk {
 struct VkQuantLinear;
 struct VkSparseLinear;
@@ -27,14 +21,18 @@ struct VkSparseLinear;
 
 // Per op.
 struct OpState {
+  // What runs: the file's op, or the run-time op create() made of it (ops.def:
+  // QLinear for a Linear reading an int8 weight with quantization parameters,
+  // QConv2d for such a Conv2d, SparseLinear for a Linear reading a sparse COO
+  // weight), whose params point to `prepared`.
+  OpKind kind = OpKind::Copy;
   OpParams params;                          // decoded once
   Placement placement = Placement::Device;  // where it runs (placement.h)
   std::string reason;                       // why it falls back ("" unless Fallback)
   DType key_dtype = DType::Float32;         // the dtype its kernels were chosen for
-  // A Linear (Conv2d) whose weight is int8 with quantization parameters: the
-  // weight packed for the dynamic int8 kernel (weights.h); null otherwise.
-  std::shared_ptr<const quant::PackedLinear> packed;
-  std::shared_ptr<const quant::PackedConv2d> packed_conv;
+  // A run-time op's weight, prepared by the CPU backend (weights.h); null otherwise
+  // (SparseLinear: shared with TensorState::prepared_sparse).
+  std::shared_ptr<const PreparedWeight> prepared;
   // On the Vulkan device: the int8 / sparse Linear weight packed there.
   std::shared_ptr<const vk::VkQuantLinear> vk_int8;
   std::shared_ptr<const vk::VkSparseLinear> vk_sparse;
@@ -44,7 +42,8 @@ struct OpState {
 struct TensorState {
   int last_use = -1;  // the last op reading it (graph outputs: num_ops; never read: -1)
   bool host = false;  // an int64 shape value kept on the CPU (device executors)
-  std::shared_ptr<const sparse::CsrMatrix> packed_sparse;  // a sparse weight only Linears read, packed (CSR)
+  // A sparse weight only Linears read, prepared by the CPU backend (SparseLinear).
+  std::shared_ptr<const PreparedWeight> prepared_sparse;
   Tensor densified;      // a sparse weight densified, or an fp16 weight upcast: what the ops read
   Tensor device_weight;  // the weight uploaded to the device (if a device op reads it)
 };

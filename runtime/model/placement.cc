@@ -49,13 +49,20 @@ std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool has_bia
       std::vector<OpKind> ops{OpKind::MatMul, OpKind::Copy};
       if (has_bias) ops.push_back(OpKind::Add);
       if (const auto* p = std::get_if<LinearParams>(&params)) add_activation(ops, p->activation);
+      if (const auto* p = std::get_if<QLinearParams>(&params)) add_activation(ops, p->activation);  // int8 at create
       return ops;
     }
     case OpKind::Conv2d: {
       std::vector<OpKind> ops{OpKind::Conv2d};
       if (const auto* p = std::get_if<Conv2dParams>(&params)) add_activation(ops, p->activation);
+      if (const auto* p = std::get_if<QConv2dParams>(&params)) add_activation(ops, p->conv.activation);
       return ops;
     }
+    // Run-time ops: their kernel applies the activation.
+    case OpKind::QLinear:
+    case OpKind::QConv2d:
+    case OpKind::SparseLinear:
+      return {kind};
     case OpKind::Pad: {  // constant padding: fill then copy; the other modes: the pad kernel
       const auto* p = std::get_if<PadParams>(&params);
       if (p != nullptr && p->mode == PadMode::Constant) return {OpKind::Fill, OpKind::Copy};
@@ -116,7 +123,8 @@ bool reads_on_host(OpKind kind, size_t slot) {
     case OpKind::MaxPool2dBackward: case OpKind::AvgPool2dBackward: case OpKind::AdaptiveAvgPool2dBackward:
     case OpKind::EmbeddingBackward: case OpKind::PadBackward:
     case OpKind::Permute: case OpKind::Flatten: case OpKind::Squeeze: case OpKind::Unsqueeze:
-    case OpKind::Concat: case OpKind::Linear:
+    case OpKind::Concat: case OpKind::Linear: case OpKind::QLinear: case OpKind::QConv2d:
+    case OpKind::SparseLinear:
       return false;
   }
   return false;
@@ -149,7 +157,8 @@ int key_input(OpKind kind) {
     case OpKind::EmbeddingBackward: case OpKind::PadBackward:
     case OpKind::Reshape: case OpKind::Permute: case OpKind::Flatten: case OpKind::Squeeze:
     case OpKind::Unsqueeze: case OpKind::Concat: case OpKind::Split: case OpKind::Slice: case OpKind::Gather:
-    case OpKind::Expand: case OpKind::ShapeOf: case OpKind::Linear:
+    case OpKind::Expand: case OpKind::ShapeOf: case OpKind::Linear: case OpKind::QLinear: case OpKind::QConv2d:
+    case OpKind::SparseLinear:
       return 0;
   }
   return 0;
@@ -215,9 +224,8 @@ void place_op(const Model& m, int k, const Backend& backend, bool fp16, std::vec
     }
     return;
   }
-  const bool int8 = op.packed != nullptr || op.packed_conv != nullptr;
-  const bool sparse = kind == OpKind::Linear && vlen(in) > 1 && in->Get(1) >= 0 &&
-                      tensors[static_cast<size_t>(in->Get(1))].packed_sparse != nullptr;
+  const bool int8 = op.kind == OpKind::QLinear || op.kind == OpKind::QConv2d;
+  const bool sparse = op.kind == OpKind::SparseLinear;
   const bool has_bias = vlen(in) > 2 && in->Get(2) >= 0;
   const DeviceType device = backend.device_type();
   std::string why = int8 || sparse ? pack_for_device(m, k, device, op, tensors) : std::string();

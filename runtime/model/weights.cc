@@ -6,8 +6,6 @@
 #include <utility>
 
 #include "quant/coo.h"
-#include "quant/dynamic_conv.h"
-#include "quant/dynamic_linear.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/core/error.h"
 #include "runtime/model/model_access.h"
@@ -70,21 +68,38 @@ Status prepare_sparse_tensor(const Model& m, int t, TensorState& state, std::str
     if (q->scales() != nullptr) scales.assign(q->scales()->begin(), q->scales()->end());
     if (q->zero_points() != nullptr) zero_points.assign(q->zero_points()->begin(), q->zero_points()->end());
   }
-  try {
-    if (linear_only) {
-      if (values.dtype() == DType::Int8 && scales.size() > 1 && q->axis() != 0)
-        return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
-                            "': int8 values quantized along axis ", q->axis(),
-                            " (the SpMM kernel takes per-output-channel scales, axis 0)");
-      state.packed_sparse = std::make_shared<const sparse::CsrMatrix>(
-          sparse::pack_csr(indices, values, shape[0], shape[1], scales, zero_points));
-    } else {
-      if (values.dtype() == DType::Int8)
-        return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
-                            "': int8 sparse values are only supported as a Linear weight");
-      NoGradGuard no_grad;
-      state.densified = sparse::coo_to_dense(indices, values, shape);
+  if (linear_only) {
+    if (values.dtype() == DType::Int8 && scales.size() > 1 && q->axis() != 0)
+      return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
+                          "': int8 values quantized along axis ", q->axis(),
+                          " (the SpMM kernel takes per-output-channel scales, axis 0)");
+    try {
+      const Tensor vc = values.contiguous(), ic = indices.contiguous();
+      WeightDesc desc;
+      desc.weight = vc.kernel_view();
+      desc.indices = ic.kernel_view();
+      desc.rows = shape[0];
+      desc.cols = shape[1];
+      desc.scales = scales.data();
+      desc.num_scales = scales.size();
+      desc.zero_points = zero_points.data();
+      desc.num_zero_points = zero_points.size();
+      Backend* cpu = get_backend(DeviceType::CPU);
+      Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(OpKind::SparseLinear, desc);
+      if (!r.ok())
+        return report_error(error, r.status(), "sparse weight '", m.tensor_name(t), "': ", cpu->last_error());
+      state.prepared_sparse = std::move(r.get());
+    } catch (const Error& e) {
+      return report_error(error, e.status(), "sparse weight '", m.tensor_name(t), "': ", e.what());
     }
+    return Status::Ok;
+  }
+  if (values.dtype() == DType::Int8)
+    return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
+                        "': int8 sparse values are only supported as a Linear weight");
+  try {
+    NoGradGuard no_grad;
+    state.densified = sparse::coo_to_dense(indices, values, shape);
   } catch (const Error& e) {
     return report_error(error, e.status(), "sparse weight '", m.tensor_name(t), "': ", e.what());
   }
@@ -93,11 +108,26 @@ Status prepare_sparse_tensor(const Model& m, int t, TensorState& state, std::str
 
 }  // namespace
 
-Status prepare_sparse(const Model& m, std::vector<TensorState>& tensors, std::string* error) {
+Status prepare_sparse(const Model& m, std::vector<OpState>& ops, std::vector<TensorState>& tensors,
+                      std::string* error) {
   for (int t = 0; t < m.num_tensors(); ++t) {
     TensorState& state = tensors[static_cast<size_t>(t)];
     if (m.tensor(t).sparse() == nullptr || state.last_use < 0) continue;
     RT_RETURN_IF_ERROR(prepare_sparse_tensor(m, t, state, error));
+  }
+  // The Linears reading a prepared sparse weight run as SparseLinear.
+  for (int k = 0; k < m.num_ops(); ++k) {
+    const auto* in = m.op(k).inputs();
+    if (m.op_kind(k) != OpKind::Linear || vlen(in) < 2 || in->Get(1) < 0) continue;
+    const TensorState& w = tensors[static_cast<size_t>(in->Get(1))];
+    if (w.prepared_sparse == nullptr) continue;
+    OpState& op = ops[static_cast<size_t>(k)];
+    QLinearParams p;
+    p.activation = std::get<LinearParams>(op.params).activation;
+    p.weight = w.prepared_sparse.get();
+    op.kind = OpKind::SparseLinear;
+    op.params = p;
+    op.prepared = w.prepared_sparse;
   }
   return Status::Ok;
 }
@@ -114,7 +144,7 @@ void upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors) {
   NoGradGuard no_grad;
   for (int t = 0; t < m.num_tensors(); ++t) {
     TensorState& state = tensors[static_cast<size_t>(t)];
-    if (state.last_use < 0 || state.packed_sparse != nullptr) continue;
+    if (state.last_use < 0 || state.prepared_sparse != nullptr) continue;
     const Tensor& w = state.densified.defined() ? state.densified : m.weight(t);
     if (w.defined() && w.dtype() == DType::Float16) state.densified = w.to(DType::Float32).contiguous();
   }
@@ -135,7 +165,7 @@ Status prepare_quantized_op(const Model& m, int k, OpState& op, std::string* err
                         "-D constant with quantization parameters");
   if (is_conv && std::get<Conv2dParams>(op.params).groups != 1)
     return report_error(error, Status::NotSupported, where, ": int8 convolutions need groups = 1");
-  const int64_t n = w.size(0), kdim = w.numel() / std::max<int64_t>(n, 1);
+  const int64_t n = w.size(0);
   const uint32_t ns = vlen(q->scales());
   const bool per_channel = ns > 1 || (ns == 1 && q->axis() == 0 && n == 1);
   if (!(ns == 1 || (q->axis() == 0 && ns == static_cast<uint32_t>(n))))
@@ -164,15 +194,32 @@ Status prepare_quantized_op(const Model& m, int k, OpState& op, std::string* err
   if (is_conv && per_row)
     return report_error(error, Status::NotSupported, where,
                         ": per-row activation quantization is supported for int8 Linear only (Conv2d: per tensor)");
-  std::vector<float> scales(q->scales()->begin(), q->scales()->end());
-  const auto* qw = static_cast<const int8_t*>(w.data_ptr());
+  const std::vector<float> scales(q->scales()->begin(), q->scales()->end());
+  WeightDesc desc;
+  desc.weight = w.kernel_view();
+  desc.scales = scales.data();
+  desc.num_scales = scales.size();
+  desc.per_channel = per_channel;
+  desc.per_row_activations = per_row;
+  if (bias != nullptr) desc.bias = m.weight(bi).kernel_view();
+  if (is_conv) desc.conv = std::get<Conv2dParams>(op.params);
+  const OpKind kind = is_conv ? OpKind::QConv2d : OpKind::QLinear;
+  Result<std::shared_ptr<const PreparedWeight>> r = get_backend(DeviceType::CPU)->prepare_weight(kind, desc);
+  if (!r.ok())
+    return report_error(error, r.status(), where, ": preparing the int8 weight failed (", status_name(r.status()), ")");
+  op.prepared = std::move(r.get());
+  op.kind = kind;
   if (is_conv) {
-    op.packed_conv = std::make_shared<const quant::PackedConv2d>(quant::pack_conv2d(
-        qw, n, w.size(1), w.size(2), w.size(3), scales.data(), per_channel, bias, std::get<Conv2dParams>(op.params)));
+    QConv2dParams p;
+    p.conv = std::get<Conv2dParams>(op.params);
+    p.weight = op.prepared.get();
+    op.params = p;
   } else {
-    quant::PackedLinear p = quant::pack_linear(qw, n, kdim, scales.data(), per_channel, bias);
+    QLinearParams p;
+    p.activation = std::get<LinearParams>(op.params).activation;
     p.per_row_activations = per_row;
-    op.packed = std::make_shared<const quant::PackedLinear>(std::move(p));
+    p.weight = op.prepared.get();
+    op.params = p;
   }
   return Status::Ok;
 }
@@ -199,7 +246,7 @@ std::string pack_for_device(const Model& m, int k, DeviceType device, OpState& o
   const auto* in = m.op(k).inputs();
   if (device == DeviceType::Vulkan && m.op_kind(k) == OpKind::Linear && vlen(in) > 1) {
     const int32_t wi = in->Get(1);
-    if (op.packed != nullptr) {
+    if (op.kind == OpKind::QLinear) {
       const Tensor& w = m.weight(wi);
       const fb::QuantParams* q = m.tensor(wi).quant();  // checked by prepare_quantized
       const std::vector<float> scales(q->scales()->begin(), q->scales()->end());
@@ -212,8 +259,17 @@ std::string pack_for_device(const Model& m, int k, DeviceType device, OpState& o
       op.vk_int8 = std::make_shared<const vk::VkQuantLinear>(std::move(r.get()));
       return std::string();
     }
-    if (wi >= 0 && tensors[static_cast<size_t>(wi)].packed_sparse != nullptr) {
-      Result<vk::VkSparseLinear> r = vk::pack_sparse_linear(*tensors[static_cast<size_t>(wi)].packed_sparse);
+    if (op.kind == OpKind::SparseLinear) {
+      const fb::QuantParams* q = m.tensor(wi).quant();
+      std::vector<float> scales;
+      std::vector<int64_t> zero_points;
+      if (q != nullptr && q->scales() != nullptr) scales.assign(q->scales()->begin(), q->scales()->end());
+      if (q != nullptr && q->zero_points() != nullptr)
+        zero_points.assign(q->zero_points()->begin(), q->zero_points()->end());
+      const std::vector<int64_t> shape = m.tensor_shape(wi);
+      const sparse::CsrMatrix csr = sparse::pack_csr(m.weight(m.tensor(wi).sparse()->indices()), m.weight(wi),
+                                                     shape[0], shape[1], scales, zero_points);
+      Result<vk::VkSparseLinear> r = vk::pack_sparse_linear(csr);
       if (!r.ok()) return str_cat("packing the sparse weight for vulkan failed: ", vk::Context::why());
       op.vk_sparse = std::make_shared<const vk::VkSparseLinear>(std::move(r.get()));
       return std::string();
@@ -222,7 +278,7 @@ std::string pack_for_device(const Model& m, int k, DeviceType device, OpState& o
 #else
   (void)tensors;
 #endif
-  return str_cat(op.packed != nullptr || op.packed_conv != nullptr ? "dynamic int8 " : "sparse COO ",
+  return str_cat(op.kind == OpKind::SparseLinear ? "sparse COO " : "dynamic int8 ",
                  op_name(m.op_kind(k)), " is not implemented for ", get_backend(device)->name());
 }
 

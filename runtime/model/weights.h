@@ -3,12 +3,15 @@
 // the results).
 //
 // - Sparse COO weights: one that only Linear ops read as their weight is
-//   packed (CSR by output row, quant/coo.h; int8 values dequantized); one that
+//   prepared by the CPU backend for the run-time op SparseLinear (CSR by output
+//   row, quant/csr.h; asymmetric int8 values dequantized); one that
 //   any other op reads is densified (sparse int8 values outside Linear are
 //   NotSupported).
 // - `--weights fp16` models: float16 weights upcast to float32.
-// - int8 weights with quantization parameters of Linear and Conv2d: packed for
-//   the dynamic int8 kernels (symmetric, per tensor or per output channel).
+// - int8 weights with quantization parameters of Linear and Conv2d: prepared by
+//   the CPU backend (Backend::prepare_weight) for the run-time ops QLinear /
+//   QConv2d (ops.def; symmetric, per tensor or per output channel), which the
+//   op then runs as (OpState::kind).
 // - Device executors: int8 / sparse Linear weights packed on the device, and
 //   every other weight a device op reads uploaded once.
 #pragma once
@@ -26,16 +29,19 @@ namespace ember {
 // Per tensor: last_use (from the ops' inputs and the graph outputs).
 std::vector<TensorState> tensor_states(const Model& m);
 
-// Packs or densifies the sparse weights (tensors[t].packed_sparse / densified).
-Status prepare_sparse(const Model& m, std::vector<TensorState>& tensors, std::string* error);
+// Prepares (CPU backend) or densifies the sparse weights (tensors[t].prepared_sparse
+// / densified); the Linears reading a prepared one become SparseLinear ops.
+Status prepare_sparse(const Model& m, std::vector<OpState>& ops, std::vector<TensorState>& tensors,
+                      std::string* error);
 
 // Models converted with --weights fp16: each float16 weight an op reads gets a
 // float32 copy in tensors[t].densified (packed sparse weights are left alone).
 void upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors);
 
-// Packs the int8 weight of every Linear and Conv2d whose weight is a dense
-// int8 tensor with quantization parameters (ops[k].packed / packed_conv);
-// other int8 weights of those ops are refused.
+// Prepares the int8 weight of every Linear and Conv2d whose weight is a dense
+// int8 tensor with quantization parameters (ops[k].prepared; the op becomes a
+// QLinear / QConv2d whose params point to it); other int8 weights of those ops
+// are refused.
 Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string* error);
 
 // Packs op k's int8 or sparse Linear weight on `device` (ops[k].vk_int8 /

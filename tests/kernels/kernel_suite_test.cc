@@ -119,6 +119,8 @@ struct Operand {
   Shape shape() const { return base.defined() ? apply(base).sizes() : Shape{}; }
 };
 
+struct QuantWeight;
+
 struct Case {
   std::string desc;
   std::vector<Operand> in;
@@ -127,7 +129,45 @@ struct Case {
   Family family = Family::Exact;
   int64_t k = 1;
   bool inplace = false;  // the output is input 0 itself (out is empty): in-place front-ends (add_, relu_)
+  // Run-time ops (QLinear, QConv2d): the weight each backend prepares
+  // (Backend::prepare_weight; the reference: ref::prepare_weight) and the
+  // kernel reads through params.weight.
+  std::shared_ptr<const QuantWeight> qweight;
 };
+
+struct QuantWeight {
+  Tensor q;  // int8 [N, K] or [C_out, C_in, kh, kw]; SparseLinear: the COO values [nnz]
+  std::vector<float> scales;
+  std::vector<int64_t> zero_points;  // SparseLinear only
+  bool per_channel = false, per_row = false;
+  Tensor bias;  // float32 [N] or undefined (QLinear, QConv2d: packed in the weight)
+  Conv2dParams conv;
+  Tensor indices;  // SparseLinear: COO [2, nnz]
+  int64_t rows = 0, cols = 0;
+  WeightDesc desc() const {
+    WeightDesc d;
+    d.weight = q.kernel_view();
+    d.scales = scales.empty() ? nullptr : scales.data();
+    d.num_scales = scales.size();
+    d.zero_points = zero_points.empty() ? nullptr : zero_points.data();
+    d.num_zero_points = zero_points.size();
+    if (indices.defined()) d.indices = indices.kernel_view();
+    d.rows = rows;
+    d.cols = cols;
+    d.per_channel = per_channel;
+    d.per_row_activations = per_row;
+    if (bias.defined()) d.bias = bias.kernel_view();
+    d.conv = conv;
+    return d;
+  }
+};
+
+// `params` with its prepared weight set to `w`.
+OpParams with_weight(OpParams params, const PreparedWeight* w) {
+  if (auto* p = std::get_if<QLinearParams>(&params)) p->weight = w;
+  if (auto* p = std::get_if<QConv2dParams>(&params)) p->weight = w;
+  return params;
+}
 
 // `c` computed in place on its first input.
 Case in_place(Case c) {
@@ -734,6 +774,153 @@ std::vector<Case> conv2d_cases(DType dt) {
   return cs;
 }
 
+// Symmetric int8 weights in [-127, 127] with positive scales.
+std::shared_ptr<QuantWeight> quant_weight(const Shape& ws, bool per_channel, bool bias, bool per_row = false) {
+  auto w = std::make_shared<QuantWeight>();
+  std::vector<double> q(static_cast<size_t>(numel_of(ws)));
+  for (double& v : q) v = static_cast<double>(std::uniform_int_distribution<int>(-127, 127)(g_rng));
+  w->q = from_doubles(q, ws, DType::Int8);
+  std::uniform_real_distribution<float> scale(0.001f, 0.02f);
+  for (int64_t j = 0; j < (per_channel ? ws[0] : 1); ++j) w->scales.push_back(scale(g_rng));
+  w->per_channel = per_channel;
+  w->per_row = per_row;
+  if (bias) w->bias = values({ws[0]}, DType::Float32);
+  return w;
+}
+
+Activation relu_or_clamp(int which) {
+  Activation a;
+  if (which == 1) a.kind = ActivationKind::Relu;
+  if (which == 2) {
+    a.kind = ActivationKind::Clamp;
+    a.min = -0.5;
+    a.max = 0.75;
+  }
+  return a;
+}
+
+// Dynamic int8: the reference runs the same quantization and exact int32 sums,
+// so the outputs are equal.
+std::vector<Case> qlinear_cases(DType dt) {
+  std::vector<Case> cs;
+  if (dt != DType::Float32) return cs;
+  auto add = [&](std::string d, const Shape& xs, int64_t n, bool per_channel, bool bias, bool per_row, int act) {
+    const int64_t k = xs.back();
+    QLinearParams p;
+    p.activation = relu_or_clamp(act);
+    p.per_row_activations = per_row;
+    Shape os = xs;
+    os.back() = n;
+    std::ostringstream name;
+    name << d << " x" << shape_text(xs) << " w[" << n << ", " << k << "]" << (per_channel ? " per channel" : " per tensor")
+         << (bias ? " bias" : "") << (per_row ? " per-row x" : "") << (act == 1 ? " relu" : act == 2 ? " clamp" : "");
+    Case c{name.str(), {contig(values(xs, dt)), absent(), absent()}, {out_contig(os, dt)}, p, Family::Exact, k};
+    c.qweight = quant_weight({n, k}, per_channel, bias, per_row);
+    cs.push_back(std::move(c));
+  };
+  add("gemv", {1, 16}, 8, false, true, false, 0);
+  add("small", {5, 33}, 17, true, true, false, 0);
+  add("3-D input", {2, 3, 64}, 40, true, false, false, 1);
+  add("per-row activations", {7, 48}, 24, true, true, true, 2);
+  add("wide", {3, 300}, 65, false, true, true, 1);
+  add("empty batch", {0, 8}, 4, true, true, false, 0);
+  return cs;
+}
+
+std::vector<Case> qconv2d_cases(DType dt) {
+  std::vector<Case> cs;
+  if (dt != DType::Float32) return cs;
+  auto add = [&](std::string d, const Shape& xs, int64_t cout, int64_t kh, int64_t kw, int64_t stride, int64_t pad,
+                 int64_t dil, bool per_channel, bool bias, int act) {
+    QConv2dParams p;
+    p.conv.stride[0] = p.conv.stride[1] = stride;
+    p.conv.padding[0] = p.conv.padding[1] = pad;
+    p.conv.dilation[0] = p.conv.dilation[1] = dil;
+    p.conv.activation = relu_or_clamp(act);
+    const Shape ws = {cout, xs[1], kh, kw};
+    const Shape os = {xs[0], cout, conv_out(xs[2], kh, stride, pad, dil), conv_out(xs[3], kw, stride, pad, dil)};
+    std::ostringstream name;
+    name << d << " x" << shape_text(xs) << " w" << shape_text(ws) << " stride=" << stride << " padding=" << pad
+         << " dilation=" << dil << (per_channel ? " per channel" : " per tensor") << (bias ? " bias" : "")
+         << (act == 1 ? " relu" : act == 2 ? " clamp" : "");
+    Case c{name.str(), {contig(values(xs, dt)), absent(), absent()}, {out_contig(os, dt)}, p, Family::Exact,
+           xs[1] * kh * kw};
+    auto w = quant_weight(ws, per_channel, bias);
+    w->conv = p.conv;
+    c.qweight = std::move(w);
+    cs.push_back(std::move(c));
+  };
+  add("1x1", {2, 8, 5, 6}, 17, 1, 1, 1, 0, 1, true, true, 0);
+  add("3x3 padding", {1, 3, 7, 9}, 5, 3, 3, 1, 1, 1, false, true, 1);
+  add("3x3 stride 2", {2, 3, 9, 7}, 6, 3, 3, 2, 1, 1, true, false, 2);
+  add("3x3 dilation 2", {1, 4, 9, 9}, 3, 3, 3, 1, 2, 2, true, true, 0);
+  add("empty batch", {0, 3, 7, 9}, 5, 3, 3, 1, 1, 1, true, true, 0);
+  return cs;
+}
+
+// A random [n, k] COO weight (about `density` of it nonzero), values of `vt`:
+// float32, float16, or int8 with scales (per channel: n) and zero points.
+std::shared_ptr<QuantWeight> sparse_weight(int64_t n, int64_t k, double density, DType vt, DType it,
+                                           bool per_channel = false, bool asymmetric = false) {
+  auto w = std::make_shared<QuantWeight>();
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> rows, cols, vals;
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      if (unit(g_rng) >= density) continue;
+      rows.push_back(static_cast<double>(r));
+      cols.push_back(static_cast<double>(c));
+      vals.push_back(vt == DType::Int8 ? static_cast<double>(std::uniform_int_distribution<int>(-127, 127)(g_rng))
+                                       : normal(g_rng));
+    }
+  }
+  const int64_t nnz = static_cast<int64_t>(vals.size());
+  std::vector<double> idx(rows);
+  idx.insert(idx.end(), cols.begin(), cols.end());
+  w->indices = from_doubles(idx, {2, nnz}, it);
+  w->q = from_doubles(vals, {nnz}, vt);
+  w->rows = n;
+  w->cols = k;
+  if (vt == DType::Int8) {
+    std::uniform_real_distribution<float> scale(0.001f, 0.02f);
+    for (int64_t j = 0; j < (per_channel ? n : 1); ++j) {
+      w->scales.push_back(scale(g_rng));
+      if (asymmetric) w->zero_points.push_back(std::uniform_int_distribution<int>(-3, 3)(g_rng));
+    }
+  }
+  return w;
+}
+
+// The sparse Linear: SpMM (CSR, or the blocked AVX-512 layout) against the
+// densified weight summed in double.
+std::vector<Case> sparse_linear_cases(DType dt) {
+  std::vector<Case> cs;
+  if (dt != DType::Float32) return cs;
+  auto add = [&](std::string d, const Shape& xs, std::shared_ptr<QuantWeight> w, bool bias) {
+    Shape os = xs;
+    os.back() = w->rows;
+    std::ostringstream name;
+    name << d << " x" << shape_text(xs) << " w[" << w->rows << ", " << w->cols << "] " << dtype_name(w->q.dtype())
+         << " nnz " << w->q.numel() << (bias ? " bias" : "");
+    Case c{name.str(), {contig(values(xs, dt)), absent(), bias ? contig(values({w->rows}, dt)) : absent()},
+           {out_contig(os, dt)}, QLinearParams{}, Family::Accumulate, w->cols};
+    c.qweight = std::move(w);
+    cs.push_back(std::move(c));
+  };
+  add("gemv", {1, 40}, sparse_weight(24, 40, 0.2, DType::Float32, DType::Int16), true);
+  add("batch 5", {5, 70}, sparse_weight(33, 70, 0.1, DType::Float32, DType::Int32), false);
+  add("3-D input", {2, 3, 64}, sparse_weight(48, 64, 0.3, DType::Float16, DType::Int64), true);
+  add("int8 per channel", {4, 96}, sparse_weight(40, 96, 0.15, DType::Int8, DType::Int16, true), true);
+  add("int8 per tensor", {9, 50}, sparse_weight(17, 50, 0.2, DType::Int8, DType::Int16), false);
+  add("int8 asymmetric (dequantized)", {3, 32}, sparse_weight(16, 32, 0.25, DType::Int8, DType::Int16, true, true),
+      true);
+  add("all zeros", {2, 20}, sparse_weight(8, 20, 0.0, DType::Float32, DType::Int16), true);
+  add("empty batch", {0, 20}, sparse_weight(8, 20, 0.3, DType::Float32, DType::Int16), true);
+  add("no columns", {3, 0}, sparse_weight(5, 0, 0.3, DType::Float32, DType::Int16), true);
+  return cs;
+}
+
 // PyTorch's pooling output size (runtime/ops/pooling.cc).
 int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil_mode) {
   const int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
@@ -1190,6 +1377,10 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::ShapeOf:
     case OpKind::ConstantOfShape:
     case OpKind::Linear: return {};
+    // Run-time ops: the weight prepared by each backend (Case::qweight).
+    case OpKind::QLinear: return qlinear_cases(dt);
+    case OpKind::QConv2d: return qconv2d_cases(dt);
+    case OpKind::SparseLinear: return sparse_linear_cases(dt);
   }
   return {};
 }
@@ -1316,7 +1507,13 @@ Status run_reference(const KernelEntry& ref, const Case& c, std::vector<Tensor>*
       out.push_back(o.apply(bases.back()));
     }
   }
-  const Status s = call_entry(ref, in, out, c.params, 1);
+  std::shared_ptr<const PreparedWeight> prepared;
+  if (c.qweight != nullptr) {
+    Result<std::shared_ptr<const PreparedWeight>> r = ref::prepare_weight(ref.op, c.qweight->desc());
+    if (!r.ok()) return r.status();
+    prepared = std::move(r.get());
+  }
+  const Status s = call_entry(ref, in, out, with_weight(c.params, prepared.get()), 1);
   const std::vector<Operand>& outs = c.inplace ? c.in : c.out;
   out_bases->clear();
   for (size_t k = 0; k < bases.size(); ++k) out_bases->push_back(as ? bases[k].to(outs[k].base.dtype()) : bases[k]);
@@ -1386,7 +1583,22 @@ CaseResult run_case(const KernelEntry& entry, Backend* backend, const Case& c, D
       dev_out.push_back(o.apply(dev_out_base.back()));
     }
   }
-  const Status ds = call_entry(entry, dev_in, dev_out, c.params, get_num_threads());
+  std::shared_ptr<const PreparedWeight> prepared;
+  if (c.qweight != nullptr) {
+    Result<std::shared_ptr<const PreparedWeight>> pw = backend->prepare_weight(entry.op, c.qweight->desc());
+    if (pw.status() == Status::NotSupported) {
+      r.result = Outcome::Skip;
+      r.message = "prepare_weight: " + backend->last_error();
+      return r;
+    }
+    if (!pw.ok()) {
+      r.result = Outcome::Fail;
+      r.message = "prepare_weight returned " + std::string(status_name(pw.status())) + " " + backend->last_error();
+      return r;
+    }
+    prepared = std::move(pw.get());
+  }
+  const Status ds = call_entry(entry, dev_in, dev_out, with_weight(c.params, prepared.get()), get_num_threads());
   if (ds == Status::NotSupported) {
     r.result = Outcome::Skip;
     r.message = backend->last_error();

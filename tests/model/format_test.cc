@@ -562,6 +562,20 @@ TEST_CASE("model: semantic errors, each with its message (writer and loader agre
   d = make_def();
   d.ops[1].params = NoParams{};
   CHECK(def_error(d) == "operator 1 'gelu' (gelu): attributes are NONE, expected GeluAttrs");
+
+  // The run-time ops (ops.def: the executor makes them at create) are never stored.
+  d = make_def();
+  d.ops[0].op = OpKind::QLinear;
+  d.ops[0].inputs.push_back(-1);
+  CHECK(def_error(d) == "operator 0 'mm' (qlinear): op qlinear cannot appear in a model file");
+  d = make_def();
+  d.ops[0].op = OpKind::QConv2d;
+  d.ops[0].inputs.push_back(-1);
+  CHECK(def_error(d) == "operator 0 'mm' (qconv2d): op qconv2d cannot appear in a model file");
+  d = make_def();
+  d.ops[0].op = OpKind::SparseLinear;
+  d.ops[0].inputs.push_back(-1);
+  CHECK(def_error(d) == "operator 0 'mm' (sparse_linear): op sparse_linear cannot appear in a model file");
 }
 
 TEST_CASE("model: crafted segment errors") {

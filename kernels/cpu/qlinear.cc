@@ -1,0 +1,154 @@
+// The CPU's run-time ops (ops.def): Backend::prepare_weight packs the weight
+// once, the kernels run it.
+// - QLinear, QConv2d: the blocked int8 panels of kernels/cpu/qgemm.h
+//   (quant/dynamic_linear.h, quant/dynamic_conv.h); the kernels quantize x at
+//   run time and run the int8 GEMM with the dequantization, bias and
+//   activation fused.
+// - SparseLinear: CSR by output row (+ the blocked AVX-512 layout), quant/csr.h's SpMM.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "quant/dynamic_conv.h"
+#include "quant/csr.h"
+#include "quant/dynamic_linear.h"
+
+namespace ember::cpu {
+namespace {
+
+// Contiguous, or empty (any strides).
+bool dense(const TensorView& v) { return v.numel() == 0 || v.is_contiguous(); }
+
+size_t packed_bytes(const quant::PackedLinear& p) {
+  return p.weight.data.size() + p.weight.row_sums.size() * sizeof(int32_t) +
+         (p.scales.size() + p.bias.size()) * sizeof(float);
+}
+
+struct CpuQLinear final : PreparedWeight {
+  quant::PackedLinear packed;
+  size_t bytes() const override { return packed_bytes(packed); }
+};
+
+struct CpuQConv2d final : PreparedWeight {
+  quant::PackedConv2d packed;
+  size_t bytes() const override { return packed_bytes(packed.gemm); }
+};
+
+struct CpuSparseLinear final : PreparedWeight {
+  sparse::CsrMatrix csr;
+  size_t bytes() const override { return csr.bytes(); }
+};
+
+thread_local std::string t_last_error;
+
+Result<std::shared_ptr<const PreparedWeight>> prepare_sparse(const WeightDesc& w) {
+  auto s = std::make_shared<CpuSparseLinear>();
+  const std::vector<float> scales(w.scales, w.scales + (w.scales != nullptr ? w.num_scales : 0));
+  const std::vector<int64_t> zero_points(w.zero_points,
+                                         w.zero_points + (w.zero_points != nullptr ? w.num_zero_points : 0));
+  const Status st = sparse::pack_csr(w.indices, w.weight, w.rows, w.cols, scales, zero_points, &s->csr, &t_last_error);
+  if (st != Status::Ok) return st;
+  s->shape = {w.rows, w.cols};
+  return std::shared_ptr<const PreparedWeight>(std::move(s));
+}
+
+}  // namespace
+
+std::string last_prepare_error() { return t_last_error; }
+
+Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w) {
+  t_last_error.clear();
+  if (op == OpKind::SparseLinear) return prepare_sparse(w);
+  const bool conv = op == OpKind::QConv2d;
+  if (op != OpKind::QLinear && !conv) return Status::NotSupported;
+  if (w.weight.data == nullptr || w.weight.dtype != DType::Int8 || w.weight.rank != (conv ? 4 : 2) ||
+      !dense(w.weight) || w.scales == nullptr)
+    return Status::InvalidArgument;
+  const int64_t n = w.weight.sizes[0];
+  if (w.num_scales != static_cast<size_t>(w.per_channel ? n : 1)) return Status::InvalidArgument;
+  const float* bias = w.bias.data != nullptr ? w.bias.ptr<const float>() : nullptr;
+  if (bias != nullptr && (w.bias.dtype != DType::Float32 || w.bias.rank != 1 || w.bias.sizes[0] != n))
+    return Status::InvalidArgument;
+  const auto* q = w.weight.ptr<const int8_t>();
+  std::shared_ptr<PreparedWeight> out;
+  if (conv) {
+    auto c = std::make_shared<CpuQConv2d>();
+    c->packed = quant::pack_conv2d(q, n, w.weight.sizes[1], w.weight.sizes[2], w.weight.sizes[3], w.scales,
+                                   w.per_channel, bias, w.conv);
+    out = std::move(c);
+  } else {
+    auto l = std::make_shared<CpuQLinear>();
+    l->packed = quant::pack_linear(q, n, w.weight.sizes[1], w.scales, w.per_channel, bias);
+    l->packed.per_row_activations = w.per_row_activations;
+    out = std::move(l);
+  }
+  out->shape.assign(w.weight.sizes, w.weight.sizes + w.weight.rank);
+  return std::shared_ptr<const PreparedWeight>(std::move(out));
+}
+
+// in: x float32 [*, K] contiguous (weight and bias: in the prepared weight); out: [*, N].
+Status qlinear_f32(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto& p = std::get<QLinearParams>(params);
+  const auto* w = dynamic_cast<const CpuQLinear*>(p.weight);
+  if (w == nullptr || in.size() < 1 || out.size() != 1) return Status::InvalidArgument;
+  const TensorView& x = in[0];
+  const TensorView& y = out[0];
+  const quant::PackedLinear& pw = w->packed;
+  if (x.rank < 1 || x.sizes[x.rank - 1] != pw.in_features || !dense(x) || !dense(y) ||
+      y.dtype != DType::Float32 || y.numel() != (pw.in_features > 0 ? x.numel() / pw.in_features : 0) * pw.out_features)
+    return Status::InvalidArgument;
+  const int64_t m = pw.in_features > 0 ? x.numel() / pw.in_features : 0;
+  quant::DynamicQuantOptions options;
+  options.per_row = p.per_row_activations;
+  quant::dynamic_linear(x.ptr<const float>(), m, pw.in_features, pw, y.ptr<float>(), pw.out_features, p.activation,
+                        options);
+  return Status::Ok;
+}
+
+// in: x float32 [N, C_in, H, W] contiguous; out: [N, C_out, OH, OW].
+Status qconv2d_f32(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto& p = std::get<QConv2dParams>(params);
+  const auto* w = dynamic_cast<const CpuQConv2d*>(p.weight);
+  if (w == nullptr || in.size() < 1 || out.size() != 1) return Status::InvalidArgument;
+  const TensorView& x = in[0];
+  const TensorView& y = out[0];
+  const quant::PackedConv2d& c = w->packed;
+  if (x.rank != 4 || x.sizes[1] != c.c_in || !dense(x) || y.rank != 4 || !dense(y) ||
+      y.dtype != DType::Float32 || y.sizes[0] != x.sizes[0] || y.sizes[1] != c.c_out ||
+      y.sizes[2] != quant::conv_out_size(c, 0, x.sizes[2]) || y.sizes[3] != quant::conv_out_size(c, 1, x.sizes[3]))
+    return Status::InvalidArgument;
+  quant::dynamic_conv2d(x.ptr<const float>(), x.sizes[0], x.sizes[2], x.sizes[3], c, y.ptr<float>(),
+                        p.conv.activation);
+  return Status::Ok;
+}
+
+// in: x float32 [*, K] contiguous, (weight), bias float32 [N] contiguous or
+// absent; out: [*, N] = x @ W^T + bias (the activation: the executor's).
+Status sparse_linear_f32(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
+                         const OpParams& params) {
+  const auto& p = std::get<QLinearParams>(params);
+  const auto* w = dynamic_cast<const CpuSparseLinear*>(p.weight);
+  if (w == nullptr || in.size() < 1 || out.size() != 1) return Status::InvalidArgument;
+  const sparse::CsrMatrix& csr = w->csr;
+  const TensorView& x = in[0];
+  const TensorView* b = in.size() > 2 && in[2].data != nullptr ? &in[2] : nullptr;
+  const TensorView& y = out[0];
+  if (x.rank < 1 || x.sizes[x.rank - 1] != csr.cols || !dense(x) || !dense(y) ||
+      y.dtype != DType::Float32 || (b != nullptr && (b->dtype != DType::Float32 || !dense(*b))))
+    return Status::InvalidArgument;
+  const int64_t m = x.numel() / std::max<int64_t>(csr.cols, 1);
+  float* yp = y.ptr<float>();
+  const float* bias = b != nullptr ? b->ptr<const float>() : nullptr;
+  if (csr.cols == 0) {  // no terms: the bias (or zeros) in every row of y
+    for (int64_t e = 0; e < y.numel(); ++e) yp[e] = bias != nullptr ? bias[e % csr.rows] : 0.0f;
+    return Status::Ok;
+  }
+  sparse::spmm_linear(csr, x.numel() > 0 ? x.ptr<const float>() : nullptr, m, csr.cols, bias,
+                      y.numel() > 0 ? yp : nullptr);
+  return Status::Ok;
+}
+
+}  // namespace ember::cpu

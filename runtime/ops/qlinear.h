@@ -1,0 +1,22 @@
+// Eager front-ends of the run-time ops (ops.def: QLinear, QConv2d, SparseLinear), for
+// the executor: the weight was prepared once by the backend of x's device
+// (Backend::prepare_weight) and travels in the params. Each checks x, allocates
+// the output on x's device and runs the kernel (run_kernel).
+#pragma once
+
+#include "runtime/graph/op_params.h"
+#include "runtime/tensor/tensor.h"
+
+namespace ember {
+
+// y [*, N] = act(dynamic int8 linear(x [*, K] float32)).
+Tensor qlinear(const Tensor& x, const QLinearParams& params);
+
+// y [N, C_out, OH, OW] = act(dynamic int8 conv2d(x [N, C_in, H, W] float32)).
+Tensor qconv2d(const Tensor& x, const QConv2dParams& params);
+
+// y [*, N] = x [*, K] float32 @ W^T + bias (float32 [N] or undefined), W the
+// prepared sparse weight; the activation is the caller's.
+Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias);
+
+}  // namespace ember
