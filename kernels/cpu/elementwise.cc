@@ -141,10 +141,19 @@ inline bool is_nan(float x) { return x != x; }
 namespace {
 
 template <typename Op>
-RT_SIMD_CLONES void unary_loop(float* __restrict out, const float* __restrict x, int64_t n) {
-  const Op op;
+RT_SIMD_CLONES void unary_loop(float* __restrict out, const float* __restrict x, int64_t n, const Op op = Op{}) {
   for (int64_t i = 0; i < n; ++i) out[i] = op(x[i]);
 }
+
+// Clamp with the absent bounds at -inf / +inf: branch-free, and NaN stays NaN
+// (both comparisons are false), as the reference's ClampOp computes it.
+struct ClampF {
+  float lo, hi;
+  float operator()(float x) const {
+    const float y = x < lo ? lo : x;
+    return y > hi ? hi : y;
+  }
+};
 
 // Contiguous float32 input and output: the vector loop, split across threads;
 // anything else: the reference loop with the reference functor.
@@ -181,6 +190,19 @@ RT_BINARY_F32(minimum_f32, MinF, MinimumOp)
 #include "runtime/graph/ops.def"
 #undef RT_UNARY
 #undef RT_OP
+
+// Clamp (the ReLU6 fused into convolutions runs here): contiguous float32 as
+// a vector loop split across threads; other layouts: the reference kernel.
+Status clamp_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto* p = std::get_if<ClampParams>(&params);
+  if (p == nullptr || !in[0].is_contiguous() || !out[0].is_contiguous()) return ref::clamp(ctx, in, out, params);
+  const ClampF op{p->has_min ? p->min.to<float>() : -INFINITY, p->has_max ? p->max.to<float>() : INFINITY};
+  const float* x = in[0].ptr<const float>();
+  float* o = out[0].ptr<float>();
+  parallel_for(0, out[0].numel(), kElementwiseGrain,
+               [&](int64_t begin, int64_t end) { unary_loop<ClampF>(o + begin, x + begin, end - begin, op); });
+  return Status::Ok;
+}
 
 // Copy: same-dtype contiguous copies are a parallel memcpy.
 Status copy(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
