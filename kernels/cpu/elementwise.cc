@@ -114,14 +114,29 @@ Status binary_f32(Span<const TensorView> in, Span<TensorView> out) {
 // float32 vector loops: branch-free forms GCC vectorizes (exp: vec_math.h's
 // polynomial; the others as the reference kernels compute them).
 namespace math {
+using std::acos;
+using std::acosh;
+using std::asin;
+using std::asinh;
+using std::atan;
+using std::atanh;
 using std::cos;
+using std::cosh;
 using std::erf;
+using std::expm1;
 using std::log;
+using std::log1p;
 using std::sin;
+using std::sinh;
 using std::sqrt;
+using std::tan;
 using std::tanh;
 using ref::wrap_sub;
 using ref::math::abs_value;
+using ref::math::ceil_value;
+using ref::math::floor_value;
+using ref::math::round_even;
+using ref::math::sign_value;
 inline float exp(float x) { return fast_exp(x); }
 inline bool is_nan(float x) { return x != x; }
 

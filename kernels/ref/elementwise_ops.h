@@ -52,12 +52,23 @@ inline T wrap_mul(T a, T b) {
 // The helpers the formulas of ops.def's RT_UNARY lines may call, for the
 // reference kernels (the C++ standard library's functions).
 namespace math {
+using std::acos;
+using std::acosh;
+using std::asin;
+using std::asinh;
+using std::atan;
+using std::atanh;
 using std::cos;
+using std::cosh;
 using std::erf;
 using std::exp;
+using std::expm1;
 using std::log;
+using std::log1p;
 using std::sin;
+using std::sinh;
 using std::sqrt;
+using std::tan;
 using std::tanh;
 using ref::is_nan;
 using ref::wrap_sub;
@@ -66,6 +77,29 @@ inline T abs_value(T x) {
   if constexpr (std::is_unsigned_v<T>) return x;
   else if constexpr (std::is_integral_v<T>) return x < 0 ? wrap_sub(T(0), x) : x;
   else return std::abs(x);
+}
+// Rounding: integers are returned as they are (as PyTorch's floor/ceil/round).
+template <typename T>
+inline T floor_value(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::floor(x);
+  else return x;
+}
+template <typename T>
+inline T ceil_value(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::ceil(x);
+  else return x;
+}
+// Half to even (std::nearbyint in the default rounding mode, as PyTorch).
+template <typename T>
+inline T round_even(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::nearbyint(x);
+  else return x;
+}
+// -1, 0 or 1 in x's type; NaN and -0 give +0 (as torch.sign); bool: x.
+template <typename T>
+inline T sign_value(T x) {
+  if constexpr (std::is_same_v<T, bool>) return x;
+  else return static_cast<T>((T(0) < x) - (x < T(0)));
 }
 }  // namespace math
 

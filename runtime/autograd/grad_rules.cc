@@ -22,9 +22,6 @@ Tensor to_input(const Node& n, size_t i, const Tensor& g) {
   return r.dtype() == n.dtypes[i] ? r : r.to(n.dtypes[i]);
 }
 
-// sign(x) in x's dtype.
-Tensor sign(const Tensor& x) { return (x > 0).to(x.dtype()) - (x < 0).to(x.dtype()); }
-
 // Reverses a reduction: puts back the reduced dims (when !keepdim) and expands
 // the gradient to the input's shape.
 Tensor unreduce(const Tensor& g, uint32_t mask, bool keepdim, IntArrayRef in_shape) {

@@ -388,6 +388,25 @@ Tensor relu(const Tensor& x) {
   EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "Boolean inputs not supported for relu");
   return relu_impl(x, /*to_float=*/false);
 }
+// floor, ceil, round: integers are returned as they are (in their dtype), bool is refused.
+Tensor floor(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"floor_vml_cpu\" not implemented for 'Bool'");
+  return floor_impl(x, /*to_float=*/false);
+}
+Tensor ceil(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"ceil_vml_cpu\" not implemented for 'Bool'");
+  return ceil_impl(x, /*to_float=*/false);
+}
+Tensor round(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"round_vml_cpu\" not implemented for 'Bool'");
+  return round_impl(x, /*to_float=*/false);
+}
+Tensor sign(const Tensor& x) { return sign_impl(x, /*to_float=*/false); }  // every dtype, kept
+// softsign: PyTorch's x / (1 + abs(x)): abs refuses bool, the division makes integers float32.
+Tensor softsign(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"abs_cpu\" not implemented for 'Bool'");
+  return softsign_impl(x, /*to_float=*/true);
+}
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   EMBER_CHECK(approximate == "none" || approximate == "tanh", Status::InvalidArgument,
               "approximate argument must be either none or tanh.");

@@ -70,6 +70,68 @@ TEST_CASE("unary ops") {
   gradcheck([](const V& v) { return exp(v[0].t()); }, {transposed(4, 3, 9)});
 }
 
+TEST_CASE("unary math ops, away from their non-differentiable points") {
+  const Tensor x = leaf(rnd({3, 7}, 12)), p = leaf(pos({5}, 13));
+  manual_seed(14);
+  const Tensor unit = leaf(rand({2, 5}, DType::Float64) * 1.6 - 0.8);  // asin, acos, atanh, log1p
+  const Tensor above = leaf(pos({6}, 15) + 1.0);                          // acosh: > 1.5
+  manual_seed(16);
+  const Tensor wide = leaf(randn({4, 6}, DType::Float64) * 12 + 0.3);     // softplus on both sides of 20
+  gradcheck([](const V& v) { return reciprocal(v[0]); }, {p});
+  gradcheck([](const V& v) { return reciprocal(-v[0]); }, {p});
+  gradcheck([](const V& v) { return tan(v[0]); }, {unit});
+  gradcheck([](const V& v) { return asin(v[0]); }, {unit});
+  gradcheck([](const V& v) { return acos(v[0]); }, {unit});
+  gradcheck([](const V& v) { return atan(v[0]); }, {x});
+  gradcheck([](const V& v) { return sinh(v[0]); }, {x});
+  gradcheck([](const V& v) { return cosh(v[0]); }, {x});
+  gradcheck([](const V& v) { return asinh(v[0]); }, {x});
+  gradcheck([](const V& v) { return acosh(v[0]); }, {above});
+  gradcheck([](const V& v) { return atanh(v[0]); }, {unit});
+  gradcheck([](const V& v) { return softsign(v[0]); }, {x});
+  gradcheck([](const V& v) { return mish(v[0]); }, {x});
+  gradcheck([](const V& v) { return mish(v[0]); }, {wide});
+  gradcheck([](const V& v) { return softplus(v[0]); }, {x});
+  gradcheck([](const V& v) { return softplus(v[0]); }, {wide});
+  gradcheck([](const V& v) { return expm1(v[0]); }, {x});
+  gradcheck([](const V& v) { return log1p(v[0]); }, {unit});
+  gradcheck([](const V& v) { return atan(v[0].t()); }, {transposed(4, 3, 17)});
+  // Piecewise constant (away from the jumps, halves included for round): zero gradients.
+  manual_seed(18);
+  const Tensor steps = leaf(floor(randn({3, 4}, DType::Float64) * 4) + 0.3);
+  using Fn = Tensor (*)(const Tensor&);
+  for (Fn fn : {Fn(&ember::floor), Fn(&ember::ceil), Fn(&ember::round), Fn(&ember::sign)}) {
+    gradcheck([fn](const V& v) { return fn(v[0]) + v[0]; }, {steps});
+  }
+  const Tensor s = leaf(rnd({3}, 19));
+  (ember::floor(s) + ember::round(s) + ember::ceil(s) + ember::sign(s)).sum().backward();
+  ember::testing::check_equal(s.grad(), zeros({3}, DType::Float64));
+}
+
+TEST_CASE("unary math ops record PyTorch's grad_fn names") {
+  const Tensor x = leaf(pos({3}, 20) * 0.5);
+  CHECK(reciprocal(x).grad_fn()->name() == "ReciprocalBackward0");
+  CHECK(floor(x).grad_fn()->name() == "FloorBackward0");
+  CHECK(ceil(x).grad_fn()->name() == "CeilBackward0");
+  CHECK(round(x).grad_fn()->name() == "RoundBackward0");
+  CHECK(sign(x).grad_fn()->name() == "SignBackward0");
+  CHECK(tan(x).grad_fn()->name() == "TanBackward0");
+  CHECK(asin(x).grad_fn()->name() == "AsinBackward0");
+  CHECK(acos(x).grad_fn()->name() == "AcosBackward0");
+  CHECK(atan(x).grad_fn()->name() == "AtanBackward0");
+  CHECK(sinh(x).grad_fn()->name() == "SinhBackward0");
+  CHECK(cosh(x).grad_fn()->name() == "CoshBackward0");
+  CHECK(asinh(x).grad_fn()->name() == "AsinhBackward0");
+  CHECK(acosh(x + 1).grad_fn()->name() == "AcoshBackward0");
+  CHECK(atanh(x).grad_fn()->name() == "AtanhBackward0");
+  CHECK(mish(x).grad_fn()->name() == "MishBackward0");
+  CHECK(softplus(x).grad_fn()->name() == "SoftplusBackward0");
+  CHECK(expm1(x).grad_fn()->name() == "Expm1Backward0");
+  CHECK(log1p(x).grad_fn()->name() == "Log1PBackward0");
+  // PyTorch composes softsign (x / (1 + |x|): DivBackward0); here it is one op with its own rule.
+  CHECK(softsign(x).grad_fn()->name() == "SoftsignBackward0");
+}
+
 TEST_CASE("where, dtype conversion, clone, contiguous") {
   const Tensor a = leaf(rnd({2, 3}, 10)), b = leaf(rnd({3}, 11));
   const Tensor c = tensor({{true, false, true}, {false, false, true}});

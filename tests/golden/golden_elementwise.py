@@ -33,6 +33,7 @@ def cases(emit):
         emit.tensor(f"ew.gelu_tanh.{dn}", in_float(torch.nn.functional.gelu, xd, approximate="tanh"))
         # Non-contiguous: the transpose of x.
         emit.tensor(f"ew.exp_t.{dn}", in_float(torch.exp, xd.t()))
+    unary_math(emit, g)
     # Integer inputs to float ops become float32.
     xi = torch.tensor([[0, 1, -2], [3, -4, 5]])
     emit.tensor("ew.int.x", xi)
@@ -105,3 +106,49 @@ def cases(emit):
     emit.tensor("nan.relu", torch.relu(nan))
     emit.tensor("nan.clamp", torch.clamp(nan, -1, 0.5))
     emit.tensor("nan.maximum", torch.maximum(nan, torch.tensor([0.0, float("nan"), -3.0])))
+
+
+F = torch.nn.functional
+# The unary math ops added to ops.def: name -> (torch function, input domain).
+MATH = {"reciprocal": (torch.reciprocal, "x"), "floor": (torch.floor, "q"), "ceil": (torch.ceil, "q"),
+        "round": (torch.round, "q"), "sign": (torch.sign, "q"), "tan": (torch.tan, "x"),
+        "asin": (torch.asin, "unit"), "acos": (torch.acos, "unit"), "atan": (torch.atan, "x"),
+        "sinh": (torch.sinh, "x"), "cosh": (torch.cosh, "x"), "asinh": (torch.asinh, "x"),
+        "acosh": (torch.acosh, "above1"), "atanh": (torch.atanh, "unit"), "softsign": (F.softsign, "x"),
+        "mish": (F.mish, "x"), "softplus": (F.softplus, "wide"), "expm1": (torch.expm1, "x"),
+        "log1p": (torch.log1p, "unit")}
+SPECIALS = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 2.5, -0.5, 0.5, 1.5, -2.5, 1.0, -1.0,
+            3.5, -1.5, 19.5, 20.0, 20.5, 25.0, -20.0, 100.0, -100.0, 1e-4, -1e-4, 1e-30, 0.9999]
+
+
+def unary_math(emit, g):
+    """reciprocal ... log1p on an odd shape [3, 7] in every float dtype, float32
+    special values (NaN, inf, +-0, ties, domain edges), integer and bool inputs."""
+    doms = {"x": torch.randn(3, 7, generator=g) * 1.5,
+            "q": torch.round(torch.randn(3, 7, generator=g) * 4) / 2,  # halves: round's ties
+            "unit": torch.rand(3, 7, generator=g) * 1.9 - 0.95,
+            "above1": torch.rand(3, 7, generator=g) * 4 + 1.05,
+            "wide": torch.randn(3, 7, generator=g) * 12}  # around softplus's threshold 20
+    for dn, dt in FLOATS.items():
+        for k, v in doms.items():
+            emit.tensor(f"um.{k}.{dn}", v.to(dt))
+        for op, (fn, dom) in MATH.items():
+            emit.tensor(f"um.{op}.{dn}", in_float(fn, doms[dom].to(dt)))
+    sp = torch.tensor(SPECIALS)
+    emit.tensor("um.special.x", sp)
+    for op, (fn, _) in MATH.items():
+        emit.tensor(f"um.special.{op}", fn(sp))
+    # Integers: floor/ceil/round/sign keep the dtype (exact beyond 2^53), the others become float32.
+    big = torch.tensor([0, 3, -7, 2**53 + 1, -(2**62) - 3, 9])
+    emit.tensor("um.int.x", big)
+    for op in ("floor", "ceil", "round", "sign"):
+        emit.tensor(f"um.int.{op}", getattr(torch, op)(big))
+    small = torch.tensor([[0, 1, -2], [3, -4, 5]])
+    emit.tensor("um.int.small", small)
+    for op in ("reciprocal", "tan", "atan", "sinh", "asinh", "softsign", "expm1"):
+        emit.tensor(f"um.int.{op}", MATH[op][0](small))
+    emit.tensor("um.int.sign_i32", torch.sign(small.to(torch.int32)))
+    emit.tensor("um.int.sign_u8", torch.sign(torch.tensor([0, 3, 255], dtype=torch.uint8)))
+    emit.tensor("um.int.sign_bool", torch.sign(torch.tensor([True, False])))
+    emit.tensor("um.int.floor_u8", torch.floor(torch.tensor([0, 3, 255], dtype=torch.uint8)))
+    emit.tensor("um.int.acosh_bool", torch.acosh(torch.tensor([True, False])))

@@ -428,6 +428,33 @@ def helper_models(zoo, only):
         x = r(2, 6)
         export_helper(zoo, "op_gelu_tanh", [helper.make_node("Gelu", ["x"], ["y"], approximate="tanh", name="gelu")],
                       [("x", x)], [("y", f, [2, 6])], F.gelu(x, approximate="tanh"), opset=17)
+    # The unary math ops of ops.def with an ONNX name: one node each, torch's values.
+    unit = lambda *s: torch.rand(*s) * 1.9 - 0.95  # noqa: E731
+    unary_math = [
+        ("op_reciprocal", "Reciprocal", torch.reciprocal, torch.sign(r(2, 5)) * pos(2, 5), 13),
+        ("op_floor", "Floor", torch.floor, r(2, 5) * 3, 13),
+        ("op_ceil", "Ceil", torch.ceil, r(2, 5) * 3, 13),
+        ("op_round", "Round", torch.round, torch.cat([torch.round(r(2, 4) * 4) / 2, r(2, 4) * 3], 1), 13),
+        ("op_sign", "Sign", torch.sign, torch.cat([r(2, 4), torch.zeros(2, 1)], 1), 13),
+        ("op_tan", "Tan", torch.tan, r(2, 5), 13),
+        ("op_asin", "Asin", torch.asin, unit(2, 5), 13),
+        ("op_acos", "Acos", torch.acos, unit(2, 5), 13),
+        ("op_atan", "Atan", torch.atan, r(2, 5) * 3, 13),
+        ("op_sinh", "Sinh", torch.sinh, r(2, 5) * 2, 13),
+        ("op_cosh", "Cosh", torch.cosh, r(2, 5) * 2, 13),
+        ("op_asinh", "Asinh", torch.asinh, r(2, 5) * 3, 13),
+        ("op_acosh", "Acosh", torch.acosh, pos(2, 5) * 3 + 0.5, 13),
+        ("op_atanh", "Atanh", torch.atanh, unit(2, 5), 13),
+        ("op_softsign", "Softsign", F.softsign, r(2, 5) * 3, 13),
+        # Softplus: torch's threshold 20 (x itself above) vs ONNX's ln(1 + e^x): < 2.1e-9 apart.
+        ("op_softplus", "Softplus", F.softplus, r(2, 5) * 12, 13),
+        # Mish is ONNX opset 18; this onnx and the importer stop at 17 (as Gelu above).
+        ("op_mish", "Mish", F.mish, r(2, 5) * 3, 17),
+    ]
+    for name, onnx_op, fn, x, opset in unary_math:
+        if want(name):
+            export_helper(zoo, name, [helper.make_node(onnx_op, ["x"], ["y"], name=onnx_op.lower())],
+                          [("x", x)], [("y", f, list(x.shape))], fn(x), opset=opset)
     if want("op_shape"):
         x = r(2, 3, 4)
         export_helper(zoo, "op_shape", [helper.make_node("Shape", ["x"], ["y"], name="shape")],

@@ -189,7 +189,7 @@ int64_t numel_of(const Shape& s) {
 // depend on which other ops ran).
 std::mt19937_64 g_rng(0);
 
-enum class Dom { Normal, Positive, NearOne, Quantized, Index };
+enum class Dom { Normal, Positive, NearOne, Quantized, Index, Unit, AboveOne };
 
 Tensor from_doubles(const std::vector<double>& v, const Shape& shape, DType dtype) {
   return tensor<double>(v, shape, DType::Float64).to(dtype);
@@ -216,6 +216,8 @@ Tensor values(const Shape& shape, DType dtype, Dom dom = Dom::Normal, int64_t hi
         case Dom::Positive: x = std::fabs(normal(g_rng)) * 2.0 + 0.05; break;
         case Dom::NearOne: x = 0.75 + 0.5 * unit(g_rng); break;
         case Dom::Quantized: x = std::round(normal(g_rng) * 2.0) / 2.0; break;  // repeats: ties, equal pairs
+        case Dom::Unit: x = 1.9 * unit(g_rng) - 0.95; break;  // inside (-1, 1): asin, acos, atanh, log1p
+        case Dom::AboveOne: x = 1.05 + std::fabs(normal(g_rng)) * 2.0; break;  // acosh
         case Dom::Index: break;
       }
     }
@@ -1381,6 +1383,26 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::QLinear: return qlinear_cases(dt);
     case OpKind::QConv2d: return qconv2d_cases(dt);
     case OpKind::SparseLinear: return sparse_linear_cases(dt);
+    // Rounding and sign: exact; Quantized inputs have halves (round's ties to even).
+    case OpKind::Floor:
+    case OpKind::Ceil:
+    case OpKind::Round:
+    case OpKind::Sign: return unary_cases(dt, Dom::Quantized, Family::Exact, NoParams{}, "");
+    case OpKind::Reciprocal:
+    case OpKind::Tan:
+    case OpKind::Atan:
+    case OpKind::Sinh:
+    case OpKind::Cosh:
+    case OpKind::Asinh:
+    case OpKind::Softsign:
+    case OpKind::Mish:
+    case OpKind::Softplus:
+    case OpKind::Expm1: return unary_cases(dt, Dom::Normal, Family::Elementwise, NoParams{}, "");
+    case OpKind::Asin:
+    case OpKind::Acos:
+    case OpKind::Atanh:
+    case OpKind::Log1p: return unary_cases(dt, Dom::Unit, Family::Elementwise, NoParams{}, "");
+    case OpKind::Acosh: return unary_cases(dt, Dom::AboveOne, Family::Elementwise, NoParams{}, "");
   }
   return {};
 }

@@ -27,6 +27,25 @@ Tensor apply_unary(const std::string& op, const Tensor& x) {
   if (op == "erf") return erf(x);
   if (op == "gelu") return gelu(x);
   if (op == "gelu_tanh") return gelu(x, "tanh");
+  if (op == "reciprocal") return reciprocal(x);
+  if (op == "floor") return floor(x);
+  if (op == "ceil") return ceil(x);
+  if (op == "round") return round(x);
+  if (op == "sign") return sign(x);
+  if (op == "tan") return tan(x);
+  if (op == "asin") return asin(x);
+  if (op == "acos") return acos(x);
+  if (op == "atan") return atan(x);
+  if (op == "sinh") return sinh(x);
+  if (op == "cosh") return cosh(x);
+  if (op == "asinh") return asinh(x);
+  if (op == "acosh") return acosh(x);
+  if (op == "atanh") return atanh(x);
+  if (op == "softsign") return softsign(x);
+  if (op == "mish") return mish(x);
+  if (op == "softplus") return softplus(x);
+  if (op == "expm1") return expm1(x);
+  if (op == "log1p") return log1p(x);
   FAIL("unknown op " << op);
   return x;
 }
@@ -49,6 +68,13 @@ Tensor apply_binary(const std::string& op, const Tensor& a, const Tensor& b) {
 }
 
 const char* kFloatNames[] = {"f32", "f64", "f16", "bf16"};
+
+// The unary math ops of golden_elementwise.py's MATH, with their input domains.
+const std::pair<const char*, const char*> kMathOps[] = {
+    {"reciprocal", "x"}, {"floor", "q"},     {"ceil", "q"},     {"round", "q"},  {"sign", "q"},
+    {"tan", "x"},        {"asin", "unit"},   {"acos", "unit"},  {"atan", "x"},   {"sinh", "x"},
+    {"cosh", "x"},       {"asinh", "x"},     {"acosh", "above1"}, {"atanh", "unit"}, {"softsign", "x"},
+    {"mish", "x"},       {"softplus", "wide"}, {"expm1", "x"}, {"log1p", "unit"}};
 
 }  // namespace
 
@@ -81,6 +107,69 @@ TEST_CASE("unary ops on integers: float ops promote to float32, abs/neg/relu sta
   check_equal(neg(xi), golden("ew.int.neg"));
   check_equal(relu(xi), golden("ew.int.relu"));
   check_equal(abs(tensor({-128, 5}, DType::Int8)), tensor({-128, 5}, DType::Int8));  // wraps, as PyTorch
+}
+
+TEST_CASE("unary math ops (reciprocal ... log1p) match PyTorch in every floating dtype") {
+  for (const char* dn : kFloatNames) {
+    for (const auto& [op, dom] : kMathOps) {
+      CAPTURE(op);
+      CAPTURE(dn);
+      const Tensor x = golden(std::string("um.") + dom + "." + dn);
+      check_close_for_dtype(apply_unary(op, x), golden(std::string("um.") + op + "." + dn));
+      check_close_for_dtype(apply_unary(op, x.t()), golden(std::string("um.") + op + "." + dn).t());
+    }
+  }
+}
+
+TEST_CASE("unary math ops on NaN, inf, +-0, ties and domain edges") {
+  const Tensor x = golden("um.special.x");
+  for (const auto& [op, dom] : kMathOps) {
+    CAPTURE(op);
+    const Tensor y = apply_unary(op, x), e = golden(std::string("um.special.") + op);
+    check_close_for_dtype(y, e);
+    for (int64_t i = 0; i < y.numel(); ++i) {  // the sign of zeros too: round(-0.5) = -0, sign(-0) = +0
+      const float a = y.data_ptr<float>()[i], b = e.data_ptr<float>()[i];
+      CAPTURE(i);
+      if (a == 0 && b == 0) CHECK(std::signbit(a) == std::signbit(b));
+    }
+  }
+  check_equal(round(tensor({0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f})), tensor({0.0f, 2.0f, 2.0f, -0.0f, -2.0f, -2.0f}));
+  CHECK(std::isnan(asin(tensor({1.5f})).item().to_double()));
+  CHECK(std::isnan(acosh(tensor({0.5f})).item().to_double()));
+  check_equal(atanh(tensor({1.0f, -1.0f})), tensor({INFINITY, -INFINITY}));
+  // softplus is x itself above PyTorch's threshold 20 (ONNX's ln(1 + e^x) differs by < 2.1e-9 there).
+  check_equal(softplus(tensor({20.5, 30.0})), tensor({20.5, 30.0}));
+}
+
+TEST_CASE("unary math ops on integers and bool: rounding and sign keep the dtype, the others become float32") {
+  const Tensor big = golden("um.int.x");  // beyond 2^53: no trip through double
+  for (const char* op : {"floor", "ceil", "round", "sign"}) {
+    CAPTURE(op);
+    const Tensor y = apply_unary(op, big);
+    CHECK(y.dtype() == DType::Int64);
+    check_equal(y, golden(std::string("um.int.") + op));
+  }
+  const Tensor small = golden("um.int.small");
+  for (const char* op : {"reciprocal", "tan", "atan", "sinh", "asinh", "softsign", "expm1"}) {
+    CAPTURE(op);
+    const Tensor y = apply_unary(op, small);
+    CHECK(y.dtype() == DType::Float32);
+    check_close_for_dtype(y, golden(std::string("um.int.") + op));
+  }
+  check_equal(sign(small.to(DType::Int32)), golden("um.int.sign_i32"));
+  check_equal(sign(tensor({0, 3, 255}, DType::UInt8)), golden("um.int.sign_u8"));
+  check_equal(sign(tensor({true, false})), golden("um.int.sign_bool"));
+  check_equal(floor(tensor({0, 3, 255}, DType::UInt8)), golden("um.int.floor_u8"));
+  check_close(acosh(tensor({true, false})), golden("um.int.acosh_bool"));
+  check_error([] { floor(tensor({true})); }, "\"floor_vml_cpu\" not implemented for 'Bool'");
+  check_error([] { ceil(tensor({true})); }, "\"ceil_vml_cpu\" not implemented for 'Bool'");
+  check_error([] { round(tensor({true})); }, "\"round_vml_cpu\" not implemented for 'Bool'");
+  check_error([] { softsign(tensor({true})); }, "\"abs_cpu\" not implemented for 'Bool'");
+  check_error([] { mish(tensor({1})); }, "\"mish_cpu\" not implemented for 'Long'");
+  check_error([] { mish(tensor({1}, DType::Int32)); }, "\"mish_cpu\" not implemented for 'Int'");
+  check_error([] { mish(tensor({true})); }, "\"mish_cpu\" not implemented for 'Bool'");
+  check_error([] { softplus(tensor({1})); }, "\"softplus_cpu\" not implemented for 'Long'");
+  check_error([] { softplus(tensor({1}, DType::UInt8)); }, "\"softplus_cpu\" not implemented for 'Byte'");
 }
 
 TEST_CASE("binary ops broadcast [3,1,4] with [2,1] like PyTorch") {

@@ -47,6 +47,60 @@ float tanh_(float x) {
           3.33332819422e-1);
 }
 
+// log1p: 2 atanh(x / (2 + x)) as a series for |x| < 0.5 (|s| <= 1/3: relative
+// error < 1e-8 after 8 terms), else log(1 + x) (no cancellation there).
+float log1p(float x) {
+  if (abs(x) >= 0.5 || isnan(x)) return log(1.0 + x);
+  const float s = x / (2.0 + x), z = s * s;
+  return 2.0 * s * (1.0 + z * (1.0 / 3.0 + z * (1.0 / 5.0 + z * (1.0 / 7.0 + z * (1.0 / 9.0 +
+         z * (1.0 / 11.0 + z * (1.0 / 13.0 + z * (1.0 / 15.0))))))));
+}
+
+// expm1: Taylor to x^10 / 10! for |x| < 0.5 (relative error < 3e-10), else exp(x) - 1.
+float expm1(float x) {
+  if (abs(x) >= 0.5 || isnan(x)) return exp(x) - 1.0;
+  return x * (1.0 + x * (1.0 / 2.0 + x * (1.0 / 6.0 + x * (1.0 / 24.0 + x * (1.0 / 120.0 + x * (1.0 / 720.0 +
+         x * (1.0 / 5040.0 + x * (1.0 / 40320.0 + x * (1.0 / 362880.0 + x * (1.0 / 3628800.0))))))))));
+}
+
+// asin, acos, atan as Cephes' asinf, acosf, atanf (relative error ~ 2e-7;
+// the GLSL built-ins may be coarse polynomials).
+float asin_(float x) {
+  const float a = abs(x);
+  if (a > 1.0) return uintBitsToFloat(0x7fc00000u);  // NaN
+  float z, r;
+  const bool big = a > 0.5;
+  if (big) {
+    z = 0.5 * (1.0 - a);
+    r = sqrt(z);
+  } else {
+    z = a * a;
+    r = a;
+  }
+  float p = ((((4.2163199048e-2 * z + 2.4181311049e-2) * z + 4.5470025998e-2) * z + 7.4953002686e-2) * z +
+             1.6666752422e-1) * z * r + r;
+  if (big) p = 1.5707963267948966 - 2.0 * p;
+  return x < 0.0 ? -p : p;
+}
+float acos_(float x) {
+  if (x < -0.5) return 3.14159265358979324 - 2.0 * asin_(sqrt(0.5 * (1.0 + x)));
+  if (x > 0.5) return 2.0 * asin_(sqrt(0.5 * (1.0 - x)));
+  return 1.5707963267948966 - asin_(x);
+}
+float atan_(float x) {
+  float a = abs(x), y = 0.0;
+  if (a > 2.414213562373095) {
+    y = 1.5707963267948966;
+    a = -1.0 / a;
+  } else if (a > 0.4142135623730950) {
+    y = 0.78539816339744831;
+    a = (a - 1.0) / (a + 1.0);
+  }
+  const float z = a * a;
+  y += (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z * a + a;
+  return x < 0.0 ? -y : y;
+}
+
 // The helpers ops.def's RT_UNARY formulas call (see the C++ ones in
 // kernels/ref/elementwise_ops.h), then the formulas (ops.glsl, generated).
 bool is_nan(float x) { return isnan(x); }
@@ -55,15 +109,34 @@ float wrap_sub(float a, float b) { return a - b; }
 int wrap_sub(int a, int b) { return a - b; }
 float abs_value(float x) { return abs(x); }
 int abs_value(int x) { return x < 0 ? 0 - x : x; }
+// floor, ceil, round (half to even): integers as they are; sign: NaN and -0 give +0.
+float floor_value(float x) { return floor(x); }
+int floor_value(int x) { return x; }
+float ceil_value(float x) { return ceil(x); }
+int ceil_value(int x) { return x; }
+float round_even(float x) { return roundEven(x); }
+int round_even(int x) { return x; }
+float sign_value(float x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : 0.0); }
+int sign_value(int x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
 #if EMBER_EXT
 bool is_nan(int64_t x) { return false; }
 int64_t wrap_sub(int64_t a, int64_t b) { return a - b; }
 int64_t abs_value(int64_t x) { return x < 0 ? 0 - x : x; }
+int64_t floor_value(int64_t x) { return x; }
+int64_t ceil_value(int64_t x) { return x; }
+int64_t round_even(int64_t x) { return x; }
+int64_t sign_value(int64_t x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
 #endif
 #define erf erf_
 #define tanh tanh_
+#define asin asin_
+#define acos acos_
+#define atan atan_
 #define EMBER_UNARY_FORMULAS
 #include "ops.glsl"
+#undef atan
+#undef acos
+#undef asin
 #undef tanh
 #undef erf
 
