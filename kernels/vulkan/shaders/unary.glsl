@@ -56,11 +56,53 @@ float log1p(float x) {
          z * (1.0 / 11.0 + z * (1.0 / 13.0 + z * (1.0 / 15.0))))))));
 }
 
+// exp as Cephes' expf: x = n ln2 + r with ln2 in two parts, a polynomial for
+// e^r, then 2^n (about 1 ulp; lavapipe's exp, exp2(x log2 e), is 12 ulp off at
+// x = 30, beyond the suite's bound for sinh, cosh, expm1).
+float exp_(float x) {
+  if (isnan(x)) return x;
+  if (x > 88.72283905206835) return uintBitsToFloat(0x7f800000u);  // inf
+  if (x < -103.97208) return 0.0;
+  const float n = floor(1.44269504088896341 * x + 0.5);
+  const float r = (x - n * 0.693359375) - n * -2.12194440e-4;
+  const float p = (((((1.9875691500e-4 * r + 1.3981999507e-3) * r + 8.3334519073e-3) * r + 4.1665795894e-2) * r +
+                    1.6666665459e-1) * r + 5.0000001201e-1) * r * r + r + 1.0;
+  const int k = int(n), h = k / 2;
+  return ldexp(ldexp(p, h), k - h);  // two steps: 2^128 itself is not a float
+}
+
 // expm1: Taylor to x^10 / 10! for |x| < 0.5 (relative error < 3e-10), else exp(x) - 1.
 float expm1(float x) {
-  if (abs(x) >= 0.5 || isnan(x)) return exp(x) - 1.0;
+  if (abs(x) >= 0.5 || isnan(x)) return exp_(x) - 1.0;
   return x * (1.0 + x * (1.0 / 2.0 + x * (1.0 / 6.0 + x * (1.0 / 24.0 + x * (1.0 / 120.0 + x * (1.0 / 720.0 +
          x * (1.0 / 5040.0 + x * (1.0 / 40320.0 + x * (1.0 / 362880.0 + x * (1.0 / 3628800.0))))))))));
+}
+
+// sinh, cosh: glibc's forms on exp_ / expm1 (no cancellation near 0; e^(|x|/2)
+// squared where e^|x| alone would overflow but the result does not).
+float sinh_(float x) {
+  const float a = abs(x);
+  float s;
+  if (a < 1.0) {
+    const float t = expm1(a);
+    s = 0.5 * (t + t / (t + 1.0));
+  } else if (a < 88.0) {
+    const float e = exp_(a);
+    s = 0.5 * e - 0.5 / e;
+  } else {
+    const float e = exp_(0.5 * a);
+    s = (0.5 * e) * e;
+  }
+  return x < 0.0 ? -s : s;
+}
+float cosh_(float x) {
+  const float a = abs(x);
+  if (a >= 88.0) {
+    const float e = exp_(0.5 * a);
+    return (0.5 * e) * e;
+  }
+  const float e = exp_(a);
+  return 0.5 * e + 0.5 / e;
 }
 
 // asin, acos, atan as Cephes' asinf, acosf, atanf (relative error ~ 2e-7;
@@ -132,8 +174,12 @@ int64_t sign_value(int64_t x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
 #define asin asin_
 #define acos acos_
 #define atan atan_
+#define sinh sinh_
+#define cosh cosh_
 #define EMBER_UNARY_FORMULAS
 #include "ops.glsl"
+#undef cosh
+#undef sinh
 #undef atan
 #undef acos
 #undef asin
