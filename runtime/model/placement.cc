@@ -21,124 +21,49 @@ void add_activation(std::vector<OpKind>& ops, const Activation& a) {
   if (a.kind != ActivationKind::None && a.kind != ActivationKind::Relu) ops.push_back(OpKind::Clamp);
 }
 
-}  // namespace
+// How a node of one kind is placed.
+struct OpRule {
+  std::vector<OpKind> kernels;  // the kernel ops its front-end runs (empty: its own kernel)
+  uint32_t host_inputs = 0;     // bit j: input j is read on the host (reads_on_host)
+  int key_input = 0;            // key_input()
+};
 
-std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool has_bias) {
+constexpr uint32_t kSlot1 = 1u << 1;
+constexpr uint32_t kAllSlots = ~0u;
+
+// Every op's rule, in one switch. Params-dependent kernels (Linear's bias and
+// fused activation, Conv2d's activation, Pad's mode) are added by kernel_ops.
+OpRule make_rule(OpKind kind) {
   switch (kind) {
     // Views, reshapes and concatenation: Copy (a reshape of a non-contiguous
     // tensor copies; a view read back to the host or by a dense kernel is
-    // made contiguous on the device).
-    case OpKind::Copy:
-    case OpKind::Reshape:
-    case OpKind::Permute:
-    case OpKind::Flatten:
-    case OpKind::Squeeze:
-    case OpKind::Unsqueeze:
-    case OpKind::Concat:
-    case OpKind::Split:
+    // made contiguous on the device). Shapes, split sizes, starts/ends/axes/
+    // steps and gather indices (wrapped and checked there) are read on the host.
+    case OpKind::Copy: case OpKind::Permute: case OpKind::Flatten: case OpKind::Squeeze:
+    case OpKind::Unsqueeze: case OpKind::Concat:
+      return {{OpKind::Copy}};
+    case OpKind::Reshape: case OpKind::Expand: case OpKind::Split:
+      return {{OpKind::Copy}, kSlot1};
     case OpKind::Slice:
-    case OpKind::Expand:
-      return {OpKind::Copy};
-    case OpKind::ConstantOfShape:
-      return {OpKind::Fill};
+      return {{OpKind::Copy}, kAllSlots & ~1u};
     case OpKind::Gather:  // run_gather: embedding over a [dim, rest] view, permuted back
-      return {OpKind::Embedding, OpKind::Copy};
-    case OpKind::MatMul:  // matmul's folded and batched paths reshape and make results contiguous
-      return {OpKind::MatMul, OpKind::Copy};
-    case OpKind::Linear: {  // linear -> mm, then add_ of the bias (a Copy back), then the fused activation
-      std::vector<OpKind> ops{OpKind::MatMul, OpKind::Copy};
-      if (has_bias) ops.push_back(OpKind::Add);
-      if (const auto* p = std::get_if<LinearParams>(&params)) add_activation(ops, p->activation);
-      if (const auto* p = std::get_if<QLinearParams>(&params)) add_activation(ops, p->activation);  // int8 at create
-      return ops;
-    }
-    case OpKind::Conv2d: {
-      std::vector<OpKind> ops{OpKind::Conv2d};
-      if (const auto* p = std::get_if<Conv2dParams>(&params)) add_activation(ops, p->activation);
-      if (const auto* p = std::get_if<QConv2dParams>(&params)) add_activation(ops, p->conv.activation);
-      return ops;
-    }
-    // Run-time ops: their kernel applies the activation.
-    case OpKind::QLinear:
-    case OpKind::QConv2d:
-    case OpKind::SparseLinear:
-      return {kind};
-    case OpKind::Pad: {  // constant padding: fill then copy; the other modes: the pad kernel
-      const auto* p = std::get_if<PadParams>(&params);
-      if (p != nullptr && p->mode == PadMode::Constant) return {OpKind::Fill, OpKind::Copy};
-      return {OpKind::Pad};
-    }
-    // One kernel of their own.
-    case OpKind::Fill:
-#define RT_OP(Name, name, n_in, n_out, Params)
-#define RT_UNARY(Name, ...) case OpKind::Name:
-#include "runtime/graph/ops.def"
-#undef RT_UNARY
-#undef RT_OP
-    case OpKind::Gelu: case OpKind::Clamp:
-    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
-    case OpKind::Maximum: case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
-    case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::Where:
-    case OpKind::Sum: case OpKind::Mean: case OpKind::Prod: case OpKind::Var: case OpKind::Norm:
-    case OpKind::Max: case OpKind::Min: case OpKind::ArgMax: case OpKind::ArgMin:
-    case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm: case OpKind::BatchNorm:
-    case OpKind::MaxPool2d: case OpKind::AvgPool2d: case OpKind::AdaptiveAvgPool2d: case OpKind::Embedding:
-    case OpKind::MaxPool2dBackward: case OpKind::AvgPool2dBackward: case OpKind::AdaptiveAvgPool2dBackward:
-    case OpKind::EmbeddingBackward: case OpKind::PadBackward:
-    case OpKind::ShapeOf:
-      return {kind};
-  }
-  return {kind};
-}
-
-bool reads_on_host(OpKind kind, size_t slot) {
-  switch (kind) {
-    case OpKind::Reshape:
-    case OpKind::Expand:
-    case OpKind::Split:
-    case OpKind::Gather:  // indices are wrapped and checked on the host
-      return slot == 1;
-    case OpKind::Slice:
-      return slot >= 1;
+      return {{OpKind::Embedding, OpKind::Copy}, kSlot1};
     case OpKind::ConstantOfShape:
-      return slot == 0;
+      return {{OpKind::Fill}, 1u, -1};
+    case OpKind::Fill:
+      return {{}, 0, -1};
     case OpKind::ShapeOf:  // reads only the sizes: the input stays where it is
-      return true;
-    // Every input is data.
-    case OpKind::Copy: case OpKind::Fill:
-#define RT_OP(Name, name, n_in, n_out, Params)
-#define RT_UNARY(Name, ...) case OpKind::Name:
-#include "runtime/graph/ops.def"
-#undef RT_UNARY
-#undef RT_OP
-    case OpKind::Gelu: case OpKind::Clamp:
-    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
-    case OpKind::Maximum: case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
-    case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::Where:
-    case OpKind::Sum: case OpKind::Mean: case OpKind::Prod: case OpKind::Var: case OpKind::Norm:
-    case OpKind::Max: case OpKind::Min: case OpKind::ArgMax: case OpKind::ArgMin:
-    case OpKind::MatMul: case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm:
-    case OpKind::BatchNorm: case OpKind::Conv2d: case OpKind::MaxPool2d: case OpKind::AvgPool2d:
-    case OpKind::AdaptiveAvgPool2d: case OpKind::Embedding: case OpKind::Pad:
-    case OpKind::MaxPool2dBackward: case OpKind::AvgPool2dBackward: case OpKind::AdaptiveAvgPool2dBackward:
-    case OpKind::EmbeddingBackward: case OpKind::PadBackward:
-    case OpKind::Permute: case OpKind::Flatten: case OpKind::Squeeze: case OpKind::Unsqueeze:
-    case OpKind::Concat: case OpKind::Linear: case OpKind::QLinear: case OpKind::QConv2d:
-    case OpKind::SparseLinear:
-      return false;
-  }
-  return false;
-}
-
-int key_input(OpKind kind) {
-  switch (kind) {
-    case OpKind::Fill:
-    case OpKind::ConstantOfShape:
-      return -1;
-    case OpKind::Where:
-      return 1;
-    // The first input.
-    case OpKind::Copy:
+      return {{}, kAllSlots};
+    case OpKind::Where:  // keyed by the values, not the condition
+      return {{}, 0, 1};
+    // matmul's folded and batched paths reshape and make results contiguous;
+    // linear: mm, then add_ of the bias (a Copy back), then the activation.
+    case OpKind::MatMul: case OpKind::Linear:
+      return {{OpKind::MatMul, OpKind::Copy}};
+    // One kernel of their own (Conv2d: and its activation; run-time ops apply
+    // their activation in the kernel; Pad: Fill and Copy for constant padding).
+    case OpKind::Conv2d: case OpKind::QLinear: case OpKind::QConv2d: case OpKind::SparseLinear:
+    case OpKind::Pad:
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, ...) case OpKind::Name:
 #include "runtime/graph/ops.def"
@@ -150,19 +75,46 @@ int key_input(OpKind kind) {
     case OpKind::Le: case OpKind::Gt: case OpKind::Ge:
     case OpKind::Sum: case OpKind::Mean: case OpKind::Prod: case OpKind::Var: case OpKind::Norm:
     case OpKind::Max: case OpKind::Min: case OpKind::ArgMax: case OpKind::ArgMin:
-    case OpKind::MatMul: case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm:
-    case OpKind::BatchNorm: case OpKind::Conv2d: case OpKind::MaxPool2d: case OpKind::AvgPool2d:
-    case OpKind::AdaptiveAvgPool2d: case OpKind::Embedding: case OpKind::Pad:
+    case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm: case OpKind::BatchNorm:
+    case OpKind::MaxPool2d: case OpKind::AvgPool2d: case OpKind::AdaptiveAvgPool2d: case OpKind::Embedding:
     case OpKind::MaxPool2dBackward: case OpKind::AvgPool2dBackward: case OpKind::AdaptiveAvgPool2dBackward:
     case OpKind::EmbeddingBackward: case OpKind::PadBackward:
-    case OpKind::Reshape: case OpKind::Permute: case OpKind::Flatten: case OpKind::Squeeze:
-    case OpKind::Unsqueeze: case OpKind::Concat: case OpKind::Split: case OpKind::Slice: case OpKind::Gather:
-    case OpKind::Expand: case OpKind::ShapeOf: case OpKind::Linear: case OpKind::QLinear: case OpKind::QConv2d:
-    case OpKind::SparseLinear:
-      return 0;
+      return {};
   }
-  return 0;
+  return {};
 }
+
+const OpRule& rule(OpKind kind) {
+  static const std::vector<OpRule> rules = [] {
+    std::vector<OpRule> v;
+    for (int k = 0; k < kNumOps; ++k) v.push_back(make_rule(static_cast<OpKind>(k)));
+    return v;
+  }();
+  return rules[static_cast<size_t>(kind)];
+}
+
+}  // namespace
+
+std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool has_bias) {
+  const OpRule& r = rule(kind);
+  std::vector<OpKind> ops = r.kernels.empty() ? std::vector<OpKind>{kind} : r.kernels;
+  if (kind == OpKind::Linear) {  // int8 Linears have QLinearParams from create
+    if (has_bias) ops.push_back(OpKind::Add);
+    if (const auto* p = std::get_if<LinearParams>(&params)) add_activation(ops, p->activation);
+    if (const auto* p = std::get_if<QLinearParams>(&params)) add_activation(ops, p->activation);
+  } else if (kind == OpKind::Conv2d) {
+    if (const auto* p = std::get_if<Conv2dParams>(&params)) add_activation(ops, p->activation);
+    if (const auto* p = std::get_if<QConv2dParams>(&params)) add_activation(ops, p->conv.activation);
+  } else if (kind == OpKind::Pad) {
+    const auto* p = std::get_if<PadParams>(&params);
+    if (p != nullptr && p->mode == PadMode::Constant) ops = {OpKind::Fill, OpKind::Copy};
+  }
+  return ops;
+}
+
+bool reads_on_host(OpKind kind, size_t slot) { return slot < 32 && (rule(kind).host_inputs >> slot & 1u) != 0; }
+
+int key_input(OpKind kind) { return rule(kind).key_input; }
 
 std::string node_unsupported_reason(const Backend& backend, OpKind kind, const OpParams& params, bool has_bias,
                                     bool has_device_inputs, DType key) {

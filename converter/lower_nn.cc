@@ -1,0 +1,192 @@
+// Lowering of the ONNX neural-network, reduction and elementwise ops with attributes (see lowerer.h).
+#include <cmath>
+
+#include "converter/lowerer.h"
+
+namespace ember::converter::lowering {
+
+void Lowerer::lower_gelu(const Node& n) {
+  const std::string approx = n.get_string("approximate", "none");
+  if (approx != "none" && approx != "tanh") refuse("approximate '" + approx + "' is unknown");
+  return emit(OpKind::Gelu, n, {tensor(n.inputs[0])}, {out0(n)}, GeluParams{approx == "tanh"});
+}
+
+void Lowerer::lower_global_average_pool(const Node& n) {
+  if (rank_of(n.inputs[0], "input") != 4) refuse("input " + vname(n.inputs[0]) + " is not 4-D");
+  return emit(OpKind::AdaptiveAvgPool2d, n, {tensor(n.inputs[0])}, {out0(n)});
+}
+
+void Lowerer::lower_batch_normalization(const Node& n) {
+  require_inputs(n, 5);
+  require_unused_extra_outputs(n, "training-mode statistics");
+  NormParams p;
+  p.eps = n.get_float("epsilon", 1e-5);
+  return emit(OpKind::BatchNorm, n,
+              {tensor(n.inputs[0]), tensor(n.inputs[3]), tensor(n.inputs[4]), weight(n.inputs[1]),
+               weight(n.inputs[2])},
+              {out0(n)}, p);
+}
+
+void Lowerer::lower_layer_normalization(const Node& n) {
+  require_inputs(n, 2);
+  require_unused_extra_outputs(n, "mean or inverse standard deviation");
+  const int64_t rank = rank_of(n.inputs[0], "input");
+  const int64_t axis = norm_axis(n.get_int("axis", -1), rank, "axis");
+  NormParams p;
+  p.eps = n.get_float("epsilon", 1e-5);
+  p.normalized_rank = static_cast<int>(rank - axis);
+  return emit(OpKind::LayerNorm, n,
+              {tensor(n.inputs[0]), weight(n.inputs[1]), has_input(n, 2) ? weight(n.inputs[2]) : -1},
+              {out0(n)}, p);
+}
+
+void Lowerer::lower_softmax(const Node& n) {
+  const std::string& op = n.op_type;
+  const int64_t axis = n.get_int("axis", -1);
+  if (n.get_int("coerce_2d", 0) == 1) {
+    const int64_t rank = rank_of(n.inputs[0], "input");
+    if (norm_axis(axis, rank, "axis") != rank - 1) {
+      refuse("axis " + std::to_string(axis) + " of rank " + std::to_string(rank) +
+             " with the opset < 13 flatten-to-2-D semantics is not supported (only the last axis)");
+    }
+  }
+  return emit(op == "Softmax" ? OpKind::Softmax : OpKind::LogSoftmax, n, {tensor(n.inputs[0])}, {out0(n)},
+              SoftmaxParams{static_cast<int>(axis)});
+}
+
+void Lowerer::lower_minmax(const Node& n) {
+  const OpKind kind = *entry_->kind;
+  for (int id : n.inputs) {
+    if (id < 0) refuse("an input is omitted");
+  }
+  if (n.inputs.size() == 1) return emit(OpKind::Copy, n, {tensor(n.inputs[0])}, {out0(n)});
+  std::vector<int32_t> ins;
+  for (int id : n.inputs) ins.push_back(tensor(id));
+  const int32_t out = tensor(out0(n));
+  const TensorDef& out_def = def_.tensors[static_cast<size_t>(out)];
+  const std::string out_name = out_def.name;
+  const DType dt = out_def.dtype;
+  int32_t acc = ins[0];
+  std::vector<Dim> acc_shape = dims_of(n.inputs[0], "input");
+  for (size_t i = 1; i < ins.size(); ++i) {
+    const bool last = i + 1 == ins.size();
+    acc_shape = broadcast(acc_shape, dims_of(n.inputs[i], "input"));
+    const std::string step = "/" + std::string(op_name(kind)) + "_" + std::to_string(i);
+    const int32_t dst = last ? out : new_activation(out_name + step, dt, acc_shape);
+    emit_tensors(kind, {acc, ins[i]}, {dst}, NoParams{}, last ? n.name : n.name + step);
+    acc = dst;
+  }
+}
+
+void Lowerer::lower_clip(const Node& n) {
+  ClampParams p;
+  if (auto lo = const_scalar(n, 1, "min")) p.has_min = true, p.min = *lo;
+  if (auto hi = const_scalar(n, 2, "max")) p.has_max = true, p.max = *hi;
+  emit(OpKind::Clamp, n, {tensor(n.inputs[0])}, {out0(n)}, p);
+}
+
+void Lowerer::lower_gemm(const Node& n) {
+  require_inputs(n, 2);
+  if (n.get_int("transA", 0) != 0) refuse("transA = 1 is not supported");
+  const double alpha = n.get_float("alpha", 1.0), beta = n.get_float("beta", 1.0);
+  if (alpha != 1.0) refuse("alpha = " + fmt(alpha) + " is not supported (only 1)");
+  const bool has_c = has_input(n, 2);
+  if (has_c && beta != 1.0) refuse("beta = " + fmt(beta) + " is not supported (only 1)");
+  const int32_t x = tensor(n.inputs[0]);
+  const int b = n.inputs[1];
+  const bool trans_b = n.get_int("transB", 0) != 0;
+  if (rank_of(b, "B") != 2) refuse("B " + vname(b) + " is not 2-D");
+  int32_t w = -1;
+  int64_t n_out = -1;
+  if (trans_b) {
+    w = weight(b);
+    const auto d = dims_of(b, "B");
+    n_out = d[0].value;
+  } else {
+    if (!is_const(b)) refuse("B " + vname(b) + " with transB = 0 is not a constant (cannot transpose it)");
+    const Tensor bt = val(b).constant.t().contiguous();
+    n_out = bt.size(0);
+    w = new_weight(val(b).name + "/transposed", bt, true);
+  }
+  int32_t bias = -1;
+  if (has_c) {
+    const int c = n.inputs[2];
+    const std::vector<Dim> cd = dims_of(c, "C");
+    const bool row = cd.size() == 2 && cd[0].is_static() && cd[0].value == 1;
+    const int64_t c_n = cd.empty() ? -2 : cd.back().value;
+    if (!(cd.size() == 1 || row) || (n_out >= 0 && c_n >= 0 && c_n != n_out)) {
+      std::string shape = "[";
+      for (size_t i = 0; i < cd.size(); ++i) {
+        shape += (i ? ", " : "") + (cd[i].is_static() ? std::to_string(cd[i].value)
+                                                       : (cd[i].symbol.empty() ? "?" : cd[i].symbol));
+      }
+      refuse("C " + vname(c) + " of shape " + shape + "] is not a bias of shape [N] or [1, N] (N = " +
+             std::to_string(n_out) + ")");
+    }
+    if (cd.size() == 1) {
+      bias = weight(c);
+    } else if (is_const(c)) {
+      bias = new_weight(val(c).name + "/row", val(c).constant.reshape({-1}), true);
+    } else {
+      refuse("C " + vname(c) + " of shape [1, N] is not a constant (cannot reshape it to [N])");
+    }
+  }
+  LinearParams p;
+  p.activation = fused_activation(n);
+  emit(OpKind::Linear, n, {x, w, bias}, {out0(n)}, p);
+}
+
+void Lowerer::lower_conv(const Node& n) {
+  require_inputs(n, 2);
+  const int w = n.inputs[1];
+  const std::vector<Dim> wd = dims_of(w, "weight");
+  if (wd.size() != 4) refuse("only 2-D convolutions are supported (weight " + vname(w) + " is not 4-D)");
+  Conv2dParams p;
+  pair_attr(n, "strides", 1, p.stride);
+  pair_attr(n, "dilations", 1, p.dilation);
+  p.groups = n.get_int("group", 1);
+  int64_t kernel[2];
+  if (n.has("kernel_shape")) {
+    pair_attr(n, "kernel_shape", 1, kernel);
+  } else {
+    if (!wd[2].is_static() || !wd[3].is_static()) refuse("kernel size unknown");
+    kernel[0] = wd[2].value;
+    kernel[1] = wd[3].value;
+  }
+  spatial_pads(n, n.inputs[0], kernel, p.stride, p.dilation, p.padding);
+  p.activation = fused_activation(n);
+  emit(OpKind::Conv2d, n, {tensor(n.inputs[0]), weight(w), has_input(n, 2) ? weight(n.inputs[2]) : -1},
+       {out0(n)}, p);
+}
+
+void Lowerer::lower_pool(const Node& n) {
+  const bool is_max = n.op_type == "MaxPool";
+  if (is_max) require_unused_extra_outputs(n, "indices");
+  if (rank_of(n.inputs[0], "input") != 4) refuse("only 2-D pooling is supported (input is not 4-D)");
+  if (!n.has("kernel_shape")) refuse("has no kernel_shape");
+  Pool2dParams p;
+  pair_attr(n, "kernel_shape", 1, p.kernel);
+  pair_attr(n, "strides", 1, p.stride);
+  pair_attr(n, "dilations", 1, p.dilation);
+  spatial_pads(n, n.inputs[0], p.kernel, p.stride, p.dilation, p.padding);
+  p.ceil_mode = n.get_int("ceil_mode", 0) != 0;
+  if (!is_max) p.count_include_pad = n.get_int("count_include_pad", 0) != 0;
+  if (is_max && n.get_int("storage_order", 0) != 0) refuse("storage_order = 1 is not supported");
+  emit(is_max ? OpKind::MaxPool2d : OpKind::AvgPool2d, n, {tensor(n.inputs[0])}, {out0(n)}, p);
+}
+
+void Lowerer::lower_reduce(const Node& n) {
+  const int64_t rank = rank_of(n.inputs[0], "input");
+  const auto axes = const_ints(n, 1, "axes");
+  ReduceParams p;
+  p.keepdim = n.get_int("keepdims", 1) != 0;
+  if (!axes || axes->empty()) {
+    if (n.get_int("noop_with_empty_axes", 0) != 0) refuse("noop_with_empty_axes = 1 is not supported");
+    for (int64_t d = 0; d < rank; ++d) p.dims |= uint32_t{1} << d;
+  } else {
+    for (int64_t a : *axes) p.dims |= uint32_t{1} << norm_axis(a, rank, "axis");
+  }
+  emit(n.op_type == "ReduceMean" ? OpKind::Mean : OpKind::Sum, n, {tensor(n.inputs[0])}, {out0(n)}, p);
+}
+
+}  // namespace ember::converter::lowering

@@ -1,0 +1,199 @@
+// The lowering's internals, shared by lower.cc (the driver, the helpers and
+// the ONNX op table) and the lower_*.cc files (the lowering functions of each
+// op family). Not part of the converter's interface.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "converter/convert.h"
+#include "converter/onnx_import.h"
+#include "runtime/core/error.h"
+
+namespace ember::converter::lowering {
+
+inline std::string node_label(const Node& n) {
+  return n.op_type + " '" + (n.name.empty() ? std::string("<unnamed>") : n.name) + "'";
+}
+
+inline std::string join_ints(const std::vector<int64_t>& v) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << "]";
+  return os.str();
+}
+
+// A problem with one node: thrown inside the node's lowering, collected by lower().
+struct NodeError {
+  std::string reason;
+};
+
+[[noreturn]] inline void refuse(std::string reason) { throw NodeError{std::move(reason)}; }
+
+class Lowerer;
+
+// One entry of the ONNX op table (OnnxOpTable below): how nodes of an ONNX op
+// type are lowered at the opsets [since, until].
+struct OnnxLowering {
+  std::string_view type;
+  int64_t since, until;
+  void (Lowerer::*lower)(const Node&);
+  std::optional<OpKind> kind;  // the ember op it becomes, where there is one
+};
+
+// The entry for `type` at `opset`, or null.
+const OnnxLowering* find_lowering(std::string_view type, int64_t opset);
+class Lowerer {
+  friend struct OnnxOpTable;
+
+ public:
+  explicit Lowerer(const Graph& g) : g_(g), dtypes_(g.values.size()), tensor_of_(g.values.size(), -1) {
+    for (size_t i = 0; i < g.values.size(); ++i) dtypes_[i] = g.values[i].dtype;
+  }
+
+  Expected<ModelDef> run();
+
+ private:
+  const OnnxLowering* entry_ = nullptr;  // of the node being lowered
+  // ---- values and tensors ----
+
+  const Value& val(int id) const { return g_.value(id); }
+  bool is_const(int id) const { return g_.is_constant(id); }
+  // The name of a value for messages.
+  std::string vname(int id) const { return "'" + val(id).name + "'"; }
+
+  std::string unique_name(std::string name, int id);
+
+  // The tensor index of value `id` (-1 for an omitted input), created on first use.
+  int32_t tensor(int id);
+
+  // A new weight that is no IR value (a transposed Gemm weight, a reshaped bias).
+  int32_t new_weight(const std::string& name, const Tensor& data, bool trainable);
+
+  // A new activation (an intermediate of a Max/Min chain).
+  int32_t new_activation(const std::string& name, DType dtype, const std::vector<Dim>& shape);
+
+  // The tensor of a weight input: float constants are trainable.
+  int32_t weight(int id);
+
+  std::optional<DType> dtype_of(int id) const {
+    return id < 0 ? std::nullopt : dtypes_[static_cast<size_t>(id)];
+  }
+
+  // The rank of value `id`, or a NodeError.
+  int64_t rank_of(int id, const std::string& what) const;
+
+  // Sets the dtypes of the node's outputs the IR does not know (simple rules).
+  void infer_output_dtypes(const Node& n);
+
+  // ---- constant inputs read as params ----
+
+  bool has_input(const Node& n, size_t i) const { return n.inputs.size() > i && n.inputs[i] >= 0; }
+
+  // The values of constant int input `i` (nullopt when absent), or a NodeError.
+  std::optional<std::vector<int64_t>> const_ints(const Node& n, size_t i, const std::string& what) const;
+
+  // A constant scalar input (nullopt when absent), or a NodeError.
+  std::optional<Scalar> const_scalar(const Node& n, size_t i, const std::string& what) const;
+
+  static int64_t norm_axis(int64_t axis, int64_t rank, const std::string& what);
+
+  DType cast_target(const Node& n) const;
+
+  Tensor constant_of_shape_value(const Node& n) const;
+
+  Activation fused_activation(const Node& n) const;
+
+  // ---- emitting ops ----
+
+  // Appends an op. `inputs` are tensor indices (created while the arguments
+  // are evaluated), `outputs` value ids: their tensors are created here, after
+  // the inputs', so tensors appear in reading order.
+  void emit(OpKind kind, const Node& n, std::vector<int32_t> inputs, const std::vector<int>& outputs,
+            OpParams params = NoParams{});
+
+  void emit_tensors(OpKind kind, std::vector<int32_t> inputs, std::vector<int32_t> outputs, OpParams params,
+                    std::string name);
+
+  // The node's first output (the only output most ops have).
+  int out0(const Node& n) const {
+    if (n.outputs.empty() || n.outputs[0] < 0) refuse("has no output");
+    return n.outputs[0];
+  }
+
+  // Outputs beyond the first must be unused (omitted or read by nobody).
+  void require_unused_extra_outputs(const Node& n, const std::string& what) const;
+
+  void require_inputs(const Node& n, size_t min_count) const;
+
+  // Symmetric 2-D pads from ONNX [top, left, bottom, right] (or auto_pad).
+  void spatial_pads(const Node& n, int id_x, const int64_t kernel[2], const int64_t stride[2],
+                    const int64_t dilation[2], int64_t out[2]) const;
+
+  // Reads a 2-value attribute (default `fallback`) into out[2].
+  static void pair_attr(const Node& n, const std::string& attr, int64_t fallback, int64_t out[2]);
+
+  // Lowers `n` by its entry of the ONNX op table (OnnxOpTable, below).
+  void lower_node(const Node& n, const OnnxLowering& entry);
+  void lower_gelu(const Node& n);
+  void lower_global_average_pool(const Node& n);
+  void lower_batch_normalization(const Node& n);
+  void lower_layer_normalization(const Node& n);
+  void lower_softmax(const Node& n);
+  void lower_cast(const Node& n);
+  void lower_flatten(const Node& n);
+  void lower_reshape(const Node& n);
+  void lower_transpose(const Node& n);
+  void lower_squeeze(const Node& n);
+  void lower_concat(const Node& n);
+  void lower_split(const Node& n);
+  void lower_slice(const Node& n);
+  void lower_expand(const Node& n);
+  void lower_gather(const Node& n);
+  void lower_shape(const Node& n);
+  void lower_constant_of_shape(const Node& n);
+  void lower_identity(const Node& n) {
+    if (n.op_type == "Dropout") require_unused_extra_outputs(n, "the training-mode mask");
+    refuse("has no ember op (run the passes: they remove Identity and inference Dropout nodes)");
+  }
+
+  DimsParams dims_params(const std::vector<int64_t>& dims, const std::string& what) const;
+
+  void lower_plain(const Node& n);
+
+  // Broadcast of two shapes (numpy rules); unknown where it cannot be told.
+  static std::vector<Dim> broadcast(const std::vector<Dim>& a, const std::vector<Dim>& b);
+
+  std::vector<Dim> dims_of(int id, const std::string& what) const;
+
+  // Max/Min: 1 input a Copy, 2 the binary op, more a chain of binary ops.
+  void lower_minmax(const Node& n);
+
+  void lower_clip(const Node& n);
+
+  void lower_gemm(const Node& n);
+
+  static std::string fmt(double v);
+
+  void lower_conv(const Node& n);
+
+  void lower_pool(const Node& n);
+
+  void lower_reduce(const Node& n);
+
+  void lower_pad(const Node& n);
+
+  const Graph& g_;
+  ModelDef def_;
+  std::vector<std::optional<DType>> dtypes_;  // per value: the IR's or inferred
+  std::vector<int32_t> tensor_of_;            // per value: its tensor index, or -1
+  std::set<std::string> names_;
+  std::vector<std::string> errors_;
+};
+
+}  // namespace ember::converter::lowering
