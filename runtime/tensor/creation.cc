@@ -36,17 +36,13 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptio
               "from_blob: sizes ", shape_str(sizes), " and strides ", shape_str(strides),
               " have different lengths");
   const DType dtype = options.dtype_or(DType::Float32);
-  int64_t last = 0;
-  bool empty_tensor = false;
   for (size_t d = 0; d < sizes.size(); ++d) {
     EMBER_CHECK(sizes[d] >= 0 && strides[d] >= 0, Status::InvalidArgument,
                 "from_blob: negative size or stride in sizes ", shape_str(sizes), ", strides ",
                 shape_str(strides));
-    empty_tensor = empty_tensor || sizes[d] == 0;
-    last += (sizes[d] - 1) * strides[d];
   }
-  EMBER_CHECK(data != nullptr || empty_tensor, Status::InvalidArgument, "from_blob: data is null");
-  const size_t bytes = empty_tensor ? 0 : static_cast<size_t>(last + 1) * element_size(dtype);
+  const size_t bytes = storage_bytes(sizes, strides, 0, element_size(dtype));
+  EMBER_CHECK(data != nullptr || bytes == 0, Status::InvalidArgument, "from_blob: data is null");
   Storage storage = std::make_shared<StorageImpl>(data, bytes, options.device_or(), std::move(deleter));
   return Tensor::make(std::move(storage), dtype, sizes, strides, 0);
 }

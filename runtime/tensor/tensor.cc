@@ -35,6 +35,20 @@ int64_t numel_of(IntArrayRef sizes) {
   return n;
 }
 
+// The element count of `sizes` (non-negative), or PyTorch's error when it
+// does not fit in int64.
+int64_t checked_numel(IntArrayRef sizes) {
+  int64_t n = 1;
+  bool overflow = false;
+  for (int64_t s : sizes) overflow = __builtin_mul_overflow(n, s, &n) || overflow;
+  for (int64_t s : sizes) {
+    if (s == 0) return 0;
+  }
+  EMBER_CHECK(!overflow, Status::OutOfRange, "numel: integer multiplication overflow (sizes ", shape_str(sizes),
+              ")");
+  return n;
+}
+
 Shape contiguous_strides(IntArrayRef sizes) {
   Shape strides(sizes.size());
   int64_t expected = 1;
@@ -56,13 +70,6 @@ Shape channels_last_strides(IntArrayRef sizes) {
   return strides;
 }
 
-// Storage elements a view needs: 1 + the largest offset it can reach.
-int64_t required_storage(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
-  if (numel_of(sizes) == 0) return offset;
-  int64_t last = offset;
-  for (size_t d = 0; d < sizes.size(); ++d) last += (sizes[d] - 1) * strides[d];
-  return last + 1;
-}
 
 // Fills in a -1 entry of a requested shape (PyTorch's infer_size).
 Shape infer_size(IntArrayRef requested, int64_t numel) {
@@ -133,6 +140,7 @@ Tensor record_view(const Tensor& self, Tensor out, GradRule rule, std::vector<in
 Tensor Tensor::make(Storage storage, DType dtype, IntArrayRef sizes, IntArrayRef strides,
                     int64_t offset) {
   RT_CHECK(sizes.size() == strides.size(), "sizes and strides differ in rank");
+  (void)checked_numel(sizes);
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::move(storage);
   impl->dtype = dtype;
@@ -140,6 +148,23 @@ Tensor Tensor::make(Storage storage, DType dtype, IntArrayRef sizes, IntArrayRef
   impl->sizes.assign(sizes.begin(), sizes.end());
   impl->strides.assign(strides.begin(), strides.end());
   return Tensor(std::move(impl));
+}
+
+size_t storage_bytes(IntArrayRef sizes, IntArrayRef strides, int64_t offset, size_t itemsize) {
+  const int64_t numel = checked_numel(sizes);
+  int64_t last = offset;
+  bool overflow = false;
+  for (size_t d = 0; numel > 0 && d < sizes.size(); ++d) {
+    int64_t step = 0;
+    overflow = __builtin_mul_overflow(sizes[d] - 1, strides[d], &step) || overflow;
+    overflow = __builtin_add_overflow(last, step, &last) || overflow;
+  }
+  int64_t bytes = 0;
+  overflow = __builtin_mul_overflow(numel > 0 ? last + 1 : offset, static_cast<int64_t>(itemsize), &bytes) ||
+             overflow;
+  EMBER_CHECK(!overflow, Status::OutOfRange, "Storage size calculation overflowed with sizes=", shape_str(sizes),
+              " and strides=", shape_str(strides));
+  return static_cast<size_t>(bytes);
 }
 
 int64_t Tensor::size(int64_t dim) const { return sizes()[wrap_dim(dim, this->dim())]; }
@@ -205,7 +230,7 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
                 "as_strided: Negative strides are not supported at the moment, got strides: ",
                 shape_str(strides));
   }
-  const int64_t need = required_storage(sizes, strides, offset) * static_cast<int64_t>(element_size());
+  const int64_t need = static_cast<int64_t>(storage_bytes(sizes, strides, offset, element_size()));
   const int64_t have = static_cast<int64_t>(storage()->nbytes());
   EMBER_CHECK(need <= have, Status::OutOfRange, "setStorage: sizes ", shape_str(sizes), ", strides ",
               shape_str(strides), ", storage offset ", offset, ", and itemsize ", element_size(),
@@ -463,8 +488,7 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions optio
                 s, ": ", shape_str(sizes));
   }
   const DType dtype = options.dtype_or(DType::Float32);
-  const int64_t elements = required_storage(sizes, strides, 0);
-  Storage storage = allocate_storage(static_cast<size_t>(elements) * ember::element_size(dtype),
+  Storage storage = allocate_storage(storage_bytes(sizes, strides, 0, ember::element_size(dtype)),
                                      options.device_or());
   return Tensor::make(std::move(storage), dtype, sizes, strides, 0);
 }

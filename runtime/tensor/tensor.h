@@ -274,6 +274,12 @@ std::string to_string(const Tensor& t);
 // "[2, 3]" for messages.
 std::string shape_str(IntArrayRef sizes);
 
+// The bytes a storage needs for a view (sizes, strides and offset in
+// elements of `itemsize` bytes): 0 when it has no elements (offset bytes);
+// raises "Storage size calculation overflowed ..." (OutOfRange, as PyTorch)
+// when the count does not fit, instead of wrapping around.
+size_t storage_bytes(IntArrayRef sizes, IntArrayRef strides, int64_t offset, size_t itemsize);
+
 // Wraps a possibly negative dim into [0, rank); raises PyTorch's IndexError message.
 int64_t wrap_dim(int64_t dim, int64_t rank);
 

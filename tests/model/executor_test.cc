@@ -558,6 +558,42 @@ TEST_CASE("graph op: shape + constant_of_shape feeding reshape") {
   check_equal(out[2], full({3, 6}, 7, DType::Int64));
 }
 
+TEST_CASE("graph op: absurd run-time sizes are refused, not allocated (overflow checks)") {
+  // A shape input of [2^31, 2^31]: 2^62 float32 elements are 2^64 bytes, which
+  // wraps to 0 in size_t; [2^32, 2^32] overflows the element count itself.
+  // (Expand to [2^31, 2^31] is a valid stride-0 view of one element, as in PyTorch.)
+  const Tensor x = ones({1, 1});
+  struct Case {
+    std::vector<int64_t> shape;
+    OpKind kind;
+    const char* error;
+  };
+  const Case cases[] = {
+      {{int64_t{1} << 31, int64_t{1} << 31}, OpKind::ConstantOfShape,
+       "node 'op' (constant_of_shape): Storage size calculation overflowed with sizes=[2147483648, 2147483648]"},
+      {{int64_t{1} << 32, int64_t{1} << 32}, OpKind::Expand,
+       "node 'op' (expand): numel: integer multiplication overflow (sizes [4294967296, 4294967296])"},
+      {{int64_t{1} << 32, int64_t{1} << 32}, OpKind::ConstantOfShape,
+       "node 'op' (constant_of_shape): numel: integer multiplication overflow (sizes [4294967296, 4294967296])"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(op_name(c.kind));
+    Graph g;
+    const int in = g.input("x", {1, 1});
+    const int y = g.act("y", {-1, -1});
+    const int s = g.ints("s", c.shape);
+    if (c.kind == OpKind::Expand) g.op(c.kind, {in, s}, {y}, "op");
+    else g.op(c.kind, {s}, {y}, "op", ScalarParams{Scalar(0.0)});
+    g.output(y);
+    ExecutionContext ctx(g.build());
+    std::string error;
+    Result<std::vector<Tensor>> r = ctx.run(std::vector<Tensor>{x}, {}, &error);
+    REQUIRE(!r.ok());
+    CHECK(r.status() == Status::OutOfRange);
+    CHECK(error.rfind(c.error, 0) == 0);
+  }
+}
+
 TEST_CASE("elementwise, reductions and fill through the executor") {
   Graph g;
   const int x = g.input("x", {2, 3});

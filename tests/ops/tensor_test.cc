@@ -45,6 +45,32 @@ TEST_CASE("device strings parse like torch.device") {
   check_error([] { (void)empty({2}, Device("cuda:0")); }, "ember is not built with support for cuda devices");
 }
 
+TEST_CASE("sizes whose bytes or element count overflow are refused before allocating") {
+  const int64_t big = int64_t{1} << 31;
+  check_error([&] { empty({big, big}); },
+              "Storage size calculation overflowed with sizes=[2147483648, 2147483648] and strides=[2147483648, 1]");
+  check_error([&] { zeros({big, big}, DType::Float64); },
+              "Storage size calculation overflowed with sizes=[2147483648, 2147483648] and strides=[2147483648, 1]");
+  check_error([&] { empty_strided({2, 2}, {int64_t{1} << 62, 1}); },
+              "Storage size calculation overflowed with sizes=[2, 2] and strides=[4611686018427387904, 1]");
+  check_error([&] { ones({1, 1}).expand({big * 2, big * 2}); },
+              "numel: integer multiplication overflow (sizes [4294967296, 4294967296])");
+  float data[4] = {};
+  check_error([&] { from_blob(data, {big, big}, {big, 1}); },
+              "Storage size calculation overflowed with sizes=[2147483648, 2147483648] and strides=[2147483648, 1]");
+  // 2^61 bytes fit in the count: the allocator refuses them cleanly.
+  std::string oom;
+  try {
+    empty({big, big / 2}, DType::UInt8);
+  } catch (const Error& e) {
+    oom = e.what();
+    CHECK(e.status() == Status::OutOfMemory);
+  }
+  CHECK(oom.rfind("failed to allocate 2305843009213693952 bytes on cpu", 0) == 0);
+  // A zero dim makes any other size harmless.
+  CHECK(empty({0, big, big}).numel() == 0);
+}
+
 TEST_CASE("a 3x4 float32 tensor has strides (4, 1)") {
   Tensor t = zeros({3, 4});
   CHECK(t.dtype() == DType::Float32);
