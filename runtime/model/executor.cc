@@ -276,7 +276,7 @@ class Run {
         tensors_(tensors),
         on_cpu_(options.device == DeviceType::CPU),
         fp16_(options.precision == Precision::Float16),
-        device_(options.device),
+        device_(storage_device(Device(options.device))),
         backend_(on_cpu_ ? nullptr : get_backend(options.device)),
         values_(static_cast<size_t>(m.num_tensors())),
         other_(on_cpu_ ? 0 : static_cast<size_t>(m.num_tensors())) {

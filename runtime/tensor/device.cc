@@ -52,4 +52,11 @@ std::string Device::str() const {
 
 std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
 
+Device storage_device(Device d) {
+  if (d.is_cpu()) return Device(DeviceType::CPU);
+  EMBER_CHECK(d.index() <= 0, Status::InvalidArgument, "invalid device ordinal: ", d, " (ember uses one ",
+              device_type_name(d.type()), " device, ", device_type_name(d.type()), ":0)");
+  return Device(d.type(), 0);
+}
+
 }  // namespace ember

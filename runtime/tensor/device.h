@@ -36,4 +36,11 @@ class Device {
 
 std::ostream& operator<<(std::ostream& os, const Device& d);
 
+// The device a tensor made for `d` lives on, as PyTorch reports it: "cpu"
+// for any CPU device; a device type without an index is its device 0
+// (to("vulkan") gives vulkan:0). Each backend opens one device (which one:
+// the backend's selection, e.g. EMBER_VULKAN_DEVICE), so any other index is
+// refused: "invalid device ordinal".
+Device storage_device(Device d);
+
 }  // namespace ember

@@ -22,7 +22,8 @@ StorageAllocatorGuard::StorageAllocatorGuard(StorageAllocator* allocator) : prev
 
 StorageAllocatorGuard::~StorageAllocatorGuard() { tls_allocator = previous_; }
 
-Storage allocate_storage(size_t bytes, Device device) {
+Storage allocate_storage(size_t bytes, Device requested) {
+  const Device device = storage_device(requested);
   if (tls_allocator != nullptr && device.type() == DeviceType::CPU) {
     StorageAllocator* allocator = tls_allocator;
     StorageAllocatorGuard uninstalled(nullptr);  // restores the hook even if allocate() raises

@@ -525,7 +525,7 @@ Tensor Tensor::to(DType dtype, bool copy) const {
 }
 
 Tensor Tensor::to(Device device, bool copy) const {
-  if (device == this->device() && !copy) return *this;
+  if (storage_device(device) == this->device() && !copy) return *this;
   Tensor out = empty_like(*this, TensorOptions(dtype()).device(device));
   copy_into(out, *this);
   autograd::record(GradRule::ToCopy, out, {*this});

@@ -311,6 +311,12 @@ TEST_CASE("printing matches PyTorch") {
   }
 }
 
+TEST_CASE("a tensor made for cpu:0 reports cpu, as in PyTorch") {
+  const Tensor t = empty({2}, TensorOptions(Device("cpu:0")));
+  CHECK(t.device() == Device("cpu"));
+  CHECK(t.to(Device("cpu:0")).data_ptr() == t.data_ptr());
+}
+
 TEST_CASE("tensors on two devices raise PyTorch's device message") {
   // A tensor that claims to live on vulkan:0 (from_blob needs no backend).
   float fake[3] = {1, 2, 3};

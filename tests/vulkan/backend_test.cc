@@ -65,8 +65,21 @@ TEST_CASE("to(vulkan) and back keeps every byte, for each dtype and size") {
   }
   const Tensor v = to_vk(arange(12, DType::Float32));
   CHECK(v.device() == kVulkan);
-  CHECK(v.device().str() == "vulkan");
+  CHECK(v.device().str() == "vulkan:0");
   CHECK(v.sizes() == Shape{12});
+}
+
+TEST_CASE("to(\"vulkan\") is vulkan:0, as torch's to(\"cuda\") is cuda:0; other ordinals are refused") {
+  const Tensor x = arange(6, DType::Float32);
+  const Tensor a = x.to(Device("vulkan")), b = x.to(Device("vulkan:0"));
+  CHECK(a.device().str() == "vulkan:0");
+  CHECK(empty({2}, TensorOptions(Device("vulkan"))).device() == Device("vulkan:0"));
+  check_equal(to_cpu(a + b), x * 2);  // one device: no mismatch
+  CHECK(a.to(Device("vulkan")).data_ptr() == a.data_ptr());  // already there: no copy
+  check_error([&] { x.to(Device("vulkan:7")); },
+              "invalid device ordinal: vulkan:7 (ember uses one vulkan device, vulkan:0)");
+  check_error([&] { empty({2}, TensorOptions(Device("vulkan:1"))); },
+              "invalid device ordinal: vulkan:1 (ember uses one vulkan device, vulkan:0)");
 }
 
 TEST_CASE("uploads recorded behind pending work stay in order") {
@@ -108,7 +121,7 @@ TEST_CASE("an op without a Vulkan kernel raises 'not implemented for vulkan'") {
 TEST_CASE("mixing devices names both") {
   const Tensor a = to_vk(arange(4, DType::Float32));
   const Tensor b = arange(4, DType::Float32);
-  CHECK_THROWS_WITH_AS(a + b, doctest::Contains("found at least two devices, vulkan and cpu"), ember::Error);
+  CHECK_THROWS_WITH_AS(a + b, doctest::Contains("found at least two devices, vulkan:0 and cpu"), ember::Error);
 }
 
 TEST_CASE("a request beyond the device's memory is an error, not a crash") {

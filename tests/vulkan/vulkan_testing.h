@@ -10,7 +10,7 @@
 
 namespace ember::testing {
 
-inline const Device kVulkan("vulkan");
+inline const Device kVulkan("vulkan:0");  // what tensors moved with to("vulkan") report
 
 // The CPU tensor `t` copied to the Vulkan device (same strides when `t` is
 // contiguous; a non-contiguous CPU tensor arrives contiguous).
