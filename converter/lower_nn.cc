@@ -105,6 +105,7 @@ void Lowerer::lower_clip(const Node& n) {
   ClampParams p;
   if (auto lo = const_scalar(n, 1, "min")) p.has_min = true, p.min = *lo;
   if (auto hi = const_scalar(n, 2, "max")) p.has_max = true, p.max = *hi;
+  if (!p.has_min && !p.has_max) return emit(OpKind::Copy, n, {tensor(n.inputs[0])}, {out0(n)});  // no bounds
   emit(OpKind::Clamp, n, {tensor(n.inputs[0])}, {out0(n)}, p);
 }
 
@@ -191,6 +192,9 @@ void Lowerer::lower_pool(const Node& n) {
   pair_attr(n, "kernel_shape", 1, p.kernel);
   pair_attr(n, "strides", 1, p.stride);
   pair_attr(n, "dilations", 1, p.dilation);
+  if (!is_max && (p.dilation[0] != 1 || p.dilation[1] != 1)) {  // AveragePool 19's dilations
+    refuse("dilations " + join_ints({p.dilation[0], p.dilation[1]}) + " are not supported (only 1)");
+  }
   spatial_pads(n, n.inputs[0], p.kernel, p.stride, p.dilation, p.padding);
   p.ceil_mode = n.get_int("ceil_mode", 0) != 0;
   if (!is_max) p.count_include_pad = n.get_int("count_include_pad", 0) != 0;

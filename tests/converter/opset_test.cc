@@ -290,6 +290,23 @@ TEST_CASE("refused forms name the node and the attribute") {
   c.output("y", {2}, 17);
   OnnxModel::attr(c.node("Cast", {"x"}, {"y"}), "to", int64_t{17});
   CHECK(c.error("cast_float8") == "graph output 'y': unsupported dtype FLOAT8E4M3FN");
+  OnnxModel p(19);
+  p.input("x", {1, 1, 5, 5});
+  p.output("y", {1, 1, 3, 3});
+  auto* n = p.node("AveragePool", {"x"}, {"y"});
+  OnnxModel::attr(n, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxModel::attr(n, "dilations", std::vector<int64_t>{2, 2});
+  CHECK(p.error("avgpool_dilations") == "the graph cannot be lowered to ember ops (1 problem): AveragePool "
+                                        "'AveragePool_1': dilations [2, 2] are not supported (only 1)");
+}
+
+TEST_CASE("Clip without bounds (11+): the identity") {
+  const Tensor x = tensor(std::vector<float>{-3, -1, 0, 2}, {4});
+  OnnxModel c(13);
+  c.input("x", {4});
+  c.output("y", {4});
+  c.node("Clip", {"x"}, {"y"});
+  check_equal(c.run("clip_no_bounds_13", {x})[0], x);
 }
 
 TEST_CASE("Dropout below 12 (ratio attribute) and at 13 with training_mode false: the identity") {
