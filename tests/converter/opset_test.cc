@@ -327,3 +327,40 @@ TEST_CASE("Dropout below 12 (ratio attribute) and at 13 with training_mode false
 }
 
 }  // namespace ember::converter
+
+namespace ember::converter {
+
+TEST_CASE("libonnx inference past opset 17: as opset 17 where every node infers the same, else not at all") {
+  OnnxModel relu(21);  // unchanged after 17: inferred, the opset kept
+  relu.input("x", {2, 3});
+  relu.output("z", {2, 3});
+  relu.node("Relu", {"x"}, {"y"});
+  relu.node("Relu", {"y"}, {"z"});
+  onnx::ModelProto m = relu.m;
+  CHECK(infer_shapes(m));
+  CHECK(m.opset_import(0).version() == 21);
+  REQUIRE(m.graph().value_info_size() == 1);
+  CHECK(m.graph().value_info(0).type().tensor_type().shape().dim(1).dim_value() == 3);
+  OnnxModel reduce(18);  // ReduceMean 18 takes axes as an input: libonnx's 13 would reduce every axis
+  reduce.input("x", {2, 3});
+  reduce.output("z", {3});
+  reduce.ints("axes", {0});
+  OnnxModel::attr(reduce.node("ReduceMean", {"x", "axes"}, {"y"}), "keepdims", int64_t{0});
+  reduce.node("Relu", {"y"}, {"z"});
+  m = reduce.m;
+  CHECK(!infer_shapes(m));
+  CHECK(m.graph().value_info_size() == 0);
+}
+
+TEST_CASE("protobuf fields libonnx 1.12 does not know are skipped") {
+  OnnxModel m(25);
+  m.input("x", {2});
+  m.output("y", {2});
+  m.node("Relu", {"x"}, {"y"});
+  const std::string bytes = m.m.SerializeAsString() + std::string("\xa0\x06\x01", 3);  // field 100 = 1
+  auto g = import_onnx_bytes(bytes, "unknown_field.onnx");
+  REQUIRE_MESSAGE(g.ok(), g.diag().message);
+  CHECK(g->opset == 25);
+}
+
+}  // namespace ember::converter
