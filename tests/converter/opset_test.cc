@@ -36,7 +36,11 @@ struct OnnxModel {
     v->set_name(name);
     auto* tt = v->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(elem);
-    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    for (int64_t d : dims) {  // -1: the symbolic dim "batch"
+      auto* dim = tt->mutable_shape()->add_dim();
+      if (d < 0) dim->set_dim_param("batch");
+      else dim->set_dim_value(d);
+    }
   }
   void input(const std::string& name, const std::vector<int64_t>& dims, int elem = onnx::TensorProto::FLOAT) {
     typed(g->add_input(), name, elem, dims);
@@ -166,6 +170,11 @@ TEST_CASE("Softmax and LogSoftmax below opset 13: flatten to 2-D at axis (defaul
   m.output("y", {2, 3, 4});
   OnnxModel::attr(m.node("Softmax", {"x"}, {"y"}), "axis", int64_t{0});
   check_close(m.run("softmax_axis0_11", {x})[0], softmax(x.reshape({1, 24}), -1).reshape({2, 3, 4}));
+  OnnxModel dyn(12);  // a symbolic batch: the shape to restore is the input's, at run time
+  dyn.input("x", {-1, 3, 4});
+  dyn.output("y", {-1, 3, 4});
+  dyn.node("LogSoftmax", {"x"}, {"y"});
+  check_close(dyn.run("logsoftmax_batch_12", {x})[0], log_softmax(x.reshape({2, 12}), -1).reshape({2, 3, 4}));
   OnnxModel m13(13);  // opset 13: one axis
   m13.input("x", {2, 3, 4});
   m13.output("y", {2, 3, 4});
