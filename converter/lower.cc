@@ -169,7 +169,9 @@ int64_t Lowerer::norm_axis(int64_t axis, int64_t rank, const std::string& what) 
 DType Lowerer::cast_target(const Node& n) const {
   const int64_t to = n.get_int("to", 0);
   const std::optional<DType> dtype = dtype_from_onnx(to);
-  if (!dtype) refuse("cast to ONNX dtype " + std::to_string(to) + " is not supported");
+  if (!dtype) {
+    refuse("cast to ONNX dtype " + onnx_dtype_name(to) + " (" + std::to_string(to) + ") is not supported");
+  }
   return *dtype;
 }
 

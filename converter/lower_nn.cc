@@ -19,6 +19,7 @@ void Lowerer::lower_global_average_pool(const Node& n) {
 void Lowerer::lower_batch_normalization(const Node& n) {
   require_inputs(n, 5);
   require_unused_extra_outputs(n, "training-mode statistics");
+  if (n.get_int("training_mode", 0) != 0) refuse("training_mode = 1 (batch statistics) is not supported");
   NormParams p;
   p.eps = n.get_float("epsilon", 1e-5);
   return emit(OpKind::BatchNorm, n,
@@ -41,17 +42,39 @@ void Lowerer::lower_layer_normalization(const Node& n) {
 }
 
 void Lowerer::lower_softmax(const Node& n) {
-  const std::string& op = n.op_type;
+  const OpKind kind = n.op_type == "Softmax" ? OpKind::Softmax : OpKind::LogSoftmax;
   const int64_t axis = n.get_int("axis", -1);
-  if (n.get_int("coerce_2d", 0) == 1) {
-    const int64_t rank = rank_of(n.inputs[0], "input");
-    if (norm_axis(axis, rank, "axis") != rank - 1) {
-      refuse("axis " + std::to_string(axis) + " of rank " + std::to_string(rank) +
-             " with the opset < 13 flatten-to-2-D semantics is not supported (only the last axis)");
-    }
+  const int x = n.inputs[0];
+  const int64_t rank = n.get_int("coerce_2d", 0) == 1 ? rank_of(x, "input") : -1;
+  if (rank < 0 || norm_axis(axis, rank, "axis") == rank - 1) {
+    return emit(kind, n, {tensor(x)}, {out0(n)}, SoftmaxParams{static_cast<int>(axis)});
   }
-  return emit(op == "Softmax" ? OpKind::Softmax : OpKind::LogSoftmax, n, {tensor(n.inputs[0])}, {out0(n)},
-              SoftmaxParams{static_cast<int>(axis)});
+  // Opsets < 13 at a non-last axis: over the dims from `axis` on together,
+  // as Flatten(axis) -> softmax(last) -> Reshape back to the input's shape.
+  const int64_t a = norm_axis(axis, rank, "axis");
+  const std::optional<DType> dt = dtype_of(x);
+  if (!dt) refuse("input " + vname(x) + " has an unknown dtype");
+  const std::vector<Dim> dims = dims_of(x, "input");
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    const Dim& dim = dims[static_cast<size_t>(d)];
+    int64_t& p = d < a ? rows : cols;
+    p = (p < 0 || !dim.is_static()) ? -1 : p * dim.value;
+  }
+  const std::vector<Dim> flat = {rows < 0 ? Dim{} : Dim::fixed(rows), cols < 0 ? Dim{} : Dim::fixed(cols)};
+  const std::string base = val(x).name + "/" + n.op_type;
+  const int32_t in = tensor(x), out = tensor(out0(n));
+  const int32_t f = new_activation(base + "/flat", *dt, flat), s = new_activation(base + "/2d", *dt, flat);
+  emit_tensors(OpKind::Flatten, {in}, {f}, AxisParams{a}, n.name + "/flatten");
+  emit_tensors(kind, {f}, {s}, SoftmaxParams{-1}, n.name + "/2d");
+  int32_t shape = -1;
+  if (const auto st = val(x).static_shape()) {
+    shape = new_weight(base + "/shape", ember::tensor(*st, {rank}), false);
+  } else {
+    shape = new_activation(base + "/shape", DType::Int64, {Dim::fixed(rank)});
+    emit_tensors(OpKind::ShapeOf, {in}, {shape}, NoParams{}, n.name + "/shape");
+  }
+  emit_tensors(OpKind::Reshape, {s, shape}, {out}, NoParams{}, n.name);
 }
 
 void Lowerer::lower_minmax(const Node& n) {
@@ -82,6 +105,7 @@ void Lowerer::lower_clip(const Node& n) {
   ClampParams p;
   if (auto lo = const_scalar(n, 1, "min")) p.has_min = true, p.min = *lo;
   if (auto hi = const_scalar(n, 2, "max")) p.has_max = true, p.max = *hi;
+  if (!p.has_min && !p.has_max) return emit(OpKind::Copy, n, {tensor(n.inputs[0])}, {out0(n)});  // no bounds
   emit(OpKind::Clamp, n, {tensor(n.inputs[0])}, {out0(n)}, p);
 }
 
@@ -168,6 +192,9 @@ void Lowerer::lower_pool(const Node& n) {
   pair_attr(n, "kernel_shape", 1, p.kernel);
   pair_attr(n, "strides", 1, p.stride);
   pair_attr(n, "dilations", 1, p.dilation);
+  if (!is_max && (p.dilation[0] != 1 || p.dilation[1] != 1)) {  // AveragePool 19's dilations
+    refuse("dilations " + join_ints({p.dilation[0], p.dilation[1]}) + " are not supported (only 1)");
+  }
   spatial_pads(n, n.inputs[0], p.kernel, p.stride, p.dilation, p.padding);
   p.ceil_mode = n.get_int("ceil_mode", 0) != 0;
   if (!is_max) p.count_include_pad = n.get_int("count_include_pad", 0) != 0;

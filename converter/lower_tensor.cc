@@ -1,4 +1,5 @@
 // Lowering of the ONNX shape and data-movement ops (see lowerer.h).
+#include <algorithm>
 #include <cmath>
 
 #include "converter/lowerer.h"
@@ -47,8 +48,15 @@ void Lowerer::lower_concat(const Node& n) {
 }
 
 void Lowerer::lower_split(const Node& n) {
-  if (n.has("num_outputs")) refuse("attribute num_outputs is not supported");
   if (n.outputs.empty()) refuse("has no output");
+  // Opset 18's num_outputs: ceil(dim / n) per output, the last one smaller;
+  // the Split op's rule without sizes.
+  const int64_t num = n.get_int("num_outputs", static_cast<int64_t>(n.outputs.size()));
+  if (has_input(n, 1) && n.has("num_outputs")) refuse("has both a split input and num_outputs");
+  if (num != static_cast<int64_t>(n.outputs.size())) {
+    refuse("num_outputs = " + std::to_string(num) + " but the node has " + std::to_string(n.outputs.size()) +
+           " outputs");
+  }
   return emit(OpKind::Split, n, {tensor(n.inputs[0]), has_input(n, 1) ? tensor(n.inputs[1]) : -1}, n.outputs,
               AxisParams{n.get_int("axis", 0)});
 }
@@ -72,8 +80,19 @@ void Lowerer::lower_gather(const Node& n) {
 }
 
 void Lowerer::lower_shape(const Node& n) {
-  if (n.has("start") || n.has("end")) refuse("attributes start/end are not supported");
-  return emit(OpKind::ShapeOf, n, {tensor(n.inputs[0])}, {out0(n)});
+  if (!n.has("start") && !n.has("end")) return emit(OpKind::ShapeOf, n, {tensor(n.inputs[0])}, {out0(n)});
+  // Opset 15's start/end: ShapeOf, then a Slice of the dims [start, end).
+  const int64_t rank = rank_of(n.inputs[0], "input");
+  auto clamped = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  const int64_t start = clamped(n.get_int("start", 0)), end = clamped(n.get_int("end", rank));
+  const std::string base = val(n.inputs[0]).name + "/shape";
+  const int32_t full = new_activation(base, DType::Int64, {Dim::fixed(rank)});
+  emit_tensors(OpKind::ShapeOf, {tensor(n.inputs[0])}, {full}, NoParams{}, n.name + "/shape");
+  auto ints = [&](const std::string& what, int64_t v) {
+    return new_weight(base + "/" + what, ember::tensor(std::vector<int64_t>{v}, {1}), false);
+  };
+  emit_tensors(OpKind::Slice, {full, ints("start", start), ints("end", std::max(start, end)), -1, -1},
+               {tensor(out0(n))}, NoParams{}, n.name);
 }
 
 void Lowerer::lower_constant_of_shape(const Node& n) {
@@ -86,9 +105,25 @@ void Lowerer::lower_constant_of_shape(const Node& n) {
 void Lowerer::lower_pad(const Node& n) {
   const int64_t rank = rank_of(n.inputs[0], "input");
   if (rank > kMaxRank) refuse("input rank " + std::to_string(rank) + " exceeds " + std::to_string(kMaxRank));
-  if (has_input(n, 3)) refuse("the axes input is not supported");
-  const auto pads = const_ints(n, 1, "pads");
+  auto pads = const_ints(n, 1, "pads");
   if (!pads) refuse("has no pads");
+  if (const auto axes = const_ints(n, 3, "axes")) {  // opset 18: pads for these axes only
+    const size_t k = axes->size();
+    if (pads->size() != 2 * k) {
+      refuse("pads " + join_ints(*pads) + " must have " + std::to_string(2 * k) + " values for axes " +
+             join_ints(*axes));
+    }
+    std::vector<int64_t> full(static_cast<size_t>(2 * rank), 0);
+    std::vector<bool> seen(static_cast<size_t>(rank), false);
+    for (size_t i = 0; i < k; ++i) {
+      const int64_t a = norm_axis((*axes)[i], rank, "axis");
+      if (seen[static_cast<size_t>(a)]) refuse("axes " + join_ints(*axes) + " repeat axis " + std::to_string(a));
+      seen[static_cast<size_t>(a)] = true;
+      full[static_cast<size_t>(a)] = (*pads)[i];
+      full[static_cast<size_t>(rank + a)] = (*pads)[k + i];
+    }
+    pads = full;
+  }
   if (static_cast<int64_t>(pads->size()) != 2 * rank) {
     refuse("pads " + join_ints(*pads) + " must have " + std::to_string(2 * rank) + " values for rank " +
            std::to_string(rank));

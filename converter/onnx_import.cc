@@ -36,17 +36,21 @@ std::optional<DType> dtype_from_onnx(int64_t code) {
   }
 }
 
-namespace {
-
-Diag fail(Status s, std::string message) { return {s, std::move(message)}; }
-
-
-std::string onnx_dtype_name(int32_t t) {
-  if (onnx::TensorProto_DataType_IsValid(t)) {
+std::string onnx_dtype_name(int64_t t) {
+  // The codes after libonnx 1.12's BFLOAT16 (16), as onnx 1.23 names them.
+  static const char* const newer[] = {"FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+                                      "UINT4", "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2", "FLOAT6E2M3"};
+  if (t >= 17 && t < 17 + static_cast<int64_t>(std::size(newer))) return newer[t - 17];
+  if (t >= 0 && t <= 16 && onnx::TensorProto_DataType_IsValid(static_cast<int>(t))) {
     return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t));
   }
   return "code " + std::to_string(t);
 }
+
+namespace {
+
+Diag fail(Status s, std::string message) { return {s, std::move(message)}; }
+
 
 // Copies the typed-field values `src` (one per element) into `out` as T.
 template <typename T, typename Field>
@@ -329,27 +333,67 @@ class Importer {
     node.inputs.insert(node.inputs.begin() + static_cast<std::ptrdiff_t>(index), id);
   }
 
-  void normalize(Node& node) {
+  // Moves the float attribute `attr` into a constant float32 scalar input at
+  // position `index` (Pad's "value", Clip's "min" and "max" before opset 11).
+  void float_attr_to_input(Node& node, const std::string& attr, size_t index) {
+    auto it = node.attrs.find(attr);
+    if (it == node.attrs.end()) return;
+    const double v = node.get_float(attr, 0.0);
+    node.attrs.erase(it);
+    const int id = graph_.add_constant(node.name + "/" + attr, scalar_tensor(v, DType::Float32));
+    if (node.inputs.size() <= index) node.inputs.resize(index + 1, -1);
+    node.inputs[index] = id;
+  }
+
+  // The old attribute forms of the opset as the newest opset's inputs.
+  Diag normalize(Node& node) {
     const std::string& op = node.op_type;
-    if (op == "Unsqueeze" || op == "Squeeze" || op == "ReduceSum" || op == "ReduceMean") {
+    const int64_t opset = graph_.opset;
+    if (op == "Unsqueeze" || op == "Squeeze" || op.rfind("Reduce", 0) == 0) {
       attr_to_input(node, "axes", 1);
     } else if (op == "Split") {
       attr_to_input(node, "split", 1);
-    } else if ((op == "Softmax" || op == "LogSoftmax")) {
-      if (graph_.opset >= 13) {
-        node.attrs["axis"] = node.get_int("axis", -1);
-        return;
+    } else if (op == "Pad" && opset < 11) {
+      attr_to_input(node, "pads", 1);
+      float_attr_to_input(node, "value", 2);
+    } else if (op == "Clip" && opset < 11) {
+      float_attr_to_input(node, "min", 1);
+      float_attr_to_input(node, "max", 2);
+    } else if (op == "Slice" && opset < 10) {
+      attr_to_input(node, "starts", 1);
+      attr_to_input(node, "ends", 2);
+      attr_to_input(node, "axes", 3);
+    } else if (op == "BatchNormalization" && opset < 9 && node.get_int("spatial", 1) != 1) {
+      return fail(Status::NotSupported, node.label() + ": attribute 'spatial' = " +
+                                            std::to_string(node.get_int("spatial", 1)) +
+                                            " (per-element statistics, opset < 9) is not supported");
+    } else if (op == "Dropout" && node.inputs.size() > 2 && node.inputs[2] >= 0) {
+      const int t = node.inputs[2];
+      if (!graph_.is_constant(t) || graph_.value(t).constant.numel() != 1 ||
+          graph_.value(t).constant.reshape({1}).item().to_double() != 0.0) {
+        return fail(Status::NotSupported, node.label() + ": input 'training_mode' '" + graph_.value(t).name +
+                                              "' is not a constant false (training-mode dropout is not supported)");
       }
-      // Opsets 11-12: coerce to 2-D [prod(dims < axis), prod(dims >= axis)].
-      const int64_t axis = node.get_int("axis", 1);
-      node.attrs["axis"] = axis;
-      const Value& in = graph_.value(node.inputs.at(0));
-      const int64_t rank = in.shape ? static_cast<int64_t>(in.shape->size()) : -1;
-      if (!(axis == -1 || (rank >= 0 && (axis == rank - 1 || axis + rank == rank - 1)))) {
-        node.attrs["coerce_2d"] = int64_t{1};
-      } else {
-        node.attrs["axis"] = int64_t{-1};
-      }
+    } else if (op == "Softmax" || op == "LogSoftmax") {
+      normalize_softmax(node);
+    }
+    return Diag::success();
+  }
+
+  void normalize_softmax(Node& node) {
+    if (graph_.opset >= 13) {
+      node.attrs["axis"] = node.get_int("axis", -1);
+      return;
+    }
+    // Opsets < 13: coerce to 2-D [prod(dims < axis), prod(dims >= axis)].
+    const int64_t axis = node.get_int("axis", 1);
+    node.attrs["axis"] = axis;
+    const Value& in = graph_.value(node.inputs.at(0));
+    const int64_t rank = in.shape ? static_cast<int64_t>(in.shape->size()) : -1;
+    if (!(axis == -1 || (rank >= 0 && (axis == rank - 1 || axis + rank == rank - 1)))) {
+      node.attrs["coerce_2d"] = int64_t{1};
+    } else {
+      node.attrs["axis"] = int64_t{-1};
     }
   }
 
@@ -379,7 +423,8 @@ class Importer {
     if (node.inputs.empty() || node.inputs[0] < 0) {
       return fail(Status::InvalidModel, node.label() + " has no first input");
     }
-    normalize(node);
+    Diag d = normalize(node);
+    if (!d.ok()) return d;
     for (const std::string& out : n.output()) {
       if (out.empty()) {
         node.outputs.push_back(-1);
@@ -402,11 +447,90 @@ class Importer {
 
 }  // namespace
 
+namespace {
+
+// The default-domain ops whose schema changed after opset 17 (onnx 1.23's
+// operator changelog, opsets 18 to 28), less those that infer_with_opset_17
+// treats as type-only changes.
+const std::set<std::string>& changed_after_opset_17() {
+  static const std::set<std::string> ops = {
+      "AffineGrid", "Attention", "AveragePool", "Bernoulli", "BitCast", "BitShift", "BitwiseAnd", "BitwiseNot",
+      "BitwiseOr", "BitwiseXor", "CastLike", "CausalConvWithState", "Celu", "CenterCropPad", "Col2Im", "Compress",
+      "ConvTranspose", "CumProd", "DFT", "DeformConv", "DepthToSpace", "DequantizeLinear", "Det", "Einsum", "EyeLike",
+      "GRU", "GlobalLpPool", "GlobalMaxPool", "GridSample", "GroupNormalization", "If", "ImageDecoder",
+      "InstanceNormalization", "IsInf", "IsNaN", "LSTM", "LinearAttention", "Loop", "LpNormalization", "LpPool",
+      "MaxRoiPool", "MaxUnpool", "Mod", "Multinomial", "NegativeLogLikelihoodLoss", "OneHot", "Optional",
+      "OptionalGetElement", "OptionalHasElement", "Pad", "QLinearMatMul", "QuantizeLinear", "RMSNormalization",
+      "RNN", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Range", "ReduceL1",
+      "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
+      "ReduceSumSquare", "RegexFullMatch", "Resize", "ReverseSequence", "RoiAlign", "RotaryEmbedding", "Scan",
+      "ScatterElements", "ScatterND", "Size", "SpaceToDepth", "Split", "SplitToSequence", "StringConcat",
+      "StringSplit", "SwiGLU", "Swish", "TensorScatter", "TopK", "Unique"};
+  return ops;
+}
+
+// Whether libonnx's opset-17 schema of node `n` infers what its schema at the
+// model's newer opset does. True where the op did not change after 17 or
+// changed only its types (Cast, Reshape, Shape, Squeeze, Conv, the unary ops:
+// new dtypes such as float8 or int4, which the importer refuses anyway; ops
+// new after 17, such as Gelu, are unknown to libonnx and skipped), and for
+// the changed forms that keep the opset-17 meaning: AveragePool without
+// "dilations" (19), Pad without an "axes" input (18), Split without
+// "num_outputs" (18).
+bool same_inference_as_opset_17(const onnx::NodeProto& n) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
+  const std::string& op = n.op_type();
+  auto has_attr = [&](const char* name) {
+    for (const auto& a : n.attribute()) {
+      if (a.name() == name) return true;
+    }
+    return false;
+  };
+  if (op == "AveragePool") return !has_attr("dilations");
+  if (op == "Pad") return n.input_size() < 4 || n.input(3).empty();
+  if (op == "Split") return !has_attr("num_outputs");
+  return changed_after_opset_17().count(op) == 0;
+}
+
+// ONNX inference under libonnx's newest opset (17), for a model of opset
+// > 17 whose every node infers the same there; the opset is restored after.
+bool infer_with_opset_17(onnx::ModelProto& model) {
+  for (const auto& n : model.graph().node()) {
+    if (!same_inference_as_opset_17(n)) return false;
+  }
+  onnx::ModelProto inferred = model;
+  int64_t opset = 0;
+  for (auto& o : *inferred.mutable_opset_import()) {
+    if (!o.domain().empty() && o.domain() != "ai.onnx") return false;  // other domains: no inference
+    opset = o.version();
+    o.set_version(kLibOnnxOpset);
+  }
+  try {
+    onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, true));
+  } catch (const std::exception&) {
+    return false;
+  }
+  for (auto& o : *inferred.mutable_opset_import()) o.set_version(opset);
+  model = std::move(inferred);
+  return true;
+}
+
+}  // namespace
+
 bool infer_shapes(onnx::ModelProto& model) {
   // Data propagation folds Shape sub-graphs (x.view(x.size(0), -1)) into
   // inferred shapes. Node-level failures are skipped (error_mode 0); what
   // still throws (a value_info that contradicts what ONNX infers, an
-  // unknown opset) leaves the model as it was.
+  // unknown opset) leaves the model as it was. libonnx 1.12 knows the
+  // schemas up to opset 17 and would apply them to newer nodes: a newer
+  // model is inferred only where that is sound (infer_with_opset_17);
+  // otherwise infer_missing_shapes() does it all.
+  for (const auto& o : model.opset_import()) {
+    if ((o.domain().empty() || o.domain() == "ai.onnx") && o.version() > kLibOnnxOpset) {
+      return infer_with_opset_17(model);
+    }
+  }
   onnx::ModelProto inferred = model;
   try {
     onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(),

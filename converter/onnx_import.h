@@ -1,7 +1,7 @@
 // ONNX importer: reads a .onnx file (what torch.onnx.export writes) into the
 // converter IR (converter/ir.h).
 //
-// - Default-domain opsets 11 to 17; any other opset is an error naming it.
+// - Default-domain opsets 7 to 28; any other opset is an error naming it.
 // - Initializers (raw_data or the typed fields, little-endian) of float,
 //   float16, bfloat16, double, int64, int32, int16, int8, uint8 and bool become
 //   constant values; so do Constant nodes. Other dtypes and external data are
@@ -15,10 +15,14 @@
 // - Every op outside supported_onnx_ops() is collected first: the error lists
 //   them all at once (op type, count, node names) and no graph is returned.
 // - Node forms are normalized whatever the opset: "axes" of Unsqueeze,
-//   Squeeze, ReduceSum and ReduceMean and "split" of Split are always inputs
-//   (attributes in older opsets become constant int64 inputs). Softmax and
-//   LogSoftmax below opset 13 get an explicit "axis" and, unless it is the last dim, the attribute "coerce_2d" = 1
-//   (the old flatten-to-2D semantics).
+//   Squeeze and every Reduce* op and "split" of Split are always inputs
+//   (attributes in older opsets become constant int64 inputs); so are Pad's
+//   "pads" and "value" (< 11), Clip's "min" and "max" (< 11) and Slice's
+//   "starts", "ends" and "axes" (< 10). Softmax and LogSoftmax below opset 13
+//   get an explicit "axis" and, unless it is the last dim, the attribute
+//   "coerce_2d" = 1 (the old flatten-to-2D semantics). Refused at import:
+//   BatchNormalization "spatial" = 0 (< 9), Dropout with a training_mode
+//   input that is not a constant false (>= 12).
 #pragma once
 
 #include <optional>
@@ -33,8 +37,10 @@ class ModelProto;
 
 namespace ember::converter {
 
-inline constexpr int64_t kMinOnnxOpset = 11;
-inline constexpr int64_t kMaxOnnxOpset = 17;
+inline constexpr int64_t kMinOnnxOpset = 7;
+inline constexpr int64_t kMaxOnnxOpset = 28;
+// The newest opset libonnx 1.12's shape inference knows (see infer_shapes).
+inline constexpr int64_t kLibOnnxOpset = 17;
 
 // The ONNX op types the importer accepts (default domain): those of the
 // converter's ONNX op table (converter/lower.cc).
@@ -47,6 +53,8 @@ bool infer_shapes(onnx::ModelProto& model);
 // The ember dtype of an ONNX TensorProto.DataType code (Cast's "to"), or none
 // for the types ember does not have (strings, complex, uint16/32/64, float8).
 std::optional<DType> dtype_from_onnx(int64_t code);
+// The name of an ONNX dtype code ("FLOAT8E4M3FN"; "code 99" when unknown).
+std::string onnx_dtype_name(int64_t code);
 
 // Imports the model at `path`. Errors: IoError (missing or unreadable file),
 // InvalidModel (not ONNX, truncated, missing initializer, malformed tensor),

@@ -394,6 +394,11 @@ std::vector<Out> infer_combine(const Graph& g, const Node& n) {
       Dims out = *x;
       const size_t axis = static_cast<size_t>(wrap_dim(n.get_int("axis", 0), rank));
       out[axis] = sizes && k < sizes->size() ? Dim::fixed((*sizes)[k]) : Dim{};
+      if (!sizes && in(1) < 0 && (*x)[axis].is_static()) {  // ceil(dim / n) each, the last one smaller
+        const int64_t dim = (*x)[axis].value, parts = static_cast<int64_t>(n.outputs.size());
+        const int64_t chunk = (dim + parts - 1) / parts, begin = std::min(dim, static_cast<int64_t>(k) * chunk);
+        out[axis] = Dim::fixed(std::min(chunk, dim - begin));
+      }
       outs.push_back({dtype(0), out});
     }
     return outs;
