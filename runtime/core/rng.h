@@ -43,6 +43,13 @@ class Generator {
   std::mutex mutex_;
 };
 
+// Box-Muller over 16 uniforms in [0, 1) in place, bit for bit as PyTorch's
+// float32 randn of 16 or more contiguous elements on x86-64 (its AVX2 path:
+// normal_fill_16_AVX2 with the Cephes single-precision log and sincos
+// polynomials of avx_mathfun, as GCC fused them), in scalar float arithmetic: d[j] = r cos t, d[j + 8] = r sin t, r = sqrt(-2 log(1 - d[j])),
+// t = 2 pi d[j + 8], for j < 8.
+void normal_fill_16(float* d);
+
 // The default generator that rand/randn/randint use.
 Generator& default_generator();
 // Seeds the default generator (torch.manual_seed).

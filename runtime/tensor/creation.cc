@@ -189,11 +189,17 @@ Tensor randn(IntArrayRef sizes, TensorOptions options) {
         d[j + 8] = radius * std::sin(theta);
       }
     };
-    for (int64_t i = 0; i + 16 <= n; i += 16) fill16(v.data() + i);
+    // float32: the vectorized transform PyTorch runs on x86-64 (rng.h), on
+    // every platform, so a seed gives the same tensors on a phone and a PC.
+    auto transform = [&](C* d) {
+      if constexpr (std::is_same_v<T, float>) normal_fill_16(d);
+      else fill16(d);
+    };
+    for (int64_t i = 0; i + 16 <= n; i += 16) transform(v.data() + i);
     if (n % 16 != 0) {
       C* tail = v.data() + n - 16;
       for (int j = 0; j < 16; ++j) tail[j] = uniform();
-      fill16(tail);
+      transform(tail);
     }
     for (int64_t i = 0; i < n; ++i) p[i] = convert<T>(v[i]);
     }

@@ -11,6 +11,8 @@ def cases(emit):
     emit.tensor("rng.randn_5", torch.randn(5))
     torch.manual_seed(0)
     emit.tensor("rng.randn_37", torch.randn(37))
+    torch.manual_seed(7)
+    emit.tensor("rng.randn_4099", torch.randn(4099))  # 256 blocks of 16 and a redrawn tail
     torch.manual_seed(3)
     emit.tensor("rng.randn_f64_20", torch.randn(20, dtype=torch.float64))
     torch.manual_seed(0)
