@@ -150,6 +150,44 @@ std::vector<Tensor> eval(const Node& node, const std::vector<Tensor>& in) {
   raise_error(Status::NotSupported, "no constant evaluator for " + node.op_type);
 }
 
+// More than `limit` elements in an output, told before evaluating (from the
+// inferred output shapes, or the shape input of ConstantOfShape / Expand), so
+// folding never allocates what it would not keep.
+bool too_large_to_fold(const Graph& graph, const Node& node, const std::vector<Tensor>& in, int64_t limit) {
+  auto over = [&](const std::vector<int64_t>& dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) {
+      if (d == 0) return false;
+    }
+    for (int64_t d : dims) {
+      if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > limit) return true;
+    }
+    return false;
+  };
+  for (int id : node.outputs) {
+    if (id < 0) continue;
+    if (const auto shape = graph.value(id).static_shape(); shape && over(*shape)) return true;
+  }
+  const bool shaped = node.op_type == "ConstantOfShape" || node.op_type == "Expand";
+  const size_t shape_input = node.op_type == "Expand" ? 1 : 0;
+  if (!shaped || in.size() <= shape_input || !in[shape_input].defined()) return false;
+  const Tensor& s = in[shape_input];
+  if (is_floating(s.dtype()) || s.dim() != 1) return false;  // the evaluator refuses it
+  std::vector<int64_t> dims = s.to_vector<int64_t>();
+  if (node.op_type == "Expand") {  // bidirectional broadcast with the data's shape
+    const Shape x(in[0].sizes().begin(), in[0].sizes().end());
+    const size_t r = std::max(dims.size(), x.size());
+    std::vector<int64_t> b(r, 1);
+    for (size_t i = 0; i < r; ++i) {
+      const int64_t a = i + dims.size() >= r ? dims[i + dims.size() - r] : 1;
+      const int64_t c = i + x.size() >= r ? x[i + x.size() - r] : 1;
+      b[i] = a == 1 ? c : a;
+    }
+    dims = b;
+  }
+  return over(dims);
+}
+
 }  // namespace
 
 Expected<std::vector<Tensor>> evaluate_node(const Node& node, const std::vector<Tensor>& inputs) {
@@ -171,7 +209,7 @@ Expected<int> fold_constants(Graph& graph, int64_t max_elements) {
       if (id >= 0 && !graph.is_constant(id)) all_constant = false;
       inputs.push_back(id >= 0 ? graph.value(id).constant : Tensor());
     }
-    if (!all_constant) continue;
+    if (!all_constant || too_large_to_fold(graph, node, inputs, max_elements)) continue;
     auto out = evaluate_node(node, inputs);
     if (!out.ok()) {
       if (out.diag().status == Status::NotSupported) continue;  // left to run time

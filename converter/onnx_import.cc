@@ -89,7 +89,8 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string
     numel *= d;
     shape.push_back(d);
   }
-  Tensor out = empty(shape, *dtype);
+  // The data's size is checked before anything is allocated: a shape the
+  // file does not hold the data for is refused, however large.
   const size_t bytes = static_cast<size_t>(numel) * element_size(*dtype);
   if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes) {
@@ -98,6 +99,7 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string
                                             std::string(dtype_name(*dtype)) + " needs " +
                                             std::to_string(bytes));
     }
+    Tensor out = empty(shape, *dtype);
     if (*dtype == DType::Bool) {
       bool* p = out.data_ptr<bool>();
       for (int64_t i = 0; i < numel; ++i) p[i] = t.raw_data()[static_cast<size_t>(i)] != 0;
@@ -117,6 +119,7 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string
     return fail(Status::InvalidModel, what + ": holds " + std::to_string(count) + " values, shape " +
                                           shape_str(shape) + " needs " + std::to_string(numel));
   }
+  Tensor out = empty(shape, *dtype);
   switch (*dtype) {
     case DType::Float32: copy_field<float>(t.float_data(), out); break;
     case DType::Float64: copy_field<double>(t.double_data(), out); break;

@@ -1,25 +1,43 @@
 #!/usr/bin/env bash
-# Builds the model-loader libFuzzer target with clang (ASan + UBSan) and runs it
-# for a bounded time on a seed corpus of valid .ember files.
-#   tools/fuzz_loader.sh [SECONDS]   (default 30)
+# Builds a libFuzzer target with clang (ASan + UBSan) and runs it for a bounded
+# time on a seed corpus of valid inputs.
+#   tools/fuzz.sh loader [SECONDS]   the .ember loader (seeds: valid .ember files)
+#   tools/fuzz.sh onnx [SECONDS]     the ONNX importer, passes, lowering and writer
+#                                    (seeds: the tests' and the model zoo's .onnx files)
+# SECONDS defaults to 30; -runs=N as a third argument bounds by executions instead.
 # Exit status: 0 when no crash was found, non-zero otherwise (crash files in $WORK).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECONDS_TO_RUN="${1:-30}"
-WORK="${FUZZ_WORK:-$(mktemp -d /tmp/ember_fuzz.XXXXXX)}"
+TARGET="${1:?usage: tools/fuzz.sh loader|onnx [SECONDS] [LIBFUZZER_FLAGS...]}"
+SECONDS_TO_RUN="${2:-30}"
+shift $(( $# < 2 ? $# : 2 ))
+WORK="${FUZZ_WORK:-$(mktemp -d /tmp/ember_fuzz_$TARGET.XXXXXX)}"
 mkdir -p "$WORK/corpus" "$WORK/seeds"
 
-# Seeds with the normal (gcc) build.
-bazel build //tests:fuzz_seeds
-bazel-bin/tests/fuzz_seeds "$WORK/seeds"
+case "$TARGET" in
+  loader)
+    FUZZ_TARGET=//tests:loader_fuzz
+    MAX_LEN=65536
+    bazel build //tests:fuzz_seeds  # seeds with the normal (gcc) build
+    bazel-bin/tests/fuzz_seeds "$WORK/seeds"
+    ;;
+  onnx)
+    FUZZ_TARGET=//tests:onnx_import_fuzz
+    MAX_LEN=262144
+    bazel build //tests/golden:onnx_models //tests/golden:model_zoo
+    find bazel-bin/tests/golden/onnx bazel-bin/tests/golden/model_zoo -name '*.onnx' -size -256k \
+      -exec cp {} "$WORK/seeds/" \;
+    ;;
+  *) echo "tools/fuzz.sh: unknown target '$TARGET' (loader or onnx)" >&2; exit 2 ;;
+esac
 
 # The fuzzer with clang, in its own output directory.
 FUZZ_FLAGS=(--repo_env=CC=clang --platform_suffix=-fuzz --copt=-fsanitize=fuzzer-no-link,address
   --copt=-fno-omit-frame-pointer --copt=-g --strip=never)
-CC=clang bazel build "${FUZZ_FLAGS[@]}" //tests:loader_fuzz
-FUZZER="$(bazel info "${FUZZ_FLAGS[@]}" bazel-bin 2>/dev/null)/tests/loader_fuzz"
+CC=clang bazel build "${FUZZ_FLAGS[@]}" "$FUZZ_TARGET"
+FUZZER="$(bazel info "${FUZZ_FLAGS[@]}" bazel-bin 2>/dev/null)/tests/${FUZZ_TARGET#//tests:}"
 
-echo "fuzzing the loader for ${SECONDS_TO_RUN}s (corpus: $WORK/corpus)"
+echo "fuzzing $TARGET for ${SECONDS_TO_RUN}s (corpus: $WORK/corpus, $(ls "$WORK/seeds" | wc -l) seeds)"
 cd "$WORK"
-"$FUZZER" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-  -print_final_stats=1 corpus seeds
+"$FUZZER" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048 -max_len="$MAX_LEN" \
+  -print_final_stats=1 "$@" corpus seeds
