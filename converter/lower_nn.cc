@@ -175,18 +175,4 @@ void Lowerer::lower_pool(const Node& n) {
   emit(is_max ? OpKind::MaxPool2d : OpKind::AvgPool2d, n, {tensor(n.inputs[0])}, {out0(n)}, p);
 }
 
-void Lowerer::lower_reduce(const Node& n) {
-  const int64_t rank = rank_of(n.inputs[0], "input");
-  const auto axes = const_ints(n, 1, "axes");
-  ReduceParams p;
-  p.keepdim = n.get_int("keepdims", 1) != 0;
-  if (!axes || axes->empty()) {
-    if (n.get_int("noop_with_empty_axes", 0) != 0) refuse("noop_with_empty_axes = 1 is not supported");
-    for (int64_t d = 0; d < rank; ++d) p.dims |= uint32_t{1} << d;
-  } else {
-    for (int64_t a : *axes) p.dims |= uint32_t{1} << norm_axis(a, rank, "axis");
-  }
-  emit(n.op_type == "ReduceMean" ? OpKind::Mean : OpKind::Sum, n, {tensor(n.inputs[0])}, {out0(n)}, p);
-}
-
 }  // namespace ember::converter::lowering
