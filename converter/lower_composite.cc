@@ -74,4 +74,51 @@ void Lowerer::lower_cast_like(const Node& n) {
   return emit(OpKind::Copy, n, {tensor(n.inputs[0])}, {out0(n)});
 }
 
+
+// LayerNormalization with its Mean and InvStdDev outputs, as the spec's
+// reference computes them: mean = Mean(x), d = x - mean, var = Var(x)
+// (population), inv = Rsqrt(var + epsilon), y = d * inv * scale + bias.
+void Lowerer::lower_layer_norm_stats(const Node& n) {
+  const int x = n.inputs[0];
+  const std::optional<DType> xdt = dtype_of(x);
+  if (xdt != DType::Float32) {
+    refuse("the Mean and InvStdDev outputs are supported for a float32 input only (input " + vname(x) + ")");
+  }
+  if (n.get_int("stash_type", 1) != 1) refuse("stash_type " + std::to_string(n.get_int("stash_type", 1)) + " is not supported (only 1)");
+  const int64_t rank = rank_of(x, "input");
+  const int64_t axis = norm_axis(n.get_int("axis", -1), rank, "axis");
+  ReduceParams p;
+  p.keepdim = true;
+  p.correction = 0;
+  for (int64_t d = axis; d < rank; ++d) p.dims |= uint32_t{1} << d;
+  const std::vector<Dim> shape = dims_of(x, "input");
+  const std::vector<Dim> kept = reduced_shape(shape, p, true);
+  const int32_t in = tensor(x);
+  const int32_t y = tensor(out0(n));
+  const std::string y_name = def_.tensors[static_cast<size_t>(y)].name;
+  auto output = [&](size_t k, const std::string& what) {
+    const int o = n.outputs.size() > k ? n.outputs[k] : -1;
+    return o >= 0 ? tensor(o) : new_activation(y_name + "/" + what, DType::Float32, kept);
+  };
+  const int32_t mean = output(1, "mean"), inv = output(2, "inv_std_dev");
+  auto act = [&](const std::string& what, const std::vector<Dim>& s) {
+    return new_activation(y_name + "/" + what, DType::Float32, s);
+  };
+  emit_tensors(OpKind::Mean, {in}, {mean}, p, n.name + "/mean");
+  const int32_t var = act("var", kept);
+  emit_tensors(OpKind::Var, {in}, {var}, p, n.name + "/var");
+  const int32_t eps = scalar_weight(y_name + "/epsilon", n.get_float("epsilon", 1e-5), DType::Float32);
+  const int32_t var_eps = act("var_eps", kept);
+  emit_tensors(OpKind::Add, {var, eps}, {var_eps}, NoParams{}, n.name + "/var_eps");
+  emit_tensors(OpKind::Rsqrt, {var_eps}, {inv}, NoParams{}, n.name + "/inv_std_dev");
+  const int32_t d = act("centered", shape);
+  emit_tensors(OpKind::Sub, {in, mean}, {d}, NoParams{}, n.name + "/centered");
+  const int32_t normed = act("normalized", shape);
+  emit_tensors(OpKind::Mul, {d, inv}, {normed}, NoParams{}, n.name + "/normalized");
+  const bool bias = has_input(n, 2);
+  const int32_t scaled = bias ? act("scaled", shape) : y;
+  emit_tensors(OpKind::Mul, {normed, weight(n.inputs[1])}, {scaled}, NoParams{}, bias ? n.name + "/scaled" : n.name);
+  if (bias) emit_tensors(OpKind::Add, {scaled, weight(n.inputs[2])}, {y}, NoParams{}, n.name);
+}
+
 }  // namespace ember::converter::lowering

@@ -29,7 +29,10 @@ void Lowerer::lower_batch_normalization(const Node& n) {
 
 void Lowerer::lower_layer_normalization(const Node& n) {
   require_inputs(n, 2);
-  require_unused_extra_outputs(n, "mean or inverse standard deviation");
+  for (size_t k = 1; k < n.outputs.size(); ++k) {
+    const int o = n.outputs[k];
+    if (o >= 0 && (!g_.users_of(o).empty() || g_.is_graph_output(o))) return lower_layer_norm_stats(n);
+  }
   const int64_t rank = rank_of(n.inputs[0], "input");
   const int64_t axis = norm_axis(n.get_int("axis", -1), rank, "axis");
   NormParams p;

@@ -13,7 +13,10 @@ namespace ember::converter::lowering {
 // The reduced dims and keepdim of a Reduce* node; false when the node reduces
 // nothing (noop_with_empty_axes = 1 with no axes: the identity of the ONNX spec).
 bool Lowerer::reduce_params(const Node& n, int64_t rank, ReduceParams& p) const {
-  const auto axes = const_ints(n, 1, "axes");
+  // The importer moves ReduceSum's and ReduceMean's axes attribute into an
+  // input; the other reductions take it as an attribute below opset 18.
+  const std::optional<std::vector<int64_t>> axes =
+      n.has("axes") ? std::optional<std::vector<int64_t>>(n.get_ints("axes")) : const_ints(n, 1, "axes");
   p.keepdim = n.get_int("keepdims", 1) != 0;
   if (!axes || axes->empty()) {
     if (n.get_int("noop_with_empty_axes", 0) != 0) return false;

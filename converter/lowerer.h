@@ -195,6 +195,8 @@ class Lowerer {
   void lower_variadic(const Node& n);
   void lower_prelu(const Node& n);
   void lower_cast_like(const Node& n);
+  // LayerNormalization whose Mean or InvStdDev output is used.
+  void lower_layer_norm_stats(const Node& n);
 
   void lower_pad(const Node& n);
 
