@@ -64,6 +64,15 @@ void Lowerer::lower_reduce(const Node& n) {
   auto emit_step = [&](OpKind k, std::vector<int32_t> ins, std::vector<int32_t> outs, OpParams params,
                        const std::string& what) {
     std::string name = outs[0] == out ? n.name : n.name + "/" + what;
+    const DType odt = def_.tensors[static_cast<size_t>(outs[0])].dtype;
+    if ((k == OpKind::Sum || k == OpKind::Prod) && !is_floating(odt) && odt != DType::Int64) {
+      // ember's integer sums and products are int64 (as torch's): narrowed back.
+      const int32_t wide = new_activation(out_name + "/" + what + "_int64", DType::Int64,
+                                          reduced_shape(shape, std::get<ReduceParams>(params),
+                                                        std::get<ReduceParams>(params).keepdim));
+      emit_tensors(k, std::move(ins), {wide}, params, n.name + "/" + what + "_int64");
+      return emit_tensors(OpKind::Copy, {wide}, std::move(outs), NoParams{}, std::move(name));
+    }
     emit_tensors(k, std::move(ins), std::move(outs), params, std::move(name));
   };
   if (!reduces) {
