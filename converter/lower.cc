@@ -394,6 +394,10 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"Mean", 1, kAny, &Lowerer::lower_variadic, std::nullopt},   // a chain of Adds, a Div
     {"PRelu", 1, kAny, &Lowerer::lower_prelu, std::nullopt},     // Lt, Mul, Where
     {"CastLike", 1, kAny, &Lowerer::lower_cast_like, OpKind::Copy},
+    {"And", 1, kAny, &Lowerer::lower_logical, OpKind::Minimum},  // on bool
+    {"Or", 1, kAny, &Lowerer::lower_logical, OpKind::Maximum},
+    {"Xor", 1, kAny, &Lowerer::lower_logical, OpKind::Ne},
+    {"Not", 1, kAny, &Lowerer::lower_logical, OpKind::Eq},       // x == false
     {"Pad", 1, kAny, &Lowerer::lower_pad, OpKind::Pad},
     {"Cast", 1, kAny, &Lowerer::lower_cast, OpKind::Copy},
     {"Flatten", 1, kAny, &Lowerer::lower_flatten, OpKind::Flatten},

@@ -1,5 +1,6 @@
 // Lowering of ONNX ops composed of several ember ops (see lowerer.h): Sum and
-// Mean of N inputs, PRelu, CastLike.
+// Mean of N inputs, PRelu, CastLike, LayerNormalization with its statistics,
+// And/Or/Xor/Not.
 #include <cmath>
 
 #include "converter/lowerer.h"
@@ -119,6 +120,28 @@ void Lowerer::lower_layer_norm_stats(const Node& n) {
   const int32_t scaled = bias ? act("scaled", shape) : y;
   emit_tensors(OpKind::Mul, {normed, weight(n.inputs[1])}, {scaled}, NoParams{}, bias ? n.name + "/scaled" : n.name);
   if (bias) emit_tensors(OpKind::Add, {scaled, weight(n.inputs[2])}, {y}, NoParams{}, n.name);
+}
+
+
+// And, Or, Xor, Not on bool (the only dtype ONNX allows): Minimum, Maximum,
+// Ne, and Eq with false; exact on {false, true}.
+void Lowerer::lower_logical(const Node& n) {
+  const bool unary = n.op_type == "Not";
+  require_inputs(n, unary ? 1 : 2);
+  for (size_t i = 0; i < (unary ? 1u : 2u); ++i) {
+    const std::optional<DType> dt = dtype_of(n.inputs[i]);
+    if (dt != DType::Bool) {
+      refuse("input " + vname(n.inputs[i]) + " of dtype " + (dt ? std::string(dtype_name(*dt)) : "unknown") +
+             " is not bool");
+    }
+  }
+  const int32_t a = tensor(n.inputs[0]);
+  if (unary) {
+    const int32_t f = new_weight(val(out0(n)).name + "/false", scalar_tensor(false, DType::Bool), false);
+    return emit(OpKind::Eq, n, {a, f}, {out0(n)});
+  }
+  const OpKind k = n.op_type == "And" ? OpKind::Minimum : n.op_type == "Or" ? OpKind::Maximum : OpKind::Ne;
+  emit(k, n, {a, tensor(n.inputs[1])}, {out0(n)});
 }
 
 }  // namespace ember::converter::lowering

@@ -197,6 +197,7 @@ class Lowerer {
   void lower_cast_like(const Node& n);
   // LayerNormalization whose Mean or InvStdDev output is used.
   void lower_layer_norm_stats(const Node& n);
+  void lower_logical(const Node& n);
 
   void lower_pad(const Node& n);
 

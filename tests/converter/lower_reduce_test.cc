@@ -210,6 +210,17 @@ TEST_CASE("LayerNormalization with its Mean and InvStdDev outputs") {
   check_close(out[2], inv);
 }
 
+TEST_CASE("And, Or, Xor, Not on bool: Minimum, Maximum, Ne, Eq with false") {
+  const Tensor a = tensor({false, false, true, true});
+  const Tensor b = tensor({false, true, false, true});
+  OneNode{"And", a, {b}, {}}.check(tensor({false, false, false, true}));
+  OneNode{"Or", a, {b}, {}}.check(tensor({false, true, true, true}));
+  OneNode{"Xor", a, {b}, {}}.check(tensor({false, true, true, false}));
+  OneNode{"Not", a, {}, {}}.check(tensor({true, true, false, false}));
+  CHECK(OneNode{"And", tensor({1.f}), {tensor({1.f})}, {}}.error(tensor({true})) ==
+        kPrefix + "And 'n': input 'x' of dtype float32 is not bool");
+}
+
 TEST_CASE("refused forms name the node and the problem") {
   CHECK(OneNode{"ReduceL2", tensor({1, 2}, DType::Int64), {}, {}}.error(i64({0})) ==
         kPrefix + "ReduceL2 'n': input 'x' of dtype int64 is not supported (only floating-point types)");
