@@ -15,8 +15,14 @@ namespace ember::converter::lowering {
 bool Lowerer::reduce_params(const Node& n, int64_t rank, ReduceParams& p) const {
   // The importer moves ReduceSum's and ReduceMean's axes attribute into an
   // input; the other reductions take it as an attribute below opset 18.
+  // A runtime axes input of static shape [0] is known to be empty.
+  const auto axes_shape = has_input(n, 1) ? val(n.inputs[1]).static_shape() : std::nullopt;
+  const bool empty_input =
+      has_input(n, 1) && !is_const(n.inputs[1]) && axes_shape && axes_shape->size() == 1 && (*axes_shape)[0] == 0;
   const std::optional<std::vector<int64_t>> axes =
-      n.has("axes") ? std::optional<std::vector<int64_t>>(n.get_ints("axes")) : const_ints(n, 1, "axes");
+      n.has("axes")  ? std::optional<std::vector<int64_t>>(n.get_ints("axes"))
+      : empty_input ? std::optional<std::vector<int64_t>>(std::vector<int64_t>{})
+                    : const_ints(n, 1, "axes");
   p.keepdim = n.get_int("keepdims", 1) != 0;
   if (!axes || axes->empty()) {
     if (n.get_int("noop_with_empty_axes", 0) != 0) return false;

@@ -221,6 +221,70 @@ TEST_CASE("And, Or, Xor, Not on bool: Minimum, Maximum, Ne, Eq with false") {
         kPrefix + "And 'n': input 'x' of dtype float32 is not bool");
 }
 
+TEST_CASE("a runtime axes input of static shape [0] is empty: every dim, or the noop") {
+  for (int64_t noop : {0, 1}) {
+    CAPTURE(noop);
+    Graph g;
+    Value xv;
+    xv.name = "x";
+    xv.dtype = DType::Float32;
+    xv.shape = dims_of({2, 3});
+    const int x = g.add_value(std::move(xv));
+    Value av;
+    av.name = "axes";
+    av.dtype = DType::Int64;
+    av.shape = dims_of({0});
+    const int axes = g.add_value(std::move(av));
+    g.inputs = {x, axes};
+    Value yv;
+    yv.name = "y";
+    yv.dtype = DType::Float32;
+    yv.shape = noop ? dims_of({2, 3}) : dims_of({1, 1});
+    const int y = g.add_value(std::move(yv));
+    Node n;
+    n.op_type = "ReduceMax";
+    n.name = "n";
+    n.inputs = {x, axes};
+    n.outputs = {y};
+    n.attrs["noop_with_empty_axes"] = noop;
+    g.nodes.push_back(n);
+    g.outputs = {y};
+    auto def = lower(g);
+    REQUIRE_MESSAGE(def.ok(), def.diag().message);
+    REQUIRE(def->ops.size() == 1);
+    CHECK(def->ops[0].op == (noop ? OpKind::Copy : OpKind::Max));
+    if (!noop) CHECK(std::get<ReduceParams>(def->ops[0].params).dims == 0b11u);
+  }
+  // Any other runtime axes input is refused.
+  Graph g;
+  Value xv;
+  xv.name = "x";
+  xv.dtype = DType::Float32;
+  xv.shape = dims_of({2, 3});
+  const int x = g.add_value(std::move(xv));
+  Value av;
+  av.name = "axes";
+  av.dtype = DType::Int64;
+  av.shape = dims_of({1});
+  const int axes = g.add_value(std::move(av));
+  g.inputs = {x, axes};
+  Value yv;
+  yv.name = "y";
+  yv.dtype = DType::Float32;
+  yv.shape = dims_of({2, 1});
+  const int y = g.add_value(std::move(yv));
+  Node n;
+  n.op_type = "ReduceSumSquare";
+  n.name = "n";
+  n.inputs = {x, axes};
+  n.outputs = {y};
+  g.nodes.push_back(n);
+  g.outputs = {y};
+  auto def = lower(g);
+  REQUIRE(!def.ok());
+  CHECK(def.diag().message == kPrefix + "ReduceSumSquare 'n': axes 'axes' is not a constant");
+}
+
 TEST_CASE("refused forms name the node and the problem") {
   CHECK(OneNode{"ReduceL2", tensor({1, 2}, DType::Int64), {}, {}}.error(i64({0})) ==
         kPrefix + "ReduceL2 'n': input 'x' of dtype int64 is not supported (only floating-point types)");
