@@ -5,6 +5,7 @@
 #include <map>
 
 #include "converter/convert.h"
+#include "converter/passes.h"
 #include "runtime/model/executor.h"
 #include "runtime/model/writer.h"
 #include "tests/harness/testing.h"
@@ -283,6 +284,31 @@ TEST_CASE("a runtime axes input of static shape [0] is empty: every dim, or the 
   auto def = lower(g);
   REQUIRE(!def.ok());
   CHECK(def.diag().message == kPrefix + "ReduceSumSquare 'n': axes 'axes' is not a constant");
+}
+
+TEST_CASE("constant folding: compares, Sum and the logical ops fold as lowered; the reductions are left to run time") {
+  auto fold1 = [](const std::string& op, const std::vector<Tensor>& in) {
+    Node n;
+    n.op_type = op;
+    n.name = "n";
+    n.outputs = {0};
+    return evaluate_node(n, in);
+  };
+  const Tensor a = tensor({1.f, 2.f, 3.f}), two = tensor({2.f});
+  check_equal(fold1("GreaterOrEqual", {a, two})->at(0), tensor({false, true, true}));
+  check_equal(fold1("LessOrEqual", {a, two})->at(0), tensor({true, true, false}));
+  check_equal(fold1("Sum", {a, two, a})->at(0), tensor({4.f, 6.f, 8.f}));
+  const Tensor p = tensor({false, false, true, true}), q = tensor({false, true, false, true});
+  check_equal(fold1("And", {p, q})->at(0), tensor({false, false, false, true}));
+  check_equal(fold1("Or", {p, q})->at(0), tensor({false, true, true, true}));
+  check_equal(fold1("Xor", {p, q})->at(0), tensor({false, true, true, false}));
+  check_equal(fold1("Not", {p})->at(0), tensor({true, true, false, false}));
+  for (const char* op : {"ReduceMax", "ReduceL2", "ArgMax", "Mean", "PRelu", "And"}) {
+    CAPTURE(op);
+    auto r = fold1(op, {a, a});
+    REQUIRE(!r.ok());
+    CHECK(r.diag().status == Status::NotSupported);  // fold_constants leaves the node to run time
+  }
 }
 
 TEST_CASE("refused forms name the node and the problem") {
