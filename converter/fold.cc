@@ -3,6 +3,7 @@
 // ops (Reshape, Slice, Gather, ...) through runtime/model/graph_ops.h, the
 // very functions the executor runs, so a graph op means the same folded and
 // at run time.
+#include <algorithm>
 #include <limits>
 
 #include "converter/onnx_import.h"
@@ -54,6 +55,19 @@ std::vector<Tensor> eval_elementwise(const Node& node, const std::vector<Tensor>
   if (op == "Equal") return {eq(x, in.at(1))};
   if (op == "Less") return {lt(x, in.at(1))};
   if (op == "Greater") return {gt(x, in.at(1))};
+  if (op == "GreaterOrEqual") return {ge(x, in.at(1))};
+  if (op == "LessOrEqual") return {le(x, in.at(1))};
+  if (op == "Sum") {  // the lowering's chain of Adds
+    Tensor r = x;
+    for (size_t i = 1; i < in.size(); ++i) r = add(r, in[i]);
+    return {r};
+  }
+  // On bool, as lowered: Minimum, Maximum, Ne, Eq with false (other dtypes: left to the lowering's refusal).
+  const bool all_bool = std::all_of(in.begin(), in.end(), [](const Tensor& t) { return t.dtype() == DType::Bool; });
+  if (all_bool && op == "And") return {minimum(x, in.at(1))};
+  if (all_bool && op == "Or") return {maximum(x, in.at(1))};
+  if (all_bool && op == "Xor") return {ne(x, in.at(1))};
+  if (all_bool && op == "Not") return {eq(x, false)};
   if (op == "Where") return {where(x, in.at(1), in.at(2))};
   // Unary: every RT_UNARY op of ops.def with an ONNX name.
 #define RT_OP(Name, name, n_in, n_out, Params)

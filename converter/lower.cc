@@ -127,8 +127,13 @@ void Lowerer::infer_output_dtypes(const Node& n) {
     if (o < 0 || dtypes_[static_cast<size_t>(o)]) continue;
     std::optional<DType> dt;
     const std::string& op = n.op_type;
-    if (op == "Equal" || op == "Less" || op == "Greater") dt = DType::Bool;
-    else if (op == "Shape") dt = DType::Int64;
+    if (op == "Equal" || op == "Less" || op == "Greater" || op == "GreaterOrEqual" || op == "LessOrEqual") {
+      dt = DType::Bool;
+    } else if (op == "Shape" || op == "ArgMax" || op == "ArgMin") {
+      dt = DType::Int64;
+    } else if (op == "CastLike") {
+      dt = dtype_of(n.inputs.size() > 1 ? n.inputs[1] : -1);
+    }
     else if (op == "Cast") dt = cast_target(n);
     else if (op == "ConstantOfShape") dt = constant_of_shape_value(n).dtype();
     else if (op == "Where") dt = dtype_of(n.inputs.size() > 1 ? n.inputs[1] : -1);
@@ -358,6 +363,8 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"Equal", 1, kAny, &Lowerer::lower_plain, OpKind::Eq},
     {"Less", 1, kAny, &Lowerer::lower_plain, OpKind::Lt},
     {"Greater", 1, kAny, &Lowerer::lower_plain, OpKind::Gt},
+    {"GreaterOrEqual", 1, kAny, &Lowerer::lower_plain, OpKind::Ge},
+    {"LessOrEqual", 1, kAny, &Lowerer::lower_plain, OpKind::Le},
     {"Where", 1, kAny, &Lowerer::lower_plain, OpKind::Where},
     {"MatMul", 1, kAny, &Lowerer::lower_plain, OpKind::MatMul},
     {"Max", 1, kAny, &Lowerer::lower_minmax, OpKind::Maximum},
@@ -375,6 +382,24 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"LogSoftmax", 1, kAny, &Lowerer::lower_softmax, OpKind::LogSoftmax},
     {"ReduceMean", 1, kAny, &Lowerer::lower_reduce, OpKind::Mean},
     {"ReduceSum", 1, kAny, &Lowerer::lower_reduce, OpKind::Sum},
+    {"ReduceMax", 1, kAny, &Lowerer::lower_reduce, OpKind::Max},
+    {"ReduceMin", 1, kAny, &Lowerer::lower_reduce, OpKind::Min},
+    {"ReduceProd", 1, kAny, &Lowerer::lower_reduce, OpKind::Prod},
+    {"ReduceL1", 1, kAny, &Lowerer::lower_reduce, std::nullopt},         // Abs, Sum
+    {"ReduceL2", 1, kAny, &Lowerer::lower_reduce, OpKind::Norm},
+    {"ReduceSumSquare", 1, kAny, &Lowerer::lower_reduce, std::nullopt},  // Mul, Sum
+    {"ReduceLogSum", 1, kAny, &Lowerer::lower_reduce, std::nullopt},     // Sum, Log
+    {"ReduceLogSumExp", 1, kAny, &Lowerer::lower_reduce, std::nullopt},  // Max, Sub, Exp, Sum, Log, Add
+    {"ArgMax", 1, kAny, &Lowerer::lower_arg_reduce, OpKind::ArgMax},
+    {"ArgMin", 1, kAny, &Lowerer::lower_arg_reduce, OpKind::ArgMin},
+    {"Sum", 1, kAny, &Lowerer::lower_variadic, std::nullopt},    // a chain of Adds
+    {"Mean", 1, kAny, &Lowerer::lower_variadic, std::nullopt},   // a chain of Adds, a Div
+    {"PRelu", 1, kAny, &Lowerer::lower_prelu, std::nullopt},     // Lt, Mul, Where
+    {"CastLike", 1, kAny, &Lowerer::lower_cast_like, OpKind::Copy},
+    {"And", 1, kAny, &Lowerer::lower_logical, OpKind::Minimum},  // on bool
+    {"Or", 1, kAny, &Lowerer::lower_logical, OpKind::Maximum},
+    {"Xor", 1, kAny, &Lowerer::lower_logical, OpKind::Ne},
+    {"Not", 1, kAny, &Lowerer::lower_logical, OpKind::Eq},       // x == false
     {"Pad", 1, kAny, &Lowerer::lower_pad, OpKind::Pad},
     {"Cast", 1, kAny, &Lowerer::lower_cast, OpKind::Copy},
     {"Flatten", 1, kAny, &Lowerer::lower_flatten, OpKind::Flatten},

@@ -30,7 +30,10 @@ void Lowerer::lower_batch_normalization(const Node& n) {
 
 void Lowerer::lower_layer_normalization(const Node& n) {
   require_inputs(n, 2);
-  require_unused_extra_outputs(n, "mean or inverse standard deviation");
+  for (size_t k = 1; k < n.outputs.size(); ++k) {
+    const int o = n.outputs[k];
+    if (o >= 0 && (!g_.users_of(o).empty() || g_.is_graph_output(o))) return lower_layer_norm_stats(n);
+  }
   const int64_t rank = rank_of(n.inputs[0], "input");
   const int64_t axis = norm_axis(n.get_int("axis", -1), rank, "axis");
   NormParams p;
@@ -200,20 +203,6 @@ void Lowerer::lower_pool(const Node& n) {
   if (!is_max) p.count_include_pad = n.get_int("count_include_pad", 0) != 0;
   if (is_max && n.get_int("storage_order", 0) != 0) refuse("storage_order = 1 is not supported");
   emit(is_max ? OpKind::MaxPool2d : OpKind::AvgPool2d, n, {tensor(n.inputs[0])}, {out0(n)}, p);
-}
-
-void Lowerer::lower_reduce(const Node& n) {
-  const int64_t rank = rank_of(n.inputs[0], "input");
-  const auto axes = const_ints(n, 1, "axes");
-  ReduceParams p;
-  p.keepdim = n.get_int("keepdims", 1) != 0;
-  if (!axes || axes->empty()) {
-    if (n.get_int("noop_with_empty_axes", 0) != 0) refuse("noop_with_empty_axes = 1 is not supported");
-    for (int64_t d = 0; d < rank; ++d) p.dims |= uint32_t{1} << d;
-  } else {
-    for (int64_t a : *axes) p.dims |= uint32_t{1} << norm_axis(a, rank, "axis");
-  }
-  emit(n.op_type == "ReduceMean" ? OpKind::Mean : OpKind::Sum, n, {tensor(n.inputs[0])}, {out0(n)}, p);
 }
 
 }  // namespace ember::converter::lowering

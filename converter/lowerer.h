@@ -184,7 +184,20 @@ class Lowerer {
 
   void lower_pool(const Node& n);
 
+  // lower_reduce.cc: the Reduce* ops and ArgMax/ArgMin.
+  bool reduce_params(const Node& n, int64_t rank, ReduceParams& p) const;
+  static std::vector<Dim> reduced_shape(const std::vector<Dim>& in, const ReduceParams& p, bool keepdim);
   void lower_reduce(const Node& n);
+  void lower_arg_reduce(const Node& n);
+
+  // lower_composite.cc: ops composed of several ember ops.
+  int32_t scalar_weight(const std::string& name, double v, DType dt);
+  void lower_variadic(const Node& n);
+  void lower_prelu(const Node& n);
+  void lower_cast_like(const Node& n);
+  // LayerNormalization whose Mean or InvStdDev output is used.
+  void lower_layer_norm_stats(const Node& n);
+  void lower_logical(const Node& n);
 
   void lower_pad(const Node& n);
 

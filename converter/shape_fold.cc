@@ -435,12 +435,14 @@ std::vector<Out> infer_reduce_and_nn(const Graph& g, const Node& n) {
   [[maybe_unused]] auto dtype = [&](size_t i) { return in(i) >= 0 ? g.value(in(i)).dtype : std::nullopt; };
   [[maybe_unused]] const std::optional<Dims> x = dims_of(g, in(0));
   [[maybe_unused]] const int64_t rank = x ? static_cast<int64_t>(x->size()) : -1;
-  if (op == "ReduceMean" || op == "ReduceSum") {
-    const auto axes = const_ints(g, in(1));
+  if (op.rfind("Reduce", 0) == 0) {  // ReduceSum, ReduceMax, ReduceLogSumExp, ...
+    auto axes = n.has("axes") ? std::optional<std::vector<int64_t>>(n.get_ints("axes")) : const_ints(g, in(1));
+    const auto axes_shape = in(1) >= 0 ? g.value(in(1)).static_shape() : std::nullopt;
+    if (!axes && axes_shape && axes_shape->size() == 1 && (*axes_shape)[0] == 0) axes.emplace();  // known empty
     if (!x || (!axes && in(1) >= 0)) return {Out{dtype(0), std::nullopt}};
     const bool keep = n.get_int("keepdims", 1) != 0;
     std::vector<bool> reduced(static_cast<size_t>(rank), !axes || axes->empty());
-    if (axes && axes->empty() && n.get_int("noop_with_empty_axes", 0) != 0) return {Out{dtype(0), x}};
+    if ((!axes || axes->empty()) && n.get_int("noop_with_empty_axes", 0) != 0) return {Out{dtype(0), x}};
     if (axes) {
       for (int64_t a : *axes) reduced[static_cast<size_t>(wrap_dim(a, rank))] = true;
     }

@@ -399,6 +399,7 @@ def op_models(zoo, only):
         export_torch(zoo, name, m, inputs, opset=opset, dynamic=dynamic, training=training, fold=False)
 
     helper_models(zoo, only)
+    reduce_logic_models(zoo, only)
 
 
 def helper_models(zoo, only):
@@ -513,6 +514,79 @@ def helper_models(zoo, only):
         a, b, c = r(2, 3), r(3), r(2, 1)
         export_helper(zoo, "op_max_variadic", [helper.make_node("Max", ["a", "b", "c"], ["y"], name="max")],
                       [("a", a), ("b", b), ("c", c)], [("y", f, [2, 3])], torch.maximum(torch.maximum(a, b), c))
+
+
+def reduce_logic_models(zoo, only):
+    """The reductions, ArgMax/ArgMin, comparisons, logical ops and composites of
+    converter/lower_reduce.cc and lower_composite.cc (axes as attributes: opset 13)."""
+    def want(n):
+        return only is None or n in only
+
+    torch.manual_seed(201)
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    mk = helper.make_node
+    if want("op_reduce_max_min_prod"):
+        x = r(2, 3, 4)
+        export_helper(zoo, "op_reduce_max_min_prod",
+                      [mk("ReduceMax", ["x"], ["a"], axes=[1], keepdims=0, name="rmax"),
+                       mk("ReduceMin", ["x"], ["b"], axes=[-1], name="rmin"),
+                       mk("ReduceProd", ["x"], ["c"], axes=[0, 2], keepdims=0, name="rprod")],
+                      [("x", x)], [("a", f, [2, 4]), ("b", f, [2, 3, 1]), ("c", f, [3])],
+                      [x.amax(1), x.amin(-1, keepdim=True), x.prod(2).prod(0)])
+    if want("op_reduce_norms"):
+        x = r(2, 3, 4)
+        export_helper(zoo, "op_reduce_norms",
+                      [mk("ReduceL1", ["x"], ["a"], axes=[1], name="l1"),
+                       mk("ReduceL2", ["x"], ["b"], axes=[2], keepdims=0, name="l2"),
+                       mk("ReduceSumSquare", ["x"], ["c"], name="ssq")],
+                      [("x", x)], [("a", f, [2, 1, 4]), ("b", f, [2, 3]), ("c", f, [1, 1, 1])],
+                      [x.abs().sum(1, keepdim=True), x.square().sum(2).sqrt(), x.square().sum().reshape(1, 1, 1)])
+    if want("op_reduce_logs"):
+        x, p = r(2, 3, 4) * 40, pos(2, 3, 4)  # exp(40 * 3) overflows float32: the max is subtracted
+        export_helper(zoo, "op_reduce_logs",
+                      [mk("ReduceLogSum", ["p"], ["a"], axes=[1], name="logsum"),
+                       mk("ReduceLogSumExp", ["x"], ["b"], axes=[0, 2], keepdims=0, name="lse")],
+                      [("p", p), ("x", x)], [("a", f, [2, 1, 4]), ("b", f, [3])],
+                      [p.sum(1, keepdim=True).log(), torch.logsumexp(x, (0, 2))])
+    if want("op_argmax_argmin"):
+        x = torch.randint(0, 3, (3, 5)).float()  # ties: first and last index differ
+        last = 4 - x.flip(-1).argmin(-1, keepdim=True)
+        export_helper(zoo, "op_argmax_argmin",
+                      [mk("ArgMax", ["x"], ["a"], axis=1, keepdims=0, name="argmax"),
+                       mk("ArgMin", ["x"], ["b"], axis=-1, select_last_index=1, name="argmin")],
+                      [("x", x)], [("a", i64, [3]), ("b", i64, [3, 1])], [x.argmax(1), last])
+    if want("op_compare_logic"):
+        x, y = torch.randint(0, 3, (2, 3)).float(), torch.randint(0, 3, (3,)).float()
+        ge, le = x >= y, x <= y
+        export_helper(zoo, "op_compare_logic",
+                      [mk("GreaterOrEqual", ["x", "y"], ["ge"], name="ge"),
+                       mk("LessOrEqual", ["x", "y"], ["le"], name="le"),
+                       mk("And", ["ge", "le"], ["and"], name="and"), mk("Or", ["ge", "le"], ["or"], name="or"),
+                       mk("Xor", ["ge", "le"], ["xor"], name="xor"), mk("Not", ["and"], ["not"], name="not")],
+                      [("x", x), ("y", y)], [(n, b, [2, 3]) for n in ("and", "or", "xor", "not")],
+                      [ge & le, ge | le, ge ^ le, ~(ge & le)])
+    if want("op_sum_mean_prelu_castlike"):
+        x, y = r(2, 3), r(3)
+        slope = torch.tensor([0.25, -1.0, 2.0])
+        export_helper(zoo, "op_sum_mean_prelu_castlike",
+                      [mk("Sum", ["x", "y", "x"], ["s"], name="sum"), mk("Mean", ["x", "y"], ["m"], name="mean"),
+                       mk("PRelu", ["x", "slope"], ["p"], name="prelu"),
+                       mk("CastLike", ["x", "like"], ["c"], name="castlike")],
+                      [("x", x), ("y", y)],
+                      [("s", f, [2, 3]), ("m", f, [2, 3]), ("p", f, [2, 3]), ("c", TensorProto.INT32, [2, 3])],
+                      [x + y + x, (x + y) / 2, torch.where(x < 0, x * slope, x), x.int()],
+                      opset=15, initializers=[helper.make_tensor("slope", f, [3], slope.tolist()),
+                                    helper.make_tensor("like", TensorProto.INT32, [1], [0])])
+    if want("op_layernorm_stats"):
+        x, w, bias = r(2, 3, 4), r(3, 4), r(3, 4)
+        mean = x.mean((1, 2), keepdim=True)
+        inv = (x.var((1, 2), unbiased=False, keepdim=True) + 1e-5).rsqrt()
+        export_helper(zoo, "op_layernorm_stats",
+                      [mk("LayerNormalization", ["x", "w", "bias"], ["y", "mean", "inv"], axis=1, name="ln")],
+                      [("x", x)], [("y", f, [2, 3, 4]), ("mean", f, [2, 1, 1]), ("inv", f, [2, 1, 1])],
+                      [(x - mean) * inv * w + bias, mean, inv], opset=17,
+                      initializers=[helper.make_tensor("w", f, [3, 4], w.flatten().tolist()),
+                                    helper.make_tensor("bias", f, [3, 4], bias.flatten().tolist())])
 
 
 def main():
