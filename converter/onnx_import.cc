@@ -521,7 +521,29 @@ bool infer_with_opset_17(onnx::ModelProto& model) {
 
 }  // namespace
 
+// True when every node reads only values defined before it (graph inputs,
+// initializers, earlier outputs) and no node holds a subgraph: libonnx 1.12's
+// inference dereferences the type of an undefined input (a crash the ONNX
+// importer's fuzz target found), so a graph that fails this is not given to
+// it; the importer then reports the problem itself.
+bool safe_for_libonnx(const onnx::GraphProto& g) {
+  std::set<std::string> defined;
+  for (const auto& i : g.input()) defined.insert(i.name());
+  for (const auto& i : g.initializer()) defined.insert(i.name());
+  for (const auto& n : g.node()) {
+    for (const auto& i : n.input()) {
+      if (!i.empty() && defined.count(i) == 0) return false;
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() || a.graphs_size() > 0) return false;
+    }
+    for (const auto& o : n.output()) defined.insert(o);
+  }
+  return true;
+}
+
 bool infer_shapes(onnx::ModelProto& model) {
+  if (!safe_for_libonnx(model.graph())) return false;
   // Data propagation folds Shape sub-graphs (x.view(x.size(0), -1)) into
   // inferred shapes. Node-level failures are skipped (error_mode 0); what
   // still throws (a value_info that contradicts what ONNX infers, an

@@ -1,6 +1,7 @@
-// Absurd sizes in ONNX files are refused at conversion with a clear error,
-// before anything of that size is allocated (issue: a Reshape, ConstantOfShape
-// or initializer of 2^40 elements and more).
+// Malformed ONNX files give a clear error, never a crash; absurd sizes are
+// refused at conversion before anything of that size is allocated (a
+// ConstantOfShape, Expand or initializer of 2^40 elements and more). Cases the
+// importer's fuzz target (tools/fuzz.sh onnx) found are kept here.
 #include <onnx/onnx_pb.h>
 
 #include "converter/convert.h"
@@ -99,6 +100,29 @@ TEST_CASE("a ConstantOfShape or Expand of 2^32 to 2^62 elements is not folded: i
   REQUIRE(g.ok());
   REQUIRE(run_passes(*g).ok());
   CHECK(g->nodes.empty());
+}
+
+TEST_CASE("a node reading an undefined value is an error, not a crash in libonnx's shape inference") {
+  // Found by tools/fuzz.sh onnx: a Shape node whose input names nothing.
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(15);
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::ValueInfoProto* x = g->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("Shape");
+  n->set_name("shape");
+  n->add_input("\370");
+  n->add_output("y");
+  onnx::ValueInfoProto* out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  auto r = import_onnx_bytes(m.SerializeAsString(), "bad.onnx");
+  REQUIRE(!r.ok());
+  CHECK(r.diag().status == Status::InvalidModel);
+  CHECK(r.diag().message.find("Shape 'shape' reads '\370', which is no initializer") != std::string::npos);
 }
 
 }  // namespace
