@@ -76,6 +76,14 @@ std::vector<Tensor> eval_elementwise(const Node& node, const std::vector<Tensor>
 #include "runtime/graph/ops.def"
 #undef RT_UNARY
 #undef RT_OP
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, ...)
+#define RT_UNARY_P(Name, name, dtypes, formula, onnx, attr_a, default_a, attr_b, default_b, ...) \
+  if (op == onnx) return {name##_p(x, node.get_float(attr_a, default_a), node.get_float(attr_b, default_b))};
+#include "runtime/graph/ops.def"
+#undef RT_UNARY_P
+#undef RT_UNARY
+#undef RT_OP
   if (op == "Gelu") return {gelu(x, node.get_string("approximate", "none"))};
   if (op == "Clip") {
     std::optional<Scalar> lo, hi;

@@ -295,6 +295,24 @@ DimsParams Lowerer::dims_params(const std::vector<int64_t>& dims, const std::str
   return p;
 }
 
+// An RT_UNARY_P op's UnaryParams: its line's ONNX attributes, with ONNX's
+// defaults; NoParams for the other plain ops.
+OpParams plain_params(OpKind kind, const Node& n) {
+  switch (kind) {
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, ...)
+#define RT_UNARY_P(Name, name, dtypes, formula, onnx, attr_a, default_a, attr_b, default_b, ...) \
+  case OpKind::Name:                                                                             \
+    return UnaryParams{n.get_float(attr_a, default_a), n.get_float(attr_b, default_b)};
+#include "runtime/graph/ops.def"
+#undef RT_UNARY_P
+#undef RT_UNARY
+#undef RT_OP
+    default:
+      return NoParams{};
+  }
+}
+
 void Lowerer::lower_plain(const Node& n) {
   const std::optional<OpKind> kind = entry_->kind;
   if (!kind) refuse("has no ember op");
@@ -307,7 +325,7 @@ void Lowerer::lower_plain(const Node& n) {
     if (id < 0) refuse("an input is omitted");
     ins.push_back(n.op_type == "MatMul" ? weight(id) : tensor(id));
   }
-  emit(*kind, n, ins, {out0(n)});
+  emit(*kind, n, ins, {out0(n)}, plain_params(*kind, n));
 }
 
 std::vector<Dim> Lowerer::broadcast(const std::vector<Dim>& a, const std::vector<Dim>& b) {
@@ -352,7 +370,9 @@ struct OnnxOpTable {  // Lowerer's friend: the table names its private lowering 
 const OnnxLowering OnnxOpTable::entries[] = {
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, name, dtypes, inputs, formula, onnx, ...) {onnx, 1, kAny, &Lowerer::lower_plain, OpKind::Name},
+#define RT_UNARY_P(Name, name, dtypes, formula, onnx, ...) {onnx, 1, kAny, &Lowerer::lower_plain, OpKind::Name},
 #include "runtime/graph/ops.def"
+#undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
     {"Add", 1, kAny, &Lowerer::lower_plain, OpKind::Add},

@@ -173,7 +173,9 @@ std::vector<Out> infer_elementwise(const Graph& g, const Node& n) {
   static const std::set<std::string> same = {
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, name, dtypes, inputs, formula, onnx, ...) onnx,
+#define RT_UNARY_P(Name, name, dtypes, formula, onnx, ...) onnx,
 #include "runtime/graph/ops.def"
+#undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
                                              "Clip", "Gelu", "Softmax", "LogSoftmax", "Identity", "Dropout",

@@ -148,7 +148,16 @@ inline bool is_nan(float x) { return x != x; }
       return static_cast<T>(formula);                      \
     }                                                      \
   };
+#define RT_UNARY_P(Name, name, dtypes, formula, ...)                     \
+  struct Name##F {                                                       \
+    float a = 0, b = 0;                                                  \
+    float operator()(float x) const {                                    \
+      using T = float;                                                   \
+      return static_cast<T>(formula);                                    \
+    }                                                                    \
+  };
 #include "runtime/graph/ops.def"
+#undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
 }  // namespace math
@@ -173,12 +182,12 @@ struct ClampF {
 // Contiguous float32 input and output: the vector loop, split across threads;
 // anything else: the reference loop with the reference functor.
 template <typename Fast, typename Ref>
-Status unary_f32(Span<const TensorView> in, Span<TensorView> out) {
-  if (!in[0].is_contiguous() || !out[0].is_contiguous()) return ref::unary<Ref, kFloatingTypes>(in, out);
+Status unary_f32(Span<const TensorView> in, Span<TensorView> out, const Fast fast = Fast{}, const Ref slow = Ref{}) {
+  if (!in[0].is_contiguous() || !out[0].is_contiguous()) return ref::unary<Ref, kFloatingTypes>(in, out, slow);
   const float* x = in[0].ptr<const float>();
   float* o = out[0].ptr<float>();
   parallel_for(0, out[0].numel(), kElementwiseGrain,
-               [&](int64_t begin, int64_t end) { unary_loop<Fast>(o + begin, x + begin, end - begin); });
+               [&](int64_t begin, int64_t end) { unary_loop<Fast>(o + begin, x + begin, end - begin, fast); });
   return Status::Ok;
 }
 
@@ -202,7 +211,15 @@ RT_BINARY_F32(minimum_f32, MinF, MinimumOp)
   Status name##_f32(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
     return unary_f32<math::Name##F, ref::Name##Op>(in, out);                                            \
   }
+#define RT_UNARY_P(Name, name, ...)                                                                          \
+  Status name##_f32(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) { \
+    const auto* p = std::get_if<UnaryParams>(&params);                                                       \
+    if (p == nullptr) return Status::InvalidArgument;                                                        \
+    const math::Name##F op{static_cast<float>(p->a), static_cast<float>(p->b)};                              \
+    return unary_f32<math::Name##F, ref::Name##Op>(in, out, op, ref::Name##Op{p->a, p->b});                  \
+  }
 #include "runtime/graph/ops.def"
+#undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
 

@@ -11,7 +11,14 @@ namespace ember::ref {
   Status name(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
     return unary<Name##Op, dtypes>(in, out);                                                        \
   }
+#define RT_UNARY_P(Name, name, dtypes, ...)                                                                 \
+  Status name(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) { \
+    const auto* p = std::get_if<UnaryParams>(&params);                                                      \
+    RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);                                              \
+    return unary<Name##Op, dtypes>(in, out, Name##Op{p->a, p->b});                                          \
+  }
 #include "runtime/graph/ops.def"
+#undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
 

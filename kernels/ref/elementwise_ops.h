@@ -112,7 +112,18 @@ inline T sign_value(T x) {
       return static_cast<T>(formula);                                    \
     }                                                                    \
   };
+// An RT_UNARY_P line's functor carries its UnaryParams: NameOp{a, b}(x).
+#define RT_UNARY_P(Name, name, dtypes, formula, ...)                    \
+  struct Name##Op {                                                      \
+    double pa = 0, pb = 0;                                               \
+    template <typename T> T operator()(T x) const {                      \
+      using namespace math;                                              \
+      [[maybe_unused]] const T a = static_cast<T>(pa), b = static_cast<T>(pb); \
+      return static_cast<T>(formula);                                    \
+    }                                                                    \
+  };
 #include "runtime/graph/ops.def"
+#undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
 

@@ -76,7 +76,19 @@ Status binary(const char* name, uint32_t op, Span<const TensorView> in, Span<Ten
   Status name(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
     return unary(#name, op_code(OpKind::Name), in, out);                                            \
   }
+// An RT_UNARY_P line's UnaryParams a, b travel as float32 bits in min_lo, max_lo.
+#define RT_UNARY_P(Name, name, ...)                                                                             \
+  Status name(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) { \
+    const auto* p = std::get_if<UnaryParams>(&params);                                                         \
+    if (p == nullptr) return Status::InvalidArgument;                                                          \
+    UnaryPush push;                                                                                            \
+    const float a = static_cast<float>(p->a), b = static_cast<float>(p->b);                                    \
+    std::memcpy(&push.min_lo, &a, 4);                                                                          \
+    std::memcpy(&push.max_lo, &b, 4);                                                                          \
+    return unary(#name, op_code(OpKind::Name), in, out, push);                                                 \
+  }
 #include "runtime/graph/ops.def"
+#undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
 

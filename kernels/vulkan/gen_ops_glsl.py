@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes ops.glsl from runtime/graph/ops.def: the op ids (OP_<NAME>, the
 OpKind values the C++ side passes as the shaders' OP specialization constant)
-and, for every RT_UNARY line, its formula as GLSL (unary.glsl calls these):
+and, for every RT_UNARY and RT_UNARY_P line, its formula as GLSL (unary.glsl
+calls these; an RT_UNARY_P formula's a and b are the push constants' min_lo
+and max_lo as float32 bits, float types only):
   gen_ops_glsl.py ops.def > ops.glsl
 """
 import re
@@ -28,7 +30,7 @@ def split_args(text):
 def main(path):
     ops, unary = [], []
     for line in open(path):
-        m = re.match(r"(RT_OP|RT_UNARY)\((.*)\)\s*(//.*)?$", line.rstrip("\n"))
+        m = re.match(r"(RT_OP|RT_UNARY|RT_UNARY_P)\((.*)\)\s*(//.*)?$", line.rstrip("\n"))
         if not m:
             continue
         args = split_args(m.group(2))
@@ -37,6 +39,12 @@ def main(path):
             if len(args) != 9:
                 sys.exit("%s: RT_UNARY(%s) has %d arguments, expected 9" % (path, args[0], len(args)))
             unary.append((len(ops) - 1, args[0], args[2], args[4]))
+        elif m.group(1) == "RT_UNARY_P":
+            if len(args) != 12:
+                sys.exit("%s: RT_UNARY_P(%s) has %d arguments, expected 12" % (path, args[0], len(args)))
+            if args[2] not in FLOAT_ONLY:
+                sys.exit("%s: RT_UNARY_P(%s): the shaders give a and b to float types only" % (path, args[0]))
+            unary.append((len(ops) - 1, args[0], args[2], args[3]))
     out = ["// Generated from runtime/graph/ops.def by kernels/vulkan/gen_ops_glsl.py. Do not edit.",
            "// The op ids: OpKind values, as the C++ side passes them in OP."]
     for i, name in enumerate(ops):
@@ -51,6 +59,8 @@ def main(path):
             out.append("#if EMBER_EXT")
         out.append("%s unary_formula_%s(%s x) {" % (glsl_type, suffix, glsl_type))
         out.append("#define T %s" % glsl_type)
+        if not integral:
+            out.append("  const float a = uintBitsToFloat(p.min_lo), b = uintBitsToFloat(p.max_lo);")
         for op_id, name, dtypes, formula in unary:
             if integral and dtypes in FLOAT_ONLY:
                 continue

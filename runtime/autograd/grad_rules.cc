@@ -104,7 +104,14 @@ Grads unary_rule(const Node& n, const Tensor& g) {
     const Tensor saved = n.saved_at(0);                                              \
     return unary(n, backward);                                                       \
   }
+#define RT_UNARY_P(Name, name, dtypes, formula, onnx, attr_a, default_a, attr_b, default_b, grad_fn, saved, backward) \
+  case GradRule::Name: {                                                                                        \
+    const Tensor saved = n.saved_at(0);                                                                         \
+    [[maybe_unused]] const double a = n.reals[0], b = n.reals[1];                                               \
+    return unary(n, backward);                                                                                  \
+  }
 #include "runtime/graph/ops.def"
+#undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
     case GradRule::Gelu: {
@@ -282,7 +289,9 @@ std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g) {
       return binary_rule(n, g);
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, ...) case GradRule::Name:
+#define RT_UNARY_P(Name, ...) case GradRule::Name:
 #include "runtime/graph/ops.def"
+#undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
     case GradRule::Gelu: case GradRule::Clamp: case GradRule::ToCopy: case GradRule::Clone:

@@ -124,8 +124,14 @@ struct QConv2dParams {
   const PreparedWeight* weight = nullptr;
 };
 
+// The parameters of an RT_UNARY_P op of ops.def (alpha, beta / gamma...).
+struct UnaryParams {
+  double a = 0, b = 0;
+};
+
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
                               SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams,
-                              DimsParams, AxisParams, LinearParams, QLinearParams, QConv2dParams>;
+                              DimsParams, AxisParams, LinearParams, QLinearParams, QConv2dParams,
+                              UnaryParams>;
 
 }  // namespace ember

@@ -23,6 +23,7 @@ template <> struct AttrsOf<PadParams> { static constexpr fb::OpAttrs value = fb:
 template <> struct AttrsOf<DimsParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::DimsAttrs; };
 template <> struct AttrsOf<AxisParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::AxisAttrs; };
 template <> struct AttrsOf<LinearParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::LinearAttrs; };
+template <> struct AttrsOf<UnaryParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::UnaryAttrs; };
 // The run-time ops' params: never stored (attrs_to_params refuses those ops).
 template <> struct AttrsOf<QLinearParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::NONE; };
 template <> struct AttrsOf<QConv2dParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::NONE; };
@@ -115,6 +116,9 @@ Status attrs_to_params(const fb::Operator& op, OpParams* params, std::string* er
     }
     case fb::OpAttrs::GeluAttrs:
       *params = GeluParams{op.attrs_as_GeluAttrs()->tanh_approximation()};
+      return Status::Ok;
+    case fb::OpAttrs::UnaryAttrs:
+      *params = UnaryParams{op.attrs_as_UnaryAttrs()->a(), op.attrs_as_UnaryAttrs()->b()};
       return Status::Ok;
     case fb::OpAttrs::ClampAttrs: {
       const auto* a = op.attrs_as_ClampAttrs();
@@ -230,6 +234,8 @@ flatbuffers::Offset<void> params_to_attrs(flatbuffers::FlatBufferBuilder& fbb, c
           return fb::CreateScalarAttrs(fbb, scalar_to_fb(fbb, p.value)).Union();
         } else if constexpr (std::is_same_v<P, GeluParams>) {
           return fb::CreateGeluAttrs(fbb, p.tanh_approximation).Union();
+        } else if constexpr (std::is_same_v<P, UnaryParams>) {
+          return fb::CreateUnaryAttrs(fbb, p.a, p.b).Union();
         } else if constexpr (std::is_same_v<P, ClampParams>) {
           auto mn = scalar_to_fb(fbb, p.min);
           auto mx = scalar_to_fb(fbb, p.max);

@@ -82,7 +82,13 @@ void run_Fill(OpContext& c) {
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, ...) \
   void run_##Name(OpContext& c) { c.out[0] = unary_op(c.kind, c.need(0, "data")); }
+#define RT_UNARY_P(Name, ...)                                                   \
+  void run_##Name(OpContext& c) {                                               \
+    const auto& p = c.params<UnaryParams>();                                    \
+    c.out[0] = unary_op(c.kind, c.need(0, "data"), p.a, p.b);                   \
+  }
 #include "runtime/graph/ops.def"
+#undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
 

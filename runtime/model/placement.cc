@@ -66,7 +66,9 @@ OpRule make_rule(OpKind kind) {
     case OpKind::Pad:
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, ...) case OpKind::Name:
+#define RT_UNARY_P(Name, ...) case OpKind::Name:
 #include "runtime/graph/ops.def"
+#undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
     case OpKind::Gelu: case OpKind::Clamp:

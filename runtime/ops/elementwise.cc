@@ -215,6 +215,7 @@ Tensor unary(OpKind op, GradRule rule, bool save_output, const Tensor& x, const 
       n->ints = {c->has_min, c->has_max};
       n->reals = {c->min.to_double(), c->max.to_double()};
     }
+    if (const auto* u = std::get_if<UnaryParams>(&params)) n->reals = {u->a, u->b};
   }
   return out;
 }
@@ -261,6 +262,59 @@ Tensor unary_op(OpKind op, const Tensor& x) {
 #undef RT_OP
   }
   raise_error(Status::NotSupported, str_cat("\"", op_name(op), "\" is not a unary elementwise op"));
+}
+
+// An RT_UNARY_P op of ops.def: as RT_UNARY's, with its UnaryParams.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, ...)
+#define RT_UNARY_P(Name, name, dtypes, formula, onnx, attr_a, default_a, attr_b, default_b, grad_fn, saved, backward) \
+  Tensor name##_p(const Tensor& x, double a, double b) {                                                        \
+    EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"" #name "_cpu\" not implemented for '",          \
+                dtype_legacy_name(x.dtype()), "'");                                                          \
+    return unary(OpKind::Name, GradRule::Name, #saved[0] == 'y', x, UnaryParams{a, b}, false);                  \
+  }
+#include "runtime/graph/ops.def"
+#undef RT_UNARY_P
+#undef RT_UNARY
+#undef RT_OP
+
+Tensor unary_op(OpKind op, const Tensor& x, double a, double b) {
+  switch (op) {
+#define RT_OP(Name, name, n_in, n_out, Params) \
+  case OpKind::Name:                           \
+    break;
+#define RT_UNARY(Name, ...) RT_OP(Name, , , , )
+#define RT_UNARY_P(Name, name, ...) \
+  case OpKind::Name:                \
+    return name##_p(x, a, b);
+#include "runtime/graph/ops.def"
+#undef RT_UNARY_P
+#undef RT_UNARY
+#undef RT_OP
+  }
+  raise_error(Status::NotSupported, str_cat("\"", op_name(op), "\" is not a parameterized unary op"));
+}
+
+// PyTorch's front-ends on them (its kernel names in the dtype message: selu and
+// celu run elu's).
+namespace {
+const Tensor& floating(const Tensor& x, const char* kernel) {
+  EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"", kernel, "_cpu\" not implemented for '",
+              dtype_legacy_name(x.dtype()), "'");
+  return x;
+}
+}  // namespace
+Tensor hardsigmoid(const Tensor& x) { return hardsigmoid_p(floating(x, "hardsigmoid"), 1.0 / 6, 0.5); }
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  return leaky_relu_p(floating(x, "leaky_relu"), negative_slope, 0);
+}
+Tensor elu(const Tensor& x, double alpha) { return elu_p(floating(x, "elu"), alpha, 0); }
+Tensor selu(const Tensor& x) {
+  return selu_p(floating(x, "elu"), 1.6732632423543772848170429916717, 1.0507009873554804934193349852946);
+}
+Tensor celu(const Tensor& x, double alpha) { return celu_p(floating(x, "elu"), alpha, 0); }
+Tensor thresholded_relu(const Tensor& x, double alpha) {
+  return thresholded_relu_p(floating(x, "thresholded_relu"), alpha, 0);
 }
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary(OpKind::Add, a, b); }

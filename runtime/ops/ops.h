@@ -91,6 +91,25 @@ Tensor operator>=(const Tensor& a, Scalar b);
 Tensor unary_op(OpKind op, const Tensor& x);
 // approximate: "none" (exact, erf) or "tanh".
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");
+// One name_p(x, a, b) per RT_UNARY_P line of ops.def (hardsigmoid_p, elu_p, ...):
+// the op with its UnaryParams a, b (the ONNX attributes); floating inputs only.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, ...)
+#define RT_UNARY_P(Name, name, ...) Tensor name##_p(const Tensor& x, double a, double b);
+#include "runtime/graph/ops.def"
+#undef RT_UNARY_P
+#undef RT_UNARY
+#undef RT_OP
+// The front-end of the RT_UNARY_P op `op` with params a, b; NotSupported for any other op.
+Tensor unary_op(OpKind op, const Tensor& x, double a, double b);
+// The parameterized activations with PyTorch's signatures and defaults
+// (torch.nn.functional); thresholded_relu is ONNX's ThresholdedRelu: x > alpha ? x : 0.
+Tensor hardsigmoid(const Tensor& x);  // relu6(x + 3) / 6
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+Tensor elu(const Tensor& x, double alpha = 1.0);
+Tensor selu(const Tensor& x);
+Tensor celu(const Tensor& x, double alpha = 1.0);
+Tensor thresholded_relu(const Tensor& x, double alpha = 1.0);
 
 // --- reductions (runtime/ops/reduce.cc) -----------------------------------------
 // An empty dim list reduces over every dimension, as in PyTorch.

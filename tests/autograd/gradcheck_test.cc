@@ -132,6 +132,31 @@ TEST_CASE("unary math ops record PyTorch's grad_fn names") {
   CHECK(softsign(x).grad_fn()->name() == "SoftsignBackward0");
 }
 
+TEST_CASE("activations, away from their kinks, and their grad_fn names") {
+  manual_seed(21);
+  // randn * 3 + 0.05: values near 0, +-3 (hardswish, hardsigmoid) and 1 (thresholded_relu) are rare.
+  const Tensor x = leaf(randn({3, 7}, DType::Float64) * 3 + 0.05);
+  gradcheck([](const V& v) { return hardswish(v[0]); }, {x});
+  gradcheck([](const V& v) { return hardsigmoid(v[0]); }, {x});
+  gradcheck([](const V& v) { return leaky_relu(v[0]); }, {x});
+  gradcheck([](const V& v) { return leaky_relu(v[0], 0.3); }, {x});
+  gradcheck([](const V& v) { return elu(v[0]); }, {x});
+  gradcheck([](const V& v) { return elu(v[0], 0.5); }, {x});
+  gradcheck([](const V& v) { return selu(v[0]); }, {x});
+  gradcheck([](const V& v) { return celu(v[0]); }, {x});
+  gradcheck([](const V& v) { return celu(v[0], 2.5); }, {x});
+  gradcheck([](const V& v) { return thresholded_relu(v[0]); }, {x});
+  gradcheck([](const V& v) { return thresholded_relu(v[0], -0.7); }, {x});
+  gradcheck([](const V& v) { return hardsigmoid_p(v[0].t(), 0.3, 0.4); }, {transposed(4, 3, 22)});
+  CHECK(hardswish(x).grad_fn()->name() == "HardswishBackward0");
+  CHECK(hardsigmoid(x).grad_fn()->name() == "HardsigmoidBackward0");
+  CHECK(leaky_relu(x).grad_fn()->name() == "LeakyReluBackward0");
+  CHECK(elu(x).grad_fn()->name() == "EluBackward0");
+  CHECK(selu(x).grad_fn()->name() == "EluBackward0");  // PyTorch's selu runs elu
+  CHECK(celu(x).grad_fn()->name() == "CeluBackward0");
+  CHECK(thresholded_relu(x).grad_fn()->name() == "ThresholdedReluBackward0");
+}
+
 TEST_CASE("where, dtype conversion, clone, contiguous") {
   const Tensor a = leaf(rnd({2, 3}, 10)), b = leaf(rnd({3}, 11));
   const Tensor c = tensor({{true, false, true}, {false, false, true}});

@@ -106,6 +106,7 @@ def cases(emit):
     emit.tensor("nan.relu", torch.relu(nan))
     emit.tensor("nan.clamp", torch.clamp(nan, -1, 0.5))
     emit.tensor("nan.maximum", torch.maximum(nan, torch.tensor([0.0, float("nan"), -3.0])))
+    activations(emit)
 
 
 F = torch.nn.functional
@@ -152,3 +153,32 @@ def unary_math(emit, g):
     emit.tensor("um.int.sign_bool", torch.sign(torch.tensor([True, False])))
     emit.tensor("um.int.floor_u8", torch.floor(torch.tensor([0, 3, 255], dtype=torch.uint8)))
     emit.tensor("um.int.acosh_bool", torch.acosh(torch.tensor([True, False])))
+
+
+def thresholded_relu(x, alpha=1.0):
+    """ONNX ThresholdedRelu (no torch function): x > alpha ? x : 0."""
+    return torch.where(x > alpha, x, torch.zeros_like(x))
+
+
+# The activations: hardswish and the RT_UNARY_P ops, with torch's defaults and
+# other params (the names as elementwise_test.cc's apply_act spells them).
+ACT = {"hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid,
+       "leaky_relu": F.leaky_relu, "leaky_relu_0.2": lambda x: F.leaky_relu(x, 0.2),
+       "elu": F.elu, "elu_0.5": lambda x: F.elu(x, 0.5), "selu": F.selu,
+       "celu": F.celu, "celu_2": lambda x: F.celu(x, 2.0),
+       "thresholded_relu": thresholded_relu, "thresholded_relu_-0.5": lambda x: thresholded_relu(x, -0.5)}
+
+
+def activations(emit):
+    """The activations on [3, 7] around hardswish's knees at -3 and 3 in every
+    float dtype, and on float32 special values."""
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(3, 7, generator=g) * 3
+    for dn, dt in FLOATS.items():
+        emit.tensor(f"act.x.{dn}", x.to(dt))
+        for op, fn in ACT.items():
+            emit.tensor(f"act.{op}.{dn}", in_float(fn, x.to(dt)))
+    sp = torch.tensor(SPECIALS + [3.0, -3.0, 6.0, -6.0])
+    emit.tensor("act.special.x", sp)
+    for op, fn in ACT.items():
+        emit.tensor(f"act.special.{op}", fn(sp))

@@ -456,6 +456,24 @@ def helper_models(zoo, only):
         if want(name):
             export_helper(zoo, name, [helper.make_node(onnx_op, ["x"], ["y"], name=onnx_op.lower())],
                           [("x", x)], [("y", f, list(x.shape))], fn(x), opset=opset)
+    # The activations (hardswish, the RT_UNARY_P ops): ONNX's defaults and given attributes.
+    thresholded = lambda x, a=1.0: torch.where(x > a, x, torch.zeros_like(x))  # noqa: E731
+    activations = [
+        ("op_hardswish", "HardSwish", {}, F.hardswish, 14),
+        ("op_hardsigmoid", "HardSigmoid", {}, lambda x: torch.clamp(0.2 * x + 0.5, 0, 1), 13),
+        ("op_hardsigmoid_torch", "HardSigmoid", {"alpha": 1 / 6}, F.hardsigmoid, 13),
+        ("op_leakyrelu", "LeakyRelu", {}, F.leaky_relu, 13),
+        ("op_leakyrelu_alpha", "LeakyRelu", {"alpha": 0.2}, lambda x: F.leaky_relu(x, 0.2), 13),
+        ("op_elu", "Elu", {"alpha": 0.5}, lambda x: F.elu(x, 0.5), 13),
+        ("op_selu", "Selu", {}, F.selu, 13),
+        ("op_celu", "Celu", {"alpha": 2.0}, lambda x: F.celu(x, 2.0), 13),
+        ("op_thresholdedrelu", "ThresholdedRelu", {"alpha": 0.5}, lambda x: thresholded(x, 0.5), 13),
+    ]
+    for name, onnx_op, attrs, fn, opset in activations:
+        if want(name):
+            x = r(2, 5) * 4
+            export_helper(zoo, name, [helper.make_node(onnx_op, ["x"], ["y"], name=onnx_op.lower(), **attrs)],
+                          [("x", x)], [("y", f, list(x.shape))], fn(x), opset=opset)
     if want("op_shape"):
         x = r(2, 3, 4)
         export_helper(zoo, "op_shape", [helper.make_node("Shape", ["x"], ["y"], name="shape")],

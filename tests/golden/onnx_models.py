@@ -98,7 +98,7 @@ def unsupported_model(path):
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="relu_0"),
         helper.make_node("Hardmax", ["a"], ["b"], name="hardmax_0"),
-        helper.make_node("Selu", ["b"], ["c"], name="selu_0"),
+        helper.make_node("LpNormalization", ["b"], ["c"], name="lpnormalization_0"),
         helper.make_node("Hardmax", ["c"], ["y"], name="hardmax_1"),
     ]
     graph = helper.make_graph(nodes, "unsupported", [x], [y])

@@ -367,6 +367,15 @@ std::vector<Case> unary_cases(DType dt, Dom dom, Family family, const OpParams& 
   return cs;
 }
 
+// An RT_UNARY_P op: its cases with params (a, b) and with (0.7, 0.3).
+std::vector<Case> unary_p_cases(DType dt, double a, double b) {
+  std::vector<Case> cs = unary_cases(dt, Dom::Normal, Family::Elementwise, UnaryParams{a, b}, "default ");
+  for (Case& c : unary_cases(dt, Dom::Normal, Family::Elementwise, UnaryParams{0.7, 0.3}, "a 0.7 b 0.3 ")) {
+    cs.push_back(std::move(c));
+  }
+  return cs;
+}
+
 // Binary ops: inputs broadcast to the output's shape (the front-ends expand).
 std::vector<Case> binary_cases(OpKind op, DType dt, DType out_dt, Dom dom, Family family) {
   std::vector<Case> cs;
@@ -1403,6 +1412,17 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::Atanh:
     case OpKind::Log1p: return unary_cases(dt, Dom::Unit, Family::Elementwise, NoParams{}, "");
     case OpKind::Acosh: return unary_cases(dt, Dom::AboveOne, Family::Elementwise, NoParams{}, "");
+    case OpKind::Hardswish: return unary_cases(dt, Dom::Normal, Family::Elementwise, NoParams{}, "");
+    // The RT_UNARY_P ops: with ONNX's default params and with others.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, ...)
+#define RT_UNARY_P(Name, name, dtypes, formula, onnx, attr_a, default_a, attr_b, default_b, ...) \
+  case OpKind::Name:                                                                             \
+    return unary_p_cases(dt, default_a, default_b);
+#include "runtime/graph/ops.def"
+#undef RT_UNARY_P
+#undef RT_UNARY
+#undef RT_OP
   }
   return {};
 }

@@ -69,6 +69,25 @@ Tensor apply_binary(const std::string& op, const Tensor& a, const Tensor& b) {
 
 const char* kFloatNames[] = {"f32", "f64", "f16", "bf16"};
 
+// The activations of golden_elementwise.py's ACT (a suffix: a non-default param).
+Tensor apply_act(const std::string& op, const Tensor& x) {
+  if (op == "hardswish") return hardswish(x);
+  if (op == "hardsigmoid") return hardsigmoid(x);
+  if (op == "leaky_relu") return leaky_relu(x);
+  if (op == "leaky_relu_0.2") return leaky_relu(x, 0.2);
+  if (op == "elu") return elu(x);
+  if (op == "elu_0.5") return elu(x, 0.5);
+  if (op == "selu") return selu(x);
+  if (op == "celu") return celu(x);
+  if (op == "celu_2") return celu(x, 2.0);
+  if (op == "thresholded_relu") return thresholded_relu(x);
+  if (op == "thresholded_relu_-0.5") return thresholded_relu(x, -0.5);
+  FAIL("unknown op " << op);
+  return x;
+}
+const char* kActs[] = {"hardswish", "hardsigmoid", "leaky_relu", "leaky_relu_0.2", "elu", "elu_0.5", "selu",
+                       "celu", "celu_2", "thresholded_relu", "thresholded_relu_-0.5"};
+
 // The unary math ops of golden_elementwise.py's MATH, with their input domains.
 const std::pair<const char*, const char*> kMathOps[] = {
     {"reciprocal", "x"}, {"floor", "q"},     {"ceil", "q"},     {"round", "q"},  {"sign", "q"},
@@ -350,4 +369,34 @@ TEST_CASE("vectorized exp, sigmoid and silu stay within a few ulp of the referen
   CHECK(exp(x)[2].item<float>() == 0.0f);
   CHECK(exp(x)[3].item<float>() == 1.0f);
   CHECK(exp(tensor({88.8f, -104.0f})).to_vector<float>() == std::vector<float>{INFINITY, 0.0f});
+}
+
+TEST_CASE("activations (hardswish, hardsigmoid, leaky_relu, elu, selu, celu, thresholded_relu) match PyTorch") {
+  for (const char* dn : kFloatNames) {
+    const Tensor x = golden(std::string("act.x.") + dn);
+    for (const char* op : kActs) {
+      CAPTURE(op);
+      CAPTURE(dn);
+      check_close_for_dtype(apply_act(op, x), golden(std::string("act.") + op + "." + dn));
+      check_close_for_dtype(apply_act(op, x.t()), golden(std::string("act.") + op + "." + dn).t());
+    }
+  }
+  const Tensor sp = golden("act.special.x");
+  for (const char* op : kActs) {
+    CAPTURE(op);
+    check_close_for_dtype(apply_act(op, sp), golden(std::string("act.special.") + op));
+  }
+}
+
+TEST_CASE("activations refuse integer inputs with PyTorch's messages") {
+  check_error([] { hardswish(tensor({1})); }, "\"hardswish_cpu\" not implemented for 'Long'");
+  check_error([] { hardsigmoid(tensor({1})); }, "\"hardsigmoid_cpu\" not implemented for 'Long'");
+  check_error([] { leaky_relu(tensor({1}, DType::Int32)); }, "\"leaky_relu_cpu\" not implemented for 'Int'");
+  check_error([] { elu(tensor({1})); }, "\"elu_cpu\" not implemented for 'Long'");
+  check_error([] { selu(tensor({1})); }, "\"elu_cpu\" not implemented for 'Long'");
+  check_error([] { celu(tensor({true})); }, "\"elu_cpu\" not implemented for 'Bool'");
+  check_error([] { unary_op(OpKind::Exp, tensor({1.0}), 1, 2); }, "\"exp\" is not a parameterized unary op");
+  // The generic form takes ONNX's params: hardsigmoid_p(x, 0.2, 0.5) is ONNX HardSigmoid's default.
+  check_close(hardsigmoid_p(tensor({1.0, -3.0, 3.0}), 0.2, 0.5), tensor({0.7, 0.0, 1.0}));
+  check_close(unary_op(OpKind::LeakyRelu, tensor({-2.0, 2.0}), 0.5, 0), tensor({-1.0, 2.0}));
 }
