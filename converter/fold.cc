@@ -5,6 +5,7 @@
 // at run time.
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 
 #include "converter/onnx_import.h"
 #include "converter/pass_util.h"
@@ -217,6 +218,8 @@ Expected<std::vector<Tensor>> evaluate_node(const Node& node, const std::vector<
     return eval(node, inputs);
   } catch (const Error& e) {
     return fail(e.status(), node.label() + ": " + e.what());
+  } catch (const std::out_of_range&) {  // in.at(i): a node without an input its op needs (found by fuzzing)
+    return fail(Status::InvalidModel, node.label() + ": has fewer inputs than " + node.op_type + " needs");
   }
 }
 

@@ -352,7 +352,7 @@ def main():
         names = [n for n in names if n in set(listed)]
     if args.only:
         names = [n for n in names if re.search(args.only, n)]
-    full = len(names) == len(all_names)
+    full = not args.only and not args.listed  # only a full run writes the table and the list
 
     scratch = tempfile.mkdtemp(prefix="ember_onnx_run.")
     jobs = [(args.cases, n, os.path.abspath(args.ember), args.timeout, scratch) for n in names]

@@ -125,5 +125,26 @@ TEST_CASE("a node reading an undefined value is an error, not a crash in libonnx
   CHECK(r.diag().message.find("Shape 'shape' reads '\370', which is no initializer") != std::string::npos);
 }
 
+TEST_CASE("a constant node missing an input its op needs is an error when folded, not a crash") {
+  // Found by tools/fuzz.sh onnx: an Expand of a constant with no shape input.
+  Graph g;
+  g.opset = 17;
+  const int x = g.add_constant("x", ones({2}));
+  Value y;
+  y.name = "y";
+  const int yid = g.add_value(std::move(y));
+  Node n;
+  n.op_type = "Expand";
+  n.name = "ex";
+  n.inputs = {x};
+  n.outputs = {yid};
+  g.nodes.push_back(n);
+  g.outputs.push_back(yid);
+  auto r = fold_constants(g);
+  REQUIRE(!r.ok());
+  CHECK(r.diag().status == Status::InvalidModel);
+  CHECK(r.diag().message == "Expand 'ex': has fewer inputs than Expand needs");
+}
+
 }  // namespace
 }  // namespace ember::converter
