@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "converter/pass_util.h"
+#include "runtime/core/error.h"
 
 namespace ember::converter {
 
@@ -72,7 +73,9 @@ int eliminate_dead_nodes(Graph& graph) {
   return removed;
 }
 
-Expected<PassReport> run_passes(Graph& graph) {
+namespace {
+
+Expected<PassReport> run_passes_or_raise(Graph& graph) {
   PassReport r;
   for (;;) {
     const int ids = remove_identities(graph);
@@ -97,6 +100,16 @@ Expected<PassReport> run_passes(Graph& graph) {
   Diag d = graph.validate();
   if (!d.ok()) return d;
   return r;
+}
+
+}  // namespace
+
+Expected<PassReport> run_passes(Graph& graph) {
+  try {
+    return run_passes_or_raise(graph);
+  } catch (const Error& e) {  // an eager op refused what a malformed graph gave it
+    return Diag{e.status(), std::string("optimizing the graph: ") + e.what()};
+  }
 }
 
 }  // namespace ember::converter

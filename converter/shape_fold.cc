@@ -20,7 +20,7 @@ int fold_shapes(Graph& graph) {
       const auto s = graph.value(node.inputs[0]).static_shape();
       if (!s) continue;
       // Evaluate on a zero-stride stand-in of that shape (no data needed).
-      auto out = evaluate_node(node, {zeros({1}).expand(*s)});
+      auto out = evaluate_node(node, {scalar_tensor(0.0, DType::Float32).expand(*s)});  // rank 0 too
       if (!out.ok()) continue;
       set_constant(graph.value(node.outputs[0]), (*out)[0]);
       dead[i] = true;

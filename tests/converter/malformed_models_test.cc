@@ -146,5 +146,31 @@ TEST_CASE("a constant node missing an input its op needs is an error when folded
   CHECK(r.diag().message == "Expand 'ex': has fewer inputs than Expand needs");
 }
 
+TEST_CASE("Shape of a rank-0 value folds to an empty shape") {
+  // Found by tools/fuzz.sh onnx: the stand-in for a static shape [] raised.
+  Graph g;
+  g.opset = 17;
+  Value x;
+  x.name = "x";
+  x.dtype = DType::Float32;
+  x.shape = std::vector<Dim>{};
+  const int xid = g.add_value(std::move(x));
+  g.inputs.push_back(xid);
+  Value y;
+  y.name = "y";
+  const int yid = g.add_value(std::move(y));
+  Node n;
+  n.op_type = "Shape";
+  n.name = "shape";
+  n.inputs = {xid};
+  n.outputs = {yid};
+  g.nodes.push_back(n);
+  g.outputs.push_back(yid);
+  REQUIRE(fold_shapes(g) == 1);
+  REQUIRE(g.is_constant(yid));
+  CHECK(g.value(yid).constant.sizes() == Shape{0});
+  CHECK(g.value(yid).constant.dtype() == DType::Int64);
+}
+
 }  // namespace
 }  // namespace ember::converter
