@@ -522,11 +522,25 @@ bool infer_with_opset_17(onnx::ModelProto& model) {
 }  // namespace
 
 // True when every node reads only values defined before it (graph inputs,
-// initializers, earlier outputs) and no node holds a subgraph: libonnx 1.12's
-// inference dereferences the type of an undefined input (a crash the ONNX
-// importer's fuzz target found), so a graph that fails this is not given to
-// it; the importer then reports the problem itself.
+// initializers, earlier outputs), no node holds a subgraph and every declared
+// value has a type: libonnx 1.12's inference dereferences the type of an
+// undefined or untyped value (crashes the ONNX importer's fuzz target found),
+// so a graph that fails this is not given to it; the importer then reports
+// the problem itself.
 bool safe_for_libonnx(const onnx::GraphProto& g) {
+  // It also dereferences a graph input's, output's or value_info's missing type.
+  auto typed = [](const onnx::ValueInfoProto& v) {
+    return v.has_type() && v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET;
+  };
+  for (const auto& v : g.input()) {
+    if (!typed(v)) return false;
+  }
+  for (const auto& v : g.output()) {
+    if (!typed(v)) return false;
+  }
+  for (const auto& v : g.value_info()) {
+    if (!typed(v)) return false;
+  }
   std::set<std::string> defined;
   for (const auto& i : g.input()) defined.insert(i.name());
   for (const auto& i : g.initializer()) defined.insert(i.name());

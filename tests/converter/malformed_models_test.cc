@@ -125,6 +125,26 @@ TEST_CASE("a node reading an undefined value is an error, not a crash in libonnx
   CHECK(r.diag().message.find("Shape 'shape' reads '\370', which is no initializer") != std::string::npos);
 }
 
+TEST_CASE("a graph input without a type is an error, not a crash in libonnx's shape inference") {
+  // Found by tools/fuzz.sh onnx: Shape(x) where x has no type at all.
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(15);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->add_input()->set_name("x");
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("Shape");
+  n->add_input("x");
+  n->add_output("y");
+  onnx::ValueInfoProto* out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  auto r = import_onnx_bytes(m.SerializeAsString(), "untyped.onnx");
+  REQUIRE(!r.ok());
+  CHECK(r.diag().status == Status::NotSupported);
+  CHECK(r.diag().message == "graph input 'x' is not a tensor");
+}
+
 TEST_CASE("a constant node missing an input its op needs is an error when folded, not a crash") {
   // Found by tools/fuzz.sh onnx: an Expand of a constant with no shape input.
   Graph g;
