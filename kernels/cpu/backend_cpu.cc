@@ -37,6 +37,10 @@ class CpuBackend final : public Backend {
 
   Result<Buffer> allocate(size_t bytes, size_t alignment) override {
     if (alignment < 64) alignment = 64;
+    // More than any address space ember runs in (x86-64 and aarch64 user
+    // space: 2^47..2^48 bytes) cannot succeed: refused without asking malloc
+    // (which sanitizers abort on instead of returning null).
+    if (bytes > (size_t{1} << 47)) return Status::OutOfMemory;
     const size_t padded = (bytes + kTensorTailPadding + alignment - 1) / alignment * alignment;
     void* p = std::aligned_alloc(alignment, padded);
     if (p == nullptr) return Status::OutOfMemory;

@@ -54,7 +54,8 @@ Shape contiguous_strides(IntArrayRef sizes) {
   int64_t expected = 1;
   for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
     strides[d] = expected;
-    expected *= std::max<int64_t>(sizes[d], 1);
+    // Saturates where the product overflows: the allocation refuses such sizes (storage_bytes).
+    if (__builtin_mul_overflow(expected, std::max<int64_t>(sizes[d], 1), &expected)) expected = INT64_MAX;
   }
   return strides;
 }
@@ -65,7 +66,7 @@ Shape channels_last_strides(IntArrayRef sizes) {
   int64_t expected = 1;
   for (int d : {1, 3, 2, 0}) {
     strides[d] = expected;
-    expected *= std::max<int64_t>(sizes[d], 1);
+    if (__builtin_mul_overflow(expected, std::max<int64_t>(sizes[d], 1), &expected)) expected = INT64_MAX;
   }
   return strides;
 }
