@@ -230,15 +230,18 @@ Tensor unary(OpKind op, GradRule rule, bool save_output, const Tensor& x, const 
 #undef RT_UNARY
 #undef RT_OP
 
+// `x`, or PyTorch's error for a non-float input of kernel `kernel`.
+const Tensor& floating(const Tensor& x, const char* kernel) {
+  EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"", kernel, "_cpu\" not implemented for '",
+              dtype_legacy_name(x.dtype()), "'");
+  return x;
+}
+
 // The generated front-ends, by the line's input policy (Custom ones are below).
 #define RT_UNARY_FRONT_END_Promote(name) \
   Tensor name(const Tensor& x) { return name##_impl(x, /*to_float=*/true); }
-#define RT_UNARY_FRONT_END_Float(name)                                                          \
-  Tensor name(const Tensor& x) {                                                                \
-    EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"" #name "_cpu\" not implemented for '", \
-                dtype_legacy_name(x.dtype()), "'");                                           \
-    return name##_impl(x, /*to_float=*/false);                                                  \
-  }
+#define RT_UNARY_FRONT_END_Float(name) \
+  Tensor name(const Tensor& x) { return name##_impl(floating(x, #name), /*to_float=*/false); }
 #define RT_UNARY_FRONT_END_Custom(name)
 
 }  // namespace
@@ -269,9 +272,7 @@ Tensor unary_op(OpKind op, const Tensor& x) {
 #define RT_UNARY(Name, ...)
 #define RT_UNARY_P(Name, name, dtypes, formula, onnx, attr_a, default_a, attr_b, default_b, grad_fn, saved, backward) \
   Tensor name##_p(const Tensor& x, double a, double b) {                                                        \
-    EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"" #name "_cpu\" not implemented for '",          \
-                dtype_legacy_name(x.dtype()), "'");                                                          \
-    return unary(OpKind::Name, GradRule::Name, #saved[0] == 'y', x, UnaryParams{a, b}, false);                  \
+    return unary(OpKind::Name, GradRule::Name, #saved[0] == 'y', floating(x, #name), UnaryParams{a, b}, false); \
   }
 #include "runtime/graph/ops.def"
 #undef RT_UNARY_P
@@ -297,13 +298,6 @@ Tensor unary_op(OpKind op, const Tensor& x, double a, double b) {
 
 // PyTorch's front-ends on them (its kernel names in the dtype message: selu and
 // celu run elu's).
-namespace {
-const Tensor& floating(const Tensor& x, const char* kernel) {
-  EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"", kernel, "_cpu\" not implemented for '",
-              dtype_legacy_name(x.dtype()), "'");
-  return x;
-}
-}  // namespace
 Tensor hardsigmoid(const Tensor& x) { return hardsigmoid_p(floating(x, "hardsigmoid"), 1.0 / 6, 0.5); }
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return leaky_relu_p(floating(x, "leaky_relu"), negative_slope, 0);
