@@ -4,6 +4,7 @@
 // very functions the executor runs, so a graph op means the same folded and
 // at run time.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -131,6 +132,8 @@ std::vector<Tensor> eval_graph_op(const Node& node, const std::vector<Tensor>& i
     return parts;
   }
   if (op == "Expand") return {onnx_expand(x, ints_of(in.at(1))).contiguous()};
+  if (op == "Range") return {onnx_range(x, in.at(1), in.at(2), x.dtype())};
+  if (op == "Size") return {scalar_tensor(x.numel(), DType::Int64)};
   if (op == "ConstantOfShape") {
     Tensor value = scalar_tensor(0.0, DType::Float32);
     auto it = node.attrs.find("value");
@@ -190,6 +193,14 @@ bool too_large_to_fold(const Graph& graph, const Node& node, const std::vector<T
   for (int id : node.outputs) {
     if (id < 0) continue;
     if (const auto shape = graph.value(id).static_shape(); shape && over(*shape)) return true;
+  }
+  if (node.op_type == "Range" && in.size() == 3) {  // ceil((limit - start) / delta) elements
+    for (const Tensor& t : in) {
+      if (!t.defined() || t.numel() != 1) return false;  // the evaluator refuses it
+    }
+    auto v = [&](size_t i) { return in[i].reshape({1}).item().to_double(); };
+    const double count = std::ceil((v(1) - v(0)) / v(2));
+    return count > static_cast<double>(limit);
   }
   const bool shaped = node.op_type == "ConstantOfShape" || node.op_type == "Expand";
   const size_t shape_input = node.op_type == "Expand" ? 1 : 0;

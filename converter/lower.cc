@@ -434,6 +434,8 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"Gather", 1, kAny, &Lowerer::lower_gather, OpKind::Gather},
     {"Shape", 1, kAny, &Lowerer::lower_shape, OpKind::ShapeOf},
     {"ConstantOfShape", 1, kAny, &Lowerer::lower_constant_of_shape, OpKind::ConstantOfShape},
+    {"Range", 11, kAny, &Lowerer::lower_plain, OpKind::Range},
+    {"Size", 1, kAny, &Lowerer::lower_size, std::nullopt},  // Prod of ShapeOf
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

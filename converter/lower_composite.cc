@@ -1,5 +1,5 @@
 // Lowering of ONNX ops composed of several ember ops (see lowerer.h): Sum and
-// Mean of N inputs, PRelu, CastLike, LayerNormalization with its statistics,
+// Mean of N inputs, PRelu, Size, CastLike, LayerNormalization with its statistics,
 // And/Or/Xor/Not.
 #include <cmath>
 
@@ -66,6 +66,33 @@ void Lowerer::lower_prelu(const Node& n) {
   const int32_t scaled = new_activation(out_name + "/scaled", *xdt, xs);
   emit_tensors(OpKind::Mul, {in, s}, {scaled}, NoParams{}, n.name + "/scaled");
   emit_tensors(OpKind::Where, {neg, scaled, in}, {out}, NoParams{}, n.name);
+}
+
+// Size: the product of the input's shape (an int64 scalar; 1 for a scalar input).
+void Lowerer::lower_size(const Node& n) {
+  const int x = n.inputs[0];
+  const int64_t rank = rank_of(x, "input");
+  const int32_t out = tensor(out0(n));
+  const int32_t shape =
+      new_activation(def_.tensors[static_cast<size_t>(out)].name + "/shape", DType::Int64, {Dim::fixed(rank)});
+  emit_tensors(OpKind::ShapeOf, {tensor(x)}, {shape}, NoParams{}, n.name + "/shape");
+  ReduceParams p;
+  p.dims = 1;
+  p.keepdim = false;
+  emit_tensors(OpKind::Prod, {shape}, {out}, p, n.name);
+}
+
+void Lowerer::lower_identity(const Node& n) {
+  if (n.op_type == "Constant") refuse("has no ember op (run the passes: they fold constants)");
+  const int x = n.inputs[0];
+  emit(OpKind::Copy, n, {tensor(x)}, {out0(n)});
+  const int mask = n.outputs.size() > 1 ? n.outputs[1] : -1;
+  if (mask < 0 || (g_.users_of(mask).empty() && !g_.is_graph_output(mask))) return;
+  const std::string mask_name = val(mask).name;
+  const int32_t shape = new_activation(mask_name + "/shape", DType::Int64, {Dim::fixed(rank_of(x, "input"))});
+  emit_tensors(OpKind::ShapeOf, {tensor(x)}, {shape}, NoParams{}, n.name + "/mask_shape");
+  const int32_t yes = new_weight(mask_name + "/true", scalar_tensor(true, DType::Bool), false);
+  emit_tensors(OpKind::Expand, {yes, shape}, {tensor(mask)}, NoParams{}, n.name + "/mask");
 }
 
 // CastLike: a Copy to the dtype of the second input.

@@ -105,6 +105,19 @@ void Lowerer::lower_minmax(const Node& n) {
 }
 
 void Lowerer::lower_clip(const Node& n) {
+  const bool lo = has_input(n, 1), hi = has_input(n, 2);
+  if ((lo && !is_const(n.inputs[1])) || (hi && !is_const(n.inputs[2]))) {
+    // Bounds known only at run time: Maximum with min, then Minimum with max
+    // (as the spec's reference, np.clip: NaN stays NaN).
+    const int x = n.inputs[0];
+    const std::optional<DType> dt = dtype_of(x);
+    if (!dt) refuse("input " + vname(x) + " has an unknown dtype");
+    const int32_t in = tensor(x), out = tensor(out0(n));
+    const int32_t mid = lo && hi ? new_activation(val(out0(n)).name + "/lower_bounded", *dt, dims_of(x, "input")) : out;
+    if (lo) emit_tensors(OpKind::Maximum, {in, tensor(n.inputs[1])}, {mid}, NoParams{}, hi ? n.name + "/min" : n.name);
+    if (hi) emit_tensors(OpKind::Minimum, {lo ? mid : in, tensor(n.inputs[2])}, {out}, NoParams{}, n.name);
+    return;
+  }
   ClampParams p;
   if (auto lo = const_scalar(n, 1, "min")) p.has_min = true, p.min = *lo;
   if (auto hi = const_scalar(n, 2, "max")) p.has_max = true, p.max = *hi;

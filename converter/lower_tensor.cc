@@ -32,10 +32,14 @@ void Lowerer::lower_transpose(const Node& n) {
 
 void Lowerer::lower_squeeze(const Node& n) {
   const std::string& op = n.op_type;
+  const OpKind kind = op == "Squeeze" ? OpKind::Squeeze : OpKind::Unsqueeze;
+  if (has_input(n, 1) && !is_const(n.inputs[1])) {  // axes read at run time
+    if (dtype_of(n.inputs[1]) != DType::Int64) refuse("axes " + vname(n.inputs[1]) + " is not int64");
+    return emit(kind, n, {tensor(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)}, DimsParams{});
+  }
   const auto axes = const_ints(n, 1, "axes");
   if (!axes && op == "Unsqueeze") refuse("has no axes");
-  return emit(op == "Squeeze" ? OpKind::Squeeze : OpKind::Unsqueeze, n, {tensor(n.inputs[0])}, {out0(n)},
-              dims_params(axes.value_or(std::vector<int64_t>{}), "axes"));
+  return emit(kind, n, {tensor(n.inputs[0])}, {out0(n)}, dims_params(axes.value_or(std::vector<int64_t>{}), "axes"));
 }
 
 void Lowerer::lower_concat(const Node& n) {

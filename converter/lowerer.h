@@ -157,10 +157,9 @@ class Lowerer {
   void lower_gather(const Node& n);
   void lower_shape(const Node& n);
   void lower_constant_of_shape(const Node& n);
-  void lower_identity(const Node& n) {
-    if (n.op_type == "Dropout") require_unused_extra_outputs(n, "the training-mode mask");
-    refuse("has no ember op (run the passes: they remove Identity and inference Dropout nodes)");
-  }
+  // Identity and inference Dropout the passes could not remove (a graph
+  // input straight to an output): a Copy; Dropout's mask: all true.
+  void lower_identity(const Node& n);
 
   DimsParams dims_params(const std::vector<int64_t>& dims, const std::string& what) const;
 
@@ -185,8 +184,9 @@ class Lowerer {
   void lower_pool(const Node& n);
 
   // lower_reduce.cc: the Reduce* ops and ArgMax/ArgMin.
-  bool reduce_params(const Node& n, int64_t rank, ReduceParams& p) const;
+  bool reduce_params(const Node& n, int64_t rank, ReduceParams& p, int* runtime_axes = nullptr) const;
   static std::vector<Dim> reduced_shape(const std::vector<Dim>& in, const ReduceParams& p, bool keepdim);
+  std::vector<Dim> runtime_reduced_shape(const std::vector<Dim>& in, int axes, bool keepdim) const;
   void lower_reduce(const Node& n);
   void lower_arg_reduce(const Node& n);
 
@@ -194,6 +194,7 @@ class Lowerer {
   int32_t scalar_weight(const std::string& name, double v, DType dt);
   void lower_variadic(const Node& n);
   void lower_prelu(const Node& n);
+  void lower_size(const Node& n);
   void lower_cast_like(const Node& n);
   // LayerNormalization whose Mean or InvStdDev output is used.
   void lower_layer_norm_stats(const Node& n);

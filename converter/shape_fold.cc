@@ -179,15 +179,17 @@ std::vector<Out> infer_elementwise(const Graph& g, const Node& n) {
 #undef RT_UNARY
 #undef RT_OP
                                              "Clip", "Gelu", "Softmax", "LogSoftmax", "Identity", "Dropout",
-                                             "LayerNormalization", "BatchNormalization"};
+                                             "LayerNormalization", "BatchNormalization", "Not", "PRelu"};
   if (same.count(op)) return {Out{dtype(0), x}};
-  static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less",
-                                               "Greater", "Where"};
-  if (binary.count(op)) {
+  if (op == "CastLike") return {Out{dtype(1), x}};
+  static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean",
+                                               "Where", "And", "Or", "Xor"};
+  static const std::set<std::string> comparison = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+  if (binary.count(op) || comparison.count(op)) {
     std::vector<std::optional<Dims>> shapes;
     for (int id : n.inputs) shapes.push_back(dims_of(g, id));
     std::optional<DType> dt = op == "Where" ? dtype(1) : dtype(0);
-    if (op == "Equal" || op == "Less" || op == "Greater") dt = DType::Bool;
+    if (comparison.count(op)) dt = DType::Bool;
     return {Out{dt, broadcast(shapes)}};
   }
   if (op == "Cast") {
@@ -207,6 +209,8 @@ std::vector<Out> infer_elementwise(const Graph& g, const Node& n) {
     }
     return {Out{dt, x}};
   }
+  if (op == "Range") return {Out{dtype(0), Dims{Dim{}}}};
+  if (op == "Size") return {Out{DType::Int64, Dims{}}};
   if (op == "Shape") {
     if (rank < 0) return {Out{DType::Int64, std::nullopt}};
     int64_t start = n.get_int("start", 0), end = n.get_int("end", rank);
@@ -441,8 +445,18 @@ std::vector<Out> infer_reduce_and_nn(const Graph& g, const Node& n) {
     auto axes = n.has("axes") ? std::optional<std::vector<int64_t>>(n.get_ints("axes")) : const_ints(g, in(1));
     const auto axes_shape = in(1) >= 0 ? g.value(in(1)).static_shape() : std::nullopt;
     if (!axes && axes_shape && axes_shape->size() == 1 && (*axes_shape)[0] == 0) axes.emplace();  // known empty
-    if (!x || (!axes && in(1) >= 0)) return {Out{dtype(0), std::nullopt}};
     const bool keep = n.get_int("keepdims", 1) != 0;
+    if (x && !axes && in(1) >= 0) {  // axes known at run time: the rank is known, sizes 1 stay 1
+      if (keep) {
+        Dims out;
+        for (const Dim& d : *x) out.push_back(d.is_static() && d.value == 1 ? d : Dim{});
+        return {Out{dtype(0), out}};
+      }
+      if (axes_shape && axes_shape->size() == 1 && (*axes_shape)[0] <= rank) {
+        return {Out{dtype(0), unknown(static_cast<size_t>(rank - (*axes_shape)[0]))}};
+      }
+    }
+    if (!x || (!axes && in(1) >= 0)) return {Out{dtype(0), std::nullopt}};
     std::vector<bool> reduced(static_cast<size_t>(rank), !axes || axes->empty());
     if ((!axes || axes->empty()) && n.get_int("noop_with_empty_axes", 0) != 0) return {Out{dtype(0), x}};
     if (axes) {

@@ -40,6 +40,16 @@ constexpr int op_num_inputs(OpKind op) {
   return 0;
 }
 
+// The inputs a model file must give an op: op_num_inputs, less the optional
+// inputs appended to an op after files were written without them (the
+// reductions' and Squeeze's/Unsqueeze's run-time axes): older files omit them.
+constexpr int op_min_inputs(OpKind op) {
+  const bool appended_axes = op == OpKind::Sum || op == OpKind::Mean || op == OpKind::Prod || op == OpKind::Var ||
+                             op == OpKind::Norm || op == OpKind::Max || op == OpKind::Min ||
+                             op == OpKind::Squeeze || op == OpKind::Unsqueeze;
+  return appended_axes ? 1 : op_num_inputs(op);
+}
+
 constexpr int op_num_outputs(OpKind op) {
   switch (op) {
 #define RT_OP(Name, name, n_in, n_out, Params) \

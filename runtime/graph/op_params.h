@@ -31,6 +31,7 @@ struct ReduceParams {
   int64_t correction = 1;  // var: divide by N - correction
   double p = 2.0;          // norm order (inf allowed)
   bool keepdim = true;     // graph ops: whether the output keeps the reduced dims
+  bool noop_empty = false; // run-time axes input (ops.def) that is empty: reduce nothing (else every dim)
 };
 
 struct SoftmaxParams {

@@ -138,6 +138,7 @@ Status attrs_to_params(const fb::Operator& op, OpParams* params, std::string* er
       p.correction = a->correction();
       p.p = a->p();
       p.keepdim = a->keepdim();
+      p.noop_empty = a->noop_empty();
       *params = p;
       return Status::Ok;
     }
@@ -241,7 +242,7 @@ flatbuffers::Offset<void> params_to_attrs(flatbuffers::FlatBufferBuilder& fbb, c
           auto mx = scalar_to_fb(fbb, p.max);
           return fb::CreateClampAttrs(fbb, p.has_min, p.has_max, mn, mx).Union();
         } else if constexpr (std::is_same_v<P, ReduceParams>) {
-          return fb::CreateReduceAttrs(fbb, p.dims, p.correction, p.p, p.keepdim).Union();
+          return fb::CreateReduceAttrs(fbb, p.dims, p.correction, p.p, p.keepdim, p.noop_empty).Union();
         } else if constexpr (std::is_same_v<P, SoftmaxParams>) {
           return fb::CreateSoftmaxAttrs(fbb, p.dim).Union();
         } else if constexpr (std::is_same_v<P, NormParams>) {

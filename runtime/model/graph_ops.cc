@@ -3,6 +3,7 @@
 #include "runtime/model/graph_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "runtime/core/error.h"
@@ -279,6 +280,30 @@ Tensor onnx_shape(const Tensor& x, int64_t start, int64_t end) {
 
 Tensor onnx_constant_of_shape(const std::vector<int64_t>& shape, Scalar value, TensorOptions options) {
   return full(to_shape(shape, "shape"), value, options);
+}
+
+Tensor onnx_range(const Tensor& start, const Tensor& limit, const Tensor& delta, TensorOptions options) {
+  auto scalar = [](const Tensor& t, const char* what) {
+    EMBER_CHECK(t.defined() && t.numel() == 1, Status::InvalidArgument, "range: ", what,
+                " must have one element, got ", t.defined() ? shape_str(t.sizes()) : std::string("none"));
+    EMBER_CHECK(t.dtype() != DType::Bool, Status::InvalidArgument, "range: ", what, " must be numeric, not bool");
+    return t.reshape({1}).item();
+  };
+  const Scalar s = scalar(start, "start"), l = scalar(limit, "limit"), d = scalar(delta, "delta");
+  EMBER_CHECK(d.to<double>() != 0.0, Status::InvalidArgument, "range: delta must be nonzero");
+  const DType dt = options.dtype_or(start.dtype());
+  const double n = std::ceil((l.to<double>() - s.to<double>()) / d.to<double>());
+  Tensor r;
+  if (!(n > 0)) {
+    r = empty({0}, TensorOptions(dt));
+  } else {
+    EMBER_CHECK(n < 9.007199254740992e15, Status::OutOfRange, "range: ", n, " elements is too many");
+    const Tensor i = arange(static_cast<int64_t>(n), TensorOptions(is_floating(dt) ? DType::Float64 : DType::Int64));
+    // start + i * delta, floats in float64 as ONNX's reference
+    r = is_floating(dt) ? add(mul(i, d.to<double>()), s.to<double>()) : add(mul(i, d.to<int64_t>()), s.to<int64_t>());
+    r = r.to(dt);
+  }
+  return r.to(options.device_or());
 }
 
 }  // namespace ember

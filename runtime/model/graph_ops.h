@@ -75,4 +75,9 @@ Tensor onnx_shape(const Tensor& x, int64_t start = 0, int64_t end = std::numeric
 // ConstantOfShape: a tensor of `shape` (each dim >= 0) filled with `value`.
 Tensor onnx_constant_of_shape(const std::vector<int64_t>& shape, Scalar value, TensorOptions options);
 
+// Range: start, start + delta, ... while below limit (above it for a negative
+// delta): max(ceil((limit - start) / delta), 0) elements of `dtype`; start,
+// limit and delta are one-element tensors (any numeric dtype), delta nonzero.
+Tensor onnx_range(const Tensor& start, const Tensor& limit, const Tensor& delta, TensorOptions options);
+
 }  // namespace ember

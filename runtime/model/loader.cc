@@ -373,15 +373,19 @@ Status Checker::check_graph() {
       return invalid(error_, "operator ", k, " '", str(op.name()), "': unknown op id ", op.op());
     const OpKind kind = static_cast<OpKind>(op.op());
     const std::string where = str_cat("operator ", k, " '", str(op.name()), "' (", op_name(kind), ")");
-    // Variadic counts (-1) need at least one.
-    const auto count_ok = [](uint32_t have, int want) {
-      return want < 0 ? have >= 1 : have == static_cast<uint32_t>(want);
+    // Variadic counts (-1) need at least one; inputs from op_min_inputs up to op_num_inputs.
+    const auto count_ok = [](uint32_t have, int least, int want) {
+      return want < 0 ? have >= 1 : have >= static_cast<uint32_t>(least) && have <= static_cast<uint32_t>(want);
     };
-    const auto count_str = [](int want) { return want < 0 ? std::string("at least 1") : std::to_string(want); };
-    if (!count_ok(len(op.inputs()), op_num_inputs(kind)) || !count_ok(len(op.outputs()), op_num_outputs(kind)))
+    const auto count_str = [](int least, int want) {
+      return want < 0 ? std::string("at least 1")
+             : least == want ? std::to_string(want)
+                             : std::to_string(least) + " to " + std::to_string(want);
+    };
+    const int in_least = op_min_inputs(kind), in_want = op_num_inputs(kind), out_want = op_num_outputs(kind);
+    if (!count_ok(len(op.inputs()), in_least, in_want) || !count_ok(len(op.outputs()), out_want, out_want))
       return invalid(error_, where, ": has ", len(op.inputs()), " inputs and ", len(op.outputs()),
-                     " outputs, expected ", count_str(op_num_inputs(kind)), " and ",
-                     count_str(op_num_outputs(kind)));
+                     " outputs, expected ", count_str(in_least, in_want), " and ", count_str(out_want, out_want));
     for (uint32_t j = 0; j < len(op.inputs()); ++j) {
       const int32_t t = op.inputs()->Get(j);
       if (t == -1) continue;

@@ -4,6 +4,7 @@
 // not declared"). Built with exceptions: runners raise ember::Error.
 #include "runtime/model/op_runner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -124,14 +125,29 @@ void run_Where(OpContext& c) { c.out[0] = where(c.need(0, "condition"), c.need(1
 
 // --- reductions --------------------------------------------------------------------
 
-// A reduction's input, its dims (ReduceParams bits) and keepdim.
+// A reduction's input, its dims (ReduceParams bits, or the run-time axes of
+// input 1) and keepdim; `none`: run-time axes that are empty with noop_empty
+// (the output is the input).
 struct Reduction {
   const ReduceParams& p;
   const Tensor& x;
   std::vector<int64_t> dims;  // empty: every dim
+  bool none = false;
   explicit Reduction(const OpContext& c) : p(c.params<ReduceParams>()), x(c.need(0, "data")) {
+    uint32_t bits = p.dims;
+    if (c.opt(1).defined()) {
+      bits = 0;
+      for (int64_t a : read_ints(c.opt(1), "axes")) {
+        const int64_t d = a < 0 ? a + x.dim() : a;
+        EMBER_CHECK(d >= 0 && d < x.dim() && d < 32, Status::OutOfRange, "axis ", a, " is out of range for rank ",
+                    x.dim());
+        EMBER_CHECK(!((bits >> d) & 1u), Status::InvalidArgument, "axis ", a, " is given twice");
+        bits |= uint32_t{1} << d;
+      }
+      none = bits == 0 && p.noop_empty;
+    }
     for (int64_t d = 0; d < 32; ++d) {
-      if ((p.dims >> d) & 1u) {
+      if ((bits >> d) & 1u) {
         EMBER_CHECK(d < x.dim(), Status::OutOfRange, "reduced dim ", d, " is out of range for rank ", x.dim());
         dims.push_back(d);
       }
@@ -144,16 +160,19 @@ struct Reduction {
 
 void run_Sum(OpContext& c) {
   const Reduction r(c);
+  if (r.none) return void(c.out[0] = r.x);
   c.out[0] = r.all() ? r.keep_all(sum(r.x)) : sum(r.x, r.dims, r.p.keepdim);
 }
 
 void run_Mean(OpContext& c) {
   const Reduction r(c);
+  if (r.none) return void(c.out[0] = r.x);
   c.out[0] = r.all() ? r.keep_all(mean(r.x)) : mean(r.x, r.dims, r.p.keepdim);
 }
 
 void run_Prod(OpContext& c) {
   const Reduction r(c);
+  if (r.none) return void(c.out[0] = r.x);
   if (r.all()) {
     c.out[0] = r.keep_all(prod(r.x));
     return;
@@ -165,17 +184,33 @@ void run_Prod(OpContext& c) {
 
 void run_Var(OpContext& c) {
   const Reduction r(c);
+  if (r.none) return void(c.out[0] = r.x);
   c.out[0] = r.all() ? r.keep_all(var(r.x, std::nullopt, r.p.correction)) : var(r.x, r.dims, r.p.correction, r.p.keepdim);
 }
 
 void run_Norm(OpContext& c) {
   const Reduction r(c);
+  if (r.none) return void(c.out[0] = r.x);
   c.out[0] = r.all() ? r.keep_all(norm(r.x, r.p.p)) : norm(r.x, r.p.p, r.dims, r.p.keepdim);
 }
 
 void run_max_min(OpContext& c, bool is_max) {
   const Reduction r(c);
   const bool want_indices = c.num_outputs() > 1 && c.out_tensor(1) >= 0;
+  EMBER_CHECK(!(r.none && want_indices), Status::NotSupported, "indices of a reduction over no dims are not supported");
+  if (r.none) return void(c.out[0] = r.x);
+  const bool flt = is_floating(r.x.dtype());
+  if (r.x.numel() == 0 && !want_indices && (flt || r.x.dtype() == DType::Bool)) {
+    // ONNX: the max of nothing is -inf (false), the min +inf (true); torch raises.
+    Shape shape;
+    for (int64_t d = 0; d < r.x.dim(); ++d) {
+      const bool reduced = r.all() || std::find(r.dims.begin(), r.dims.end(), d) != r.dims.end();
+      if (!reduced || r.p.keepdim) shape.push_back(reduced ? 1 : r.x.size(d));
+    }
+    const Scalar bound = flt ? Scalar(is_max ? -INFINITY : INFINITY) : Scalar(!is_max);
+    c.out[0] = full(shape, bound, TensorOptions(r.x.dtype()).device(c.device));
+    return;
+  }
   if (r.dims.size() == 1) {
     auto v = is_max ? max(r.x, r.dims[0], r.p.keepdim) : min(r.x, r.dims[0], r.p.keepdim);
     c.out[0] = v.first;
@@ -346,9 +381,14 @@ void run_Permute(OpContext& c) { c.out[0] = c.need(0, "data").permute(dims_of(c.
 
 void run_Flatten(OpContext& c) { c.out[0] = onnx_flatten(c.need(0, "data"), c.params<AxisParams>().axis); }
 
-void run_Squeeze(OpContext& c) { c.out[0] = onnx_squeeze(c.need(0, "data"), dims_of(c.params<DimsParams>())); }
+// The axes of Squeeze/Unsqueeze: the run-time input 1, else the params.
+std::vector<int64_t> axes_of(const OpContext& c) {
+  return c.opt(1).defined() ? read_ints(c.opt(1), "axes") : dims_of(c.params<DimsParams>());
+}
 
-void run_Unsqueeze(OpContext& c) { c.out[0] = onnx_unsqueeze(c.need(0, "data"), dims_of(c.params<DimsParams>())); }
+void run_Squeeze(OpContext& c) { c.out[0] = onnx_squeeze(c.need(0, "data"), axes_of(c)); }
+
+void run_Unsqueeze(OpContext& c) { c.out[0] = onnx_unsqueeze(c.need(0, "data"), axes_of(c)); }
 
 void run_Concat(OpContext& c) {
   for (size_t j = 0; j < c.in.size(); ++j) c.need(j, "data");
@@ -383,6 +423,11 @@ void run_ShapeOf(OpContext& c) { c.out[0] = onnx_shape(c.need(0, "data")); }
 void run_ConstantOfShape(OpContext& c) {
   c.out[0] = onnx_constant_of_shape(read_ints(c.need(0, "shape"), "shape"), c.params<ScalarParams>().value,
                                     TensorOptions(c.declared_dtype(0)).device(c.device));
+}
+
+void run_Range(OpContext& c) {
+  c.out[0] = onnx_range(c.need(0, "start"), c.need(1, "limit"), c.need(2, "delta"),
+                        TensorOptions(c.declared_dtype(0)).device(c.device));
 }
 
 // --- dispatch --------------------------------------------------------------------------

@@ -26,6 +26,7 @@ struct OpRule {
   std::vector<OpKind> kernels;  // the kernel ops its front-end runs (empty: its own kernel)
   uint32_t host_inputs = 0;     // bit j: input j is read on the host (reads_on_host)
   int key_input = 0;            // key_input()
+  bool host = false;            // always runs on the host (shape arithmetic: ShapeOf, Range)
 };
 
 constexpr uint32_t kSlot1 = 1u << 1;
@@ -39,10 +40,9 @@ OpRule make_rule(OpKind kind) {
     // tensor copies; a view read back to the host or by a dense kernel is
     // made contiguous on the device). Shapes, split sizes, starts/ends/axes/
     // steps and gather indices (wrapped and checked there) are read on the host.
-    case OpKind::Copy: case OpKind::Permute: case OpKind::Flatten: case OpKind::Squeeze:
-    case OpKind::Unsqueeze: case OpKind::Concat:
+    case OpKind::Copy: case OpKind::Permute: case OpKind::Flatten: case OpKind::Concat:
       return {{OpKind::Copy}};
-    case OpKind::Reshape: case OpKind::Expand: case OpKind::Split:
+    case OpKind::Reshape: case OpKind::Expand: case OpKind::Split: case OpKind::Squeeze: case OpKind::Unsqueeze:
       return {{OpKind::Copy}, kSlot1};
     case OpKind::Slice:
       return {{OpKind::Copy}, kAllSlots & ~1u};
@@ -52,10 +52,16 @@ OpRule make_rule(OpKind kind) {
       return {{OpKind::Fill}, 1u, -1};
     case OpKind::Fill:
       return {{}, 0, -1};
+    case OpKind::Range:  // reads its inputs on the host and runs there (arange)
+      return {{}, kAllSlots, -1, true};
     case OpKind::ShapeOf:  // reads only the sizes: the input stays where it is
-      return {{}, kAllSlots};
+      return {{}, kAllSlots, 0, true};
     case OpKind::Where:  // keyed by the values, not the condition
       return {{}, 0, 1};
+    // Reductions: their own kernel; run-time axes (input 1) are read on the host.
+    case OpKind::Sum: case OpKind::Mean: case OpKind::Prod: case OpKind::Var: case OpKind::Norm:
+    case OpKind::Max: case OpKind::Min:
+      return {{}, kSlot1};
     // matmul's folded and batched paths reshape and make results contiguous;
     // linear: mm, then add_ of the bias (a Copy back), then the activation.
     case OpKind::MatMul: case OpKind::Linear:
@@ -74,9 +80,7 @@ OpRule make_rule(OpKind kind) {
     case OpKind::Gelu: case OpKind::Clamp:
     case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
     case OpKind::Maximum: case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
-    case OpKind::Le: case OpKind::Gt: case OpKind::Ge:
-    case OpKind::Sum: case OpKind::Mean: case OpKind::Prod: case OpKind::Var: case OpKind::Norm:
-    case OpKind::Max: case OpKind::Min: case OpKind::ArgMax: case OpKind::ArgMin:
+    case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::ArgMax: case OpKind::ArgMin:
     case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm: case OpKind::BatchNorm:
     case OpKind::MaxPool2d: case OpKind::AvgPool2d: case OpKind::AdaptiveAvgPool2d: case OpKind::Embedding:
     case OpKind::MaxPool2dBackward: case OpKind::AvgPool2dBackward: case OpKind::AdaptiveAvgPool2dBackward:
@@ -171,7 +175,7 @@ void place_op(const Model& m, int k, const Backend& backend, bool fp16, std::vec
                   : (vlen(out) > 0 && out->Get(0) >= 0 ? m.tensor_dtype(out->Get(0)) : DType::Float32);
   if (fp16 && key == DType::Float32) key = DType::Float16;
   op.key_dtype = key;
-  if (kind == OpKind::ShapeOf || (any_input && all_host)) {
+  if (rule(kind).host || (any_input && all_host)) {
     op.placement = Placement::Host;
     for (uint32_t j = 0; j < vlen(out); ++j) {
       if (out->Get(j) >= 0) tensors[static_cast<size_t>(out->Get(j))].host = true;

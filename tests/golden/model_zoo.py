@@ -66,7 +66,7 @@ class Zoo:
 
 def to_numpy(t):
     a = t.detach().contiguous().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
-    return np.ascontiguousarray(a)
+    return np.ascontiguousarray(a).reshape(a.shape)  # ascontiguousarray makes 0-d arrays 1-d
 
 
 def as_list(y):
@@ -595,6 +595,23 @@ def reduce_logic_models(zoo, only):
                       [x + y + x, (x + y) / 2, torch.where(x < 0, x * slope, x), x.int()],
                       opset=15, initializers=[helper.make_tensor("slope", f, [3], slope.tolist()),
                                     helper.make_tensor("like", TensorProto.INT32, [1], [0])])
+    if want("op_runtime_axes_range_size"):
+        # Axes, bounds and range arguments that only the run gives (graph inputs).
+        x = r(2, 3, 4)
+        axes, lo, hi = torch.tensor([0, -1]), torch.tensor(-0.5), torch.tensor(0.5)
+        start, delta = torch.tensor(1), torch.tensor(5)
+        export_helper(zoo, "op_runtime_axes_range_size",
+                      [mk("ReduceSum", ["x", "axes"], ["s"], keepdims=0, name="sum"),
+                       mk("ReduceMax", ["x", "axes"], ["m"], name="max"),
+                       mk("Unsqueeze", ["s", "axes"], ["u"], name="unsqueeze"),
+                       mk("Clip", ["x", "lo", "hi"], ["c"], name="clip"),
+                       mk("Size", ["x"], ["n"], name="size"),
+                       mk("Range", ["start", "n", "delta"], ["range"], name="range")],
+                      [("x", x), ("axes", axes), ("lo", lo), ("hi", hi), ("start", start), ("delta", delta)],
+                      [("s", f, [3]), ("m", f, [1, 3, 1]), ("u", f, [1, 3, 1]), ("c", f, [2, 3, 4]),
+                       ("n", i64, []), ("range", i64, ["len"])],
+                      [x.sum((0, 2)), x.amax((0, 2), keepdim=True), x.sum((0, 2)).reshape(1, 3, 1),
+                       x.clamp(-0.5, 0.5), torch.tensor(24), torch.arange(1, 24, 5)], opset=18)
     if want("op_layernorm_stats"):
         x, w, bias = r(2, 3, 4), r(3, 4), r(3, 4)
         mean = x.mean((1, 2), keepdim=True)
