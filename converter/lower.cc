@@ -434,6 +434,10 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"Gather", 1, kAny, &Lowerer::lower_gather, OpKind::Gather},
     {"Shape", 1, kAny, &Lowerer::lower_shape, OpKind::ShapeOf},
     {"ConstantOfShape", 1, kAny, &Lowerer::lower_constant_of_shape, OpKind::ConstantOfShape},
+    // lower_rnn.cc: unrolled over the time steps (Linear, elementwise, Split, Concat).
+    {"RNN", 7, kAny, &Lowerer::lower_recurrence, std::nullopt},
+    {"GRU", 7, kAny, &Lowerer::lower_recurrence, std::nullopt},
+    {"LSTM", 7, kAny, &Lowerer::lower_recurrence, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

@@ -201,6 +201,26 @@ class Lowerer {
 
   void lower_pad(const Node& n);
 
+  // lower_rnn.cc: LSTM, GRU and RNN, unrolled over their static time steps.
+  class Recurrence;  // the unrolling of one node
+  void lower_recurrence(const Node& n);
+  // The dims of tensor `t` as the ModelDef declares them.
+  std::vector<Dim> tensor_dims(int32_t t) const;
+  // Emits `kind` into a new activation named `name` of dtype `dt` and shape
+  // `shape` (or into tensor `into` when it is >= 0); returns its tensor.
+  int32_t emit_new(OpKind kind, std::vector<int32_t> inputs, DType dt, const std::vector<Dim>& shape,
+                   OpParams params, const std::string& name, int32_t into = -1);
+  // A constant int64 vector weight (Slice starts, Reshape shapes...).
+  int32_t ints_weight(const std::string& name, const std::vector<int64_t>& v);
+
+  // lower_quant.cc: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv.
+  void lower_quantize_linear(const Node& n);
+  void lower_dequantize_linear(const Node& n);
+  void lower_dynamic_quantize_linear(const Node& n);
+  void lower_integer_op(const Node& n);
+  void lower_qlinear_op(const Node& n);
+
   const Graph& g_;
   ModelDef def_;
   std::vector<std::optional<DType>> dtypes_;  // per value: the IR's or inferred
