@@ -438,6 +438,14 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"RNN", 7, kAny, &Lowerer::lower_recurrence, std::nullopt},
     {"GRU", 7, kAny, &Lowerer::lower_recurrence, std::nullopt},
     {"LSTM", 7, kAny, &Lowerer::lower_recurrence, std::nullopt},
+    // lower_quant.cc: float and int32 ops (the integer products exact).
+    {"QuantizeLinear", 10, kAny, &Lowerer::lower_quantize_linear, std::nullopt},
+    {"DequantizeLinear", 10, kAny, &Lowerer::lower_dequantize_linear, std::nullopt},
+    {"DynamicQuantizeLinear", 11, kAny, &Lowerer::lower_dynamic_quantize_linear, std::nullopt},
+    {"MatMulInteger", 10, kAny, &Lowerer::lower_integer_op, std::nullopt},
+    {"ConvInteger", 10, kAny, &Lowerer::lower_integer_op, std::nullopt},
+    {"QLinearMatMul", 10, kAny, &Lowerer::lower_qlinear_op, std::nullopt},
+    {"QLinearConv", 10, kAny, &Lowerer::lower_qlinear_op, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

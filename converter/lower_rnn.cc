@@ -70,6 +70,15 @@ int32_t Lowerer::emit_new(OpKind kind, std::vector<int32_t> inputs, DType dt, co
   return out;
 }
 
+int32_t Lowerer::binary_new(OpKind kind, int32_t a, int32_t b, DType dt, const std::string& name, int32_t into) {
+  return emit_new(kind, {a, b}, dt, broadcast(tensor_dims(a), tensor_dims(b)), NoParams{}, name, into);
+}
+
+int32_t Lowerer::cast_new(int32_t t, DType dt, const std::string& name, int32_t into) {
+  if (into < 0 && def_.tensors[static_cast<size_t>(t)].dtype == dt) return t;
+  return emit_new(OpKind::Copy, {t}, dt, tensor_dims(t), NoParams{}, name, into);
+}
+
 int32_t Lowerer::ints_weight(const std::string& name, const std::vector<int64_t>& v) {
   return new_weight(name, ember::tensor(v, {static_cast<int64_t>(v.size())}), false);
 }
@@ -249,9 +258,7 @@ void Lowerer::Recurrence::check_inputs() {
 
 int32_t Lowerer::Recurrence::binary(OpKind k, int32_t a, int32_t b, const std::string& what, int32_t into) {
   if (b < 0 && k == OpKind::Add) return a;
-  const std::vector<Dim> s = broadcast(l_.tensor_dims(a), l_.tensor_dims(b));
-  const DType dt = k == OpKind::Gt ? DType::Bool : dt_;
-  return l_.emit_new(k, {a, b}, dt, s, NoParams{}, name(what), into);
+  return l_.binary_new(k, a, b, k == OpKind::Gt ? DType::Bool : dt_, name(what), into);
 }
 
 int32_t Lowerer::Recurrence::linear(int32_t x, int32_t w, int32_t b, const std::string& what) {

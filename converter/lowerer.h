@@ -210,16 +210,30 @@ class Lowerer {
   // `shape` (or into tensor `into` when it is >= 0); returns its tensor.
   int32_t emit_new(OpKind kind, std::vector<int32_t> inputs, DType dt, const std::vector<Dim>& shape,
                    OpParams params, const std::string& name, int32_t into = -1);
+  // A binary elementwise op into a new activation of dtype `dt` (the shape broadcast).
+  int32_t binary_new(OpKind kind, int32_t a, int32_t b, DType dt, const std::string& name, int32_t into = -1);
+  // `t` converted to `dt` (a Copy; `t` itself when it has that dtype and no `into` is given).
+  int32_t cast_new(int32_t t, DType dt, const std::string& name, int32_t into = -1);
   // A constant int64 vector weight (Slice starts, Reshape shapes...).
   int32_t ints_weight(const std::string& name, const std::vector<int64_t>& v);
 
   // lower_quant.cc: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
   // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv.
+  // Scale or zero point `id` as dtype `dt`, shaped to broadcast against a
+  // tensor of shape `x`: one element as it is, 1-D per `axis`, x's rank
+  // blocked along `axis` (`block` elements per value).
+  int32_t quant_param(int id, const std::vector<Dim>& x, int64_t axis, int64_t block, DType dt,
+                      const std::string& name);
+  // x - zero point in int32, then MatMul or Conv2d (with the int32 bias): the exact integer product.
+  int32_t integer_product(const Node& n, const int (&ids)[5], const std::string& name, int32_t into);
+  // saturate(round(acc * multiplier + zero point)) to `dt`, computed in float64, into `into`.
+  void requantize(int32_t acc, int32_t multiplier, int zero_point, DType dt, const std::vector<Dim>& shape,
+                  const std::string& name, int32_t into);
   void lower_quantize_linear(const Node& n);
   void lower_dequantize_linear(const Node& n);
   void lower_dynamic_quantize_linear(const Node& n);
-  void lower_integer_op(const Node& n);
-  void lower_qlinear_op(const Node& n);
+  void lower_integer_op(const Node& n);  // MatMulInteger, ConvInteger
+  void lower_qlinear_op(const Node& n);  // QLinearMatMul, QLinearConv
 
   const Graph& g_;
   ModelDef def_;
