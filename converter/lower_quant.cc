@@ -70,6 +70,8 @@ int32_t Lowerer::quant_param(int id, const std::vector<Dim>& x, int64_t axis, in
     if (!s[d].is_static() || !x[d].is_static()) refuse("blocked quantization needs static shapes");
     ps.push_back(s[d].value);
     xs.push_back(x[d].value);
+  }
+  for (size_t d = 0; d < s.size(); ++d) {
     const int64_t want = d == a ? (xs[d] + block - 1) / block : xs[d];
     if (ps[d] != want) {
       refuse("quantization parameter " + vname(id) + " has shape " + join_ints(ps) + " for x of shape " +
@@ -276,7 +278,8 @@ void Lowerer::lower_integer_op(const Node& n) {
   require_inputs(n, 2);
   const int32_t out = tensor(out0(n));
   const int in2 = has_input(n, 2) ? n.inputs[2] : -1, in3 = has_input(n, 3) ? n.inputs[3] : -1;
-  integer_product(n, {n.inputs[0], in2, n.inputs[1], in3, -1}, def_.tensors[static_cast<size_t>(out)].name, out);
+  const std::string name = def_.tensors[static_cast<size_t>(out)].name;  // a copy: def_.tensors grows
+  integer_product(n, {n.inputs[0], in2, n.inputs[1], in3, -1}, name, out);
 }
 
 void Lowerer::requantize(int32_t acc, int32_t multiplier, int zero_point, DType dt, const std::vector<Dim>& shape,
