@@ -177,6 +177,7 @@ class Lowerer {
   void lower_clip(const Node& n);
 
   void lower_gemm(const Node& n);
+  void lower_gemm_matmul(const Node& n);  // transA, alpha, beta, a matrix C, a non-constant B
 
   static std::string fmt(double v);
 
