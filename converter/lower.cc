@@ -446,6 +446,12 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"ConvInteger", 10, kAny, &Lowerer::lower_integer_op, std::nullopt},
     {"QLinearMatMul", 10, kAny, &Lowerer::lower_qlinear_op, std::nullopt},
     {"QLinearConv", 10, kAny, &Lowerer::lower_qlinear_op, std::nullopt},
+    // lower_math.cc: composed of elementwise, reduction and matrix ops.
+    {"Shrink", 9, kAny, &Lowerer::lower_shrink, std::nullopt},
+    {"Hardmax", 1, kAny, &Lowerer::lower_hardmax, std::nullopt},
+    {"LpNormalization", 1, kAny, &Lowerer::lower_lp_normalization, std::nullopt},
+    {"MeanVarianceNormalization", 9, kAny, &Lowerer::lower_mean_variance_normalization, std::nullopt},
+    {"Einsum", 12, kAny, &Lowerer::lower_einsum, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

@@ -3,6 +3,7 @@
 // op family). Not part of the converter's interface.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -235,6 +236,16 @@ class Lowerer {
   void lower_dynamic_quantize_linear(const Node& n);
   void lower_integer_op(const Node& n);  // MatMulInteger, ConvInteger
   void lower_qlinear_op(const Node& n);  // QLinearMatMul, QLinearConv
+
+  // lower_math.cc: ops composed of elementwise, reduction and matrix ops.
+  void lower_shrink(const Node& n);
+  void lower_hardmax(const Node& n);
+  void lower_lp_normalization(const Node& n);
+  void lower_mean_variance_normalization(const Node& n);
+  void lower_einsum(const Node& n);
+  // Einsum's ops for operand labels `labels` (letters; "..." dims negative) and output labels `out`.
+  void lower_einsum_terms(const Node& n, std::vector<std::vector<int>> labels, const std::vector<int>& out,
+                          const std::map<int, Dim>& size, DType dt);
 
   const Graph& g_;
   ModelDef def_;
