@@ -55,6 +55,14 @@ std::vector<double> Node::get_floats(const std::string& attr) const {
   return {};
 }
 
+std::vector<std::string> Node::get_strings(const std::string& attr) const {
+  auto it = attrs.find(attr);
+  if (it == attrs.end()) return {};
+  if (const auto* v = std::get_if<std::vector<std::string>>(&it->second)) return *v;
+  if (const auto* s = std::get_if<std::string>(&it->second)) return {*s};
+  return {};
+}
+
 std::string Node::label() const { return op_type + " '" + name + "'"; }
 
 int Graph::add_value(Value v) {

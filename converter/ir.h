@@ -79,8 +79,9 @@ struct Value {
   std::optional<Shape> static_shape() const;
 };
 
-// Attribute values: ONNX INT, FLOAT, STRING, INTS, FLOATS and TENSOR.
-using Attr = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>, Tensor>;
+// Attribute values: ONNX INT, FLOAT, STRING, INTS, FLOATS, TENSOR and STRINGS.
+using Attr = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>, Tensor,
+                          std::vector<std::string>>;
 
 struct Node {
   std::string name;     // from the source model (may be empty)
@@ -96,6 +97,7 @@ struct Node {
   std::string get_string(const std::string& attr, const std::string& fallback) const;
   std::vector<int64_t> get_ints(const std::string& attr, std::vector<int64_t> fallback = {}) const;
   std::vector<double> get_floats(const std::string& attr) const;
+  std::vector<std::string> get_strings(const std::string& attr) const;  // empty when absent
   // "Conv '/conv1/Conv'" for messages.
   std::string label() const;
 };

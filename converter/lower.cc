@@ -436,6 +436,24 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"ConstantOfShape", 1, kAny, &Lowerer::lower_constant_of_shape, OpKind::ConstantOfShape},
     {"Range", 11, kAny, &Lowerer::lower_plain, OpKind::Range},
     {"Size", 1, kAny, &Lowerer::lower_size, std::nullopt},  // Prod of ShapeOf
+    // lower_rnn.cc: unrolled over the time steps (Linear, elementwise, Split, Concat).
+    {"RNN", 7, kAny, &Lowerer::lower_recurrence, std::nullopt},
+    {"GRU", 7, kAny, &Lowerer::lower_recurrence, std::nullopt},
+    {"LSTM", 7, kAny, &Lowerer::lower_recurrence, std::nullopt},
+    // lower_quant.cc: float and int32 ops (the integer products exact).
+    {"QuantizeLinear", 10, kAny, &Lowerer::lower_quantize_linear, std::nullopt},
+    {"DequantizeLinear", 10, kAny, &Lowerer::lower_dequantize_linear, std::nullopt},
+    {"DynamicQuantizeLinear", 11, kAny, &Lowerer::lower_dynamic_quantize_linear, std::nullopt},
+    {"MatMulInteger", 10, kAny, &Lowerer::lower_integer_op, std::nullopt},
+    {"ConvInteger", 10, kAny, &Lowerer::lower_integer_op, std::nullopt},
+    {"QLinearMatMul", 10, kAny, &Lowerer::lower_qlinear_op, std::nullopt},
+    {"QLinearConv", 10, kAny, &Lowerer::lower_qlinear_op, std::nullopt},
+    // lower_math.cc: composed of elementwise, reduction and matrix ops.
+    {"Shrink", 9, kAny, &Lowerer::lower_shrink, std::nullopt},
+    {"Hardmax", 1, kAny, &Lowerer::lower_hardmax, std::nullopt},
+    {"LpNormalization", 1, kAny, &Lowerer::lower_lp_normalization, std::nullopt},
+    {"MeanVarianceNormalization", 9, kAny, &Lowerer::lower_mean_variance_normalization, std::nullopt},
+    {"Einsum", 12, kAny, &Lowerer::lower_einsum, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

@@ -125,17 +125,27 @@ void Lowerer::lower_clip(const Node& n) {
   emit(OpKind::Clamp, n, {tensor(n.inputs[0])}, {out0(n)}, p);
 }
 
+// Gemm: a Linear (weight [N, K], bias [N]) where it is one: transA = 0,
+// alpha = 1, beta = 1 or no C, C of shape [N] or [1, N], B transposed or
+// constant. Otherwise lower_gemm_matmul.
 void Lowerer::lower_gemm(const Node& n) {
   require_inputs(n, 2);
-  if (n.get_int("transA", 0) != 0) refuse("transA = 1 is not supported");
   const double alpha = n.get_float("alpha", 1.0), beta = n.get_float("beta", 1.0);
-  if (alpha != 1.0) refuse("alpha = " + fmt(alpha) + " is not supported (only 1)");
   const bool has_c = has_input(n, 2);
-  if (has_c && beta != 1.0) refuse("beta = " + fmt(beta) + " is not supported (only 1)");
-  const int32_t x = tensor(n.inputs[0]);
   const int b = n.inputs[1];
   const bool trans_b = n.get_int("transB", 0) != 0;
   if (rank_of(b, "B") != 2) refuse("B " + vname(b) + " is not 2-D");
+  bool bias_c = true;  // C is a Linear bias: [N], or a constant [1, N]
+  if (has_c) {
+    const std::vector<Dim> bd = dims_of(b, "B"), cd = dims_of(n.inputs[2], "C");
+    const Dim& n_out = bd[trans_b ? 0 : 1];
+    bias_c = (cd.size() == 1 || (cd.size() == 2 && cd[0].is_static() && cd[0].value == 1 && is_const(n.inputs[2]))) &&
+             (!n_out.is_static() || !cd.back().is_static() || cd.back().value == n_out.value);
+  }
+  if (n.get_int("transA", 0) != 0 || alpha != 1.0 || (has_c && beta != 1.0) || !bias_c || (!trans_b && !is_const(b))) {
+    return lower_gemm_matmul(n);
+  }
+  const int32_t x = tensor(n.inputs[0]);
   int32_t w = -1;
   int64_t n_out = -1;
   if (trans_b) {
@@ -174,6 +184,48 @@ void Lowerer::lower_gemm(const Node& n) {
   LinearParams p;
   p.activation = fused_activation(n);
   emit(OpKind::Linear, n, {x, w, bias}, {out0(n)}, p);
+}
+
+// Gemm as alpha * MatMul(A', B') + beta * C (A', B': Permutes where transposed;
+// C broadcast), then the fused activation.
+void Lowerer::lower_gemm_matmul(const Node& n) {
+  const int a = n.inputs[0], b = n.inputs[1];
+  if (rank_of(a, "A") != 2) refuse("A " + vname(a) + " is not 2-D");
+  const std::optional<DType> dt = dtype_of(a);
+  if (!dt) refuse("A " + vname(a) + " has an unknown dtype");
+  const int32_t out = tensor(out0(n));
+  const std::string base = def_.tensors[static_cast<size_t>(out)].name;
+  const Activation act = fused_activation(n);
+  const double alpha = n.get_float("alpha", 1.0), beta = n.get_float("beta", 1.0);
+  const bool has_c = has_input(n, 2) && beta != 0.0;
+  // The steps write to `out` once no step follows.
+  auto step_out = [&](bool last) { return last && act.kind == ActivationKind::None ? out : -1; };
+  auto operand = [&](int id, const std::string& attr, const std::string& what) {
+    const int32_t t = tensor(id);
+    if (n.get_int(attr, 0) == 0) return t;
+    const std::vector<Dim> d = dims_of(id, what);
+    return emit_new(OpKind::Permute, {t}, *dt, {d[1], d[0]}, dims_params({1, 0}, "perm"), base + "/" + what + "_t");
+  };
+  const int32_t ta = operand(a, "transA", "A"), tb = operand(b, "transB", "B");
+  const std::vector<Dim> ad = tensor_dims(ta), bd = tensor_dims(tb);
+  const bool scaled = alpha != 1.0;
+  int32_t y = emit_new(OpKind::MatMul, {ta, tb}, *dt, {ad[0], bd[1]}, NoParams{}, base + "/matmul",
+                       step_out(!scaled && !has_c));
+  if (scaled) y = binary_new(OpKind::Mul, y, scalar_weight(base + "/alpha", alpha, *dt), *dt, base + "/scaled", step_out(!has_c));
+  if (has_c) {
+    int32_t c = tensor(n.inputs[2]);
+    if (beta != 1.0) c = binary_new(OpKind::Mul, c, scalar_weight(base + "/beta", beta, *dt), *dt, base + "/beta_c");
+    y = binary_new(OpKind::Add, y, c, *dt, base + "/biased", step_out(true));
+  }
+  if (act.kind == ActivationKind::Relu) emit_tensors(OpKind::Relu, {y}, {out}, NoParams{}, n.name);
+  if (act.kind == ActivationKind::Clamp) {
+    ClampParams p;
+    p.has_min = std::isfinite(act.min);
+    p.has_max = std::isfinite(act.max);
+    p.min = act.min;
+    p.max = act.max;
+    emit_tensors(OpKind::Clamp, {y}, {out}, p, n.name);
+  }
 }
 
 void Lowerer::lower_conv(const Node& n) {

@@ -3,6 +3,7 @@
 // op family). Not part of the converter's interface.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -176,6 +177,7 @@ class Lowerer {
   void lower_clip(const Node& n);
 
   void lower_gemm(const Node& n);
+  void lower_gemm_matmul(const Node& n);  // transA, alpha, beta, a matrix C, a non-constant B
 
   static std::string fmt(double v);
 
@@ -201,6 +203,50 @@ class Lowerer {
   void lower_logical(const Node& n);
 
   void lower_pad(const Node& n);
+
+  // lower_rnn.cc: LSTM, GRU and RNN, unrolled over their static time steps.
+  class Recurrence;  // the unrolling of one node
+  void lower_recurrence(const Node& n);
+  // The dims of tensor `t` as the ModelDef declares them.
+  std::vector<Dim> tensor_dims(int32_t t) const;
+  // Emits `kind` into a new activation named `name` of dtype `dt` and shape
+  // `shape` (or into tensor `into` when it is >= 0); returns its tensor.
+  int32_t emit_new(OpKind kind, std::vector<int32_t> inputs, DType dt, const std::vector<Dim>& shape,
+                   OpParams params, const std::string& name, int32_t into = -1);
+  // A binary elementwise op into a new activation of dtype `dt` (the shape broadcast).
+  int32_t binary_new(OpKind kind, int32_t a, int32_t b, DType dt, const std::string& name, int32_t into = -1);
+  // `t` converted to `dt` (a Copy; `t` itself when it has that dtype and no `into` is given).
+  int32_t cast_new(int32_t t, DType dt, const std::string& name, int32_t into = -1);
+  // A constant int64 vector weight (Slice starts, Reshape shapes...).
+  int32_t ints_weight(const std::string& name, const std::vector<int64_t>& v);
+
+  // lower_quant.cc: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv.
+  // Scale or zero point `id` as dtype `dt`, shaped to broadcast against a
+  // tensor of shape `x`: one element as it is, 1-D per `axis`, x's rank
+  // blocked along `axis` (`block` elements per value).
+  int32_t quant_param(int id, const std::vector<Dim>& x, int64_t axis, int64_t block, DType dt,
+                      const std::string& name);
+  // x - zero point in int32, then MatMul or Conv2d (with the int32 bias): the exact integer product.
+  int32_t integer_product(const Node& n, const int (&ids)[5], const std::string& name, int32_t into);
+  // saturate(round(acc * multiplier + zero point)) to `dt`, computed in float64, into `into`.
+  void requantize(int32_t acc, int32_t multiplier, int zero_point, DType dt, const std::vector<Dim>& shape,
+                  const std::string& name, int32_t into);
+  void lower_quantize_linear(const Node& n);
+  void lower_dequantize_linear(const Node& n);
+  void lower_dynamic_quantize_linear(const Node& n);
+  void lower_integer_op(const Node& n);  // MatMulInteger, ConvInteger
+  void lower_qlinear_op(const Node& n);  // QLinearMatMul, QLinearConv
+
+  // lower_math.cc: ops composed of elementwise, reduction and matrix ops.
+  void lower_shrink(const Node& n);
+  void lower_hardmax(const Node& n);
+  void lower_lp_normalization(const Node& n);
+  void lower_mean_variance_normalization(const Node& n);
+  void lower_einsum(const Node& n);
+  // Einsum's ops for operand labels `labels` (letters; "..." dims negative) and output labels `out`.
+  void lower_einsum_terms(const Node& n, std::vector<std::vector<int>> labels, const std::vector<int>& out,
+                          const std::map<int, Dim>& size, DType dt);
 
   const Graph& g_;
   ModelDef def_;

@@ -172,6 +172,7 @@ Diag read_attr(const onnx::AttributeProto& a, const std::string& what, Attr& out
     case A::STRING: out = a.s(); return Diag::success();
     case A::INTS: out = std::vector<int64_t>(a.ints().begin(), a.ints().end()); return Diag::success();
     case A::FLOATS: out = std::vector<double>(a.floats().begin(), a.floats().end()); return Diag::success();
+    case A::STRINGS: out = std::vector<std::string>(a.strings().begin(), a.strings().end()); return Diag::success();
     case A::TENSOR: {
       auto t = tensor_from_proto(a.t(), what + " attribute '" + a.name() + "'");
       if (!t.ok()) return t.diag();

@@ -41,13 +41,13 @@ Model load(const std::string& path) {
   return std::move(m.get());
 }
 
-// An ONNX file with one Gemm (alpha = 2, which Linear cannot express).
-std::string write_gemm_alpha2(const std::string& path) {
+// An ONNX file with one Gemm whose B is 3-D (Gemm takes matrices).
+std::string write_gemm_3d_b(const std::string& path) {
   onnx::ModelProto model;
   model.set_ir_version(8);
   model.add_opset_import()->set_version(13);
   onnx::GraphProto* g = model.mutable_graph();
-  g->set_name("gemm_alpha");
+  g->set_name("gemm_3d_b");
   for (const char* name : {"x", "y"}) {
     onnx::ValueInfoProto* v = std::string(name) == "x" ? g->add_input() : g->add_output();
     v->set_name(name);
@@ -61,6 +61,7 @@ std::string write_gemm_alpha2(const std::string& path) {
   w->set_data_type(onnx::TensorProto::FLOAT);
   w->add_dims(2);
   w->add_dims(2);
+  w->add_dims(1);
   for (float f : {1.f, 2.f, 3.f, 4.f}) w->add_float_data(f);
   onnx::NodeProto* n = g->add_node();
   n->set_op_type("Gemm");
@@ -79,14 +80,13 @@ std::string write_gemm_alpha2(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("convert_file: a Gemm with alpha = 2 is a lowering error, nothing written") {
-  const std::string onnx = write_gemm_alpha2(tmp_path("gemm_alpha2.onnx"));
-  const std::string out = tmp_path("gemm_alpha2.ember");
+TEST_CASE("convert_file: a Gemm with a 3-D B is a lowering error, nothing written") {
+  const std::string onnx = write_gemm_3d_b(tmp_path("gemm_3d_b.onnx"));
+  const std::string out = tmp_path("gemm_3d_b.ember");
   const Diag d = convert_file(onnx, out, {});
   CHECK(d.status == Status::NotSupported);
   CHECK(d.message ==
-        "the graph cannot be lowered to ember ops (1 problem): Gemm 'scaled_gemm': alpha = 2 is not supported "
-        "(only 1)");
+        "the graph cannot be lowered to ember ops (1 problem): Gemm 'scaled_gemm': B 'w' is not 2-D");
   CHECK(!exists(out));
 }
 

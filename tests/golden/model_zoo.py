@@ -134,7 +134,7 @@ def export_helper(zoo, name, nodes, inputs, outputs, reference, opset=13, initia
 
 def onnx_type(dtype):
     return {torch.float32: TensorProto.FLOAT, torch.int64: TensorProto.INT64, torch.bool: TensorProto.BOOL,
-            torch.int32: TensorProto.INT32}[dtype]
+            torch.int32: TensorProto.INT32, torch.uint8: TensorProto.UINT8, torch.int8: TensorProto.INT8}[dtype]
 
 
 def ints(name, values):
@@ -400,6 +400,7 @@ def op_models(zoo, only):
 
     helper_models(zoo, only)
     reduce_logic_models(zoo, only)
+    recurrence_quant_math_models(zoo, only)
 
 
 def helper_models(zoo, only):
@@ -622,6 +623,102 @@ def reduce_logic_models(zoo, only):
                       [(x - mean) * inv * w + bias, mean, inv], opset=17,
                       initializers=[helper.make_tensor("w", f, [3, 4], w.flatten().tolist()),
                                     helper.make_tensor("bias", f, [3, 4], bias.flatten().tolist())])
+
+
+def recurrence_quant_math_models(zoo, only):
+    """converter/lower_rnn.cc (torch's LSTM, GRU, RNN exports), lower_quant.cc and
+    lower_math.cc (torch's einsum; the others built with onnx.helper, their
+    references written with torch ops: integers exact, computed in float64)."""
+    def want(n):
+        return only is None or n in only
+
+    torch.manual_seed(202)
+    f, u8, i32 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT32
+    mk = helper.make_node
+    if want("op_lstm"):  # bidirectional, batch first, initial states
+        lstm = nn.LSTM(3, 4, bidirectional=True, batch_first=True)
+        export_torch(zoo, "op_lstm", Fn(lambda m, x, h, c: (lambda y, s: (y, *s))(*m.lstm(x, (h, c))), lstm=lstm), [r(2, 5, 3), r(2, 2, 4),
+                     r(2, 2, 4)], opset=14, out_names=["y", "h", "c"])
+    if want("op_gru"):
+        gru = nn.GRU(3, 4)
+        export_torch(zoo, "op_gru", Fn(lambda m, x, h: m.gru(x, h), gru=gru), [r(5, 2, 3), r(1, 2, 4)], opset=14,
+                     out_names=["y", "h"])
+    if want("op_rnn_relu"):  # activations = ["Relu"]
+        rnn = nn.RNN(3, 4, nonlinearity="relu", num_layers=2)
+        export_torch(zoo, "op_rnn_relu", Fn(lambda m, x: m.rnn(x)[0], rnn=rnn), [r(4, 2, 3)], opset=14)
+    if want("op_einsum"):
+        export_torch(zoo, "op_einsum", Fn(lambda m, x, y: torch.einsum("bij,bkj->bki", x, y)), [r(2, 3, 4), r(2, 5, 4)],
+                     opset=13)
+    if want("op_shrink_hardmax_lpnorm_mvn"):
+        x, h = r(2, 3, 2, 2), r(3, 5)
+        shrunk = torch.where(x < -0.5, x + 0.2, torch.where(x > 0.5, x - 0.2, torch.zeros_like(x)))
+        mean = x.mean((0, 2, 3), keepdim=True)
+        std = ((x * x).mean((0, 2, 3), keepdim=True) - mean * mean).sqrt()
+        export_helper(zoo, "op_shrink_hardmax_lpnorm_mvn",
+                      [mk("Shrink", ["x"], ["s"], lambd=0.5, bias=0.2, name="shrink"),
+                       mk("Hardmax", ["h"], ["hm"], axis=1, name="hardmax"),
+                       mk("LpNormalization", ["h"], ["lp"], axis=0, p=2, name="lpnorm"),
+                       mk("MeanVarianceNormalization", ["x"], ["mvn"], name="mvn")],
+                      [("x", x), ("h", h)], [("s", f, [2, 3, 2, 2]), ("hm", f, [3, 5]), ("lp", f, [3, 5]),
+                                             ("mvn", f, [2, 3, 2, 2])],
+                      [shrunk, F.one_hot(h.argmax(1), 5).float(), F.normalize(h, dim=0), (x - mean) / (std + 1e-9)])
+    if want("op_quantize_dequantize"):  # uint8 per tensor, then int8 per channel back
+        x = r(2, 3, 4) * 3
+        q = torch.clamp(torch.round(x / 0.05) + 128, 0, 255)
+        qi = torch.clamp(torch.round(x / torch.tensor([0.02, 0.03, 0.04]).reshape(3, 1)), -128, 127)  # zero point 0
+        export_helper(zoo, "op_quantize_dequantize",
+                      [mk("QuantizeLinear", ["x", "s", "zp"], ["q"], name="quantize"),
+                       mk("QuantizeLinear", ["x", "sc", "zpi"], ["qi"], axis=1, name="quantize_axis"),
+                       mk("DequantizeLinear", ["qi", "sc", "zpi"], ["dq"], axis=1, name="dequantize")],
+                      [("x", x)], [("q", u8, [2, 3, 4]), ("dq", f, [2, 3, 4])],
+                      [q.to(torch.uint8), qi * torch.tensor([0.02, 0.03, 0.04]).reshape(3, 1)],
+                      initializers=[helper.make_tensor("s", f, [], [0.05]), helper.make_tensor("zp", u8, [], [128]),
+                                    helper.make_tensor("sc", f, [3], [0.02, 0.03, 0.04]),
+                                    helper.make_tensor("zpi", TensorProto.INT8, [3], [0, 0, 0])])
+    if want("op_dynamic_quantize"):
+        x = r(3, 4)
+        hi, lo = max(0.0, float(x.max())), min(0.0, float(x.min()))
+        scale = torch.tensor((hi - lo) / 255.0, dtype=torch.float32)
+        zp = torch.clamp(torch.round(0 - torch.tensor(lo) / scale), 0, 255)
+        export_helper(zoo, "op_dynamic_quantize", [mk("DynamicQuantizeLinear", ["x"], ["y", "s", "z"], name="dql")],
+                      [("x", x)], [("y", u8, [3, 4]), ("s", f, []), ("z", u8, [])],
+                      [torch.clamp(torch.round(x / scale) + zp, 0, 255).to(torch.uint8), scale, zp.to(torch.uint8)],
+                      opset=11)
+    if want("op_integer_ops"):  # MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+        a = torch.randint(0, 256, (3, 4), dtype=torch.uint8)
+        b = torch.randint(0, 256, (4, 2), dtype=torch.uint8)
+        x = torch.randint(0, 256, (1, 2, 5, 5), dtype=torch.uint8)
+        w = torch.randint(0, 256, (3, 2, 3, 3), dtype=torch.uint8)
+        d = torch.float64
+        mm = (a.to(d) - 100) @ (b.to(d) - torch.tensor([120.0, 130.0], dtype=d))
+        conv = F.conv2d(x.to(d) - 7, w.to(d) - 128, padding=1)
+        m_mm = float(np.float32(0.01) * np.float32(0.02) / np.float32(0.5))
+        m_conv = torch.tensor([np.float32(0.02) * np.float32(v) / np.float32(4.0) for v in (0.01, 0.02, 0.03)],
+                              dtype=d).reshape(1, 3, 1, 1)
+        bias = torch.tensor([1000.0, -2000.0, 0.0], dtype=d).reshape(1, 3, 1, 1)
+        export_helper(zoo, "op_integer_ops",
+                      [mk("MatMulInteger", ["a", "b", "azp", "bzp"], ["mm"], name="matmul_integer"),
+                       mk("ConvInteger", ["x", "w", "xzp", "wzp"], ["conv"], pads=[1, 1, 1, 1], name="conv_integer"),
+                       mk("QLinearMatMul", ["a", "as", "azp", "b", "bs", "bzp1", "ys", "yzp"], ["qmm"], name="qlmm"),
+                       mk("QLinearConv", ["x", "xs", "xzp", "w", "ws", "wzp", "cys", "yzp", "bias"], ["qconv"],
+                          pads=[1, 1, 1, 1], name="qlconv")],
+                      [("a", a), ("x", x)],
+                      [("mm", i32, [3, 2]), ("conv", i32, [1, 3, 5, 5]), ("qmm", u8, [3, 2]), ("qconv", u8, [1, 3, 5, 5])],
+                      [mm.to(torch.int32), conv.to(torch.int32),
+                       torch.clamp(torch.round((a.to(d) - 100) @ (b.to(d) - 120) * m_mm) + 128, 0, 255).to(torch.uint8),
+                       torch.clamp(torch.round((conv + bias) * m_conv) + 128, 0, 255).to(torch.uint8)],
+                      initializers=[helper.make_tensor("b", u8, [4, 2], b.flatten().tolist()),
+                                    helper.make_tensor("azp", u8, [], [100]),
+                                    helper.make_tensor("bzp", u8, [2], [120, 130]),
+                                    helper.make_tensor("bzp1", u8, [], [120]),
+                                    helper.make_tensor("w", u8, [3, 2, 3, 3], w.flatten().tolist()),
+                                    helper.make_tensor("xzp", u8, [], [7]), helper.make_tensor("wzp", u8, [], [128]),
+                                    helper.make_tensor("as", f, [], [0.01]), helper.make_tensor("bs", f, [], [0.02]),
+                                    helper.make_tensor("ys", f, [], [0.5]), helper.make_tensor("yzp", u8, [], [128]),
+                                    helper.make_tensor("xs", f, [], [0.02]),
+                                    helper.make_tensor("ws", f, [3], [0.01, 0.02, 0.03]),
+                                    helper.make_tensor("cys", f, [], [4.0]),
+                                    helper.make_tensor("bias", i32, [3], [1000, -2000, 0])])
 
 
 def main():

@@ -73,6 +73,8 @@ inline Tensor read_npy(const std::string& path) {
   else if (descr == "<i8") dtype = DType::Int64;
   else if (descr == "<i4") dtype = DType::Int32;
   else if (descr == "|b1") dtype = DType::Bool;
+  else if (descr == "|u1") dtype = DType::UInt8;
+  else if (descr == "|i1") dtype = DType::Int8;
   else FAIL(path << ": unsupported dtype " << descr);
   Tensor t = empty(shape, dtype);
   const size_t bytes = static_cast<size_t>(t.numel()) * element_size(dtype);
