@@ -1387,6 +1387,7 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::Expand:
     case OpKind::ShapeOf:
     case OpKind::ConstantOfShape:
+    case OpKind::Range:
     case OpKind::Linear: return {};
     // Run-time ops: the weight prepared by each backend (Case::qweight).
     case OpKind::QLinear: return qlinear_cases(dt);
