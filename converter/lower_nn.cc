@@ -228,9 +228,7 @@ void Lowerer::lower_gemm_matmul(const Node& n) {
   }
 }
 
-void Lowerer::lower_conv(const Node& n) {
-  require_inputs(n, 2);
-  const int w = n.inputs[1];
+Conv2dParams Lowerer::conv_params(const Node& n, int x, int w) const {
   const std::vector<Dim> wd = dims_of(w, "weight");
   if (wd.size() != 4) refuse("only 2-D convolutions are supported (weight " + vname(w) + " is not 4-D)");
   Conv2dParams p;
@@ -245,7 +243,14 @@ void Lowerer::lower_conv(const Node& n) {
     kernel[0] = wd[2].value;
     kernel[1] = wd[3].value;
   }
-  spatial_pads(n, n.inputs[0], kernel, p.stride, p.dilation, p.padding);
+  spatial_pads(n, x, kernel, p.stride, p.dilation, p.padding);
+  return p;
+}
+
+void Lowerer::lower_conv(const Node& n) {
+  require_inputs(n, 2);
+  const int w = n.inputs[1];
+  Conv2dParams p = conv_params(n, n.inputs[0], w);
   p.activation = fused_activation(n);
   emit(OpKind::Conv2d, n, {tensor(n.inputs[0]), weight(w), has_input(n, 2) ? weight(n.inputs[2]) : -1},
        {out0(n)}, p);

@@ -251,21 +251,7 @@ int32_t Lowerer::integer_product(const Node& n, const int (&ids)[5], const std::
   const int32_t b = centered(ids[2], ids[3], conv ? 0 : -1, "b");
   const std::vector<Dim> out_shape = dims_of(out0(n), "output");
   if (!conv) return emit_new(OpKind::MatMul, {a, b}, DType::Int32, out_shape, NoParams{}, name, into);
-  const std::vector<Dim> wd = dims_of(ids[2], "weight");
-  if (wd.size() != 4) refuse("only 2-D convolutions are supported (weight " + vname(ids[2]) + " is not 4-D)");
-  Conv2dParams p;  // the attributes as lower_conv reads them
-  pair_attr(n, "strides", 1, p.stride);
-  pair_attr(n, "dilations", 1, p.dilation);
-  p.groups = n.get_int("group", 1);
-  int64_t kernel[2];
-  if (n.has("kernel_shape")) {
-    pair_attr(n, "kernel_shape", 1, kernel);
-  } else {
-    if (!wd[2].is_static() || !wd[3].is_static()) refuse("kernel size unknown");
-    kernel[0] = wd[2].value;
-    kernel[1] = wd[3].value;
-  }
-  spatial_pads(n, ids[0], kernel, p.stride, p.dilation, p.padding);
+  const Conv2dParams p = conv_params(n, ids[0], ids[2]);  // the attributes as lower_conv reads them
   int32_t bias = -1;
   if (ids[4] >= 0) {
     if (dtype_of(ids[4]) != DType::Int32) refuse("bias " + vname(ids[4]) + " is not int32");

@@ -181,6 +181,8 @@ class Lowerer {
 
   static std::string fmt(double v);
 
+  // Conv's attributes (input x, weight w: 2-D convolutions only).
+  Conv2dParams conv_params(const Node& n, int x, int w) const;
   void lower_conv(const Node& n);
 
   void lower_pool(const Node& n);

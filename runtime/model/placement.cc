@@ -188,6 +188,12 @@ void place_op(const Model& m, int k, const Backend& backend, bool fp16, std::vec
   const DeviceType device = backend.device_type();
   std::string why = int8 || sparse ? pack_for_device(m, k, device, op, tensors) : std::string();
   if (why.empty()) why = node_unsupported_reason(backend, kind, op.params, has_bias, device_inputs, key);
+  // A Copy converts: the device must hold the output's dtype as well.
+  DType to = vlen(out) > 0 && out->Get(0) >= 0 ? m.tensor_dtype(out->Get(0)) : key;
+  if (fp16 && to == DType::Float32) to = DType::Float16;
+  if (why.empty() && kind == OpKind::Copy && to != key) {
+    why = node_unsupported_reason(backend, kind, op.params, has_bias, device_inputs, to);
+  }
   if (why.empty()) return;
   op.placement = Placement::Fallback;
   op.reason = why;

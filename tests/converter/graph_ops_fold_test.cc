@@ -10,11 +10,13 @@
 #include "converter/passes.h"
 #include "runtime/model/executor.h"
 #include "runtime/model/writer.h"
+#include "tests/converter/one_node.h"
 #include "tests/harness/testing.h"
 
 namespace ember::converter {
 
 using ember::testing::check_equal;
+using testing::dims_of;
 
 namespace {
 
@@ -27,12 +29,6 @@ Tensor i64(std::vector<int64_t> v) {
 }
 
 Tensor arange_f(int64_t n, Shape shape) { return arange(n, DType::Float32).reshape(shape); }
-
-std::vector<Dim> dims_of(IntArrayRef s) {
-  std::vector<Dim> d;
-  for (int64_t x : s) d.push_back(Dim::fixed(x));
-  return d;
-}
 
 // One ONNX node reading graph input `x` and constant inputs (undefined: an
 // omitted optional input).
@@ -87,22 +83,7 @@ struct OneNode {
       g.outputs.push_back(n.outputs.back());
     }
     g.nodes.push_back(n);
-    auto def = lower(g);
-    REQUIRE_MESSAGE(def.ok(), def.diag().message);
-    std::vector<std::byte> bytes;
-    std::string error;
-    REQUIRE_MESSAGE(serialize_model(*def, &bytes, &error) == Status::Ok, error);
-    Result<Model> m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
-    REQUIRE_MESSAGE(m.ok(), error);
-    auto ex = Executor::create(std::make_shared<const Model>(std::move(m.get())), &error);
-    REQUIRE_MESSAGE(ex.ok(), error);
-    ExecutionContext ctx(ex.get());
-    const std::vector<Tensor> inputs{x};
-    Result<std::vector<Tensor>> out = ctx.run(inputs, {}, &error);
-    REQUIRE_MESSAGE(out.ok(), error);
-    std::vector<Tensor> kept;
-    for (const Tensor& t : out.get()) kept.push_back(t.clone());
-    return kept;
+    return testing::lower_and_run(g, {x});
   }
 
   // Folded == run == expected (output 0, or every output).

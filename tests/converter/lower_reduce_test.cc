@@ -10,24 +10,22 @@
 #include "runtime/model/executor.h"
 #include "runtime/model/graph_ops.h"
 #include "runtime/model/writer.h"
+#include "tests/converter/one_node.h"
 #include "tests/harness/testing.h"
 
 namespace ember::converter {
 
 using ember::testing::check_close;
 using ember::testing::check_equal;
+using testing::dims_of;
+using testing::executor_of;
+using testing::lower_and_run;
 
 namespace {
 
 Tensor i64(std::vector<int64_t> v) {
   const auto n = static_cast<int64_t>(v.size());
   return tensor(v, {n});
-}
-
-std::vector<Dim> dims_of(IntArrayRef s) {
-  std::vector<Dim> d;
-  for (int64_t x : s) d.push_back(Dim::fixed(x));
-  return d;
 }
 
 // One ONNX node reading graph input `x` (shape `x_shape` where given: a
@@ -83,23 +81,9 @@ struct OneNode {
   }
 
   std::vector<Tensor> run(const std::vector<Tensor>& like) const {
-    auto def = lower(graph(like));
-    REQUIRE_MESSAGE(def.ok(), def.diag().message);
-    std::vector<std::byte> bytes;
-    std::string error;
-    REQUIRE_MESSAGE(serialize_model(*def, &bytes, &error) == Status::Ok, error);
-    Result<Model> m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
-    REQUIRE_MESSAGE(m.ok(), error);
-    auto ex = Executor::create(std::make_shared<const Model>(std::move(m.get())), &error);
-    REQUIRE_MESSAGE(ex.ok(), error);
-    ExecutionContext ctx(ex.get());
     std::vector<Tensor> inputs{x};
     for (size_t k : fed) inputs.push_back(constants[k]);
-    Result<std::vector<Tensor>> out = ctx.run(inputs, {}, &error);
-    REQUIRE_MESSAGE(out.ok(), error);
-    std::vector<Tensor> kept;
-    for (const Tensor& t : out.get()) kept.push_back(t.clone());
-    return kept;
+    return lower_and_run(graph(like), inputs);
   }
 
   // The ember ops the node lowers to.
@@ -207,14 +191,8 @@ TEST_CASE("Reductions over axes given at run time (an int64 graph input)") {
   bad.constants = {i64({2})};
   auto def = lower(bad.graph({tensor({0.f, 0.f})}));
   REQUIRE(def.ok());
-  std::vector<std::byte> bytes;
+  ExecutionContext ctx(executor_of(*def));
   std::string error;
-  REQUIRE(serialize_model(*def, &bytes, &error) == Status::Ok);
-  Result<Model> m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
-  REQUIRE(m.ok());
-  auto ex = Executor::create(std::make_shared<const Model>(std::move(m.get())), &error);
-  REQUIRE(ex.ok());
-  ExecutionContext ctx(ex.get());
   const std::vector<Tensor> inputs{x23(), i64({2})};
   CHECK(!ctx.run(inputs, {}, &error).ok());
   CHECK(error == "node 'n' (sum): axis 2 is out of range for rank 2");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,31 @@ inline std::vector<Dim> dims_of(IntArrayRef s) {
 }
 
 inline Tensor f32(std::vector<float> v, std::vector<int64_t> shape) { return tensor(v, shape); }
+
+// A lowered model serialized, loaded with Full verification and made into an executor.
+inline std::shared_ptr<const Executor> executor_of(const ModelDef& def) {
+  std::vector<std::byte> bytes;
+  std::string error;
+  REQUIRE_MESSAGE(serialize_model(def, &bytes, &error) == Status::Ok, error);
+  Result<Model> m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
+  REQUIRE_MESSAGE(m.ok(), error);
+  auto ex = Executor::create(std::make_shared<const Model>(std::move(m.get())), &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  return ex.get();
+}
+
+// Lowers `g` and runs it on `feeds` (its graph inputs, in order): the outputs, cloned.
+inline std::vector<Tensor> lower_and_run(const Graph& g, const std::vector<Tensor>& feeds) {
+  auto def = lower(g);
+  REQUIRE_MESSAGE(def.ok(), def.diag().message);
+  ExecutionContext ctx(executor_of(*def));
+  std::string error;
+  Result<std::vector<Tensor>> out = ctx.run(feeds, {}, &error);
+  REQUIRE_MESSAGE(out.ok(), error);
+  std::vector<Tensor> kept;
+  for (const Tensor& t : out.get()) kept.push_back(t.clone());
+  return kept;
+}
 
 // One input of the node: a graph input (fed at run time), a constant, or omitted (undefined tensor).
 struct In {
@@ -74,25 +100,11 @@ struct OneNode {
   }
 
   std::vector<Tensor> run(const std::vector<Tensor>& like) const {
-    auto def = lower(graph(like));
-    REQUIRE_MESSAGE(def.ok(), def.diag().message);
-    std::vector<std::byte> bytes;
-    std::string error;
-    REQUIRE_MESSAGE(serialize_model(*def, &bytes, &error) == Status::Ok, error);
-    Result<Model> m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
-    REQUIRE_MESSAGE(m.ok(), error);
-    auto ex = Executor::create(std::make_shared<const Model>(std::move(m.get())), &error);
-    REQUIRE_MESSAGE(ex.ok(), error);
-    ExecutionContext ctx(ex.get());
     std::vector<Tensor> feeds;
     for (const In& in : inputs) {
       if (in.t.defined() && !in.constant) feeds.push_back(in.t);
     }
-    Result<std::vector<Tensor>> out = ctx.run(feeds, {}, &error);
-    REQUIRE_MESSAGE(out.ok(), error);
-    std::vector<Tensor> kept;
-    for (const Tensor& t : out.get()) kept.push_back(t.clone());
-    return kept;
+    return lower_and_run(graph(like), feeds);
   }
 
   // Runs and compares every defined output of `expected` (floats within 1e-5, integers exactly).

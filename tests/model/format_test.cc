@@ -269,6 +269,7 @@ TEST_CASE("model: every params struct survives the trip") {
   reduce.dims = 5;
   reduce.correction = 0;
   reduce.p = 3.0;
+  reduce.noop_empty = true;
   SoftmaxParams softmax{0};
   NormParams norm;
   norm.eps = 1e-3;
@@ -298,7 +299,7 @@ TEST_CASE("model: every params struct survives the trip") {
   const auto c = std::get<ClampParams>(m->op_params(1).get());
   CHECK((c.has_min && c.has_max && c.min.to_double() == -1.5 && c.max.is_integral() && c.max.to_int() == 7));
   const auto r = std::get<ReduceParams>(m->op_params(2).get());
-  CHECK((r.dims == 5 && r.correction == 0 && r.p == 3.0));
+  CHECK((r.dims == 5 && r.correction == 0 && r.p == 3.0 && r.noop_empty && r.keepdim));
   CHECK(std::get<SoftmaxParams>(m->op_params(3).get()).dim == 0);
   const auto p = std::get<Pool2dParams>(m->op_params(4).get());
   CHECK((p.kernel[0] == 3 && p.kernel[1] == 2 && p.stride[0] == 1 && p.ceil_mode && !p.count_include_pad &&
@@ -553,6 +554,12 @@ TEST_CASE("model: semantic errors, each with its message (writer and loader agre
   d = make_def();
   d.ops[0].inputs.push_back(1);
   CHECK(def_error(d) == "operator 0 'mm' (matmul): has 3 inputs and 1 outputs, expected 2 and 1");
+  // The reductions' run-time axes input is optional (files written before it have one input).
+  d = make_def();
+  d.ops[0] = make_op(OpKind::Sum, {0, 1, 1}, {2}, "s", ReduceParams{});
+  CHECK(def_error(d) == "operator 0 's' (sum): has 3 inputs and 1 outputs, expected 1 to 2 and 1");
+  d.ops[0].inputs = {};
+  CHECK(def_error(d) == "operator 0 's' (sum): has 0 inputs and 1 outputs, expected 1 to 2 and 1");
   d = make_def();
   d.ops[0].params = GeluParams{};
   CHECK(def_error(d) == "operator 0 'mm' (matmul): attributes are GeluAttrs, expected NONE");

@@ -33,6 +33,11 @@ namespace {
 using namespace zoo;
 
 
+// Cases that compute in dtypes the Vulkan backend does not store (float64,
+// int32 matmul and conv: the exact integer products of MatMulInteger and
+// ConvInteger): those nodes run on the CPU, the outputs must still match.
+const std::set<std::string> kCpuDtypeCases = {"op_integer_ops"};
+
 struct Summary {
   int passed = 0;
   std::ostringstream table;
@@ -80,7 +85,15 @@ void run_cases(Precision precision, Summary& s) {
     }
     std::string lacking;
     for (const auto& [op_dtype, n] : groups) lacking += str_cat(lacking.empty() ? "" : " ", op_dtype, " x", n);
-    CHECK_MESSAGE(fallback.empty(), fallback.size() << " of " << model->num_ops() << " nodes lack Vulkan kernels: " << lacking);
+    // Only the nodes of a dtype Vulkan does not store may fall back, and only in kCpuDtypeCases.
+    bool allowed = kCpuDtypeCases.count(c.name) == 1;
+    for (int k : fallback) {
+      const std::string& why = ex.get()->fallback_reason(k);
+      allowed = allowed && (why.find("(no float64 kernel") != std::string::npos ||
+                            why.find("(no int32 kernel") != std::string::npos);
+    }
+    CHECK_MESSAGE((fallback.empty() || allowed), fallback.size() << " of " << model->num_ops()
+                                                  << " nodes lack Vulkan kernels: " << lacking);
     const std::vector<Tensor> inputs = load_tensors(c.name, "in", c.inputs.size());
     const std::vector<Tensor> expected = load_tensors(c.name, "out", c.outputs.size());
     ExecutionContext ctx(ex.get());
@@ -114,7 +127,7 @@ void run_cases(Precision precision, Summary& s) {
       ok = ok && cmp.ok;
       max_abs = std::max(max_abs, cmp.max_abs);
     }
-    const bool pass = ok && fallback.empty();
+    const bool pass = ok && (fallback.empty() || allowed);
     s.passed += pass ? 1 : 0;
     std::ostringstream diff;
     diff << std::scientific << std::setprecision(2) << max_abs << (ok ? "" : " MISMATCH");
