@@ -34,7 +34,7 @@ Status fail(std::string* why, Status st, std::string message) {
 
 Status pack_csr(const TensorView& indices, const TensorView& values, int64_t rows, int64_t cols,
                 const std::vector<float>& scales, const std::vector<int64_t>& zero_points, CsrMatrix* out,
-                std::string* why) {
+                std::string* why, bool blocked) {
   const DType it = indices.dtype;
   if (it != DType::Int16 && it != DType::Int32 && it != DType::Int64)
     return fail(why, Status::DTypeMismatch, str_cat("COO indices must be int16, int32 or int64, got ", dtype_name(it)));
@@ -109,7 +109,7 @@ Status pack_csr(const TensorView& indices, const TensorView& values, int64_t row
     w.values[static_cast<size_t>(k)] = v;
   }
   for (int64_t r = 0; r < rows; ++r) w.row_ptr[static_cast<size_t>(r + 1)] += w.row_ptr[static_cast<size_t>(r)];
-  if (has_fast_spmm()) build_blocked(w);
+  if (blocked && has_fast_spmm()) build_blocked(w);
   *out = std::move(w);
   return Status::Ok;
 }

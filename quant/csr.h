@@ -73,11 +73,12 @@ struct CsrMatrix {
 // per output channel on axis 0) and optional zero points: real = s * (q - z).
 // int8 values stay int8 when every zero point is 0 (what the converter writes);
 // otherwise they are dequantized to fp32 here. Builds `blocked` when the CPU
-// has AVX-512 (see has_fast_spmm). On a bad matrix returns the error status and
+// has AVX-512 (see has_fast_spmm) unless `blocked` is false (a device backend
+// that packs the CSR arrays again). On a bad matrix returns the error status and
 // sets *why ("pack_csr: ...").
 Status pack_csr(const TensorView& indices, const TensorView& values, int64_t rows, int64_t cols,
                 const std::vector<float>& scales, const std::vector<int64_t>& zero_points, CsrMatrix* out,
-                std::string* why);
+                std::string* why, bool blocked = true);
 
 // Whether this CPU runs the blocked AVX-512 kernel (x86-64 with AVX-512F).
 bool has_fast_spmm();

@@ -126,7 +126,7 @@ Status qconv2d_f32(const KernelContext&, Span<const TensorView> in, Span<TensorV
 }
 
 // in: x float32 [*, K] contiguous, (weight), bias float32 [N] contiguous or
-// absent; out: [*, N] = x @ W^T + bias (the activation: the executor's).
+// absent; out: [*, N] = act(x @ W^T + bias).
 Status sparse_linear_f32(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
                          const OpParams& params) {
   const auto& p = std::get<QLinearParams>(params);
@@ -144,10 +144,13 @@ Status sparse_linear_f32(const KernelContext&, Span<const TensorView> in, Span<T
   const float* bias = b != nullptr ? b->ptr<const float>() : nullptr;
   if (csr.cols == 0) {  // no terms: the bias (or zeros) in every row of y
     for (int64_t e = 0; e < y.numel(); ++e) yp[e] = bias != nullptr ? bias[e % csr.rows] : 0.0f;
-    return Status::Ok;
+  } else {
+    sparse::spmm_linear(csr, x.numel() > 0 ? x.ptr<const float>() : nullptr, m, csr.cols, bias,
+                        y.numel() > 0 ? yp : nullptr);
   }
-  sparse::spmm_linear(csr, x.numel() > 0 ? x.ptr<const float>() : nullptr, m, csr.cols, bias,
-                      y.numel() > 0 ? yp : nullptr);
+  if (p.activation.kind != ActivationKind::None) {
+    for (int64_t e = 0; e < y.numel(); ++e) yp[e] = activate(yp[e], p.activation);
+  }
   return Status::Ok;
 }
 

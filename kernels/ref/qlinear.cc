@@ -181,7 +181,7 @@ Status qconv2d(const KernelContext&, Span<const TensorView> in, Span<TensorView>
   return Status::Ok;
 }
 
-// x [*, K] contiguous, (weight), bias [N] or absent -> y [*, N] = x @ W^T + bias.
+// x [*, K] contiguous, (weight), bias [N] or absent -> y [*, N] = act(x @ W^T + bias).
 Status sparse_linear(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto& p = std::get<QLinearParams>(params);
   const auto* w = dynamic_cast<const RefSparseWeight*>(p.weight);
@@ -200,7 +200,7 @@ Status sparse_linear(const KernelContext&, Span<const TensorView> in, Span<Tenso
     for (int64_t j = 0; j < n; ++j) {
       double acc = b != nullptr ? static_cast<double>(b->ptr<const float>()[j]) : 0.0;
       for (int64_t q = 0; q < k; ++q) acc += static_cast<double>(xp[i * k + q]) * w->w[static_cast<size_t>(j * k + q)];
-      yp[i * n + j] = static_cast<float>(acc);
+      yp[i * n + j] = activate(static_cast<float>(acc), p.activation);
     }
   }
   return Status::Ok;

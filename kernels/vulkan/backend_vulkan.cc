@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/vulkan/context.h"
+#include "kernels/vulkan/quant_linear.h"
 #include "kernels/vulkan/vk_kernels.h"
 
 namespace ember {
@@ -12,9 +13,11 @@ namespace {
 constexpr KernelEntry kVulkanKernels[] = {
 #define RT_KERNEL(op, dtypes, fn) {OpKind::op, dtypes, &vk::fn, nullptr, false},
 #define RT_KERNEL_DENSE(op, dtypes, fn) {OpKind::op, dtypes, &vk::fn, nullptr, true},
+#define RT_KERNEL_WS(op, dtypes, fn, ws) {OpKind::op, dtypes, &vk::fn, &vk::ws, false},
 #include "kernels/vulkan/kernels.inc"
 #undef RT_KERNEL
 #undef RT_KERNEL_DENSE
+#undef RT_KERNEL_WS
 };
 
 class VulkanBackend final : public Backend {
@@ -69,6 +72,9 @@ class VulkanBackend final : public Backend {
   }
   Result<std::vector<std::string>> devices() override { return vk::Context::list_devices(); }
   Status select_device(const std::string& spec) override { return vk::Context::select_device(spec); }
+  Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w) override {
+    return vk::prepare_weight(op, w);
+  }
 };
 
 }  // namespace

@@ -9,8 +9,12 @@ namespace ember::vk {
   Status fn(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, \
             const OpParams& params);
 #define RT_KERNEL_DENSE(op, dtypes, fn) RT_KERNEL(op, dtypes, fn)
+#define RT_KERNEL_WS(op, dtypes, fn, ws)                                        \
+  RT_KERNEL(op, dtypes, fn)                                                     \
+  size_t ws(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params);
 #include "kernels/vulkan/kernels.inc"
 #undef RT_KERNEL
 #undef RT_KERNEL_DENSE
+#undef RT_KERNEL_WS
 
 }  // namespace ember::vk

@@ -62,6 +62,8 @@ class PreparedWeight {
   virtual size_t bytes() const = 0;
   // The logical weight shape: [N, K] (QLinear, SparseLinear) or [C_out, C_in, kh, kw] (QConv2d).
   std::vector<int64_t> shape;
+  // The device whose backend prepared it (its kernels read it).
+  DeviceType device = DeviceType::CPU;
 };
 
 // What prepare_weight() packs: the weight as the model file stores it.

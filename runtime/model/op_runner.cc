@@ -15,10 +15,6 @@
 #include "runtime/ops/ops.h"
 #include "runtime/ops/qlinear.h"
 
-#ifdef RT_WITH_VULKAN
-#include "kernels/vulkan/quant_linear.h"
-#endif
-
 #pragma GCC diagnostic error "-Wswitch"
 
 namespace ember {
@@ -323,37 +319,27 @@ void run_Linear(OpContext& c) {
 }
 
 // --- run-time ops: create() made them of a Linear / Conv2d, the weight prepared ---
+// by the backend of the device they run on. The kernels take float32 (a
+// float16 executor converts around them) and apply the fused activation.
 
-void run_QLinear(OpContext& c) {
-  const auto& p = c.params<QLinearParams>();
-#ifdef RT_WITH_VULKAN
-  if (c.on_device && c.state.vk_int8 != nullptr) {
-    const Tensor& x = c.need(0, "data");
-    const Tensor x32 = x.dtype() == DType::Float16 ? x.to(DType::Float32) : x;
-    const Tensor y = vk::dynamic_quant_linear(x32, *c.state.vk_int8, p.activation, p.per_row_activations);
-    c.out[0] = x.dtype() == DType::Float16 ? y.to(DType::Float16) : y;
-    return;
-  }
-#endif
-  c.out[0] = qlinear(c.need(0, "data"), p);
+// y = f(x as float32), in x's dtype.
+template <typename F>
+Tensor in_float32(const Tensor& x, F f) {
+  if (x.dtype() == DType::Float32) return f(x);
+  return f(x.to(DType::Float32)).to(x.dtype());
 }
 
-void run_QConv2d(OpContext& c) { c.out[0] = qconv2d(c.need(0, "data"), c.params<QConv2dParams>()); }
+void run_QLinear(OpContext& c) {
+  c.out[0] = in_float32(c.need(0, "data"), [&](const Tensor& x) { return qlinear(x, c.params<QLinearParams>()); });
+}
+
+void run_QConv2d(OpContext& c) {
+  c.out[0] = in_float32(c.need(0, "data"), [&](const Tensor& x) { return qconv2d(x, c.params<QConv2dParams>()); });
+}
 
 void run_SparseLinear(OpContext& c) {
-  const auto& p = c.params<QLinearParams>();
-#ifdef RT_WITH_VULKAN
-  if (c.on_device && c.state.vk_sparse != nullptr) {
-    const Tensor& x = c.need(0, "data");
-    const Tensor x32 = x.dtype() == DType::Float16 ? x.to(DType::Float32) : x;
-    const Tensor& b = c.opt(2);
-    const Tensor y = vk::sparse_linear(x32, *c.state.vk_sparse, b.defined() ? b.to(DType::Float32) : b, p.activation);
-    c.out[0] = x.dtype() == DType::Float16 ? y.to(DType::Float16) : y;
-    return;
-  }
-#endif
-  c.out[0] = sparse_linear(c.need(0, "data"), p, c.opt(2));
-  apply_activation(c.out[0], p.activation);
+  c.out[0] = in_float32(c.need(0, "data"),
+                        [&](const Tensor& x) { return sparse_linear(x, c.params<QLinearParams>(), c.opt(2)); });
 }
 
 // --- backward ops: autograd runs them, the executor does not --------------------------

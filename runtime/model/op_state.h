@@ -14,11 +14,6 @@
 
 namespace ember {
 
-namespace vk {
-struct VkQuantLinear;
-struct VkSparseLinear;
-}  // namespace vk
-
 // Per op.
 struct OpState {
   // What runs: the file's op, or the run-time op create() made of it (ops.def:
@@ -30,12 +25,10 @@ struct OpState {
   Placement placement = Placement::Device;  // where it runs (placement.h)
   std::string reason;                       // why it falls back ("" unless Fallback)
   DType key_dtype = DType::Float32;         // the dtype its kernels were chosen for
-  // A run-time op's weight, prepared by the CPU backend (weights.h); null otherwise
-  // (SparseLinear: shared with TensorState::prepared_sparse).
+  // A run-time op's weight, prepared by the backend of the device it runs on
+  // (weights.h; SparseLinear on the CPU: shared with TensorState::prepared_sparse);
+  // null otherwise.
   std::shared_ptr<const PreparedWeight> prepared;
-  // On the Vulkan device: the int8 / sparse Linear weight packed there.
-  std::shared_ptr<const vk::VkQuantLinear> vk_int8;
-  std::shared_ptr<const vk::VkSparseLinear> vk_sparse;
 };
 
 // Per tensor.

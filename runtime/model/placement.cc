@@ -155,7 +155,7 @@ DType value_dtype(const Model& m, const std::vector<TensorState>& tensors, int32
 }
 
 // Places op k: Host (shape arithmetic), Device, or Fallback with its reason.
-void place_op(const Model& m, int k, const Backend& backend, bool fp16, std::vector<OpState>& ops,
+void place_op(const Model& m, int k, Backend& backend, bool fp16, std::vector<OpState>& ops,
               std::vector<TensorState>& tensors) {
   OpState& op = ops[static_cast<size_t>(k)];
   const OpKind kind = m.op_kind(k);
@@ -185,9 +185,15 @@ void place_op(const Model& m, int k, const Backend& backend, bool fp16, std::vec
   const bool int8 = op.kind == OpKind::QLinear || op.kind == OpKind::QConv2d;
   const bool sparse = op.kind == OpKind::SparseLinear;
   const bool has_bias = vlen(in) > 2 && in->Get(2) >= 0;
-  const DeviceType device = backend.device_type();
-  std::string why = int8 || sparse ? pack_for_device(m, k, device, op, tensors) : std::string();
-  if (why.empty()) why = node_unsupported_reason(backend, kind, op.params, has_bias, device_inputs, key);
+  std::string why;
+  if (int8 || sparse) {
+    // A run-time op runs its own kernel in float32 (float16 executors convert
+    // around it) with the weight the device's backend prepares.
+    why = node_unsupported_reason(backend, op.kind, op.params, false, device_inputs, DType::Float32);
+    if (why.empty()) why = prepare_for_device(m, k, backend, op);
+  } else {
+    why = node_unsupported_reason(backend, kind, op.params, has_bias, device_inputs, key);
+  }
   // A Copy converts: the device must hold the output's dtype as well.
   DType to = vlen(out) > 0 && out->Get(0) >= 0 ? m.tensor_dtype(out->Get(0)) : key;
   if (fp16 && to == DType::Float32) to = DType::Float16;

@@ -11,11 +11,6 @@
 #include "runtime/model/model_access.h"
 #include "runtime/ops/dispatch.h"
 
-#ifdef RT_WITH_VULKAN
-#include "kernels/vulkan/context.h"
-#include "kernels/vulkan/quant_linear.h"
-#endif
-
 namespace ember {
 
 std::vector<TensorState> tensor_states(const Model& m) {
@@ -35,6 +30,41 @@ std::vector<TensorState> tensor_states(const Model& m) {
 
 namespace {
 
+// What Backend::prepare_weight reads for one weight: the WeightDesc's arrays,
+// owned here (desc() points into them).
+struct WeightSource {
+  Tensor weight, indices, bias;  // contiguous
+  std::vector<float> scales;
+  std::vector<int64_t> zero_points;
+  bool per_channel = false, per_row_activations = false;
+  Conv2dParams conv;
+  int64_t rows = 0, cols = 0;
+
+  WeightDesc desc() const {
+    WeightDesc d;
+    d.weight = weight.kernel_view();
+    if (indices.defined()) d.indices = indices.kernel_view();
+    if (bias.defined()) d.bias = bias.kernel_view();
+    d.scales = scales.data();
+    d.num_scales = scales.size();
+    d.zero_points = zero_points.data();
+    d.num_zero_points = zero_points.size();
+    d.per_channel = per_channel;
+    d.per_row_activations = per_row_activations;
+    d.conv = conv;
+    d.rows = rows;
+    d.cols = cols;
+    return d;
+  }
+};
+
+// The op runs the prepared weight `w`: its params point to it.
+void use_prepared(OpState& op, std::shared_ptr<const PreparedWeight> w) {
+  if (auto* p = std::get_if<QLinearParams>(&op.params)) p->weight = w.get();
+  if (auto* p = std::get_if<QConv2dParams>(&op.params)) p->weight = w.get();
+  op.prepared = std::move(w);
+}
+
 // Whether every reader of sparse tensor t is a Linear reading it as its weight.
 bool read_only_as_linear_weight(const Model& m, int t) {
   if (m.tensor_shape(t).size() != 2) return false;
@@ -50,56 +80,55 @@ bool read_only_as_linear_weight(const Model& m, int t) {
   return true;
 }
 
-Status prepare_sparse_tensor(const Model& m, int t, TensorState& state, std::string* error) {
+// What Backend::prepare_weight reads for a sparse weight t (only Linears read it).
+Status sparse_source(const Model& m, int t, WeightSource& src, std::string* error) {
   const fb::SparseCoo* sp = m.tensor(t).sparse();
-  const int nt = m.num_tensors();
-  const bool linear_only = read_only_as_linear_weight(m, t);
   const int32_t ii = sp->indices();  // checked by Verification::Full; Minimal files too:
-  if (ii < 0 || ii >= nt || !m.weight(ii).defined())
+  if (ii < 0 || ii >= m.num_tensors() || !m.weight(ii).defined())
     return report_error(error, Status::InvalidModel, "sparse weight '", m.tensor_name(t), "': COO indices tensor ",
                         ii, " is not a weight");
-  const Tensor& values = m.weight(t);
-  const Tensor& indices = m.weight(ii);
   const std::vector<int64_t> shape = m.tensor_shape(t);
   const fb::QuantParams* q = m.tensor(t).quant();
-  std::vector<float> scales;
-  std::vector<int64_t> zero_points;
   if (q != nullptr) {
-    if (q->scales() != nullptr) scales.assign(q->scales()->begin(), q->scales()->end());
-    if (q->zero_points() != nullptr) zero_points.assign(q->zero_points()->begin(), q->zero_points()->end());
+    if (q->scales() != nullptr) src.scales.assign(q->scales()->begin(), q->scales()->end());
+    if (q->zero_points() != nullptr) src.zero_points.assign(q->zero_points()->begin(), q->zero_points()->end());
   }
-  if (linear_only) {
-    if (values.dtype() == DType::Int8 && scales.size() > 1 && q->axis() != 0)
-      return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
-                          "': int8 values quantized along axis ", q->axis(),
-                          " (the SpMM kernel takes per-output-channel scales, axis 0)");
-    try {
-      const Tensor vc = values.contiguous(), ic = indices.contiguous();
-      WeightDesc desc;
-      desc.weight = vc.kernel_view();
-      desc.indices = ic.kernel_view();
-      desc.rows = shape[0];
-      desc.cols = shape[1];
-      desc.scales = scales.data();
-      desc.num_scales = scales.size();
-      desc.zero_points = zero_points.data();
-      desc.num_zero_points = zero_points.size();
-      Backend* cpu = get_backend(DeviceType::CPU);
-      Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(OpKind::SparseLinear, desc);
-      if (!r.ok())
-        return report_error(error, r.status(), "sparse weight '", m.tensor_name(t), "': ", cpu->last_error());
-      state.prepared_sparse = std::move(r.get());
-    } catch (const Error& e) {
-      return report_error(error, e.status(), "sparse weight '", m.tensor_name(t), "': ", e.what());
-    }
+  if (m.weight(t).dtype() == DType::Int8 && src.scales.size() > 1 && q->axis() != 0)
+    return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
+                        "': int8 values quantized along axis ", q->axis(),
+                        " (the SpMM kernel takes per-output-channel scales, axis 0)");
+  try {
+    src.weight = m.weight(t).contiguous();
+    src.indices = m.weight(ii).contiguous();
+  } catch (const Error& e) {
+    return report_error(error, e.status(), "sparse weight '", m.tensor_name(t), "': ", e.what());
+  }
+  src.rows = shape[0];
+  src.cols = shape[1];
+  return Status::Ok;
+}
+
+Status prepare_sparse_tensor(const Model& m, int t, TensorState& state, std::string* error) {
+  if (read_only_as_linear_weight(m, t)) {
+    WeightSource src;
+    RT_RETURN_IF_ERROR(sparse_source(m, t, src, error));
+    Backend* cpu = get_backend(DeviceType::CPU);
+    Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(OpKind::SparseLinear, src.desc());
+    if (!r.ok()) return report_error(error, r.status(), "sparse weight '", m.tensor_name(t), "': ", cpu->last_error());
+    state.prepared_sparse = std::move(r.get());
     return Status::Ok;
   }
+  const Tensor& values = m.weight(t);
   if (values.dtype() == DType::Int8)
     return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
                         "': int8 sparse values are only supported as a Linear weight");
+  const int32_t ii = m.tensor(t).sparse()->indices();
+  if (ii < 0 || ii >= m.num_tensors() || !m.weight(ii).defined())
+    return report_error(error, Status::InvalidModel, "sparse weight '", m.tensor_name(t), "': COO indices tensor ",
+                        ii, " is not a weight");
   try {
     NoGradGuard no_grad;
-    state.densified = sparse::coo_to_dense(indices, values, shape);
+    state.densified = sparse::coo_to_dense(m.weight(ii), values, m.tensor_shape(t));
   } catch (const Error& e) {
     return report_error(error, e.status(), "sparse weight '", m.tensor_name(t), "': ", e.what());
   }
@@ -124,10 +153,9 @@ Status prepare_sparse(const Model& m, std::vector<OpState>& ops, std::vector<Ten
     OpState& op = ops[static_cast<size_t>(k)];
     QLinearParams p;
     p.activation = std::get<LinearParams>(op.params).activation;
-    p.weight = w.prepared_sparse.get();
     op.kind = OpKind::SparseLinear;
     op.params = p;
-    op.prepared = w.prepared_sparse;
+    use_prepared(op, w.prepared_sparse);
   }
   return Status::Ok;
 }
@@ -152,8 +180,8 @@ void upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors) {
 
 namespace {
 
-// Packs op k's int8 weight (a Linear or Conv2d reading a dense int8 weight).
-Status prepare_quantized_op(const Model& m, int k, OpState& op, std::string* error) {
+// What op k's int8 weight is (a Linear or Conv2d reading a dense int8 weight), checked.
+Status quantized_source(const Model& m, int k, const OpParams& params, WeightSource& src, std::string* error) {
   const bool is_conv = m.op_kind(k) == OpKind::Conv2d;
   const auto* in = m.op(k).inputs();
   const int32_t wi = in->Get(1);
@@ -163,11 +191,10 @@ Status prepare_quantized_op(const Model& m, int k, OpState& op, std::string* err
   if (!w.defined() || q == nullptr || w.dim() != (is_conv ? 4 : 2))
     return report_error(error, Status::NotSupported, where, ": an int8 weight must be a ", is_conv ? "4" : "2",
                         "-D constant with quantization parameters");
-  if (is_conv && std::get<Conv2dParams>(op.params).groups != 1)
+  if (is_conv && std::get<Conv2dParams>(params).groups != 1)
     return report_error(error, Status::NotSupported, where, ": int8 convolutions need groups = 1");
   const int64_t n = w.size(0);
   const uint32_t ns = vlen(q->scales());
-  const bool per_channel = ns > 1 || (ns == 1 && q->axis() == 0 && n == 1);
   if (!(ns == 1 || (q->axis() == 0 && ns == static_cast<uint32_t>(n))))
     return report_error(error, Status::NotSupported, where, ": int8 weight scales must be per tensor or per",
                         " output channel (axis 0)");
@@ -176,51 +203,52 @@ Status prepare_quantized_op(const Model& m, int k, OpState& op, std::string* err
       return report_error(error, Status::NotSupported, where,
                           ": int8 weights must be symmetric (zero points 0) for dynamic quantization");
   }
-  const float* bias = nullptr;
   const int32_t bi = vlen(in) > 2 ? in->Get(2) : -1;
   if (bi >= 0) {
     const Tensor& b = m.weight(bi);
     if (!b.defined() || b.dtype() != DType::Float32 || b.dim() != 1 || b.size(0) != n)
       return report_error(error, Status::NotSupported, where,
                           ": the bias of an int8 Linear must be a float32 constant [", n, "]");
-    bias = b.data_ptr<float>();
+    src.bias = b;
   }
   // Activations per tensor (files without the field) or per row (Linear only).
   const fb::ActivationQuant act = q->activations();
   if (act != fb::ActivationQuant::PerTensor && act != fb::ActivationQuant::PerRow)
     return report_error(error, Status::NotSupported, where, ": unknown activation quantization ",
                         static_cast<int>(act));
-  const bool per_row = act == fb::ActivationQuant::PerRow;
-  if (is_conv && per_row)
+  src.per_row_activations = act == fb::ActivationQuant::PerRow;
+  if (is_conv && src.per_row_activations)
     return report_error(error, Status::NotSupported, where,
                         ": per-row activation quantization is supported for int8 Linear only (Conv2d: per tensor)");
-  const std::vector<float> scales(q->scales()->begin(), q->scales()->end());
-  WeightDesc desc;
-  desc.weight = w.kernel_view();
-  desc.scales = scales.data();
-  desc.num_scales = scales.size();
-  desc.per_channel = per_channel;
-  desc.per_row_activations = per_row;
-  if (bias != nullptr) desc.bias = m.weight(bi).kernel_view();
-  if (is_conv) desc.conv = std::get<Conv2dParams>(op.params);
+  src.weight = w;
+  src.scales.assign(q->scales()->begin(), q->scales()->end());
+  src.per_channel = ns > 1 || (ns == 1 && q->axis() == 0 && n == 1);
+  if (is_conv) src.conv = std::get<Conv2dParams>(params);
+  return Status::Ok;
+}
+
+// Packs op k's int8 weight on the CPU; the op becomes a QLinear / QConv2d.
+Status prepare_quantized_op(const Model& m, int k, OpState& op, std::string* error) {
+  WeightSource src;
+  RT_RETURN_IF_ERROR(quantized_source(m, k, op.params, src, error));
+  const bool is_conv = m.op_kind(k) == OpKind::Conv2d;
   const OpKind kind = is_conv ? OpKind::QConv2d : OpKind::QLinear;
-  Result<std::shared_ptr<const PreparedWeight>> r = get_backend(DeviceType::CPU)->prepare_weight(kind, desc);
+  Result<std::shared_ptr<const PreparedWeight>> r = get_backend(DeviceType::CPU)->prepare_weight(kind, src.desc());
   if (!r.ok())
-    return report_error(error, r.status(), where, ": preparing the int8 weight failed (", status_name(r.status()), ")");
-  op.prepared = std::move(r.get());
+    return report_error(error, r.status(), "operator ", k, " ", op_ref(m, k), ": preparing the int8 weight failed (",
+                        status_name(r.status()), ")");
   op.kind = kind;
   if (is_conv) {
     QConv2dParams p;
     p.conv = std::get<Conv2dParams>(op.params);
-    p.weight = op.prepared.get();
     op.params = p;
   } else {
     QLinearParams p;
     p.activation = std::get<LinearParams>(op.params).activation;
-    p.per_row_activations = per_row;
-    p.weight = op.prepared.get();
+    p.per_row_activations = src.per_row_activations;
     op.params = p;
   }
+  use_prepared(op, std::move(r.get()));
   return Status::Ok;
 }
 
@@ -240,46 +268,22 @@ Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string*
   return Status::Ok;
 }
 
-std::string pack_for_device(const Model& m, int k, DeviceType device, OpState& op,
-                            const std::vector<TensorState>& tensors) {
-#ifdef RT_WITH_VULKAN
-  const auto* in = m.op(k).inputs();
-  if (device == DeviceType::Vulkan && m.op_kind(k) == OpKind::Linear && vlen(in) > 1) {
-    const int32_t wi = in->Get(1);
-    if (op.kind == OpKind::QLinear) {
-      const Tensor& w = m.weight(wi);
-      const fb::QuantParams* q = m.tensor(wi).quant();  // checked by prepare_quantized
-      const std::vector<float> scales(q->scales()->begin(), q->scales()->end());
-      const bool per_channel = scales.size() > 1 || (q->axis() == 0 && w.size(0) == 1);
-      const int32_t bi = vlen(in) > 2 ? in->Get(2) : -1;
-      const float* bias = bi >= 0 ? m.weight(bi).data_ptr<float>() : nullptr;
-      Result<vk::VkQuantLinear> r = vk::pack_quant_linear(static_cast<const int8_t*>(w.data_ptr()), w.size(0),
-                                                          w.size(1), scales.data(), per_channel, bias);
-      if (!r.ok()) return str_cat("packing the int8 weight for vulkan failed: ", vk::Context::why());
-      op.vk_int8 = std::make_shared<const vk::VkQuantLinear>(std::move(r.get()));
-      return std::string();
-    }
-    if (op.kind == OpKind::SparseLinear) {
-      const fb::QuantParams* q = m.tensor(wi).quant();
-      std::vector<float> scales;
-      std::vector<int64_t> zero_points;
-      if (q != nullptr && q->scales() != nullptr) scales.assign(q->scales()->begin(), q->scales()->end());
-      if (q != nullptr && q->zero_points() != nullptr)
-        zero_points.assign(q->zero_points()->begin(), q->zero_points()->end());
-      const std::vector<int64_t> shape = m.tensor_shape(wi);
-      const sparse::CsrMatrix csr = sparse::pack_csr(m.weight(m.tensor(wi).sparse()->indices()), m.weight(wi),
-                                                     shape[0], shape[1], scales, zero_points);
-      Result<vk::VkSparseLinear> r = vk::pack_sparse_linear(csr);
-      if (!r.ok()) return str_cat("packing the sparse weight for vulkan failed: ", vk::Context::why());
-      op.vk_sparse = std::make_shared<const vk::VkSparseLinear>(std::move(r.get()));
-      return std::string();
-    }
-  }
-#else
-  (void)tensors;
-#endif
-  return str_cat(op.kind == OpKind::SparseLinear ? "sparse COO " : "dynamic int8 ",
-                 op_name(m.op_kind(k)), " is not implemented for ", get_backend(device)->name());
+std::string prepare_for_device(const Model& m, int k, Backend& backend, OpState& op) {
+  WeightSource src;
+  std::string error;
+  const int32_t wi = m.op(k).inputs()->Get(1);
+  const Status st = op.kind == OpKind::SparseLinear ? sparse_source(m, wi, src, &error)
+                                                    : quantized_source(m, k, op.params, src, &error);
+  if (st != Status::Ok) return error;
+  Result<std::shared_ptr<const PreparedWeight>> r = backend.prepare_weight(op.kind, src.desc());
+  if (r.status() == Status::NotSupported)
+    return str_cat(op.kind == OpKind::SparseLinear ? "sparse COO " : "dynamic int8 ", op_name(m.op_kind(k)),
+                   " is not implemented for ", backend.name());
+  if (!r.ok())
+    return str_cat("preparing the ", op_name(op.kind), " weight for ", backend.name(), " failed: ",
+                   backend.last_error());
+  use_prepared(op, std::move(r.get()));
+  return std::string();
 }
 
 Status upload_weights(const Model& m, const ExecutorOptions& options, const std::vector<OpState>& ops,
@@ -294,7 +298,7 @@ Status upload_weights(const Model& m, const ExecutorOptions& options, const std:
     for (uint32_t j = 0; j < vlen(in); ++j) {
       const int32_t t = in->Get(j);
       if (t < 0 || reads_on_host(kind, j) || !m.weight(t).defined()) continue;
-      if (j == 1 && (op.vk_int8 != nullptr || op.vk_sparse != nullptr)) continue;
+      if (j == 1 && op.prepared != nullptr) continue;  // prepared for the device (placement)
       TensorState& state = tensors[static_cast<size_t>(t)];
       if (state.device_weight.defined()) continue;
       Tensor w = state.densified.defined() ? state.densified : m.weight(t);

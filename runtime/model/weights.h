@@ -12,8 +12,8 @@
 //   the CPU backend (Backend::prepare_weight) for the run-time ops QLinear /
 //   QConv2d (ops.def; symmetric, per tensor or per output channel), which the
 //   op then runs as (OpState::kind).
-// - Device executors: int8 / sparse Linear weights packed on the device, and
-//   every other weight a device op reads uploaded once.
+// - Device executors: run-time op weights prepared again by the device's backend,
+//   and every other weight a device op reads uploaded once.
 #pragma once
 
 #include <string>
@@ -44,14 +44,14 @@ void upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors);
 // are refused.
 Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string* error);
 
-// Packs op k's int8 or sparse Linear weight on `device` (ops[k].vk_int8 /
-// vk_sparse); "" on success, else why it cannot.
-std::string pack_for_device(const Model& m, int k, DeviceType device, OpState& op,
-                            const std::vector<TensorState>& tensors);
+// Prepares op k's run-time op weight (QLinear, QConv2d, SparseLinear) with the
+// device's backend (Backend::prepare_weight) instead of the CPU's: ops[k]'s
+// params then point to it. "" on success, else why the device cannot run it.
+std::string prepare_for_device(const Model& m, int k, Backend& backend, OpState& op);
 
 // Uploads every weight a device-placed op reads (in a slot it does not read on
 // the host) to the device once (tensors[t].device_weight), as float16 with
-// Precision::Float16. The weight of a Linear packed by pack_for_device stays.
+// Precision::Float16. A run-time op's prepared weight is not uploaded again.
 Status upload_weights(const Model& m, const ExecutorOptions& options, const std::vector<OpState>& ops,
                       std::vector<TensorState>& tensors, std::string* error);
 

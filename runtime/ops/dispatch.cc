@@ -34,6 +34,31 @@ struct Scratch {
     return data.get();
   }
 };
+
+// A device backend's scratch: allocated for one kernel and released after it.
+// Device backends run their work in order on one queue, so memory released
+// while the kernel's work is still queued is reused only by work queued later.
+class DeviceScratch {
+ public:
+  explicit DeviceScratch(Backend* backend) : backend_(backend) {}
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+  ~DeviceScratch() {
+    if (buffer_.data != nullptr) backend_->release(buffer_);
+  }
+  void* allocate(size_t bytes) {
+    Result<Buffer> b = backend_->allocate(bytes, 256);
+    EMBER_CHECK(b.ok(), b.status(), "allocating ", bytes, " bytes of ", backend_->name(), " scratch failed",
+                backend_error_detail(*backend_));
+    buffer_ = b.get();
+    return buffer_.data;
+  }
+
+ private:
+  Backend* backend_;
+  Buffer buffer_;
+};
+
 }  // namespace
 
 void run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
@@ -67,10 +92,15 @@ void run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initialize
 
   KernelContext ctx;
   ctx.num_threads = get_num_threads();
+  DeviceScratch device_scratch(backend);
   if (kernel->workspace != nullptr) {
-    thread_local Scratch scratch;
     ctx.scratch_bytes = kernel->workspace(in, Span<const TensorView>(out.data(), out.size()), params);
-    ctx.scratch = scratch.reserve(ctx.scratch_bytes);
+    if (backend->device_type() == DeviceType::CPU) {
+      thread_local Scratch scratch;
+      ctx.scratch = scratch.reserve(ctx.scratch_bytes);
+    } else if (ctx.scratch_bytes > 0) {
+      ctx.scratch = device_scratch.allocate(ctx.scratch_bytes);
+    }
   }
   const Status status = kernel->fn(ctx, in, out, params);
   EMBER_CHECK(status == Status::Ok, status, "kernel \"", op_name(op), "\" on ", backend->name(),

@@ -6,9 +6,20 @@
 
 namespace ember {
 
+namespace {
+
+// The weight was prepared by the backend of x's device.
+void check_weight_device(const PreparedWeight& w, const Tensor& x, const char* op) {
+  EMBER_CHECK(w.device == x.device().type(), Status::DeviceMismatch, op, ": the weight was prepared for ",
+              device_type_name(w.device), ", the input is on ", x.device());
+}
+
+}  // namespace
+
 Tensor qlinear(const Tensor& x, const QLinearParams& params) {
   RT_CHECK(params.weight != nullptr && params.weight->shape.size() == 2, "qlinear without a prepared weight");
   const int64_t n = params.weight->shape[0], k = params.weight->shape[1];
+  check_weight_device(*params.weight, x, "int8 linear");
   EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 linear: expected a float32 input, got ",
               dtype_name(x.dtype()));
   EMBER_CHECK(x.dim() >= 1 && x.size(-1) == k, Status::ShapeMismatch, "int8 linear: the input's last dimension ",
@@ -34,6 +45,7 @@ int64_t conv_out_size(const Conv2dParams& c, int d, int64_t in, int64_t k) {
 Tensor qconv2d(const Tensor& x, const QConv2dParams& params) {
   RT_CHECK(params.weight != nullptr && params.weight->shape.size() == 4, "qconv2d without a prepared weight");
   const std::vector<int64_t>& ws = params.weight->shape;
+  check_weight_device(*params.weight, x, "int8 conv2d");
   EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 conv2d: expected a float32 input, got ",
               dtype_name(x.dtype()));
   EMBER_CHECK(x.dim() == 4 && x.size(1) == ws[1], Status::ShapeMismatch, "int8 conv2d: expected an input [N, ",
@@ -51,6 +63,7 @@ Tensor qconv2d(const Tensor& x, const QConv2dParams& params) {
 Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias) {
   RT_CHECK(params.weight != nullptr && params.weight->shape.size() == 2, "sparse_linear without a prepared weight");
   const int64_t n = params.weight->shape[0], k = params.weight->shape[1];
+  check_weight_device(*params.weight, x, "sparse linear");
   EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "sparse linear needs a float32 input, got ",
               dtype_name(x.dtype()));
   EMBER_CHECK(x.dim() >= 1 && x.size(-1) == k, Status::ShapeMismatch, "sparse linear: input ", shape_str(x.sizes()),

@@ -15,8 +15,8 @@ Tensor qlinear(const Tensor& x, const QLinearParams& params);
 // y [N, C_out, OH, OW] = act(dynamic int8 conv2d(x [N, C_in, H, W] float32)).
 Tensor qconv2d(const Tensor& x, const QConv2dParams& params);
 
-// y [*, N] = x [*, K] float32 @ W^T + bias (float32 [N] or undefined), W the
-// prepared sparse weight; the activation is the caller's.
+// y [*, N] = act(x [*, K] float32 @ W^T + bias (float32 [N] or undefined)), W
+// the prepared sparse weight.
 Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias);
 
 }  // namespace ember

@@ -1464,11 +1464,16 @@ Status call_entry(const KernelEntry& e, std::vector<Tensor> in, std::vector<Tens
   const Span<TensorView> outs(ov.data(), ov.size());
   KernelContext ctx;
   ctx.num_threads = threads;
-  std::vector<std::byte> scratch;
+  Tensor scratch;  // on the kernel's device
   if (e.workspace != nullptr) {
     ctx.scratch_bytes = e.workspace(ins, Span<const TensorView>(ov.data(), ov.size()), params);
-    scratch.resize(ctx.scratch_bytes + kTensorTailPadding);
-    ctx.scratch = scratch.data();
+    Device device("cpu");
+    for (const Tensor& t : in) {
+      if (t.defined()) device = t.device();
+    }
+    scratch = empty({static_cast<int64_t>(ctx.scratch_bytes + kTensorTailPadding)},
+                    TensorOptions(DType::UInt8).device(device));
+    ctx.scratch = scratch.data_ptr();
   }
   return e.fn(ctx, ins, outs, params);
 }

@@ -1,16 +1,20 @@
-// The dynamic int8 Linear and the sparse Linear on Vulkan
-// (kernels/vulkan/quant_linear.h) against quant/'s CPU references: the
-// activation quantization (scales, zero points, bytes), the int32 sums of
-// both GEMM shaders (portable and OpSUDotKHR), the outputs of
-// quant::dynamic_linear_ref, and the sparse Linear against the dense CPU linear.
+// The Vulkan backend's run-time ops QLinear (dynamic int8 Linear) and
+// SparseLinear (kernels/vulkan/quant_linear.h), run through the eager
+// front-ends the executor runs (runtime/ops/qlinear.h) with weights the
+// backend prepared, against quant/'s CPU references: the activation
+// quantization (scales, zero points, bytes), the int32 sums of both GEMM
+// shaders (portable and OpSUDotKHR), the outputs of quant::dynamic_linear_ref,
+// and the sparse Linear against the dense CPU linear.
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "kernels/ref/qgemm.h"
 #include "kernels/vulkan/quant_linear.h"
+#include "quant/coo.h"
 #include "quant/dynamic_linear.h"
 #include "quant/qscheme.h"
+#include "runtime/ops/qlinear.h"
 #include "tests/vulkan/vulkan_testing.h"
 
 using namespace ember;
@@ -26,6 +30,55 @@ std::vector<int32_t> ints(const Tensor& t) {
   const Tensor c = to_cpu(t).contiguous();
   return std::vector<int32_t>(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + c.numel());
 }
+// The kernels' test switches, restored at the end of the scope.
+struct TestOptions {
+  vk::QuantLinearTestOptions saved = vk::quant_linear_test_options();
+  explicit TestOptions(bool dot = true, bool skew = false, bool reduce = false) {
+    vk::quant_linear_test_options() = {dot, skew, reduce};
+  }
+  ~TestOptions() { vk::quant_linear_test_options() = saved; }
+};
+
+Tensor vk_empty(Shape shape, DType dtype) { return empty(std::move(shape), TensorOptions(dtype).device(kVulkan)); }
+
+// The quantization stage: q (Int32 [m, k4]) and params (Float32 [(m + 1) * 4]).
+struct Quantized {
+  Tensor q, params;
+};
+Quantized quantize_activations(const Tensor& x, int64_t k4, bool per_row, bool reduce_range = false,
+                               bool skew = false) {
+  const TestOptions options(true, skew, reduce_range);
+  const int64_t m = x.size(0);
+  const Tensor xv = to_vk(x);
+  Quantized r{vk_empty({m, k4}, DType::Int32), zeros({(m + 1) * 4}, TensorOptions(DType::Float32).device(kVulkan))};
+  REQUIRE(vk::quantize_activations(xv.kernel_view(), r.q.kernel_view(), r.params.kernel_view(), per_row) ==
+          Status::Ok);
+  return r;
+}
+
+Tensor accumulators(const Tensor& q, const vk::VkQuantLinear& w, bool dot) {
+  const TestOptions options(dot);
+  Tensor acc = vk_empty({q.size(0), w.out_features}, DType::Int32);
+  REQUIRE(vk::quant_linear_accumulators(q.kernel_view(), w, acc.kernel_view()) == Status::Ok);
+  return acc;
+}
+
+// y = the QLinear kernel through its front-end, as the executor runs it.
+Tensor int8_linear(const Tensor& x, const vk::VkQuantLinear& w, const Activation& act, bool per_row = false) {
+  QLinearParams p;
+  p.weight = &w;
+  p.activation = act;
+  p.per_row_activations = per_row;
+  return qlinear(x, p);
+}
+
+Tensor sparse_lin(const Tensor& x, const vk::VkSparseLinear& w, const Tensor& bias = Tensor(), const Activation& act = {}) {
+  QLinearParams p;
+  p.weight = &w;
+  p.activation = act;
+  return sparse_linear(x, p, bias);
+}
+
 uint32_t bits(float f) {
   uint32_t b;
   std::memcpy(&b, &f, 4);
@@ -76,7 +129,7 @@ void check_quantized(const Tensor& x, bool per_row, bool reduce_range, bool skew
   std::vector<int32_t> zps(rows);
   quant::quantize_activations_u8(xc.data_ptr<float>(), m, k, k, per_row, reduce_range, q.data(), k4 * 4,
                                  scales.data(), zps.data());
-  const vk::QuantizedActivations qa = vk::quantize_activations(to_vk(x), k4, per_row, reduce_range, skew);
+  const Quantized qa = quantize_activations(x, k4, per_row, reduce_range, skew);
   const std::vector<float> params = floats(qa.params);
   for (size_t r = 0; r < rows; ++r) {
     const size_t o = (per_row ? r : static_cast<size_t>(m)) * 4;
@@ -143,10 +196,11 @@ TEST_CASE("int32 sums equal kernels/ref's for the device's quantized activations
       CAPTURE(k);
       CAPTURE(n);
       const IntWeights w = int_weights(n, k, true, static_cast<uint64_t>(k + n));
-      Result<vk::VkQuantLinear> vw = vk::pack_quant_linear(w.q.data(), n, k, w.scales.data(), true, nullptr);
+      Result<std::shared_ptr<const vk::VkQuantLinear>> vw =
+          vk::pack_quant_linear(w.q.data(), n, k, w.scales.data(), true, nullptr);
       REQUIRE(vw.ok());
-      const int64_t k4 = vw->k4;
-      const vk::QuantizedActivations qa = vk::quantize_activations(to_vk(activations(m, k, 5)), k4, false);
+      const int64_t k4 = vw.get()->k4;
+      const Quantized qa = quantize_activations(activations(m, k, 5), k4, false);
       const std::vector<int32_t> words = ints(qa.q);
       std::vector<uint8_t> q(static_cast<size_t>(m * k));
       for (int64_t i = 0; i < m; ++i) {
@@ -157,7 +211,7 @@ TEST_CASE("int32 sums equal kernels/ref's for the device's quantized activations
       ref::qgemm_u8s8s32(m, n, k, q.data(), k, w.q.data(), k, expected.data(), n);
       for (bool dot : {true, false}) {
         CAPTURE(dot);
-        CHECK(ints(vk::quant_linear_accumulators(qa.q, vw.get(), dot)) == expected);
+        CHECK(ints(accumulators(qa.q, *vw.get(), dot)) == expected);
       }
     }
   }
@@ -180,7 +234,8 @@ TEST_CASE("dynamic int8 linear matches quant::dynamic_linear_ref (M x (K, N), sc
         CAPTURE(config);
         const IntWeights w = int_weights(n, k, per_channel, static_cast<uint64_t>(config + 7 * k));
         const float* bias = has_bias ? w.bias.data() : nullptr;
-        Result<vk::VkQuantLinear> vw = vk::pack_quant_linear(w.q.data(), n, k, w.scales.data(), per_channel, bias);
+        Result<std::shared_ptr<const vk::VkQuantLinear>> vw =
+            vk::pack_quant_linear(w.q.data(), n, k, w.scales.data(), per_channel, bias);
         REQUIRE(vw.ok());
         const Tensor x = activations(m, k, static_cast<uint64_t>(m + config));
         Activation act;
@@ -190,10 +245,8 @@ TEST_CASE("dynamic int8 linear matches quant::dynamic_linear_ref (M x (K, N), sc
         std::vector<float> expected(static_cast<size_t>(m * n));
         quant::dynamic_linear_ref(x.data_ptr<float>(), m, k, w.q.data(), n, w.scales.data(), per_channel, bias,
                                   expected.data(), act, opt);
-        vk::QuantLinearOptions vo;
-        vo.use_dot_product = dot;
-        vo.skew_division = config % 3 == 0;
-        const Tensor y = vk::dynamic_quant_linear(to_vk(x), vw.get(), act, per_row, vo);
+        const TestOptions options(dot, config % 3 == 0);
+        const Tensor y = int8_linear(to_vk(x), *vw.get(), act, per_row);
         REQUIRE(y.sizes() == Shape{m, n});
         const std::vector<float> got = floats(y);
         // One output quantization step: a_scale * w_scale (the scales differ
@@ -227,8 +280,10 @@ TEST_CASE("dynamic int8 linear matches quant::dynamic_linear_ref (M x (K, N), sc
 TEST_CASE("dynamic int8 linear: strided and batched inputs, clamp, empty input") {
   const int64_t k = 37, n = 9;
   const IntWeights w = int_weights(n, k, true, 3);
-  Result<vk::VkQuantLinear> vw = vk::pack_quant_linear(w.q.data(), n, k, w.scales.data(), true, w.bias.data());
+  Result<std::shared_ptr<const vk::VkQuantLinear>> vw =
+      vk::pack_quant_linear(w.q.data(), n, k, w.scales.data(), true, w.bias.data());
   REQUIRE(vw.ok());
+  const vk::VkQuantLinear& vq = *vw.get();
   const Tensor x = activations(6, k, 11);
   Activation clamp;
   clamp.kind = ActivationKind::Clamp;
@@ -239,32 +294,33 @@ TEST_CASE("dynamic int8 linear: strided and batched inputs, clamp, empty input")
                             expected.data(), clamp);
   const Tensor want = tensor(expected, {6, n});
   // A transposed view (column stride 6), and [2, 3, K] (leading dims collapse).
-  check_equal(to_cpu(vk::dynamic_quant_linear(vk_transposed_view(x), vw.get(), clamp)), want);
-  check_equal(to_cpu(vk::dynamic_quant_linear(to_vk(x.reshape({2, 3, k})), vw.get(), clamp)),
+  check_equal(to_cpu(int8_linear(vk_transposed_view(x), vq, clamp)), want);
+  check_equal(to_cpu(int8_linear(to_vk(x.reshape({2, 3, k})), vq, clamp)),
               want.reshape({2, 3, n}));
   // Rows 0, 2, 4 (row stride 2k) against the same rows alone.
   std::vector<float> even(static_cast<size_t>(3 * n));
   const Tensor xe = x.narrow(0, 0, 6).reshape({3, 2, k}).select(1, 0).contiguous();
   quant::dynamic_linear_ref(xe.data_ptr<float>(), 3, k, w.q.data(), n, w.scales.data(), true, w.bias.data(),
                             even.data(), clamp);
-  check_equal(to_cpu(vk::dynamic_quant_linear(to_vk(x).reshape({3, 2, k}).select(1, 0), vw.get(), clamp)),
+  check_equal(to_cpu(int8_linear(to_vk(x).reshape({3, 2, k}).select(1, 0), vq, clamp)),
               tensor(even, {3, n}));
-  const Tensor y0 = vk::dynamic_quant_linear(to_vk(zeros({0, k})), vw.get(), clamp);
+  const Tensor y0 = int8_linear(to_vk(zeros({0, k})), vq, clamp);
   CHECK(y0.sizes() == Shape{0, n});
   CHECK(y0.device() == kVulkan);
 }
 
 TEST_CASE("dynamic int8 linear errors") {
   const IntWeights w = int_weights(4, 6, false, 1);
-  Result<vk::VkQuantLinear> vw = vk::pack_quant_linear(w.q.data(), 4, 6, w.scales.data(), false, nullptr);
+  Result<std::shared_ptr<const vk::VkQuantLinear>> vw =
+      vk::pack_quant_linear(w.q.data(), 4, 6, w.scales.data(), false, nullptr);
   REQUIRE(vw.ok());
-  check_error([&] { vk::dynamic_quant_linear(to_vk(zeros({2, 5})), vw.get(), {}); },
+  check_error([&] { int8_linear(to_vk(zeros({2, 5})), *vw.get(), {}); },
               "int8 linear: the input's last dimension 5 does not match the weight's 6");
-  check_error([&] { vk::dynamic_quant_linear(zeros({2, 6}), vw.get(), {}); },
-              "int8 linear: expected a Vulkan tensor");
-  check_error([&] { vk::dynamic_quant_linear(to_vk(zeros({2, 6}, DType::Int32)), vw.get(), {}); },
+  check_error([&] { int8_linear(zeros({2, 6}), *vw.get(), {}); },
+              "int8 linear: the weight was prepared for vulkan, the input is on cpu");
+  check_error([&] { int8_linear(to_vk(zeros({2, 6}, DType::Int32)), *vw.get(), {}); },
               "int8 linear: expected a float32 input, got int32");
-  Result<vk::VkQuantLinear> bad = vk::pack_quant_linear(w.q.data(), 0, 6, w.scales.data(), false, nullptr);
+  Result<std::shared_ptr<const vk::VkQuantLinear>> bad = vk::pack_quant_linear(w.q.data(), 0, 6, w.scales.data(), false, nullptr);
   CHECK(bad.status() == Status::InvalidArgument);
   CHECK(vk::Context::why() == "int8 linear on vulkan: bad weight [0, 6] (sizes must be positive, in <= 2^24)");
 }
@@ -285,14 +341,14 @@ TEST_CASE("sparse linear matches the dense CPU linear within 1e-5 of sum |w x|")
         w.select(0, 0).fill_(0.0);
         const Tensor b = has_bias ? randn({n}) : Tensor();
         const Tensor x = randn({m, k});
-        Result<vk::VkSparseLinear> vw = vk::pack_sparse_linear(sparse::pack_csr_dense(w));
+        Result<std::shared_ptr<const vk::VkSparseLinear>> vw = vk::pack_sparse_linear(sparse::pack_csr_dense(w));
         REQUIRE(vw.ok());
         Activation act;
         if (relu) act.kind = ActivationKind::Relu;
         Tensor expected = linear(x, w, b);
         Tensor bound = linear(abs(x), abs(w), has_bias ? abs(b) : Tensor());
         if (relu) expected = ember::relu(expected);  // relu is 1-Lipschitz: the bound holds
-        const Tensor y = to_cpu(vk::sparse_linear(to_vk(x), vw.get(), has_bias ? to_vk(b) : Tensor(), act));
+        const Tensor y = to_cpu(sparse_lin(to_vk(x), *vw.get(), has_bias ? to_vk(b) : Tensor(), act));
         REQUIRE(y.sizes() == expected.sizes());
         const std::vector<float> got = floats(y), want = floats(expected), tol = floats(bound);
         for (size_t i = 0; i < got.size(); ++i) {
@@ -304,52 +360,44 @@ TEST_CASE("sparse linear matches the dense CPU linear within 1e-5 of sum |w x|")
   }
 }
 
-TEST_CASE("sparse linear: strided and batched inputs, a CPU bias, clamp, empty input, errors") {
+TEST_CASE("sparse linear: strided and batched inputs, clamp, empty input, errors") {
   const int64_t k = 300, n = 70;
   manual_seed(4);
   const Tensor w = where(lt(rand({n, k}), 0.9), 0.0, randn({n, k})).contiguous();
   const Tensor b = randn({n}), x = randn({6, k});
-  Result<vk::VkSparseLinear> vw = vk::pack_sparse_linear(sparse::pack_csr_dense(w));
+  Result<std::shared_ptr<const vk::VkSparseLinear>> vw = vk::pack_sparse_linear(sparse::pack_csr_dense(w));
   REQUIRE(vw.ok());
+  const vk::VkSparseLinear& vs = *vw.get();
   Activation clamp;
   clamp.kind = ActivationKind::Clamp;
   clamp.min = -1.0;
   clamp.max = 1.5;
   const Tensor want = ember::clamp(linear(x, w, b), -1.0, 1.5);
-  check_close(to_cpu(vk::sparse_linear(vk_transposed_view(x), vw.get(), b, clamp)), want, 1e-5, 1e-5);
-  check_close(to_cpu(vk::sparse_linear(to_vk(x.reshape({3, 2, k})), vw.get(), to_vk(b), clamp)),
-              want.reshape({3, 2, n}), 1e-5, 1e-5);
-  const Tensor y0 = vk::sparse_linear(to_vk(zeros({0, k})), vw.get(), b);
+  check_close(to_cpu(sparse_lin(vk_transposed_view(x), vs, to_vk(b), clamp)), want, 1e-5, 1e-5);
+  check_close(to_cpu(sparse_lin(to_vk(x.reshape({3, 2, k})), vs, to_vk(b), clamp)), want.reshape({3, 2, n}), 1e-5,
+              1e-5);
+  const Tensor y0 = sparse_lin(to_vk(zeros({0, k})), vs, to_vk(b));
   CHECK(y0.sizes() == Shape{0, n});
-  check_error([&] { vk::sparse_linear(to_vk(zeros({2, 5})), vw.get(), b); },
-              "sparse linear: the input's last dimension 5 does not match the weight's 300");
-  check_error([&] { vk::sparse_linear(to_vk(zeros({2, k})), vw.get(), zeros({3})); },
-              "sparse linear: expected a float32 bias [70]");
+  check_error([&] { sparse_lin(to_vk(zeros({2, 5})), vs, to_vk(b)); },
+              "sparse linear: input [2, 5] does not end in 300 (weight [70, 300])");
+  check_error([&] { sparse_lin(to_vk(zeros({2, k})), vs, to_vk(zeros({3}))); },
+              "sparse linear: bias [3] is not [70]");
+  check_error([&] { sparse_lin(zeros({2, k}), vs, b); },
+              "sparse linear: the weight was prepared for vulkan, the input is on cpu");
   // An all-zero weight: y = bias.
-  Result<vk::VkSparseLinear> zero = vk::pack_sparse_linear(sparse::pack_csr_dense(zeros({n, k})));
+  Result<std::shared_ptr<const vk::VkSparseLinear>> zero = vk::pack_sparse_linear(sparse::pack_csr_dense(zeros({n, k})));
   REQUIRE(zero.ok());
-  CHECK(zero->nnz == 0);
-  check_equal(to_cpu(vk::sparse_linear(to_vk(x), zero.get(), b)), b.expand({6, n}).contiguous());
+  CHECK(zero.get()->nnz == 0);
+  check_equal(to_cpu(sparse_lin(to_vk(x), *zero.get(), to_vk(b))), b.expand({6, n}).contiguous());
   sparse::CsrMatrix broken = sparse::pack_csr_dense(w);
   broken.col16.clear();  // K = 300: narrow columns
   broken.col32.clear();
   CHECK(vk::pack_sparse_linear(broken).status() == Status::InvalidArgument);
   CHECK(vk::Context::why().find("sparse linear on vulkan: bad CSR matrix [70, 300] with 0 nonzeros") == 0);
   sparse::CsrMatrix empty_matrix;
-  Result<vk::VkSparseLinear> bad = vk::pack_sparse_linear(empty_matrix);
-  CHECK(bad.status() == Status::InvalidArgument);
+  CHECK(vk::pack_sparse_linear(empty_matrix).status() == Status::InvalidArgument);
   CHECK(vk::Context::why() == "sparse linear on vulkan: bad CSR matrix [0, 0] with 0 nonzeros");
 }
-
-namespace {
-// A CSR matrix with int8 values and a scale per row, as feat/spmm's
-// sparse::CsrMatrix carries them (these members shadow its own after the merge).
-struct Int8Csr : sparse::CsrMatrix {
-  std::vector<int8_t> qvalues;
-  std::vector<float> row_scale;
-  bool int8 = true;
-};
-}  // namespace
 
 TEST_CASE("sparse linear with int8 values and per-row scales") {
   for (const auto& [k, n] : kShapes) {
@@ -362,17 +410,17 @@ TEST_CASE("sparse linear with int8 values and per-row scales") {
       const Tensor q = where(lt(rand({n, k}), 0.85), 0.0, randint(-128, 128, {n, k}).to(DType::Float32)).contiguous();
       const Tensor scale = (rand({n}) * 0.01 + 0.001).contiguous();
       const Tensor b = randn({n}), x = randn({m, k});
-      Int8Csr w;
-      static_cast<sparse::CsrMatrix&>(w) = sparse::pack_csr_dense(q);
+      sparse::CsrMatrix w = sparse::pack_csr_dense(q);
       for (float v : w.values) w.qvalues.push_back(static_cast<int8_t>(v));
       w.values.clear();  // int8 only, as pack_csr leaves it
+      w.int8 = true;
       w.row_scale.assign(scale.data_ptr<float>(), scale.data_ptr<float>() + n);
-      Result<vk::VkSparseLinear> vw = vk::pack_sparse_linear(w);
+      Result<std::shared_ptr<const vk::VkSparseLinear>> vw = vk::pack_sparse_linear(w);
       REQUIRE(vw.ok());
-      CHECK(vw->int8);
+      CHECK(vw.get()->int8);
       const Tensor expected = linear(x, q) * scale + b;
       const Tensor bound = linear(abs(x), abs(q)) * scale + abs(b);
-      const std::vector<float> got = floats(vk::sparse_linear(to_vk(x), vw.get(), to_vk(b))),
+      const std::vector<float> got = floats(sparse_lin(to_vk(x), *vw.get(), to_vk(b))),
                                want = floats(expected), tol = floats(bound);
       REQUIRE(got.size() == want.size());
       for (size_t i = 0; i < got.size(); ++i) {
@@ -381,8 +429,8 @@ TEST_CASE("sparse linear with int8 values and per-row scales") {
       }
     }
   }
-  Int8Csr bad;
-  static_cast<sparse::CsrMatrix&>(bad) = sparse::pack_csr_dense(eye(4));
+  sparse::CsrMatrix bad = sparse::pack_csr_dense(eye(4));
+  bad.int8 = true;
   bad.qvalues = {1, 1, 1};  // 4 nonzeros
   bad.row_scale = {1.0f, 1.0f, 1.0f, 1.0f};
   CHECK(vk::pack_sparse_linear(bad).status() == Status::InvalidArgument);
