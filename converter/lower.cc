@@ -454,6 +454,12 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"LpNormalization", 1, kAny, &Lowerer::lower_lp_normalization, std::nullopt},
     {"MeanVarianceNormalization", 9, kAny, &Lowerer::lower_mean_variance_normalization, std::nullopt},
     {"Einsum", 12, kAny, &Lowerer::lower_einsum, std::nullopt},
+    // lower_attn.cc, lower_attention.cc, lower_linear_attn.cc: the attention family.
+    {"Swish", 24, kAny, &Lowerer::lower_swish, std::nullopt},
+    {"SwiGLU", 28, kAny, &Lowerer::lower_swiglu, std::nullopt},
+    {"RMSNormalization", 23, kAny, &Lowerer::lower_rms_normalization, std::nullopt},
+    {"RotaryEmbedding", 23, kAny, &Lowerer::lower_rotary_embedding, std::nullopt},
+    {"Attention", 23, kAny, &Lowerer::lower_attention, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},
