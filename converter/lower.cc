@@ -460,6 +460,8 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"RMSNormalization", 23, kAny, &Lowerer::lower_rms_normalization, std::nullopt},
     {"RotaryEmbedding", 23, kAny, &Lowerer::lower_rotary_embedding, std::nullopt},
     {"Attention", 23, kAny, &Lowerer::lower_attention, std::nullopt},
+    {"LinearAttention", 27, kAny, &Lowerer::lower_linear_attention, std::nullopt},
+    {"CausalConvWithState", 27, kAny, &Lowerer::lower_causal_conv_with_state, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

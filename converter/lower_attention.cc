@@ -47,7 +47,7 @@ class Lowerer::Attention {
     return o >= 0 && (!l_.g_.users_of(o).empty() || l_.g_.is_graph_output(o));
   }
   int32_t output(size_t k) { return used(k) ? l_.tensor(n_.outputs[k]) : -1; }
-  static Dim times(const Dim& d, int64_t f) { return d.is_static() ? Dim::fixed(d.value * f) : Dim{}; }
+  static Dim times(const Dim& d, int64_t f) { return dim_times(d, f); }
 
   Lowerer& l_;
   const Node& n_;
@@ -124,18 +124,8 @@ int32_t Lowerer::Attention::with_past(int32_t cur, size_t past, size_t present, 
   return l_.emit_new(OpKind::Concat, {l_.tensor(id), cur}, t_, d, AxisParams{2}, name("present_" + what), into);
 }
 
-// a [B, Hq, M, K] x b [B, Hkv, K, N]: with fewer kv heads, the q heads of one kv
-// head (adjacent, as ONNX repeats each kv head) grouped into the rows of a MatMul.
 int32_t Lowerer::Attention::grouped_matmul(int32_t a, int32_t b, int32_t into, const std::string& what) {
-  const std::vector<Dim> ad = l_.tensor_dims(a), bd = l_.tensor_dims(b);
-  const std::vector<Dim> out = {ad[0], ad[1], ad[2], bd[3]};
-  if (hq_ == hkv_ || hkv_ == 1) return l_.emit_new(OpKind::MatMul, {a, b}, ct_, out, NoParams{}, name(what), into);
-  const int64_t r = hq_ / hkv_;
-  const int32_t grouped = l_.reshape_new(a, {0, hkv_, -1, 0}, {ad[0], Dim::fixed(hkv_), times(ad[2], r), ad[3]},
-                                         name(what + "_grouped"));
-  const int32_t m = l_.emit_new(OpKind::MatMul, {grouped, b}, ct_, {ad[0], Dim::fixed(hkv_), times(ad[2], r), bd[3]},
-                                NoParams{}, name(what + "_grouped_product"));
-  return l_.reshape_new(m, {0, hq_, -1, 0}, out, name(what), into);
+  return l_.grouped_matmul_new(a, b, hq_, hkv_, name(what), into);
 }
 
 // attn_mask as an additive bias in the compute dtype (bool: 0 / -inf), padded

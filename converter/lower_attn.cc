@@ -59,6 +59,24 @@ int32_t Lowerer::unsqueeze_new(int32_t t, int64_t axis, const std::string& name)
   return emit_new(OpKind::Unsqueeze, {t}, tensor_dtype(t), dims, dims_params({axis}, "axes"), name);
 }
 
+Dim dim_times(const Dim& d, int64_t f) { return d.is_static() ? Dim::fixed(d.value * f) : Dim{}; }
+
+// a [B, Hq, M, K] x b [B, Hkv, K, N]: with fewer kv heads, the q heads of one kv
+// head (adjacent, as ONNX repeats each kv head) grouped into the rows of a MatMul.
+int32_t Lowerer::grouped_matmul_new(int32_t a, int32_t b, int64_t hq, int64_t hkv, const std::string& name,
+                                    int32_t into) {
+  const DType dt = tensor_dtype(a);
+  const std::vector<Dim> ad = tensor_dims(a), bd = tensor_dims(b);
+  const std::vector<Dim> out = {ad[0], ad[1], ad[2], bd[3]};
+  if (hq == hkv || hkv == 1) return emit_new(OpKind::MatMul, {a, b}, dt, out, NoParams{}, name, into);
+  const int64_t r = hq / hkv;
+  const std::vector<Dim> grouped = {ad[0], Dim::fixed(hkv), dim_times(ad[2], r), ad[3]};
+  const int32_t g = reshape_new(a, {0, hkv, -1, 0}, grouped, name + "_grouped");
+  const int32_t m = emit_new(OpKind::MatMul, {g, b}, dt, {ad[0], Dim::fixed(hkv), dim_times(ad[2], r), bd[3]},
+                             NoParams{}, name + "_grouped_product");
+  return reshape_new(m, {0, hq, -1, 0}, out, name, into);
+}
+
 // x * sigmoid(alpha * x): Silu for alpha 1, else Mul, Sigmoid, Mul.
 int32_t Lowerer::swish_new(int32_t x, double alpha, const std::string& name, int32_t into) {
   const DType dt = tensor_dtype(x);

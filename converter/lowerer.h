@@ -21,6 +21,9 @@ inline std::string node_label(const Node& n) {
   return n.op_type + " '" + (n.name.empty() ? std::string("<unnamed>") : n.name) + "'";
 }
 
+// d * f, unknown when d is.
+Dim dim_times(const Dim& d, int64_t f);
+
 inline std::string join_ints(const std::vector<int64_t>& v) {
   std::ostringstream os;
   os << "[";
@@ -262,6 +265,9 @@ class Lowerer {
   int32_t slice_new(int32_t t, int64_t axis, int64_t start, int64_t end, int64_t step, const std::string& name,
                     int32_t into = -1);
   int32_t unsqueeze_new(int32_t t, int64_t axis, const std::string& name);
+  // a [B, Hq, M, K] x b [B, Hkv, K, N] -> [B, Hq, M, N], each kv head serving Hq / Hkv adjacent q heads.
+  int32_t grouped_matmul_new(int32_t a, int32_t b, int64_t hq, int64_t hkv, const std::string& name,
+                             int32_t into = -1);
   // x * sigmoid(alpha * x).
   int32_t swish_new(int32_t x, double alpha, const std::string& name, int32_t into = -1);
   void lower_swish(const Node& n);
