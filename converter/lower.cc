@@ -462,6 +462,7 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"Attention", 23, kAny, &Lowerer::lower_attention, std::nullopt},
     {"LinearAttention", 27, kAny, &Lowerer::lower_linear_attention, std::nullopt},
     {"CausalConvWithState", 27, kAny, &Lowerer::lower_causal_conv_with_state, std::nullopt},
+    {"ai.onnx.preview::FlexAttention", 1, kAny, &Lowerer::lower_flex_attention, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

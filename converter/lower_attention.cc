@@ -320,4 +320,13 @@ void Lowerer::lower_attention(const Node& n) {
   Attention(*this, n).run();
 }
 
+void Lowerer::lower_flex_attention(const Node& n) {
+  for (const char* mod : {"score_mod", "prob_mod"}) {
+    if (n.has(mod)) refuse(std::string("the ") + mod + " graph is not supported");
+  }
+  if (n.inputs.size() != 3) refuse("has " + std::to_string(n.inputs.size()) + " inputs, expected 3 (Q, K, V)");
+  if (rank_of(n.inputs[0], "Q") != 4) refuse("Q " + vname(n.inputs[0]) + " is not 4-D");
+  Attention(*this, n).run();
+}
+
 }  // namespace ember::converter::lowering

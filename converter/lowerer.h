@@ -276,6 +276,8 @@ class Lowerer {
   void lower_rotary_embedding(const Node& n);
   class Attention;  // the lowering of one Attention node
   void lower_attention(const Node& n);
+  // ai.onnx.preview::FlexAttention without score_mod / prob_mod: 4-D Attention with scale and softmax_precision.
+  void lower_flex_attention(const Node& n);
   void lower_linear_attention(const Node& n);
   void lower_causal_conv_with_state(const Node& n);
 

@@ -514,7 +514,7 @@ std::vector<Out> infer_attention_family(const Graph& g, const Node& n) {
     const Dims y = {(*x)[0], (*x)[1], mul((*v)[2], hq, hkv)};
     return {Out{dt, y}, Out{dt, Dims{(*x)[0], Dim::fixed(hkv), mul((*x)[2], 1, hq), mul((*v)[2], 1, hkv)}}};
   }
-  if (op != "Attention") return {};
+  if (op != "Attention" && op != "ai.onnx.preview::FlexAttention") return {};
   Dims q4 = *x, k4 = *k, v4 = *v;
   if (x->size() == 3) {
     if (hq <= 0 || hkv <= 0) return {};
