@@ -175,4 +175,45 @@ void Lowerer::lower_causal_conv_with_state(const Node& n) {
   cast_new(y, dt, base, out);
 }
 
+// Conv of [N, C, L] by [M, C / group, k]: Unsqueeze both to 2-D with a height
+// of 1, Conv2d, Squeeze; symmetric pads (NOTSET) or VALID only.
+void Lowerer::lower_conv1d(const Node& n) {
+  const int x = n.inputs[0], w = n.inputs[1];
+  const std::vector<Dim> xd = dims_of(x, "input"), wd = dims_of(w, "weight");
+  if (xd.size() != 3) refuse("input " + vname(x) + " of a 1-D convolution is not 3-D");
+  auto one = [&](const char* attr, int64_t fallback) {
+    const std::vector<int64_t> v = n.get_ints(attr, {fallback});
+    if (v.size() != 1) refuse(std::string(attr) + " " + join_ints(v) + " must have 1 value (1-D)");
+    return v[0];
+  };
+  Conv2dParams p;
+  p.stride[1] = one("strides", 1);
+  p.dilation[1] = one("dilations", 1);
+  p.groups = n.get_int("group", 1);
+  const std::string auto_pad = n.get_string("auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    const std::vector<int64_t> pads = n.get_ints("pads", {0, 0});
+    if (pads.size() != 2 || pads[0] != pads[1]) refuse("pads " + join_ints(pads) + " are not 2 equal values");
+    p.padding[1] = pads[0];
+  } else if (auto_pad != "VALID") {
+    refuse("auto_pad " + auto_pad + " of a 1-D convolution is not supported (NOTSET or VALID)");
+  }
+  p.activation = fused_activation(n);
+  const int32_t out = tensor(out0(n));
+  const std::string base = def_.tensors[static_cast<size_t>(out)].name;
+  const DType dt = tensor_dtype(out), f = dt == DType::Float16 ? DType::Float32 : dt;  // no float16 Conv2d on the CPU
+  const int32_t x4 = unsqueeze_new(cast_new(tensor(x), f, base + "/input_compute"), 2, base + "/input_2d");
+  const int32_t w4 = unsqueeze_new(cast_new(weight(w), f, base + "/weight_compute"), 2, base + "/weight_2d");
+  const int32_t b = has_input(n, 2) ? cast_new(weight(n.inputs[2]), f, base + "/bias_compute") : -1;
+  std::vector<Dim> yd = tensor_dims(out);
+  if (yd.size() != 3) refuse("output " + vname(out0(n)) + " is not 3-D");
+  yd.insert(yd.begin() + 2, Dim::fixed(1));
+  const int32_t y4 = emit_new(OpKind::Conv2d, {x4, w4, b}, f, yd, p, base + "/conv_2d");
+  if (f == dt) {
+    emit_new(OpKind::Squeeze, {y4}, f, tensor_dims(out), dims_params({2}, "axes"), base, out);
+    return;
+  }
+  cast_new(emit_new(OpKind::Squeeze, {y4}, f, tensor_dims(out), dims_params({2}, "axes"), base + "/conv"), dt, base, out);
+}
+
 }  // namespace ember::converter::lowering

@@ -280,6 +280,8 @@ class Lowerer {
   void lower_flex_attention(const Node& n);
   void lower_linear_attention(const Node& n);
   void lower_causal_conv_with_state(const Node& n);
+  // Conv with a 3-D weight (CausalConvWithState's function body, 1-D models): Conv2d over [N, C, 1, L].
+  void lower_conv1d(const Node& n);
 
   const Graph& g_;
   ModelDef def_;

@@ -1,12 +1,13 @@
 // The attention family's lowerings (lower_attn.cc, lower_attention.cc,
 // lower_linear_attn.cc): Attention (GQA, is_causal, past / present, bool and
-// float masks, the mask padded to the kv length, softcap, scale, every
-// qk_matmul_output_mode, nonpad_kv_seqlen, the sliding window),
+// float masks, the mask padded to the kv length, softcap, scale,
+// qk_matmul_output_mode 0, 2 and 3, nonpad_kv_seqlen, the sliding window),
 // RMSNormalization, RotaryEmbedding (interleaved, partial, position_ids, 3-D),
 // Swish, SwiGLU, LinearAttention (gated_delta with GQA and a past state;
-// linear), CausalConvWithState (past state, bias, SiLU; zeros) and
-// ai.onnx.preview::FlexAttention: each ONNX node lowered, serialized, loaded
-// and run by the executor; the forms refused, with their messages.
+// linear), CausalConvWithState (past state, bias, SiLU; zeros),
+// ai.onnx.preview::FlexAttention and 1-D Conv: each ONNX node lowered,
+// serialized, loaded and run by the executor; the forms refused, with their
+// messages.
 //
 // Expected values: onnx.reference of onnx 1.23.2 (tools/.venv-onnx/bin/python,
 // ReferenceEvaluator on the inputs written here; rng = default_rng(1) and
@@ -123,6 +124,12 @@ TEST_CASE("CausalConvWithState: past state, bias, silu; zeros before the input")
       .check({f32({0.0600000024f, 0.75f, -1.31999993f, -0.850000024f, 0.0f, 3.82000017f}, {1, 2, 3}), f32({1.5f, -0.300000012f, 1.70000005f, 0.5f}, {1, 2, 2})});
 }
 
+TEST_CASE("Conv with a 3-D weight (1-D): group, stride, pads, bias") {
+  OneNode{"Conv", {input(f32({-0.5f, 0.200000003f, 0.5f, -1.0f, -0.400000006f, 1.79999995f, 0.600000024f, 0.300000012f, -1.70000005f, -1.79999995f}, {1, 2, 5})), input(f32({-1.20000005f, -1.39999998f, 1.89999998f, -2.0f, -0.5f, -1.79999995f, 0.600000024f, -1.79999995f, -1.70000005f, -1.70000005f, -0.899999976f, 0.300000012f}, {4, 1, 3})), input(f32({1.20000005f, -0.899999976f, -0.899999976f, 1.29999995f}, {4}))},
+          {{"group", i(2)}, {"strides", std::vector<int64_t>{2}}, {"pads", std::vector<int64_t>{1, 1}}}}
+      .check({f32({2.28000021f, -1.63999987f, 2.96000004f, -1.00999999f, 0.25f, 1.30000007f, -5.15999985f, 1.8100003f, 1.31999981f, -0.139999866f, -0.500000119f, 5.81000042f}, {1, 4, 3})});
+}
+
 TEST_CASE("The attention family's refusals") {
   const Tensor q3 = f32({0.f, 1.f, 2.f, 3.f}, {1, 1, 4}), q4 = f32({0.f, 1.f, 2.f, 3.f}, {1, 2, 1, 2});
   const Tensor y3 = f32({0.f, 0.f, 0.f, 0.f}, {1, 1, 4});
@@ -156,6 +163,8 @@ TEST_CASE("The attention family's refusals") {
   const Tensor w = f32({1.f, 1.f}, {1, 1, 2});
   CHECK(OneNode{"CausalConvWithState", {input(q3), input(w)}, {{"activation", str("relu")}}}.error({y3}) ==
         kPrefix + "CausalConvWithState 'n': activation 'relu' is not none, silu or swish");
+  CHECK(OneNode{"Conv", {input(q3), input(w)}, {{"pads", std::vector<int64_t>{0, 1}}}}.error({y3}) ==
+        kPrefix + "Conv 'n': pads [0, 1] are not 2 equal values");
   CHECK(OneNode{"CausalConvWithState", {input(q3), input(f32({1.f, 1.f}, {2, 1, 1}))}, {}}.error({y3}) ==
         kPrefix + "CausalConvWithState 'n': weight 'in1' is not [channels, 1, k] with static channels and k");
 }
