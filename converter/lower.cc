@@ -386,7 +386,7 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"GreaterOrEqual", 1, kAny, &Lowerer::lower_plain, OpKind::Ge},
     {"LessOrEqual", 1, kAny, &Lowerer::lower_plain, OpKind::Le},
     {"Where", 1, kAny, &Lowerer::lower_plain, OpKind::Where},
-    {"MatMul", 1, kAny, &Lowerer::lower_plain, OpKind::MatMul},
+    {"MatMul", 1, kAny, &Lowerer::lower_matmul, OpKind::MatMul},  // lower_attn.cc: float16 through float32
     {"Max", 1, kAny, &Lowerer::lower_minmax, OpKind::Maximum},
     {"Min", 1, kAny, &Lowerer::lower_minmax, OpKind::Minimum},
     {"Gelu", 1, kAny, &Lowerer::lower_gelu, OpKind::Gelu},

@@ -86,6 +86,19 @@ int32_t Lowerer::swish_new(int32_t x, double alpha, const std::string& name, int
   return binary_new(OpKind::Mul, x, s, dt, name, into);
 }
 
+// MatMul: float16 computed in float32 (ember's CPU has no float16 MatMul, as
+// PyTorch 1.13), the product cast back; other dtypes the plain MatMul.
+void Lowerer::lower_matmul(const Node& n) {
+  if (n.inputs.size() != 2 || dtype_of(n.inputs[0]) != DType::Float16) return lower_plain(n);
+  require_inputs(n, 2);
+  const int32_t out = tensor(out0(n));
+  const std::string base = def_.tensors[static_cast<size_t>(out)].name;
+  const int32_t a = cast_new(weight(n.inputs[0]), DType::Float32, base + "/a_f32");
+  const int32_t b = cast_new(weight(n.inputs[1]), DType::Float32, base + "/b_f32");
+  const int32_t p = emit_new(OpKind::MatMul, {a, b}, DType::Float32, tensor_dims(out), NoParams{}, base + "/f32");
+  cast_new(p, DType::Float16, base, out);
+}
+
 // Swish (opset 24): x * sigmoid(alpha * x).
 void Lowerer::lower_swish(const Node& n) {
   float_input(n, 0);

@@ -270,6 +270,7 @@ class Lowerer {
                              int32_t into = -1);
   // x * sigmoid(alpha * x).
   int32_t swish_new(int32_t x, double alpha, const std::string& name, int32_t into = -1);
+  void lower_matmul(const Node& n);  // float16 through float32
   void lower_swish(const Node& n);
   void lower_swiglu(const Node& n);
   void lower_rms_normalization(const Node& n);
