@@ -5,13 +5,14 @@
 // RMSNormalization, RotaryEmbedding (interleaved, partial, position_ids, 3-D),
 // Swish, SwiGLU, LinearAttention (gated_delta with GQA and a past state;
 // linear), CausalConvWithState (past state, bias, SiLU; zeros),
-// ai.onnx.preview::FlexAttention and 1-D Conv: each ONNX node lowered,
-// serialized, loaded and run by the executor; the forms refused, with their
-// messages.
+// ai.onnx.preview::FlexAttention, 1-D Conv and float16 MatMul: each ONNX
+// node lowered, serialized, loaded and run by the executor; the forms
+// refused, with their messages.
 //
 // Expected values: onnx.reference of onnx 1.23.2 (tools/.venv-onnx/bin/python,
 // ReferenceEvaluator on the inputs written here; rng = default_rng(1) and
-// round(uniform(-2, 2), 1) for the random ones, drawn in the order of the cases).
+// round(uniform(-2, 2), 1) for the random ones, drawn in the order of the cases);
+// the float16 MatMul's by hand (exact in float16).
 #include <cmath>
 
 #include "tests/converter/one_node.h"
@@ -128,6 +129,12 @@ TEST_CASE("Conv with a 3-D weight (1-D): group, stride, pads, bias") {
   OneNode{"Conv", {input(f32({-0.5f, 0.200000003f, 0.5f, -1.0f, -0.400000006f, 1.79999995f, 0.600000024f, 0.300000012f, -1.70000005f, -1.79999995f}, {1, 2, 5})), input(f32({-1.20000005f, -1.39999998f, 1.89999998f, -2.0f, -0.5f, -1.79999995f, 0.600000024f, -1.79999995f, -1.70000005f, -1.70000005f, -0.899999976f, 0.300000012f}, {4, 1, 3})), input(f32({1.20000005f, -0.899999976f, -0.899999976f, 1.29999995f}, {4}))},
           {{"group", i(2)}, {"strides", std::vector<int64_t>{2}}, {"pads", std::vector<int64_t>{1, 1}}}}
       .check({f32({2.28000021f, -1.63999987f, 2.96000004f, -1.00999999f, 0.25f, 1.30000007f, -5.15999985f, 1.8100003f, 1.31999981f, -0.139999866f, -0.500000119f, 5.81000042f}, {1, 4, 3})});
+}
+
+TEST_CASE("MatMul on float16: computed in float32, the product cast back") {
+  const Tensor a = f32({1.f, 2.f, 3.f, 4.f}, {2, 2}).to(DType::Float16);
+  const Tensor b = f32({0.5f, -1.f, 2.f, 0.25f}, {2, 2}).to(DType::Float16);
+  OneNode{"MatMul", {input(a), input(b)}, {}}.check({f32({4.5f, -0.5f, 9.5f, -2.f}, {2, 2}).to(DType::Float16)});
 }
 
 TEST_CASE("The attention family's refusals") {
