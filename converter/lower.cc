@@ -386,7 +386,7 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"GreaterOrEqual", 1, kAny, &Lowerer::lower_plain, OpKind::Ge},
     {"LessOrEqual", 1, kAny, &Lowerer::lower_plain, OpKind::Le},
     {"Where", 1, kAny, &Lowerer::lower_plain, OpKind::Where},
-    {"MatMul", 1, kAny, &Lowerer::lower_plain, OpKind::MatMul},
+    {"MatMul", 1, kAny, &Lowerer::lower_matmul, OpKind::MatMul},  // lower_attn.cc: float16 through float32
     {"Max", 1, kAny, &Lowerer::lower_minmax, OpKind::Maximum},
     {"Min", 1, kAny, &Lowerer::lower_minmax, OpKind::Minimum},
     {"Gelu", 1, kAny, &Lowerer::lower_gelu, OpKind::Gelu},
@@ -454,6 +454,15 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"LpNormalization", 1, kAny, &Lowerer::lower_lp_normalization, std::nullopt},
     {"MeanVarianceNormalization", 9, kAny, &Lowerer::lower_mean_variance_normalization, std::nullopt},
     {"Einsum", 12, kAny, &Lowerer::lower_einsum, std::nullopt},
+    // lower_attn.cc, lower_attention.cc, lower_linear_attn.cc: the attention family.
+    {"Swish", 24, kAny, &Lowerer::lower_swish, std::nullopt},
+    {"SwiGLU", 28, kAny, &Lowerer::lower_swiglu, std::nullopt},
+    {"RMSNormalization", 23, kAny, &Lowerer::lower_rms_normalization, std::nullopt},
+    {"RotaryEmbedding", 23, kAny, &Lowerer::lower_rotary_embedding, std::nullopt},
+    {"Attention", 23, kAny, &Lowerer::lower_attention, std::nullopt},
+    {"LinearAttention", 27, kAny, &Lowerer::lower_linear_attention, std::nullopt},
+    {"CausalConvWithState", 27, kAny, &Lowerer::lower_causal_conv_with_state, std::nullopt},
+    {"ai.onnx.preview::FlexAttention", 1, kAny, &Lowerer::lower_flex_attention, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

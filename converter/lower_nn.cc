@@ -250,6 +250,7 @@ Conv2dParams Lowerer::conv_params(const Node& n, int x, int w) const {
 void Lowerer::lower_conv(const Node& n) {
   require_inputs(n, 2);
   const int w = n.inputs[1];
+  if (dims_of(w, "weight").size() == 3) return lower_conv1d(n);  // lower_attn.cc
   Conv2dParams p = conv_params(n, n.inputs[0], w);
   p.activation = fused_activation(n);
   emit(OpKind::Conv2d, n, {tensor(n.inputs[0]), weight(w), has_input(n, 2) ? weight(n.inputs[2]) : -1},

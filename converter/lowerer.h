@@ -21,6 +21,9 @@ inline std::string node_label(const Node& n) {
   return n.op_type + " '" + (n.name.empty() ? std::string("<unnamed>") : n.name) + "'";
 }
 
+// d * f, unknown when d is.
+Dim dim_times(const Dim& d, int64_t f);
+
 inline std::string join_ints(const std::vector<int64_t>& v) {
   std::ostringstream os;
   os << "[";
@@ -249,6 +252,37 @@ class Lowerer {
   // Einsum's ops for operand labels `labels` (letters; "..." dims negative) and output labels `out`.
   void lower_einsum_terms(const Node& n, std::vector<std::vector<int>> labels, const std::vector<int>& out,
                           const std::map<int, Dim>& size, DType dt);
+
+  // lower_attn.cc, lower_attention.cc, lower_linear_attn.cc: the attention family.
+  DType tensor_dtype(int32_t t) const;
+  // The dtype of input i, which must be floating point, or a NodeError.
+  DType float_input(const Node& n, size_t i) const;
+  // Reshape of tensor t to `shape` (ONNX's 0 and -1), declared as `dims`.
+  int32_t reshape_new(int32_t t, const std::vector<int64_t>& shape, const std::vector<Dim>& dims,
+                      const std::string& name, int32_t into = -1);
+  int32_t permute_new(int32_t t, const std::vector<int64_t>& perm, const std::string& name, int32_t into = -1);
+  // [start, end) with `step` along one axis of tensor t.
+  int32_t slice_new(int32_t t, int64_t axis, int64_t start, int64_t end, int64_t step, const std::string& name,
+                    int32_t into = -1);
+  int32_t unsqueeze_new(int32_t t, int64_t axis, const std::string& name);
+  // a [B, Hq, M, K] x b [B, Hkv, K, N] -> [B, Hq, M, N], each kv head serving Hq / Hkv adjacent q heads.
+  int32_t grouped_matmul_new(int32_t a, int32_t b, int64_t hq, int64_t hkv, const std::string& name,
+                             int32_t into = -1);
+  // x * sigmoid(alpha * x).
+  int32_t swish_new(int32_t x, double alpha, const std::string& name, int32_t into = -1);
+  void lower_matmul(const Node& n);  // float16 through float32
+  void lower_swish(const Node& n);
+  void lower_swiglu(const Node& n);
+  void lower_rms_normalization(const Node& n);
+  void lower_rotary_embedding(const Node& n);
+  class Attention;  // the lowering of one Attention node
+  void lower_attention(const Node& n);
+  // ai.onnx.preview::FlexAttention without score_mod / prob_mod: 4-D Attention with scale and softmax_precision.
+  void lower_flex_attention(const Node& n);
+  void lower_linear_attention(const Node& n);
+  void lower_causal_conv_with_state(const Node& n);
+  // Conv with a 3-D weight (CausalConvWithState's function body, 1-D models): Conv2d over [N, C, 1, L].
+  void lower_conv1d(const Node& n);
 
   const Graph& g_;
   ModelDef def_;

@@ -192,8 +192,8 @@ Diag check_ops(const onnx::GraphProto& g, const std::string& source) {
   int n_bad = 0;
   for (const auto& n : g.node()) {
     const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-    if (default_domain && ok.count(n.op_type())) continue;
     const std::string type = default_domain ? n.op_type() : n.domain() + "::" + n.op_type();
+    if (ok.count(type)) continue;  // another domain's op: listed as "domain::type"
     bad[type].push_back(n.name().empty() ? "<unnamed>" : n.name());
     ++n_bad;
   }
@@ -404,9 +404,10 @@ class Importer {
   Diag add_node(const onnx::NodeProto& n) {
     Node node;
     node.name = n.name();
-    node.op_type = n.op_type();
-    if (n.op_type() == "Constant") return add_constant_node(n, node);
-    node.kind = map_onnx_op(n.op_type());
+    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    node.op_type = default_domain ? n.op_type() : n.domain() + "::" + n.op_type();
+    if (n.op_type() == "Constant" && default_domain) return add_constant_node(n, node);
+    node.kind = map_onnx_op(node.op_type);
     for (const std::string& in : n.input()) {
       if (in.empty()) {
         node.inputs.push_back(-1);

@@ -487,9 +487,54 @@ std::vector<Out> infer_reduce_and_nn(const Graph& g, const Node& n) {
   return {};
 }
 
+// The attention family (lower_attn.cc): Swish, SwiGLU, RMSNormalization and
+// RotaryEmbedding keep input 0's shape; Attention, LinearAttention and
+// CausalConvWithState as their specifications shape their outputs.
+std::vector<Out> infer_attention_family(const Graph& g, const Node& n) {
+  const std::string& op = n.op_type;
+  auto in = [&](size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
+  const std::optional<DType> dt = in(0) >= 0 ? g.value(in(0)).dtype : std::nullopt;
+  const std::optional<Dims> x = dims_of(g, in(0));
+  if (op == "Swish" || op == "SwiGLU" || op == "RMSNormalization" || op == "RotaryEmbedding") return {Out{dt, x}};
+  auto mul = [](const Dim& d, int64_t f, int64_t div) {
+    return d.is_static() && d.value * f % div == 0 ? Dim::fixed(d.value * f / div) : Dim{};
+  };
+  auto add = [](const Dim& a, const Dim& b) { return a.is_static() && b.is_static() ? Dim::fixed(a.value + b.value) : Dim{}; };
+  if (op == "CausalConvWithState") {
+    const std::optional<Dims> w = dims_of(g, in(1));
+    if (!x || x->size() != 3 || !w || w->size() != 3) return {Out{dt, x}};
+    const Dim state = (*w)[2].is_static() ? Dim::fixed((*w)[2].value - 1) : Dim{};
+    return {Out{dt, x}, Out{dt, Dims{(*x)[0], (*x)[1], state}}};
+  }
+  const std::optional<Dims> k = dims_of(g, in(1)), v = dims_of(g, in(2));
+  if (!x || !k || !v || x->size() != k->size() || x->size() != v->size()) return {};
+  const int64_t hq = n.get_int("q_num_heads", 0), hkv = n.get_int("kv_num_heads", 0);
+  if (op == "LinearAttention") {
+    if (x->size() != 3 || hq <= 0 || hkv <= 0) return {};
+    const Dims y = {(*x)[0], (*x)[1], mul((*v)[2], hq, hkv)};
+    return {Out{dt, y}, Out{dt, Dims{(*x)[0], Dim::fixed(hkv), mul((*x)[2], 1, hq), mul((*v)[2], 1, hkv)}}};
+  }
+  if (op != "Attention" && op != "ai.onnx.preview::FlexAttention") return {};
+  Dims q4 = *x, k4 = *k, v4 = *v;
+  if (x->size() == 3) {
+    if (hq <= 0 || hkv <= 0) return {};
+    q4 = {(*x)[0], Dim::fixed(hq), (*x)[1], mul((*x)[2], 1, hq)};
+    k4 = {(*k)[0], Dim::fixed(hkv), (*k)[1], mul((*k)[2], 1, hkv)};
+    v4 = {(*v)[0], Dim::fixed(hkv), (*v)[1], mul((*v)[2], 1, hkv)};
+  } else if (x->size() != 4) {
+    return {};
+  }
+  const std::optional<Dims> past = dims_of(g, in(4));
+  const Dim total = past && past->size() == 4 ? add((*past)[2], k4[2]) : k4[2];
+  const Dims y = x->size() == 3 ? Dims{(*x)[0], (*x)[1], mul(v4[3], hq, 1)} : Dims{q4[0], q4[1], q4[2], v4[3]};
+  return {Out{dt, y}, Out{dt, Dims{k4[0], k4[1], total, k4[3]}}, Out{dt, Dims{v4[0], v4[1], total, v4[3]}},
+          Out{dt, Dims{q4[0], q4[1], q4[2], total}}};
+}
+
 // The dtype and shape of `node`'s outputs (nullopt entries where unknown).
 std::vector<Out> infer_node(const Graph& g, const Node& n) {
-  for (auto infer : {infer_elementwise, infer_matmul, infer_reshapes, infer_combine, infer_reduce_and_nn}) {
+  for (auto infer : {infer_elementwise, infer_matmul, infer_reshapes, infer_combine, infer_reduce_and_nn,
+                     infer_attention_family}) {
     std::vector<Out> outs = infer(g, n);
     if (!outs.empty()) return outs;
   }

@@ -518,12 +518,12 @@ TEST_CASE("Conv: auto_pad SAME with a static input, groups, dilations; refused f
   const int xs = bad.input("x", {Dim::named("batch"), Dim::fixed(4), Dim::named("h"), Dim::fixed(7)});
   const int x6 = bad.input("x6", dims({1, 4, 6, 6}));
   const int w3 = bad.constant("w", zeros({4, 4, 3, 3}));
-  const int w1d = bad.constant("w1d", zeros({4, 4, 3}));
+  const int w3d = bad.constant("w3d", zeros({4, 4, 3, 3, 3}));
   const int a = bad.node1("Conv", "same_dyn", {xs, w3}, {Dim::named("batch"), Dim::fixed(4), Dim{}, Dim::fixed(7)},
                           {{"auto_pad", std::string("SAME_LOWER")}});
   const int c = bad.node1("Conv", "same_odd", {x6, w3}, dims({1, 4, 3, 3}),
                           {{"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2, 2}}});
-  const int e = bad.node1("Conv", "conv1d", {bad.input("x1", dims({1, 4, 9})), w1d}, dims({1, 4, 7}));
+  const int e = bad.node1("Conv", "conv3d", {bad.input("x3", dims({1, 4, 9, 9, 9})), w3d}, dims({1, 4, 7, 7, 7}));
   const int f = bad.node1("MaxPool", "mp", {x6}, dims({1, 4, 3, 3}), {{"kernel_shape", std::vector<int64_t>{2, 2}}});
   bad.g.nodes.back().outputs.push_back(bad.value("mp_idx", DType::Int64, dims({1, 4, 3, 3})));
   bad.g.outputs = {a, c, e, f, bad.g.nodes.back().outputs[1]};
@@ -531,7 +531,7 @@ TEST_CASE("Conv: auto_pad SAME with a static input, groups, dilations; refused f
         "the graph cannot be lowered to ember ops (4 problems): "
         "Conv 'same_dyn': auto_pad SAME_LOWER needs a static 4-D input shape; "
         "Conv 'same_odd': auto_pad SAME_UPPER needs an asymmetric padding (1 in dimension 2); "
-        "Conv 'conv1d': only 2-D convolutions are supported (weight 'w1d' is not 4-D); "
+        "Conv 'conv3d': only 2-D convolutions are supported (weight 'w3d' is not 4-D); "
         "MaxPool 'mp': output 1 'mp_idx' (indices) is used");
 }
 

@@ -29,6 +29,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from model_zoo_attn import attention_models
+
 RTOL = 1e-4
 ATOL = 1e-4
 
@@ -732,6 +734,7 @@ def main():
     zoo = Zoo(out_dir)
     real_models(zoo, only)
     op_models(zoo, only)
+    attention_models(zoo, only)
     zoo.write_manifest()
     print(f"model_zoo: {len(zoo.lines)} cases in {time.time() - start:.1f} s", file=sys.stderr)
 
