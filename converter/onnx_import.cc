@@ -154,7 +154,10 @@ Diag read_type(const onnx::ValueInfoProto& info, Value& v, bool strict) {
       if (d.has_dim_value() && d.dim_value() >= 0) dims.push_back(Dim::fixed(d.dim_value()));
       // "unk__3": a name ONNX's inference made up for a dim it could not
       // compute; unknown here, so the passes can fill it in after folding.
-      else if (d.has_dim_param() && d.dim_param().rfind("unk__", 0) != 0) dims.push_back(Dim::named(d.dim_param()));
+      // "?" (PaddlePaddle's exporter) names no symbol: each "?" is a dim of
+      // its own, not one size shared by every "?" of the graph.
+      else if (d.has_dim_param() && d.dim_param().rfind("unk__", 0) != 0 && d.dim_param() != "?")
+        dims.push_back(Dim::named(d.dim_param()));
       else dims.push_back(Dim{});
     }
     v.shape = dims;

@@ -4,12 +4,35 @@
 
 #include <cmath>
 #include <cstdint>
+#include <tuple>
+#include <type_traits>
 #include <variant>
 
 #include "runtime/tensor/scalar.h"
 #include "runtime/tensor/tensor_view.h"
 
 namespace ember {
+
+// How params reach model files. The structs below up to UnaryParams have an
+// attribute table each in runtime/model/ember.fbs (the first format version).
+// A params struct added since needs none: it lists its fields, in the order
+// they are stored (append only: a file from before a field was appended
+// leaves it at its default), as member pointers in a static fields(), e.g.
+//
+//   struct DepthToSpaceParams {
+//     int64_t blocksize = 1;
+//     bool column_row_depth = false;
+//     static constexpr auto fields() {
+//       return std::make_tuple(&DepthToSpaceParams::blocksize, &DepthToSpaceParams::column_row_depth);
+//     }
+//   };
+//
+// and is stored as a FieldAttrs table (runtime/model/format_fields.h):
+// integers, bools and enums, floating point, fixed-size arrays of them.
+template <typename P, typename = void>
+struct has_fields : std::false_type {};
+template <typename P>
+struct has_fields<P, std::void_t<decltype(P::fields())>> : std::true_type {};
 
 struct NoParams {};
 

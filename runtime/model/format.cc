@@ -4,12 +4,18 @@
 #include <type_traits>
 
 #include "runtime/core/error.h"
+#include "runtime/model/format_fields.h"
 
 namespace ember {
 namespace {
 
+// A params struct's attribute table: FieldAttrs when it lists its fields,
+// else its own table (the structs of the first format version).
 template <typename P>
-struct AttrsOf;
+struct AttrsOf {
+  static_assert(has_fields<P>::value, "a params struct needs fields() (op_params.h) to be stored");
+  static constexpr fb::OpAttrs value = fb::OpAttrs::FieldAttrs;
+};
 template <> struct AttrsOf<NoParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::NONE; };
 template <> struct AttrsOf<ScalarParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::ScalarAttrs; };
 template <> struct AttrsOf<GeluParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::GeluAttrs; };
@@ -71,6 +77,30 @@ flatbuffers::Offset<fb::ActivationAttrs> activation_to_fb(flatbuffers::FlatBuffe
                                                           const Activation& a) {
   if (a.kind == ActivationKind::None) return 0;
   return fb::CreateActivationAttrs(fbb, static_cast<uint8_t>(a.kind), a.min, a.max);
+}
+
+// Op `kind`'s params (of type P) from a FieldAttrs table.
+template <typename P>
+Status params_from_fields_as(OpKind kind, const fb::FieldAttrs& a, OpParams* params, std::string* error) {
+  if constexpr (has_fields<P>::value) {
+    P p;
+    RT_RETURN_IF_ERROR(fields_to_params(a, &p, error));
+    *params = p;
+    return Status::Ok;
+  } else {
+    return fail(error, str_cat("FieldAttrs for op ", op_name(kind), ", whose params have a table of their own"));
+  }
+}
+
+Status params_from_fields(OpKind kind, const fb::FieldAttrs& a, OpParams* params, std::string* error) {
+  switch (kind) {
+#define RT_OP(Name, name, n_in, n_out, Params) \
+  case OpKind::Name:                           \
+    return params_from_fields_as<Params>(kind, a, params, error);
+#include "runtime/graph/ops.def"
+#undef RT_OP
+  }
+  return fail(error, str_cat("unknown op ", static_cast<int>(kind)));
 }
 
 }  // namespace
@@ -211,6 +241,8 @@ Status attrs_to_params(const fb::Operator& op, OpParams* params, std::string* er
     case fb::OpAttrs::AxisAttrs:
       *params = AxisParams{op.attrs_as_AxisAttrs()->axis()};
       return Status::Ok;
+    case fb::OpAttrs::FieldAttrs:
+      return params_from_fields(kind, *op.attrs_as_FieldAttrs(), params, error);
     case fb::OpAttrs::LinearAttrs: {
       LinearParams p;
       if (!activation_from_fb(op.attrs_as_LinearAttrs()->activation(), &p.activation))
@@ -267,6 +299,8 @@ flatbuffers::Offset<void> params_to_attrs(flatbuffers::FlatBufferBuilder& fbb, c
           return fb::CreateAxisAttrs(fbb, p.axis).Union();
         } else if constexpr (std::is_same_v<P, LinearParams>) {
           return fb::CreateLinearAttrs(fbb, activation_to_fb(fbb, p.activation)).Union();
+        } else if constexpr (has_fields<P>::value) {
+          return params_to_fields(fbb, p).Union();
         } else {
           static_assert(std::is_same_v<P, PadParams>, "append the new params struct here");
           // Trailing dims that pad nothing are still written: kMaxRank values each.

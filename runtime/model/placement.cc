@@ -1,16 +1,13 @@
 #include "runtime/model/placement.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "runtime/core/error.h"
 #include "runtime/model/loader.h"
 #include "runtime/model/model_access.h"
 #include "runtime/model/op_state.h"
 #include "runtime/model/weights.h"
-
-// A switch over OpKind lists every op (no default): a new op in ops.def is a
-// compile error here until its placement is decided.
-#pragma GCC diagnostic error "-Wswitch"
 
 namespace ember {
 
@@ -32,68 +29,58 @@ struct OpRule {
 constexpr uint32_t kSlot1 = 1u << 1;
 constexpr uint32_t kAllSlots = ~0u;
 
-// Every op's rule, in one switch. Params-dependent kernels (Linear's bias and
-// fused activation, Conv2d's activation, Pad's mode) are added by kernel_ops.
-OpRule make_rule(OpKind kind) {
-  switch (kind) {
-    // Views, reshapes and concatenation: Copy (a reshape of a non-contiguous
-    // tensor copies; a view read back to the host or by a dense kernel is
-    // made contiguous on the device). Shapes, split sizes, starts/ends/axes/
-    // steps and gather indices (wrapped and checked there) are read on the host.
-    case OpKind::Copy: case OpKind::Permute: case OpKind::Flatten: case OpKind::Concat:
-      return {{OpKind::Copy}};
-    case OpKind::Reshape: case OpKind::Expand: case OpKind::Split: case OpKind::Squeeze: case OpKind::Unsqueeze:
-      return {{OpKind::Copy}, kSlot1};
-    case OpKind::Slice:
-      return {{OpKind::Copy}, kAllSlots & ~1u};
-    case OpKind::Gather:  // run_gather: embedding over a [dim, rest] view, permuted back
-      return {{OpKind::Embedding, OpKind::Copy}, kSlot1};
-    case OpKind::ConstantOfShape:
-      return {{OpKind::Fill}, 1u, -1};
-    case OpKind::Fill:
-      return {{}, 0, -1};
-    case OpKind::Range:  // reads its inputs on the host and runs there (arange)
-      return {{}, kAllSlots, -1, true};
-    case OpKind::ShapeOf:  // reads only the sizes: the input stays where it is
-      return {{}, kAllSlots, 0, true};
-    case OpKind::Where:  // keyed by the values, not the condition
-      return {{}, 0, 1};
-    // Reductions: their own kernel; run-time axes (input 1) are read on the host.
-    case OpKind::Sum: case OpKind::Mean: case OpKind::Prod: case OpKind::Var: case OpKind::Norm:
-    case OpKind::Max: case OpKind::Min:
-      return {{}, kSlot1};
-    // matmul's folded and batched paths reshape and make results contiguous;
-    // linear: mm, then add_ of the bias (a Copy back), then the activation.
-    case OpKind::MatMul: case OpKind::Linear:
-      return {{OpKind::MatMul, OpKind::Copy}};
-    // One kernel of their own (Conv2d: and its activation; run-time ops apply
-    // their activation in the kernel; Pad: Fill and Copy for constant padding).
-    case OpKind::Conv2d: case OpKind::QLinear: case OpKind::QConv2d: case OpKind::SparseLinear:
-    case OpKind::Pad:
-#define RT_OP(Name, name, n_in, n_out, Params)
-#define RT_UNARY(Name, ...) case OpKind::Name:
-#define RT_UNARY_P(Name, ...) case OpKind::Name:
-#include "runtime/graph/ops.def"
-#undef RT_UNARY_P
-#undef RT_UNARY
-#undef RT_OP
-    case OpKind::Gelu: case OpKind::Clamp:
-    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
-    case OpKind::Maximum: case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
-    case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::ArgMax: case OpKind::ArgMin:
-    case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm: case OpKind::BatchNorm:
-    case OpKind::MaxPool2d: case OpKind::AvgPool2d: case OpKind::AdaptiveAvgPool2d: case OpKind::Embedding:
-    case OpKind::MaxPool2dBackward: case OpKind::AvgPool2dBackward: case OpKind::AdaptiveAvgPool2dBackward:
-    case OpKind::EmbeddingBackward: case OpKind::PadBackward:
-      return {};
-  }
-  return {};
+// The ops that are not simply one kernel of their own. Every other op of
+// ops.def runs its own kernel, on the device when the backend's kernels.inc
+// lists it for the op's dtype (a new op needs no line here). Params-dependent
+// kernels (Linear's bias and fused activation, Conv2d's activation, Pad's mode)
+// are added by kernel_ops.
+std::vector<std::pair<OpKind, OpRule>> special_rules() {
+  const OpRule copy = {{OpKind::Copy}};
+  const OpRule copy_host_shape = {{OpKind::Copy}, kSlot1};
+  return {
+      // Views, reshapes and concatenation: Copy (a reshape of a non-contiguous
+      // tensor copies; a view read back to the host or by a dense kernel is
+      // made contiguous on the device). Shapes, split sizes, starts/ends/axes/
+      // steps and gather indices (wrapped and checked there) are read on the host.
+      {OpKind::Copy, copy},
+      {OpKind::Permute, copy},
+      {OpKind::Flatten, copy},
+      {OpKind::Concat, copy},
+      {OpKind::Reshape, copy_host_shape},
+      {OpKind::Expand, copy_host_shape},
+      {OpKind::Split, copy_host_shape},
+      {OpKind::Squeeze, copy_host_shape},
+      {OpKind::Unsqueeze, copy_host_shape},
+      {OpKind::Slice, {{OpKind::Copy}, kAllSlots & ~1u}},
+      // run_gather: embedding over a [dim, rest] view, permuted back
+      {OpKind::Gather, {{OpKind::Embedding, OpKind::Copy}, kSlot1}},
+      {OpKind::ConstantOfShape, {{OpKind::Fill}, 1u, -1}},
+      {OpKind::Fill, {{}, 0, -1}},
+      // reads its inputs on the host and runs there (arange)
+      {OpKind::Range, {{}, kAllSlots, -1, true}},
+      // reads only the sizes: the input stays where it is
+      {OpKind::ShapeOf, {{}, kAllSlots, 0, true}},
+      // keyed by the values, not the condition
+      {OpKind::Where, {{}, 0, 1}},
+      // Reductions: their own kernel; run-time axes (input 1) are read on the host.
+      {OpKind::Sum, {{}, kSlot1}},
+      {OpKind::Mean, {{}, kSlot1}},
+      {OpKind::Prod, {{}, kSlot1}},
+      {OpKind::Var, {{}, kSlot1}},
+      {OpKind::Norm, {{}, kSlot1}},
+      {OpKind::Max, {{}, kSlot1}},
+      {OpKind::Min, {{}, kSlot1}},
+      // matmul's folded and batched paths reshape and make results contiguous;
+      // linear: mm, then add_ of the bias (a Copy back), then the activation.
+      {OpKind::MatMul, {{OpKind::MatMul, OpKind::Copy}}},
+      {OpKind::Linear, {{OpKind::MatMul, OpKind::Copy}}},
+  };
 }
 
 const OpRule& rule(OpKind kind) {
   static const std::vector<OpRule> rules = [] {
-    std::vector<OpRule> v;
-    for (int k = 0; k < kNumOps; ++k) v.push_back(make_rule(static_cast<OpKind>(k)));
+    std::vector<OpRule> v(static_cast<size_t>(kNumOps));
+    for (const auto& [op, r] : special_rules()) v[static_cast<size_t>(op)] = r;
     return v;
   }();
   return rules[static_cast<size_t>(kind)];

@@ -636,3 +636,33 @@ TEST_CASE("passes: a 1-D Conv becomes Unsqueeze, 2-D Conv, Squeeze") {
 }
 
 }  // namespace ember::converter
+
+namespace ember::converter {
+
+TEST_CASE("dim_param '?' is an anonymous dim, not one symbol shared by every '?' (PaddlePaddle's exports)") {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("Relu");
+  n->add_input("x");
+  n->add_output("y");
+  for (const char* name : {"x", "y"}) {
+    onnx::ValueInfoProto* v = name[0] == 'x' ? g->add_input() : g->add_output();
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    tt->mutable_shape()->add_dim()->set_dim_param("batch");
+    tt->mutable_shape()->add_dim()->set_dim_param("?");
+    tt->mutable_shape()->add_dim()->set_dim_value(48);
+    tt->mutable_shape()->add_dim()->set_dim_param("?");
+  }
+  auto r = import_onnx_bytes(m.SerializeAsString(), "paddle.onnx");
+  REQUIRE_MESSAGE(r.ok(), r.diag().message);
+  const Value& x = r->value(r->find_value("x"));
+  REQUIRE(x.shape.has_value());
+  CHECK(*x.shape == std::vector<Dim>{Dim::named("batch"), Dim{}, Dim::fixed(48), Dim{}});
+}
+
+}  // namespace ember::converter

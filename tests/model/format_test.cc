@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 
+#include "runtime/model/format_fields.h"
 #include "runtime/model/loader.h"
 #include "runtime/model/writer.h"
 #include "tests/harness/testing.h"
@@ -724,4 +725,94 @@ TEST_CASE("model: graph-op params, fused activations, keepdim and variadic count
   bad = def;
   std::get<LinearParams>(bad.ops[5].params).activation.max = -2.0;
   CHECK(def_error(bad) == "operator 5 'linear' (linear): LinearAttrs: invalid activation");
+}
+
+namespace {
+
+enum class Shade : uint8_t { Dark, Light };
+
+// A params struct stored field by field (op_params.h: has_fields).
+struct FieldsParams {
+  int64_t size = 7;
+  bool flag = false;
+  Shade shade = Shade::Dark;
+  double scale = 1.0;
+  float bias = 0.5f;
+  int64_t pads[3] = {1, 2, 3};
+  uint8_t small = 4;
+  int32_t last = -1;
+  static constexpr auto fields() {
+    return std::make_tuple(&FieldsParams::size, &FieldsParams::flag, &FieldsParams::shade, &FieldsParams::scale,
+                           &FieldsParams::bias, &FieldsParams::pads, &FieldsParams::small, &FieldsParams::last);
+  }
+};
+static_assert(has_fields<FieldsParams>::value && !has_fields<AxisParams>::value);
+
+// A FieldAttrs table with these values, as a file would hold it.
+std::vector<uint8_t> field_attrs(const std::vector<int64_t>& ints, const std::vector<double>& floats) {
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(fb::CreateFieldAttrs(fbb, fbb.CreateVector(ints), fbb.CreateVector(floats)));
+  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+Status read_fields(const std::vector<uint8_t>& bytes, FieldsParams* p, std::string* error) {
+  return fields_to_params(*flatbuffers::GetRoot<fb::FieldAttrs>(bytes.data()), p, error);
+}
+
+}  // namespace
+
+TEST_CASE("model: params stored field by field (FieldAttrs): round trip, older files, newer files, bad values") {
+  FieldsParams in;
+  in.size = int64_t{1} << 40;
+  in.flag = true;
+  in.shade = Shade::Light;
+  in.scale = -2.25;
+  in.bias = 3.5f;
+  in.pads[0] = -5, in.pads[1] = 0, in.pads[2] = 9;
+  in.small = 255;
+  in.last = -123456;
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(params_to_fields(fbb, in));
+  const auto* attrs = flatbuffers::GetRoot<fb::FieldAttrs>(fbb.GetBufferPointer());
+  // ints in field order (arrays element by element), floats beside them.
+  CHECK(std::vector<int64_t>(attrs->ints()->begin(), attrs->ints()->end()) ==
+        std::vector<int64_t>{int64_t{1} << 40, 1, 1, -5, 0, 9, 255, -123456});
+  CHECK(std::vector<double>(attrs->floats()->begin(), attrs->floats()->end()) == std::vector<double>{-2.25, 3.5});
+  FieldsParams out;
+  std::string error;
+  REQUIRE(fields_to_params(*attrs, &out, &error) == Status::Ok);
+  CHECK(out.size == in.size);
+  CHECK(out.flag);
+  CHECK(out.shade == Shade::Light);
+  CHECK(out.scale == -2.25);
+  CHECK(out.bias == 3.5f);
+  CHECK(std::vector<int64_t>(out.pads, out.pads + 3) == std::vector<int64_t>{-5, 0, 9});
+  CHECK(out.small == 255);
+  CHECK(out.last == -123456);
+
+  // A file written before the last fields were appended: they keep their defaults.
+  FieldsParams old;
+  REQUIRE(read_fields(field_attrs({3, 0}, {}), &old, &error) == Status::Ok);
+  CHECK(old.size == 3);
+  CHECK(!old.flag);
+  CHECK(old.shade == Shade::Dark);
+  CHECK(old.scale == 1.0);
+  CHECK(old.pads[2] == 3);
+  CHECK(old.last == -1);
+
+  // More values than the struct has fields: refused.
+  CHECK(read_fields(field_attrs({1, 0, 0, 0, 0, 0, 0, 0, 42}, {}), &old, &error) == Status::InvalidModel);
+  CHECK(error ==
+        "FieldAttrs: 9 integer and 0 floating-point values, the op's parameters have 8 and 0 (a file from a newer ember?)");
+  CHECK(read_fields(field_attrs({}, {1.0, 2.0, 3.0}), &old, &error) == Status::InvalidModel);
+  CHECK(error ==
+        "FieldAttrs: 0 integer and 3 floating-point values, the op's parameters have 0 and 2 (a file from a newer ember?)");
+
+  // Values a field cannot hold: a bool of 2, an enum byte of 256, uint8 -1, int32 2^31.
+  for (const std::vector<int64_t>& bad : std::vector<std::vector<int64_t>>{
+           {0, 2}, {0, 0, 256}, {0, 0, 0, 0, 0, 0, -1}, {0, 0, 0, 0, 0, 0, 0, int64_t{1} << 31}}) {
+    CAPTURE(bad.size());
+    CHECK(read_fields(field_attrs(bad, {}), &old, &error) == Status::InvalidModel);
+    CHECK(error == "FieldAttrs: a value out of range for its field");
+  }
 }
