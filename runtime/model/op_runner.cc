@@ -89,6 +89,24 @@ void run_Fill(OpContext& c) {
 #undef RT_UNARY
 #undef RT_OP
 
+// The RT_OP_P ops: their graph front-end with the inputs (undefined when
+// omitted, after the first) and the params.
+#define RT_OP_P_INPUTS_1 c.need(0, "first")
+#define RT_OP_P_INPUTS_2 RT_OP_P_INPUTS_1, c.opt(1)
+#define RT_OP_P_INPUTS_3 RT_OP_P_INPUTS_2, c.opt(2)
+#define RT_OP_P_INPUTS_4 RT_OP_P_INPUTS_3, c.opt(3)
+#define RT_OP_P_INPUTS_5 RT_OP_P_INPUTS_4, c.opt(4)
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(...)
+#define RT_UNARY_P(...)
+#define RT_OP_P(Name, name, n_in, Params) \
+  void run_##Name(OpContext& c) { c.out[0] = name(RT_OP_P_INPUTS_##n_in, c.params<Params>()); }
+#include "runtime/graph/ops.def"
+#undef RT_OP_P
+#undef RT_UNARY_P
+#undef RT_UNARY
+#undef RT_OP
+
 void run_Gelu(OpContext& c) {
   c.out[0] = gelu(c.need(0, "data"), c.params<GeluParams>().tanh_approximation ? "tanh" : "none");
 }

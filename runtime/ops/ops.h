@@ -78,6 +78,24 @@ Tensor operator<=(const Tensor& a, Scalar b);
 Tensor operator>(const Tensor& a, Scalar b);
 Tensor operator>=(const Tensor& a, Scalar b);
 
+// --- the graph front-ends of ops.def's RT_OP_P ops ---------------------------------
+// Tensor name(in0, ..., params), defined in runtime/ops/<family>.cc; the
+// executor's runners (runtime/model/op_runner.cc) are generated from the same line.
+#define RT_OP_P_TENSORS_1 const Tensor&
+#define RT_OP_P_TENSORS_2 RT_OP_P_TENSORS_1, const Tensor&
+#define RT_OP_P_TENSORS_3 RT_OP_P_TENSORS_2, const Tensor&
+#define RT_OP_P_TENSORS_4 RT_OP_P_TENSORS_3, const Tensor&
+#define RT_OP_P_TENSORS_5 RT_OP_P_TENSORS_4, const Tensor&
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(...)
+#define RT_UNARY_P(...)
+#define RT_OP_P(Name, name, n_in, Params) Tensor name(RT_OP_P_TENSORS_##n_in, const Params& params);
+#include "runtime/graph/ops.def"
+#undef RT_OP_P
+#undef RT_UNARY_P
+#undef RT_UNARY
+#undef RT_OP
+
 // --- elementwise: unary ---------------------------------------------------------
 // One front-end per RT_UNARY line of ops.def (neg, exp, relu, ...), with
 // PyTorch's dtype rules and messages.
