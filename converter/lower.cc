@@ -454,6 +454,9 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"LpNormalization", 1, kAny, &Lowerer::lower_lp_normalization, std::nullopt},
     {"MeanVarianceNormalization", 9, kAny, &Lowerer::lower_mean_variance_normalization, std::nullopt},
     {"Einsum", 12, kAny, &Lowerer::lower_einsum, std::nullopt},
+    // lower_loss.cc, lower_layout.cc, lower_pool_norm.cc, lower_signal.cc: composed of existing ember ops.
+    {"NegativeLogLikelihoodLoss", 12, kAny, &Lowerer::lower_nll_loss, std::nullopt},
+    {"SoftmaxCrossEntropyLoss", 12, kAny, &Lowerer::lower_nll_loss, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

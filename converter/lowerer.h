@@ -250,6 +250,18 @@ class Lowerer {
   void lower_einsum_terms(const Node& n, std::vector<std::vector<int>> labels, const std::vector<int>& out,
                           const std::map<int, Dim>& size, DType dt);
 
+  // ---- ONNX ops composed of existing ember ops (lower_loss.cc, lower_layout.cc, lower_pool_norm.cc,
+  // lower_signal.cc) ----
+  // int64 positions 0..size-1 along `axis` of a rank-`rank` tensor, shaped [1, .., size, .., 1]; a
+  // dynamic size is read from tensor `x` at run time (ShapeOf, Gather, Range, Reshape).
+  int32_t positions(int32_t x, int64_t axis, int64_t rank, const Dim& size, const std::string& name);
+  // `t` reshaped to the constant `shape` (0 copies a dim, -1 is inferred) declared as `dims`.
+  int32_t reshape_new(int32_t t, const std::vector<int64_t>& shape, const std::vector<Dim>& dims,
+                      const std::string& name, int32_t into = -1);
+  // A Sum / Mean / Max / ... of `t` over the dims of mask `dims`.
+  int32_t reduce_new(OpKind kind, int32_t t, uint32_t dims, bool keepdim, const std::string& name, int32_t into = -1);
+  void lower_nll_loss(const Node& n);  // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+
   const Graph& g_;
   ModelDef def_;
   std::vector<std::optional<DType>> dtypes_;  // per value: the IR's or inferred
