@@ -457,6 +457,8 @@ const OnnxLowering OnnxOpTable::entries[] = {
     // lower_loss.cc, lower_layout.cc, lower_pool_norm.cc, lower_signal.cc: composed of existing ember ops.
     {"NegativeLogLikelihoodLoss", 12, kAny, &Lowerer::lower_nll_loss, std::nullopt},
     {"SoftmaxCrossEntropyLoss", 12, kAny, &Lowerer::lower_nll_loss, std::nullopt},
+    {"LpPool", 1, kAny, &Lowerer::lower_pool_nd, std::nullopt},
+    {"GlobalMaxPool", 1, kAny, &Lowerer::lower_global_max_pool, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

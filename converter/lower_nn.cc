@@ -257,6 +257,7 @@ void Lowerer::lower_conv(const Node& n) {
 }
 
 void Lowerer::lower_pool(const Node& n) {
+  if (!plain_pool(n)) return lower_pool_nd(n);  // lower_pool.cc
   const bool is_max = n.op_type == "MaxPool";
   if (is_max) require_unused_extra_outputs(n, "indices");
   if (rank_of(n.inputs[0], "input") != 4) refuse("only 2-D pooling is supported (input is not 4-D)");

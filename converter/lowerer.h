@@ -261,6 +261,17 @@ class Lowerer {
   // A Sum / Mean / Max / ... of `t` over the dims of mask `dims`.
   int32_t reduce_new(OpKind kind, int32_t t, uint32_t dims, bool keepdim, const std::string& name, int32_t into = -1);
   void lower_nll_loss(const Node& n);  // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+  // lower_pool.cc: pools beyond one 2-D pooling op (explicit Pad, 2-D steps).
+  struct PoolGeometry;
+  PoolGeometry pool_geometry(const Node& n, const std::vector<Dim>& xs) const;
+  int32_t pool_pad(int32_t t, const PoolGeometry& g, bool declared, bool with_extra, double value,
+                   const std::string& name);
+  int32_t pool_step(int32_t t, bool max, const int64_t k[2], const int64_t s[2], const int64_t d[2],
+                    const std::string& name);
+  int32_t pool_windows(int32_t t, const PoolGeometry& g, bool max, const std::string& name, int32_t into = -1);
+  bool plain_pool(const Node& n) const;
+  void lower_pool_nd(const Node& n);  // MaxPool, AveragePool (general forms), LpPool
+  void lower_global_max_pool(const Node& n);
 
   const Graph& g_;
   ModelDef def_;
