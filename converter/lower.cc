@@ -459,6 +459,12 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"SoftmaxCrossEntropyLoss", 12, kAny, &Lowerer::lower_nll_loss, std::nullopt},
     {"LpPool", 1, kAny, &Lowerer::lower_pool_nd, std::nullopt},
     {"GlobalMaxPool", 1, kAny, &Lowerer::lower_global_max_pool, std::nullopt},
+    {"Trilu", 14, kAny, &Lowerer::lower_trilu, std::nullopt},
+    {"EyeLike", 9, kAny, &Lowerer::lower_eye_like, std::nullopt},
+    {"OneHot", 9, kAny, &Lowerer::lower_one_hot, std::nullopt},
+    {"SpaceToDepth", 1, kAny, &Lowerer::lower_space_depth, std::nullopt},
+    {"DepthToSpace", 1, kAny, &Lowerer::lower_space_depth, std::nullopt},
+    {"Tile", 6, kAny, &Lowerer::lower_tile, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

@@ -1,47 +1,11 @@
 // Lowering of the ONNX losses onto ember's elementwise and reduction ops (see
 // lowerer.h): NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (its
-// LogSoftmax along axis 1, then the same), with the helpers the other
-// composite lowerings share (positions along an axis, reshapes, reductions).
+// LogSoftmax along axis 1, then the same).
 #include <cmath>
 
 #include "converter/lowerer.h"
 
 namespace ember::converter::lowering {
-
-int32_t Lowerer::positions(int32_t x, int64_t axis, int64_t rank, const Dim& size, const std::string& name) {
-  std::vector<int64_t> shape(static_cast<size_t>(rank), 1);
-  if (size.is_static()) {
-    shape[static_cast<size_t>(axis)] = size.value;
-    return new_weight(name, arange(static_cast<double>(size.value), TensorOptions(DType::Int64)).reshape(shape), false);
-  }
-  // The size known at run time: ShapeOf, Gather of the axis, Range, Reshape.
-  const int32_t dims = emit_new(OpKind::ShapeOf, {x}, DType::Int64, {Dim::fixed(tensor_dims(x).size())}, NoParams{},
-                                name + "/shape");
-  const int32_t index = new_weight(name + "/axis", scalar_tensor(static_cast<double>(axis), DType::Int64), false);
-  const int32_t n = emit_new(OpKind::Gather, {dims, index}, DType::Int64, {}, AxisParams{0}, name + "/size");
-  const int32_t zero = new_weight(name + "/zero", scalar_tensor(0.0, DType::Int64), false);
-  const int32_t one = new_weight(name + "/one", scalar_tensor(1.0, DType::Int64), false);
-  const int32_t flat = emit_new(OpKind::Range, {zero, n, one}, DType::Int64, {size}, NoParams{}, name + "/range");
-  shape[static_cast<size_t>(axis)] = -1;
-  std::vector<Dim> dims_out(static_cast<size_t>(rank), Dim::fixed(1));
-  dims_out[static_cast<size_t>(axis)] = size;
-  return reshape_new(flat, shape, dims_out, name);
-}
-
-int32_t Lowerer::reshape_new(int32_t t, const std::vector<int64_t>& shape, const std::vector<Dim>& dims,
-                             const std::string& name, int32_t into) {
-  const DType dt = def_.tensors[static_cast<size_t>(t)].dtype;
-  return emit_new(OpKind::Reshape, {t, ints_weight(name + "/shape", shape)}, dt, dims, NoParams{}, name, into);
-}
-
-int32_t Lowerer::reduce_new(OpKind kind, int32_t t, uint32_t dims, bool keepdim, const std::string& name,
-                            int32_t into) {
-  ReduceParams p;
-  p.dims = dims;
-  p.keepdim = keepdim;
-  const DType dt = def_.tensors[static_cast<size_t>(t)].dtype;
-  return emit_new(kind, {t}, dt, reduced_shape(tensor_dims(t), p, keepdim), p, name, into);
-}
 
 // NegativeLogLikelihoodLoss(x [N, C, d1..dk], target [N, d1..dk], weight [C]):
 // loss = -x[n, target, d...] * weight[target], 0 where target == ignore_index;

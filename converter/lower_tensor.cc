@@ -17,7 +17,7 @@ void Lowerer::lower_flatten(const Node& n) {
 
 void Lowerer::lower_reshape(const Node& n) {
   require_inputs(n, 2);
-  if (n.get_int("allowzero", 0) != 0) refuse("allowzero = 1 is not supported");
+  if (n.get_int("allowzero", 0) != 0) return lower_reshape_allowzero(n);  // lower_layout.cc
   return emit(OpKind::Reshape, n, {tensor(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)});
 }
 

@@ -252,15 +252,29 @@ class Lowerer {
 
   // ---- ONNX ops composed of existing ember ops (lower_loss.cc, lower_layout.cc, lower_pool_norm.cc,
   // lower_signal.cc) ----
+  // lower_layout.cc: helpers. A 0-d int64 constant.
+  int32_t int_scalar(const std::string& name, int64_t v);
+  // The size of dim `axis` of tensor `x` as a 0-d int64 (a constant where static, else ShapeOf, Gather).
+  int32_t dim_size(int32_t x, int64_t axis, const std::string& name);
+  // Range(0, count) (`count` a 0-d int64 tensor) along `axis` of a rank-`rank` shape [1, .., size, .., 1].
+  int32_t arange_along(int32_t count, int64_t axis, int64_t rank, const Dim& size, const std::string& name);
   // int64 positions 0..size-1 along `axis` of a rank-`rank` tensor, shaped [1, .., size, .., 1]; a
-  // dynamic size is read from tensor `x` at run time (ShapeOf, Gather, Range, Reshape).
+  // dynamic size is read from tensor `x` at run time.
   int32_t positions(int32_t x, int64_t axis, int64_t rank, const Dim& size, const std::string& name);
+  // Sets the dtype of output value `id` (a NodeError when it is declared otherwise).
+  void set_output_dtype(int id, DType dt);
   // `t` reshaped to the constant `shape` (0 copies a dim, -1 is inferred) declared as `dims`.
   int32_t reshape_new(int32_t t, const std::vector<int64_t>& shape, const std::vector<Dim>& dims,
                       const std::string& name, int32_t into = -1);
   // A Sum / Mean / Max / ... of `t` over the dims of mask `dims`.
   int32_t reduce_new(OpKind kind, int32_t t, uint32_t dims, bool keepdim, const std::string& name, int32_t into = -1);
   void lower_nll_loss(const Node& n);  // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+  void lower_trilu(const Node& n);
+  void lower_eye_like(const Node& n);
+  void lower_one_hot(const Node& n);
+  void lower_space_depth(const Node& n);  // SpaceToDepth, DepthToSpace
+  void lower_tile(const Node& n);
+  void lower_reshape_allowzero(const Node& n);
   // lower_pool.cc: pools beyond one 2-D pooling op (explicit Pad, 2-D steps).
   struct PoolGeometry;
   PoolGeometry pool_geometry(const Node& n, const std::vector<Dim>& xs) const;
