@@ -378,7 +378,7 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"Add", 1, kAny, &Lowerer::lower_plain, OpKind::Add},
     {"Sub", 1, kAny, &Lowerer::lower_plain, OpKind::Sub},
     {"Mul", 1, kAny, &Lowerer::lower_plain, OpKind::Mul},
-    {"Div", 1, kAny, &Lowerer::lower_plain, OpKind::Div},
+    {"Div", 1, kAny, &Lowerer::lower_div, OpKind::Div},  // lower_layout.cc: integers truncated
     {"Pow", 1, kAny, &Lowerer::lower_plain, OpKind::Pow},
     {"Equal", 1, kAny, &Lowerer::lower_plain, OpKind::Eq},
     {"Less", 1, kAny, &Lowerer::lower_plain, OpKind::Lt},
@@ -465,6 +465,7 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"SpaceToDepth", 1, kAny, &Lowerer::lower_space_depth, std::nullopt},
     {"DepthToSpace", 1, kAny, &Lowerer::lower_space_depth, std::nullopt},
     {"Tile", 6, kAny, &Lowerer::lower_tile, std::nullopt},
+    {"CenterCropPad", 18, kAny, &Lowerer::lower_center_crop_pad, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

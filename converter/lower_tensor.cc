@@ -107,6 +107,7 @@ void Lowerer::lower_constant_of_shape(const Node& n) {
 }
 
 void Lowerer::lower_pad(const Node& n) {
+  if (!plain_pad(n)) return lower_pad_window(n);  // lower_crop_pad.cc
   const int64_t rank = rank_of(n.inputs[0], "input");
   if (rank > kMaxRank) refuse("input rank " + std::to_string(rank) + " exceeds " + std::to_string(kMaxRank));
   auto pads = const_ints(n, 1, "pads");

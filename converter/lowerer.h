@@ -275,6 +275,16 @@ class Lowerer {
   void lower_space_depth(const Node& n);  // SpaceToDepth, DepthToSpace
   void lower_tile(const Node& n);
   void lower_reshape_allowzero(const Node& n);
+  void lower_div(const Node& n);  // integer Div truncated toward zero
+  // lower_crop_pad.cc: windows along an axis (Pad's general forms, CenterCropPad).
+  int32_t floor_mod(int32_t a, int32_t b, const std::string& name);
+  // out[j] = t[j + offset] along `axis` for j < length (0-d int64 tensors); outside t by `mode`:
+  // Constant takes `fill`, Replicate the edge, Reflect and Circular as np.pad.
+  int32_t window(int32_t t, int64_t axis, int32_t offset, int32_t length, const Dim& out_dim, PadMode mode,
+                 int32_t fill, const std::string& name, int32_t into = -1);
+  bool plain_pad(const Node& n) const;
+  void lower_pad_window(const Node& n);
+  void lower_center_crop_pad(const Node& n);
   // lower_pool.cc: pools beyond one 2-D pooling op (explicit Pad, 2-D steps).
   struct PoolGeometry;
   PoolGeometry pool_geometry(const Node& n, const std::vector<Dim>& xs) const;
