@@ -466,6 +466,9 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"DepthToSpace", 1, kAny, &Lowerer::lower_space_depth, std::nullopt},
     {"Tile", 6, kAny, &Lowerer::lower_tile, std::nullopt},
     {"CenterCropPad", 18, kAny, &Lowerer::lower_center_crop_pad, std::nullopt},
+    {"InstanceNormalization", 6, kAny, &Lowerer::lower_instance_normalization, std::nullopt},
+    {"GroupNormalization", 18, kAny, &Lowerer::lower_group_normalization, std::nullopt},
+    {"LRN", 1, kAny, &Lowerer::lower_lrn, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

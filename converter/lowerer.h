@@ -285,6 +285,14 @@ class Lowerer {
   bool plain_pad(const Node& n) const;
   void lower_pad_window(const Node& n);
   void lower_center_crop_pad(const Node& n);
+  // lower_norm.cc: normalizations composed of Mean, Var, Rsqrt and elementwise ops.
+  int32_t standardize(int32_t t, uint32_t dims, double eps, const std::string& name, int32_t* mean_out = nullptr,
+                      int32_t* var_out = nullptr);
+  int32_t channel_param(int id, int64_t rank, DType dt, const std::string& name);
+  void lower_instance_normalization(const Node& n);
+  void lower_group_normalization(const Node& n);
+  void lower_batch_norm_training(const Node& n);
+  void lower_lrn(const Node& n);
   // lower_pool.cc: pools beyond one 2-D pooling op (explicit Pad, 2-D steps).
   struct PoolGeometry;
   PoolGeometry pool_geometry(const Node& n, const std::vector<Dim>& xs) const;
