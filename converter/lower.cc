@@ -469,6 +469,10 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"InstanceNormalization", 6, kAny, &Lowerer::lower_instance_normalization, std::nullopt},
     {"GroupNormalization", 18, kAny, &Lowerer::lower_group_normalization, std::nullopt},
     {"LRN", 1, kAny, &Lowerer::lower_lrn, std::nullopt},
+    {"HannWindow", 17, kAny, &Lowerer::lower_window_function, std::nullopt},
+    {"HammingWindow", 17, kAny, &Lowerer::lower_window_function, std::nullopt},
+    {"BlackmanWindow", 17, kAny, &Lowerer::lower_window_function, std::nullopt},
+    {"Det", 11, kAny, &Lowerer::lower_det, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

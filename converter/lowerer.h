@@ -293,6 +293,9 @@ class Lowerer {
   void lower_group_normalization(const Node& n);
   void lower_batch_norm_training(const Node& n);
   void lower_lrn(const Node& n);
+  // lower_signal.cc: HannWindow, HammingWindow, BlackmanWindow.
+  void lower_window_function(const Node& n);
+  void lower_det(const Node& n);  // lower_linalg.cc: matrices of size 1 to 3
   // lower_pool.cc: pools beyond one 2-D pooling op (explicit Pad, 2-D steps).
   struct PoolGeometry;
   PoolGeometry pool_geometry(const Node& n, const std::vector<Dim>& xs) const;
