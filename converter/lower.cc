@@ -472,6 +472,7 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"HannWindow", 17, kAny, &Lowerer::lower_window_function, std::nullopt},
     {"HammingWindow", 17, kAny, &Lowerer::lower_window_function, std::nullopt},
     {"BlackmanWindow", 17, kAny, &Lowerer::lower_window_function, std::nullopt},
+    {"MelWeightMatrix", 17, kAny, &Lowerer::lower_mel_weight_matrix, std::nullopt},
     {"Det", 11, kAny, &Lowerer::lower_det, std::nullopt},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},

@@ -295,6 +295,7 @@ class Lowerer {
   void lower_lrn(const Node& n);
   // lower_signal.cc: HannWindow, HammingWindow, BlackmanWindow.
   void lower_window_function(const Node& n);
+  void lower_mel_weight_matrix(const Node& n);
   void lower_det(const Node& n);  // lower_linalg.cc: matrices of size 1 to 3
   // lower_pool.cc: pools beyond one 2-D pooling op (explicit Pad, 2-D steps).
   struct PoolGeometry;
