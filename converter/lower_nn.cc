@@ -18,8 +18,8 @@ void Lowerer::lower_global_average_pool(const Node& n) {
 
 void Lowerer::lower_batch_normalization(const Node& n) {
   require_inputs(n, 5);
+  if (n.get_int("training_mode", 0) != 0) return lower_batch_norm_training(n);  // lower_norm.cc
   require_unused_extra_outputs(n, "training-mode statistics");
-  if (n.get_int("training_mode", 0) != 0) refuse("training_mode = 1 (batch statistics) is not supported");
   NormParams p;
   p.eps = n.get_float("epsilon", 1e-5);
   return emit(OpKind::BatchNorm, n,
@@ -258,6 +258,7 @@ void Lowerer::lower_conv(const Node& n) {
 }
 
 void Lowerer::lower_pool(const Node& n) {
+  if (!plain_pool(n)) return lower_pool_nd(n);  // lower_pool.cc
   const bool is_max = n.op_type == "MaxPool";
   if (is_max) require_unused_extra_outputs(n, "indices");
   if (rank_of(n.inputs[0], "input") != 4) refuse("only 2-D pooling is supported (input is not 4-D)");

@@ -17,7 +17,7 @@ void Lowerer::lower_flatten(const Node& n) {
 
 void Lowerer::lower_reshape(const Node& n) {
   require_inputs(n, 2);
-  if (n.get_int("allowzero", 0) != 0) refuse("allowzero = 1 is not supported");
+  if (n.get_int("allowzero", 0) != 0) return lower_reshape_allowzero(n);  // lower_layout.cc
   return emit(OpKind::Reshape, n, {tensor(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)});
 }
 
@@ -107,6 +107,7 @@ void Lowerer::lower_constant_of_shape(const Node& n) {
 }
 
 void Lowerer::lower_pad(const Node& n) {
+  if (!plain_pad(n)) return lower_pad_window(n);  // lower_crop_pad.cc
   const int64_t rank = rank_of(n.inputs[0], "input");
   if (rank > kMaxRank) refuse("input rank " + std::to_string(rank) + " exceeds " + std::to_string(kMaxRank));
   auto pads = const_ints(n, 1, "pads");

@@ -283,6 +283,64 @@ class Lowerer {
   void lower_causal_conv_with_state(const Node& n);
   // Conv with a 3-D weight (CausalConvWithState's function body, 1-D models): Conv2d over [N, C, 1, L].
   void lower_conv1d(const Node& n);
+  // ---- ONNX ops composed of existing ember ops (lower_loss.cc, lower_layout.cc, lower_pool_norm.cc,
+  // lower_signal.cc) ----
+  // lower_layout.cc: helpers. A 0-d int64 constant.
+  int32_t int_scalar(const std::string& name, int64_t v);
+  // The size of dim `axis` of tensor `x` as a 0-d int64 (a constant where static, else ShapeOf, Gather).
+  int32_t dim_size(int32_t x, int64_t axis, const std::string& name);
+  // Range(0, count) (`count` a 0-d int64 tensor) along `axis` of a rank-`rank` shape [1, .., size, .., 1].
+  int32_t arange_along(int32_t count, int64_t axis, int64_t rank, const Dim& size, const std::string& name);
+  // int64 positions 0..size-1 along `axis` of a rank-`rank` tensor, shaped [1, .., size, .., 1]; a
+  // dynamic size is read from tensor `x` at run time.
+  int32_t positions(int32_t x, int64_t axis, int64_t rank, const Dim& size, const std::string& name);
+  // Sets the dtype of output value `id` (a NodeError when it is declared otherwise).
+  void set_output_dtype(int id, DType dt);
+  // `t` reshaped to the constant `shape` (0 copies a dim, -1 is inferred) declared as `dims`.
+  int32_t reshape_new(int32_t t, const std::vector<int64_t>& shape, const std::vector<Dim>& dims,
+                      const std::string& name, int32_t into = -1);
+  // A Sum / Mean / Max / ... of `t` over the dims of mask `dims`.
+  int32_t reduce_new(OpKind kind, int32_t t, uint32_t dims, bool keepdim, const std::string& name, int32_t into = -1);
+  void lower_nll_loss(const Node& n);  // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+  void lower_trilu(const Node& n);
+  void lower_eye_like(const Node& n);
+  void lower_one_hot(const Node& n);
+  void lower_space_depth(const Node& n);  // SpaceToDepth, DepthToSpace
+  void lower_tile(const Node& n);
+  void lower_reshape_allowzero(const Node& n);
+  void lower_div(const Node& n);  // integer Div truncated toward zero
+  // lower_crop_pad.cc: windows along an axis (Pad's general forms, CenterCropPad).
+  int32_t floor_mod(int32_t a, int32_t b, const std::string& name);
+  // out[j] = t[j + offset] along `axis` for j < length (0-d int64 tensors); outside t by `mode`:
+  // Constant takes `fill`, Replicate the edge, Reflect and Circular as np.pad.
+  int32_t window(int32_t t, int64_t axis, int32_t offset, int32_t length, const Dim& out_dim, PadMode mode,
+                 int32_t fill, const std::string& name, int32_t into = -1);
+  bool plain_pad(const Node& n) const;
+  void lower_pad_window(const Node& n);
+  void lower_center_crop_pad(const Node& n);
+  // lower_norm.cc: normalizations composed of Mean, Var, Rsqrt and elementwise ops.
+  int32_t standardize(int32_t t, uint32_t dims, double eps, const std::string& name, int32_t* mean_out = nullptr,
+                      int32_t* var_out = nullptr);
+  int32_t channel_param(int id, int64_t rank, DType dt, const std::string& name);
+  void lower_instance_normalization(const Node& n);
+  void lower_group_normalization(const Node& n);
+  void lower_batch_norm_training(const Node& n);
+  void lower_lrn(const Node& n);
+  // lower_signal.cc: HannWindow, HammingWindow, BlackmanWindow.
+  void lower_window_function(const Node& n);
+  void lower_mel_weight_matrix(const Node& n);
+  void lower_det(const Node& n);  // lower_linalg.cc: matrices of size 1 to 3
+  // lower_pool.cc: pools beyond one 2-D pooling op (explicit Pad, 2-D steps).
+  struct PoolGeometry;
+  PoolGeometry pool_geometry(const Node& n, const std::vector<Dim>& xs) const;
+  int32_t pool_pad(int32_t t, const PoolGeometry& g, bool declared, bool with_extra, double value,
+                   const std::string& name);
+  int32_t pool_step(int32_t t, bool max, const int64_t k[2], const int64_t s[2], const int64_t d[2],
+                    const std::string& name);
+  int32_t pool_windows(int32_t t, const PoolGeometry& g, bool max, const std::string& name, int32_t into = -1);
+  bool plain_pool(const Node& n) const;
+  void lower_pool_nd(const Node& n);  // MaxPool, AveragePool (general forms), LpPool
+  void lower_global_max_pool(const Node& n);
 
   const Graph& g_;
   ModelDef def_;

@@ -472,7 +472,7 @@ std::vector<Out> infer_reduce_and_nn(const Graph& g, const Node& n) {
   if (op == "Conv" || op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "Pad") {
     if (!x) return {Out{dtype(0), std::nullopt}};
     Dims out = unknown(x->size());
-    if (!out.empty()) out[0] = (*x)[0];
+    if (!out.empty() && op != "Pad") out[0] = (*x)[0];  // Pad may pad dim 0 too
     if (op == "GlobalAveragePool") {
       out = *x;
       for (size_t d = 2; d < out.size(); ++d) out[d] = Dim::fixed(1);

@@ -299,14 +299,19 @@ TEST_CASE("refused forms name the node and the attribute") {
   c.output("y", {2}, 17);
   OnnxModel::attr(c.node("Cast", {"x"}, {"y"}), "to", int64_t{17});
   CHECK(c.error("cast_float8") == "graph output 'y': unsupported dtype FLOAT8E4M3FN");
+}
+
+TEST_CASE("AveragePool 19's dilations (lower_pool.cc: a depthwise Conv2d of weights 1/4)") {
   OnnxModel p(19);
   p.input("x", {1, 1, 5, 5});
   p.output("y", {1, 1, 3, 3});
   auto* n = p.node("AveragePool", {"x"}, {"y"});
   OnnxModel::attr(n, "kernel_shape", std::vector<int64_t>{2, 2});
   OnnxModel::attr(n, "dilations", std::vector<int64_t>{2, 2});
-  CHECK(p.error("avgpool_dilations") == "the graph cannot be lowered to ember ops (1 problem): AveragePool "
-                                        "'AveragePool_1': dilations [2, 2] are not supported (only 1)");
+  // x = 0..24: each window holds a, a + 2, a + 10, a + 12 (a = 5 i + j), its mean a + 6.
+  const Tensor x = arange(25.0, TensorOptions(DType::Float32)).reshape({1, 1, 5, 5});
+  check_close(p.run("avgpool_dilations", {x})[0],
+              tensor(std::vector<float>{6, 7, 8, 11, 12, 13, 16, 17, 18}, {1, 1, 3, 3}));
 }
 
 TEST_CASE("Clip without bounds (11+): the identity") {

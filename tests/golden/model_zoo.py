@@ -403,6 +403,7 @@ def op_models(zoo, only):
     helper_models(zoo, only)
     reduce_logic_models(zoo, only)
     recurrence_quant_math_models(zoo, only)
+    composite_models(zoo, only)
 
 
 def helper_models(zoo, only):
@@ -721,6 +722,90 @@ def recurrence_quant_math_models(zoo, only):
                                     helper.make_tensor("ws", f, [3], [0.01, 0.02, 0.03]),
                                     helper.make_tensor("cys", f, [], [4.0]),
                                     helper.make_tensor("bias", i32, [3], [1000, -2000, 0])])
+
+
+def mel_weights(bins, dft, rate, lo, hi):
+    """MelWeightMatrix's triangular filters (as onnx.reference builds them), in torch float64."""
+    d = torch.float64
+    mel = lambda hz: 2595.0 * torch.log10(1.0 + torch.tensor(hz, dtype=d) / 700.0)
+    points = torch.arange(bins + 2, dtype=d) * (mel(hi) - mel(lo)) / (bins + 2) + mel(lo)
+    b = torch.floor((dft + 1) * 700.0 * (torch.pow(10.0, points / 2595.0) - 1.0) / rate)
+    j = torch.arange(dft // 2 + 1, dtype=d).reshape(-1, 1)
+    l, c, r = b[:-2].reshape(1, -1), b[1:-1].reshape(1, -1), b[2:].reshape(1, -1)
+    w = torch.where(j < r, (r - j) / (r - c), torch.zeros(()).to(d))
+    w = torch.where(j == c, torch.ones(()).to(d), w)
+    w = torch.where(j < c, (j - l) / (c - l), w)
+    return torch.where(j < l, torch.zeros(()).to(d), w).float()
+
+
+def composite_models(zoo, only):
+    """converter/lower_loss.cc, lower_pool.cc, lower_layout.cc, lower_crop_pad.cc, lower_norm.cc,
+    lower_signal.cc, lower_linalg.cc: ops composed of existing ember ops (references written with torch)."""
+    def want(n):
+        return only is None or n in only
+
+    torch.manual_seed(303)
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    mk = helper.make_node
+    if want("op_losses"):
+        x, t, w = r(3, 4, 2), torch.tensor([[0, 3], [2, 1], [1, 1]]), torch.tensor([0.5, 1.0, 2.0, 0.25])
+        export_helper(zoo, "op_losses",
+                      [mk("NegativeLogLikelihoodLoss", ["x", "t", "w"], ["nll"], ignore_index=1, name="nll"),
+                       mk("SoftmaxCrossEntropyLoss", ["x", "t"], ["sce", "log_prob"], reduction="sum", name="sce")],
+                      [("x", x), ("t", t)], [("nll", f, []), ("sce", f, []), ("log_prob", f, [3, 4, 2])],
+                      [F.nll_loss(x, t, weight=w, ignore_index=1), F.cross_entropy(x, t, reduction="sum"),
+                       F.log_softmax(x, 1)],
+                      initializers=[helper.make_tensor("w", f, [4], w.tolist())])
+    if want("op_pool_layout"):
+        x, m, idx = r(1, 2, 4, 4), r(3, 4), torch.tensor([[0, 4], [2, 1]])
+        export_helper(zoo, "op_pool_layout",
+                      [mk("LpPool", ["x"], ["lp"], kernel_shape=[2, 2], strides=[2, 2], p=2, name="lppool"),
+                       mk("GlobalMaxPool", ["x"], ["gmax"], name="gmax"),
+                       mk("Trilu", ["m", "k"], ["triu"], name="trilu"),
+                       mk("EyeLike", ["m"], ["eye"], k=1, name="eyelike"),
+                       mk("OneHot", ["idx", "depth", "values"], ["hot"], name="onehot"),
+                       mk("SpaceToDepth", ["x"], ["s2d"], blocksize=2, mode="CRD", name="s2d"),
+                       mk("DepthToSpace", ["s2d"], ["d2s"], blocksize=2, mode="CRD", name="d2s"),
+                       mk("Tile", ["m", "reps"], ["tile"], name="tile")],
+                      [("x", x), ("m", m), ("idx", idx)],
+                      [("lp", f, [1, 2, 2, 2]), ("gmax", f, [1, 2, 1, 1]), ("triu", f, [3, 4]), ("eye", f, [3, 4]),
+                       ("hot", f, [2, 2, 5]), ("d2s", f, [1, 2, 4, 4]), ("tile", f, [6, 4])],
+                      [F.lp_pool2d(x, 2, 2), x.amax((2, 3), keepdim=True), torch.triu(m, 1),
+                       torch.ones(3, 4).triu(1).tril(1), F.one_hot(idx, 5).float(),
+                       F.pixel_shuffle(F.pixel_unshuffle(x, 2), 2), m.repeat(2, 1)],
+                      opset=14, initializers=[helper.make_tensor("k", i64, [], [1]), ints("depth", [5]),
+                                              helper.make_tensor("values", f, [2], [0.0, 1.0]),
+                                              ints("reps", [2, 1])])
+    if want("op_norm_signal"):
+        x, s, b, g, gb, mat = r(2, 4, 3, 3), r(4), r(4), r(2), r(2), r(2, 3, 3)
+        group = F.group_norm(x, 2) * g.repeat_interleave(2).reshape(1, 4, 1, 1) + gb.repeat_interleave(2).reshape(1, 4, 1, 1)
+        export_helper(zoo, "op_norm_signal",
+                      [mk("CenterCropPad", ["x", "crop"], ["ccp"], axes=[2, 3], name="ccp"),
+                       mk("InstanceNormalization", ["x", "s", "b"], ["inorm"], name="inorm"),
+                       mk("GroupNormalization", ["x", "g", "gb"], ["gnorm"], num_groups=2, name="gnorm"),
+                       mk("LRN", ["x"], ["lrn"], size=3, name="lrn"),
+                       mk("HannWindow", ["n"], ["hann"], name="hann"),
+                       mk("HammingWindow", ["n"], ["hamming"], name="hamming"),
+                       mk("BlackmanWindow", ["n"], ["blackman"], name="blackman"),
+                       mk("MelWeightMatrix", ["bins", "dft", "rate", "lo", "hi"], ["mel"], name="mel"),
+                       mk("Det", ["mat"], ["det"], name="det")],
+                      [("x", x), ("mat", mat)],
+                      [("ccp", f, [2, 4, 1, 2]), ("inorm", f, [2, 4, 3, 3]), ("gnorm", f, [2, 4, 3, 3]),
+                       ("lrn", f, [2, 4, 3, 3]), ("hann", f, [8]), ("hamming", f, [8]), ("blackman", f, [8]),
+                       ("mel", f, [9, 4]), ("det", f, [2])],
+                      [x[:, :, 1:2, 0:2], F.instance_norm(x, weight=s, bias=b), group, F.local_response_norm(x, 3),
+                       torch.hann_window(8), torch.hamming_window(8, True, 25 / 46, 21 / 46),
+                       torch.blackman_window(8), mel_weights(4, 16, 8000, 0.0, 4000.0), torch.det(mat)],
+                      opset=18, initializers=[ints("crop", [1, 2]), helper.make_tensor("s", f, [4], s.tolist()),
+                                              helper.make_tensor("b", f, [4], b.tolist()),
+                                              helper.make_tensor("g", f, [2], g.tolist()),
+                                              helper.make_tensor("gb", f, [2], gb.tolist()),
+                                              helper.make_tensor("n", i64, [], [8]),
+                                              helper.make_tensor("bins", i64, [], [4]),
+                                              helper.make_tensor("dft", i64, [], [16]),
+                                              helper.make_tensor("rate", i64, [], [8000]),
+                                              helper.make_tensor("lo", f, [], [0.0]),
+                                              helper.make_tensor("hi", f, [], [4000.0])])
 
 
 def main():

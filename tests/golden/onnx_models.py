@@ -97,9 +97,9 @@ def unsupported_model(path):
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="relu_0"),
-        helper.make_node("Det", ["a"], ["b"], name="det_0"),
+        helper.make_node("Unique", ["a"], ["b"], name="unique_0"),
         helper.make_node("TfIdfVectorizer", ["b"], ["c"], name="tfidf_0"),
-        helper.make_node("Det", ["c"], ["y"], name="det_1"),
+        helper.make_node("Unique", ["c"], ["y"], name="unique_1"),
     ]
     graph = helper.make_graph(nodes, "unsupported", [x], [y])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
