@@ -130,9 +130,36 @@ struct UnaryParams {
   double a = 0, b = 0;
 };
 
+// ScatterElements: how an update combines with the value it lands on.
+enum class ScatterReduction : uint8_t { None, Add, Mul, Max, Min };
+
+struct ScatterParams {
+  int64_t axis = 0;  // negative: from the end
+  ScatterReduction reduction = ScatterReduction::None;
+};
+
+// CumSum, CumProd along axis; exclusive: the element itself is left out; reverse: from the end.
+struct ScanParams {
+  int64_t axis = 0;  // negative: from the end
+  bool exclusive = false, reverse = false;
+};
+
+// TopK: the k largest (else smallest) along axis, sorted (ties: the lower index first).
+struct TopKParams {
+  int64_t axis = -1;  // negative: from the end
+  bool largest = true, sorted = true;
+};
+
+// Unique: over the flattened input, or the slices along axis (has_axis);
+// sorted ascending, else in the order of first occurrence.
+struct UniqueParams {
+  int64_t axis = 0;
+  bool has_axis = false, sorted = true;
+};
+
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
                               SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams,
                               DimsParams, AxisParams, LinearParams, QLinearParams, QConv2dParams,
-                              UnaryParams>;
+                              UnaryParams, ScatterParams, ScanParams, TopKParams, UniqueParams>;
 
 }  // namespace ember

@@ -24,6 +24,10 @@ template <> struct AttrsOf<DimsParams> { static constexpr fb::OpAttrs value = fb
 template <> struct AttrsOf<AxisParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::AxisAttrs; };
 template <> struct AttrsOf<LinearParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::LinearAttrs; };
 template <> struct AttrsOf<UnaryParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::UnaryAttrs; };
+template <> struct AttrsOf<ScatterParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::ScatterAttrs; };
+template <> struct AttrsOf<ScanParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::ScanAttrs; };
+template <> struct AttrsOf<TopKParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::TopKAttrs; };
+template <> struct AttrsOf<UniqueParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::UniqueAttrs; };
 // The run-time ops' params: never stored (attrs_to_params refuses those ops).
 template <> struct AttrsOf<QLinearParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::NONE; };
 template <> struct AttrsOf<QConv2dParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::NONE; };
@@ -71,6 +75,24 @@ flatbuffers::Offset<fb::ActivationAttrs> activation_to_fb(flatbuffers::FlatBuffe
                                                           const Activation& a) {
   if (a.kind == ActivationKind::None) return 0;
   return fb::CreateActivationAttrs(fbb, static_cast<uint8_t>(a.kind), a.min, a.max);
+}
+
+// The params of the indexing, scan and selection ops.
+Status index_attrs_to_params(const fb::Operator& op, OpParams* params, std::string* error) {
+  if (const auto* a = op.attrs_as_ScatterAttrs()) {
+    if (a->reduction() > static_cast<uint8_t>(ScatterReduction::Min))
+      return fail(error, str_cat("ScatterAttrs: unknown reduction ", int{a->reduction()}));
+    *params = ScatterParams{a->axis(), static_cast<ScatterReduction>(a->reduction())};
+  } else if (const auto* s = op.attrs_as_ScanAttrs()) {
+    *params = ScanParams{s->axis(), s->exclusive(), s->reverse()};
+  } else if (const auto* t = op.attrs_as_TopKAttrs()) {
+    *params = TopKParams{t->axis(), t->largest(), t->sorted()};
+  } else if (const auto* u = op.attrs_as_UniqueAttrs()) {
+    *params = UniqueParams{u->axis(), u->has_axis(), u->sorted()};
+  } else {
+    return fail(error, "not the attributes of an indexing op");
+  }
+  return Status::Ok;
 }
 
 }  // namespace
@@ -218,6 +240,9 @@ Status attrs_to_params(const fb::Operator& op, OpParams* params, std::string* er
       *params = p;
       return Status::Ok;
     }
+    case fb::OpAttrs::ScatterAttrs: case fb::OpAttrs::ScanAttrs: case fb::OpAttrs::TopKAttrs:
+    case fb::OpAttrs::UniqueAttrs:
+      return index_attrs_to_params(op, params, error);
   }
   return fail(error, str_cat("unknown attributes type ", static_cast<int>(op.attrs_type())));
 }
@@ -267,6 +292,14 @@ flatbuffers::Offset<void> params_to_attrs(flatbuffers::FlatBufferBuilder& fbb, c
           return fb::CreateAxisAttrs(fbb, p.axis).Union();
         } else if constexpr (std::is_same_v<P, LinearParams>) {
           return fb::CreateLinearAttrs(fbb, activation_to_fb(fbb, p.activation)).Union();
+        } else if constexpr (std::is_same_v<P, ScatterParams>) {
+          return fb::CreateScatterAttrs(fbb, p.axis, static_cast<uint8_t>(p.reduction)).Union();
+        } else if constexpr (std::is_same_v<P, ScanParams>) {
+          return fb::CreateScanAttrs(fbb, p.axis, p.exclusive, p.reverse).Union();
+        } else if constexpr (std::is_same_v<P, TopKParams>) {
+          return fb::CreateTopKAttrs(fbb, p.axis, p.largest, p.sorted).Union();
+        } else if constexpr (std::is_same_v<P, UniqueParams>) {
+          return fb::CreateUniqueAttrs(fbb, p.axis, p.has_axis, p.sorted).Union();
         } else {
           static_assert(std::is_same_v<P, PadParams>, "append the new params struct here");
           // Trailing dims that pad nothing are still written: kMaxRank values each.

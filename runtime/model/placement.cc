@@ -58,6 +58,18 @@ OpRule make_rule(OpKind kind) {
       return {{}, kAllSlots, 0, true};
     case OpKind::Where:  // keyed by the values, not the condition
       return {{}, 0, 1};
+    // Indexing, selection and scans: their own kernels (none on Vulkan: the CPU
+    // under --allow-fallback); indices are read on the host to be checked and
+    // wrapped; CumSum's axis and TopK's k are read on the host. NonZero and
+    // Unique run on the host (their output sizes depend on the values).
+    case OpKind::GatherElements:
+      return {{OpKind::GatherElements}, kSlot1};
+    case OpKind::ScatterElements:
+      return {{OpKind::ScatterElements}, kSlot1};
+    case OpKind::CumSum: case OpKind::CumProd: case OpKind::TopK:
+      return {{}, kSlot1};
+    case OpKind::NonZero: case OpKind::Unique:
+      return {{}, kAllSlots, 0, true};
     // Reductions: their own kernel; run-time axes (input 1) are read on the host.
     case OpKind::Sum: case OpKind::Mean: case OpKind::Prod: case OpKind::Var: case OpKind::Norm:
     case OpKind::Max: case OpKind::Min:

@@ -362,6 +362,12 @@ def op_models(zoo, only):
     t("op_expand", lambda m, x: x.expand(2, 3, 4), [r(3, 1)])
     t("op_gather_embedding", lambda m, ids: m.emb(ids), [torch.tensor([[0, 3, 9], [2, 2, 1]])],
       emb=nn.Embedding(10, 4))
+    # gather -> GatherElements, topk -> TopK (k a constant input), cumsum -> CumSum,
+    # scatter_add -> ScatterElements (reduction add, opset 16), index_select -> Gather.
+    t("op_gather_topk_cumsum",
+      lambda m, x, i: (*torch.topk(x, 3, dim=1), torch.cumsum(torch.gather(x, 1, i), 1),
+                       torch.zeros(3, 5).scatter_add(1, i, x[:, :2] * 2).index_select(0, torch.tensor([2, 0]))),
+      [r(3, 5), torch.tensor([[4, 0], [2, 2], [1, 3]])], opset=16)
     t("op_cast_float_to_int", lambda m, x: (x * 3).to(torch.int64), [r(2, 5)])
     t("op_cast_int_to_float", lambda m, x: x.to(torch.float32) * 0.5, [torch.tensor([[-3, 0, 7]])])
     t("op_reducemean", lambda m, x: x.mean(dim=-1, keepdim=True), [r(2, 3, 4)])
