@@ -341,6 +341,25 @@ class Lowerer {
   bool plain_pool(const Node& n) const;
   void lower_pool_nd(const Node& n);  // MaxPool, AveragePool (general forms), LpPool
   void lower_global_max_pool(const Node& n);
+  // lower_index.cc: indexing, scan and selection ops.
+  std::vector<int64_t> static_dims(int id, const std::string& what) const;
+  void require_index_dtype(int id, const std::string& what) const;
+  // Sets output k's dtype where the IR does not know it.
+  void set_output_dtype(const Node& n, size_t k, DType dt);
+  static ScatterReduction scatter_reduction(const Node& n);
+  // The linear position of each index tuple of `id` ([..., k]) in the leading dims `dims`.
+  int32_t linear_index(int id, const std::vector<int64_t>& dims, const std::string& base);
+  void lower_gather_elements(const Node& n);
+  void lower_scatter_elements(const Node& n);  // and Scatter
+  void lower_cumulative(const Node& n);        // CumSum, CumProd
+  void lower_topk(const Node& n);
+  void lower_nonzero(const Node& n);
+  void lower_unique(const Node& n);
+  void lower_compress(const Node& n);
+  void lower_reverse_sequence(const Node& n);
+  void lower_gather_nd(const Node& n);
+  void lower_scatter_nd(const Node& n);
+  void lower_tensor_scatter(const Node& n);
 
   const Graph& g_;
   ModelDef def_;

@@ -252,7 +252,7 @@ std::vector<Tensor> apply_nn_grad_rule(Node& n, const Tensor& g) {
       return {as_input(n, 0, pad_backward(g, n.shapes[0], n.ints, mode))};
     }
     default:
-      break;
+      return apply_index_grad_rule(n, g);
   }
   RT_CHECK(false, "apply_grad_rule: unhandled rule");
   return {};

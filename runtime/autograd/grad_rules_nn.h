@@ -11,4 +11,7 @@ namespace ember {
 // ops and joining" in grad_rules.def (apply_grad_rule forwards them here).
 std::vector<Tensor> apply_nn_grad_rule(Node& n, const Tensor& grad);
 
+// ... and for the indexing, selection, scan and reordering rules (grad_rules_index.cc).
+std::vector<Tensor> apply_index_grad_rule(Node& n, const Tensor& grad);
+
 }  // namespace ember

@@ -28,7 +28,9 @@ namespace ember {
 //   };
 //
 // and is stored as a FieldAttrs table (runtime/model/format_fields.h):
-// integers, bools and enums, floating point, fixed-size arrays of them.
+// integers, bools and enums, floating point, fixed-size arrays of them. A
+// struct may add `bool valid() const` (an enum's range, say): the loader
+// refuses a file whose values it rejects.
 template <typename P, typename = void>
 struct has_fields : std::false_type {};
 template <typename P>
@@ -153,9 +155,45 @@ struct UnaryParams {
   double a = 0, b = 0;
 };
 
+// ScatterElements: how an update combines with the value it lands on.
+enum class ScatterReduction : uint8_t { None, Add, Mul, Max, Min };
+
+struct ScatterParams {
+  int64_t axis = 0;  // negative: from the end
+  ScatterReduction reduction = ScatterReduction::None;
+  static constexpr auto fields() { return std::make_tuple(&ScatterParams::axis, &ScatterParams::reduction); }
+  bool valid() const { return reduction <= ScatterReduction::Min; }
+};
+
+// CumSum, CumProd along axis; exclusive: the element itself is left out; reverse: from the end.
+struct ScanParams {
+  int64_t axis = 0;  // negative: from the end
+  bool exclusive = false, reverse = false;
+  static constexpr auto fields() {
+    return std::make_tuple(&ScanParams::axis, &ScanParams::exclusive, &ScanParams::reverse);
+  }
+};
+
+// TopK: the k largest (else smallest) along axis, sorted (ties: the lower index first).
+struct TopKParams {
+  int64_t axis = -1;  // negative: from the end
+  bool largest = true, sorted = true;
+  static constexpr auto fields() { return std::make_tuple(&TopKParams::axis, &TopKParams::largest, &TopKParams::sorted); }
+};
+
+// Unique: over the flattened input, or the slices along axis (has_axis);
+// sorted ascending, else in the order of first occurrence.
+struct UniqueParams {
+  int64_t axis = 0;
+  bool has_axis = false, sorted = true;
+  static constexpr auto fields() {
+    return std::make_tuple(&UniqueParams::axis, &UniqueParams::has_axis, &UniqueParams::sorted);
+  }
+};
+
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
                               SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams,
                               DimsParams, AxisParams, LinearParams, QLinearParams, QConv2dParams,
-                              UnaryParams>;
+                              UnaryParams, ScatterParams, ScanParams, TopKParams, UniqueParams>;
 
 }  // namespace ember

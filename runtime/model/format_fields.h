@@ -12,6 +12,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/error.h"
@@ -70,6 +71,12 @@ struct Reader {
 
 }  // namespace fields_detail
 
+// Whether P checks its values (bool valid() const).
+template <typename P, typename = void>
+struct has_valid : std::false_type {};
+template <typename P>
+struct has_valid<P, std::void_t<decltype(std::declval<const P&>().valid())>> : std::true_type {};
+
 template <typename P>
 flatbuffers::Offset<fb::FieldAttrs> params_to_fields(flatbuffers::FlatBufferBuilder& fbb, const P& p) {
   std::vector<int64_t> ints;
@@ -91,6 +98,9 @@ Status fields_to_params(const fb::FieldAttrs& a, P* params, std::string* error) 
     return report_error(error, Status::InvalidModel, "FieldAttrs: ", ni, " integer and ", nf,
                         " floating-point values, the op's parameters have ", r.next_int, " and ", r.next_float,
                         " (a file from a newer ember?)");
+  if constexpr (has_valid<P>::value) {
+    if (!p.valid()) return report_error(error, Status::InvalidModel, "FieldAttrs: values the op's parameters refuse");
+  }
   *params = p;
   return Status::Ok;
 }

@@ -15,6 +15,7 @@
 #include <limits>
 #include <vector>
 
+#include "runtime/graph/op_params.h"
 #include "runtime/tensor/tensor.h"
 
 namespace ember {
@@ -79,5 +80,18 @@ Tensor onnx_constant_of_shape(const std::vector<int64_t>& shape, Scalar value, T
 // delta): max(ceil((limit - start) / delta), 0) elements of `dtype`; start,
 // limit and delta are one-element tensors (any numeric dtype), delta nonzero.
 Tensor onnx_range(const Tensor& start, const Tensor& limit, const Tensor& delta, TensorOptions options);
+
+// --- indexing, selection and scans (graph_ops_index.cc) ---
+// GatherElements / ScatterElements: index (int32/int64) of data's rank,
+// negative entries count from the end of the axis; reduction of ScatterParams.
+Tensor onnx_gather_elements(const Tensor& data, const Tensor& index, int64_t axis);
+Tensor onnx_scatter_elements(const Tensor& data, const Tensor& index, const Tensor& updates, int64_t axis,
+                             ScatterReduction reduction);
+// TopK: (values, int64 indices) of the k largest (smallest) along axis.
+std::pair<Tensor, Tensor> onnx_topk(const Tensor& x, int64_t k, int64_t axis, bool largest, bool sorted);
+// NonZero: int64 [rank, count].
+Tensor onnx_nonzero(const Tensor& x);
+// Unique: values, int64 indices (first occurrences), inverse indices, counts.
+std::vector<Tensor> onnx_unique(const Tensor& x, const UniqueParams& p);
 
 }  // namespace ember

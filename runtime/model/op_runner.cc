@@ -434,6 +434,48 @@ void run_Range(OpContext& c) {
                         TensorOptions(c.declared_dtype(0)).device(c.device));
 }
 
+// --- indexing, selection and scans (graph_ops_index.cc) ------------------------------
+
+void run_GatherElements(OpContext& c) {
+  c.out[0] = onnx_gather_elements(c.need(0, "data"), c.need(1, "indices"), c.params<AxisParams>().axis);
+}
+
+void run_ScatterElements(OpContext& c) {
+  const auto& p = c.params<ScatterParams>();
+  c.out[0] = onnx_scatter_elements(c.need(0, "data"), c.need(1, "indices"), c.need(2, "updates"), p.axis, p.reduction);
+}
+
+void run_scan(OpContext& c, bool product) {
+  const auto& p = c.params<ScanParams>();
+  const Tensor& x = c.need(0, "data");
+  int64_t axis = p.axis;
+  if (c.opt(1).defined()) {
+    const std::vector<int64_t> a = read_ints(c.opt(1), "axis");
+    EMBER_CHECK(a.size() == 1, Status::InvalidArgument, "the axis input must have one value, got ", a.size());
+    axis = a[0];
+  }
+  c.out[0] = cumulative(x, onnx_axis(axis, std::max<int64_t>(x.dim(), 1), "axis"), product, p.exclusive, p.reverse);
+}
+
+void run_CumSum(OpContext& c) { run_scan(c, false); }
+void run_CumProd(OpContext& c) { run_scan(c, true); }
+
+void run_TopK(OpContext& c) {
+  const auto& p = c.params<TopKParams>();
+  const std::vector<int64_t> k = read_ints(c.need(1, "k"), "k");
+  EMBER_CHECK(k.size() == 1, Status::InvalidArgument, "the k input must have one value, got ", k.size());
+  auto [values, indices] = onnx_topk(c.need(0, "data"), k[0], p.axis, p.largest, p.sorted);
+  c.out[0] = values;
+  if (c.num_outputs() > 1) c.out[1] = indices;
+}
+
+void run_NonZero(OpContext& c) { c.out[0] = onnx_nonzero(c.need(0, "data")); }
+
+void run_Unique(OpContext& c) {
+  const std::vector<Tensor> r = onnx_unique(c.need(0, "data"), c.params<UniqueParams>());
+  for (size_t j = 0; j < c.num_outputs() && j < r.size(); ++j) c.out[j] = r[j];
+}
+
 // --- dispatch --------------------------------------------------------------------------
 
 void dispatch(OpContext& ctx) {

@@ -62,6 +62,17 @@ std::vector<std::pair<OpKind, OpRule>> special_rules() {
       {OpKind::ShapeOf, {{}, kAllSlots, 0, true}},
       // keyed by the values, not the condition
       {OpKind::Where, {{}, 0, 1}},
+      // Indexing, selection and scans: their own kernels; indices are read on
+      // the host to be checked and wrapped; CumSum's axis and TopK's k are read
+      // on the host. NonZero and Unique run on the host (their output sizes
+      // depend on the values).
+      {OpKind::GatherElements, {{}, kSlot1}},
+      {OpKind::ScatterElements, {{}, kSlot1}},
+      {OpKind::CumSum, {{}, kSlot1}},
+      {OpKind::CumProd, {{}, kSlot1}},
+      {OpKind::TopK, {{}, kSlot1}},
+      {OpKind::NonZero, {{}, kAllSlots, 0, true}},
+      {OpKind::Unique, {{}, kAllSlots, 0, true}},
       // Reductions: their own kernel; run-time axes (input 1) are read on the host.
       {OpKind::Sum, {{}, kSlot1}},
       {OpKind::Mean, {{}, kSlot1}},

@@ -216,6 +216,45 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 // backwards; mode "constant", "reflect", "replicate" or "circular".
 Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode = "constant", double value = 0.0);
 
+// --- indexing along a dim (runtime/ops/index.cc) -------------------------------------
+// torch.gather: out[i][j] = x[index[i][j]][j] (dim 0); index int64 of x's rank.
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+// torch.scatter (out of place): x with src (or value) written at index along
+// dim; reduce "" (replace), "add" or "multiply".
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce = "");
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value, std::string_view reduce = "");
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+// index: int32/int64, 0-D or 1-D.
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+// mask: bool, broadcast with x; value: a scalar or a 0-D tensor.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
+// torch.take_along_dim: gather with x and indices broadcast (no dim: over the flattened x).
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim = std::nullopt);
+
+// --- selection and scans (runtime/ops/sort.cc) ------------------------------------------
+// (values, int64 indices); ties: the lower index first (sort is stable).
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                               bool sorted = true);
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+// int64 [count, rank]: the indices of the nonzero elements, in row-major order.
+Tensor nonzero(const Tensor& x);
+// Integer and bool inputs accumulate into int64 unless dtype says otherwise.
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+// The scan kernels as ONNX's CumSum/CumProd: x's dtype kept, no autograd.
+Tensor cumulative(const Tensor& x, int64_t dim, bool product, bool exclusive, bool reverse);
+
+// --- reordering and masking copies (runtime/ops/reorder.cc) -----------------------------
+Tensor flip(const Tensor& x, IntArrayRef dims);
+// No dims: x flattened, rolled, reshaped back (one shift).
+Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims = {});
+Tensor repeat(const Tensor& x, IntArrayRef repeats);
+Tensor tile(const Tensor& x, IntArrayRef reps);
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+
 // --- devices (runtime/backend/registry.cc) ---------------------------------------
 // Waits until the work queued on `device` has finished (torch.cuda.synchronize);
 // a no-op on the CPU. Vulkan ops are recorded and submitted when the host

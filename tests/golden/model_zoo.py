@@ -364,6 +364,12 @@ def op_models(zoo, only):
     t("op_expand", lambda m, x: x.expand(2, 3, 4), [r(3, 1)])
     t("op_gather_embedding", lambda m, ids: m.emb(ids), [torch.tensor([[0, 3, 9], [2, 2, 1]])],
       emb=nn.Embedding(10, 4))
+    # gather -> GatherElements, topk -> TopK (k a constant input), cumsum -> CumSum,
+    # scatter_add -> ScatterElements (reduction add, opset 16), index_select -> Gather.
+    t("op_gather_topk_cumsum",
+      lambda m, x, i: (*torch.topk(x, 3, dim=1), torch.cumsum(torch.gather(x, 1, i), 1),
+                       torch.zeros(3, 5).scatter_add(1, i, x[:, :2] * 2).index_select(0, torch.tensor([2, 0]))),
+      [r(3, 5), torch.tensor([[4, 0], [2, 2], [1, 3]])], opset=16)
     t("op_cast_float_to_int", lambda m, x: (x * 3).to(torch.int64), [r(2, 5)])
     t("op_cast_int_to_float", lambda m, x: x.to(torch.float32) * 0.5, [torch.tensor([[-3, 0, 7]])])
     t("op_reducemean", lambda m, x: x.mean(dim=-1, keepdim=True), [r(2, 3, 4)])
@@ -404,6 +410,7 @@ def op_models(zoo, only):
     reduce_logic_models(zoo, only)
     recurrence_quant_math_models(zoo, only)
     composite_models(zoo, only)
+    index_models(zoo, only)
 
 
 def helper_models(zoo, only):
@@ -807,6 +814,58 @@ def composite_models(zoo, only):
                                               helper.make_tensor("lo", f, [], [0.0]),
                                               helper.make_tensor("hi", f, [], [4000.0])])
 
+
+def index_models(zoo, only):
+    """The ONNX indexing, scan and selection ops of converter/lower_index.cc
+    that torch 1.13 does not export, with torch's values."""
+    def want(n):
+        return only is None or n in only
+
+    torch.manual_seed(301)
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    mk = helper.make_node
+    if want("op_scatter_opset10"):  # Scatter (opsets 9-10): ScatterElements without reduction
+        x, i, u = r(3, 4), torch.tensor([[2, 0, 1, 2], [0, 1, 2, 0]]), r(2, 4)
+        export_helper(zoo, "op_scatter_opset10", [mk("Scatter", ["x", "i", "u"], ["y"], axis=0, name="scatter")],
+                      [("x", x), ("i", i), ("u", u)], [("y", f, [3, 4])], torch.scatter(x, 0, i, u), opset=10)
+    if want("op_index_nd_select"):  # GatherND, ScatterND, NonZero, Unique, Compress, ReverseSequence
+        d, gi = r(2, 3, 2), torch.tensor([[[2], [0]], [[1], [1]]])
+        sd, si, su = r(2, 2, 2), torch.tensor([[0, 1], [1, 0], [0, 1]]), r(3, 2)
+        scattered = sd.clone().index_put_((si[:, 0], si[:, 1]), su, accumulate=True)
+        c = torch.tensor([[0.0, 2.0, 0.0], [1.5, 0.0, 2.0]])
+        uq = torch.tensor([3.0, 1.0, 3.0, 2.0, 1.0, 5.0])
+        y, inverse, counts = torch.unique(uq, sorted=True, return_inverse=True, return_counts=True)
+        first = torch.tensor([int((uq == v).nonzero()[0]) for v in y])
+        cond = torch.tensor([True, False, True])
+        seq, lens = r(4, 3, 2), torch.tensor([3, 1, 4])
+        rev = seq.clone()
+        for bi, n in enumerate(lens.tolist()):
+            rev[:n, bi] = seq[:n, bi].flip(0)
+        export_helper(zoo, "op_index_nd_select",
+                      [mk("GatherND", ["d", "gi"], ["g"], batch_dims=1, name="gathernd"),
+                       mk("ScatterND", ["sd", "si", "su"], ["s"], reduction="add", name="scatternd"),
+                       mk("NonZero", ["c"], ["nz"], name="nonzero"),
+                       mk("Unique", ["uq"], ["uy", "ui", "uinv", "uc"], sorted=1, name="unique"),
+                       mk("Compress", ["c", "cond"], ["cp"], axis=1, name="compress"),
+                       mk("ReverseSequence", ["seq", "lens"], ["rs"], time_axis=0, batch_axis=1, name="revseq")],
+                      [("d", d), ("gi", gi), ("sd", sd), ("si", si), ("su", su), ("c", c), ("uq", uq),
+                       ("cond", cond), ("seq", seq), ("lens", lens)],
+                      [("g", f, [2, 2, 2]), ("s", f, [2, 2, 2]), ("nz", i64, [2, 3]), ("uy", f, [4]),
+                       ("ui", i64, [4]), ("uinv", i64, [6]), ("uc", i64, [4]), ("cp", f, [2, 2]), ("rs", f, [4, 3, 2])],
+                      [d[torch.arange(2)[:, None], gi[..., 0]], scattered, torch.nonzero(c).t(), y, first, inverse,
+                       counts, c[:, cond], rev], opset=16)
+    if want("op_cumprod_tensorscatter"):  # CumProd (opset 26), TensorScatter (24)
+        x, cache, upd, wi = r(2, 4), r(2, 5, 3), r(2, 2, 3), torch.tensor([1, 3])
+        present = cache.clone()
+        for bi, w in enumerate(wi.tolist()):
+            present[bi, w:w + 2] = upd[bi]
+        export_helper(zoo, "op_cumprod_tensorscatter",
+                      [mk("CumProd", ["x", "axis"], ["p"], reverse=1, name="cumprod"),
+                       mk("TensorScatter", ["cache", "upd", "wi"], ["present"], axis=1, name="tensorscatter")],
+                      [("x", x), ("cache", cache), ("upd", upd), ("wi", wi)],
+                      [("p", f, [2, 4]), ("present", f, [2, 5, 3])],
+                      [x.flip(1).cumprod(1).flip(1), present], opset=26,
+                      initializers=[helper.make_tensor("axis", i64, [], [1])])
 
 def main():
     out_dir = sys.argv[1]

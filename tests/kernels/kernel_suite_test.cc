@@ -1282,6 +1282,70 @@ ClampParams clamp_params(bool has_min, bool has_max, Scalar lo, Scalar hi) {
 
 // The cases of one (op, dtype): a switch over every OpKind, no default (a new
 // op in ops.def without a case here does not compile).
+// GatherElements / ScatterElements: index [2, 3, 4] (int64 and int32, some
+// negative, contiguous and transposed) into data [3, 5, 4] along each axis.
+std::vector<Case> index_cases(OpKind op, DType dt) {
+  std::vector<Case> cs;
+  const Shape data{3, 5, 4}, idx{2, 3, 4};
+  for (DType it : {DType::Int64, DType::Int32}) {
+    for (int64_t axis : {0, 1, -1}) {
+      const int64_t n = data[static_cast<size_t>(axis < 0 ? axis + 3 : axis)];
+      Tensor i = values(idx, it, Dom::Index, 2 * n) - n;  // in [-n, n)
+      for (bool t : {false, true}) {
+        Operand index = t ? Operand{i.transpose(0, 2).contiguous(), [](const Tensor& b) { return b.transpose(0, 2); },
+                                    "transposed"}
+                          : contig(i);
+        std::ostringstream d;
+        d << "axis " << axis << " index " << dtype_name(it) << " " << index.layout;
+        if (op == OpKind::GatherElements) {
+          cs.push_back({d.str(), {contig(values(data, dt)), index}, {out_contig(idx, dt)}, AxisParams{axis}});
+          continue;
+        }
+        for (ScatterReduction r : {ScatterReduction::None, ScatterReduction::Add, ScatterReduction::Max}) {
+          cs.push_back({d.str() + " reduction " + std::to_string(static_cast<int>(r)),
+                        {transposed(data, dt), index, contig(values(idx, dt, Dom::Quantized))},
+                        {out_contig(data, dt)}, ScatterParams{axis, r}});
+        }
+      }
+    }
+  }
+  return cs;
+}
+
+// CumSum / CumProd along each axis, inclusive and exclusive, forward and reverse.
+std::vector<Case> scan_cases(DType dt) {
+  std::vector<Case> cs;
+  const Shape x{3, 4, 5};
+  for (int64_t axis : {0, 2, -2}) {
+    for (int flags = 0; flags < 4; ++flags) {
+      const ScanParams p{axis, (flags & 1) != 0, (flags & 2) != 0};
+      cs.push_back({"axis " + std::to_string(axis) + " flags " + std::to_string(flags),
+                    {flags == 3 ? transposed(x, dt, Dom::NearOne) : contig(values(x, dt, Dom::NearOne))},
+                    {out_contig(x, dt)}, p, Family::Accumulate, 5});
+    }
+  }
+  return cs;
+}
+
+// TopK of k = 3 (and every element: sort) along each axis; Quantized values have ties.
+std::vector<Case> topk_cases(DType dt) {
+  std::vector<Case> cs;
+  const Shape x{4, 6, 5};
+  for (int64_t axis : {0, 1, -1}) {
+    const int64_t n = x[static_cast<size_t>(axis < 0 ? axis + 3 : axis)];
+    for (int64_t k : {int64_t{3}, n}) {
+      for (bool largest : {true, false}) {
+        Shape o = x;
+        o[static_cast<size_t>(axis < 0 ? axis + 3 : axis)] = k;
+        cs.push_back({"axis " + std::to_string(axis) + " k " + std::to_string(k) + (largest ? " largest" : " smallest"),
+                      {largest ? transposed(x, dt, Dom::Quantized) : contig(values(x, dt, Dom::Quantized))},
+                      {out_contig(o, dt), out_contig(o, DType::Int64)}, TopKParams{axis, largest, true}});
+      }
+    }
+  }
+  return cs;
+}
+
 std::vector<Case> cases_for(OpKind op, DType dt) {
   const DType cmp = DType::Bool;
   switch (op) {
@@ -1388,7 +1452,14 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::ShapeOf:
     case OpKind::ConstantOfShape:
     case OpKind::Range:
-    case OpKind::Linear: return {};
+    case OpKind::Linear:
+    case OpKind::NonZero:
+    case OpKind::Unique: return {};
+    case OpKind::GatherElements:
+    case OpKind::ScatterElements: return index_cases(op, dt);
+    case OpKind::CumSum:
+    case OpKind::CumProd: return scan_cases(dt);
+    case OpKind::TopK: return topk_cases(dt);
     // Run-time ops: the weight prepared by each backend (Case::qweight).
     case OpKind::QLinear: return qlinear_cases(dt);
     case OpKind::QConv2d: return qconv2d_cases(dt);

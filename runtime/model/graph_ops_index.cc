@@ -1,0 +1,153 @@
+// The indexing, selection and scan graph ops (graph_ops.h) on the eager
+// front-ends: ONNX's negative indices are wrapped here (PyTorch's front-ends
+// refuse them); NonZero and Unique run on the host (their sizes depend on the values).
+#include <algorithm>
+#include <numeric>
+
+#include "runtime/core/error.h"
+#include "runtime/model/graph_ops.h"
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/ops.h"
+
+namespace ember {
+
+namespace {
+
+// index with negative entries wrapped by `size` and each checked, as an int64 tensor on index's device.
+Tensor wrapped_index(const Tensor& index, int64_t size, const char* op) {
+  EMBER_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, Status::DTypeMismatch, op,
+              " indices must be int64 or int32, got ", dtype_name(index.dtype()));
+  Tensor host = index.to(Device(DeviceType::CPU)).to(DType::Int64).contiguous();
+  if (host.is_alias_of(index)) host = host.clone();
+  int64_t* p = host.data_ptr<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    EMBER_CHECK(p[i] >= -size && p[i] < size, Status::OutOfRange, op, " index ", p[i],
+                " is out of range for an axis of size ", size);
+    if (p[i] < 0) p[i] += size;
+  }
+  return host.to(index.device());
+}
+
+}  // namespace
+
+Tensor onnx_gather_elements(const Tensor& data, const Tensor& index, int64_t axis) {
+  EMBER_CHECK(data.dim() >= 1, Status::InvalidArgument, "GatherElements needs data of rank >= 1");
+  const int64_t a = onnx_axis(axis, data.dim(), "GatherElements axis");
+  return gather(data, a, wrapped_index(index, data.size(a), "GatherElements"));
+}
+
+Tensor onnx_scatter_elements(const Tensor& data, const Tensor& index, const Tensor& updates, int64_t axis,
+                             ScatterReduction reduction) {
+  EMBER_CHECK(data.dim() >= 1, Status::InvalidArgument, "ScatterElements needs data of rank >= 1");
+  const int64_t a = onnx_axis(axis, data.dim(), "ScatterElements axis");
+  const Tensor idx = wrapped_index(index, data.size(a), "ScatterElements");
+  EMBER_CHECK(updates.sizes() == index.sizes(), Status::ShapeMismatch, "ScatterElements updates ",
+              shape_str(updates.sizes()), " and indices ", shape_str(index.sizes()), " differ in shape");
+  EMBER_CHECK(updates.dtype() == data.dtype(), Status::DTypeMismatch, "ScatterElements updates are ",
+              dtype_name(updates.dtype()), ", data ", dtype_name(data.dtype()));
+  for (int64_t d = 0; d < data.dim(); ++d) {
+    EMBER_CHECK(index.dim() == data.dim() && (d == a || index.size(d) <= data.size(d)), Status::ShapeMismatch,
+                "ScatterElements indices ", shape_str(index.sizes()), " do not fit data ", shape_str(data.sizes()));
+  }
+  // The kernel itself: the eager scatter has no max/min reduction.
+  Tensor out = empty(data.sizes(), TensorOptions(data.dtype()).device(data.device()));
+  if (out.numel() > 0) run_kernel(OpKind::ScatterElements, {data, idx, updates}, {out}, ScatterParams{a, reduction});
+  return out;
+}
+
+std::pair<Tensor, Tensor> onnx_topk(const Tensor& x, int64_t k, int64_t axis, bool largest, bool sorted) {
+  EMBER_CHECK(x.dim() >= 1, Status::InvalidArgument, "TopK needs an input of rank >= 1");
+  const int64_t a = onnx_axis(axis, x.dim(), "TopK axis");
+  EMBER_CHECK(k >= 0 && k <= x.size(a), Status::OutOfRange, "TopK k ", k, " is out of range for an axis of size ",
+              x.size(a));
+  return topk(x, k, a, largest, sorted);
+}
+
+Tensor onnx_nonzero(const Tensor& x) { return nonzero(x).t().contiguous(); }
+
+namespace {
+
+// The rows of a [n, m] host tensor: sorted with the first occurrence of
+// each distinct row, the group of every row and the group sizes.
+struct Groups {
+  std::vector<int64_t> first;    // per group: its first row
+  std::vector<int64_t> inverse;  // per row: its group
+  std::vector<int64_t> counts;   // per group
+};
+
+Groups group_rows(const Tensor& rows, bool sorted) {
+  const int64_t n = rows.size(0), m = rows.size(1);
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  Groups g;
+  dispatch_dtype(rows.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    const T* p = rows.data_ptr<T>();
+    auto cmp = [&](int64_t a, int64_t b) {  // -1, 0, 1 lexicographically
+      for (int64_t j = 0; j < m; ++j) {
+        const C va = static_cast<C>(p[a * m + j]), vb = static_cast<C>(p[b * m + j]);
+        if (va < vb) return -1;
+        if (vb < va) return 1;
+      }
+      return 0;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp(a, b) < 0; });
+    std::vector<int64_t> sorted_group(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t r = order[static_cast<size_t>(i)];
+      if (i == 0 || cmp(order[static_cast<size_t>(i - 1)], r) != 0) {
+        g.first.push_back(r);
+        g.counts.push_back(0);
+      }
+      sorted_group[static_cast<size_t>(r)] = static_cast<int64_t>(g.first.size()) - 1;
+      ++g.counts.back();
+    }
+    g.inverse = sorted_group;
+  });
+  if (sorted) return g;
+  // Groups in the order of their first occurrence.
+  std::vector<int64_t> by_first(g.first.size());
+  std::iota(by_first.begin(), by_first.end(), 0);
+  std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) {
+    return g.first[static_cast<size_t>(a)] < g.first[static_cast<size_t>(b)];
+  });
+  std::vector<int64_t> rank(by_first.size());
+  Groups u;
+  for (size_t i = 0; i < by_first.size(); ++i) {
+    rank[static_cast<size_t>(by_first[i])] = static_cast<int64_t>(i);
+    u.first.push_back(g.first[static_cast<size_t>(by_first[i])]);
+    u.counts.push_back(g.counts[static_cast<size_t>(by_first[i])]);
+  }
+  for (int64_t r : g.inverse) u.inverse.push_back(rank[static_cast<size_t>(r)]);
+  return u;
+}
+
+Tensor ints_tensor(const std::vector<int64_t>& v) { return tensor(v, {static_cast<int64_t>(v.size())}); }
+
+}  // namespace
+
+std::vector<Tensor> onnx_unique(const Tensor& x, const UniqueParams& p) {
+  const Tensor host = x.to(Device(DeviceType::CPU));
+  Tensor rows;
+  int64_t a = 0;
+  if (p.has_axis) {
+    EMBER_CHECK(x.dim() >= 1, Status::InvalidArgument, "Unique with an axis needs an input of rank >= 1");
+    a = onnx_axis(p.axis, x.dim(), "Unique axis");
+    std::vector<int64_t> perm = {a};
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      if (d != a) perm.push_back(d);
+    }
+    rows = host.permute(perm).contiguous();
+    rows = rows.reshape({rows.size(0), rows.size(0) == 0 ? 0 : rows.numel() / rows.size(0)});
+  } else {
+    rows = host.contiguous().reshape({-1, 1});
+  }
+  const Groups g = group_rows(rows, p.sorted);
+  const Tensor first = ints_tensor(g.first);
+  Tensor y = p.has_axis ? index_select(host, a, first) : index_select(host.reshape({-1}), 0, first);
+  const Device dev = x.device();
+  return {y.to(dev), first.to(dev), ints_tensor(g.inverse).to(dev), ints_tensor(g.counts).to(dev)};
+}
+
+}  // namespace ember
