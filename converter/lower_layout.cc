@@ -44,19 +44,12 @@ int32_t Lowerer::positions(int32_t x, int64_t axis, int64_t rank, const Dim& siz
   return new_weight(name, arange(static_cast<double>(size.value), TensorOptions(DType::Int64)).reshape(shape), false);
 }
 
-int32_t Lowerer::reshape_new(int32_t t, const std::vector<int64_t>& shape, const std::vector<Dim>& dims,
-                             const std::string& name, int32_t into) {
-  const DType dt = def_.tensors[static_cast<size_t>(t)].dtype;
-  return emit_new(OpKind::Reshape, {t, ints_weight(name + "/shape", shape)}, dt, dims, NoParams{}, name, into);
-}
-
 int32_t Lowerer::reduce_new(OpKind kind, int32_t t, uint32_t dims, bool keepdim, const std::string& name,
                             int32_t into) {
   ReduceParams p;
   p.dims = dims;
   p.keepdim = keepdim;
-  const DType dt = def_.tensors[static_cast<size_t>(t)].dtype;
-  return emit_new(kind, {t}, dt, reduced_shape(tensor_dims(t), p, keepdim), p, name, into);
+  return emit_new(kind, {t}, tensor_dtype(t), reduced_shape(tensor_dims(t), p, keepdim), p, name, into);
 }
 
 void Lowerer::set_output_dtype(int id, DType dt) {

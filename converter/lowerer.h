@@ -296,9 +296,6 @@ class Lowerer {
   int32_t positions(int32_t x, int64_t axis, int64_t rank, const Dim& size, const std::string& name);
   // Sets the dtype of output value `id` (a NodeError when it is declared otherwise).
   void set_output_dtype(int id, DType dt);
-  // `t` reshaped to the constant `shape` (0 copies a dim, -1 is inferred) declared as `dims`.
-  int32_t reshape_new(int32_t t, const std::vector<int64_t>& shape, const std::vector<Dim>& dims,
-                      const std::string& name, int32_t into = -1);
   // A Sum / Mean / Max / ... of `t` over the dims of mask `dims`.
   int32_t reduce_new(OpKind kind, int32_t t, uint32_t dims, bool keepdim, const std::string& name, int32_t into = -1);
   void lower_nll_loss(const Node& n);  // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss

@@ -82,11 +82,7 @@ Tensor onnx_constant_of_shape(const std::vector<int64_t>& shape, Scalar value, T
 Tensor onnx_range(const Tensor& start, const Tensor& limit, const Tensor& delta, TensorOptions options);
 
 // --- indexing, selection and scans (graph_ops_index.cc) ---
-// GatherElements / ScatterElements: index (int32/int64) of data's rank,
-// negative entries count from the end of the axis; reduction of ScatterParams.
-Tensor onnx_gather_elements(const Tensor& data, const Tensor& index, int64_t axis);
-Tensor onnx_scatter_elements(const Tensor& data, const Tensor& index, const Tensor& updates, int64_t axis,
-                             ScatterReduction reduction);
+// GatherElements / ScatterElements: RT_OP_P ops (runtime/ops/index.cc).
 // TopK: (values, int64 indices) of the k largest (smallest) along axis.
 std::pair<Tensor, Tensor> onnx_topk(const Tensor& x, int64_t k, int64_t axis, bool largest, bool sorted);
 // NonZero: int64 [rank, count].

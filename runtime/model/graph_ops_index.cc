@@ -11,50 +11,6 @@
 
 namespace ember {
 
-namespace {
-
-// index with negative entries wrapped by `size` and each checked, as an int64 tensor on index's device.
-Tensor wrapped_index(const Tensor& index, int64_t size, const char* op) {
-  EMBER_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, Status::DTypeMismatch, op,
-              " indices must be int64 or int32, got ", dtype_name(index.dtype()));
-  Tensor host = index.to(Device(DeviceType::CPU)).to(DType::Int64).contiguous();
-  if (host.is_alias_of(index)) host = host.clone();
-  int64_t* p = host.data_ptr<int64_t>();
-  for (int64_t i = 0; i < host.numel(); ++i) {
-    EMBER_CHECK(p[i] >= -size && p[i] < size, Status::OutOfRange, op, " index ", p[i],
-                " is out of range for an axis of size ", size);
-    if (p[i] < 0) p[i] += size;
-  }
-  return host.to(index.device());
-}
-
-}  // namespace
-
-Tensor onnx_gather_elements(const Tensor& data, const Tensor& index, int64_t axis) {
-  EMBER_CHECK(data.dim() >= 1, Status::InvalidArgument, "GatherElements needs data of rank >= 1");
-  const int64_t a = onnx_axis(axis, data.dim(), "GatherElements axis");
-  return gather(data, a, wrapped_index(index, data.size(a), "GatherElements"));
-}
-
-Tensor onnx_scatter_elements(const Tensor& data, const Tensor& index, const Tensor& updates, int64_t axis,
-                             ScatterReduction reduction) {
-  EMBER_CHECK(data.dim() >= 1, Status::InvalidArgument, "ScatterElements needs data of rank >= 1");
-  const int64_t a = onnx_axis(axis, data.dim(), "ScatterElements axis");
-  const Tensor idx = wrapped_index(index, data.size(a), "ScatterElements");
-  EMBER_CHECK(updates.sizes() == index.sizes(), Status::ShapeMismatch, "ScatterElements updates ",
-              shape_str(updates.sizes()), " and indices ", shape_str(index.sizes()), " differ in shape");
-  EMBER_CHECK(updates.dtype() == data.dtype(), Status::DTypeMismatch, "ScatterElements updates are ",
-              dtype_name(updates.dtype()), ", data ", dtype_name(data.dtype()));
-  for (int64_t d = 0; d < data.dim(); ++d) {
-    EMBER_CHECK(index.dim() == data.dim() && (d == a || index.size(d) <= data.size(d)), Status::ShapeMismatch,
-                "ScatterElements indices ", shape_str(index.sizes()), " do not fit data ", shape_str(data.sizes()));
-  }
-  // The kernel itself: the eager scatter has no max/min reduction.
-  Tensor out = empty(data.sizes(), TensorOptions(data.dtype()).device(data.device()));
-  if (out.numel() > 0) run_kernel(OpKind::ScatterElements, {data, idx, updates}, {out}, ScatterParams{a, reduction});
-  return out;
-}
-
 std::pair<Tensor, Tensor> onnx_topk(const Tensor& x, int64_t k, int64_t axis, bool largest, bool sorted) {
   EMBER_CHECK(x.dim() >= 1, Status::InvalidArgument, "TopK needs an input of rank >= 1");
   const int64_t a = onnx_axis(axis, x.dim(), "TopK axis");

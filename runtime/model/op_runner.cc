@@ -436,15 +436,6 @@ void run_Range(OpContext& c) {
 
 // --- indexing, selection and scans (graph_ops_index.cc) ------------------------------
 
-void run_GatherElements(OpContext& c) {
-  c.out[0] = onnx_gather_elements(c.need(0, "data"), c.need(1, "indices"), c.params<AxisParams>().axis);
-}
-
-void run_ScatterElements(OpContext& c) {
-  const auto& p = c.params<ScatterParams>();
-  c.out[0] = onnx_scatter_elements(c.need(0, "data"), c.need(1, "indices"), c.need(2, "updates"), p.axis, p.reduction);
-}
-
 void run_scan(OpContext& c, bool product) {
   const auto& p = c.params<ScanParams>();
   const Tensor& x = c.need(0, "data");

@@ -182,4 +182,54 @@ Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int6
   return gather(x.expand(shape), d, idx);
 }
 
+// --- ONNX's GatherElements and ScatterElements (ops.def RT_OP_P: the executor's front-ends) ---
+
+namespace {
+
+int64_t onnx_axis_of(int64_t axis, int64_t rank, const char* what) {
+  EMBER_CHECK(axis >= -rank && axis < rank, Status::OutOfRange, what, " ", axis, " is out of range for rank ", rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+// index with negative entries wrapped by `size` and each checked, as an int64 tensor on index's device.
+Tensor wrapped_index(const Tensor& index, int64_t size, const char* op) {
+  EMBER_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, Status::DTypeMismatch, op,
+              " indices must be int64 or int32, got ", dtype_name(index.dtype()));
+  Tensor host = index.to(Device(DeviceType::CPU)).to(DType::Int64).contiguous();
+  if (host.is_alias_of(index)) host = host.clone();
+  int64_t* p = host.data_ptr<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    EMBER_CHECK(p[i] >= -size && p[i] < size, Status::OutOfRange, op, " index ", p[i],
+                " is out of range for an axis of size ", size);
+    if (p[i] < 0) p[i] += size;
+  }
+  return host.to(index.device());
+}
+
+}  // namespace
+
+Tensor gather_elements(const Tensor& data, const Tensor& index, const AxisParams& params) {
+  EMBER_CHECK(data.dim() >= 1, Status::InvalidArgument, "GatherElements needs data of rank >= 1");
+  const int64_t a = onnx_axis_of(params.axis, data.dim(), "GatherElements axis");
+  return gather(data, a, wrapped_index(index, data.size(a), "GatherElements"));
+}
+
+Tensor scatter_elements(const Tensor& data, const Tensor& index, const Tensor& updates, const ScatterParams& params) {
+  EMBER_CHECK(data.dim() >= 1, Status::InvalidArgument, "ScatterElements needs data of rank >= 1");
+  const int64_t a = onnx_axis_of(params.axis, data.dim(), "ScatterElements axis");
+  const Tensor idx = wrapped_index(index, data.size(a), "ScatterElements");
+  EMBER_CHECK(updates.sizes() == index.sizes(), Status::ShapeMismatch, "ScatterElements updates ",
+              shape_str(updates.sizes()), " and indices ", shape_str(index.sizes()), " differ in shape");
+  EMBER_CHECK(updates.dtype() == data.dtype(), Status::DTypeMismatch, "ScatterElements updates are ",
+              dtype_name(updates.dtype()), ", data ", dtype_name(data.dtype()));
+  for (int64_t d = 0; d < data.dim(); ++d) {
+    EMBER_CHECK(index.dim() == data.dim() && (d == a || index.size(d) <= data.size(d)), Status::ShapeMismatch,
+                "ScatterElements indices ", shape_str(index.sizes()), " do not fit data ", shape_str(data.sizes()));
+  }
+  // The kernel itself: the eager scatter has no max/min reduction.
+  Tensor out = empty(data.sizes(), TensorOptions(data.dtype()).device(data.device()));
+  if (out.numel() > 0) run_kernel(OpKind::ScatterElements, {data, idx, updates}, {out}, ScatterParams{a, params.reduction});
+  return out;
+}
+
 }  // namespace ember
