@@ -64,6 +64,13 @@ class Lowerer {
 
  private:
   const OnnxLowering* entry_ = nullptr;  // of the node being lowered
+  // The lowering functions of the ONNX op table (converter/onnx_ops.inc).
+#define RT_LOWERING(fn) void fn(const Node& n);
+#define RT_ONNX(type, since, until, fn, kind)
+#include "converter/onnx_ops.inc"
+#undef RT_ONNX
+#undef RT_LOWERING
+
   // ---- values and tensors ----
 
   const Value& val(int id) const { return g_.value(id); }
@@ -144,30 +151,11 @@ class Lowerer {
 
   // Lowers `n` by its entry of the ONNX op table (OnnxOpTable, below).
   void lower_node(const Node& n, const OnnxLowering& entry);
-  void lower_gelu(const Node& n);
-  void lower_global_average_pool(const Node& n);
-  void lower_batch_normalization(const Node& n);
-  void lower_layer_normalization(const Node& n);
-  void lower_softmax(const Node& n);
-  void lower_cast(const Node& n);
-  void lower_flatten(const Node& n);
-  void lower_reshape(const Node& n);
-  void lower_transpose(const Node& n);
-  void lower_squeeze(const Node& n);
-  void lower_concat(const Node& n);
-  void lower_split(const Node& n);
-  void lower_slice(const Node& n);
-  void lower_expand(const Node& n);
-  void lower_gather(const Node& n);
-  void lower_shape(const Node& n);
-  void lower_constant_of_shape(const Node& n);
   // Identity and inference Dropout the passes could not remove (a graph
   // input straight to an output): a Copy; Dropout's mask: all true.
-  void lower_identity(const Node& n);
 
   DimsParams dims_params(const std::vector<int64_t>& dims, const std::string& what) const;
 
-  void lower_plain(const Node& n);
 
   // Broadcast of two shapes (numpy rules); unknown where it cannot be told.
   static std::vector<Dim> broadcast(const std::vector<Dim>& a, const std::vector<Dim>& b);
@@ -175,43 +163,29 @@ class Lowerer {
   std::vector<Dim> dims_of(int id, const std::string& what) const;
 
   // Max/Min: 1 input a Copy, 2 the binary op, more a chain of binary ops.
-  void lower_minmax(const Node& n);
 
-  void lower_clip(const Node& n);
 
-  void lower_gemm(const Node& n);
   void lower_gemm_matmul(const Node& n);  // transA, alpha, beta, a matrix C, a non-constant B
 
   static std::string fmt(double v);
 
   // Conv's attributes (input x, weight w: 2-D convolutions only).
   Conv2dParams conv_params(const Node& n, int x, int w) const;
-  void lower_conv(const Node& n);
 
-  void lower_pool(const Node& n);
 
   // lower_reduce.cc: the Reduce* ops and ArgMax/ArgMin.
   bool reduce_params(const Node& n, int64_t rank, ReduceParams& p, int* runtime_axes = nullptr) const;
   static std::vector<Dim> reduced_shape(const std::vector<Dim>& in, const ReduceParams& p, bool keepdim);
   std::vector<Dim> runtime_reduced_shape(const std::vector<Dim>& in, int axes, bool keepdim) const;
-  void lower_reduce(const Node& n);
-  void lower_arg_reduce(const Node& n);
 
   // lower_composite.cc: ops composed of several ember ops.
   int32_t scalar_weight(const std::string& name, double v, DType dt);
-  void lower_variadic(const Node& n);
-  void lower_prelu(const Node& n);
-  void lower_size(const Node& n);
-  void lower_cast_like(const Node& n);
   // LayerNormalization whose Mean or InvStdDev output is used.
   void lower_layer_norm_stats(const Node& n);
-  void lower_logical(const Node& n);
 
-  void lower_pad(const Node& n);
 
   // lower_rnn.cc: LSTM, GRU and RNN, unrolled over their static time steps.
   class Recurrence;  // the unrolling of one node
-  void lower_recurrence(const Node& n);
   // The dims of tensor `t` as the ModelDef declares them.
   std::vector<Dim> tensor_dims(int32_t t) const;
   // Emits `kind` into a new activation named `name` of dtype `dt` and shape
@@ -237,18 +211,8 @@ class Lowerer {
   // saturate(round(acc * multiplier + zero point)) to `dt`, computed in float64, into `into`.
   void requantize(int32_t acc, int32_t multiplier, int zero_point, DType dt, const std::vector<Dim>& shape,
                   const std::string& name, int32_t into);
-  void lower_quantize_linear(const Node& n);
-  void lower_dequantize_linear(const Node& n);
-  void lower_dynamic_quantize_linear(const Node& n);
-  void lower_integer_op(const Node& n);  // MatMulInteger, ConvInteger
-  void lower_qlinear_op(const Node& n);  // QLinearMatMul, QLinearConv
 
   // lower_math.cc: ops composed of elementwise, reduction and matrix ops.
-  void lower_shrink(const Node& n);
-  void lower_hardmax(const Node& n);
-  void lower_lp_normalization(const Node& n);
-  void lower_mean_variance_normalization(const Node& n);
-  void lower_einsum(const Node& n);
   // Einsum's ops for operand labels `labels` (letters; "..." dims negative) and output labels `out`.
   void lower_einsum_terms(const Node& n, std::vector<std::vector<int>> labels, const std::vector<int>& out,
                           const std::map<int, Dim>& size, DType dt);
@@ -270,17 +234,8 @@ class Lowerer {
                              int32_t into = -1);
   // x * sigmoid(alpha * x).
   int32_t swish_new(int32_t x, double alpha, const std::string& name, int32_t into = -1);
-  void lower_matmul(const Node& n);  // float16 through float32
-  void lower_swish(const Node& n);
-  void lower_swiglu(const Node& n);
-  void lower_rms_normalization(const Node& n);
-  void lower_rotary_embedding(const Node& n);
   class Attention;  // the lowering of one Attention node
-  void lower_attention(const Node& n);
   // ai.onnx.preview::FlexAttention without score_mod / prob_mod: 4-D Attention with scale and softmax_precision.
-  void lower_flex_attention(const Node& n);
-  void lower_linear_attention(const Node& n);
-  void lower_causal_conv_with_state(const Node& n);
   // Conv with a 3-D weight (CausalConvWithState's function body, 1-D models): Conv2d over [N, C, 1, L].
   void lower_conv1d(const Node& n);
   // ---- ONNX ops composed of existing ember ops (lower_loss.cc, lower_layout.cc, lower_pool_norm.cc,
@@ -298,14 +253,7 @@ class Lowerer {
   void set_output_dtype(int id, DType dt);
   // A Sum / Mean / Max / ... of `t` over the dims of mask `dims`.
   int32_t reduce_new(OpKind kind, int32_t t, uint32_t dims, bool keepdim, const std::string& name, int32_t into = -1);
-  void lower_nll_loss(const Node& n);  // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-  void lower_trilu(const Node& n);
-  void lower_eye_like(const Node& n);
-  void lower_one_hot(const Node& n);
-  void lower_space_depth(const Node& n);  // SpaceToDepth, DepthToSpace
-  void lower_tile(const Node& n);
   void lower_reshape_allowzero(const Node& n);
-  void lower_div(const Node& n);  // integer Div truncated toward zero
   // lower_crop_pad.cc: windows along an axis (Pad's general forms, CenterCropPad).
   int32_t floor_mod(int32_t a, int32_t b, const std::string& name);
   // out[j] = t[j + offset] along `axis` for j < length (0-d int64 tensors); outside t by `mode`:
@@ -314,19 +262,12 @@ class Lowerer {
                  int32_t fill, const std::string& name, int32_t into = -1);
   bool plain_pad(const Node& n) const;
   void lower_pad_window(const Node& n);
-  void lower_center_crop_pad(const Node& n);
   // lower_norm.cc: normalizations composed of Mean, Var, Rsqrt and elementwise ops.
   int32_t standardize(int32_t t, uint32_t dims, double eps, const std::string& name, int32_t* mean_out = nullptr,
                       int32_t* var_out = nullptr);
   int32_t channel_param(int id, int64_t rank, DType dt, const std::string& name);
-  void lower_instance_normalization(const Node& n);
-  void lower_group_normalization(const Node& n);
   void lower_batch_norm_training(const Node& n);
-  void lower_lrn(const Node& n);
   // lower_signal.cc: HannWindow, HammingWindow, BlackmanWindow.
-  void lower_window_function(const Node& n);
-  void lower_mel_weight_matrix(const Node& n);
-  void lower_det(const Node& n);  // lower_linalg.cc: matrices of size 1 to 3
   // lower_pool.cc: pools beyond one 2-D pooling op (explicit Pad, 2-D steps).
   struct PoolGeometry;
   PoolGeometry pool_geometry(const Node& n, const std::vector<Dim>& xs) const;
@@ -336,8 +277,6 @@ class Lowerer {
                     const std::string& name);
   int32_t pool_windows(int32_t t, const PoolGeometry& g, bool max, const std::string& name, int32_t into = -1);
   bool plain_pool(const Node& n) const;
-  void lower_pool_nd(const Node& n);  // MaxPool, AveragePool (general forms), LpPool
-  void lower_global_max_pool(const Node& n);
   // lower_index.cc: indexing, scan and selection ops.
   std::vector<int64_t> static_dims(int id, const std::string& what) const;
   void require_index_dtype(int id, const std::string& what) const;
@@ -346,17 +285,6 @@ class Lowerer {
   static ScatterReduction scatter_reduction(const Node& n);
   // The linear position of each index tuple of `id` ([..., k]) in the leading dims `dims`.
   int32_t linear_index(int id, const std::vector<int64_t>& dims, const std::string& base);
-  void lower_gather_elements(const Node& n);
-  void lower_scatter_elements(const Node& n);  // and Scatter
-  void lower_cumulative(const Node& n);        // CumSum, CumProd
-  void lower_topk(const Node& n);
-  void lower_nonzero(const Node& n);
-  void lower_unique(const Node& n);
-  void lower_compress(const Node& n);
-  void lower_reverse_sequence(const Node& n);
-  void lower_gather_nd(const Node& n);
-  void lower_scatter_nd(const Node& n);
-  void lower_tensor_scatter(const Node& n);
 
   const Graph& g_;
   ModelDef def_;
