@@ -127,14 +127,15 @@ void Lowerer::infer_output_dtypes(const Node& n) {
     if (o < 0 || dtypes_[static_cast<size_t>(o)]) continue;
     std::optional<DType> dt;
     const std::string& op = n.op_type;
-    if (op == "Equal" || op == "Less" || op == "Greater" || op == "GreaterOrEqual" || op == "LessOrEqual") {
+    if (op == "Equal" || op == "Less" || op == "Greater" || op == "GreaterOrEqual" || op == "LessOrEqual" ||
+        op == "IsNaN" || op == "IsInf") {
       dt = DType::Bool;
     } else if (op == "Shape" || op == "ArgMax" || op == "ArgMin") {
       dt = DType::Int64;
     } else if (op == "CastLike") {
       dt = dtype_of(n.inputs.size() > 1 ? n.inputs[1] : -1);
     }
-    else if (op == "Cast") dt = cast_target(n);
+    else if (op == "Cast" || op == "BitCast") dt = cast_target(n);
     else if (op == "ConstantOfShape") dt = constant_of_shape_value(n).dtype();
     else if (op == "Where") dt = dtype_of(n.inputs.size() > 1 ? n.inputs[1] : -1);
     else if ((op == "MaxPool" || op == "Dropout") && k == 1) dt = op == "MaxPool" ? DType::Int64 : DType::Bool;
@@ -378,8 +379,8 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"Add", 1, kAny, &Lowerer::lower_plain, OpKind::Add},
     {"Sub", 1, kAny, &Lowerer::lower_plain, OpKind::Sub},
     {"Mul", 1, kAny, &Lowerer::lower_plain, OpKind::Mul},
-    {"Div", 1, kAny, &Lowerer::lower_plain, OpKind::Div},
-    {"Pow", 1, kAny, &Lowerer::lower_plain, OpKind::Pow},
+    {"Div", 1, kAny, &Lowerer::lower_div, OpKind::Div},  // lower_dtypes.cc: integers truncate
+    {"Pow", 1, kAny, &Lowerer::lower_pow, OpKind::Pow},  // lower_dtypes.cc: the output in x's dtype
     {"Equal", 1, kAny, &Lowerer::lower_plain, OpKind::Eq},
     {"Less", 1, kAny, &Lowerer::lower_plain, OpKind::Lt},
     {"Greater", 1, kAny, &Lowerer::lower_plain, OpKind::Gt},
@@ -454,6 +455,16 @@ const OnnxLowering OnnxOpTable::entries[] = {
     {"LpNormalization", 1, kAny, &Lowerer::lower_lp_normalization, std::nullopt},
     {"MeanVarianceNormalization", 9, kAny, &Lowerer::lower_mean_variance_normalization, std::nullopt},
     {"Einsum", 12, kAny, &Lowerer::lower_einsum, std::nullopt},
+    // lower_dtypes.cc: integer and bitwise ops, float classification, bit casts.
+    {"Mod", 10, kAny, &Lowerer::lower_mod, std::nullopt},            // Remainder or Fmod
+    {"BitShift", 11, kAny, &Lowerer::lower_bitshift, std::nullopt},  // BitwiseLeftShift / RightShift
+    {"BitwiseAnd", 18, kAny, &Lowerer::lower_plain, OpKind::BitwiseAnd},
+    {"BitwiseOr", 18, kAny, &Lowerer::lower_plain, OpKind::BitwiseOr},
+    {"BitwiseXor", 18, kAny, &Lowerer::lower_plain, OpKind::BitwiseXor},
+    {"BitwiseNot", 18, kAny, &Lowerer::lower_bitwise_not, std::nullopt},  // BitwiseXor with all ones
+    {"IsNaN", 9, kAny, &Lowerer::lower_is_nan_inf, std::nullopt},        // Ne(x, x)
+    {"IsInf", 10, kAny, &Lowerer::lower_is_nan_inf, std::nullopt},       // Eq(Abs(x), inf)...
+    {"BitCast", 26, kAny, &Lowerer::lower_bit_cast, OpKind::BitCast},
     // The importer and the passes remove these before lowering.
     {"Constant", 1, kAny, &Lowerer::lower_identity, std::nullopt},
     {"Identity", 1, kAny, &Lowerer::lower_identity, std::nullopt},

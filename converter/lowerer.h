@@ -36,6 +36,10 @@ struct NodeError {
 
 [[noreturn]] inline void refuse(std::string reason) { throw NodeError{std::move(reason)}; }
 
+// The largest finite value of a float8 format (ONNX's saturation bound); 0
+// for other dtypes (lower_dtypes.cc).
+double float8_max(DType dt);
+
 class Lowerer;
 
 // One entry of the ONNX op table (OnnxOpTable below): how nodes of an ONNX op
@@ -249,6 +253,16 @@ class Lowerer {
   // Einsum's ops for operand labels `labels` (letters; "..." dims negative) and output labels `out`.
   void lower_einsum_terms(const Node& n, std::vector<std::vector<int>> labels, const std::vector<int>& out,
                           const std::map<int, Dim>& size, DType dt);
+
+  // lower_dtypes.cc: the dtype family (casts, integer division, Mod, bitwise ops, IsNaN/IsInf, BitCast).
+  void emit_cast(const Node& n, DType to);  // Cast / CastLike of input 0 into output 0 (saturate)
+  void lower_div(const Node& n);
+  void lower_mod(const Node& n);
+  void lower_bitshift(const Node& n);
+  void lower_bitwise_not(const Node& n);
+  void lower_is_nan_inf(const Node& n);
+  void lower_bit_cast(const Node& n);
+  void lower_pow(const Node& n);  // the output in x's dtype
 
   const Graph& g_;
   ModelDef def_;

@@ -80,4 +80,8 @@ Tensor onnx_constant_of_shape(const std::vector<int64_t>& shape, Scalar value, T
 // limit and delta are one-element tensors (any numeric dtype), delta nonzero.
 Tensor onnx_range(const Tensor& start, const Tensor& limit, const Tensor& delta, TensorOptions options);
 
+// BitCast: x's bytes read as `to` (a CPU tensor of the same shape; the element
+// sizes must match), sharing x's storage when x is contiguous.
+Tensor onnx_bit_cast(const Tensor& x, DType to);
+
 }  // namespace ember

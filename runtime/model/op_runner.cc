@@ -121,6 +121,14 @@ EMBER_BINARY_RUNNER(Ge, ge)
 EMBER_BINARY_RUNNER(MatMul, matmul)
 #undef EMBER_BINARY_RUNNER
 
+// The RT_BINARY ops: their eager front-ends.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, name, ...) \
+  void run_##Name(OpContext& c) { c.out[0] = name(c.need(0, "first"), c.need(1, "second")); }
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
+
 void run_Where(OpContext& c) { c.out[0] = where(c.need(0, "condition"), c.need(1, "x"), c.need(2, "y")); }
 
 // --- reductions --------------------------------------------------------------------
@@ -429,6 +437,8 @@ void run_Range(OpContext& c) {
   c.out[0] = onnx_range(c.need(0, "start"), c.need(1, "limit"), c.need(2, "delta"),
                         TensorOptions(c.declared_dtype(0)).device(c.device));
 }
+
+void run_BitCast(OpContext& c) { c.out[0] = onnx_bit_cast(c.need(0, "data"), c.declared_dtype(0)); }
 
 // --- dispatch --------------------------------------------------------------------------
 

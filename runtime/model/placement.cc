@@ -52,6 +52,8 @@ OpRule make_rule(OpKind kind) {
       return {{OpKind::Fill}, 1u, -1};
     case OpKind::Fill:
       return {{}, 0, -1};
+    case OpKind::BitCast:  // a view of the bytes on the host
+      return {{}, kAllSlots, -1, true};
     case OpKind::Range:  // reads its inputs on the host and runs there (arange)
       return {{}, kAllSlots, -1, true};
     case OpKind::ShapeOf:  // reads only the sizes: the input stays where it is
@@ -73,7 +75,9 @@ OpRule make_rule(OpKind kind) {
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, ...) case OpKind::Name:
 #define RT_UNARY_P(Name, ...) case OpKind::Name:
+#define RT_BINARY(Name, ...) case OpKind::Name:
 #include "runtime/graph/ops.def"
+#undef RT_BINARY
 #undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
