@@ -127,14 +127,15 @@ void Lowerer::infer_output_dtypes(const Node& n) {
     if (o < 0 || dtypes_[static_cast<size_t>(o)]) continue;
     std::optional<DType> dt;
     const std::string& op = n.op_type;
-    if (op == "Equal" || op == "Less" || op == "Greater" || op == "GreaterOrEqual" || op == "LessOrEqual") {
+    if (op == "Equal" || op == "Less" || op == "Greater" || op == "GreaterOrEqual" || op == "LessOrEqual" ||
+        op == "IsNaN" || op == "IsInf") {
       dt = DType::Bool;
     } else if (op == "Shape" || op == "ArgMax" || op == "ArgMin") {
       dt = DType::Int64;
     } else if (op == "CastLike") {
       dt = dtype_of(n.inputs.size() > 1 ? n.inputs[1] : -1);
     }
-    else if (op == "Cast") dt = cast_target(n);
+    else if (op == "Cast" || op == "BitCast") dt = cast_target(n);
     else if (op == "ConstantOfShape") dt = constant_of_shape_value(n).dtype();
     else if (op == "Where") dt = dtype_of(n.inputs.size() > 1 ? n.inputs[1] : -1);
     else if ((op == "MaxPool" || op == "Dropout") && k == 1) dt = op == "MaxPool" ? DType::Int64 : DType::Bool;

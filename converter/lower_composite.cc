@@ -98,8 +98,9 @@ void Lowerer::lower_identity(const Node& n) {
 // CastLike: a Copy to the dtype of the second input.
 void Lowerer::lower_cast_like(const Node& n) {
   require_inputs(n, 2);
-  if (!dtype_of(n.inputs[1])) refuse("target " + vname(n.inputs[1]) + " has an unknown dtype");
-  return emit(OpKind::Copy, n, {tensor(n.inputs[0])}, {out0(n)});
+  const std::optional<DType> to = dtype_of(n.inputs[1]);
+  if (!to) refuse("target " + vname(n.inputs[1]) + " has an unknown dtype");
+  emit_cast(n, *to);
 }
 
 

@@ -252,19 +252,4 @@ void Lowerer::lower_reshape_allowzero(const Node& n) {
               ScalarParams{scalar_tensor(0.0, *dt).reshape({1}).item()});
 }
 
-// Div of integers: ONNX's quotient truncated toward zero (ember's Div divides
-// integers as floats, as torch.div): computed in float64 (exact below 2^53)
-// and converted back. Floating point: the plain Div.
-void Lowerer::lower_div(const Node& n) {
-  const std::optional<DType> dt = dtype_of(n.inputs[0]);
-  if (!dt || is_floating(*dt) || n.inputs.size() != 2 || n.inputs[1] < 0) return lower_plain(n);
-  if (*dt == DType::Bool) refuse("inputs of dtype bool are not supported");
-  const int32_t out = tensor(out0(n));
-  const std::string base = def_.tensors[static_cast<size_t>(out)].name;
-  const int32_t q = binary_new(OpKind::Div, cast_new(tensor(n.inputs[0]), DType::Float64, base + "/a"),
-                               cast_new(tensor(n.inputs[1]), DType::Float64, base + "/b"), DType::Float64,
-                               base + "/quotient");
-  cast_new(q, *dt, base, out);
-}
-
 }  // namespace ember::converter::lowering

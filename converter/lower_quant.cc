@@ -13,8 +13,10 @@
 // - QLinearMatMul, QLinearConv: that int32 product, then requantized in
 //   float64 with the multiplier x_scale * w_scale / y_scale computed in the
 //   scales' dtype, as numpy promotes the reference's int32 * float array.
-// The integer outputs are int8, uint8 and int16: ember has no uint16, int4 or
-// float8 dtype, so those are refused (the importer refuses such tensors too).
+// The integer outputs are int8, uint8, int16, uint16 and the 4- and 2-bit
+// integers; the float8 (not e8m0) and float4 outputs are x / scale cast as
+// the reference does (float8: saturated unless saturate is 0, the zero point
+// ignored; float4: plus the zero point, saturating by itself).
 #include <cmath>
 
 #include "converter/lowerer.h"
@@ -28,6 +30,11 @@ std::optional<std::pair<double, double>> quant_range(DType dt) {
   if (dt == DType::Int8) return std::make_pair(-128.0, 127.0);
   if (dt == DType::UInt8) return std::make_pair(0.0, 255.0);
   if (dt == DType::Int16) return std::make_pair(-32768.0, 32767.0);
+  if (dt == DType::UInt16) return std::make_pair(0.0, 65535.0);
+  if (dt == DType::Int4) return std::make_pair(-8.0, 7.0);
+  if (dt == DType::UInt4) return std::make_pair(0.0, 15.0);
+  if (dt == DType::Int2) return std::make_pair(-2.0, 1.0);
+  if (dt == DType::UInt2) return std::make_pair(0.0, 3.0);
   return std::nullopt;
 }
 
@@ -120,8 +127,9 @@ void Lowerer::lower_dequantize_linear(const Node& n) {
     out_dt = *o;
   }
   const std::optional<DType> xdt = dtype_of(x);
-  if (!xdt || !(is_integral(*xdt) && *xdt != DType::Int64)) {
-    refuse("x " + vname(x) + " of dtype " + dt_name(xdt) + " is not supported (int8, uint8, int16, int32)");
+  if (!xdt || !((is_integral(*xdt) && *xdt != DType::Int64) || is_storage_only(*xdt))) {
+    refuse("x " + vname(x) + " of dtype " + dt_name(xdt) +
+           " is not supported (8-, 16- and 32-bit integers, float8, float4, int4, uint4, int2, uint2)");
   }
   const std::vector<Dim> xs = dims_of(x, "x");
   const int64_t axis = n.get_int("axis", 1);
@@ -155,9 +163,10 @@ void Lowerer::lower_quantize_linear(const Node& n) {
   if (output_dtype != 0) qdt = dtype_from_onnx(output_dtype);
   if (has_input(n, 2)) qdt = dtype_of(n.inputs[2]);
   const std::optional<std::pair<double, double>> range = qdt ? quant_range(*qdt) : std::nullopt;
-  if (!range) {
+  const bool to_float = qdt && (float8_max(*qdt) > 0 || *qdt == DType::Float4E2M1FN);
+  if (!range && !to_float) {
     refuse("output dtype " + (qdt ? std::string(dtype_name(*qdt)) : onnx_dtype_name(output_dtype)) +
-           " is not supported (int8, uint8, int16)");
+           " is not supported (int8, uint8, int16, uint16, int4, uint4, int2, uint2, float8 but e8m0, float4)");
   }
   // The division: in the promoted dtype of x and the scale (numpy's), or `precision`.
   DType div_dt = promote_types(*xdt, *sdt);
@@ -173,6 +182,22 @@ void Lowerer::lower_quantize_linear(const Node& n) {
   const std::string base = def_.tensors[static_cast<size_t>(out)].name;
   const int32_t s = quant_param(scale, xs, axis, block, div_dt, base + "/scale");
   const int32_t q = binary_new(OpKind::Div, cast_new(tensor(x), div_dt, base + "/x"), s, div_dt, base + "/scaled");
+  if (to_float) {
+    int32_t v = q;
+    if (*qdt == DType::Float4E2M1FN && has_input(n, 2)) {
+      v = binary_new(OpKind::Add, v, quant_param(n.inputs[2], xs, axis, block, div_dt, base + "/zero_point"), div_dt,
+                     base + "/shifted");
+    }
+    if (*qdt != DType::Float4E2M1FN && n.get_int("saturate", 1) != 0) {
+      ClampParams c;
+      c.has_min = c.has_max = true;
+      c.min = -float8_max(*qdt);
+      c.max = float8_max(*qdt);
+      v = emit_new(OpKind::Clamp, {v}, div_dt, tensor_dims(v), c, base + "/saturated");
+    }
+    cast_new(v, *qdt, base, out);
+    return;
+  }
   const int32_t rounded = emit_new(OpKind::Round, {q}, div_dt, tensor_dims(q), NoParams{}, base + "/rounded");
   // The zero point is added in float32 (float64 for a float64 division): exact for these ranges.
   const DType acc_dt = div_dt == DType::Float64 ? DType::Float64 : DType::Float32;

@@ -6,10 +6,7 @@
 
 namespace ember::converter::lowering {
 
-void Lowerer::lower_cast(const Node& n) {
-  (void)cast_target(n);
-  return emit(OpKind::Copy, n, {tensor(n.inputs[0])}, {out0(n)});
-}
+void Lowerer::lower_cast(const Node& n) { emit_cast(n, cast_target(n)); }
 
 void Lowerer::lower_flatten(const Node& n) {
   return emit(OpKind::Flatten, n, {tensor(n.inputs[0])}, {out0(n)}, AxisParams{n.get_int("axis", 1)});

@@ -39,6 +39,10 @@ struct NodeError {
 
 [[noreturn]] inline void refuse(std::string reason) { throw NodeError{std::move(reason)}; }
 
+// The largest finite value of a float8 format (ONNX's saturation bound); 0
+// for other dtypes (lower_dtypes.cc).
+double float8_max(DType dt);
+
 class Lowerer;
 
 // One entry of the ONNX op table (OnnxOpTable below): how nodes of an ONNX op
@@ -64,6 +68,8 @@ class Lowerer {
 
  private:
   const OnnxLowering* entry_ = nullptr;  // of the node being lowered
+  // lower_dtypes.cc: Cast / CastLike of input 0 into output 0 (saturate).
+  void emit_cast(const Node& n, DType to);
   // The lowering functions of the ONNX op table (converter/onnx_ops.inc).
 #define RT_LOWERING(fn) void fn(const Node& n);
 #define RT_ONNX(type, since, until, fn, kind)

@@ -32,6 +32,20 @@ std::optional<DType> dtype_from_onnx(int64_t code) {
     case onnx::TensorProto::INT8: return DType::Int8;
     case onnx::TensorProto::UINT8: return DType::UInt8;
     case onnx::TensorProto::BOOL: return DType::Bool;
+    case onnx::TensorProto::UINT16: return DType::UInt16;
+    case onnx::TensorProto::UINT32: return DType::UInt32;
+    case onnx::TensorProto::UINT64: return DType::UInt64;
+    // The codes after libonnx 1.12's last (16), as onnx 1.23 numbers them.
+    case 17: return DType::Float8E4M3FN;
+    case 18: return DType::Float8E4M3FNUZ;
+    case 19: return DType::Float8E5M2;
+    case 20: return DType::Float8E5M2FNUZ;
+    case 21: return DType::UInt4;
+    case 22: return DType::Int4;
+    case 23: return DType::Float4E2M1FN;
+    case 24: return DType::Float8E8M0FNU;
+    case 25: return DType::UInt2;
+    case 26: return DType::Int2;
     default: return std::nullopt;
   }
 }
@@ -65,10 +79,49 @@ void copy_field(const Field& src, Tensor& out) {
   }
 }
 
-// 16-bit floats stored in int32_data: the bit pattern in the low 16 bits.
-void copy_bits16(const google::protobuf::RepeatedField<int32_t>& src, Tensor& out) {
-  auto* p = static_cast<uint16_t*>(out.data_ptr());
-  for (int i = 0; i < src.size(); ++i) p[i] = static_cast<uint16_t>(src.Get(i) & 0xffff);
+// Bits per element as ONNX stores the type (the 4- and 2-bit types packed,
+// the first element in the low bits of a byte).
+int onnx_bits(DType dtype) {
+  switch (dtype) {
+    case DType::Int4: case DType::UInt4: case DType::Float4E2M1FN: return 4;
+    case DType::Int2: case DType::UInt2: return 2;
+    default: return static_cast<int>(element_size(dtype)) * 8;
+  }
+}
+
+// Unpacks ONNX's packed sub-byte elements (bytes `src`) into `out`, one per byte.
+void unpack_sub_byte(const unsigned char* src, Tensor& out) {
+  const int bits = onnx_bits(out.dtype());
+  const unsigned mask = (1u << bits) - 1;
+  auto* p = static_cast<uint8_t*>(out.data_ptr());
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const unsigned v = (src[i * bits / 8] >> (i * bits % 8)) & mask;
+    const bool is_signed = out.dtype() == DType::Int4 || out.dtype() == DType::Int2;
+    p[i] = static_cast<uint8_t>(is_signed && (v >> (bits - 1)) ? v | ~mask : v);  // sign-extended
+  }
+}
+
+// The typed field's values (int32_data for the narrow types, uint64_data for
+// uint32/uint64) as T, one per element.
+template <typename T>
+void copy_typed(const onnx::TensorProto& t, Tensor& out) {
+  switch (out.dtype()) {
+    case DType::Float32: copy_field<T>(t.float_data(), out); break;
+    case DType::Float64: copy_field<T>(t.double_data(), out); break;
+    case DType::Int64: copy_field<T>(t.int64_data(), out); break;
+    case DType::UInt32: case DType::UInt64: copy_field<T>(t.uint64_data(), out); break;
+    default: copy_field<T>(t.int32_data(), out); break;
+  }
+}
+
+int64_t typed_count(const onnx::TensorProto& t, DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return t.float_data_size();
+    case DType::Float64: return t.double_data_size();
+    case DType::Int64: return t.int64_data_size();
+    case DType::UInt32: case DType::UInt64: return t.uint64_data_size();
+    default: return t.int32_data_size();
+  }
 }
 
 Expected<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& what) {
@@ -91,7 +144,8 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string
   }
   // The data's size is checked before anything is allocated: a shape the
   // file does not hold the data for is refused, however large.
-  const size_t bytes = static_cast<size_t>(numel) * element_size(*dtype);
+  const int bits = onnx_bits(*dtype);
+  const size_t bytes = (static_cast<size_t>(numel) * static_cast<size_t>(bits) + 7) / 8;
   if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes) {
       return fail(Status::InvalidModel, what + ": raw_data holds " + std::to_string(t.raw_data().size()) +
@@ -100,37 +154,36 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string
                                             std::to_string(bytes));
     }
     Tensor out = empty(shape, *dtype);
+    const auto* raw = reinterpret_cast<const unsigned char*>(t.raw_data().data());
     if (*dtype == DType::Bool) {
       bool* p = out.data_ptr<bool>();
-      for (int64_t i = 0; i < numel; ++i) p[i] = t.raw_data()[static_cast<size_t>(i)] != 0;
+      for (int64_t i = 0; i < numel; ++i) p[i] = raw[i] != 0;
+    } else if (bits < 8) {
+      unpack_sub_byte(raw, out);
     } else if (bytes != 0) {
-      std::memcpy(out.data_ptr(), t.raw_data().data(), bytes);
+      std::memcpy(out.data_ptr(), raw, bytes);
     }
     return out;
   }
-  int64_t count = 0;
-  switch (*dtype) {
-    case DType::Float32: count = t.float_data_size(); break;
-    case DType::Float64: count = t.double_data_size(); break;
-    case DType::Int64: count = t.int64_data_size(); break;
-    default: count = t.int32_data_size(); break;
-  }
-  if (count != numel) {
+  // Typed fields: one value per element; the sub-byte types packed in int32_data's bytes.
+  const int64_t count = typed_count(t, *dtype);
+  const int64_t want = bits < 8 ? static_cast<int64_t>(bytes) : numel;
+  if (count != want) {
     return fail(Status::InvalidModel, what + ": holds " + std::to_string(count) + " values, shape " +
-                                          shape_str(shape) + " needs " + std::to_string(numel));
+                                          shape_str(shape) + " needs " + std::to_string(want));
   }
   Tensor out = empty(shape, *dtype);
-  switch (*dtype) {
-    case DType::Float32: copy_field<float>(t.float_data(), out); break;
-    case DType::Float64: copy_field<double>(t.double_data(), out); break;
-    case DType::Int64: copy_field<int64_t>(t.int64_data(), out); break;
-    case DType::Int32: copy_field<int32_t>(t.int32_data(), out); break;
-    case DType::Int16: copy_field<int16_t>(t.int32_data(), out); break;
-    case DType::Int8: copy_field<int8_t>(t.int32_data(), out); break;
-    case DType::UInt8: copy_field<uint8_t>(t.int32_data(), out); break;
-    case DType::Bool: copy_field<bool>(t.int32_data(), out); break;
-    case DType::Float16:
-    case DType::BFloat16: copy_bits16(t.int32_data(), out); break;
+  if (bits < 8) {
+    std::vector<unsigned char> packed(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) packed[static_cast<size_t>(i)] = static_cast<unsigned char>(t.int32_data(static_cast<int>(i)));
+    unpack_sub_byte(packed.data(), out);
+    return out;
+  }
+  switch (element_size(*dtype)) {
+    case 1: *dtype == DType::Bool ? copy_typed<bool>(t, out) : copy_typed<uint8_t>(t, out); break;
+    case 2: copy_typed<uint16_t>(t, out); break;  // the 16-bit floats: their bits
+    case 4: *dtype == DType::Float32 ? copy_typed<float>(t, out) : copy_typed<uint32_t>(t, out); break;
+    default: *dtype == DType::Float64 ? copy_typed<double>(t, out) : copy_typed<uint64_t>(t, out); break;
   }
   return out;
 }

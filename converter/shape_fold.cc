@@ -179,11 +179,13 @@ std::vector<Out> infer_elementwise(const Graph& g, const Node& n) {
 #undef RT_UNARY
 #undef RT_OP
                                              "Clip", "Gelu", "Softmax", "LogSoftmax", "Identity", "Dropout",
-                                             "LayerNormalization", "BatchNormalization", "Not", "PRelu"};
+                                             "LayerNormalization", "BatchNormalization", "Not", "PRelu",
+                                             "BitwiseNot"};
   if (same.count(op)) return {Out{dtype(0), x}};
   if (op == "CastLike") return {Out{dtype(1), x}};
   static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean",
-                                               "Where", "And", "Or", "Xor"};
+                                               "Where", "And", "Or", "Xor", "Mod", "BitShift", "BitwiseAnd",
+                                               "BitwiseOr", "BitwiseXor"};
   static const std::set<std::string> comparison = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
   if (binary.count(op) || comparison.count(op)) {
     std::vector<std::optional<Dims>> shapes;
@@ -192,23 +194,8 @@ std::vector<Out> infer_elementwise(const Graph& g, const Node& n) {
     if (comparison.count(op)) dt = DType::Bool;
     return {Out{dt, broadcast(shapes)}};
   }
-  if (op == "Cast") {
-    std::optional<DType> dt;
-    switch (n.get_int("to", 0)) {
-      case 1: dt = DType::Float32; break;
-      case 2: dt = DType::UInt8; break;
-      case 3: dt = DType::Int8; break;
-      case 5: dt = DType::Int16; break;
-      case 6: dt = DType::Int32; break;
-      case 7: dt = DType::Int64; break;
-      case 9: dt = DType::Bool; break;
-      case 10: dt = DType::Float16; break;
-      case 11: dt = DType::Float64; break;
-      case 16: dt = DType::BFloat16; break;
-      default: break;
-    }
-    return {Out{dt, x}};
-  }
+  if (op == "Cast" || op == "BitCast") return {Out{dtype_from_onnx(n.get_int("to", 0)), x}};
+  if (op == "IsNaN" || op == "IsInf") return {Out{DType::Bool, x}};
   if (op == "Range") return {Out{dtype(0), Dims{Dim{}}}};
   if (op == "Size") return {Out{DType::Int64, Dims{}}};
   if (op == "Shape") {

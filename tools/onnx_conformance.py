@@ -48,7 +48,8 @@ def _to_array(value):
 def _save(path, arr):
     """np.save; non-native dtypes (ml_dtypes: bfloat16, float8, int4) as raw bytes."""
     if arr.dtype.kind == "V" or type(arr.dtype).__module__.startswith("ml_dtypes"):
-        arr = np.ascontiguousarray(arr).view(np.dtype("V%d" % arr.dtype.itemsize))
+        # (ascontiguousarray makes a 0-d array 1-d: keep the shape)
+        arr = np.ascontiguousarray(arr).view(np.dtype("V%d" % arr.dtype.itemsize)).reshape(arr.shape)
     np.save(path, arr, allow_pickle=arr.dtype == object)
 
 
@@ -154,7 +155,20 @@ def _load(path, entry):
         import ml_dtypes
 
         arr = arr.view(getattr(ml_dtypes, entry["dtype"]))
+    if "shape" in entry and list(arr.shape) != entry["shape"] and arr.size == int(np.prod(entry["shape"])):
+        arr = arr.reshape(entry["shape"])  # a 0-d raw array that an older cache saved 1-d
     return arr
+
+
+def _input_file(d, work, entry):
+    """The input's .npy, rewritten into `work` when an older cache saved a 0-d raw array 1-d."""
+    path = os.path.join(d, entry["file"])
+    if entry.get("shape") == [] and entry.get("dtype") not in (None, "object"):
+        arr = np.load(path)
+        if arr.shape != ():
+            path = os.path.join(work, entry["file"])
+            np.save(path, arr.reshape(()))
+    return path
 
 
 def _compare(got, want, rtol, atol):
@@ -202,7 +216,7 @@ def run_case(job):
         out = os.path.join(work, "out")
         cmd = [ember, "run", os.path.join(work, "m.ember"), "--output-dir", out]
         for e in meta["inputs"]:
-            cmd += ["--input", "%s=%s" % (e["name"], os.path.join(d, e["file"]))]
+            cmd += ["--input", "%s=%s" % (e["name"], _input_file(d, work, e))]
         st, msg = _exec(cmd, timeout, (d, work))
         if st != "ok":
             res.update(status="run " + st if st != "crash" else "crash", stage="run", error=msg)
@@ -217,6 +231,10 @@ def run_case(job):
                 return res
             try:
                 got = np.load(path, allow_pickle=False)
+                if got.dtype.kind == "V" and e.get("dtype"):  # ember writes bfloat16, float8, int4... as raw bytes
+                    import ml_dtypes
+
+                    got = got.view(getattr(ml_dtypes, e["dtype"]))
             except Exception as ex:  # noqa: BLE001 - a bad .npy from ember is a finding
                 res.update(status="run error", stage="run", error="output %s unreadable: %s" % (e["name"], ex))
                 return res

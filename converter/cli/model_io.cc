@@ -143,7 +143,7 @@ Expected<std::vector<Tensor>> read_inputs(const Executor& executor, const std::v
     }
     if (tensors[k].defined()) return diag(Status::InvalidArgument, "input '", name, "' is given twice");
     std::string error;
-    Result<Tensor> t = read_npy(file, &error);
+    Result<Tensor> t = read_npy(file, &error, ios[k].dtype);
     if (!t.ok()) return diag(t.status(), "input '", name, "': ", error);
     const IOInfo& io = ios[k];
     const Tensor& x = t.get();

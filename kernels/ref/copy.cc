@@ -9,9 +9,9 @@ Status copy(const KernelContext&, Span<const TensorView> in, Span<TensorView> ou
   const TensorView& src = in[0];
   TensorView& dst = out[0];
   RT_CHECK_OR_RETURN(src.rank == dst.rank, Status::InvalidArgument);
-  dispatch_dtype(src.dtype, [&](auto src_tag) {
+  dispatch_all_dtypes(src.dtype, [&](auto src_tag) {
     using S = typename decltype(src_tag)::type;
-    dispatch_dtype(dst.dtype, [&](auto dst_tag) {
+    dispatch_all_dtypes(dst.dtype, [&](auto dst_tag) {
       using D = typename decltype(dst_tag)::type;
       for_each_row<2>({&dst, &src}, [](std::array<char*, 2> p, int64_t n, std::array<int64_t, 2> s) {
         for (int64_t i = 0; i < n; ++i) {
@@ -27,7 +27,7 @@ Status fill(const KernelContext&, Span<const TensorView>, Span<TensorView> out, 
   const auto* p = std::get_if<ScalarParams>(&params);
   RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);
   TensorView& dst = out[0];
-  dispatch_dtype(dst.dtype, [&](auto tag) {
+  dispatch_all_dtypes(dst.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T value = p->value.to<T>();
     for_each_row<1>({&dst}, [&](std::array<char*, 1> ptr, int64_t n, std::array<int64_t, 1> s) {

@@ -63,6 +63,16 @@ RT_BINARY_KERNEL(gt, GtOp, kAllTypes)
 RT_BINARY_KERNEL(ge, GeOp, kAllTypes)
 #undef RT_BINARY_KERNEL
 
+// One kernel per RT_BINARY line of ops.def.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, name, dtypes, ...)                                                              \
+  Status name(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) { \
+    return binary<Name##Op, dtypes>(in, out);                                                           \
+  }
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
+
 Status where(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
   RT_CHECK_OR_RETURN(in[0].dtype == in[1].dtype && in[0].dtype == out[0].dtype && in[2].dtype == DType::Bool,
                      Status::DTypeMismatch);

@@ -230,6 +230,101 @@ struct GeOp {
   template <typename T> bool operator()(T a, T b) const { return a >= b; }
 };
 
+// --- the RT_BINARY lines of ops.def ----------------------------------------------
+// The helpers their formulas call. Integer division by zero gives 0 (PyTorch
+// raises; a kernel must not trap), and INT_MIN / -1 wraps.
+namespace math {
+template <typename T>
+inline T python_mod(T a, T b) {  // the sign of the divisor (Python's %, torch.remainder)
+  if constexpr (std::is_floating_point_v<T>) {
+    T r = std::fmod(a, b);
+    if (r != 0) return (r < 0) != (b < 0) ? r + b : r;
+    return std::copysign(T(0), b);
+  } else if constexpr (std::is_signed_v<T>) {
+    if (b == 0 || b == -1) return 0;
+    const T r = static_cast<T>(a % b);
+    return r != 0 && (r < 0) != (b < 0) ? static_cast<T>(r + b) : r;
+  } else {
+    return b == 0 ? T(0) : static_cast<T>(a % b);
+  }
+}
+template <typename T>
+inline T c_fmod(T a, T b) {  // the sign of the dividend (C's fmod and %, torch.fmod)
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::fmod(a, b);
+  } else if constexpr (std::is_signed_v<T>) {
+    return b == 0 || b == -1 ? T(0) : static_cast<T>(a % b);
+  } else {
+    return b == 0 ? T(0) : static_cast<T>(a % b);
+  }
+}
+template <typename T>
+inline T trunc_div(T a, T b) {  // rounded toward zero (torch.div(rounding_mode="trunc"))
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::trunc(a / b);
+  } else {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return wrap_sub(T(0), a);
+    }
+    return static_cast<T>(a / b);
+  }
+}
+template <typename T>
+inline T floor_div(T a, T b) {  // rounded toward -inf (torch.floor_divide), as PyTorch computes it
+  if constexpr (std::is_floating_point_v<T>) {
+    if (b == 0) return a / b;
+    const T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
+    if (div == 0) return std::copysign(T(0), a / b);
+    T floored = std::floor(div);
+    if (div - floored > T(0.5)) floored += T(1);
+    return floored;
+  } else {
+    const T q = trunc_div(a, b);
+    if constexpr (std::is_signed_v<T>) {
+      if (b != 0 && b != -1 && a % b != 0 && (a < 0) != (b < 0)) return static_cast<T>(q - 1);
+    }
+    return q;
+  }
+}
+// Shifts as PyTorch's: a shift past the width (or negative) gives 0, or the
+// sign for a right shift of a signed value.
+template <typename T>
+inline T shift_left(T a, T b) {
+  constexpr T kBits = static_cast<T>(sizeof(T) * 8);
+  if constexpr (std::is_signed_v<T>) {
+    if (b < 0) return 0;
+  }
+  if (b >= kBits) return 0;
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) << b);
+}
+template <typename T>
+inline T shift_right(T a, T b) {
+  constexpr T kBits = static_cast<T>(sizeof(T) * 8);
+  if constexpr (std::is_signed_v<T>) {
+    if (b < 0 || b >= kBits) return a < 0 ? T(-1) : T(0);
+  } else {
+    if (b >= kBits) return 0;
+  }
+  return static_cast<T>(a >> b);
+}
+}  // namespace math
+
+// One functor per RT_BINARY line: NameOp{}(a, b) = its formula on the compute type.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, name, dtypes, formula, ...)                      \
+  struct Name##Op {                                                      \
+    template <typename T> T operator()(T a, T b) const {                 \
+      using namespace math;                                              \
+      return static_cast<T>(formula);                                    \
+    }                                                                    \
+  };
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
+
 template <typename Op, typename = void>
 struct is_compare : std::false_type {};
 template <typename Op>

@@ -30,7 +30,7 @@ def split_args(text):
 def main(path):
     ops, unary = [], []
     for line in open(path):
-        m = re.match(r"(RT_OP|RT_OP_P|RT_UNARY|RT_UNARY_P)\((.*)\)\s*(//.*)?$", line.rstrip("\n"))
+        m = re.match(r"(RT_OP|RT_OP_P|RT_UNARY|RT_UNARY_P|RT_BINARY)\((.*)\)\s*(//.*)?$", line.rstrip("\n"))
         if not m:
             continue
         args = split_args(m.group(2))

@@ -65,6 +65,17 @@ Grads binary_rule(const Node& n, const Tensor& g) {
       if (wants(n, 1)) out[1] = to_input(n, 1, -g * n.saved_at(0) / (b * b));
       break;
     }
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, name, dtypes, formula, grad_fn, backward_a, backward_b) \
+  case GradRule::Name: {                                                         \
+    [[maybe_unused]] const Tensor a = n.saved_at(0), b = n.saved_at(1);          \
+    if (wants(n, 0)) out[0] = to_input(n, 0, backward_a);                        \
+    if (wants(n, 1)) out[1] = to_input(n, 1, backward_b);                        \
+    break;                                                                       \
+  }
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
     case GradRule::Pow: {
       const Tensor a = n.saved_at(0), b = n.saved_at(1);
       if (wants(n, 0)) out[0] = to_input(n, 0, where(b == 0, 0.0, g * b * pow(a, b - 1)));
@@ -286,6 +297,11 @@ std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g) {
   switch (n.rule) {
     case GradRule::Add: case GradRule::Sub: case GradRule::Mul: case GradRule::Div:
     case GradRule::Pow: case GradRule::Maximum: case GradRule::Minimum: case GradRule::Where:
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, ...) case GradRule::Name:
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
       return binary_rule(n, g);
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, ...) case GradRule::Name:

@@ -306,4 +306,12 @@ Tensor onnx_range(const Tensor& start, const Tensor& limit, const Tensor& delta,
   return r.to(options.device_or());
 }
 
+Tensor onnx_bit_cast(const Tensor& x, DType to) {
+  EMBER_CHECK(element_size(x.dtype()) == element_size(to), Status::NotSupported, "bit_cast: ", dtype_name(x.dtype()),
+              " (", element_size(x.dtype()), " bytes) to ", dtype_name(to), " (", element_size(to),
+              " bytes): the element sizes differ");
+  const Tensor c = x.to(Device("cpu")).contiguous();
+  return from_blob(c.data_ptr(), c.sizes(), TensorOptions(to), [c](void*) {});
+}
+
 }  // namespace ember

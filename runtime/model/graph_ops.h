@@ -89,5 +89,8 @@ std::pair<Tensor, Tensor> onnx_topk(const Tensor& x, int64_t k, int64_t axis, bo
 Tensor onnx_nonzero(const Tensor& x);
 // Unique: values, int64 indices (first occurrences), inverse indices, counts.
 std::vector<Tensor> onnx_unique(const Tensor& x, const UniqueParams& p);
+// BitCast: x's bytes read as `to` (a CPU tensor of the same shape; the element
+// sizes must match), sharing x's storage when x is contiguous.
+Tensor onnx_bit_cast(const Tensor& x, DType to);
 
 }  // namespace ember

@@ -21,7 +21,7 @@ static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE floats expected")
 constexpr unsigned char kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 constexpr size_t kMaxHeaderLen = size_t{1} << 20;  // numpy itself refuses headers over 10 kB by default
 constexpr size_t kMaxRank = 64;
-constexpr const char* kSupported = "<f4 <f2 <f8 <i8 <i4 <i2 |i1 |u1 |b1";
+constexpr const char* kSupported = "<f4 <f2 <f8 <i8 <i4 <i2 |i1 |u1 <u2 <u4 <u8 |b1, and |V1 |V2 as the model's dtype";
 
 bool host_is_little_endian() {
   const uint16_t one = 1;
@@ -41,6 +41,7 @@ std::string shape_tuple(const Shape& shape) {
 }
 
 struct Header {
+  std::optional<DType> raw_as;  // in: the dtype raw '|Vn' data holds (the model's), if known
   DType dtype = DType::Float32;
   Shape shape;
   size_t data_offset = 0;  // bytes from the start of the file
@@ -135,7 +136,7 @@ class DictParser {
                   "': fortran_order True is not supported (write a C-order array, "
                   "e.g. numpy.ascontiguousarray)");
     }
-    return parse_descr(descr, &h->dtype);
+    return parse_descr(descr, h->raw_as, &h->dtype);
   }
 
  private:
@@ -205,7 +206,15 @@ class DictParser {
     }
     return Status::Ok;
   }
-  Status parse_descr(const std::string& d, DType* dtype) {
+  Status parse_descr(const std::string& d, std::optional<DType> raw_as, DType* dtype) {
+    if ((d == "|V1" || d == "|V2") && raw_as) {  // ml_dtypes arrays (bfloat16, float8, int4...) saved as bytes
+      if (npy_descr(*raw_as) != d) {
+        return report_error(error_, Status::DTypeMismatch, "'", name_, "': raw descr '", d, "' does not hold ",
+                            dtype_name(*raw_as), " (", npy_descr(*raw_as), ")");
+      }
+      *dtype = *raw_as;
+      return Status::Ok;
+    }
     if (d.size() == 3) {
       const char order = d[0];
       const std::string type = d.substr(1);
@@ -217,6 +226,7 @@ class DictParser {
           {"f4", DType::Float32}, {"f2", DType::Float16}, {"f8", DType::Float64},
           {"i8", DType::Int64},   {"i4", DType::Int32},   {"i2", DType::Int16},
           {"i1", DType::Int8},    {"u1", DType::UInt8},   {"b1", DType::Bool},
+          {"u2", DType::UInt16},  {"u4", DType::UInt32},  {"u8", DType::UInt64},
       };
       for (const Entry& e : kTypes) {
         if (type != e.type) continue;
@@ -274,7 +284,26 @@ Status parse_header(const char* p, size_t header_start, size_t header_len, size_
   return Status::Ok;
 }
 
-Status check_bools(const Tensor& t, const std::string& name, std::string* error) {
+// The 4- and 2-bit types as ember holds them: ml_dtypes' bytes keep only the
+// low bits (int2 -2 is 0b10); the integers are sign-extended, the rest masked.
+void canonical_sub_byte(Tensor& t) {
+  int bits = 0;
+  switch (t.dtype()) {
+    case DType::Int4: case DType::UInt4: case DType::Float4E2M1FN: bits = 4; break;
+    case DType::Int2: case DType::UInt2: bits = 2; break;
+    default: return;
+  }
+  const bool is_signed = t.dtype() == DType::Int4 || t.dtype() == DType::Int2;
+  const unsigned mask = (1u << bits) - 1;
+  auto* p = static_cast<unsigned char*>(t.data_ptr());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const unsigned v = p[i] & mask;
+    p[i] = static_cast<unsigned char>(is_signed && (v >> (bits - 1)) ? v | ~mask : v);
+  }
+}
+
+Status check_values(Tensor& t, const std::string& name, std::string* error) {
+  canonical_sub_byte(t);
   if (t.dtype() != DType::Bool) return Status::Ok;
   const unsigned char* b = static_cast<const unsigned char*>(t.data_ptr());
   for (int64_t i = 0; i < t.numel(); ++i) {
@@ -325,28 +354,38 @@ const char* npy_descr(DType dtype) {
     case DType::Int8: return "|i1";
     case DType::UInt8: return "|u1";
     case DType::Bool: return "|b1";
-    case DType::BFloat16: return "";
+    case DType::UInt16: return "<u2";
+    case DType::UInt32: return "<u4";
+    case DType::UInt64: return "<u8";
+    // numpy has no such types: ml_dtypes' arrays, saved by numpy as raw bytes.
+    case DType::BFloat16: return "|V2";
+    case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
+    case DType::Float8E8M0FNU: case DType::Float4E2M1FN: case DType::Int4: case DType::UInt4: case DType::Int2:
+    case DType::UInt2:
+      return "|V1";
   }
   return "";
 }
 
-Result<Tensor> parse_npy(const void* data, size_t size, const std::string& name, std::string* error) {
+Result<Tensor> parse_npy(const void* data, size_t size, const std::string& name, std::string* error,
+                         std::optional<DType> raw_as) {
   const unsigned char* p = static_cast<const unsigned char*>(data);
   size_t start = 0, len = 0;
   Status s = parse_prelude(p, size, name, &start, &len, error);
   if (s != Status::Ok) return s;
   if (size < start + len) return truncated_header(name, size, start + len, error);
   Header h;
+  h.raw_as = raw_as;
   s = parse_header(reinterpret_cast<const char*>(p) + start, start, len, size, name, &h, error);
   if (s != Status::Ok) return s;
   Tensor t = empty(h.shape, h.dtype);
   if (h.data_bytes > 0) std::memcpy(t.data_ptr(), p + h.data_offset, h.data_bytes);
-  s = check_bools(t, name, error);
+  s = check_values(t, name, error);
   if (s != Status::Ok) return s;
   return t;
 }
 
-Result<Tensor> read_npy(const std::string& path, std::string* error) {
+Result<Tensor> read_npy(const std::string& path, std::string* error, std::optional<DType> raw_as) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return report_error(error, Status::IoError, "cannot open '", path, "': ", std::strerror(errno));
   struct Closer {
@@ -373,13 +412,14 @@ Result<Tensor> read_npy(const std::string& path, std::string* error) {
     return report_error(error, Status::IoError, "cannot read '", path, "': ", std::strerror(err));
   }
   Header h;
+  h.raw_as = raw_as;
   s = parse_header(header.data(), start, len, size, path, &h, error);
   if (s != Status::Ok) return s;
   Tensor t = empty(h.shape, h.dtype);  // size checked against the file: no huge allocation
   if (h.data_bytes > 0 && !read_at(fd, t.data_ptr(), h.data_bytes, h.data_offset, &err)) {
     return report_error(error, Status::IoError, "cannot read '", path, "': ", std::strerror(err));
   }
-  s = check_bools(t, path, error);
+  s = check_values(t, path, error);
   if (s != Status::Ok) return s;
   return t;
 }
@@ -422,6 +462,9 @@ Status serialize_npy(const Tensor& t, std::vector<std::byte>* out, std::string* 
   for (size_t i = 0; i < prelude - 8; ++i) p[8 + i] = static_cast<unsigned char>((hlen >> (8 * i)) & 0xff);
   std::memcpy(p + prelude, dict.data(), hlen);
   if (c.nbytes() > 0) std::memcpy(p + prelude + hlen, c.data_ptr(), c.nbytes());
+  const int bits = t.dtype() == DType::Int2 || t.dtype() == DType::UInt2 ? 2
+                   : t.dtype() == DType::Int4 || t.dtype() == DType::UInt4 || t.dtype() == DType::Float4E2M1FN ? 4 : 8;
+  for (size_t i = 0; bits < 8 && i < c.nbytes(); ++i) p[prelude + hlen + i] &= (1u << bits) - 1;  // ml_dtypes' bytes
   return Status::Ok;
 }
 

@@ -135,6 +135,14 @@ EMBER_BINARY_RUNNER(Ge, ge)
 EMBER_BINARY_RUNNER(MatMul, matmul)
 #undef EMBER_BINARY_RUNNER
 
+// The RT_BINARY ops: their eager front-ends.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, name, ...) \
+  void run_##Name(OpContext& c) { c.out[0] = name(c.need(0, "first"), c.need(1, "second")); }
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
+
 void run_Where(OpContext& c) { c.out[0] = where(c.need(0, "condition"), c.need(1, "x"), c.need(2, "y")); }
 
 // --- reductions --------------------------------------------------------------------
@@ -466,6 +474,7 @@ void run_Unique(OpContext& c) {
   const std::vector<Tensor> r = onnx_unique(c.need(0, "data"), c.params<UniqueParams>());
   for (size_t j = 0; j < c.num_outputs() && j < r.size(); ++j) c.out[j] = r[j];
 }
+void run_BitCast(OpContext& c) { c.out[0] = onnx_bit_cast(c.need(0, "data"), c.declared_dtype(0)); }
 
 // --- dispatch --------------------------------------------------------------------------
 

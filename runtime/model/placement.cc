@@ -58,6 +58,8 @@ std::vector<std::pair<OpKind, OpRule>> special_rules() {
       {OpKind::Fill, {{}, 0, -1}},
       // reads its inputs on the host and runs there (arange)
       {OpKind::Range, {{}, kAllSlots, -1, true}},
+      // a view of the bytes on the host
+      {OpKind::BitCast, {{}, kAllSlots, -1, true}},
       // reads only the sizes: the input stays where it is
       {OpKind::ShapeOf, {{}, kAllSlots, 0, true}},
       // keyed by the values, not the condition

@@ -1,6 +1,7 @@
 // Elementwise front-ends: type promotion, broadcasting, output allocation and
 // in-place forms, for the unary and binary ops of ops.def.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "runtime/autograd/grad_mode.h"
@@ -104,9 +105,43 @@ GradRule grad_rule_of(OpKind op) {
     case OpKind::Pow: return GradRule::Pow;
     case OpKind::Maximum: return GradRule::Maximum;
     case OpKind::Minimum: return GradRule::Minimum;
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, ...) \
+  case OpKind::Name:         \
+    return GradRule::Name;
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
     default: RT_CHECK(false, "no gradient rule for this binary op");
   }
   return GradRule::Add;
+}
+
+// Whether op records a backward node that reads both inputs (an RT_BINARY
+// line without a grad_fn records nothing: PyTorch's op is not differentiable).
+bool records(OpKind op) {
+  switch (op) {
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, name, dtypes, formula, grad_fn, ...) \
+  case OpKind::Name:                                         \
+    return grad_fn[0] != '\0';
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
+    default: return true;
+  }
+}
+bool saves_inputs(OpKind op) {
+  switch (op) {
+    case OpKind::Mul: case OpKind::Div: case OpKind::Pow: case OpKind::Maximum: case OpKind::Minimum:
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, ...) case OpKind::Name:
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
+      return true;
+    default: return false;
+  }
 }
 
 Tensor binary(OpKind op, const Tensor& a, const Tensor& b, DType common, Category category) {
@@ -121,12 +156,9 @@ Tensor binary(OpKind op, const Tensor& a, const Tensor& b, DType common, Categor
     out = new_output(shape, out_dtype, {ca, cb});
     run_kernel(op, {ca.expand(shape), cb.expand(shape)}, {out});
   }
-  if (category != Category::Compare) {
+  if (category != Category::Compare && records(op)) {
     if (Node* n = autograd::record(grad_rule_of(op), out, {a, b})) {
-      if (op == OpKind::Mul || op == OpKind::Div || op == OpKind::Pow || op == OpKind::Maximum ||
-          op == OpKind::Minimum) {
-        n->save(a).save(b);
-      }
+      if (saves_inputs(op)) n->save(a).save(b);
     }
   }
   return out;
@@ -375,6 +407,67 @@ Tensor& Tensor::mul_(const Tensor& other) { return binary_(OpKind::Mul, *this, o
 Tensor& Tensor::mul_(Scalar other) { return binary_(OpKind::Mul, *this, other); }
 Tensor& Tensor::div_(const Tensor& other) { return binary_(OpKind::Div, *this, other); }
 Tensor& Tensor::div_(Scalar other) { return binary_(OpKind::Div, *this, other); }
+
+// The RT_BINARY ops' front-ends.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, name, ...)                                                         \
+  Tensor name(const Tensor& a, const Tensor& b) { return binary(OpKind::Name, a, b); } \
+  Tensor name(const Tensor& a, Scalar b) { return binary(OpKind::Name, a, b); }
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
+
+Tensor binary_op(OpKind op, const Tensor& a, const Tensor& b) {
+  switch (op) {
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, name, ...) \
+  case OpKind::Name:               \
+    return name(a, b);
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
+    default: break;
+  }
+  raise_error(Status::NotSupported, str_cat("\"", op_name(op), "\" is not a binary elementwise op"));
+}
+
+namespace {
+OpKind rounding_op(std::string_view rounding_mode) {
+  EMBER_CHECK(rounding_mode == "trunc" || rounding_mode == "floor", Status::InvalidArgument,
+              "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", rounding_mode, "'");
+  return rounding_mode == "trunc" ? OpKind::TruncDivide : OpKind::FloorDivide;
+}
+}  // namespace
+
+Tensor div(const Tensor& a, const Tensor& b, std::string_view rounding_mode) {
+  return binary(rounding_op(rounding_mode), a, b);
+}
+Tensor div(const Tensor& a, Scalar b, std::string_view rounding_mode) {
+  return binary(rounding_op(rounding_mode), a, b);
+}
+
+// bitwise_not: x ^ all ones (true for bool).
+Tensor bitwise_not(const Tensor& x) {
+  EMBER_CHECK(is_integral(x.dtype(), /*include_bool=*/true), Status::NotSupported,
+              "\"bitwise_not_cpu\" not implemented for '", dtype_legacy_name(x.dtype()), "'");
+  return bitwise_xor(x, x.dtype() == DType::Bool ? Scalar(true) : Scalar(-1));
+}
+
+// As PyTorch composes them: x != x; |x| == inf; x == +-inf; x == x and |x| != inf.
+Tensor isnan(const Tensor& x) { return ne(x, x); }
+Tensor isinf(const Tensor& x) {
+  return x.is_floating_point() ? eq(abs(x), INFINITY) : zeros_like(x, TensorOptions(DType::Bool));
+}
+Tensor isposinf(const Tensor& x) {
+  return x.is_floating_point() ? eq(x, INFINITY) : zeros_like(x, TensorOptions(DType::Bool));
+}
+Tensor isneginf(const Tensor& x) {
+  return x.is_floating_point() ? eq(x, -INFINITY) : zeros_like(x, TensorOptions(DType::Bool));
+}
+Tensor isfinite(const Tensor& x) {
+  if (!x.is_floating_point()) return ones_like(x, TensorOptions(DType::Bool));
+  return mul(eq(x, x), ne(abs(x), INFINITY));
+}
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   EMBER_CHECK(condition.dtype() == DType::Bool, Status::DTypeMismatch,

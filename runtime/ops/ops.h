@@ -47,6 +47,29 @@ Tensor gt(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, Scalar b);
 Tensor ge(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, Scalar b);
+// One pair of front-ends per RT_BINARY line of ops.def: remainder (Python's %),
+// fmod (C's), floor_divide, trunc_divide, bitwise_and/or/xor,
+// bitwise_left_shift / bitwise_right_shift (PyTorch's: a shift past the width
+// gives 0, or the sign). Inputs promote as torch.add's.
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, name, ...)               \
+  Tensor name(const Tensor& a, const Tensor& b); \
+  Tensor name(const Tensor& a, Scalar b);
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
+// The front-end of the RT_BINARY op `op`; NotSupported for any other op.
+Tensor binary_op(OpKind op, const Tensor& a, const Tensor& b);
+// torch.div with rounding_mode "trunc" or "floor" (integers stay integers).
+Tensor div(const Tensor& a, const Tensor& b, std::string_view rounding_mode);
+Tensor div(const Tensor& a, Scalar b, std::string_view rounding_mode);
+Tensor bitwise_not(const Tensor& x);  // integers and bool
+// torch.isnan / isinf / isposinf / isneginf / isfinite: bool; false for integers.
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+Tensor isposinf(const Tensor& x);
+Tensor isneginf(const Tensor& x);
+Tensor isfinite(const Tensor& x);
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, Scalar a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, Scalar b);

@@ -1,5 +1,7 @@
 #include "runtime/tensor/dtype.h"
 
+#include "runtime/core/error.h"
+
 namespace ember {
 
 std::string_view dtype_legacy_name(DType t) {
@@ -14,12 +16,38 @@ std::string_view dtype_legacy_name(DType t) {
     case DType::Int32: return "Int";
     case DType::Int64: return "Long";
     case DType::Bool: return "Bool";
+    case DType::UInt16: return "UInt16";
+    case DType::UInt32: return "UInt32";
+    case DType::UInt64: return "UInt64";
+    case DType::Float8E4M3FN: return "Float8_e4m3fn";
+    case DType::Float8E4M3FNUZ: return "Float8_e4m3fnuz";
+    case DType::Float8E5M2: return "Float8_e5m2";
+    case DType::Float8E5M2FNUZ: return "Float8_e5m2fnuz";
+    case DType::Float8E8M0FNU: return "Float8_e8m0fnu";
+    case DType::Float4E2M1FN: return "Float4_e2m1fn";
+    case DType::Int4: return "Int4";
+    case DType::UInt4: return "UInt4";
+    case DType::Int2: return "Int2";
+    case DType::UInt2: return "UInt2";
   }
   return "Unknown";
 }
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
+  if (is_storage_only(a) || is_storage_only(b)) {
+    const bool f8 = ((dtype_bit(a) | dtype_bit(b)) & kFloat8Types) != 0;
+    raise_error(Status::DTypeMismatch, str_cat("Promotion for ", f8 ? "Float8 Types" : "storage-only types",
+                                               " is not supported, attempted to promote ", dtype_legacy_name(a),
+                                               " and ", dtype_legacy_name(b)));
+  }
+  if ((dtype_bit(a) | dtype_bit(b)) & kBarebonesUnsignedTypes) {
+    if (is_floating(a)) return a;
+    if (is_floating(b)) return b;
+    raise_error(Status::DTypeMismatch,
+                str_cat("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote ",
+                        dtype_legacy_name(a), " and ", dtype_legacy_name(b)));
+  }
   if (a == DType::Bool) return b;
   if (b == DType::Bool) return a;
   const bool fa = is_floating(a), fb = is_floating(b);

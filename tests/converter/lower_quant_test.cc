@@ -116,12 +116,14 @@ TEST_CASE("QLinearMatMul and QLinearConv: int32 product requantized as onnx.refe
 
 TEST_CASE("quantization ops: refused forms name the node and the problem") {
   const Tensor x = f32({1.f, 2.f}, {2});
-  CHECK(OneNode{"QuantizeLinear", {input(x), input(scalar(0.5))}, {{"output_dtype", int64_t{4}}}}.error(
+  const std::string kOutputs = " is not supported (int8, uint8, int16, uint16, int4, uint4, int2, uint2, float8 but e8m0, "
+                               "float4)";
+  CHECK(OneNode{"QuantizeLinear", {input(x), input(scalar(0.5))}, {{"output_dtype", int64_t{24}}}}.error(
             {u8({0, 0}, {2})}) ==
-        kPrefix + "QuantizeLinear 'n': output dtype UINT16 is not supported (int8, uint8, int16)");
+        kPrefix + "QuantizeLinear 'n': output dtype float8_e8m0fnu" + kOutputs);
   CHECK(OneNode{"QuantizeLinear", {input(x), input(scalar(0.5)), input(scalar(0, DType::Int32))}}.error(
             {i32({0, 0}, {2})}) ==
-        kPrefix + "QuantizeLinear 'n': output dtype int32 is not supported (int8, uint8, int16)");
+        kPrefix + "QuantizeLinear 'n': output dtype int32" + kOutputs);
   CHECK(OneNode{"DequantizeLinear", {input(u8({1, 2, 3, 4}, {2, 2})), input(f32({1.f, 2.f, 3.f}, {3}))}}.error(
             {zeros({2, 2})}) ==
         kPrefix + "DequantizeLinear 'n': quantization parameter 'in1' has 3 values, axis 1 has 2");
@@ -131,7 +133,8 @@ TEST_CASE("quantization ops: refused forms name the node and the problem") {
         kPrefix + "DequantizeLinear 'n': quantization parameter 'in1' has shape [1, 2] for x of shape [2, 2] and "
                   "block_size 3");
   CHECK(OneNode{"DequantizeLinear", {input(tensor(std::vector<int64_t>{1}, {1})), input(scalar(1.0))}}.error({zeros({1})}) ==
-        kPrefix + "DequantizeLinear 'n': x 'in0' of dtype int64 is not supported (int8, uint8, int16, int32)");
+        kPrefix + "DequantizeLinear 'n': x 'in0' of dtype int64 is not supported (8-, 16- and 32-bit integers, "
+                  "float8, float4, int4, uint4, int2, uint2)");
   CHECK(OneNode{"MatMulInteger", {input(x), input(x)}}.error({i32({0}, {1})}) ==
         kPrefix + "MatMulInteger 'n': input 'in0' of dtype float32 is not int8 or uint8");
 }

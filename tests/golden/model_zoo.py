@@ -411,6 +411,7 @@ def op_models(zoo, only):
     recurrence_quant_math_models(zoo, only)
     composite_models(zoo, only)
     index_models(zoo, only)
+    dtype_models(zoo, only)
 
 
 def helper_models(zoo, only):
@@ -866,6 +867,39 @@ def index_models(zoo, only):
                       [("p", f, [2, 4]), ("present", f, [2, 5, 3])],
                       [x.flip(1).cumprod(1).flip(1), present], opset=26,
                       initializers=[helper.make_tensor("axis", i64, [], [1])])
+
+def dtype_models(zoo, only):
+    """converter/lower_dtypes.cc: Mod (both forms), BitShift, the bitwise ops,
+    IsNaN, IsInf and BitCast in one opset-26 graph built with onnx.helper;
+    torch's remainder / fmod / shifts / bitwise ops / isnan / isposinf / view."""
+    if only is not None and "op_dtype_ops" not in only:
+        return
+    torch.manual_seed(303)
+    i32, u8, b = TensorProto.INT32, TensorProto.UINT8, TensorProto.BOOL
+    mk = helper.make_node
+    a = torch.randint(-50, 50, (2, 3), dtype=torch.int32)
+    d = torch.tensor([[3, -4, 7], [-2, 5, -9]], dtype=torch.int32)
+    u = torch.randint(0, 256, (2, 3), dtype=torch.uint8)
+    s = torch.tensor([[0, 1, 3], [7, 2, 5]], dtype=torch.uint8)
+    x = torch.tensor([[1.5, float("inf"), float("nan")], [-float("inf"), -0.0, 3.0]])
+    export_helper(zoo, "op_dtype_ops",
+                  [mk("Mod", ["a", "d"], ["mod0"], name="mod"), mk("Mod", ["a", "d"], ["mod1"], fmod=1, name="fmod"),
+                   mk("BitShift", ["u", "s"], ["shl"], direction="LEFT", name="shl"),
+                   mk("BitShift", ["u", "s"], ["shr"], direction="RIGHT", name="shr"),
+                   mk("BitwiseAnd", ["a", "d"], ["band"], name="band"), mk("BitwiseOr", ["a", "d"], ["bor"], name="bor"),
+                   mk("BitwiseXor", ["a", "d"], ["bxor"], name="bxor"), mk("BitwiseNot", ["a"], ["bnot"], name="bnot"),
+                   mk("IsNaN", ["x"], ["nan"], name="isnan"),
+                   mk("IsInf", ["x"], ["inf"], detect_negative=0, name="isinf"),
+                   mk("BitCast", ["x"], ["bits"], to=i32, name="bitcast")],
+                  [("a", a), ("d", d), ("u", u), ("s", s), ("x", x)],
+                  [("mod0", i32, [2, 3]), ("mod1", i32, [2, 3]), ("shl", u8, [2, 3]), ("shr", u8, [2, 3]),
+                   ("band", i32, [2, 3]), ("bor", i32, [2, 3]), ("bxor", i32, [2, 3]), ("bnot", i32, [2, 3]),
+                   ("nan", b, [2, 3]), ("inf", b, [2, 3]), ("bits", i32, [2, 3])],
+                  [torch.remainder(a, d), torch.fmod(a, d), torch.bitwise_left_shift(u, s),
+                   torch.bitwise_right_shift(u, s), a & d, a | d, a ^ d, ~a, torch.isnan(x), torch.isposinf(x),
+                   x.view(torch.int32)],
+                  opset=26)
+
 
 def main():
     out_dir = sys.argv[1]

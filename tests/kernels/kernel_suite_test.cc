@@ -63,7 +63,12 @@ bool is_ref_fn(KernelFn fn) {
 }
 
 constexpr DType kDTypes[] = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8,
-                             DType::UInt8,   DType::Int16,   DType::Int32,   DType::Int64,    DType::Bool};
+                             DType::UInt8,   DType::Int16,   DType::Int32,   DType::Int64,    DType::Bool,
+                             DType::UInt16,  DType::UInt32,  DType::UInt64,
+                             // storage-only (Copy only)
+                             DType::Float8E4M3FN, DType::Float8E4M3FNUZ, DType::Float8E5M2, DType::Float8E5M2FNUZ,
+                             DType::Float8E8M0FNU, DType::Float4E2M1FN, DType::Int4, DType::UInt4, DType::Int2,
+                             DType::UInt2};
 
 // ---- error bounds ---------------------------------------------------------------
 // Integer and bool outputs are always exact. Floating outputs: per element
@@ -208,7 +213,9 @@ Tensor values(const Shape& shape, DType dtype, Dom dom = Dom::Normal, int64_t hi
     } else if (dtype == DType::Bool) {
       x = unit(g_rng) < 0.5 ? 1.0 : 0.0;
     } else if (!is_floating(dtype)) {
-      const int64_t lo = dtype == DType::UInt8 ? 0 : -5, top = dtype == DType::UInt8 ? 10 : 5;
+      const bool unsigned_int = dtype == DType::UInt8 || dtype == DType::UInt16 || dtype == DType::UInt32 ||
+                                dtype == DType::UInt64 || dtype == DType::UInt4 || dtype == DType::UInt2;
+      const int64_t lo = unsigned_int ? 0 : -5, top = unsigned_int ? 10 : 5;
       x = static_cast<double>(std::uniform_int_distribution<int64_t>(lo, top)(g_rng));
     } else {
       switch (dom) {
@@ -322,6 +329,9 @@ std::vector<double> int_extremes(DType t) {
     case DType::UInt8: return {0, 255, 254, 1, 128, 127, 200, 3};
     case DType::Int16: return {-32768, 32767, -32767, -1, 0, 1, 300, -300};
     case DType::Int32: return {-2147483648.0, 2147483647.0, -2147483647.0, -1, 0, 1, 65536, -7};
+    case DType::UInt16: return {0, 65535, 65534, 1, 32768, 32767, 300, 3};
+    case DType::UInt32: return {0, 4294967295.0, 4294967294.0, 1, 2147483648.0, 2147483647.0, 65536, 7};
+    case DType::UInt64: return {0, 18446744073709549568.0, 9223372036854775808.0, 1, 5000000000.0, 65536, 63, 7};
     default: return {-9.2233720368547758e18, 1099511627776.0, -1099511627776.0, -1, 0, 1, 5000000000.0, -7};
   }
 }
@@ -1412,6 +1422,16 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::Gt:
     case OpKind::Ge: return binary_cases(op, dt, cmp, Dom::Quantized, Family::Exact);
     case OpKind::Where: return where_cases(dt);
+    // The RT_BINARY ops: exact (integer division by zero gives 0; shifts past the width).
+    case OpKind::Remainder:
+    case OpKind::Fmod:
+    case OpKind::FloorDivide:
+    case OpKind::TruncDivide:
+    case OpKind::BitwiseAnd:
+    case OpKind::BitwiseOr:
+    case OpKind::BitwiseXor:
+    case OpKind::BitwiseLeftShift:
+    case OpKind::BitwiseRightShift: return binary_cases(op, dt, dt, Dom::Quantized, Family::Exact);
     case OpKind::Sum:
     case OpKind::Mean:
     case OpKind::Prod:
@@ -1452,6 +1472,7 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::ShapeOf:
     case OpKind::ConstantOfShape:
     case OpKind::Range:
+    case OpKind::BitCast:
     case OpKind::Linear:
     case OpKind::NonZero:
     case OpKind::Unique: return {};

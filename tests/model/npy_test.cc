@@ -73,6 +73,14 @@ save("fortran", np.asfortranarray(np.arange(6, dtype=np.float32).reshape(2, 3)))
 save("big_endian", np.arange(3, dtype=">f4"))
 save("complex", np.arange(3, dtype=np.complex64))
 save("structured", np.zeros(2, dtype=[("a", "<f4"), ("b", "<i4")]))
+save("u16", np.array([0, 65535, 7], dtype=np.uint16))
+save("u32", np.array([4294967295, 1], dtype=np.uint32))
+save("u64", np.array([18446744073709551615, 2], dtype=np.uint64))
+# What numpy saves of ml_dtypes' arrays: raw bytes. bfloat16 1.5, -3.0; int4
+# -2, 7, -8 and int2 -2 as their low bits.
+save("v2_bf16", np.array([0x3fc0, 0xc040], dtype=np.uint16).view("V2"))
+save("v1_int4", np.array([0x0e, 0x07, 0x08], dtype=np.uint8).view("V1"))
+save("v1_int2", np.array([0x02, 0x01], dtype=np.uint8).view("V1"))
 )PY");
     REQUIRE_MESSAGE(ok, "/usr/bin/python3 with numpy failed to write the test files");
     return tmp_path("np");
@@ -125,6 +133,21 @@ TEST_CASE("read_npy: every dtype numpy writes, exact values") {
   check_equal(read_ok("i8"), tensor<int8_t>({-128, 0, 127}, DType::Int8));
   check_equal(read_ok("u8"), tensor<uint8_t>({{250, 251, 252}, {253, 254, 255}}, DType::UInt8));
   check_equal(read_ok("bool"), tensor<bool>({true, false, true}, DType::Bool));
+  check_equal(read_ok("u16"), tensor<int64_t>({0, 65535, 7}).to(DType::UInt16));
+  check_equal(read_ok("u32"), tensor<int64_t>({4294967295LL, 1}).to(DType::UInt32));
+  const Tensor u64 = read_ok("u64");
+  CHECK(u64.dtype() == DType::UInt64);
+  CHECK(static_cast<const uint64_t*>(u64.data_ptr())[0] == ~uint64_t{0});
+  std::string error;
+  auto raw = [&](const char* name, DType dtype) {
+    Result<Tensor> r = read_npy(numpy_dir() + "/" + name + ".npy", &error, dtype);
+    REQUIRE_MESSAGE(r.ok(), error);
+    return r.get();
+  };
+  check_equal(raw("v2_bf16", DType::BFloat16), tensor<float>({1.5f, -3.0f}).to(DType::BFloat16));
+  check_equal(raw("v1_int4", DType::Int4).to(DType::Int32), tensor<int32_t>({-2, 7, -8}, DType::Int32));
+  check_equal(raw("v1_int2", DType::Int2).to(DType::Int32), tensor<int32_t>({-2, 1}, DType::Int32));
+  check_equal(raw("v1_int4", DType::UInt4).to(DType::Int32), tensor<int32_t>({14, 7, 8}, DType::Int32));
   Tensor s = read_ok("scalar");
   CHECK(s.dim() == 0);
   CHECK(s.item<float>() == 2.5f);
@@ -148,10 +171,17 @@ TEST_CASE("read_npy: valid files ember cannot represent") {
   CHECK(read_error(dir + "/big_endian.npy", Status::NotSupported) ==
         "'" + dir + "/big_endian.npy': big-endian descr '>f4' is not supported (ember reads little-endian data)");
   CHECK(read_error(dir + "/complex.npy", Status::NotSupported) ==
-        "'" + dir + "/complex.npy': unsupported descr '<c8' (ember reads <f4 <f2 <f8 <i8 <i4 <i2 |i1 |u1 |b1)");
+        "'" + dir + "/complex.npy': unsupported descr '<c8' (ember reads <f4 <f2 <f8 <i8 <i4 <i2 |i1 |u1 <u2 <u4 <u8 |b1, and |V1 |V2 as the model's dtype)");
   CHECK(read_error(dir + "/structured.npy", Status::NotSupported) ==
         "'" + dir + "/structured.npy': structured or non-string descr is not supported (ember reads <f4 <f2 <f8 "
-        "<i8 <i4 <i2 |i1 |u1 |b1)");
+        "<i8 <i4 <i2 |i1 |u1 <u2 <u4 <u8 |b1, and |V1 |V2 as the model's dtype)");
+  // Raw bytes (ml_dtypes' arrays) need the dtype they hold, of their size.
+  CHECK(read_error(dir + "/v2_bf16.npy", Status::NotSupported) ==
+        "'" + dir + "/v2_bf16.npy': unsupported descr '|V2' " "(ember reads <f4 <f2 <f8 <i8 <i4 <i2 |i1 |u1 <u2 <u4 <u8 |b1, and |V1 |V2 as the model's dtype)");
+  std::string error;
+  Result<Tensor> r = read_npy(dir + "/v2_bf16.npy", &error, DType::Float32);
+  CHECK(r.status() == Status::DTypeMismatch);
+  CHECK(error == "'" + dir + "/v2_bf16.npy': raw descr '|V2' does not hold float32 (<f4)");
 }
 
 TEST_CASE("write_npy: numpy reads ember's files (strided tensors written in C order)") {
@@ -172,6 +202,10 @@ TEST_CASE("write_npy: numpy reads ember's files (strided tensors written in C or
   w("e_scalar", scalar_tensor(3.5, DType::Float32));
   w("e_empty", zeros({2, 0}, DType::Int64));
   w("e_expand", tensor<float>({1.0f, 2.0f}).expand({3, 2}));  // stride 0
+  w("e_u16", tensor<int64_t>({0, 65535}).to(DType::UInt16));
+  w("e_u64", tensor<int64_t>({0, 5}).to(DType::UInt64));
+  w("e_bf16", tensor<float>({1.5f, -3.0f}).to(DType::BFloat16));
+  w("e_int4", tensor<int32_t>({-2, 7, -8}, DType::Int32).to(DType::Int4));
   CHECK(python(R"PY(
 import os
 def load(n):
@@ -194,6 +228,11 @@ same("e_bool", np.array([False, True]))
 same("e_scalar", np.array(3.5, dtype=np.float32))
 same("e_empty", np.zeros((2, 0), dtype=np.int64))
 same("e_expand", np.array([[1, 2]] * 3, dtype=np.float32))
+same("e_u16", np.array([0, 65535], dtype=np.uint16))
+same("e_u64", np.array([0, 5], dtype=np.uint64))
+# raw bytes as numpy saves ml_dtypes' arrays (bfloat16 bits; int4 in the low 4 bits)
+same("e_bf16", np.array([0x3fc0, 0xc040], dtype=np.uint16).view("V2"))
+same("e_int4", np.array([0x0e, 0x07, 0x08], dtype=np.uint8).view("V1"))
 # numpy's own header layout: 64-byte aligned data, version 1.0.
 raw = open(os.path.join(d, "e_f32.npy"), "rb").read()
 assert raw[6:8] == b"\x01\x00" and (10 + int.from_bytes(raw[8:10], "little")) % 64 == 0
@@ -213,23 +252,32 @@ TEST_CASE("write_npy then read_npy: round trip of every dtype") {
       arange(0, 6).to(DType::UInt8),
       tensor<bool>({true, false}, DType::Bool),
       zeros({0}, DType::Float32),
+      arange(0, 6).to(DType::UInt16),
+      arange(0, 6).to(DType::UInt32),
+      arange(0, 6).to(DType::UInt64),
+      randn({3}).to(DType::BFloat16),
+      randn({3}).to(DType::Float8E4M3FN),
+      randn({3}).to(DType::Float8E5M2FNUZ),
+      randn({3}).to(DType::Float4E2M1FN),
+      arange(-3, 3).to(DType::Int4),
+      arange(-2, 2).to(DType::Int2),
+      arange(0, 4).to(DType::UInt2),
   };
   for (const Tensor& t : ts) {
     std::string error;
     REQUIRE_MESSAGE(write_npy(path, t, &error) == Status::Ok, error);
-    Result<Tensor> r = read_npy(path, &error);
+    Result<Tensor> r = read_npy(path, &error, t.dtype());  // raw_as: the '|V1' / '|V2' ones
     REQUIRE_MESSAGE(r.ok(), error);
-    check_equal(r.get(), t);
+    CHECK(r.get().dtype() == t.dtype());
+    check_equal(r.get().to(DType::Float64), t.to(DType::Float64));
   }
 }
 
 TEST_CASE("write_npy: refusals, and the atomic write leaves nothing behind") {
   std::string error;
-  CHECK(write_npy(tmp_path("bf16.npy"), ones({2}, DType::BFloat16), &error) == Status::NotSupported);
-  CHECK(error == "write_npy: numpy has no bfloat16 dtype");
   CHECK(write_npy(tmp_path("undef.npy"), Tensor(), &error) == Status::InvalidArgument);
   CHECK(error == "write_npy: undefined tensor");
-  std::FILE* f = std::fopen(tmp_path("bf16.npy").c_str(), "rb");
+  std::FILE* f = std::fopen(tmp_path("undef.npy").c_str(), "rb");
   CHECK(f == nullptr);
   // A directory that does not exist: IoError naming the temporary, no file left.
   CHECK(write_npy(tmp_path("no/such/dir/x.npy"), ones({2}), &error) == Status::IoError);
@@ -293,7 +341,7 @@ TEST_CASE("read_npy: malformed files are errors that name the problem") {
         q + ": malformed header: expected ',' or '}' after 'shape'");
   CHECK(err(npy_bytes(good + " junk", f32x2)) == q + ": malformed header: unexpected text after the dict");
   CHECK(err(npy_bytes("{'descr': '<x9', 'fortran_order': False, 'shape': ()}", ""), Status::NotSupported) ==
-        q + ": unsupported descr '<x9' (ember reads <f4 <f2 <f8 <i8 <i4 <i2 |i1 |u1 |b1)");
+        q + ": unsupported descr '<x9' (ember reads <f4 <f2 <f8 <i8 <i4 <i2 |i1 |u1 <u2 <u4 <u8 |b1, and |V1 |V2 as the model's dtype)");
   CHECK(err(npy_bytes("{'descr': '>i8', 'fortran_order': False, 'shape': ()}", ""), Status::NotSupported) ==
         q + ": big-endian descr '>i8' is not supported (ember reads little-endian data)");
   CHECK(err(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", "")) ==
