@@ -41,10 +41,10 @@ for a in "$@"; do
 done
 [[ -n "$name" ]] || usage
 
-# Look NAME up in ops.def: RT_OP, RT_OP_P, RT_UNARY or RT_UNARY_P(Camel, snake, ...).
+# Look NAME up in ops.def: RT_OP, RT_OP_P, RT_UNARY, RT_UNARY_P or RT_BINARY(Camel, snake, ...).
 entry=$(awk -v n="$(printf '%s' "$name" | tr 'A-Z' 'a-z')" '
-  /^[ \t]*RT_(OP|OP_P|UNARY|UNARY_P)\(/ {
-    s = $0; sub(/^[ \t]*RT_(OP|OP_P|UNARY|UNARY_P)\([ \t]*/, "", s)
+  /^[ \t]*RT_(OP|OP_P|UNARY|UNARY_P|BINARY)\(/ {
+    s = $0; sub(/^[ \t]*RT_(OP|OP_P|UNARY|UNARY_P|BINARY)\([ \t]*/, "", s)
     split(s, f, /[ \t]*,[ \t]*/)
     if (tolower(f[1]) == n || tolower(f[2]) == n) { print f[1], f[2]; exit }
   }' runtime/graph/ops.def)

@@ -47,6 +47,35 @@ struct ElemLayout {
   int32_t stride[4 * K] = {};
 };
 
+template <int K>
+struct MergedDim {
+  int64_t size;
+  int64_t stride[K];
+};
+
+// The dims of operands `v` (the output's shape) with size-1 dims dropped and
+// adjacent dims merged where every operand is contiguous across them; returns
+// how many are left (0 for one element).
+template <int K>
+int merge_dims(const std::array<const TensorView*, K>& v, MergedDim<K> dims[kMaxRank]) {
+  const TensorView& o = *v[0];
+  int m = 0;
+  for (int d = 0; d < o.rank; ++d) {
+    if (o.sizes[d] == 1) continue;
+    bool merge = m > 0;
+    for (int k = 0; merge && k < K; ++k) merge = dims[m - 1].stride[k] == v[k]->strides[d] * o.sizes[d];
+    if (merge) {
+      dims[m - 1].size *= o.sizes[d];
+      for (int k = 0; k < K; ++k) dims[m - 1].stride[k] = v[k]->strides[d];
+    } else {
+      dims[m].size = o.sizes[d];
+      for (int k = 0; k < K; ++k) dims[m].stride[k] = v[k]->strides[d];
+      ++m;
+    }
+  }
+  return m;
+}
+
 // Fills `layout` (all but `first`) for operands of one shape: size-1 dims
 // dropped, adjacent dims merged where every operand is contiguous across them
 // (broadcast operands: stride 0 in both). *rank: the dims left (1..4); more is
@@ -65,25 +94,8 @@ Status coalesce(const char* op, const std::array<const TensorView*, K>& v, ElemL
     }
   }
   *n = o.numel();
-  struct Dim {
-    int64_t size;
-    int64_t stride[K];
-  };
-  Dim dims[kMaxRank] = {};
-  int m = 0;
-  for (int d = 0; d < o.rank; ++d) {
-    if (o.sizes[d] == 1) continue;
-    bool merge = m > 0;
-    for (int k = 0; merge && k < K; ++k) merge = dims[m - 1].stride[k] == v[k]->strides[d] * o.sizes[d];
-    if (merge) {
-      dims[m - 1].size *= o.sizes[d];
-      for (int k = 0; k < K; ++k) dims[m - 1].stride[k] = v[k]->strides[d];
-    } else {
-      dims[m].size = o.sizes[d];
-      for (int k = 0; k < K; ++k) dims[m].stride[k] = v[k]->strides[d];
-      ++m;
-    }
-  }
+  MergedDim<K> dims[kMaxRank] = {};
+  int m = merge_dims<K>(v, dims);
   if (m == 0) {  // one element (or a 0-dim tensor)
     dims[0].size = 1;
     m = 1;
@@ -142,6 +154,30 @@ Status run_elementwise(const char* op, const ShaderCode* base, const ShaderCode&
                      " on these dtypes needs 8-bit and 16-bit storage buffers and shaderInt64, which " +
                      caps.device_name + " lacks (float32 and int32 work without)");
     return Status::NotSupported;
+  }
+  // More than 4 dims left after merging (the shaders index 4): one dispatch
+  // per index of the leading dim, each over a slice with one dim fewer.
+  MergedDim<K> merged[kMaxRank] = {};
+  if (merge_dims<K>(v, merged) > 4) {
+    std::array<TensorView, K> slice;
+    std::array<const TensorView*, K> slices;
+    for (int k = 0; k < K; ++k) {
+      slice[k] = *v[k];
+      slice[k].rank = v[k]->rank - 1;
+      for (int d = 0; d < slice[k].rank; ++d) {
+        slice[k].sizes[d] = v[k]->sizes[d + 1];
+        slice[k].strides[d] = v[k]->strides[d + 1];
+      }
+      slices[k] = &slice[k];
+    }
+    for (int64_t i = 0; i < v[0]->sizes[0]; ++i) {
+      for (int k = 0; k < K; ++k) {
+        const int64_t offset = i * v[k]->strides[0] * static_cast<int64_t>(element_size(v[k]->dtype));
+        slice[k].data = static_cast<char*>(v[k]->data) + offset;  // device addresses do pointer arithmetic
+      }
+      RT_RETURN_IF_ERROR(run_elementwise<K>(op, base, ext_shader, op_code, slices, push));
+    }
+    return Status::Ok;
   }
   uint32_t rank = 1;
   int64_t n = 0;

@@ -92,14 +92,15 @@ def make_static(src, dst, batch):
 
 
 def unsupported_model(path):
-    """Two unsupported op types (three nodes) beside a supported one."""
+    """Two unsupported op types (three nodes) beside a supported one: a random
+    generator and a string op, both out of scope for good."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="relu_0"),
-        helper.make_node("Unique", ["a"], ["b"], name="unique_0"),
+        helper.make_node("Bernoulli", ["a"], ["b"], name="bernoulli_0"),
         helper.make_node("TfIdfVectorizer", ["b"], ["c"], name="tfidf_0"),
-        helper.make_node("Unique", ["c"], ["y"], name="unique_1"),
+        helper.make_node("Bernoulli", ["c"], ["y"], name="bernoulli_1"),
     ]
     graph = helper.make_graph(nodes, "unsupported", [x], [y])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
