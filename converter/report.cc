@@ -18,6 +18,7 @@
 #include "runtime/model/executor.h"
 #include "runtime/model/loader.h"
 #include "runtime/model/npy.h"
+#include "runtime/model/npz.h"
 #include "runtime/model/writer.h"
 
 namespace ember::converter {
@@ -40,54 +41,6 @@ std::string fixed(double v, int decimals) {
 bool is_float(DType d) { return d == DType::Float32 || d == DType::Float16 || d == DType::Float64 || d == DType::BFloat16; }
 
 uint16_t le16(const unsigned char* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
-uint32_t le32(const unsigned char* p) {
-  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
-         (static_cast<uint32_t>(p[3]) << 24);
-}
-
-// The STORED entries of a zip file (np.savez), by name; compressed entries
-// are an error. Reads the local file headers in order (np.savez writes no
-// data descriptors for stored entries of known size).
-Expected<std::vector<std::pair<std::string, std::string>>> read_zip(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Diag{Status::IoError, "cannot open calibration inputs '" + path + "'"};
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::pair<std::string, std::string>> entries;
-  const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
-  size_t pos = 0;
-  while (pos + 4 <= bytes.size() && le32(b + pos) == 0x04034b50u) {
-    if (pos + 30 > bytes.size())
-      return Diag{Status::InvalidArgument, "calibration inputs '" + path + "': a zip entry header is truncated"};
-    const uint16_t flags = le16(b + pos + 6), method = le16(b + pos + 8);
-    uint64_t size = le32(b + pos + 18);
-    const uint16_t name_len = le16(b + pos + 26), extra_len = le16(b + pos + 28);
-    if (pos + 30 + name_len + extra_len > bytes.size())
-      return Diag{Status::InvalidArgument, "calibration inputs '" + path + "': a zip entry header is truncated"};
-    std::string name = bytes.substr(pos + 30, name_len);
-    const unsigned char* extra = b + pos + 30 + name_len;
-    // ZIP64 (numpy forces it for large arrays): extra field 0x0001 holds the sizes.
-    for (size_t e = 0; e + 4 <= extra_len;) {
-      const uint16_t id = le16(extra + e), len = le16(extra + e + 2);
-      if (id == 1 && len >= 16 && e + 4 + 16 <= extra_len)
-        size = le32(extra + e + 4) | (static_cast<uint64_t>(le32(extra + e + 8)) << 32);
-      e += 4u + len;
-    }
-    if (method != 0)
-      return Diag{Status::NotSupported, "calibration inputs '" + path + "': entry '" + name +
-                                            "' is compressed (write it with np.savez, not np.savez_compressed)"};
-    if ((flags & 8) != 0 && size == 0)
-      return Diag{Status::NotSupported, "calibration inputs '" + path + "': entry '" + name +
-                                            "' has its size after the data (a streamed zip)"};
-    const size_t data = pos + 30 + name_len + extra_len;
-    if (size > bytes.size() - data)
-      return Diag{Status::InvalidArgument, "calibration inputs '" + path + "': entry '" + name + "' is truncated"};
-    entries.emplace_back(name, bytes.substr(data, size));
-    pos = data + size;
-  }
-  if (entries.empty())
-    return Diag{Status::InvalidArgument, "calibration inputs '" + path + "' is not an .npz (zip) file with entries"};
-  return entries;
-}
 
 // Runs `def` with the tensors `want` made graph outputs; returns them (float32 copies).
 Expected<std::vector<Tensor>> run_def(ModelDef def, const std::vector<int32_t>& want, const std::vector<Tensor>& inputs,
@@ -214,31 +167,33 @@ std::vector<Tensor> random_inputs(const ModelDef& def) {
 }
 
 Expected<std::vector<Tensor>> read_calibration_inputs(const std::string& path, const ModelDef& def) {
-  std::vector<std::pair<std::string, std::string>> entries;
+  std::vector<NpzEntry> entries;
   std::error_code ec;
+  std::string error;
   if (std::filesystem::is_directory(path, ec)) {
     for (int32_t i : def.inputs) {
       const std::string name = def.tensors[static_cast<size_t>(i)].name;
-      std::ifstream in(path + "/" + name + ".npy", std::ios::binary);
-      if (!in) continue;
-      entries.emplace_back(name + ".npy",
-                           std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+      const std::string file = path + "/" + name + ".npy";
+      if (!std::filesystem::exists(file, ec)) continue;
+      Result<Tensor> x = read_npy(file, &error);
+      if (!x.ok()) return Diag{x.status(), "calibration inputs: " + error};
+      entries.push_back({name, x.get()});
     }
   } else {
-    auto z = read_zip(path);
-    if (!z.ok()) return z.diag();
-    entries = std::move(*z);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Diag{Status::IoError, "cannot open calibration inputs '" + path + "'"};
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Result<std::vector<NpzEntry>> z = parse_npz(bytes.data(), bytes.size(), path, &error);
+    if (!z.ok()) return Diag{z.status(), "calibration inputs " + error};
+    entries = std::move(z.get());
   }
   std::vector<Tensor> out;
   for (int32_t i : def.inputs) {
     const TensorDef& t = def.tensors[static_cast<size_t>(i)];
-    auto it = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == t.name + ".npy"; });
+    auto it = std::find_if(entries.begin(), entries.end(), [&](const NpzEntry& e) { return e.name == t.name; });
     if (it == entries.end())
       return Diag{Status::InvalidArgument, "calibration inputs '" + path + "' have no array for input '" + t.name + "'"};
-    std::string error;
-    Result<Tensor> x = parse_npy(it->second.data(), it->second.size(), path + ":" + it->first, &error);
-    if (!x.ok()) return Diag{x.status(), "calibration inputs: " + error};
-    Tensor v = x.get();
+    Tensor v = it->value;
     if (v.dtype() != t.dtype) v = v.to(t.dtype);  // np.savez keeps float64 when the caller does
     out.push_back(v);
   }

@@ -60,6 +60,7 @@ layer_of() {
     quant/coo.*)                                          set_layer 2 ops ;;  # COO format over Tensors, eager CSR forms
     # --- model: format, loader, planner, executor --------------------------------
     runtime/model/*)                                      set_layer 3 model ;;
+    runtime/train/*)                                      set_layer 3 model train ;;  # the trainer over the executor
     # --- converter and the CLI ------------------------------------------------------
     converter/cli/*)                                      set_layer 4 converter cli ;;
     converter/*)                                          set_layer 4 converter ;;

@@ -289,6 +289,8 @@ class Run {
     }
   }
 
+  void bind_value(int32_t t, const Tensor& value) { values_[static_cast<size_t>(t)] = value; }
+
   void bind_inputs(const std::vector<IOInfo>& declared, const std::vector<Tensor>& inputs) {
     for (size_t i = 0; i < inputs.size(); ++i) values_[static_cast<size_t>(declared[i].tensor)] = inputs[i];
   }
@@ -510,6 +512,23 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
   }
   plan_.plans = arena.replans;
   if (options.profile) profile_ = std::move(profile);
+  return results;
+}
+
+Result<std::vector<Tensor>> run_recording(const Executor& ex, Span<const Tensor> inputs,
+                                          const std::vector<std::pair<int, Tensor>>& weights, std::string* error) {
+  if (ex.options_.device != DeviceType::CPU)
+    return report_error(error, Status::NotSupported, "training runs on the cpu executor, not ",
+                        device_type_name(ex.options_.device));
+  RT_RETURN_IF_ERROR(check_inputs(ex.inputs_, inputs, error));
+  Run run(*ex.model_, ex.options_, ex.ops_, ex.tensors_);
+  for (const auto& [t, w] : weights) run.bind_value(t, w);
+  run.bind_inputs(ex.inputs_, std::vector<Tensor>(inputs.begin(), inputs.end()));
+  std::vector<Tensor> results;
+  std::string message;
+  Status status = run.run_ops(false, nullptr, &message);
+  if (status == Status::Ok) status = run.read_outputs(ex.outputs_, &results, &message);
+  if (status != Status::Ok) return report_error(error, status, message);
   return results;
 }
 

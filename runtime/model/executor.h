@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/result.h"
@@ -106,6 +107,17 @@ struct MemoryPlan {
   int plans = 0;            // how many times this context has planned (a new signature, a mismatch)
 };
 
+class Executor;
+
+// Training (runtime/train/trainer.h): runs `ex` (a CPU executor) through the
+// same op dispatch with autograd recording: no NoGradGuard and no arena
+// (every value is its own heap tensor, kept alive by the autograd graph), the
+// tensors in `weights` (model tensor index, value) read in place of the
+// model's weights. Inputs are checked as by ExecutionContext::run.
+Result<std::vector<Tensor>> run_recording(const Executor& ex, Span<const Tensor> inputs,
+                                          const std::vector<std::pair<int, Tensor>>& weights,
+                                          std::string* error = nullptr);
+
 class Executor {
  public:
   // Checks that every op of the model can run here (its OpKind is one the
@@ -145,6 +157,8 @@ class Executor {
 
  private:
   friend class ExecutionContext;
+  friend Result<std::vector<Tensor>> run_recording(const Executor&, Span<const Tensor>,
+                                                   const std::vector<std::pair<int, Tensor>>&, std::string*);
   std::shared_ptr<const Model> model_;
   ExecutorOptions options_;
   std::vector<IOInfo> inputs_, outputs_;

@@ -42,18 +42,27 @@ namespace {
 
 // --- helpers ----------------------------------------------------------------------
 
-void apply_activation(const Tensor& y, const Activation& a) {
-  if (a.kind == ActivationKind::None || y.numel() == 0) return;
+// The fused activation of a Linear / Conv2d: in place through its kernel,
+// unless y records a gradient (the trainer, runtime/train): then through the
+// eager front-ends, whose backward masks the gradient.
+Tensor activate(const Tensor& y, const Activation& a) {
+  if (a.kind == ActivationKind::None || y.numel() == 0) return y;
   if (a.kind == ActivationKind::Relu) {
+    if (y.requires_grad()) return relu(y);
     run_kernel(OpKind::Relu, {y}, {y});  // elementwise, same index: in == out is safe
-    return;
+    return y;
   }
   ClampParams c;
   c.has_min = std::isfinite(a.min);
   c.has_max = std::isfinite(a.max);
   if (c.has_min) c.min = a.min;
   if (c.has_max) c.max = a.max;
-  if (c.has_min || c.has_max) run_kernel(OpKind::Clamp, {y}, {y}, c);
+  if (!c.has_min && !c.has_max) return y;
+  if (y.requires_grad())
+    return clamp(y, c.has_min ? std::optional<Scalar>(c.min) : std::nullopt,
+                 c.has_max ? std::optional<Scalar>(c.max) : std::nullopt);
+  run_kernel(OpKind::Clamp, {y}, {y}, c);
+  return y;
 }
 
 Shape static_shape(const Model& m, int t, const char* what) {
@@ -291,7 +300,7 @@ void run_Conv2d(OpContext& c) {
   const auto& p = c.params<Conv2dParams>();
   c.out[0] = conv2d(c.need(0, "data"), c.need(1, "weight"), c.opt(2), {p.stride[0], p.stride[1]},
                     {p.padding[0], p.padding[1]}, {p.dilation[0], p.dilation[1]}, p.groups);
-  apply_activation(c.out[0], p.activation);
+  c.out[0] = activate(c.out[0], p.activation);
 }
 
 void run_MaxPool2d(OpContext& c) {
@@ -340,17 +349,19 @@ void run_Pad(OpContext& c) {
 }
 
 void run_Linear(OpContext& c) {
-  c.out[0] = linear(c.need(0, "data"), c.need(1, "weight"), c.opt(2));
-  apply_activation(c.out[0], c.params<LinearParams>().activation);
+  c.out[0] = activate(linear(c.need(0, "data"), c.need(1, "weight"), c.opt(2)), c.params<LinearParams>().activation);
 }
 
 // --- run-time ops: create() made them of a Linear / Conv2d, the weight prepared ---
 // by the backend of the device they run on. The kernels take float32 (a
 // float16 executor converts around them) and apply the fused activation.
 
-// y = f(x as float32), in x's dtype.
+// y = f(x as float32), in x's dtype. These kernels have no backward: an x
+// that records a gradient (the trainer) is refused rather than cut off.
 template <typename F>
 Tensor in_float32(const Tensor& x, F f) {
+  EMBER_CHECK(!x.requires_grad(), Status::NotSupported,
+              "no gradient flows back through an int8 or sparse layer yet: train only the layers after it");
   if (x.dtype() == DType::Float32) return f(x);
   return f(x.to(DType::Float32)).to(x.dtype());
 }

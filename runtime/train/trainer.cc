@@ -1,0 +1,168 @@
+#include "runtime/train/trainer.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/autograd/grad_mode.h"
+#include "runtime/core/error.h"
+#include "runtime/core/file.h"
+#include "runtime/model/model_access.h"
+#include "runtime/model/placement.h"
+
+namespace ember {
+namespace {
+
+bool matches(const std::string& pattern, const std::string& name) {
+  return ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+}
+
+bool matches_any(const std::vector<std::string>& patterns, const std::string& name) {
+  for (const std::string& p : patterns) {
+    if (matches(p, name)) return true;
+  }
+  return false;
+}
+
+// Why weight t (read by ops as data) cannot be trained; "" when it can.
+std::string why_not_trainable(const Model& m, int t, bool read_on_host) {
+  const fb::Tensor& ft = m.tensor(t);
+  if (ft.sparse() != nullptr) return "a sparse COO weight (convert without --sparse-coo to train it)";
+  if (ft.quant() != nullptr || m.tensor_dtype(t) == DType::Int8)
+    return "an int8 (quantized) weight (convert without --quantize to train it, or train the layers after it)";
+  if (read_on_host) return "read on the host as shape or index data";
+  if (m.tensor_dtype(t) == DType::Float16) return "stored as float16 (convert with --weights fp32 to train it)";
+  if (m.tensor_dtype(t) != DType::Float32) return str_cat("a ", dtype_name(m.tensor_dtype(t)), " constant");
+  if (!ft.trainable()) return "not a parameter (running statistics or a value the converter computed)";
+  return "";
+}
+
+std::string names_of(const std::vector<WeightInfo>& weights) {
+  std::string s;
+  for (const WeightInfo& w : weights) {
+    if (!w.why_not.empty()) continue;
+    s += (s.empty() ? "" : ", ") + w.name;
+  }
+  return s.empty() ? "(none)" : s;
+}
+
+}  // namespace
+
+std::vector<WeightInfo> list_weights(const Executor& ex) {
+  const Model& m = ex.model();
+  std::vector<WeightInfo> out;
+  std::vector<int> index(static_cast<size_t>(m.num_tensors()), -1);
+  for (int k = 0; k < m.num_ops(); ++k) {
+    const OpKind kind = m.op_kind(k);
+    const auto* in = m.op(k).inputs();
+    for (uint32_t j = 0; j < vlen(in); ++j) {
+      const int32_t t = in->Get(j);
+      if (t < 0 || !m.weight(t).defined()) continue;
+      int& i = index[static_cast<size_t>(t)];
+      if (i < 0) {
+        i = static_cast<int>(out.size());
+        WeightInfo w;
+        w.tensor = t;
+        w.name = std::string(m.tensor_name(t));
+        w.shape = m.tensor_shape(t);
+        w.dtype = m.tensor_dtype(t);
+        out.push_back(w);
+      }
+      WeightInfo& w = out[static_cast<size_t>(i)];
+      w.last_op = k;
+      const std::string why = why_not_trainable(m, t, reads_on_host(kind, j));
+      if (!why.empty() && w.why_not.empty()) w.why_not = why;
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const WeightInfo& a, const WeightInfo& b) { return a.tensor < b.tensor; });
+  return out;
+}
+
+Result<std::unique_ptr<Trainer>> Trainer::create(std::shared_ptr<const Model> model, const TrainerOptions& options,
+                                                 std::string* error) {
+  Result<std::shared_ptr<const Executor>> ex = Executor::create(std::move(model), error);
+  if (!ex.ok()) return ex.status();
+  const std::vector<WeightInfo> weights = list_weights(*ex.get());
+  std::vector<const WeightInfo*> chosen;
+  if (options.train.empty()) {
+    int last = -1;
+    for (const WeightInfo& w : weights) {
+      if (w.why_not.empty() && w.last_op > last) last = w.last_op;
+    }
+    for (const WeightInfo& w : weights) {
+      if (w.why_not.empty() && w.last_op == last) chosen.push_back(&w);
+    }
+  } else {
+    for (const std::string& p : options.train) {
+      bool any = false;
+      for (const WeightInfo& w : weights) {
+        if (!matches(p, w.name)) continue;
+        any = true;
+        if (!w.why_not.empty() && p.find_first_of("*?[") == std::string::npos)
+          return report_error(error, Status::InvalidArgument, "weight '", w.name, "' cannot be trained: ", w.why_not);
+      }
+      if (!any)
+        return report_error(error, Status::InvalidArgument, "--train '", p, "' matches no weight; trainable weights: ",
+                            names_of(weights));
+    }
+    for (const WeightInfo& w : weights) {
+      if (w.why_not.empty() && matches_any(options.train, w.name)) chosen.push_back(&w);
+    }
+  }
+  for (const std::string& p : options.freeze) {
+    if (!std::any_of(weights.begin(), weights.end(), [&](const WeightInfo& w) { return matches(p, w.name); }))
+      return report_error(error, Status::InvalidArgument, "--freeze '", p, "' matches no weight; trainable weights: ",
+                          names_of(weights));
+  }
+  chosen.erase(std::remove_if(chosen.begin(), chosen.end(),
+                              [&](const WeightInfo* w) { return matches_any(options.freeze, w->name); }),
+               chosen.end());
+  if (chosen.empty())
+    return report_error(error, Status::InvalidArgument, "no weight selected for training; trainable weights: ",
+                        names_of(weights));
+
+  auto trainer = std::make_unique<Trainer>(ex.get());
+  const Model& m = trainer->executor_->model();
+  for (const WeightInfo* w : chosen) {
+    Tensor p;
+    {
+      NoGradGuard no_grad;
+      p = m.weight(w->tensor).clone();  // a writable float32 copy; the rest stays in the mapping
+    }
+    p.requires_grad_(true);
+    trainer->tensors_.push_back(w->tensor);
+    trainer->names_.push_back(w->name);
+    trainer->params_.push_back(p);
+  }
+  return trainer;
+}
+
+Result<std::vector<Tensor>> Trainer::forward(Span<const Tensor> inputs, std::string* error) {
+  std::vector<std::pair<int, Tensor>> weights;
+  for (size_t i = 0; i < params_.size(); ++i) weights.emplace_back(tensors_[i], params_[i]);
+  return run_recording(*executor_, inputs, weights, error);
+}
+
+int64_t Trainer::trainable_elements() const {
+  int64_t n = 0;
+  for (const Tensor& p : params_) n += p.numel();
+  return n;
+}
+
+Status Trainer::save(const std::string& path, std::string* error) const {
+  const Model& m = executor_->model();
+  std::vector<std::byte> bytes(m.data(), m.data() + m.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& w = m.weight(tensors_[i]);
+    const size_t offset = static_cast<size_t>(static_cast<const std::byte*>(w.data_ptr()) - m.data());
+    NoGradGuard no_grad;
+    const Tensor p = params_[i].detach().contiguous();
+    if (offset + p.nbytes() > bytes.size() || p.nbytes() != w.nbytes())
+      return report_error(error, Status::Internal, "weight '", names_[i], "' does not fit its place in the file");
+    std::memcpy(bytes.data() + offset, p.data_ptr(), p.nbytes());
+  }
+  return write_file_atomic(path, bytes.data(), bytes.size(), error);
+}
+
+}  // namespace ember

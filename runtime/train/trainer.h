@@ -1,0 +1,91 @@
+// Fine-tuning a converted model on the device (`ember finetune`).
+//
+// A Trainer loads nothing of its own: it wraps a CPU Executor of the `.ember`
+// file and runs it through the executor's own op dispatch with autograd
+// recording (run_recording, runtime/model/executor.h). The selected weights
+// become leaf tensors (float32 copies of just those; every other weight stays
+// zero-copy in the mapping), so any loss and optimizer of the eager API
+// (runtime/ops, runtime/optim) trains them:
+//
+//   auto tr = Trainer::create(model, {{"fc2.*"}, {}}).get();
+//   optim::SGD opt(tr->parameters(), {0.01});
+//   auto out = tr->forward({x}).get();
+//   cross_entropy(out[0], y).backward();
+//   opt.step();
+//   tr->save("tuned.ember");
+//
+// What can be trained (list_weights): float32 weights that ops read as data.
+// Int8 and sparse COO weights, float16-stored weights and weights read on the
+// host (shapes, axes) are listed with the reason they cannot be; selecting one
+// is an error that says it. Fused activations (Linear+Relu, Conv+Clip) are
+// applied through the eager front-ends when gradients are recorded, so their
+// backward masks the gradient. No gradient flows back through an int8 or
+// sparse layer yet: the layers after one can be trained, those before it not
+// (an error names the layer).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/core/result.h"
+#include "runtime/core/span.h"
+#include "runtime/model/executor.h"
+#include "runtime/model/loader.h"
+#include "runtime/tensor/tensor.h"
+
+namespace ember {
+
+// A weight of the model and whether it can be trained.
+struct WeightInfo {
+  int tensor = -1;
+  std::string name;     // as the ONNX file had it
+  std::vector<int64_t> shape;
+  DType dtype = DType::Float32;
+  std::string why_not;  // "" when trainable
+  int last_op = -1;     // the last op that reads it
+};
+
+// Every weight that an op reads, in tensor order.
+std::vector<WeightInfo> list_weights(const Executor& ex);
+
+struct TrainerOptions {
+  // Glob patterns (fnmatch) over the weights' names: "fc2.*", "*". Empty: the
+  // weights of the last layer (those the last op reading a trainable weight reads).
+  std::vector<std::string> train;
+  // Patterns removed from the selection.
+  std::vector<std::string> freeze;
+};
+
+class Trainer {
+ public:
+  // Errors: a pattern that matches no weight (the message lists the names), a
+  // selected weight that cannot be trained (the reason), an empty selection.
+  static Result<std::unique_ptr<Trainer>> create(std::shared_ptr<const Model> model, const TrainerOptions& options,
+                                                 std::string* error = nullptr);
+
+  // The model's outputs on `inputs` (in Executor::inputs() order), with the
+  // autograd graph back to parameters().
+  Result<std::vector<Tensor>> forward(Span<const Tensor> inputs, std::string* error = nullptr);
+
+  // The trained weights: float32 leaf tensors that require grad.
+  const std::vector<Tensor>& parameters() const { return params_; }
+  const std::vector<std::string>& parameter_names() const { return names_; }
+  int64_t trainable_elements() const;
+  const Executor& executor() const { return *executor_; }
+
+  // Writes the model with the trained weights in place of the originals
+  // (every other byte copied from the loaded file), atomically: a failure or
+  // a kill leaves `path` as it was.
+  Status save(const std::string& path, std::string* error = nullptr) const;
+
+  explicit Trainer(std::shared_ptr<const Executor> executor) : executor_(std::move(executor)) {}  // use create()
+
+ private:
+  std::shared_ptr<const Executor> executor_;
+  std::vector<int> tensors_;  // model tensor of each parameter
+  std::vector<std::string> names_;
+  std::vector<Tensor> params_;
+};
+
+}  // namespace ember

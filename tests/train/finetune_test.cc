@@ -1,0 +1,231 @@
+// The trainer and the fine-tuning loop (runtime/train) against PyTorch: the
+// models of tests/golden/finetune_models.py converted by the converter, then
+// fine-tuned on the same batches as PyTorch's runs; per-step losses within
+// 1e-5 relative, final outputs within 1e-4. Plus saving, the weight selection
+// and the data checks' messages.
+#include <string>
+#include <vector>
+
+#include "converter/convert.h"
+#include "runtime/model/executor.h"
+#include "runtime/model/npy.h"
+#include "runtime/model/npz.h"
+#include "runtime/train/finetune.h"
+#include "runtime/train/trainer.h"
+#include "tests/harness/testing.h"
+
+namespace ember {
+namespace {
+
+using testing::check_close;
+using testing::tmp_path;
+
+const std::string kDir = "tests/golden/finetune/";
+
+std::shared_ptr<const Model> convert(const std::string& name, converter::ConvertOptions options = {},
+                                     const std::string& suffix = "") {
+  const std::string out = tmp_path(name + suffix + ".ember");
+  const converter::Diag d = converter::convert_file(kDir + name + ".onnx", out, options);
+  REQUIRE_MESSAGE(d.ok(), d.message);
+  std::string error;
+  Result<Model> m = Model::load(out, Verification::Full, &error);
+  REQUIRE_MESSAGE(m.ok(), error);
+  return std::make_shared<const Model>(std::move(m.get()));
+}
+
+std::vector<NpzEntry> data() {
+  std::string error;
+  Result<std::vector<NpzEntry>> d = read_npz(kDir + "data.npz", &error);
+  REQUIRE_MESSAGE(d.ok(), error);
+  return d.get();
+}
+
+Tensor npy(const std::string& file) {
+  std::string error;
+  Result<Tensor> t = read_npy(kDir + file, &error);
+  REQUIRE_MESSAGE(t.ok(), error);
+  return t.get();
+}
+
+std::unique_ptr<Trainer> trainer(std::shared_ptr<const Model> m, std::vector<std::string> train) {
+  std::string error;
+  Result<std::unique_ptr<Trainer>> t = Trainer::create(std::move(m), {std::move(train), {}}, &error);
+  REQUIRE_MESSAGE(t.ok(), error);
+  return std::move(t.get());
+}
+
+Tensor outputs(Trainer& t, const Tensor& x) {
+  NoGradGuard no_grad;
+  std::string error;
+  Result<std::vector<Tensor>> out = t.forward(Span<const Tensor>(&x, 1), &error);
+  REQUIRE_MESSAGE(out.ok(), error);
+  return out.get()[0];
+}
+
+// Fine-tunes like scenario `name` of finetune_models.py and compares with torch.
+void check_scenario(const std::string& name, Trainer& t, FinetuneConfig c, const std::string& x_key) {
+  c.shuffle = false;
+  const std::vector<NpzEntry> d = data();
+  std::string error;
+  Result<FinetuneResult> r = finetune(t, d, "data.npz", c, {}, &error);
+  REQUIRE_MESSAGE(r.ok(), error);
+  const Tensor expected = npy(name + ".losses.npy");
+  REQUIRE(static_cast<int64_t>(r->steps.size()) == expected.numel());
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    const double e = expected.data_ptr<double>()[i];
+    CHECK_MESSAGE(std::fabs(r->steps[static_cast<size_t>(i)].loss - e) <= 1e-5 * std::fabs(e),
+                  name << " step " << i + 1 << ": " << r->steps[static_cast<size_t>(i)].loss << " vs torch " << e);
+  }
+  for (const NpzEntry& e : d) {
+    if (e.name == x_key) check_close(outputs(t, e.value), npy(name + ".out.npy"), 1e-4, 1e-5);
+  }
+}
+
+TEST_CASE("head only, SGD with momentum: per-step losses and outputs match PyTorch") {
+  auto t = trainer(convert("mlp"), {"fc2.*"});
+  CHECK(t->parameter_names() == std::vector<std::string>{"fc2.weight", "fc2.bias"});
+  CHECK(t->trainable_elements() == 16 * 4 + 4);
+  FinetuneConfig c;
+  c.inputs = {{"x", "x"}};
+  c.target = "y";
+  c.optimizer = "sgd";
+  c.lr = 0.1;
+  c.momentum = 0.9;
+  c.batch_size = 4;
+  c.epochs = 2;
+  check_scenario("head_sgd", *t, c, "x");
+}
+
+TEST_CASE("the default selection is the last layer") {
+  auto t = trainer(convert("mlp"), {});
+  CHECK(t->parameter_names() == std::vector<std::string>{"fc2.weight", "fc2.bias"});
+}
+
+TEST_CASE("every weight, Adam (fused Linear+ReLU masks the gradient)") {
+  auto t = trainer(convert("mlp"), {"*"});
+  CHECK(t->parameters().size() == 4);
+  FinetuneConfig c;
+  c.inputs = {{"x", "x"}};
+  c.target = "y";
+  c.optimizer = "adam";
+  c.lr = 0.01;
+  c.batch_size = 4;
+  c.epochs = 2;
+  check_scenario("all_adam", *t, c, "x");
+}
+
+TEST_CASE("AdamW, weight decay, gradient clipping, StepLR, MSE, a partial last batch") {
+  auto t = trainer(convert("mlp"), {"fc1.*", "fc2.*"});
+  FinetuneConfig c;
+  c.inputs = {{"x", "x"}};
+  c.target = "t";
+  c.loss = "mse";
+  c.optimizer = "adamw";
+  c.lr = 0.02;
+  c.weight_decay = 0.05;
+  c.clip_grad_norm = 0.5;
+  c.scheduler = "step:1:0.5";
+  c.batch_size = 3;
+  c.epochs = 3;
+  check_scenario("all_adamw_clip", *t, c, "x");
+}
+
+TEST_CASE("a CNN with BatchNorm folded at conversion trains as torch's fuse_conv_bn_eval model") {
+  auto t = trainer(convert("cnn"), {"*"});
+  CHECK(t->parameters().size() == 4);  // the folded conv weight and bias, fc.weight, fc.bias
+  FinetuneConfig c;
+  c.inputs = {{"x", "img"}};
+  c.target = "cls";
+  c.optimizer = "sgd";
+  c.lr = 0.05;
+  c.batch_size = 5;
+  c.epochs = 2;
+  check_scenario("cnn_sgd", *t, c, "img");
+}
+
+TEST_CASE("save writes the trained weights: the saved file runs as the trainer does") {
+  auto t = trainer(convert("mlp"), {"fc2.*"});
+  FinetuneConfig c;
+  c.inputs = {{"x", "x"}};
+  c.target = "y";
+  c.lr = 0.5;
+  c.batch_size = 5;
+  c.seed = 3;
+  std::string error;
+  REQUIRE_MESSAGE(finetune(*t, data(), "data.npz", c, {}, &error).ok(), error);
+  const std::string path = tmp_path("tuned.ember");
+  REQUIRE_MESSAGE(t->save(path, &error) == Status::Ok, error);
+  Result<Model> m = Model::load(path, Verification::Full, &error);
+  REQUIRE_MESSAGE(m.ok(), error);
+  auto ex = Executor::create(std::make_shared<const Model>(std::move(m.get())), &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  ExecutionContext ctx(ex.get());
+  const Tensor x = data()[0].value;
+  Result<std::vector<Tensor>> out = ctx.run(Span<const Tensor>(&x, 1), {}, &error);
+  REQUIRE_MESSAGE(out.ok(), error);
+  testing::check_equal(out.get()[0], outputs(*t, x));
+  // The original file's outputs differ (the weights did move).
+  auto t0 = trainer(convert("mlp"), {"fc2.*"});
+  CHECK(max(abs(outputs(*t0, x) - out.get()[0])).item<double>() > 1e-3);
+}
+
+TEST_CASE("the weight selection explains what cannot be trained") {
+  std::string error;
+  CHECK(!Trainer::create(convert("mlp"), {{"fc3.*"}, {}}, &error).ok());
+  CHECK(error == "--train 'fc3.*' matches no weight; trainable weights: fc1.weight, fc1.bias, fc2.weight, fc2.bias");
+  CHECK(!Trainer::create(convert("mlp"), {{"*"}, {"*"}}, &error).ok());
+  CHECK(error == "no weight selected for training; trainable weights: fc1.weight, fc1.bias, fc2.weight, fc2.bias");
+  // int8: fc1's weight (128 elements) quantized, fc2's (64) left in float32.
+  converter::ConvertOptions q;
+  q.quantize = "dynamic-int8";
+  q.min_weight_elements = 100;
+  auto int8 = convert("mlp", q, "_int8");
+  CHECK(!Trainer::create(int8, {{"fc1.weight"}, {}}, &error).ok());
+  CHECK(error == "weight 'fc1.weight' cannot be trained: an int8 (quantized) weight (convert without --quantize to "
+                 "train it, or train the layers after it)");
+  // A head on an int8 backbone trains (the int8 layer is frozen; nothing flows back through it).
+  auto head = trainer(int8, {"fc2.*"});
+  FinetuneConfig c;
+  c.inputs = {{"x", "x"}};
+  c.target = "y";
+  c.lr = 0.5;
+  c.epochs = 20;
+  c.batch_size = 10;
+  Result<FinetuneResult> r = finetune(*head, data(), "data.npz", c, {}, &error);
+  REQUIRE_MESSAGE(r.ok(), error);
+  CHECK(r->epoch_loss.back() < 0.7 * r->epoch_loss.front());  // 1.47 -> 0.83
+}
+
+TEST_CASE("data checks name the key and the file") {
+  auto t = trainer(convert("mlp"), {"fc2.*"});
+  FinetuneConfig c;
+  c.inputs = {{"x", "x"}};
+  c.target = "nope";
+  std::string error;
+  CHECK(finetune(*t, data(), "data.npz", c, {}, &error).status() == Status::InvalidArgument);
+  CHECK(error == "'data.npz' has no array 'nope' (it has x, y, t, img, cls)");
+  c.target = "t";  // float targets for cross-entropy
+  CHECK(finetune(*t, data(), "data.npz", c, {}, &error).status() == Status::DTypeMismatch);
+  CHECK(error == "'data.npz': target 't' is float32; cross-entropy takes integer class labels");
+  c.target = "cls";
+  c.inputs = {{"x", "img"}};
+  CHECK(finetune(*t, data(), "data.npz", c, {}, &error).status() == Status::ShapeMismatch);
+  CHECK(error == "'data.npz': array 'img' has rank 4, model input 'x' rank 2 (the first dim is the batch)");
+  c.inputs = {{"x", "x"}};
+  c.loss = "mse";
+  c.target = "y";
+  CHECK(finetune(*t, data(), "data.npz", c, {}, &error).status() == Status::DTypeMismatch);
+  c.loss = "cross-entropy";
+  c.scheduler = "step:0.5";
+  CHECK(finetune(*t, data(), "data.npz", c, {}, &error).status() == Status::InvalidArgument);
+  CHECK(error == "--scheduler 'step:0.5': expected step:SIZE:GAMMA or cosine:TMAX (e.g. step:10:0.5)");
+  // Labels out of range for the model's 4 classes.
+  std::vector<NpzEntry> d = data();
+  d[1].value = full({10}, 7, DType::Int64);
+  c.scheduler = "";
+  CHECK(finetune(*t, d, "data.npz", c, {}, &error).status() == Status::InvalidArgument);
+  CHECK(error == "'data.npz': target 'y' holds label 7 at 0, outside [0, 4)");
+}
+
+}  // namespace
+}  // namespace ember
