@@ -4,11 +4,12 @@
 #   tools/fuzz.sh loader [SECONDS]   the .ember loader (seeds: valid .ember files)
 #   tools/fuzz.sh onnx [SECONDS]     the ONNX importer, passes, lowering and writer
 #                                    (seeds: the tests' and the model zoo's .onnx files)
+#   tools/fuzz.sh npz [SECONDS]      the .npz and .npy readers (seeds: the tests' data sets)
 # SECONDS defaults to 30; -runs=N as a third argument bounds by executions instead.
 # Exit status: 0 when no crash was found, non-zero otherwise (crash files in $WORK).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGET="${1:?usage: tools/fuzz.sh loader|onnx [SECONDS] [LIBFUZZER_FLAGS...]}"
+TARGET="${1:?usage: tools/fuzz.sh loader|onnx|npz [SECONDS] [LIBFUZZER_FLAGS...]}"
 SECONDS_TO_RUN="${2:-30}"
 shift $(( $# < 2 ? $# : 2 ))
 WORK="${FUZZ_WORK:-$(mktemp -d /tmp/ember_fuzz_$TARGET.XXXXXX)}"
@@ -28,7 +29,15 @@ case "$TARGET" in
     find bazel-bin/tests/golden/onnx bazel-bin/tests/golden/model_zoo -name '*.onnx' -size -256k \
       -exec cp {} "$WORK/seeds/" \;
     ;;
-  *) echo "tools/fuzz.sh: unknown target '$TARGET' (loader or onnx)" >&2; exit 2 ;;
+  npz)
+    FUZZ_TARGET=//tests:npz_fuzz
+    MAX_LEN=65536
+    bazel build //tests/golden:finetune_models //tests/golden:digits_model
+    cp bazel-bin/tests/golden/finetune/data.npz "$WORK/seeds/finetune.npz"
+    cp bazel-bin/tests/golden/digits/digits.calib.npz "$WORK/seeds/calib.npz"
+    cp bazel-bin/tests/golden/finetune/head_sgd.losses.npy "$WORK/seeds/"
+    ;;
+  *) echo "tools/fuzz.sh: unknown target '$TARGET' (loader, onnx or npz)" >&2; exit 2 ;;
 esac
 
 # The fuzzer with clang, in its own output directory.

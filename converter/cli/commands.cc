@@ -321,6 +321,7 @@ Diag inspect(const InspectArgs& args, std::ostream& out) {
   name_list("quantized tensors", quantized);
   name_list("sparse tensors", sparse);
   quantized_layers(model, out);
+  if (args.trainable) print_trainable(executor, out);
 
   const ModelMetadata meta = model.metadata();
   out << "metadata:\n"

@@ -8,6 +8,7 @@
 
 #include "converter/convert.h"
 #include "converter/report.h"
+#include "runtime/train/finetune.h"
 
 namespace ember::cli {
 
@@ -26,6 +27,7 @@ Diag convert(const ConvertArgs& args, std::ostream& out);
 // would fall back to the CPU ("all N nodes run on vulkan" when none).
 struct InspectArgs {
   std::string model;
+  bool trainable = false;  // --trainable: every weight and whether `ember finetune` can train it
   std::string device = "cpu";
   std::string precision = "fp32";
 };
@@ -61,5 +63,28 @@ struct BenchArgs {
   bool json = false;
 };
 Diag bench(const BenchArgs& args, std::ostream& out);
+
+// ember finetune MODEL.ember --data train.npz [--eval-data test.npz] --input NAME=KEY ... --target KEY
+//   --loss cross-entropy|mse|bce-logits|l1 --optimizer sgd|adam|adamw --lr F [--momentum F] [--weight-decay F]
+//   [--clip-grad-norm F] [--scheduler step:SIZE:GAMMA|cosine:TMAX] --epochs N --batch-size B
+//   [--no-shuffle | --shuffle-seed S] [--train PATTERN,... | --freeze PATTERN,...] -o OUT.ember
+//   [--log loss.csv] [--json] [--threads N] (runtime/train/finetune.h)
+struct FinetuneArgs {
+  std::string model;
+  std::string data;
+  std::string eval_data;
+  std::vector<std::string> inputs;  // "NAME=KEY" (or KEY for a one-input model)
+  std::vector<std::string> train, freeze;  // comma-separated glob patterns
+  std::string output;
+  std::string log;
+  std::string device = "cpu";
+  bool json = false;
+  int threads = 0;
+  FinetuneConfig config;
+};
+Diag finetune(const FinetuneArgs& args, std::ostream& out);
+
+// `ember inspect --trainable`: each weight, its dtype and shape, and whether it can be trained (or why not).
+void print_trainable(const Executor& executor, std::ostream& out);
 
 }  // namespace ember::cli

@@ -26,6 +26,37 @@ int finish(const ember::cli::Diag& d) {
   return 1;
 }
 
+// `ember finetune`'s flags into `ft` (--weight-decay defaults to 0.01 for adamw: see main).
+CLI::App* add_finetune(CLI::App& app, ember::cli::FinetuneArgs& ft) {
+  CLI::App* cmd = app.add_subcommand("finetune", "Fine-tune a .ember model on an .npz data set (CPU)");
+  cmd->add_option("model", ft.model, "The .ember model")->required();
+  cmd->add_option("--data", ft.data, "Training data: an .npz (np.savez) with the inputs and targets")->required();
+  cmd->add_option("--eval-data", ft.eval_data, "Evaluation data (.npz): loss (and accuracy) before and after");
+  cmd->add_option("-i,--input", ft.inputs, "NAME=KEY: model input NAME from array KEY (KEY alone: the only input)")
+      ->allow_extra_args(false);
+  cmd->add_option("--target", ft.config.target, "The targets' array key")->required();
+  cmd->add_option("--loss", ft.config.loss, "cross-entropy, mse, bce-logits or l1")->capture_default_str();
+  cmd->add_option("--optimizer", ft.config.optimizer, "sgd, adam or adamw")->capture_default_str();
+  cmd->add_option("--lr", ft.config.lr, "Learning rate")->capture_default_str();
+  cmd->add_option("--momentum", ft.config.momentum, "SGD momentum")->capture_default_str();
+  cmd->add_option("--weight-decay", ft.config.weight_decay, "Weight decay (adamw's default: 0.01)");
+  cmd->add_option("--clip-grad-norm", ft.config.clip_grad_norm, "Clip the gradients' total 2-norm (0: off)");
+  cmd->add_option("--scheduler", ft.config.scheduler, "step:SIZE:GAMMA or cosine:TMAX (stepped per epoch)");
+  cmd->add_option("--epochs", ft.config.epochs, "Epochs")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--batch-size", ft.config.batch_size, "Batch size")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_flag_function("--no-shuffle", [&ft](int64_t) { ft.config.shuffle = false; },
+                         "Batches in file order (x[i:i+B], as a PyTorch loop)");
+  cmd->add_option("--shuffle-seed", ft.config.seed, "Seed of the shuffled order")->capture_default_str();
+  cmd->add_option("--train", ft.train, "Weights to train: glob patterns, comma-separated (default: the last layer)");
+  cmd->add_option("--freeze", ft.freeze, "Weights to leave out of the selection: glob patterns");
+  cmd->add_option("-o,--output", ft.output, "Write the fine-tuned model here (atomically)");
+  cmd->add_option("--log", ft.log, "Write every step's loss and rate to this CSV");
+  cmd->add_flag("--json", ft.json, "Print one JSON object at the end");
+  cmd->add_option("--threads", ft.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", ft.device, "cpu (other devices: not yet)")->capture_default_str();
+  return cmd;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,6 +159,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_cmd->add_flag("--json", bench_args.json, "Print one JSON object");
 
+  FinetuneArgs ft;
+  CLI::App* ft_cmd = add_finetune(app, ft);
+  inspect_cmd->add_flag("--trainable", inspect_args.trainable,
+                        "List every weight and whether `ember finetune` can train it (or why not)");
+
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -154,6 +190,11 @@ int main(int argc, char** argv) {
     if (devices_cmd->parsed()) return finish(devices(std::cout));
     if (run_cmd->parsed()) return finish(run(run_args, std::cout));
     if (bench_cmd->parsed()) return finish(bench(bench_args, std::cout));
+    if (ft_cmd->parsed()) {
+      if (ft_cmd->get_option("--weight-decay")->count() == 0 && ft.config.optimizer == "adamw")
+        ft.config.weight_decay = 0.01;  // torch's default
+      return finish(finetune(ft, std::cout));
+    }
   } catch (const ember::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

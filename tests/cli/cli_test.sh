@@ -7,6 +7,7 @@ set -uo pipefail
 ember="$PWD/$1"
 onnx_dir="$PWD/$2"
 ref="$PWD/$3"
+ft_dir="$PWD/tests/golden/finetune"
 py=/usr/bin/python3
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 cd "$tmp"
@@ -260,6 +261,34 @@ PY
 vk 0 bench mlp.ember --device vulkan --allow-fallback --warmup 0 --iterations 2
 has_line "$out" "^model: mlp.ember \(device vulkan, [0-9]+ threads, 0 warmup \+ 2 timed runs\)$"
 has_line "$out" "^precision: fp32; [0-2] of 2 nodes fall back to the CPU$"
+
+# --- finetune: the trained file runs, the log has every step, errors name the problem ---
+run_ember 0 convert "$ft_dir/mlp.onnx" -o ft.ember
+run_ember 0 inspect ft.ember --trainable
+has_line "$out" "^  fc1.weight +float32 +\[16, 8\] +trainable$"
+run_ember 0 finetune ft.ember --data "$ft_dir/data.npz" --eval-data "$ft_dir/data.npz" --input x=x --target y \
+  --optimizer adam --lr 0.01 --epochs 30 --batch-size 4 --train '*' -o tuned.ember --log loss.csv
+has_line "$out" "^fine-tuning ft.ember: 4 tensors, 212 trainable elements \(fc1.weight, fc1.bias, fc2.weight, fc2.bias\)$"
+has_line "$out" "^before: eval loss 1\.47[0-9]+, accuracy 40\.00 %$"
+has_line "$out" "^after: eval loss 0\.[0-2][0-9]+, accuracy 100\.00 %$"
+has_line "$out" "^steps: 90 in "
+[[ -s tuned.ember ]] || fail "finetune did not write tuned.ember"
+[[ $(wc -l < loss.csv) -eq 91 ]] || fail "loss.csv: expected a header and 90 steps, got $(wc -l < loss.csv) lines"
+run_ember 0 finetune ft.ember --data "$ft_dir/data.npz" --target y --epochs 1 --json
+$py - "$out" <<'PY' || fail "finetune --json: $out"
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["steps"] == 1 and j["trainable_elements"] == 68 and j["first_loss"] > 0, j
+PY
+run_ember 1 finetune ft.ember --data "$ft_dir/data.npz" --target y --train 'conv*'
+has "$err" "--train 'conv*' matches no weight; trainable weights: fc1.weight, fc1.bias, fc2.weight, fc2.bias"
+run_ember 1 finetune ft.ember --data "$ft_dir/data.npz" --target labels
+has "$err" "has no array 'labels' (it has x, y, t, img, cls)"
+run_ember 1 finetune ft.ember --data "$ft_dir/data.npz" --target y --loss hinge
+has "$err" "--loss 'hinge': expected cross-entropy, mse, bce-logits or l1"
+run_ember 1 finetune ft.ember --data nope.npz --target y -o never.ember
+has "$err" "--data: cannot open 'nope.npz'"
+[[ ! -e never.ember ]] || fail "a failed finetune wrote never.ember"
 
 if ((failures > 0)); then
   echo "$failures check(s) failed" >&2
