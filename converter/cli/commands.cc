@@ -382,7 +382,7 @@ Diag run(const RunArgs& args, std::ostream& out) {
   Expected<ExecutorOptions> exec_options = executor_options(args.device, args.allow_fallback, args.precision);
   if (!exec_options.ok()) return exec_options.diag();
   exec_options->warm_up = false;  // one run: it creates the pipelines itself
-  Expected<LoadedModel> loaded = load_model(args.model, *exec_options);
+  Expected<LoadedModel> loaded = load_model(args.model, *exec_options, args.weights);
   if (!loaded.ok()) return loaded.diag();
   const Executor& executor = *loaded->executor;
   Expected<std::vector<Tensor>> inputs = read_inputs(executor, args.inputs);

@@ -39,6 +39,7 @@ Diag devices(std::ostream& out);
 // ember run MODEL.ember --input NAME=FILE.npy ... --output-dir DIR
 struct RunArgs {
   std::string model;
+  std::string weights;  // --weights D.safetensors: a fine-tuning delta applied to the model
   std::vector<std::string> inputs;  // "NAME=FILE.npy"
   std::string output_dir;
   std::string device = "cpu";
@@ -68,6 +69,7 @@ Diag bench(const BenchArgs& args, std::ostream& out);
 //   --loss cross-entropy|mse|bce-logits|l1 --optimizer sgd|adam|adamw --lr F [--momentum F] [--weight-decay F]
 //   [--clip-grad-norm F] [--scheduler step:SIZE:GAMMA|cosine:TMAX] --epochs N --batch-size B
 //   [--no-shuffle | --shuffle-seed S] [--train PATTERN,... | --freeze PATTERN,...] -o OUT.ember
+//   [--save-delta D.safetensors]
 //   [--log loss.csv] [--json] [--threads N] (runtime/train/finetune.h)
 struct FinetuneArgs {
   std::string model;
@@ -76,6 +78,7 @@ struct FinetuneArgs {
   std::vector<std::string> inputs;  // "NAME=KEY" (or KEY for a one-input model)
   std::vector<std::string> train, freeze;  // comma-separated glob patterns
   std::string output;
+  std::string delta;  // --save-delta D.safetensors: the trained tensors only
   std::string log;
   std::string device = "cpu";
   bool json = false;

@@ -16,6 +16,7 @@
 #include "runtime/core/file.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/model/npz.h"
+#include "runtime/train/delta.h"
 #include "runtime/train/finetune.h"
 #include "runtime/train/trainer.h"
 
@@ -189,6 +190,9 @@ Diag finetune(const FinetuneArgs& args, std::ostream& json_out) {
   if (!args.output.empty()) {
     if (trainer.save(args.output, &error) != Status::Ok) return {Status::IoError, error};
   }
+  if (!args.delta.empty()) {
+    if (save_delta(trainer, args.delta, &error) != Status::Ok) return {Status::IoError, error};
+  }
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   const int64_t rss = static_cast<int64_t>(usage.ru_maxrss) * 1024;
@@ -204,6 +208,7 @@ Diag finetune(const FinetuneArgs& args, std::ostream& json_out) {
       << num(static_cast<double>(r->steps.size()) / std::max(elapsed, 1e-9), 1) << " steps/s), peak RSS "
       << num(static_cast<double>(rss) / (1024.0 * 1024.0), 1) << " MiB\n";
   if (!args.output.empty()) out << "wrote " << args.output << "\n";
+  if (!args.delta.empty()) out << "wrote " << args.delta << " (the trained tensors; ember run --weights)\n";
   return {};
 }
 

@@ -50,6 +50,7 @@ CLI::App* add_finetune(CLI::App& app, ember::cli::FinetuneArgs& ft) {
   cmd->add_option("--train", ft.train, "Weights to train: glob patterns, comma-separated (default: the last layer)");
   cmd->add_option("--freeze", ft.freeze, "Weights to leave out of the selection: glob patterns");
   cmd->add_option("-o,--output", ft.output, "Write the fine-tuned model here (atomically)");
+  cmd->add_option("--save-delta", ft.delta, "Write the trained tensors only (safetensors, bound to MODEL)");
   cmd->add_option("--log", ft.log, "Write every step's loss and rate to this CSV");
   cmd->add_flag("--json", ft.json, "Print one JSON object at the end");
   cmd->add_option("--threads", ft.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
@@ -138,6 +139,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--precision", run_args.precision,
                       "fp32, or fp16 (device only: float weights and activations stored as float16)")
       ->capture_default_str();
+  run_cmd->add_option("--weights", run_args.weights, "A fine-tuning delta (ember finetune --save-delta) to apply");
   run_cmd->add_option("--threads", run_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
   run_cmd->add_flag("--profile", run_args.profile, "Print per-op-type times and devices (a flush per op on a device)");
 

@@ -7,6 +7,7 @@
 #include "runtime/core/error.h"
 #include "runtime/model/npy.h"
 #include "runtime/ops/ops.h"
+#include "runtime/train/delta.h"
 
 namespace ember::cli {
 namespace {
@@ -35,12 +36,18 @@ std::string dim_name(const IOInfo& io, size_t d) {
 
 }  // namespace
 
-Expected<LoadedModel> load_model(const std::string& path, const ExecutorOptions& options) {
+Expected<LoadedModel> load_model(const std::string& path, const ExecutorOptions& options, const std::string& delta) {
   std::string error;
   Result<Model> m = Model::load(path, Verification::Full, &error);
   if (!m.ok()) return Diag{m.status(), error};
   LoadedModel loaded;
-  loaded.model = std::make_shared<const Model>(std::move(m.get()));
+  if (delta.empty()) {
+    loaded.model = std::make_shared<const Model>(std::move(m.get()));
+  } else {
+    Result<Model> tuned = apply_delta(m.get(), delta, &error);
+    if (!tuned.ok()) return Diag{tuned.status(), error};
+    loaded.model = std::make_shared<const Model>(std::move(tuned.get()));
+  }
   Result<std::shared_ptr<const Executor>> e = Executor::create(loaded.model, options, &error);
   if (!e.ok()) return Diag{e.status(), str_cat("'", path, "': ", error)};
   loaded.executor = e.get();

@@ -24,7 +24,9 @@ struct LoadedModel {
 // Loads and fully verifies `path` and builds its executor with `options`
 // (on Vulkan: the context's message without a loader or a device, and the
 // executor's for a node without a Vulkan kernel unless allow_fallback).
-Expected<LoadedModel> load_model(const std::string& path, const ExecutorOptions& options = {});
+// `delta`: a fine-tuning delta (runtime/train/delta.h) applied first.
+Expected<LoadedModel> load_model(const std::string& path, const ExecutorOptions& options = {},
+                                 const std::string& delta = "");
 
 // Ok for "cpu", "vulkan" and "vulkan:N" (N: the device index, see
 // `ember devices`); "device 'cuda' is not available in this build" for the

@@ -273,6 +273,15 @@ has_line "$out" "^before: eval loss 1\.47[0-9]+, accuracy 40\.00 %$"
 has_line "$out" "^after: eval loss 0\.[0-2][0-9]+, accuracy 100\.00 %$"
 has_line "$out" "^steps: 90 in "
 [[ -s tuned.ember ]] || fail "finetune did not write tuned.ember"
+run_ember 0 finetune ft.ember --data "$ft_dir/data.npz" --target y --no-shuffle --epochs 3 -o head.ember \
+  --save-delta head.safetensors
+has_line "$out" "^wrote head.safetensors \(the trained tensors; ember run --weights\)$"
+$py -c "import numpy as np; np.save('ftx.npy', np.load('$ft_dir/data.npz')['x'])"
+run_ember 0 run head.ember --input x=ftx.npy -d out_full
+run_ember 0 run ft.ember --weights head.safetensors --input x=ftx.npy -d out_delta
+cmp -s out_full/y.npy out_delta/y.npy || fail "run --weights differs from the fine-tuned file"
+run_ember 1 run tuned.ember --weights head.safetensors --input x=ftx.npy -d out_bad
+has "$err" "delta 'head.safetensors' was trained from another model"
 [[ $(wc -l < loss.csv) -eq 91 ]] || fail "loss.csv: expected a header and 90 steps, got $(wc -l < loss.csv) lines"
 run_ember 0 finetune ft.ember --data "$ft_dir/data.npz" --target y --epochs 1 --json
 $py - "$out" <<'PY' || fail "finetune --json: $out"

@@ -10,6 +10,7 @@
 #include "runtime/model/executor.h"
 #include "runtime/model/npy.h"
 #include "runtime/model/npz.h"
+#include "runtime/train/delta.h"
 #include "runtime/train/finetune.h"
 #include "runtime/train/trainer.h"
 #include "tests/harness/testing.h"
@@ -167,6 +168,35 @@ TEST_CASE("save writes the trained weights: the saved file runs as the trainer d
   // The original file's outputs differ (the weights did move).
   auto t0 = trainer(convert("mlp"), {"fc2.*"});
   CHECK(max(abs(outputs(*t0, x) - out.get()[0])).item<double>() > 1e-3);
+}
+
+TEST_CASE("a delta holds the trained tensors, is bound to its base and overlays it") {
+  auto base = convert("mlp");
+  auto t = trainer(base, {"fc2.*"});
+  FinetuneConfig c;
+  c.inputs = {{"x", "x"}};
+  c.target = "y";
+  c.lr = 0.5;
+  c.batch_size = 5;
+  std::string error;
+  REQUIRE_MESSAGE(finetune(*t, data(), "data.npz", c, {}, &error).ok(), error);
+  const std::string path = tmp_path("delta.safetensors");
+  REQUIRE_MESSAGE(save_delta(*t, path, &error) == Status::Ok, error);
+  Result<Model> tuned = apply_delta(*base, path, &error);
+  REQUIRE_MESSAGE(tuned.ok(), error);
+  auto ex = Executor::create(std::make_shared<const Model>(std::move(tuned.get())), &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  ExecutionContext ctx(ex.get());
+  const Tensor x = data()[0].value;
+  Result<std::vector<Tensor>> out = ctx.run(Span<const Tensor>(&x, 1), {}, &error);
+  REQUIRE_MESSAGE(out.ok(), error);
+  testing::check_equal(out.get()[0], outputs(*t, x));
+  // Another base (the CNN) is refused, naming both fingerprints.
+  auto other = convert("cnn");
+  CHECK(!apply_delta(*other, path, &error).ok());
+  CHECK(error == "delta '" + path + "' was trained from another model (its base " + model_fingerprint(*base) +
+                     ", this model " + model_fingerprint(*other) + ")");
+  CHECK(model_fingerprint(*base).size() == 8 + 16);
 }
 
 TEST_CASE("the weight selection explains what cannot be trained") {

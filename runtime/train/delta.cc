@@ -1,0 +1,78 @@
+#include "runtime/train/delta.h"
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "runtime/autograd/grad_mode.h"
+#include "runtime/core/error.h"
+#include "runtime/nn/safetensors.h"
+
+namespace ember {
+namespace {
+
+constexpr const char* kFormat = "ember-delta";
+
+}  // namespace
+
+std::string model_fingerprint(const Model& model) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bit
+  const auto* p = reinterpret_cast<const unsigned char*>(model.data());
+  for (size_t i = 0; i < model.size(); ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return std::string("fnv1a64:") + hex;
+}
+
+Status save_delta(const Trainer& trainer, const std::string& path, std::string* error) {
+  nn::NamedTensors tensors;
+  {
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < trainer.parameters().size(); ++i)
+      tensors.emplace_back(trainer.parameter_names()[i], trainer.parameters()[i].detach());
+  }
+  try {
+    nn::save_safetensors(path, tensors, {{"format", kFormat}, {"base", model_fingerprint(trainer.executor().model())}});
+  } catch (const Error& e) {
+    return report_error(error, e.status(), "writing delta '", path, "': ", e.what());
+  }
+  return Status::Ok;
+}
+
+Result<Model> apply_delta(const Model& base, const std::string& path, std::string* error) {
+  nn::Metadata meta;
+  nn::NamedTensors tensors;
+  try {
+    tensors = nn::load_safetensors(path, &meta);
+  } catch (const Error& e) {
+    return report_error(error, e.status(), "delta '", path, "': ", e.what());
+  }
+  if (meta["format"] != kFormat)
+    return report_error(error, Status::InvalidArgument, "'", path,
+                        "' is not an ember delta (no \"format\": \"ember-delta\" in its metadata)");
+  const std::string mine = model_fingerprint(base);
+  if (meta["base"] != mine)
+    return report_error(error, Status::InvalidArgument, "delta '", path, "' was trained from another model (its base ",
+                        meta["base"], ", this model ", mine, ")");
+  std::vector<std::byte> bytes(base.data(), base.data() + base.size());
+  for (const auto& [name, value] : tensors) {
+    const int t = base.find_tensor(name);
+    if (t < 0 || !base.weight(t).defined())
+      return report_error(error, Status::InvalidArgument, "delta '", path, "': '", name, "' is not a weight of the model");
+    const Tensor& w = base.weight(t);
+    if (base.tensor(t).sparse() != nullptr || base.tensor(t).quant() != nullptr || w.dtype() != value.dtype() ||
+        w.sizes() != value.sizes())
+      return report_error(error, Status::ShapeMismatch, "delta '", path, "': '", name, "' is ", dtype_name(value.dtype()),
+                          " ", shape_str(value.sizes()), ", the model's weight ", dtype_name(w.dtype()), " ",
+                          shape_str(w.sizes()), (base.tensor(t).quant() != nullptr ? " (int8)" : ""));
+    const Tensor v = value.contiguous();
+    const size_t offset = static_cast<size_t>(static_cast<const std::byte*>(w.data_ptr()) - base.data());
+    std::memcpy(bytes.data() + offset, v.data_ptr(), v.nbytes());
+  }
+  return Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Minimal, error);
+}
+
+}  // namespace ember
