@@ -69,7 +69,7 @@ Diag bench(const BenchArgs& args, std::ostream& out);
 //   --loss cross-entropy|mse|bce-logits|l1 --optimizer sgd|adam|adamw --lr F [--momentum F] [--weight-decay F]
 //   [--clip-grad-norm F] [--scheduler step:SIZE:GAMMA|cosine:TMAX] --epochs N --batch-size B
 //   [--no-shuffle | --shuffle-seed S] [--train PATTERN,... | --freeze PATTERN,...] -o OUT.ember
-//   [--save-delta D.safetensors]
+//   [--save-delta D.safetensors] [--lora RANK[:ALPHA] --lora-targets PATTERN,...]
 //   [--log loss.csv] [--json] [--threads N] (runtime/train/finetune.h)
 struct FinetuneArgs {
   std::string model;
@@ -77,6 +77,8 @@ struct FinetuneArgs {
   std::string eval_data;
   std::vector<std::string> inputs;  // "NAME=KEY" (or KEY for a one-input model)
   std::vector<std::string> train, freeze;  // comma-separated glob patterns
+  std::string lora;                         // "RANK" or "RANK:ALPHA"
+  std::vector<std::string> lora_targets;    // comma-separated glob patterns
   std::string output;
   std::string delta;  // --save-delta D.safetensors: the trained tensors only
   std::string log;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -122,6 +123,16 @@ Diag finetune(const FinetuneArgs& args, std::ostream& json_out) {
   if (!loaded.ok()) return loaded.diag();
   std::string error;
   TrainerOptions topts{split_commas(args.train), split_commas(args.freeze)};
+  if (!args.lora.empty()) {
+    char* end = nullptr;
+    topts.lora_rank = std::strtoll(args.lora.c_str(), &end, 10);
+    if (*end == ':') topts.lora_alpha = std::strtod(end + 1, &end);
+    if (topts.lora_rank <= 0 || *end != '\0' || topts.lora_alpha < 0)
+      return {Status::InvalidArgument, "--lora '" + args.lora + "': expected RANK or RANK:ALPHA (e.g. 8 or 8:16)"};
+    topts.lora_targets = split_commas(args.lora_targets);
+  } else if (!args.lora_targets.empty()) {
+    return {Status::InvalidArgument, "--lora-targets needs --lora RANK"};
+  }
   Result<std::unique_ptr<Trainer>> made = Trainer::create(loaded->model, topts, &error);
   if (!made.ok()) return {made.status(), error};
   Trainer& trainer = *made.get();

@@ -50,6 +50,8 @@ CLI::App* add_finetune(CLI::App& app, ember::cli::FinetuneArgs& ft) {
   cmd->add_option("--train", ft.train, "Weights to train: glob patterns, comma-separated (default: the last layer)");
   cmd->add_option("--freeze", ft.freeze, "Weights to leave out of the selection: glob patterns");
   cmd->add_option("-o,--output", ft.output, "Write the fine-tuned model here (atomically)");
+  cmd->add_option("--lora", ft.lora, "LoRA adapters of rank R (alpha A, default R) on --lora-targets: R[:A]");
+  cmd->add_option("--lora-targets", ft.lora_targets, "Linear weights that get adapters: glob patterns");
   cmd->add_option("--save-delta", ft.delta, "Write the trained tensors only (safetensors, bound to MODEL)");
   cmd->add_option("--log", ft.log, "Write every step's loss and rate to this CSV");
   cmd->add_flag("--json", ft.json, "Print one JSON object at the end");

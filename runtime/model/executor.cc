@@ -290,6 +290,10 @@ class Run {
   }
 
   void bind_value(int32_t t, const Tensor& value) { values_[static_cast<size_t>(t)] = value; }
+  void bind_adapter(int k, const LoraAdapter* adapter) {
+    lora_.resize(static_cast<size_t>(m_.num_ops()), nullptr);
+    lora_[static_cast<size_t>(k)] = adapter;
+  }
 
   void bind_inputs(const std::vector<IOInfo>& declared, const std::vector<Tensor>& inputs) {
     for (size_t i = 0; i < inputs.size(); ++i) values_[static_cast<size_t>(declared[i].tensor)] = inputs[i];
@@ -388,7 +392,7 @@ class Run {
     try {
       const std::vector<Tensor> in = op_inputs(k, on_device);
       OpContext ctx{m_, k, state.kind, state, tensors_, in, on_device ? device_ : cpu_, on_device,
-                    on_device && fp16_, {}};
+                    on_device && fp16_, {}, lora_.empty() ? nullptr : lora_[static_cast<size_t>(k)]};
       run_op(ctx, values_);
       if (profile && on_device) {
         const Status st = backend_->synchronize();
@@ -434,6 +438,7 @@ class Run {
   Backend* const backend_;
   std::vector<Tensor> values_;
   std::vector<Tensor> other_;  // other_[t]: value t on the other device than values_[t]
+  std::vector<const LoraAdapter*> lora_;  // per op (run_recording's adapters), or empty
 };
 
 }  // namespace
@@ -516,13 +521,15 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
 }
 
 Result<std::vector<Tensor>> run_recording(const Executor& ex, Span<const Tensor> inputs,
-                                          const std::vector<std::pair<int, Tensor>>& weights, std::string* error) {
+                                          const std::vector<std::pair<int, Tensor>>& weights,
+                                          const std::vector<std::pair<int, LoraAdapter>>& adapters, std::string* error) {
   if (ex.options_.device != DeviceType::CPU)
     return report_error(error, Status::NotSupported, "training runs on the cpu executor, not ",
                         device_type_name(ex.options_.device));
   RT_RETURN_IF_ERROR(check_inputs(ex.inputs_, inputs, error));
   Run run(*ex.model_, ex.options_, ex.ops_, ex.tensors_);
   for (const auto& [t, w] : weights) run.bind_value(t, w);
+  for (const auto& [k, a] : adapters) run.bind_adapter(k, &a);
   run.bind_inputs(ex.inputs_, std::vector<Tensor>(inputs.begin(), inputs.end()));
   std::vector<Tensor> results;
   std::string message;

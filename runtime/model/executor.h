@@ -48,6 +48,7 @@
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
 #include "runtime/model/loader.h"
+#include "runtime/model/op_runner.h"
 #include "runtime/model/op_state.h"
 #include "runtime/model/placement.h"
 #include "runtime/tensor/tensor.h"
@@ -113,9 +114,12 @@ class Executor;
 // same op dispatch with autograd recording: no NoGradGuard and no arena
 // (every value is its own heap tensor, kept alive by the autograd graph), the
 // tensors in `weights` (model tensor index, value) read in place of the
-// model's weights. Inputs are checked as by ExecutionContext::run.
+// model's weights, and the LoRA adapters in `adapters` (op index, adapter;
+// Linear and QLinear ops) added to their ops. Inputs are checked as by
+// ExecutionContext::run.
 Result<std::vector<Tensor>> run_recording(const Executor& ex, Span<const Tensor> inputs,
                                           const std::vector<std::pair<int, Tensor>>& weights,
+                                          const std::vector<std::pair<int, LoraAdapter>>& adapters = {},
                                           std::string* error = nullptr);
 
 class Executor {
@@ -158,7 +162,8 @@ class Executor {
  private:
   friend class ExecutionContext;
   friend Result<std::vector<Tensor>> run_recording(const Executor&, Span<const Tensor>,
-                                                   const std::vector<std::pair<int, Tensor>>&, std::string*);
+                                                   const std::vector<std::pair<int, Tensor>>&,
+                                                   const std::vector<std::pair<int, LoraAdapter>>&, std::string*);
   std::shared_ptr<const Model> model_;
   ExecutorOptions options_;
   std::vector<IOInfo> inputs_, outputs_;

@@ -65,6 +65,9 @@ Tensor activate(const Tensor& y, const Activation& a) {
   return y;
 }
 
+// A LoRA adapter's term scale * (x A^T) B^T (the trainer's, runtime/train).
+Tensor lora_term(const LoraAdapter& a, const Tensor& x) { return linear(linear(x, a.a), a.b) * a.scale; }
+
 Shape static_shape(const Model& m, int t, const char* what) {
   const std::vector<int64_t> s = m.tensor_shape(t);
   for (int64_t d : s) {
@@ -349,34 +352,84 @@ void run_Pad(OpContext& c) {
 }
 
 void run_Linear(OpContext& c) {
-  c.out[0] = activate(linear(c.need(0, "data"), c.need(1, "weight"), c.opt(2)), c.params<LinearParams>().activation);
+  const Tensor& x = c.need(0, "data");
+  Tensor y = linear(x, c.need(1, "weight"), c.opt(2));
+  if (c.lora != nullptr) y = y + lora_term(*c.lora, x);
+  c.out[0] = activate(y, c.params<LinearParams>().activation);
 }
 
 // --- run-time ops: create() made them of a Linear / Conv2d, the weight prepared ---
 // by the backend of the device they run on. The kernels take float32 (a
 // float16 executor converts around them) and apply the fused activation.
 
-// y = f(x as float32), in x's dtype. These kernels have no backward: an x
-// that records a gradient (the trainer) is refused rather than cut off.
+// y = f(x as float32), in x's dtype.
 template <typename F>
 Tensor in_float32(const Tensor& x, F f) {
-  EMBER_CHECK(!x.requires_grad(), Status::NotSupported,
-              "no gradient flows back through an int8 or sparse layer yet: train only the layers after it");
   if (x.dtype() == DType::Float32) return f(x);
   return f(x.to(DType::Float32)).to(x.dtype());
 }
 
+// The float32 weight an int8 op approximates: (q - zero_point) * scale, per
+// tensor or along the weight's quantization axis.
+Tensor dequantized_weight(const OpContext& c) {
+  const int32_t t = c.model.op(c.index).inputs()->Get(1);
+  const fb::QuantParams* q = c.model.tensor(t).quant();
+  const Tensor& w = c.model.weight(t);
+  EMBER_CHECK(q != nullptr && q->scales() != nullptr && q->scales()->size() > 0, Status::InvalidModel,
+              "int8 weight '", c.model.tensor_name(t), "' has no scales");
+  Shape along(static_cast<size_t>(w.dim()), 1);
+  const int64_t n = q->scales()->size();
+  if (n > 1) along[static_cast<size_t>(q->axis() < 0 ? 0 : q->axis())] = n;
+  Tensor scale = empty({n}, DType::Float32), zero = zeros({n}, DType::Float32);
+  for (int64_t i = 0; i < n; ++i) {
+    scale.data_ptr<float>()[i] = q->scales()->Get(static_cast<uint32_t>(i));
+    if (q->zero_points() != nullptr && q->zero_points()->size() == static_cast<uint32_t>(n))
+      zero.data_ptr<float>()[i] = static_cast<float>(q->zero_points()->Get(static_cast<uint32_t>(i)));
+  }
+  return (w.to(DType::Float32) - zero.reshape(along)) * scale.reshape(along);
+}
+
+// An int8 or sparse kernel has no backward. When x carries a gradient (the
+// trainer), y keeps the kernel's values and gets the gradient of the float32
+// layer `f` it approximates (a straight-through estimator):
+//   y = kernel(x) + (f(x) - f(x).detach())
+template <typename F>
+Tensor straight_through(const Tensor& y, const Tensor& x, F f) {
+  if (!x.requires_grad()) return y;
+  const Tensor fx = f(x);
+  return y + (fx - fx.detach());
+}
+
 void run_QLinear(OpContext& c) {
-  c.out[0] = in_float32(c.need(0, "data"), [&](const Tensor& x) { return qlinear(x, c.params<QLinearParams>()); });
+  const Tensor& x = c.need(0, "data");
+  QLinearParams p = c.params<QLinearParams>();
+  const Activation act = p.activation;
+  if (c.lora != nullptr) p.activation = {};  // the adapter's term goes in before the activation
+  Tensor y = in_float32(x, [&](const Tensor& v) { return qlinear(v, p); });
+  y = straight_through(y, x, [&](const Tensor& v) {
+    return activate(linear(v, dequantized_weight(c), c.opt(2)), c.lora != nullptr ? Activation{} : act);
+  });
+  if (c.lora != nullptr) y = activate(y + lora_term(*c.lora, x), act);
+  c.out[0] = y;
 }
 
 void run_QConv2d(OpContext& c) {
-  c.out[0] = in_float32(c.need(0, "data"), [&](const Tensor& x) { return qconv2d(x, c.params<QConv2dParams>()); });
+  const Tensor& x = c.need(0, "data");
+  const auto& p = c.params<QConv2dParams>();
+  const Tensor y = in_float32(x, [&](const Tensor& v) { return qconv2d(v, p); });
+  c.out[0] = straight_through(y, x, [&](const Tensor& v) {
+    return activate(conv2d(v, dequantized_weight(c), c.opt(2), {p.conv.stride[0], p.conv.stride[1]},
+                           {p.conv.padding[0], p.conv.padding[1]}, {p.conv.dilation[0], p.conv.dilation[1]},
+                           p.conv.groups),
+                    p.conv.activation);
+  });
 }
 
 void run_SparseLinear(OpContext& c) {
-  c.out[0] = in_float32(c.need(0, "data"),
-                        [&](const Tensor& x) { return sparse_linear(x, c.params<QLinearParams>(), c.opt(2)); });
+  const Tensor& x = c.need(0, "data");
+  EMBER_CHECK(!x.requires_grad(), Status::NotSupported,
+              "no gradient flows back through a sparse COO layer yet: train only the layers after it");
+  c.out[0] = in_float32(x, [&](const Tensor& v) { return sparse_linear(v, c.params<QLinearParams>(), c.opt(2)); });
 }
 
 // --- backward ops: autograd runs them, the executor does not --------------------------

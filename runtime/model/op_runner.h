@@ -15,6 +15,13 @@
 
 namespace ember {
 
+// A LoRA adapter on a Linear or QLinear op (runtime/train): the op computes
+// y = act(W x + b + scale * B (A x)), A [rank, in], B [out, rank].
+struct LoraAdapter {
+  Tensor a, b;
+  double scale = 1.0;
+};
+
 // Everything a runner reads, and the outputs it writes.
 struct OpContext {
   const Model& model;
@@ -27,6 +34,7 @@ struct OpContext {
   bool on_device;    // the op runs on the executor's (non-CPU) device
   bool fp16;         // float32 values are float16 on the device (Precision::Float16)
   std::vector<Tensor> out;  // one per output slot, set by the runner
+  const LoraAdapter* lora = nullptr;  // the trainer's adapter on this op, if any
 
   // Input j, which must be given ("the <what> input is missing").
   const Tensor& need(size_t j, const char* what) const;

@@ -1,17 +1,25 @@
 #include "runtime/train/delta.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <cstring>
 #include <vector>
 
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/core/error.h"
 #include "runtime/nn/safetensors.h"
+#include "runtime/ops/ops.h"
 
 namespace ember {
 namespace {
 
 constexpr const char* kFormat = "ember-delta";
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() > n && s.compare(s.size() - n, n, suffix) == 0;
+}
 
 }  // namespace
 
@@ -35,7 +43,9 @@ Status save_delta(const Trainer& trainer, const std::string& path, std::string* 
       tensors.emplace_back(trainer.parameter_names()[i], trainer.parameters()[i].detach());
   }
   try {
-    nn::save_safetensors(path, tensors, {{"format", kFormat}, {"base", model_fingerprint(trainer.executor().model())}});
+    nn::Metadata meta{{"format", kFormat}, {"base", model_fingerprint(trainer.executor().model())}};
+    if (!trainer.adapters().empty()) meta["lora_scale"] = std::to_string(trainer.adapters().front().second.scale);
+    nn::save_safetensors(path, tensors, meta);
   } catch (const Error& e) {
     return report_error(error, e.status(), "writing delta '", path, "': ", e.what());
   }
@@ -45,6 +55,7 @@ Status save_delta(const Trainer& trainer, const std::string& path, std::string* 
 Result<Model> apply_delta(const Model& base, const std::string& path, std::string* error) {
   nn::Metadata meta;
   nn::NamedTensors tensors;
+  NoGradGuard no_grad;
   try {
     tensors = nn::load_safetensors(path, &meta);
   } catch (const Error& e) {
@@ -57,8 +68,40 @@ Result<Model> apply_delta(const Model& base, const std::string& path, std::strin
   if (meta["base"] != mine)
     return report_error(error, Status::InvalidArgument, "delta '", path, "' was trained from another model (its base ",
                         meta["base"], ", this model ", mine, ")");
-  std::vector<std::byte> bytes(base.data(), base.data() + base.size());
+  // Adapters first become weight deltas: W += scale * B A (float32 weights only).
+  const double scale = meta.count("lora_scale") ? std::atof(meta["lora_scale"].c_str()) : 1.0;
+  std::map<std::string, Tensor> weights;
+  std::map<std::string, std::pair<Tensor, Tensor>> adapters;
   for (const auto& [name, value] : tensors) {
+    const bool a = ends_with(name, ".lora_A"), b = ends_with(name, ".lora_B");
+    if (!a && !b) {
+      weights[name] = value;
+      continue;
+    }
+    auto& ab = adapters[name.substr(0, name.size() - 7)];
+    (a ? ab.first : ab.second) = value;
+  }
+  for (const auto& [name, ab] : adapters) {
+    const int t = base.find_tensor(name);
+    if (t >= 0 && base.tensor_dtype(t) != DType::Float32)
+      return report_error(error, Status::NotSupported, "delta '", path, "': LoRA adapters on the ",
+                          dtype_name(base.tensor_dtype(t)), " weight '", name,
+                          "' cannot be merged into it (run them through the trainer)");
+    if (!ab.first.defined() || !ab.second.defined())
+      return report_error(error, Status::InvalidArgument, "delta '", path, "': adapter '", name, "' lacks its ",
+                          ab.first.defined() ? "lora_B" : "lora_A");
+    Tensor& w = weights[name];
+    if (!w.defined() && t >= 0) w = base.weight(t);
+    if (!w.defined()) continue;  // reported below
+    if (w.dim() != 2 || ab.second.dim() != 2 || ab.first.dim() != 2 || ab.second.size(0) != w.size(0) ||
+        ab.first.size(1) != w.size(1) || ab.second.size(1) != ab.first.size(0))
+      return report_error(error, Status::ShapeMismatch, "delta '", path, "': adapter '", name, "' (A ",
+                          shape_str(ab.first.sizes()), ", B ", shape_str(ab.second.sizes()), ") does not fit ",
+                          shape_str(w.sizes()));
+    w = w + matmul(ab.second, ab.first) * scale;
+  }
+  std::vector<std::byte> bytes(base.data(), base.data() + base.size());
+  for (const auto& [name, value] : weights) {
     const int t = base.find_tensor(name);
     if (t < 0 || !base.weight(t).defined())
       return report_error(error, Status::InvalidArgument, "delta '", path, "': '", name, "' is not a weight of the model");

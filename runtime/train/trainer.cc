@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "runtime/autograd/grad_mode.h"
@@ -10,6 +11,8 @@
 #include "runtime/core/file.h"
 #include "runtime/model/model_access.h"
 #include "runtime/model/placement.h"
+#include "runtime/nn/init.h"
+#include "runtime/ops/ops.h"
 
 namespace ember {
 namespace {
@@ -30,7 +33,7 @@ std::string why_not_trainable(const Model& m, int t, bool read_on_host) {
   const fb::Tensor& ft = m.tensor(t);
   if (ft.sparse() != nullptr) return "a sparse COO weight (convert without --sparse-coo to train it)";
   if (ft.quant() != nullptr || m.tensor_dtype(t) == DType::Int8)
-    return "an int8 (quantized) weight (convert without --quantize to train it, or train the layers after it)";
+    return "an int8 (quantized) weight (train a LoRA adapter on it, --lora, or convert without --quantize)";
   if (read_on_host) return "read on the host as shape or index data";
   if (m.tensor_dtype(t) == DType::Float16) return "stored as float16 (convert with --weights fp32 to train it)";
   if (m.tensor_dtype(t) != DType::Float32) return str_cat("a ", dtype_name(m.tensor_dtype(t)), " constant");
@@ -85,7 +88,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(std::shared_ptr<const Model> mo
   if (!ex.ok()) return ex.status();
   const std::vector<WeightInfo> weights = list_weights(*ex.get());
   std::vector<const WeightInfo*> chosen;
-  if (options.train.empty()) {
+  if (options.train.empty() && options.lora_rank > 0) {
+    // only the adapters
+  } else if (options.train.empty()) {
     int last = -1;
     for (const WeightInfo& w : weights) {
       if (w.why_not.empty() && w.last_op > last) last = w.last_op;
@@ -118,7 +123,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(std::shared_ptr<const Model> mo
   chosen.erase(std::remove_if(chosen.begin(), chosen.end(),
                               [&](const WeightInfo* w) { return matches_any(options.freeze, w->name); }),
                chosen.end());
-  if (chosen.empty())
+  if (chosen.empty() && options.lora_rank <= 0)
     return report_error(error, Status::InvalidArgument, "no weight selected for training; trainable weights: ",
                         names_of(weights));
 
@@ -135,13 +140,62 @@ Result<std::unique_ptr<Trainer>> Trainer::create(std::shared_ptr<const Model> mo
     trainer->names_.push_back(w->name);
     trainer->params_.push_back(p);
   }
+  if (options.lora_rank > 0) RT_RETURN_IF_ERROR(trainer->add_adapters(options, error));
   return trainer;
+}
+
+Status Trainer::add_adapters(const TrainerOptions& options, std::string* error) {
+  const Model& m = executor_->model();
+  if (options.lora_targets.empty())
+    return report_error(error, Status::InvalidArgument, "LoRA needs target patterns (--lora-targets)");
+  const int64_t r = options.lora_rank;
+  const double scale = (options.lora_alpha > 0 ? options.lora_alpha : static_cast<double>(r)) / static_cast<double>(r);
+  std::vector<bool> used(options.lora_targets.size(), false);
+  for (int k = 0; k < m.num_ops(); ++k) {
+    if (m.op_kind(k) != OpKind::Linear || vlen(m.op(k).inputs()) < 2) continue;
+    const int32_t t = m.op(k).inputs()->Get(1);
+    if (t < 0 || !m.weight(t).defined()) continue;
+    const std::string name(m.tensor_name(t));
+    bool hit = false;
+    for (size_t i = 0; i < options.lora_targets.size(); ++i) {
+      if (matches(options.lora_targets[i], name)) used[i] = hit = true;
+    }
+    if (!hit) continue;
+    if (m.tensor(t).sparse() != nullptr)
+      return report_error(error, Status::NotSupported, "LoRA on '", name, "': a sparse COO weight (not supported)");
+    const std::vector<int64_t> shape = m.tensor_shape(t);  // [out, in]
+    if (r > std::min(shape[0], shape[1]))
+      return report_error(error, Status::InvalidArgument, "LoRA rank ", r, " exceeds '", name, "' ", shape_str(shape));
+    LoraAdapter a;
+    {
+      NoGradGuard no_grad;
+      a.a = nn::init::kaiming_uniform_(empty({r, shape[1]}), std::sqrt(5.0));
+      a.b = zeros({shape[0], r});
+    }
+    a.a.requires_grad_(true);
+    a.b.requires_grad_(true);
+    a.scale = scale;
+    for (const auto& [suffix, p] : {std::make_pair(".lora_A", a.a), std::make_pair(".lora_B", a.b)}) {
+      tensors_.push_back(t);
+      names_.push_back(name + suffix);
+      params_.push_back(p);
+    }
+    adapters_.emplace_back(k, a);
+  }
+  for (size_t i = 0; i < used.size(); ++i) {
+    if (!used[i])
+      return report_error(error, Status::InvalidArgument, "--lora-targets '", options.lora_targets[i],
+                          "' matches no Linear weight");
+  }
+  return Status::Ok;
 }
 
 Result<std::vector<Tensor>> Trainer::forward(Span<const Tensor> inputs, std::string* error) {
   std::vector<std::pair<int, Tensor>> weights;
-  for (size_t i = 0; i < params_.size(); ++i) weights.emplace_back(tensors_[i], params_[i]);
-  return run_recording(*executor_, inputs, weights, error);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!is_adapter(i)) weights.emplace_back(tensors_[i], params_[i]);
+  }
+  return run_recording(*executor_, inputs, weights, adapters_, error);
 }
 
 int64_t Trainer::trainable_elements() const {
@@ -153,16 +207,42 @@ int64_t Trainer::trainable_elements() const {
 Status Trainer::save(const std::string& path, std::string* error) const {
   const Model& m = executor_->model();
   std::vector<std::byte> bytes(m.data(), m.data() + m.size());
+  NoGradGuard no_grad;
+  // The value of each written weight: trained, then with its adapter merged.
+  std::vector<std::pair<int, Tensor>> values;
+  const auto value_of = [&](int t) -> Tensor& {
+    for (auto& [u, v] : values) {
+      if (u == t) return v;
+    }
+    values.emplace_back(t, m.weight(t));
+    return values.back().second;
+  };
   for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& w = m.weight(tensors_[i]);
+    if (!is_adapter(i)) value_of(tensors_[i]) = params_[i].detach();
+  }
+  for (const auto& [k, a] : adapters_) {
+    const int t = m.op(k).inputs()->Get(1);
+    if (m.tensor_dtype(t) != DType::Float32)
+      return report_error(error, Status::NotSupported, "LoRA adapters on the ", dtype_name(m.tensor_dtype(t)),
+                          " weight '", m.tensor_name(t), "' cannot be merged into it: save them as a delta "
+                          "(--save-delta)");
+    Tensor& w = value_of(t);
+    w = w + matmul(a.b, a.a) * a.scale;
+  }
+  for (const auto& [t, v] : values) {
+    const Tensor& w = m.weight(t);
     const size_t offset = static_cast<size_t>(static_cast<const std::byte*>(w.data_ptr()) - m.data());
-    NoGradGuard no_grad;
-    const Tensor p = params_[i].detach().contiguous();
+    const Tensor p = v.contiguous();
     if (offset + p.nbytes() > bytes.size() || p.nbytes() != w.nbytes())
-      return report_error(error, Status::Internal, "weight '", names_[i], "' does not fit its place in the file");
+      return report_error(error, Status::Internal, "weight '", m.tensor_name(t), "' does not fit its place in the file");
     std::memcpy(bytes.data() + offset, p.data_ptr(), p.nbytes());
   }
   return write_file_atomic(path, bytes.data(), bytes.size(), error);
+}
+
+bool Trainer::is_adapter(size_t i) const {
+  const std::string& n = names_[i];
+  return n.size() > 7 && (n.compare(n.size() - 7, 7, ".lora_A") == 0 || n.compare(n.size() - 7, 7, ".lora_B") == 0);
 }
 
 }  // namespace ember

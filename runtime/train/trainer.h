@@ -55,6 +55,15 @@ struct TrainerOptions {
   std::vector<std::string> train;
   // Patterns removed from the selection.
   std::vector<std::string> freeze;
+  // LoRA: rank-r adapters on the Linear layers (float32 or int8) whose weight
+  // matches a pattern of lora_targets: y = W x + b + (alpha / r) B (A x), A
+  // [r, in] initialized as PyTorch's kaiming_uniform_(a=sqrt(5)) (peft's
+  // choice), B [out, r] zeros. The adapters are parameters named
+  // "<weight>.lora_A" / "<weight>.lora_B"; with lora_rank > 0 and no `train`
+  // patterns only the adapters train.
+  int64_t lora_rank = 0;
+  double lora_alpha = 0;  // 0: alpha = rank (scale 1)
+  std::vector<std::string> lora_targets;
 };
 
 class Trainer {
@@ -68,7 +77,7 @@ class Trainer {
   // autograd graph back to parameters().
   Result<std::vector<Tensor>> forward(Span<const Tensor> inputs, std::string* error = nullptr);
 
-  // The trained weights: float32 leaf tensors that require grad.
+  // The trained weights (then the LoRA adapters): float32 leaf tensors that require grad.
   const std::vector<Tensor>& parameters() const { return params_; }
   const std::vector<std::string>& parameter_names() const { return names_; }
   int64_t trainable_elements() const;
@@ -76,16 +85,24 @@ class Trainer {
 
   // Writes the model with the trained weights in place of the originals
   // (every other byte copied from the loaded file), atomically: a failure or
-  // a kill leaves `path` as it was.
+  // a kill leaves `path` as it was. LoRA adapters on float32 weights are
+  // merged into them (W + scale B A); on int8 weights they cannot be (the
+  // error says to save a delta instead).
   Status save(const std::string& path, std::string* error = nullptr) const;
+
+  // The adapters by op index (run_recording's form).
+  const std::vector<std::pair<int, LoraAdapter>>& adapters() const { return adapters_; }
 
   explicit Trainer(std::shared_ptr<const Executor> executor) : executor_(std::move(executor)) {}  // use create()
 
  private:
   std::shared_ptr<const Executor> executor_;
-  std::vector<int> tensors_;  // model tensor of each parameter
+  Status add_adapters(const TrainerOptions& options, std::string* error);
+  bool is_adapter(size_t i) const;  // parameter i is a LoRA adapter's A or B
+  std::vector<int> tensors_;  // model tensor of each parameter (an adapter: the weight it adapts)
   std::vector<std::string> names_;
   std::vector<Tensor> params_;
+  std::vector<std::pair<int, LoraAdapter>> adapters_;
 };
 
 }  // namespace ember

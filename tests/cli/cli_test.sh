@@ -295,6 +295,14 @@ run_ember 1 finetune ft.ember --data "$ft_dir/data.npz" --target labels
 has "$err" "has no array 'labels' (it has x, y, t, img, cls)"
 run_ember 1 finetune ft.ember --data "$ft_dir/data.npz" --target y --loss hinge
 has "$err" "--loss 'hinge': expected cross-entropy, mse, bce-logits or l1"
+run_ember 0 convert "$ft_dir/mlp.onnx" -o ft_int8.ember --quantize dynamic-int8 --min-weight-elements 100
+run_ember 0 finetune ft_int8.ember --data "$ft_dir/data.npz" --target y --lora 2:4 --lora-targets 'fc1.*' \
+  --optimizer adam --lr 0.01 --epochs 2 --save-delta lora.safetensors
+has_line "$out" "^fine-tuning ft_int8.ember: 2 tensors, 48 trainable elements \(fc1.weight.lora_A, fc1.weight.lora_B\)$"
+run_ember 1 finetune ft_int8.ember --data "$ft_dir/data.npz" --target y --lora 2 --lora-targets 'fc1.*' -o never.ember
+has "$err" "LoRA adapters on the int8 weight 'fc1.weight' cannot be merged into it: save them as a delta (--save-delta)"
+run_ember 1 finetune ft.ember --data "$ft_dir/data.npz" --target y --lora x2 --lora-targets 'fc1.*'
+has "$err" "--lora 'x2': expected RANK or RANK:ALPHA (e.g. 8 or 8:16)"
 run_ember 1 finetune ft.ember --data nope.npz --target y -o never.ember
 has "$err" "--data: cannot open 'nope.npz'"
 [[ ! -e never.ember ]] || fail "a failed finetune wrote never.ember"

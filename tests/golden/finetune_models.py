@@ -17,6 +17,9 @@ Scenarios:
                     StepLR(1, 0.5) per epoch, mse against t, batch 3, 3 epochs
   cnn_sgd           cnn with BatchNorm folded (torch.nn.utils.fusion.fuse_conv_bn_eval),
                     every weight, SGD lr 0.05, cross-entropy, batch 5, 2 epochs
+  lora_int8         mlp with fc1 dynamically quantized (quantize_dynamic, per tensor) and a
+                    rank-2 LoRA adapter (alpha 4) on it, only the adapter trained: Adam lr 0.01,
+                    cross-entropy, batch 4, 2 epochs; lora_int8.A.npy: A's initial values
 Usage: /usr/bin/python3 finetune_models.py OUT_DIR
 """
 import copy
@@ -49,6 +52,18 @@ class CNN(nn.Module):
 
     def forward(self, x):
         return self.fc(torch.flatten(torch.relu(self.bn(self.conv(x))), 1))
+
+
+class LoraInt8(nn.Module):
+    def __init__(self, mlp, a):
+        super().__init__()
+        self.q = torch.ao.quantization.quantize_dynamic(nn.Sequential(mlp.fc1), {nn.Linear}, dtype=torch.qint8)[0]
+        self.a = nn.Parameter(a.clone())
+        self.b = nn.Parameter(torch.zeros(16, 2))
+        self.fc2 = mlp.fc2
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.q(x) + 2.0 * ((x @ self.a.T) @ self.b.T)))
 
 
 def export(model, example, path):
@@ -115,6 +130,12 @@ def main(out):
     fused = nn.Sequential(fuse_conv_bn_eval(c.conv, c.bn), nn.ReLU(), nn.Flatten(), c.fc)
     params = list(fused.parameters())
     save("cnn_sgd", run(fused, params, img, cls, F.cross_entropy, torch.optim.SGD(params, lr=0.05), 5, 2))
+    torch.manual_seed(5)
+    a = nn.init.kaiming_uniform_(torch.empty(2, 8), a=5 ** 0.5)
+    np.save(os.path.join(out, "lora_int8.A.npy"), a.numpy())
+    lq = LoraInt8(copy.deepcopy(mlp), a)
+    params = [lq.a, lq.b]
+    save("lora_int8", run(lq, params, x, y, F.cross_entropy, torch.optim.Adam(params, lr=0.01), 4, 2))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 
 #include "converter/convert.h"
 #include "runtime/model/executor.h"
+#include "runtime/nn/loss.h"
 #include "runtime/model/npy.h"
 #include "runtime/model/npz.h"
 #include "runtime/train/delta.h"
@@ -64,7 +65,8 @@ Tensor outputs(Trainer& t, const Tensor& x) {
 }
 
 // Fine-tunes like scenario `name` of finetune_models.py and compares with torch.
-void check_scenario(const std::string& name, Trainer& t, FinetuneConfig c, const std::string& x_key) {
+void check_scenario(const std::string& name, Trainer& t, FinetuneConfig c, const std::string& x_key,
+                    double rtol = 1e-5) {
   c.shuffle = false;
   const std::vector<NpzEntry> d = data();
   std::string error;
@@ -74,11 +76,12 @@ void check_scenario(const std::string& name, Trainer& t, FinetuneConfig c, const
   REQUIRE(static_cast<int64_t>(r->steps.size()) == expected.numel());
   for (int64_t i = 0; i < expected.numel(); ++i) {
     const double e = expected.data_ptr<double>()[i];
-    CHECK_MESSAGE(std::fabs(r->steps[static_cast<size_t>(i)].loss - e) <= 1e-5 * std::fabs(e),
+    CHECK_MESSAGE(std::fabs(r->steps[static_cast<size_t>(i)].loss - e) <= rtol * std::fabs(e),
                   name << " step " << i + 1 << ": " << r->steps[static_cast<size_t>(i)].loss << " vs torch " << e);
   }
   for (const NpzEntry& e : d) {
-    if (e.name == x_key) check_close(outputs(t, e.value), npy(name + ".out.npy"), 1e-4, 1e-5);
+    // The outputs within 1e-4 (int8 forwards: within the two int8 schemes' difference).
+    if (e.name == x_key) check_close(outputs(t, e.value), npy(name + ".out.npy"), rtol < 1e-4 ? 1e-4 : 2e-2, rtol < 1e-4 ? 1e-5 : 1.5e-2);
   }
 }
 
@@ -142,6 +145,109 @@ TEST_CASE("a CNN with BatchNorm folded at conversion trains as torch's fuse_conv
   c.batch_size = 5;
   c.epochs = 2;
   check_scenario("cnn_sgd", *t, c, "img");
+}
+
+TEST_CASE("LoRA on an int8 Linear (only the adapter trains) matches PyTorch's quantize_dynamic model") {
+  converter::ConvertOptions q;
+  q.quantize = "dynamic-int8";
+  q.per_tensor = true;
+  q.min_weight_elements = 100;  // fc1 (128 elements) int8, fc2 (64) float32
+  TrainerOptions o;
+  o.lora_rank = 2;
+  o.lora_alpha = 4;
+  o.lora_targets = {"fc1.*"};
+  std::string error;
+  auto made = Trainer::create(convert("mlp", q, "_int8"), o, &error);
+  REQUIRE_MESSAGE(made.ok(), error);
+  Trainer& t = *made.get();
+  CHECK(t.parameter_names() == std::vector<std::string>{"fc1.weight.lora_A", "fc1.weight.lora_B"});
+  {
+    NoGradGuard no_grad;
+    Tensor a = t.parameters()[0];
+    a.copy_(npy("lora_int8.A.npy"));  // torch's initial A (the init draws differ)
+  }
+  FinetuneConfig c;
+  c.inputs = {{"x", "x"}};
+  c.target = "y";
+  c.optimizer = "adam";
+  c.lr = 0.01;
+  c.batch_size = 4;
+  c.epochs = 2;
+  // ember's int8 GEMM quantizes x to 8 bits, PyTorch's fbgemm dynamic Linear
+  // to 7 (reduce_range): before any training the two int8 models' outputs
+  // differ by up to 9.4e-3 (ember vs fp32 5.9e-3, PyTorch vs fp32 7.2e-3), the
+  // losses by ~4e-4 relative. The training itself adds no difference beyond that.
+  check_scenario("lora_int8", t, c, "x", 2e-3);
+  // An adapter on an int8 weight cannot be merged into the file: save says to write a delta.
+  CHECK(t.save(tmp_path("never.ember"), &error) == Status::NotSupported);
+  CHECK(error == "LoRA adapters on the int8 weight 'fc1.weight' cannot be merged into it: save them as a delta "
+                 "(--save-delta)");
+}
+
+TEST_CASE("LoRA on a float32 Linear merges into the weight on save and in a delta") {
+  auto base = convert("mlp");
+  TrainerOptions o;
+  o.lora_rank = 2;
+  o.lora_targets = {"fc1.weight"};
+  std::string error;
+  auto made = Trainer::create(base, o, &error);
+  REQUIRE_MESSAGE(made.ok(), error);
+  Trainer& t = *made.get();
+  FinetuneConfig c;
+  c.inputs = {{"x", "x"}};
+  c.target = "y";
+  c.optimizer = "adam";
+  c.lr = 0.05;
+  c.batch_size = 5;
+  REQUIRE_MESSAGE(finetune(t, data(), "data.npz", c, {}, &error).ok(), error);
+  const Tensor x = data()[0].value;
+  const Tensor expected = outputs(t, x);
+  REQUIRE_MESSAGE(save_delta(t, tmp_path("lora.safetensors"), &error) == Status::Ok, error);
+  REQUIRE_MESSAGE(t.save(tmp_path("lora.ember"), &error) == Status::Ok, error);
+  for (const bool delta : {false, true}) {
+    Result<Model> m = delta ? apply_delta(*base, tmp_path("lora.safetensors"), &error)
+                            : Model::load(tmp_path("lora.ember"), Verification::Full, &error);
+    REQUIRE_MESSAGE(m.ok(), error);
+    auto ex = Executor::create(std::make_shared<const Model>(std::move(m.get())), &error);
+    REQUIRE_MESSAGE(ex.ok(), error);
+    ExecutionContext ctx(ex.get());
+    Result<std::vector<Tensor>> out = ctx.run(Span<const Tensor>(&x, 1), {}, &error);
+    REQUIRE_MESSAGE(out.ok(), error);
+    check_close(out.get()[0], expected, 1e-5, 1e-5);
+  }
+  CHECK(!Trainer::create(base, {{}, {}, 2, 0, {"conv*"}}, &error).ok());
+  CHECK(error == "--lora-targets 'conv*' matches no Linear weight");
+}
+
+TEST_CASE("a gradient flows through a frozen int8 Linear to the float32 layer before it") {
+  // fc2 int8, fc1 float32 and trained: fc1's gradient is the one of the float32
+  // model whose fc2 holds the dequantized int8 weight (straight-through).
+  converter::ConvertOptions q;
+  q.quantize = "dynamic-int8";
+  q.exclude = {"/fc1/Gemm"};
+  auto int8 = convert("mlp", q, "_int8_fc2");
+  auto t = trainer(int8, {"fc1.*"});
+  auto f = trainer(convert("mlp"), {"fc1.*", "fc2.weight"});
+  {
+    NoGradGuard no_grad;
+    const int w = int8->find_tensor("fc2.weight");
+    const fb::QuantParams* qp = int8->tensor(w).quant();
+    REQUIRE(qp != nullptr);
+    Tensor scales = empty({4}, DType::Float32);
+    for (int i = 0; i < 4; ++i) scales.data_ptr<float>()[i] = qp->scales()->Get(static_cast<uint32_t>(i));
+    Tensor fc2 = f->parameters()[2];
+    fc2.copy_(int8->weight(w).to(DType::Float32) * scales.reshape({4, 1}));
+  }
+  const std::vector<NpzEntry> d = data();
+  std::string error;
+  for (Trainer* tr : {t.get(), f.get()}) {
+    Result<std::vector<Tensor>> out = tr->forward(Span<const Tensor>(&d[0].value, 1), &error);
+    REQUIRE_MESSAGE(out.ok(), error);
+    nn::cross_entropy(out.get()[0], d[1].value).backward();
+  }
+  REQUIRE(t->parameters()[0].grad().defined());
+  check_close(t->parameters()[0].grad(), f->parameters()[0].grad(), 2e-2, 2e-3);
+  check_close(t->parameters()[1].grad(), f->parameters()[1].grad(), 2e-2, 2e-3);
 }
 
 TEST_CASE("save writes the trained weights: the saved file runs as the trainer does") {
@@ -211,8 +317,8 @@ TEST_CASE("the weight selection explains what cannot be trained") {
   q.min_weight_elements = 100;
   auto int8 = convert("mlp", q, "_int8");
   CHECK(!Trainer::create(int8, {{"fc1.weight"}, {}}, &error).ok());
-  CHECK(error == "weight 'fc1.weight' cannot be trained: an int8 (quantized) weight (convert without --quantize to "
-                 "train it, or train the layers after it)");
+  CHECK(error == "weight 'fc1.weight' cannot be trained: an int8 (quantized) weight (train a LoRA adapter on it, "
+                 "--lora, or convert without --quantize)");
   // A head on an int8 backbone trains (the int8 layer is frozen; nothing flows back through it).
   auto head = trainer(int8, {"fc2.*"});
   FinetuneConfig c;
