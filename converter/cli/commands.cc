@@ -464,9 +464,7 @@ Diag bench(const BenchArgs& args, std::ostream& out) {
   for (double t : ms) sum += t;
   const double mean = sum / static_cast<double>(n);
   const double throughput = mean > 0 ? 1000.0 / mean : 0.0;
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  const int64_t rss = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux: kilobytes
+  const int64_t rss = peak_rss_bytes();
   const size_t arena = ctx.memory_plan().arena_bytes;
   const int threads = args.threads > 0 ? args.threads : get_num_threads();
 

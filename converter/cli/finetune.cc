@@ -204,9 +204,7 @@ Diag finetune(const FinetuneArgs& args, std::ostream& json_out) {
   if (!args.delta.empty()) {
     if (save_delta(trainer, args.delta, &error) != Status::Ok) return {Status::IoError, error};
   }
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  const int64_t rss = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  const int64_t rss = peak_rss_bytes();
   if (args.json) {
     json_out << "{\"steps\": " << r->steps.size() << ", \"seconds\": " << num(elapsed, 3)
         << ", \"first_loss\": " << num(r->steps.front().loss, 8) << ", \"last_loss\": " << num(r->steps.back().loss, 8)

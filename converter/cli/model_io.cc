@@ -1,6 +1,10 @@
 #include "converter/cli/model_io.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 
 #include "runtime/backend/backend.h"
@@ -215,6 +219,17 @@ std::string with_commas(int64_t n) {
     out += digits[i];
   }
   return n < 0 ? "-" + out : out;
+}
+
+int64_t peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;  // "VmHWM:   11600 kB"
+  }
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux: kilobytes
 }
 
 }  // namespace ember::cli

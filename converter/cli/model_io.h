@@ -62,6 +62,11 @@ std::vector<std::string> symbolic_dims(const Executor& executor);
 // never empty, never starting with '.'.
 std::string sanitize_file_name(const std::string& name);
 
+// This process's peak resident set size in bytes: VmHWM of /proc/self/status
+// (reset by exec; getrusage's ru_maxrss keeps the parent's peak across exec on
+// Linux), else ru_maxrss.
+int64_t peak_rss_bytes();
+
 // 1234567 -> "1,234,567".
 std::string with_commas(int64_t n);
 
