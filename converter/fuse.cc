@@ -18,6 +18,18 @@ int sole_user(const Graph& graph, int id) {
   return users.size() == 1 ? users[0] : -1;
 }
 
+// A folded constant in place of `old`: the old value itself, updated, when
+// `reader` is its only reader (its ONNX name survives, so `ember finetune
+// --train 'conv1.*'` still finds a Conv's weight with a BatchNorm folded
+// into it); else a new constant named `name`.
+int replace_constant(Graph& graph, int old, int reader, const std::string& name, const Tensor& t) {
+  if (sole_user(graph, old) == reader) {
+    graph.values[static_cast<size_t>(old)].constant = t.contiguous();
+    return old;
+  }
+  return graph.add_constant(graph.find_value(name) < 0 ? name : name + "/folded", t.contiguous());
+}
+
 }  // namespace
 
 Expected<int> fold_batchnorm(Graph& graph) {
@@ -63,10 +75,17 @@ Expected<int> fold_batchnorm(Graph& graph) {
         prod.attrs["beta"] = 1.0;
       }
       const std::string base = prod.name.empty() ? bn.name : prod.name;
-      prod.inputs[1] = graph.add_constant(base + "/folded_weight", new_w.to(w.dtype()).contiguous());
-      const int bias_id = graph.add_constant(base + "/folded_bias", new_b.to(w.dtype()).contiguous());
-      if (has_bias) prod.inputs[2] = bias_id;
-      else prod.inputs.resize(3, bias_id), prod.inputs[2] = bias_id;
+      const std::string& w_name = graph.value(prod.inputs[1]).name;
+      const bool dotted = w_name.size() > 7 && w_name.compare(w_name.size() - 7, 7, ".weight") == 0;
+      const std::string b_name = dotted ? w_name.substr(0, w_name.size() - 7) + ".bias" : base + "/folded_bias";
+      prod.inputs[1] = replace_constant(graph, prod.inputs[1], p, base + "/folded_weight", new_w.to(w.dtype()));
+      if (has_bias) {
+        prod.inputs[2] = replace_constant(graph, prod.inputs[2], p, b_name, new_b.to(w.dtype()));
+      } else {
+        prod.inputs.resize(3);
+        prod.inputs[2] = graph.add_constant(graph.find_value(b_name) < 0 ? b_name : base + "/folded_bias",
+                                            new_b.to(w.dtype()).contiguous());
+      }
     } catch (const Error& e) {
       return fail(e.status(), "folding " + bn.label() + " into " + prod.label() + ": " + e.what());
     }
