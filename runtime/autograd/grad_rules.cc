@@ -189,18 +189,18 @@ Grads view_rule(const Node& n, const Tensor& g) {
       return {r};
     }
     case GradRule::AsStrided: {
-      // Input ints: out sizes (rank r), out strides (r), storage offset relative to the input.
-      const size_t r = (n.ints.size() - 1) / 2;
-      const Shape sizes(n.ints.begin(), n.ints.begin() + r);
-      const Shape strides(n.ints.begin() + r, n.ints.begin() + 2 * r);
-      int64_t numel = 1;
-      for (int64_t s : in) numel *= s;
-      // The view may overlap itself: every output element adds into the input
-      // element it reads (its flat index), accumulating repeats.
+      // Every output element adds into the memory element it reads (the view
+      // may overlap itself: repeats accumulate); the input reads its
+      // elements back from that memory (as_strided_geometry's ints).
+      const size_t r = (n.ints.size() - 3 - in.size()) / 2;
+      const Shape sizes(n.ints.begin(), n.ints.begin() + r), strides(n.ints.begin() + r, n.ints.begin() + 2 * r);
+      const Shape in_strides(n.ints.begin() + 2 * r + 3, n.ints.end());
+      const int64_t extent = n.ints[2 * r + 2];
       const Tensor index =
-          arange(numel, TensorOptions(DType::Int64).device(g.device())).as_strided(sizes, strides, n.ints[2 * r]);
+          arange(extent, TensorOptions(DType::Int64).device(g.device())).as_strided(sizes, strides, n.ints[2 * r]);
       const int64_t count = index.numel();
-      return {embedding_backward(g.reshape({count, 1}), index.reshape({count}), numel).view(in)};
+      const Tensor memory = embedding_backward(g.reshape({count, 1}), index.reshape({count}), extent).view({extent});
+      return {memory.as_strided(in, in_strides, n.ints[2 * r + 1]).contiguous()};
     }
     default:
       RT_CHECK(false, "not a view rule");
@@ -293,6 +293,34 @@ Grads matmul_rule(const Node& n, const Tensor& g) {
 
 }  // namespace
 
+std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g);
+
+namespace {
+// CopySlices: the base's gradient with the view's part replaced by what the
+// in-place op's rule gives its first input (zero when nothing), plus that
+// rule's gradients for the op's other inputs.
+Grads copy_slices_rule(Node& n, const Tensor& g) {
+  const Shape& base_sizes = n.shapes[0];
+  const size_t r = (n.ints.size() - 3 - base_sizes.size()) / 2;
+  const Shape sizes(n.ints.begin(), n.ints.begin() + r), strides(n.ints.begin() + r, n.ints.begin() + 2 * r);
+  const Shape base_strides(n.ints.begin() + 2 * r + 3, n.ints.end());
+  Tensor memory = zeros({n.ints[2 * r + 2]}, TensorOptions(g.dtype()).device(g.device()));
+  Tensor result = memory.as_strided(base_sizes, base_strides, n.ints[2 * r + 1]);
+  result.copy_(g);
+  Tensor grad_slice = memory.as_strided(sizes, strides, n.ints[2 * r]);
+  Grads res = apply_grad_rule(*n.wrapped, grad_slice.clone());
+  if (!res.empty() && res[0].defined()) {
+    grad_slice.copy_(res[0]);
+  } else {
+    grad_slice.zero_();
+  }
+  Grads out(n.next.size());
+  out[0] = result.contiguous();
+  for (size_t i = 1; i < out.size() && i < res.size(); ++i) out[i] = res[i];
+  return out;
+}
+}  // namespace
+
 std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g) {
   switch (n.rule) {
     case GradRule::Add: case GradRule::Sub: case GradRule::Mul: case GradRule::Div:
@@ -318,7 +346,10 @@ std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g) {
       return out;
     }
     case GradRule::Fill:
+    case GradRule::Zero:
       return {Tensor()};
+    case GradRule::CopySlices:
+      return copy_slices_rule(n, g);
     case GradRule::View: case GradRule::Expand: case GradRule::Transpose: case GradRule::Permute:
     case GradRule::Slice: case GradRule::Select: case GradRule::Unfold: case GradRule::AsStrided:
       return view_rule(n, g);

@@ -133,7 +133,7 @@ std::optional<Shape> view_strides(IntArrayRef sizes, IntArrayRef strides, IntArr
 namespace {
 // Records a view op for autograd: `out` shares `self`'s storage.
 Tensor record_view(const Tensor& self, Tensor out, GradRule rule, std::vector<int64_t> ints = {}) {
-  if (Node* n = autograd::record(rule, out, {self})) n->ints = std::move(ints);
+  if (Node* n = autograd::record_view(rule, out, self)) n->ints = std::move(ints);
   return out;
 }
 }  // namespace
@@ -236,12 +236,10 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
   EMBER_CHECK(need <= have, Status::OutOfRange, "setStorage: sizes ", shape_str(sizes), ", strides ",
               shape_str(strides), ", storage offset ", offset, ", and itemsize ", element_size(),
               " requiring a storage size of ", need, " are out of bounds for storage of size ", have);
-  std::vector<int64_t> ints(sizes.begin(), sizes.end());
-  ints.insert(ints.end(), strides.begin(), strides.end());
-  ints.push_back(offset - this->storage_offset());
   EMBER_CHECK(!autograd::needs_grad({*this}) || is_contiguous(), Status::NotSupported,
               "as_strided: autograd supports only contiguous inputs");
-  return record_view(*this, make(storage(), dtype(), sizes, strides, offset), GradRule::AsStrided, std::move(ints));
+  return record_view(*this, make(storage(), dtype(), sizes, strides, offset), GradRule::AsStrided,
+                     as_strided_geometry(*this, sizes, strides, offset));
 }
 
 Tensor Tensor::view(IntArrayRef sizes) const {
