@@ -233,8 +233,11 @@ std::vector<Tensor> apply_nn_grad_rule(Node& n, const Tensor& g) {
     case GradRule::AvgPool2d:
     case GradRule::AdaptiveAvgPool2d:
       return pool_rule(n, g);
-    case GradRule::Embedding:
-      return {as_input(n, 0, embedding_backward(g, n.saved_at(0), n.ints[0]))};
+    case GradRule::Embedding: {
+      Tensor dweight = embedding_backward(g, n.saved_at(0), n.ints[0]);
+      if (n.ints[1] >= 0) dweight.select(0, n.ints[1]).zero_();  // the padding row learns nothing
+      return {as_input(n, 0, dweight)};
+    }
     case GradRule::Cat:
       return cat_rule(n, g);
     case GradRule::Stack:
