@@ -21,8 +21,9 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   virtual void step() = 0;
-  // Drops every gradient (set_to_none) or zeroes it in place.
-  void zero_grad(bool set_to_none = true);
+  // Zeroes every gradient in place, or drops it (set_to_none); PyTorch 1.13's
+  // default is set_to_none=False.
+  void zero_grad(bool set_to_none = false);
   double lr() const { return lr_; }
   void set_lr(double lr) { lr_ = lr; }
   const std::vector<Tensor>& params() const { return params_; }
