@@ -46,7 +46,7 @@ Grads unary(const Node& n, const Tensor& dx) { return {wants(n, 0) ? to_input(n,
 
 Grads binary_rule(const Node& n, const Tensor& g) {
   Grads out(2);
-  switch (n.rule) {
+  switch (base_rule(n.rule)) {
     case GradRule::Add:
       if (wants(n, 0)) out[0] = to_input(n, 0, g);
       if (wants(n, 1)) out[1] = to_input(n, 1, g);
@@ -90,7 +90,7 @@ Grads binary_rule(const Node& n, const Tensor& g) {
     case GradRule::Minimum: {
       const Tensor a = n.saved_at(0), b = n.saved_at(1);
       const Tensor half = where(a == b, g / 2, g);
-      const bool is_max = n.rule == GradRule::Maximum;
+      const bool is_max = base_rule(n.rule) == GradRule::Maximum;
       if (wants(n, 0)) out[0] = to_input(n, 0, where(is_max ? a < b : a > b, 0.0, half));
       if (wants(n, 1)) out[1] = to_input(n, 1, where(is_max ? a > b : a < b, 0.0, half));
       break;
@@ -108,7 +108,7 @@ Grads binary_rule(const Node& n, const Tensor& g) {
 }
 
 Grads unary_rule(const Node& n, const Tensor& g) {
-  switch (n.rule) {
+  switch (base_rule(n.rule)) {
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, name, dtypes, inputs, formula, onnx, grad_fn, saved, backward) \
   case GradRule::Name: {                                                             \
@@ -157,7 +157,7 @@ Grads unary_rule(const Node& n, const Tensor& g) {
 
 Grads view_rule(const Node& n, const Tensor& g) {
   const Shape& in = n.shapes[0];
-  switch (n.rule) {
+  switch (base_rule(n.rule)) {
     case GradRule::View: return {g.reshape(in)};
     case GradRule::Expand: return {autograd::sum_to(g, in)};
     case GradRule::Transpose: return {g.transpose(n.ints[0], n.ints[1])};
@@ -212,7 +212,7 @@ Grads reduce_rule(const Node& n, const Tensor& g) {
   const Shape& in = n.shapes[0];
   const uint32_t mask = static_cast<uint32_t>(n.ints[0]);
   const bool keepdim = n.ints[1] != 0;
-  switch (n.rule) {
+  switch (base_rule(n.rule)) {
     case GradRule::Sum: return {to_input(n, 0, unreduce(g, mask, keepdim, in))};
     case GradRule::Mean:
       return {to_input(n, 0, unreduce(g, mask, keepdim, in) / static_cast<double>(reduced_count(mask, in)))};
@@ -220,15 +220,18 @@ Grads reduce_rule(const Node& n, const Tensor& g) {
       const Tensor x = n.saved_at(0), y = n.saved_at(1);
       return {to_input(n, 0, unreduce(g * y, mask, keepdim, in) / x)};
     }
-    case GradRule::Var: {
+    case GradRule::Var:
+    case GradRule::Std: {
       const Tensor x = n.saved_at(0);
+      // std = sqrt(var): var's gradient is g / (2 std), 0 where std is 0 (torch's std_backward).
+      const Tensor gv = n.rule == GradRule::Std ? where(n.saved_at(1) == 0, 0.0, g / (2 * n.saved_at(1))) : g;
       const int64_t correction = n.ints[2];
       std::vector<int64_t> dims;
       for (size_t d = 0; d < in.size(); ++d) {
         if ((mask >> d) & 1u) dims.push_back(static_cast<int64_t>(d));
       }
       const double denom = static_cast<double>(reduced_count(mask, in) - correction);
-      return {unreduce(g, mask, keepdim, in) * (2.0 / denom) * (x - mean(x, dims, /*keepdim=*/true))};
+      return {unreduce(gv, mask, keepdim, in) * (2.0 / denom) * (x - mean(x, dims, /*keepdim=*/true))};
     }
     case GradRule::Norm: {
       const Tensor x = n.saved_at(0), y = unreduce(n.saved_at(1), mask, keepdim, in);
@@ -322,7 +325,7 @@ Grads copy_slices_rule(Node& n, const Tensor& g) {
 }  // namespace
 
 std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g) {
-  switch (n.rule) {
+  switch (base_rule(n.rule)) {
     case GradRule::Add: case GradRule::Sub: case GradRule::Mul: case GradRule::Div:
     case GradRule::Pow: case GradRule::Maximum: case GradRule::Minimum: case GradRule::Where:
 #define RT_OP(Name, name, n_in, n_out, Params)
@@ -353,7 +356,7 @@ std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g) {
     case GradRule::View: case GradRule::Expand: case GradRule::Transpose: case GradRule::Permute:
     case GradRule::Slice: case GradRule::Select: case GradRule::Unfold: case GradRule::AsStrided:
       return view_rule(n, g);
-    case GradRule::Sum: case GradRule::Mean: case GradRule::Prod: case GradRule::Var:
+    case GradRule::Sum: case GradRule::Mean: case GradRule::Prod: case GradRule::Var: case GradRule::Std:
     case GradRule::Norm: case GradRule::MaxDim: case GradRule::MinDim: case GradRule::MaxAll:
     case GradRule::MinAll:
       return reduce_rule(n, g);

@@ -11,10 +11,27 @@ std::string_view grad_rule_name(GradRule rule) {
 #define RT_GRAD(r, name) \
   case GradRule::r:      \
     return name;
+#define RT_GRAD_ALIAS(rule, name, base) RT_GRAD(rule, name)
 #include "runtime/autograd/grad_rules.def"
+#undef RT_GRAD_ALIAS
 #undef RT_GRAD
   }
   return "UnknownBackward";
+}
+
+GradRule base_rule(GradRule rule) {
+  switch (rule) {
+#define RT_GRAD(r, name) \
+  case GradRule::r:      \
+    return rule;
+#define RT_GRAD_ALIAS(r, name, base) \
+  case GradRule::r:                  \
+    return GradRule::base;
+#include "runtime/autograd/grad_rules.def"
+#undef RT_GRAD_ALIAS
+#undef RT_GRAD
+  }
+  return rule;
 }
 
 namespace {
@@ -94,6 +111,13 @@ Node& Node::save(const Tensor& t) {
   saved.emplace_back(t, producer);
   return *this;
 }
+
+namespace autograd {
+void rename_grad_fn(const Tensor& out, GradRule alias) {
+  AutogradMeta* m = autograd_meta(out);
+  if (m != nullptr && m->grad_fn && base_rule(m->grad_fn->rule) == base_rule(alias)) m->grad_fn->rule = alias;
+}
+}  // namespace autograd
 
 void Node::release_saved() {
   for (SavedTensor& s : saved) s.release();

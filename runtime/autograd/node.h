@@ -17,11 +17,15 @@ namespace ember {
 
 enum class GradRule : uint16_t {
 #define RT_GRAD(rule, name) rule,
+#define RT_GRAD_ALIAS(rule, name, base) RT_GRAD(rule, name)
 #include "runtime/autograd/grad_rules.def"
+#undef RT_GRAD_ALIAS
 #undef RT_GRAD
 };
 
 std::string_view grad_rule_name(GradRule rule);
+// The rule an RT_GRAD_ALIAS line runs (the rule itself for RT_GRAD lines).
+GradRule base_rule(GradRule rule);
 
 class Node;
 
@@ -141,6 +145,10 @@ void check_inplace(const Tensor& self);
 // a fresh AsStridedBackward0 from its base's history (done by grad_fn(),
 // requires_grad() and gradient_edge()).
 void refresh_view(const Tensor& t);
+
+// Shows `out`'s fresh node under the RT_GRAD_ALIAS name `alias` (which runs
+// the node's rule), as PyTorch names that overload.
+void rename_grad_fn(const Tensor& out, GradRule alias);
 
 // Sums `grad` down to `shape` (undoing broadcasting).
 Tensor sum_to(const Tensor& grad, IntArrayRef shape);

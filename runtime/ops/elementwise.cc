@@ -187,6 +187,12 @@ Tensor binary(OpKind op, Scalar a, const Tensor& b) {
   return binary(op, scalar_tensor(a, TensorOptions(common).device(b.device())), b, common, category_of(op));
 }
 
+// `out` with its fresh node shown under PyTorch's name for this overload.
+Tensor renamed(Tensor out, GradRule alias) {
+  autograd::rename_grad_fn(out, alias);
+  return out;
+}
+
 // self = result (computed out of place from self), in place: the result's
 // node keeps copies of what it saved of self and becomes self's history.
 Tensor& assign_inplace(Tensor& self, const Tensor& result) {
@@ -363,9 +369,9 @@ Tensor pow(const Tensor& a, const Tensor& b) { return binary(OpKind::Pow, a, b);
 Tensor pow(const Tensor& a, Scalar b) {
   EMBER_CHECK(!(is_integral(a.dtype()) && b.is_integral() && b.to_int() < 0), Status::InvalidArgument,
               "Integers to negative integer powers are not allowed.");
-  return binary(OpKind::Pow, a, b);
+  return renamed(binary(OpKind::Pow, a, b), GradRule::PowScalar);
 }
-Tensor pow(Scalar a, const Tensor& b) { return binary(OpKind::Pow, a, b); }
+Tensor pow(Scalar a, const Tensor& b) { return renamed(binary(OpKind::Pow, a, b), GradRule::PowScalarBase); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(OpKind::Maximum, a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(OpKind::Minimum, a, b); }
 Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::Eq, a, b); }
@@ -386,7 +392,7 @@ Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
 Tensor operator+(Scalar a, const Tensor& b) { return binary(OpKind::Add, a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
-Tensor operator-(Scalar a, const Tensor& b) { return binary(OpKind::Sub, a, b); }
+Tensor operator-(Scalar a, const Tensor& b) { return renamed(binary(OpKind::Sub, a, b), GradRule::Rsub); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
 Tensor operator*(Scalar a, const Tensor& b) { return binary(OpKind::Mul, a, b); }

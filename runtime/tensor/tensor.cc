@@ -254,9 +254,11 @@ Tensor Tensor::view(IntArrayRef sizes) const {
 Tensor Tensor::reshape(IntArrayRef sizes) const {
   const Shape shape = infer_size(sizes, numel());
   if (std::optional<Shape> strides = view_strides(this->sizes(), this->strides(), shape)) {
-    return record_view(*this, make(storage(), dtype(), shape, *strides, storage_offset()), GradRule::View);
+    return record_view(*this, make(storage(), dtype(), shape, *strides, storage_offset()), GradRule::ReshapeAlias);
   }
-  return contiguous().view(shape);
+  const Tensor copy = contiguous();
+  return record_view(copy, make(copy.storage(), dtype(), shape, contiguous_strides(shape), copy.storage_offset()),
+                     GradRule::UnsafeView);
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
@@ -306,7 +308,9 @@ Tensor Tensor::permute(IntArrayRef dims) const {
 Tensor Tensor::t() const {
   EMBER_CHECK(dim() <= 2, Status::InvalidArgument,
               "t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D");
-  return dim() < 2 ? *this : transpose(0, 1);
+  if (dim() < 2) return *this;
+  const Shape s{sizes()[1], sizes()[0]}, st{strides()[1], strides()[0]};
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::T, {0, 1});
 }
 
 Tensor Tensor::squeeze() const {
@@ -317,7 +321,7 @@ Tensor Tensor::squeeze() const {
       st.push_back(strides()[d]);
     }
   }
-  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::View);
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::Squeeze);
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -327,7 +331,7 @@ Tensor Tensor::squeeze(int64_t d) const {
     s.erase(s.begin() + d);
     st.erase(st.begin() + d);
   }
-  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::View);
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::SqueezeDim);
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -336,7 +340,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t new_stride = d >= dim() ? 1 : sizes()[d] * strides()[d];
   s.insert(s.begin() + d, 1);
   st.insert(st.begin() + d, new_stride);
-  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::View);
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::Unsqueeze);
 }
 
 Tensor Tensor::expand(IntArrayRef target) const {
