@@ -22,6 +22,13 @@ Tensor reduce(const Tensor& loss, Reduction reduction) {
   return loss;
 }
 
+// torch's refusal of a gradient it has no formula for.
+void check_not_differentiable(const Tensor& t, const char* function, const char* argument) {
+  EMBER_CHECK(!(GradMode::is_enabled() && t.defined() && t.requires_grad()), Status::InvalidArgument,
+              "The function '", function, "' is not differentiable with respect to argument '", argument,
+              "'. This input cannot have requires_grad True.");
+}
+
 std::string size_str(const Tensor& t) { return "torch.Size(" + shape_str(t.sizes()) + ")"; }
 
 // torch's dtype check of log_softmax (floating types but Half on CPU).
@@ -130,6 +137,7 @@ NllParts nll_parts(const Tensor& input, Tensor target, const Tensor& weight, int
 }
 
 NllParts nll_parts_no_grad(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index) {
+  check_not_differentiable(weight, "nll_loss_forward", "weight");
   NoGradGuard no_grad;
   return nll_parts(input, target, weight, ignore_index);
 }
@@ -311,6 +319,8 @@ Tensor bce_with_logits_value(const Tensor& input, const Tensor& target, const Te
 // target (torch has none for weight and pos_weight).
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
                                         const Tensor& pos_weight, Reduction reduction) {
+  check_not_differentiable(weight, "binary_cross_entropy_with_logits", "weight");
+  check_not_differentiable(pos_weight, "binary_cross_entropy_with_logits", "pos_weight");
   Tensor out;
   {
     NoGradGuard no_grad;
