@@ -59,6 +59,23 @@ TEST_CASE("a view taken before an in-place op on its base regenerates its grad_f
   check_close(a.grad(), tensor({1.62090707, -1.24844050, 0.0, 0.0}));
 }
 
+TEST_CASE("chained in-place ops on a view and on a view of that view") {
+  Tensor x = tensor({1.0, 2.0, 3.0, 4.0}).requires_grad_();
+  Tensor w = tensor({2.0, 3.0}).requires_grad_();
+  Tensor y = sin(x);
+  Tensor a = y.slice(0, 1, 3);
+  Tensor b = a.slice(0, 0, 1);
+  a.mul_(w);
+  b.add_(1);
+  a.mul_(2);
+  CHECK(y.grad_fn()->name() == "CopySlices");
+  CHECK(a.grad_fn()->name() == "AsStridedBackward0");
+  CHECK(b.grad_fn()->name() == "AsStridedBackward0");
+  (y * tensor({1.0, 10.0, 100.0, 1000.0})).sum().backward();
+  check_close(x.grad(), tensor({0.540302336, -16.6458740, -593.995483, -653.643616}));
+  check_close(w.grad(), tensor({18.18594742, 28.22400093}));
+}
+
 TEST_CASE("copy_ into a view of a tensor that needs no gradient") {
   Tensor a = tensor({1.0, 2.0}).requires_grad_();
   Tensor z = zeros({4});
