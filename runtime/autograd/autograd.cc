@@ -37,6 +37,7 @@ namespace autograd {
 bool needs_grad(Span<const Tensor> inputs) {
   if (!GradMode::is_enabled()) return false;
   for (const Tensor& t : inputs) {
+    refresh_view(t);  // a view of memory that started to need gradients since
     const AutogradMeta* m = meta_or_null(t);
     if (m != nullptr && m->requires_grad) return true;
   }

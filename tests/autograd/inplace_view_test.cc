@@ -84,6 +84,17 @@ TEST_CASE("copy_ into a view of a tensor that needs no gradient") {
   CHECK(z.grad_fn()->name() == "CopySlices");
   (z * arange(4.0)).sum().backward();
   check_equal(a.grad(), tensor({3.0, 6.0}));
+
+  // A view taken before: it now needs gradients too, through its base.
+  Tensor b = tensor({1.0, 2.0}).requires_grad_();
+  Tensor base = zeros({4});
+  Tensor before = base.slice(0, 0, 3);
+  base.slice(0, 2).copy_(b * 5);
+  Tensor used = before * 2;  // recorded: `before` is asked first thing by the op
+  CHECK(used.grad_fn() != nullptr);
+  CHECK(before.requires_grad());
+  used.sum().backward();
+  check_equal(b.grad(), tensor({10.0, 0.0}));
 }
 
 TEST_CASE("fill_ and clamp_ on views; an in-place op keeps the old value of self it needs") {
