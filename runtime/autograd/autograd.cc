@@ -9,10 +9,7 @@
 namespace ember {
 namespace {
 
-AutogradMeta& meta(const Tensor& t) {
-  if (!t.impl()->autograd) t.impl()->autograd = std::make_shared<AutogradMeta>();
-  return *t.impl()->autograd;
-}
+AutogradMeta& meta(const Tensor& t) { return ensure_autograd_meta(t); }
 
 const AutogradMeta* meta_or_null(const Tensor& t) { return autograd_meta(t); }
 
@@ -22,6 +19,7 @@ namespace autograd {
 // The node gradients for `t` flow into: its grad_fn, or (for a leaf that
 // requires grad) its AccumulateGrad node, created once and cached weakly.
 std::shared_ptr<Node> gradient_edge(const Tensor& t) {
+  refresh_view(t);
   const AutogradMeta* m = meta_or_null(t);
   if (m == nullptr || !m->requires_grad) return nullptr;
   if (m->grad_fn) return m->grad_fn;
@@ -39,6 +37,7 @@ namespace autograd {
 bool needs_grad(Span<const Tensor> inputs) {
   if (!GradMode::is_enabled()) return false;
   for (const Tensor& t : inputs) {
+    refresh_view(t);  // a view of memory that started to need gradients since
     const AutogradMeta* m = meta_or_null(t);
     if (m != nullptr && m->requires_grad) return true;
   }
@@ -59,23 +58,6 @@ Node* record(GradRule rule, const Tensor& out, Span<const Tensor> inputs) {
   return node.get();
 }
 
-void rebase_history(const Tensor& self, const Tensor& result) {
-  const AutogradMeta* r = meta_or_null(result);
-  if (r == nullptr || !r->grad_fn) return;
-  AutogradMeta& m = meta(self);
-  m.requires_grad = true;
-  m.grad_fn = r->grad_fn;
-  m.grad_accumulator.reset();
-}
-
-void check_inplace(const Tensor& self) {
-  if (!GradMode::is_enabled()) return;
-  const AutogradMeta* m = meta_or_null(self);
-  const bool self_needs = m != nullptr && m->requires_grad;
-  EMBER_CHECK(!(self_needs && !m->grad_fn), Status::InvalidState,
-              "a leaf Variable that requires grad is being used in an in-place operation.");
-}
-
 Tensor sum_to(const Tensor& grad, IntArrayRef shape) {
   if (std::equal(grad.sizes().begin(), grad.sizes().end(), shape.begin(), shape.end())) return grad;
   const int64_t lead = grad.dim() - static_cast<int64_t>(shape.size());
@@ -92,6 +74,7 @@ Tensor sum_to(const Tensor& grad, IntArrayRef shape) {
 // --- Tensor's autograd methods ---------------------------------------------------
 
 bool Tensor::requires_grad() const {
+  autograd::refresh_view(*this);
   const AutogradMeta* m = meta_or_null(*this);
   return m != nullptr && m->requires_grad;
 }
@@ -124,6 +107,7 @@ void Tensor::set_grad(const Tensor& grad) const {
 }
 
 std::shared_ptr<Node> Tensor::grad_fn() const {
+  autograd::refresh_view(*this);
   const AutogradMeta* m = meta_or_null(*this);
   return m ? m->grad_fn : nullptr;
 }
@@ -152,6 +136,7 @@ Tensor& Tensor::detach_() {
     impl()->autograd->grad_fn.reset();
     impl()->autograd->requires_grad = false;
     impl()->autograd->grad_accumulator.reset();
+    impl()->autograd->view_base = Tensor();
   }
   return *this;
 }

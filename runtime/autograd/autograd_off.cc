@@ -12,7 +12,11 @@ namespace autograd {
 bool needs_grad(Span<const Tensor>) { return false; }
 Node* record(GradRule, const Tensor&, Span<const Tensor>) { return nullptr; }
 std::shared_ptr<Node> gradient_edge(const Tensor&) { return nullptr; }
+Node* record_view(GradRule, const Tensor&, const Tensor&) { return nullptr; }
+Node* record_inplace(GradRule, const Tensor&, Span<const Tensor>) { return nullptr; }
 void rebase_history(const Tensor&, const Tensor&) {}
+void unshare_saved(const Tensor&, const Tensor&) {}
+void refresh_view(const Tensor&) {}
 void check_inplace(const Tensor&) {}
 Tensor sum_to(const Tensor&, IntArrayRef) { raise_error(Status::NotSupported, kOff); }
 void backward(const Tensor&, const Tensor&, bool) { raise_error(Status::NotSupported, kOff); }

@@ -46,7 +46,7 @@ Grads unary(const Node& n, const Tensor& dx) { return {wants(n, 0) ? to_input(n,
 
 Grads binary_rule(const Node& n, const Tensor& g) {
   Grads out(2);
-  switch (n.rule) {
+  switch (base_rule(n.rule)) {
     case GradRule::Add:
       if (wants(n, 0)) out[0] = to_input(n, 0, g);
       if (wants(n, 1)) out[1] = to_input(n, 1, g);
@@ -90,7 +90,7 @@ Grads binary_rule(const Node& n, const Tensor& g) {
     case GradRule::Minimum: {
       const Tensor a = n.saved_at(0), b = n.saved_at(1);
       const Tensor half = where(a == b, g / 2, g);
-      const bool is_max = n.rule == GradRule::Maximum;
+      const bool is_max = base_rule(n.rule) == GradRule::Maximum;
       if (wants(n, 0)) out[0] = to_input(n, 0, where(is_max ? a < b : a > b, 0.0, half));
       if (wants(n, 1)) out[1] = to_input(n, 1, where(is_max ? a > b : a < b, 0.0, half));
       break;
@@ -108,7 +108,7 @@ Grads binary_rule(const Node& n, const Tensor& g) {
 }
 
 Grads unary_rule(const Node& n, const Tensor& g) {
-  switch (n.rule) {
+  switch (base_rule(n.rule)) {
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, name, dtypes, inputs, formula, onnx, grad_fn, saved, backward) \
   case GradRule::Name: {                                                             \
@@ -157,7 +157,7 @@ Grads unary_rule(const Node& n, const Tensor& g) {
 
 Grads view_rule(const Node& n, const Tensor& g) {
   const Shape& in = n.shapes[0];
-  switch (n.rule) {
+  switch (base_rule(n.rule)) {
     case GradRule::View: return {g.reshape(in)};
     case GradRule::Expand: return {autograd::sum_to(g, in)};
     case GradRule::Transpose: return {g.transpose(n.ints[0], n.ints[1])};
@@ -189,18 +189,18 @@ Grads view_rule(const Node& n, const Tensor& g) {
       return {r};
     }
     case GradRule::AsStrided: {
-      // Input ints: out sizes (rank r), out strides (r), storage offset relative to the input.
-      const size_t r = (n.ints.size() - 1) / 2;
-      const Shape sizes(n.ints.begin(), n.ints.begin() + r);
-      const Shape strides(n.ints.begin() + r, n.ints.begin() + 2 * r);
-      int64_t numel = 1;
-      for (int64_t s : in) numel *= s;
-      // The view may overlap itself: every output element adds into the input
-      // element it reads (its flat index), accumulating repeats.
+      // Every output element adds into the memory element it reads (the view
+      // may overlap itself: repeats accumulate); the input reads its
+      // elements back from that memory (as_strided_geometry's ints).
+      const size_t r = (n.ints.size() - 3 - in.size()) / 2;
+      const Shape sizes(n.ints.begin(), n.ints.begin() + r), strides(n.ints.begin() + r, n.ints.begin() + 2 * r);
+      const Shape in_strides(n.ints.begin() + 2 * r + 3, n.ints.end());
+      const int64_t extent = n.ints[2 * r + 2];
       const Tensor index =
-          arange(numel, TensorOptions(DType::Int64).device(g.device())).as_strided(sizes, strides, n.ints[2 * r]);
+          arange(extent, TensorOptions(DType::Int64).device(g.device())).as_strided(sizes, strides, n.ints[2 * r]);
       const int64_t count = index.numel();
-      return {embedding_backward(g.reshape({count, 1}), index.reshape({count}), numel).view(in)};
+      const Tensor memory = embedding_backward(g.reshape({count, 1}), index.reshape({count}), extent).view({extent});
+      return {memory.as_strided(in, in_strides, n.ints[2 * r + 1]).contiguous()};
     }
     default:
       RT_CHECK(false, "not a view rule");
@@ -212,7 +212,7 @@ Grads reduce_rule(const Node& n, const Tensor& g) {
   const Shape& in = n.shapes[0];
   const uint32_t mask = static_cast<uint32_t>(n.ints[0]);
   const bool keepdim = n.ints[1] != 0;
-  switch (n.rule) {
+  switch (base_rule(n.rule)) {
     case GradRule::Sum: return {to_input(n, 0, unreduce(g, mask, keepdim, in))};
     case GradRule::Mean:
       return {to_input(n, 0, unreduce(g, mask, keepdim, in) / static_cast<double>(reduced_count(mask, in)))};
@@ -220,15 +220,18 @@ Grads reduce_rule(const Node& n, const Tensor& g) {
       const Tensor x = n.saved_at(0), y = n.saved_at(1);
       return {to_input(n, 0, unreduce(g * y, mask, keepdim, in) / x)};
     }
-    case GradRule::Var: {
+    case GradRule::Var:
+    case GradRule::Std: {
       const Tensor x = n.saved_at(0);
+      // std = sqrt(var): var's gradient is g / (2 std), 0 where std is 0 (torch's std_backward).
+      const Tensor gv = n.rule == GradRule::Std ? where(n.saved_at(1) == 0, 0.0, g / (2 * n.saved_at(1))) : g;
       const int64_t correction = n.ints[2];
       std::vector<int64_t> dims;
       for (size_t d = 0; d < in.size(); ++d) {
         if ((mask >> d) & 1u) dims.push_back(static_cast<int64_t>(d));
       }
       const double denom = static_cast<double>(reduced_count(mask, in) - correction);
-      return {unreduce(g, mask, keepdim, in) * (2.0 / denom) * (x - mean(x, dims, /*keepdim=*/true))};
+      return {unreduce(gv, mask, keepdim, in) * (2.0 / denom) * (x - mean(x, dims, /*keepdim=*/true))};
     }
     case GradRule::Norm: {
       const Tensor x = n.saved_at(0), y = unreduce(n.saved_at(1), mask, keepdim, in);
@@ -293,8 +296,36 @@ Grads matmul_rule(const Node& n, const Tensor& g) {
 
 }  // namespace
 
+std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g);
+
+namespace {
+// CopySlices: the base's gradient with the view's part replaced by what the
+// in-place op's rule gives its first input (zero when nothing), plus that
+// rule's gradients for the op's other inputs.
+Grads copy_slices_rule(Node& n, const Tensor& g) {
+  const Shape& base_sizes = n.shapes[0];
+  const size_t r = (n.ints.size() - 3 - base_sizes.size()) / 2;
+  const Shape sizes(n.ints.begin(), n.ints.begin() + r), strides(n.ints.begin() + r, n.ints.begin() + 2 * r);
+  const Shape base_strides(n.ints.begin() + 2 * r + 3, n.ints.end());
+  Tensor memory = zeros({n.ints[2 * r + 2]}, TensorOptions(g.dtype()).device(g.device()));
+  Tensor result = memory.as_strided(base_sizes, base_strides, n.ints[2 * r + 1]);
+  result.copy_(g);
+  Tensor grad_slice = memory.as_strided(sizes, strides, n.ints[2 * r]);
+  Grads res = apply_grad_rule(*n.wrapped, grad_slice.clone());
+  if (!res.empty() && res[0].defined()) {
+    grad_slice.copy_(res[0]);
+  } else {
+    grad_slice.zero_();
+  }
+  Grads out(n.next.size());
+  out[0] = result.contiguous();
+  for (size_t i = 1; i < out.size() && i < res.size(); ++i) out[i] = res[i];
+  return out;
+}
+}  // namespace
+
 std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g) {
-  switch (n.rule) {
+  switch (base_rule(n.rule)) {
     case GradRule::Add: case GradRule::Sub: case GradRule::Mul: case GradRule::Div:
     case GradRule::Pow: case GradRule::Maximum: case GradRule::Minimum: case GradRule::Where:
 #define RT_OP(Name, name, n_in, n_out, Params)
@@ -318,11 +349,14 @@ std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g) {
       return out;
     }
     case GradRule::Fill:
+    case GradRule::Zero:
       return {Tensor()};
+    case GradRule::CopySlices:
+      return copy_slices_rule(n, g);
     case GradRule::View: case GradRule::Expand: case GradRule::Transpose: case GradRule::Permute:
     case GradRule::Slice: case GradRule::Select: case GradRule::Unfold: case GradRule::AsStrided:
       return view_rule(n, g);
-    case GradRule::Sum: case GradRule::Mean: case GradRule::Prod: case GradRule::Var:
+    case GradRule::Sum: case GradRule::Mean: case GradRule::Prod: case GradRule::Var: case GradRule::Std:
     case GradRule::Norm: case GradRule::MaxDim: case GradRule::MinDim: case GradRule::MaxAll:
     case GradRule::MinAll:
       return reduce_rule(n, g);

@@ -37,10 +37,10 @@ Grads scatter_rule(const Node& n, const Tensor& g) {
   const Tensor index = n.saved_at(0);
   const int64_t d = n.ints[0];
   // scatter with reduce= has no derivative in PyTorch either (scatter_add's reduction is its own rule).
-  EMBER_CHECK(n.rule == GradRule::ScatterAdd || n.ints[1] == 0, Status::NotSupported,
+  EMBER_CHECK(base_rule(n.rule) == GradRule::ScatterAdd || n.ints[1] == 0, Status::NotSupported,
               "derivative for aten::scatter is not implemented");
   Grads out(2);
-  if (wants(n, 0)) out[0] = n.rule == GradRule::ScatterAdd ? as_input(n, 0, g) : as_input(n, 0, scatter(g, d, index, 0));
+  if (wants(n, 0)) out[0] = base_rule(n.rule) == GradRule::ScatterAdd ? as_input(n, 0, g) : as_input(n, 0, scatter(g, d, index, 0));
   if (wants(n, 1)) out[1] = src_grad(n, g, d, index);
   return out;
 }
@@ -94,7 +94,7 @@ Tensor repeat_grad(const Node& n, const Tensor& g) {
 }  // namespace
 
 std::vector<Tensor> apply_index_grad_rule(Node& n, const Tensor& g) {
-  switch (n.rule) {
+  switch (base_rule(n.rule)) {
     case GradRule::Gather:
       return {as_input(n, 0, scatter_add(zeros_of_input(n, 0, g), n.ints[0], n.saved_at(0), g))};
     case GradRule::Scatter:

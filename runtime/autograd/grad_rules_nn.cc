@@ -37,7 +37,7 @@ Grads softmax_rule(const Node& n, const Tensor& g) {
   const Tensor y = n.saved_at(0);
   const int64_t d = n.ints[0];
   if (y.dim() == 0) return {as_input(n, 0, zeros_like(g))};
-  if (n.rule == GradRule::Softmax) return {as_input(n, 0, y * (g - sum(g * y, {d}, /*keepdim=*/true)))};
+  if (base_rule(n.rule) == GradRule::Softmax) return {as_input(n, 0, y * (g - sum(g * y, {d}, /*keepdim=*/true)))};
   return {as_input(n, 0, g - exp(y) * sum(g, {d}, /*keepdim=*/true))};
 }
 
@@ -153,11 +153,11 @@ Grads conv2d_rule(const Node& n, const Tensor& g) {
 
 Grads pool_rule(const Node& n, const Tensor& g) {
   const Tensor x = n.saved_at(0);
-  if (n.rule == GradRule::AdaptiveAvgPool2d) return {as_input(n, 0, adaptive_avg_pool2d_backward(g, x))};
+  if (base_rule(n.rule) == GradRule::AdaptiveAvgPool2d) return {as_input(n, 0, adaptive_avg_pool2d_backward(g, x))};
   const auto& p = std::get<Pool2dParams>(n.params);
   const int64_t kernel[2] = {p.kernel[0], p.kernel[1]}, stride[2] = {p.stride[0], p.stride[1]};
   const int64_t padding[2] = {p.padding[0], p.padding[1]}, dilation[2] = {p.dilation[0], p.dilation[1]};
-  if (n.rule == GradRule::MaxPool2d) {
+  if (base_rule(n.rule) == GradRule::MaxPool2d) {
     return {as_input(n, 0, max_pool2d_backward(g, x, kernel, stride, padding, dilation, p.ceil_mode))};
   }
   const std::optional<int64_t> divisor =
@@ -218,8 +218,51 @@ Grads constant_pad_rule(const Node& n, const Tensor& g) {
 
 }  // namespace
 
+namespace {
+// The losses' rules (runtime/nn/loss.cc records them). ints[...]: the
+// reduction (0 none, 1 mean, 2 sum, as nn::Reduction).
+std::vector<Tensor> loss_rule(const Node& n, const Tensor& g) {
+  const int64_t reduction = n.ints[base_rule(n.rule) == GradRule::NllLoss ? 1 : 0];
+  // The loss gradient per element: g itself (none), or g spread evenly (mean).
+  const auto per_element = [&](int64_t count) { return reduction == 1 ? g / static_cast<double>(count) : g; };
+  std::vector<Tensor> out(n.next.size());
+  switch (base_rule(n.rule)) {
+    case GradRule::NllLoss: {  // -w[t] at the picked classes
+      const Tensor mask = n.saved_at(0), weights = n.saved_at(1);
+      const int64_t class_dim = n.ints[0];
+      Tensor ge = reduction == 1 ? g / weights.sum() : g;
+      if (reduction == 0) ge = ge.unsqueeze(class_dim);
+      out[0] = as_input(n, 0, where(mask, -(weights.unsqueeze(class_dim) * ge), 0.0));
+      break;
+    }
+    case GradRule::MseLoss: {
+      const Tensor diff = n.saved_at(0) - n.saved_at(1);
+      const Tensor d = 2 * diff * per_element(diff.numel());
+      if (n.next[0].fn) out[0] = as_input(n, 0, autograd::sum_to(d, n.shapes[0]));
+      if (n.next[1].fn) out[1] = as_input(n, 1, autograd::sum_to(-d, n.shapes[1]));
+      break;
+    }
+    case GradRule::BceWithLogits: {  // torch's binary_cross_entropy_with_logits(_target)_backward
+      const Tensor x = n.saved_at(0), t = n.saved_at(1), w = n.saved_at(2), pw = n.saved_at(3);
+      Tensor ge = per_element(x.numel());
+      if (w.defined()) ge = ge * w;
+      const Tensor s = sigmoid(x);
+      if (n.next[0].fn) {
+        out[0] = as_input(n, 0, (pw.defined() ? (pw * t + 1 - t) * s - pw * t : s - t) * ge);
+      }
+      if (n.next[1].fn) {  // log_sigmoid(-x) - pw * log_sigmoid(x), or -x without pos_weight
+        out[1] = as_input(n, 1, (pw.defined() ? pw * softplus(-x) - softplus(x) : -x) * ge);
+      }
+      break;
+    }
+    default: RT_CHECK(false, "not a loss rule");
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<Tensor> apply_nn_grad_rule(Node& n, const Tensor& g) {
-  switch (n.rule) {
+  switch (base_rule(n.rule)) {
     case GradRule::Softmax:
     case GradRule::LogSoftmax:
       return softmax_rule(n, g);
@@ -233,8 +276,13 @@ std::vector<Tensor> apply_nn_grad_rule(Node& n, const Tensor& g) {
     case GradRule::AvgPool2d:
     case GradRule::AdaptiveAvgPool2d:
       return pool_rule(n, g);
-    case GradRule::Embedding:
-      return {as_input(n, 0, embedding_backward(g, n.saved_at(0), n.ints[0]))};
+    case GradRule::Embedding: {
+      Tensor dweight = embedding_backward(g, n.saved_at(0), n.ints[0]);
+      if (n.ints[1] >= 0) dweight.select(0, n.ints[1]).zero_();  // the padding row learns nothing
+      return {as_input(n, 0, dweight)};
+    }
+    case GradRule::NllLoss: case GradRule::MseLoss: case GradRule::BceWithLogits:
+      return loss_rule(n, g);
     case GradRule::Cat:
       return cat_rule(n, g);
     case GradRule::Stack:
@@ -244,9 +292,9 @@ std::vector<Tensor> apply_nn_grad_rule(Node& n, const Tensor& g) {
     case GradRule::ReflectionPad1d: case GradRule::ReflectionPad2d: case GradRule::ReflectionPad3d:
     case GradRule::ReplicationPad1d: case GradRule::ReplicationPad2d: case GradRule::ReplicationPad3d:
     case GradRule::CircularPad: {
-      const char* mode = n.rule == GradRule::CircularPad ? "circular"
-                         : (n.rule == GradRule::ReflectionPad1d || n.rule == GradRule::ReflectionPad2d ||
-                            n.rule == GradRule::ReflectionPad3d)
+      const char* mode = base_rule(n.rule) == GradRule::CircularPad ? "circular"
+                         : (base_rule(n.rule) == GradRule::ReflectionPad1d || base_rule(n.rule) == GradRule::ReflectionPad2d ||
+                            base_rule(n.rule) == GradRule::ReflectionPad3d)
                              ? "reflect"
                              : "replicate";
       return {as_input(n, 0, pad_backward(g, n.shapes[0], n.ints, mode))};

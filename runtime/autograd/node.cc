@@ -1,8 +1,8 @@
 // Nodes and saved tensors (compiled with or without the autograd engine).
 #include "runtime/autograd/node.h"
 
+#include <algorithm>
 #include <atomic>
-
 
 namespace ember {
 
@@ -11,10 +11,27 @@ std::string_view grad_rule_name(GradRule rule) {
 #define RT_GRAD(r, name) \
   case GradRule::r:      \
     return name;
+#define RT_GRAD_ALIAS(rule, name, base) RT_GRAD(rule, name)
 #include "runtime/autograd/grad_rules.def"
+#undef RT_GRAD_ALIAS
 #undef RT_GRAD
   }
   return "UnknownBackward";
+}
+
+GradRule base_rule(GradRule rule) {
+  switch (rule) {
+#define RT_GRAD(r, name) \
+  case GradRule::r:      \
+    return rule;
+#define RT_GRAD_ALIAS(r, name, base) \
+  case GradRule::r:                  \
+    return GradRule::base;
+#include "runtime/autograd/grad_rules.def"
+#undef RT_GRAD_ALIAS
+#undef RT_GRAD
+  }
+  return rule;
 }
 
 namespace {
@@ -52,17 +69,59 @@ Tensor SavedTensor::unpack() const {
   return data_;
 }
 
+void SavedTensor::unshare(const Storage& storage) {
+  if (!data_.defined() || data_.storage() != storage || data_.version() != version_) return;
+  data_ = data_.clone();
+  version_ = data_.version();
+}
+
+AutogradMeta& ensure_autograd_meta(const Tensor& t) {
+  if (!t.impl()->autograd) t.impl()->autograd = std::make_shared<AutogradMeta>();
+  return *t.impl()->autograd;
+}
+
+std::vector<int64_t> as_strided_geometry(const Tensor& base, IntArrayRef sizes, IntArrayRef strides,
+                                         int64_t offset) {
+  // The last element a geometry reaches (its offset when it has no elements).
+  const auto last = [](IntArrayRef sz, IntArrayRef st, int64_t off) {
+    int64_t end = off;
+    for (size_t d = 0; d < sz.size(); ++d) {
+      if (sz[d] == 0) return off;
+      end += (sz[d] - 1) * st[d];
+    }
+    return end;
+  };
+  const int64_t lo = std::min(base.storage_offset(), offset);
+  const int64_t hi = std::max(last(base.sizes(), base.strides(), base.storage_offset()), last(sizes, strides, offset));
+  std::vector<int64_t> ints(sizes.begin(), sizes.end());
+  ints.insert(ints.end(), strides.begin(), strides.end());
+  ints.push_back(offset - lo);
+  ints.push_back(base.storage_offset() - lo);
+  ints.push_back(hi - lo + 1);
+  ints.insert(ints.end(), base.strides().begin(), base.strides().end());
+  return ints;
+}
+
 Node::Node(GradRule r) : rule(r), sequence_nr(next_sequence_nr.fetch_add(1)) {}
 
 Node& Node::save(const Tensor& t) {
   const AutogradMeta* m = autograd_meta(t);
-  const std::string producer = m && m->grad_fn ? std::string(m->grad_fn->name()) : std::string();
+  const std::shared_ptr<Node> fn = m ? t.grad_fn() : nullptr;
+  const std::string producer = fn ? std::string(fn->name()) : std::string();
   saved.emplace_back(t, producer);
   return *this;
 }
 
+namespace autograd {
+void rename_grad_fn(const Tensor& out, GradRule alias) {
+  AutogradMeta* m = autograd_meta(out);
+  if (m != nullptr && m->grad_fn && base_rule(m->grad_fn->rule) == base_rule(alias)) m->grad_fn->rule = alias;
+}
+}  // namespace autograd
+
 void Node::release_saved() {
   for (SavedTensor& s : saved) s.release();
+  if (wrapped) wrapped->release_saved();
 }
 
 }  // namespace ember

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/autograd/grad_mode.h"
+#include "runtime/autograd/node.h"
 #include "runtime/ops/ops.h"
 
 namespace ember::nn {
@@ -21,6 +22,13 @@ Tensor reduce(const Tensor& loss, Reduction reduction) {
   return loss;
 }
 
+// torch's refusal of a gradient it has no formula for.
+void check_not_differentiable(const Tensor& t, const char* function, const char* argument) {
+  EMBER_CHECK(!(GradMode::is_enabled() && t.defined() && t.requires_grad()), Status::InvalidArgument,
+              "The function '", function, "' is not differentiable with respect to argument '", argument,
+              "'. This input cannot have requires_grad True.");
+}
+
 std::string size_str(const Tensor& t) { return "torch.Size(" + shape_str(t.sizes()) + ")"; }
 
 // torch's dtype check of log_softmax (floating types but Half on CPU).
@@ -33,10 +41,14 @@ void check_log_softmax_dtype(const Tensor& x, int64_t class_dim) {
 }
 
 // The per-element loss -w[t] * input[t] (0 where ignored) and the weights w[t]
-// (0 where ignored), both shaped like the target (the class dim removed).
+// (0 where ignored), both shaped like the target (the class dim removed), and
+// the one-hot mask of the picked classes (input's shape). Computed without
+// recording: nll_reduce records one NllLossBackward0 node, as torch does.
 struct NllParts {
   Tensor loss;
   Tensor weights;
+  Tensor mask;
+  int64_t class_dim = 0;
 };
 
 // Validates as at::nll_loss_nd does and returns the unreduced parts.
@@ -121,7 +133,31 @@ NllParts nll_parts(const Tensor& input, Tensor target, const Tensor& weight, int
   } else {
     weights = valid.to(d);
   }
-  return {-picked * weights, weights};
+  return {-picked * weights, weights, mask, class_dim};
+}
+
+NllParts nll_parts_no_grad(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index) {
+  check_not_differentiable(weight, "nll_loss_forward", "weight");
+  NoGradGuard no_grad;
+  return nll_parts(input, target, weight, ignore_index);
+}
+
+// The reduced loss, recorded as one NllLossBackward0 node reading the mask and the weights.
+Tensor nll_reduce(const Tensor& input, const NllParts& parts, Reduction reduction) {
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    switch (reduction) {
+      case Reduction::Mean: out = parts.loss.sum() / parts.weights.sum(); break;
+      case Reduction::Sum: out = parts.loss.sum(); break;
+      case Reduction::None: out = parts.loss; break;
+    }
+  }
+  if (Node* n = autograd::record(GradRule::NllLoss, out, {input})) {
+    n->save(parts.mask).save(parts.weights);
+    n->ints = {parts.class_dim, static_cast<int64_t>(reduction)};
+  }
+  return out;
 }
 
 }  // namespace
@@ -131,8 +167,17 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   const DType d = result_type(std::vector<Tensor>{input, target});
   EMBER_CHECK(is_floating(d), Status::NotSupported, "\"mse_cpu\" not implemented for '", dtype_legacy_name(d),
               "'");
-  const Tensor diff = input.expand(shape) - target.expand(shape);
-  return reduce(diff * diff, reduction);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    const Tensor diff = input.expand(shape) - target.expand(shape);
+    out = reduce(diff * diff, reduction);
+  }
+  if (Node* n = autograd::record(GradRule::MseLoss, out, {input, target})) {
+    n->save(input).save(target);
+    n->ints = {static_cast<int64_t>(reduction)};
+  }
+  return out;
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
@@ -142,13 +187,7 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                 Reduction reduction) {
-  const NllParts parts = nll_parts(input, target, weight, ignore_index);
-  switch (reduction) {
-    case Reduction::Mean: return parts.loss.sum() / parts.weights.sum();
-    case Reduction::Sum: return parts.loss.sum();
-    case Reduction::None: break;
-  }
-  return parts.loss;
+  return nll_reduce(input, nll_parts_no_grad(input, target, weight, ignore_index), reduction);
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
@@ -180,7 +219,11 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     switch (reduction) {
       case Reduction::Mean:
         if (input.numel() == 0) return -terms.sum() * std::numeric_limits<double>::quiet_NaN();
-        return -terms.sum() / static_cast<double>(input.numel() / n_classes);
+      {
+        Tensor out = -terms.sum() / static_cast<double>(input.numel() / n_classes);
+        autograd::rename_grad_fn(out, GradRule::DivScalar);  // torch divides by a C++ number here
+        return out;
+      }
       case Reduction::Sum: return -terms.sum();
       case Reduction::None: break;
     }
@@ -192,13 +235,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   }
   if (input.dim() >= 1) check_log_softmax_dtype(input, class_dim);
   const Tensor log_probs = input.dim() >= 1 ? ember::log_softmax(input, class_dim) : input;
-  const NllParts parts = nll_parts(log_probs, target, weight, ignore_index);
-  Tensor nll;
-  switch (reduction) {
-    case Reduction::Mean: nll = parts.loss.sum() / parts.weights.sum(); break;
-    case Reduction::Sum: nll = parts.loss.sum(); break;
-    case Reduction::None: nll = parts.loss; break;
-  }
+  const NllParts parts = nll_parts_no_grad(log_probs, target, weight, ignore_index);
+  const Tensor nll = nll_reduce(log_probs, parts, reduction);
   if (!(label_smoothing > 0.0)) return nll;
 
   // torch's cross_entropy_loss_label_smoothing.
@@ -229,8 +267,10 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   return (1 - label_smoothing) * nll + ret * (label_smoothing / static_cast<double>(n_classes));
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
-                                        const Tensor& pos_weight, Reduction reduction) {
+namespace {
+// torch's binary_cross_entropy_with_logits forward (its checks and casts).
+Tensor bce_with_logits_value(const Tensor& input, const Tensor& target, const Tensor& weight,
+                             const Tensor& pos_weight, Reduction reduction) {
   EMBER_CHECK(target.sizes() == input.sizes(), Status::ShapeMismatch, "Target size (", size_str(target),
               ") must be the same as input size (", size_str(input), ")");
   // The in-place steps of torch's formula fix what may be cast to what.
@@ -272,6 +312,25 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
     if (loss.dtype() != target.dtype()) loss = loss.to(target.dtype());
   }
   return reduce(loss, reduction);
+}
+}  // namespace
+
+// One BinaryCrossEntropyWithLogitsBackward0 node: gradients for input and
+// target (torch has none for weight and pos_weight).
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                        const Tensor& pos_weight, Reduction reduction) {
+  check_not_differentiable(weight, "binary_cross_entropy_with_logits", "weight");
+  check_not_differentiable(pos_weight, "binary_cross_entropy_with_logits", "pos_weight");
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = bce_with_logits_value(input, target, weight, pos_weight, reduction);
+  }
+  if (Node* n = autograd::record(GradRule::BceWithLogits, out, {input, target})) {
+    n->save(input).save(target).save(weight).save(pos_weight);
+    n->ints = {static_cast<int64_t>(reduction)};
+  }
+  return out;
 }
 
 }  // namespace ember::nn

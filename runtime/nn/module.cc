@@ -439,7 +439,7 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optiona
   }
 }
 
-Tensor Embedding::forward(const Tensor& indices) { return embedding(weight, indices); }
+Tensor Embedding::forward(const Tensor& indices) { return embedding(weight, indices, padding_idx); }
 
 Dropout::Dropout(double p) : Module("Dropout"), p(p) {
   EMBER_CHECK(p >= 0 && p <= 1, Status::InvalidArgument, "dropout probability has to be between 0 and 1, but got ",

@@ -62,22 +62,40 @@ void fill_into(const Tensor& dst, Scalar value) {
   run_kernel(OpKind::Fill, {}, {dst}, ScalarParams{value});
 }
 
+void check_defined(const Tensor& t, const char* op, const char* arg) {
+  EMBER_CHECK(t.defined(), Status::InvalidState, op, "(): ", arg,
+              " is an undefined tensor (as grad() is before the first backward, or after "
+              "zero_grad(set_to_none=true))");
+}
+
 Tensor& Tensor::copy_(const Tensor& src) {
+  check_defined(*this, "copy_", "self");
+  check_defined(src, "copy_", "src");
   autograd::check_inplace(*this);
   {
     NoGradGuard no_grad;
     copy_into(*this, src);
   }
   storage()->bump_version();
-  if (Node* n = autograd::record(GradRule::Copy, *this, {*this, src})) (void)n;
+  autograd::record_inplace(GradRule::Copy, *this, {*this, src});
   return *this;
 }
 
 Tensor& Tensor::fill_(Scalar value) {
+  check_defined(*this, "fill_", "self");
   autograd::check_inplace(*this);
   fill_into(*this, value);
   storage()->bump_version();
-  autograd::record(GradRule::Fill, *this, {*this});
+  autograd::record_inplace(GradRule::Fill, *this, {*this});
+  return *this;
+}
+
+Tensor& Tensor::zero_() {
+  check_defined(*this, "zero_", "self");
+  autograd::check_inplace(*this);
+  fill_into(*this, 0);
+  storage()->bump_version();
+  autograd::record_inplace(GradRule::Zero, *this, {*this});
   return *this;
 }
 

@@ -25,6 +25,10 @@ void fill_into(const Tensor& dst, Scalar value);
 // twice (an expanded tensor), as PyTorch refuses such in-place writes.
 void check_writable(const Tensor& t);
 
+// Raises "op(): arg is an undefined tensor ..." (an in-place op on grad()
+// before any backward, say) instead of failing deeper down.
+void check_defined(const Tensor& t, const char* op, const char* arg);
+
 // Raises PyTorch's message unless every defined tensor is on one device.
 void check_same_device(Span<const Tensor> tensors);
 

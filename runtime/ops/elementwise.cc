@@ -187,6 +187,25 @@ Tensor binary(OpKind op, Scalar a, const Tensor& b) {
   return binary(op, scalar_tensor(a, TensorOptions(common).device(b.device())), b, common, category_of(op));
 }
 
+// `out` with its fresh node shown under PyTorch's name for this overload.
+Tensor renamed(Tensor out, GradRule alias) {
+  autograd::rename_grad_fn(out, alias);
+  return out;
+}
+
+// self = result (computed out of place from self), in place: the result's
+// node keeps copies of what it saved of self and becomes self's history.
+Tensor& assign_inplace(Tensor& self, const Tensor& result) {
+  autograd::unshare_saved(result, self);
+  {
+    NoGradGuard no_grad;
+    copy_into(self, result);
+  }
+  self.storage()->bump_version();
+  autograd::rebase_history(self, result);
+  return self;
+}
+
 // self = op(self, other), with PyTorch's rules: the result must broadcast to
 // self's shape and be castable to self's dtype.
 Tensor& binary_(OpKind op, Tensor& self, const Tensor& other, DType common) {
@@ -200,12 +219,7 @@ Tensor& binary_(OpKind op, Tensor& self, const Tensor& other, DType common) {
   autograd::check_inplace(self);
   if (autograd::needs_grad({self, other})) {
     // Computed out of place (the node reads the old value), then written back.
-    const Tensor result = binary(op, self, other, common, category_of(op));
-    {
-      NoGradGuard no_grad;
-      copy_into(self, result);
-    }
-    autograd::rebase_history(self, result);
+    return assign_inplace(self, binary(op, self, other, common, category_of(op)));
   } else if (compute == self.dtype()) {
     check_same_device({self, other});
     Tensor o = other.to(compute);
@@ -355,9 +369,9 @@ Tensor pow(const Tensor& a, const Tensor& b) { return binary(OpKind::Pow, a, b);
 Tensor pow(const Tensor& a, Scalar b) {
   EMBER_CHECK(!(is_integral(a.dtype()) && b.is_integral() && b.to_int() < 0), Status::InvalidArgument,
               "Integers to negative integer powers are not allowed.");
-  return binary(OpKind::Pow, a, b);
+  return renamed(binary(OpKind::Pow, a, b), GradRule::PowScalar);
 }
-Tensor pow(Scalar a, const Tensor& b) { return binary(OpKind::Pow, a, b); }
+Tensor pow(Scalar a, const Tensor& b) { return renamed(binary(OpKind::Pow, a, b), GradRule::PowScalarBase); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(OpKind::Maximum, a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(OpKind::Minimum, a, b); }
 Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::Eq, a, b); }
@@ -378,7 +392,7 @@ Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
 Tensor operator+(Scalar a, const Tensor& b) { return binary(OpKind::Add, a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
-Tensor operator-(Scalar a, const Tensor& b) { return binary(OpKind::Sub, a, b); }
+Tensor operator-(Scalar a, const Tensor& b) { return renamed(binary(OpKind::Sub, a, b), GradRule::Rsub); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
 Tensor operator*(Scalar a, const Tensor& b) { return binary(OpKind::Mul, a, b); }
@@ -399,14 +413,42 @@ Tensor operator<=(const Tensor& a, Scalar b) { return le(a, b); }
 Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
 Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, b); }
 
-Tensor& Tensor::add_(const Tensor& other) { return binary_(OpKind::Add, *this, other); }
-Tensor& Tensor::add_(Scalar other) { return binary_(OpKind::Add, *this, other); }
-Tensor& Tensor::sub_(const Tensor& other) { return binary_(OpKind::Sub, *this, other); }
-Tensor& Tensor::sub_(Scalar other) { return binary_(OpKind::Sub, *this, other); }
-Tensor& Tensor::mul_(const Tensor& other) { return binary_(OpKind::Mul, *this, other); }
-Tensor& Tensor::mul_(Scalar other) { return binary_(OpKind::Mul, *this, other); }
-Tensor& Tensor::div_(const Tensor& other) { return binary_(OpKind::Div, *this, other); }
-Tensor& Tensor::div_(Scalar other) { return binary_(OpKind::Div, *this, other); }
+Tensor& Tensor::add_(const Tensor& other) {
+  check_defined(*this, "add_", "self");
+  check_defined(other, "add_", "other");
+  return binary_(OpKind::Add, *this, other);
+}
+Tensor& Tensor::add_(Scalar other) {
+  check_defined(*this, "add_", "self");
+  return binary_(OpKind::Add, *this, other);
+}
+Tensor& Tensor::sub_(const Tensor& other) {
+  check_defined(*this, "sub_", "self");
+  check_defined(other, "sub_", "other");
+  return binary_(OpKind::Sub, *this, other);
+}
+Tensor& Tensor::sub_(Scalar other) {
+  check_defined(*this, "sub_", "self");
+  return binary_(OpKind::Sub, *this, other);
+}
+Tensor& Tensor::mul_(const Tensor& other) {
+  check_defined(*this, "mul_", "self");
+  check_defined(other, "mul_", "other");
+  return binary_(OpKind::Mul, *this, other);
+}
+Tensor& Tensor::mul_(Scalar other) {
+  check_defined(*this, "mul_", "self");
+  return binary_(OpKind::Mul, *this, other);
+}
+Tensor& Tensor::div_(const Tensor& other) {
+  check_defined(*this, "div_", "self");
+  check_defined(other, "div_", "other");
+  return binary_(OpKind::Div, *this, other);
+}
+Tensor& Tensor::div_(Scalar other) {
+  check_defined(*this, "div_", "self");
+  return binary_(OpKind::Div, *this, other);
+}
 
 // The RT_BINARY ops' front-ends.
 #define RT_OP(Name, name, n_in, n_out, Params)
@@ -512,7 +554,10 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
 }
 
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
-  return copy_(clamp(*this, min, max));
+  check_defined(*this, "clamp_", "self");
+  autograd::check_inplace(*this);
+  check_writable(*this);
+  return assign_inplace(*this, clamp(*this, min, max));
 }
 
 Tensor neg(const Tensor& x) {
@@ -557,7 +602,12 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
                /*to_float=*/false);
 }
 
-Tensor& Tensor::relu_() { return copy_(relu(*this)); }
+Tensor& Tensor::relu_() {
+  check_defined(*this, "relu_", "self");
+  autograd::check_inplace(*this);
+  check_writable(*this);
+  return assign_inplace(*this, relu(*this));
+}
 
 Tensor Tensor::abs() const { return ember::abs(*this); }
 Tensor Tensor::neg() const { return ember::neg(*this); }

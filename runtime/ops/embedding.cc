@@ -1,4 +1,5 @@
-// embedding(weight [V, D], indices int32/int64 of any shape) -> [..., D].
+// embedding(weight [V, D], indices int32/int64 of any shape) -> [..., D]; the
+// row padding_idx, when given, gets no gradient.
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
@@ -6,8 +7,13 @@
 
 namespace ember {
 
-Tensor embedding(const Tensor& weight, const Tensor& indices) {
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
   EMBER_CHECK(weight.dim() == 2, Status::InvalidArgument, "'weight' must be 2-D");
+  if (padding_idx) {
+    EMBER_CHECK(*padding_idx < weight.size(0) && *padding_idx >= -weight.size(0), Status::InvalidArgument,
+                "Padding_idx must be within num_embeddings");
+    if (*padding_idx < 0) *padding_idx += weight.size(0);
+  }
   EMBER_CHECK(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32, Status::DTypeMismatch,
               "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; "
               "but got torch.", dtype_legacy_name(indices.dtype()), "Tensor instead (while checking arguments for "
@@ -30,7 +36,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   if (out.numel() > 0) run_kernel(OpKind::Embedding, {weight, indices}, {out});
   if (Node* n = autograd::record(GradRule::Embedding, out, {weight})) {
     n->save(indices);
-    n->ints = {weight.size(0)};
+    n->ints = {weight.size(0), padding_idx.value_or(-1)};
   }
   return out;
 }

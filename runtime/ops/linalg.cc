@@ -27,8 +27,9 @@ void check_gemm_dtype(const char* kernel, const Tensor& first, const Tensor& sec
 
 // Records out = a @ b (any of dot, mv, mm, bmm) for autograd; composites such as
 // matmul and linear get their gradients through these and the views they take.
-Tensor recorded(const Tensor& out, const Tensor& a, const Tensor& b) {
-  if (Node* n = autograd::record(GradRule::MatMul, out, {a, b})) n->save(a).save(b);
+// `rule` is the name torch shows (MmBackward0, DotBackward0, ...).
+Tensor recorded(const Tensor& out, const Tensor& a, const Tensor& b, GradRule rule = GradRule::MatMul) {
+  if (Node* n = autograd::record(rule, out, {a, b})) n->save(a).save(b);
   return out;
 }
 
@@ -50,7 +51,7 @@ Tensor mv(const Tensor& a, const Tensor& v) {
   check_gemm_dtype("addmv_impl_cpu", a, v);
   Tensor out = empty({a.size(0)}, TensorOptions(a.dtype()).device(a.device()));
   run_matmul(a.detach().unsqueeze(0), v.detach().unsqueeze(0).unsqueeze(2), out.unsqueeze(0).unsqueeze(2));
-  return recorded(out, a, v);
+  return recorded(out, a, v, GradRule::Mv);
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
@@ -68,7 +69,7 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   Tensor out = empty({}, TensorOptions(d).device(a.device()));
   run_matmul(a.detach().unsqueeze(0).unsqueeze(0), b.detach().unsqueeze(0).unsqueeze(2),
              out.unsqueeze(0).unsqueeze(0).unsqueeze(0));
-  return recorded(out, a, b);
+  return recorded(out, a, b, GradRule::Dot);
 }
 
 // addmm(self, mat1, mat2) with beta = alpha = 1: self broadcast to the product's shape.
@@ -83,6 +84,7 @@ Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
   check_gemm_dtype("addmm_impl_cpu_", mat1, mat2);
   Tensor out = mm_unchecked(mat1, mat2);
   out.add_(bias);
+  autograd::rename_grad_fn(out, GradRule::Addmm);
   return out;
 }
 
@@ -97,6 +99,13 @@ bool should_fold(const Tensor& t1, int64_t dim2) {
 }
 
 Shape slice_shape(const Shape& s, size_t begin, size_t end) { return Shape(s.begin() + begin, s.begin() + end); }
+
+// A view of a product matmul made (torch's _unsafe_view: UnsafeViewBackward0).
+Tensor unsafe_view(const Tensor& product, IntArrayRef shape) {
+  Tensor out = product.view(shape);
+  autograd::rename_grad_fn(out, GradRule::UnsafeView);
+  return out;
+}
 
 }  // namespace
 
@@ -120,7 +129,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   check_gemm_dtype("bmm", a, b);
   Tensor out = empty({a.size(0), a.size(1), b.size(2)}, TensorOptions(a.dtype()).device(a.device()));
   run_matmul(a, b, out);
-  return recorded(out, a, b);
+  return recorded(out, a, b, GradRule::Bmm);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -143,10 +152,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     const Tensor t1_folded = t1.reshape({folded, sizes1.back()});
     if (t2.dim() == 2) {
       out_shape.push_back(t2.size(1));
-      const Tensor out = mm(t1_folded, t2).view(out_shape);
+      const Tensor out = unsafe_view(mm(t1_folded, t2), out_shape);
       return transpose ? out.transpose(-2, -1).contiguous() : out;
     }
-    return mv(t1_folded, t2).view(out_shape);
+    return unsafe_view(mv(t1_folded, t2), out_shape);
   }
   // Batched: broadcast the batch dims, flatten them and run bmm.
   const int64_t n = dim1 > 1 ? a.size(-2) : 1;
@@ -165,7 +174,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const Tensor b3 = b.expand(expand2).reshape({batch, m2, p});
   if (dim1 > 1) out_shape.push_back(n);
   if (dim2 > 1) out_shape.push_back(p);
-  return bmm(a3, b3).view(out_shape);
+  return unsafe_view(bmm(a3, b3), out_shape);
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {

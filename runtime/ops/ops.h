@@ -206,7 +206,8 @@ Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride =
                   IntArrayRef padding = {0, 0}, bool ceil_mode = false,
                   bool count_include_pad = true, std::optional<int64_t> divisor_override = std::nullopt);
 Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size);
-Tensor embedding(const Tensor& weight, const Tensor& indices);
+// padding_idx (negative counts from the end): that row gets no gradient (F.embedding).
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx = std::nullopt);
 // Training form (F.batch_norm(training=True)): normalizes with the batch
 // statistics over every dim but 1 (biased variance) and, under no_grad, updates
 // the defined running stats in place: running = (1 - momentum) * running +

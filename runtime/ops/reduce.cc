@@ -175,14 +175,23 @@ Tensor arg_extreme(OpKind op, const Tensor& x, std::optional<int64_t> dim, bool 
 
 }  // namespace
 
-Tensor sum(const Tensor& x, std::optional<DType> dtype) { return sum(x, {}, false, dtype); }
+// The full reductions show torch's names for their overloads (SumBackward0, ...).
+Tensor sum(const Tensor& x, std::optional<DType> dtype) {
+  Tensor out = sum(x, {}, false, dtype);
+  autograd::rename_grad_fn(out, GradRule::SumAll);
+  return out;
+}
 
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
   const uint32_t mask = dim_mask(dims, x.dim());
   return reduce(OpKind::Sum, x.to(sum_dtype(x, dtype)), mask, keepdim);
 }
 
-Tensor mean(const Tensor& x, std::optional<DType> dtype) { return mean(x, {}, false, dtype); }
+Tensor mean(const Tensor& x, std::optional<DType> dtype) {
+  Tensor out = mean(x, {}, false, dtype);
+  autograd::rename_grad_fn(out, GradRule::MeanAll);
+  return out;
+}
 
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
   const DType out_dtype = mean_dtype(x, dtype);
@@ -191,7 +200,9 @@ Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<DType
 }
 
 Tensor prod(const Tensor& x, std::optional<DType> dtype) {
-  return reduce(OpKind::Prod, x.to(sum_dtype(x, dtype)), all_dims(x.dim()), false);
+  Tensor out = reduce(OpKind::Prod, x.to(sum_dtype(x, dtype)), all_dims(x.dim()), false);
+  autograd::rename_grad_fn(out, GradRule::ProdAll);
+  return out;
 }
 
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dtype) {
@@ -209,7 +220,17 @@ Tensor var(const Tensor& x, std::optional<std::vector<int64_t>> dims, int64_t co
 
 Tensor std(const Tensor& x, std::optional<std::vector<int64_t>> dims, int64_t correction, bool keepdim) {
   check_var_dtype(x);
-  return sqrt(var(x, std::move(dims), correction, keepdim));
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = sqrt(var(x, dims, correction, keepdim));
+  }
+  // StdBackward0 reads x and the result; its ints are Var's.
+  if (Node* n = autograd::record(GradRule::Std, out, {x})) {
+    n->ints = {dims ? dim_mask(*dims, x.dim()) : all_dims(x.dim()), keepdim ? 1 : 0, correction};
+    n->save(x).save(out);
+  }
+  return out;
 }
 
 Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {

@@ -112,6 +112,7 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   for (int64_t i = 0; i < num_splits; ++i) {
     const int64_t start = i * split_size;
     out.push_back(x.narrow(dim, start, std::min(split_size, size - start)));
+    autograd::rename_grad_fn(out.back(), GradRule::Split);
   }
   return out;
 }
@@ -128,6 +129,7 @@ std::vector<Tensor> split(const Tensor& x, IntArrayRef split_sizes, int64_t dim)
                 "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=",
                 shape_str(split_sizes));
     out.push_back(x.narrow(dim, start, length));
+    autograd::rename_grad_fn(out.back(), GradRule::SplitWithSizes);
     start += length;
   }
   EMBER_CHECK(start == size, Status::InvalidArgument, "split_with_sizes expects split_sizes to sum exactly to ",

@@ -7,8 +7,11 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;  // Python's math.pi
 }  // namespace
 
-LRScheduler::LRScheduler(Optimizer& optimizer)
-    : optimizer_(optimizer), base_lr_(optimizer.lr()), last_lr_(optimizer.lr()) {}
+// As torch: the group's initial_lr is set once (setdefault) and is the base rate.
+LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer), last_lr_(optimizer.lr()) {
+  if (!optimizer.initial_lr()) optimizer.set_initial_lr(optimizer.lr());
+  base_lr_ = *optimizer.initial_lr();
+}
 
 void LRScheduler::initial_step() {
   step_count_ = 0;

@@ -22,6 +22,13 @@ class LRScheduler {
   int64_t last_epoch() const { return last_epoch_; }
   double base_lr() const { return base_lr_; }
 
+  // torch's layout: base_lrs, last_epoch, _step_count, _last_lr, verbose,
+  // _get_lr_called_within_step and the scheduler's own settings
+  // (state_dict.cc). Loading restores them all; it raises, naming the key, on
+  // a missing key or a value of the wrong kind.
+  virtual StateDict state_dict() const;
+  virtual void load_state_dict(const StateDict& state);
+
  protected:
   // Derived constructors call initial_step() once their fields are set (as
   // torch's constructor does: last_epoch becomes 0).
@@ -41,6 +48,8 @@ class LRScheduler {
 class StepLR : public LRScheduler {
  public:
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
+  StateDict state_dict() const override;
+  void load_state_dict(const StateDict& state) override;
 
  private:
   double compute_lr() const override;
@@ -53,6 +62,8 @@ class StepLR : public LRScheduler {
 class CosineAnnealingLR : public LRScheduler {
  public:
   CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0.0);  // NOLINT: torch's name
+  StateDict state_dict() const override;
+  void load_state_dict(const StateDict& state) override;
 
  private:
   double compute_lr() const override;

@@ -133,7 +133,7 @@ std::optional<Shape> view_strides(IntArrayRef sizes, IntArrayRef strides, IntArr
 namespace {
 // Records a view op for autograd: `out` shares `self`'s storage.
 Tensor record_view(const Tensor& self, Tensor out, GradRule rule, std::vector<int64_t> ints = {}) {
-  if (Node* n = autograd::record(rule, out, {self})) n->ints = std::move(ints);
+  if (Node* n = autograd::record_view(rule, out, self)) n->ints = std::move(ints);
   return out;
 }
 }  // namespace
@@ -236,12 +236,10 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
   EMBER_CHECK(need <= have, Status::OutOfRange, "setStorage: sizes ", shape_str(sizes), ", strides ",
               shape_str(strides), ", storage offset ", offset, ", and itemsize ", element_size(),
               " requiring a storage size of ", need, " are out of bounds for storage of size ", have);
-  std::vector<int64_t> ints(sizes.begin(), sizes.end());
-  ints.insert(ints.end(), strides.begin(), strides.end());
-  ints.push_back(offset - this->storage_offset());
   EMBER_CHECK(!autograd::needs_grad({*this}) || is_contiguous(), Status::NotSupported,
               "as_strided: autograd supports only contiguous inputs");
-  return record_view(*this, make(storage(), dtype(), sizes, strides, offset), GradRule::AsStrided, std::move(ints));
+  return record_view(*this, make(storage(), dtype(), sizes, strides, offset), GradRule::AsStrided,
+                     as_strided_geometry(*this, sizes, strides, offset));
 }
 
 Tensor Tensor::view(IntArrayRef sizes) const {
@@ -256,9 +254,11 @@ Tensor Tensor::view(IntArrayRef sizes) const {
 Tensor Tensor::reshape(IntArrayRef sizes) const {
   const Shape shape = infer_size(sizes, numel());
   if (std::optional<Shape> strides = view_strides(this->sizes(), this->strides(), shape)) {
-    return record_view(*this, make(storage(), dtype(), shape, *strides, storage_offset()), GradRule::View);
+    return record_view(*this, make(storage(), dtype(), shape, *strides, storage_offset()), GradRule::ReshapeAlias);
   }
-  return contiguous().view(shape);
+  const Tensor copy = contiguous();
+  return record_view(copy, make(copy.storage(), dtype(), shape, contiguous_strides(shape), copy.storage_offset()),
+                     GradRule::UnsafeView);
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
@@ -308,7 +308,9 @@ Tensor Tensor::permute(IntArrayRef dims) const {
 Tensor Tensor::t() const {
   EMBER_CHECK(dim() <= 2, Status::InvalidArgument,
               "t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D");
-  return dim() < 2 ? *this : transpose(0, 1);
+  if (dim() < 2) return *this;
+  const Shape s{sizes()[1], sizes()[0]}, st{strides()[1], strides()[0]};
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::T, {0, 1});
 }
 
 Tensor Tensor::squeeze() const {
@@ -319,7 +321,7 @@ Tensor Tensor::squeeze() const {
       st.push_back(strides()[d]);
     }
   }
-  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::View);
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::Squeeze);
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -329,7 +331,7 @@ Tensor Tensor::squeeze(int64_t d) const {
     s.erase(s.begin() + d);
     st.erase(st.begin() + d);
   }
-  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::View);
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::SqueezeDim);
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -338,7 +340,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t new_stride = d >= dim() ? 1 : sizes()[d] * strides()[d];
   s.insert(s.begin() + d, 1);
   st.insert(st.begin() + d, new_stride);
-  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::View);
+  return record_view(*this, make(storage(), dtype(), s, st, storage_offset()), GradRule::Unsqueeze);
 }
 
 Tensor Tensor::expand(IntArrayRef target) const {

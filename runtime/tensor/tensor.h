@@ -173,7 +173,7 @@ class Tensor {
   // --- in-place -----------------------------------------------------------------
   Tensor& copy_(const Tensor& src);  // broadcasting, dtype conversion
   Tensor& fill_(Scalar value);
-  Tensor& zero_() { return fill_(0); }
+  Tensor& zero_();
   Tensor& add_(const Tensor& other);
   Tensor& add_(Scalar other);
   Tensor& sub_(const Tensor& other);
@@ -209,7 +209,7 @@ class Tensor {
 
  private:
   TensorImpl& ref() const {
-    RT_CHECK(impl_ != nullptr, "use of an undefined tensor");
+    if (impl_ == nullptr) raise_error(Status::InvalidState, "use of an undefined tensor");
     return *impl_;
   }
   std::shared_ptr<TensorImpl> impl_;

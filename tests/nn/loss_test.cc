@@ -330,3 +330,18 @@ TEST_CASE("binary_cross_entropy_with_logits errors") {
   check_error([] { nn::binary_cross_entropy_with_logits(ones({3}), zeros({3}), Tensor(), ones({2, 3})); },
               "output with shape [3] doesn't match the broadcast shape [2, 3]");
 }
+
+TEST_CASE("class weights and pos_weight take no gradient: torch refuses them") {
+  const Tensor x = rand({2, 3}).requires_grad_();
+  check_error([&] { nn::binary_cross_entropy_with_logits(x, rand({2, 3}), rand({2, 3}).requires_grad_()); },
+              "The function 'binary_cross_entropy_with_logits' is not differentiable with respect to argument "
+              "'weight'. This input cannot have requires_grad True.");
+  check_error([&] { nn::binary_cross_entropy_with_logits(x, rand({2, 3}), Tensor(), rand({3}).requires_grad_()); },
+              "The function 'binary_cross_entropy_with_logits' is not differentiable with respect to argument "
+              "'pos_weight'. This input cannot have requires_grad True.");
+  check_error([&] { nn::nll_loss(x, tensor({0, 1}), rand({3}).requires_grad_()); },
+              "The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. This "
+              "input cannot have requires_grad True.");
+  NoGradGuard no_grad;  // allowed where nothing is recorded
+  (void)nn::nll_loss(x, tensor({0, 1}), rand({3}).requires_grad_());
+}

@@ -155,6 +155,24 @@ TEST_CASE("LayerNorm, Embedding") {
   check_error([] { nn::Embedding(6, 3, -7); }, "Padding_idx must be within num_embeddings");
 }
 
+TEST_CASE("Embedding's padding row gets no gradient (torch 1.13 F.embedding)") {
+  nn::Embedding emb(4, 3, 2);
+  {
+    NoGradGuard no_grad;
+    emb.weight.copy_(arange(12.0).view({4, 3}));
+  }
+  const Tensor idx = tensor({{0, 2, 2}, {1, 0, 3}});
+  (emb(idx) * arange(18.0).view({2, 3, 3})).sum().backward();
+  check_equal(emb.weight.grad(), tensor({{12.0, 14.0, 16.0}, {9.0, 10.0, 11.0}, {0.0, 0.0, 0.0}, {15.0, 16.0, 17.0}}));
+  // The functional form: a negative padding_idx counts from the end.
+  const Tensor w = arange(12.0).view({4, 3}).detach().requires_grad_();
+  const Tensor out = embedding(w, idx, -4);
+  CHECK(out.grad_fn()->name() == "EmbeddingBackward0");
+  (out * arange(18.0).view({2, 3, 3})).sum().backward();
+  check_equal(w.grad(), tensor({{0.0, 0.0, 0.0}, {9.0, 10.0, 11.0}, {9.0, 11.0, 13.0}, {15.0, 16.0, 17.0}}));
+  check_error([&] { (void)embedding(w, idx, 4); }, "Padding_idx must be within num_embeddings");
+}
+
 TEST_CASE("Dropout: PyTorch's mask with the same seed; eval and p = 0 are the identity") {
   nn::Dropout drop(0.3);
   const Tensor x = golden("nnm.dropout.x");

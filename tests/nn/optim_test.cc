@@ -134,12 +134,16 @@ TEST_CASE("zero_grad: set_to_none and zeroing in place") {
   CHECK(a.grad().defined());
   CHECK(!b.grad().defined());
   const Tensor g = a.grad();
-  opt.zero_grad(false);
+  opt.zero_grad();  // torch 1.13's default: zeroed in place
   CHECK(a.grad().is_same(g));
   check_equal(a.grad(), tensor({0.0, 0.0}));
   CHECK(!b.grad().defined());
-  opt.zero_grad();
+  opt.zero_grad(/*set_to_none=*/true);
   CHECK(!a.grad().defined());
+  // Changing a gradient that set_to_none dropped is a clear error, not a crash.
+  check_error([&] { a.grad().add_(ones({2})); },
+              "add_(): self is an undefined tensor (as grad() is before the first backward, or after "
+              "zero_grad(set_to_none=true))");
   // A gradient with history (create_graph-like) is detached before zeroing.
   Tensor w = tensor({1.0}).requires_grad_();
   Tensor hist = w * 2;
