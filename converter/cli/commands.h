@@ -70,6 +70,7 @@ Diag bench(const BenchArgs& args, std::ostream& out);
 //   [--clip-grad-norm F] [--scheduler step:SIZE:GAMMA|cosine:TMAX] --epochs N --batch-size B
 //   [--no-shuffle | --shuffle-seed S] [--train PATTERN,... | --freeze PATTERN,...] -o OUT.ember
 //   [--save-delta D.safetensors] [--lora RANK[:ALPHA] --lora-targets PATTERN,...]
+//   [--checkpoint C --checkpoint-every N] [--resume C]
 //   [--log loss.csv] [--json] [--threads N] (runtime/train/finetune.h)
 struct FinetuneArgs {
   std::string model;

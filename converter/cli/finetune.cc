@@ -71,6 +71,10 @@ Diag check_args(const FinetuneArgs& a) {
   if (a.config.optimizer != "sgd" && a.config.optimizer != "adam" && a.config.optimizer != "adamw")
     return {Status::InvalidArgument, "--optimizer '" + a.config.optimizer + "': expected sgd, adam or adamw"};
   if (!(a.config.lr > 0)) return {Status::InvalidArgument, "--lr must be positive"};
+  if (a.config.checkpoint_every > 0 && a.config.checkpoint.empty())
+    return {Status::InvalidArgument, "--checkpoint-every needs --checkpoint FILE"};
+  if (!a.config.checkpoint.empty() && a.config.checkpoint_every == 0)
+    return {Status::InvalidArgument, "--checkpoint needs --checkpoint-every N (steps)"};
   if (a.device != "cpu")
     return {Status::NotSupported, "--device " + a.device + ": fine-tuning runs on the cpu (no backward kernels on "
                                   "other devices yet)"};

@@ -53,6 +53,10 @@ CLI::App* add_finetune(CLI::App& app, ember::cli::FinetuneArgs& ft) {
   cmd->add_option("--lora", ft.lora, "LoRA adapters of rank R (alpha A, default R) on --lora-targets: R[:A]");
   cmd->add_option("--lora-targets", ft.lora_targets, "Linear weights that get adapters: glob patterns");
   cmd->add_option("--save-delta", ft.delta, "Write the trained tensors only (safetensors, bound to MODEL)");
+  cmd->add_option("--checkpoint", ft.config.checkpoint, "Write a checkpoint (weights, optimizer, position) here");
+  cmd->add_option("--checkpoint-every", ft.config.checkpoint_every, "Steps between checkpoints")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--resume", ft.config.resume, "Continue from a checkpoint (same data, flags and seed)");
   cmd->add_option("--log", ft.log, "Write every step's loss and rate to this CSV");
   cmd->add_flag("--json", ft.json, "Print one JSON object at the end");
   cmd->add_option("--threads", ft.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);

@@ -13,6 +13,7 @@
 #include "runtime/optim/clip_grad.h"
 #include "runtime/optim/lr_scheduler.h"
 #include "runtime/optim/optimizer.h"
+#include "runtime/train/checkpoint.h"
 
 namespace ember {
 namespace {
@@ -192,36 +193,42 @@ Result<FinetuneResult> finetune(Trainer& trainer, const std::vector<NpzEntry>& d
   if (c.epochs < 1 || c.batch_size < 1)
     return report_error(error, Status::InvalidArgument, "epochs and batch size must be at least 1 (got ", c.epochs,
                         " and ", c.batch_size, ")");
+  if (c.checkpoint_every > 0 && c.checkpoint.empty())
+    return report_error(error, Status::InvalidArgument, "--checkpoint-every needs --checkpoint FILE");
   Batches b;
   RT_RETURN_IF_ERROR(check_data(trainer.executor(), data, data_name, c, &b, error));
   FinetuneResult result;
   try {
     std::unique_ptr<optim::Optimizer> opt = make_optimizer(trainer.parameters(), c);
     std::unique_ptr<optim::LRScheduler> sched = make_scheduler(*opt, c.scheduler);
+    LoopPosition at;
+    if (!c.resume.empty()) RT_RETURN_IF_ERROR(load_checkpoint(c.resume, trainer, *opt, sched.get(), &at, error));
     Generator gen(c.seed);
-    int64_t step = 0;
     for (int epoch = 1; epoch <= c.epochs; ++epoch) {
-      const Tensor order = c.shuffle ? permutation(b.n, gen) : Tensor();
-      double sum = 0;
-      int64_t count = 0;
-      for (int64_t i = 0; i < b.n; i += c.batch_size) {
+      const Tensor order = c.shuffle ? permutation(b.n, gen) : Tensor();  // drawn for skipped epochs too
+      if (epoch < at.epoch) continue;
+      if (epoch > at.epoch) at = {epoch, at.step, 0, 0.0, 0};
+      for (int64_t i = at.batch * c.batch_size; i < b.n; i += c.batch_size) {
         const int64_t end = std::min(b.n, i + c.batch_size);
         opt->zero_grad(true);
         std::string why;
         const std::vector<Tensor> in = batch_inputs(b, order, i, end);
         Result<std::vector<Tensor>> out = trainer.forward(Span<const Tensor>(in.data(), in.size()), &why);
-        if (!out.ok()) return report_error(error, out.status(), "step ", step + 1, ": ", why);
+        if (!out.ok()) return report_error(error, out.status(), "step ", at.step + 1, ": ", why);
         Tensor loss = loss_of(c.loss, out.get()[0], rows(b.target, order, i, end).contiguous());
         loss.backward();
         if (c.clip_grad_norm > 0) optim::clip_grad_norm_(trainer.parameters(), c.clip_grad_norm);
-        StepLog log{epoch, ++step, loss.item<double>(), opt->lr()};
+        StepLog log{epoch, ++at.step, loss.item<double>(), opt->lr()};
         opt->step();
-        sum += log.loss;
-        ++count;
+        ++at.batch;
+        at.epoch_sum += log.loss;
+        ++at.epoch_count;
         result.steps.push_back(log);
         if (on_step) on_step(log);
+        if (c.checkpoint_every > 0 && at.step % c.checkpoint_every == 0)
+          RT_RETURN_IF_ERROR(save_checkpoint(c.checkpoint, trainer, *opt, sched.get(), at, error));
       }
-      result.epoch_loss.push_back(sum / static_cast<double>(count));
+      result.epoch_loss.push_back(at.epoch_sum / static_cast<double>(std::max<int64_t>(at.epoch_count, 1)));
       if (sched != nullptr) sched->step();
     }
   } catch (const Error& e) {

@@ -42,6 +42,12 @@ struct FinetuneConfig {
   int64_t batch_size = 32;
   bool shuffle = true;                 // a new order each epoch from `seed`
   uint64_t seed = 0;
+  // Checkpoints (runtime/train/checkpoint.h): written to `checkpoint` every
+  // `checkpoint_every` steps (0: never); `resume` continues from one exactly
+  // as if the run had not stopped (same data, config and seed).
+  std::string checkpoint;
+  int64_t checkpoint_every = 0;
+  std::string resume;
 };
 
 struct StepLog {
@@ -52,8 +58,8 @@ struct StepLog {
 };
 
 struct FinetuneResult {
-  std::vector<StepLog> steps;
-  std::vector<double> epoch_loss;  // mean loss of each epoch
+  std::vector<StepLog> steps;       // this run's (after a resume: from the resumed step on)
+  std::vector<double> epoch_loss;   // mean loss of each epoch this run finished
 };
 
 // The data set's arrays checked against the model and the config first: every

@@ -303,6 +303,15 @@ run_ember 1 finetune ft_int8.ember --data "$ft_dir/data.npz" --target y --lora 2
 has "$err" "LoRA adapters on the int8 weight 'fc1.weight' cannot be merged into it: save them as a delta (--save-delta)"
 run_ember 1 finetune ft.ember --data "$ft_dir/data.npz" --target y --lora x2 --lora-targets 'fc1.*'
 has "$err" "--lora 'x2': expected RANK or RANK:ALPHA (e.g. 8 or 8:16)"
+# 6 steps + resume + 6 = 12 straight (the CSV logs agree to the last digit).
+common=(--data "$ft_dir/data.npz" --target y --optimizer adam --lr 0.01 --batch-size 3 --shuffle-seed 4)
+run_ember 0 finetune ft.ember "${common[@]}" --epochs 3 --log straight.csv -o straight.ember
+run_ember 0 finetune ft.ember "${common[@]}" --epochs 2 --checkpoint c.safetensors --checkpoint-every 6
+run_ember 0 finetune ft.ember "${common[@]}" --epochs 3 --resume c.safetensors --log resumed.csv -o resumed.ember
+[[ "$(tail -n 6 straight.csv)" == "$(tail -n 6 resumed.csv)" ]] || fail "resumed steps differ from the straight run"
+cmp -s straight.ember resumed.ember || fail "the resumed run's model differs from the straight run's"
+run_ember 1 finetune ft.ember "${common[@]}" --checkpoint c2.safetensors
+has "$err" "--checkpoint needs --checkpoint-every N (steps)"
 run_ember 1 finetune ft.ember --data nope.npz --target y -o never.ember
 has "$err" "--data: cannot open 'nope.npz'"
 [[ ! -e never.ember ]] || fail "a failed finetune wrote never.ember"

@@ -305,6 +305,57 @@ TEST_CASE("a delta holds the trained tensors, is bound to its base and overlays 
   CHECK(model_fingerprint(*base).size() == 8 + 16);
 }
 
+TEST_CASE("checkpoints: 10 steps + resume + 10 equal 20 straight, bit for bit (shuffled, Adam, StepLR, clipping)") {
+  auto base = convert("mlp");
+  FinetuneConfig c;
+  c.inputs = {{"x", "x"}};
+  c.target = "y";
+  c.optimizer = "adam";
+  c.lr = 0.02;
+  c.clip_grad_norm = 1.0;
+  c.scheduler = "step:1:0.7";
+  c.batch_size = 3;  // 4 steps per epoch: the checkpoint at step 10 is mid-epoch
+  c.epochs = 5;
+  c.seed = 11;
+  std::string error;
+  auto straight = trainer(base, {"*"});
+  Result<FinetuneResult> all = finetune(*straight, data(), "data.npz", c, {}, &error);
+  REQUIRE_MESSAGE(all.ok(), error);
+  REQUIRE(all->steps.size() == 20);
+
+  FinetuneConfig first = c;
+  first.checkpoint = tmp_path("ckpt.safetensors");
+  first.checkpoint_every = 10;
+  first.epochs = 3;  // stops after 12 steps; the checkpoint holds step 10
+  auto a = trainer(base, {"*"});
+  REQUIRE_MESSAGE(finetune(*a, data(), "data.npz", first, {}, &error).ok(), error);
+  FinetuneConfig second = c;
+  second.resume = first.checkpoint;
+  auto b = trainer(base, {"*"});
+  Result<FinetuneResult> rest = finetune(*b, data(), "data.npz", second, {}, &error);
+  REQUIRE_MESSAGE(rest.ok(), error);
+  REQUIRE(rest->steps.size() == 10);
+  for (size_t i = 0; i < 10; ++i) {
+    CHECK(rest->steps[i].step == all->steps[10 + i].step);
+    CHECK(rest->steps[i].loss == all->steps[10 + i].loss);  // bit for bit
+    CHECK(rest->steps[i].lr == all->steps[10 + i].lr);
+  }
+  for (size_t i = 0; i < b->parameters().size(); ++i) testing::check_equal(b->parameters()[i], straight->parameters()[i]);
+  CHECK(rest->epoch_loss.back() == all->epoch_loss.back());
+  // A checkpoint of another selection or another model is refused.
+  auto head = trainer(base, {"fc2.*"});
+  FinetuneConfig wrong = c;
+  wrong.resume = first.checkpoint;
+  CHECK(!finetune(*head, data(), "data.npz", wrong, {}, &error).ok());
+  CHECK(error == "checkpoint '" + first.checkpoint + "' trains fc1.bias, fc1.weight, fc2.bias, fc2.weight; this run "
+                 "trains fc2.bias, fc2.weight (use the same --train / --freeze / --lora)");
+  auto cnn = trainer(convert("cnn"), {"*"});
+  wrong.inputs = {{"x", "img"}};
+  wrong.target = "cls";
+  CHECK(!finetune(*cnn, data(), "data.npz", wrong, {}, &error).ok());
+  CHECK(error.find("was made for another model") != std::string::npos);
+}
+
 TEST_CASE("the weight selection explains what cannot be trained") {
   std::string error;
   CHECK(!Trainer::create(convert("mlp"), {{"fc3.*"}, {}}, &error).ok());
