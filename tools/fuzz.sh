@@ -5,11 +5,12 @@
 #   tools/fuzz.sh onnx [SECONDS]     the ONNX importer, passes, lowering and writer
 #                                    (seeds: the tests' and the model zoo's .onnx files)
 #   tools/fuzz.sh npz [SECONDS]      the .npz and .npy readers (seeds: the tests' data sets)
+#   tools/fuzz.sh safetensors [SECONDS]  the safetensors reader (seeds: fine-tuning deltas and checkpoints)
 # SECONDS defaults to 30; -runs=N as a third argument bounds by executions instead.
 # Exit status: 0 when no crash was found, non-zero otherwise (crash files in $WORK).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGET="${1:?usage: tools/fuzz.sh loader|onnx|npz [SECONDS] [LIBFUZZER_FLAGS...]}"
+TARGET="${1:?usage: tools/fuzz.sh loader|onnx|npz|safetensors [SECONDS] [LIBFUZZER_FLAGS...]}"
 SECONDS_TO_RUN="${2:-30}"
 shift $(( $# < 2 ? $# : 2 ))
 WORK="${FUZZ_WORK:-$(mktemp -d /tmp/ember_fuzz_$TARGET.XXXXXX)}"
@@ -37,7 +38,16 @@ case "$TARGET" in
     cp bazel-bin/tests/golden/digits/digits.calib.npz "$WORK/seeds/calib.npz"
     cp bazel-bin/tests/golden/finetune/head_sgd.losses.npy "$WORK/seeds/"
     ;;
-  *) echo "tools/fuzz.sh: unknown target '$TARGET' (loader, onnx or npz)" >&2; exit 2 ;;
+  safetensors)
+    FUZZ_TARGET=//tests:safetensors_fuzz
+    MAX_LEN=65536
+    bazel build //tests:finetune_test
+    # Seeds: a delta, a checkpoint and a LoRA delta that the fine-tuning test writes.
+    (cd bazel-bin/tests/finetune_test.runfiles/ember && TEST_TMPDIR="$WORK/seeds" ../../finetune_test \
+      -tc='*checkpoints*,*delta*,*LoRA on a float32*' > /dev/null 2>&1 || true)
+    find "$WORK/seeds" -type f ! -name '*.safetensors' -delete
+    ;;
+  *) echo "tools/fuzz.sh: unknown target '$TARGET' (loader, onnx, npz or safetensors)" >&2; exit 2 ;;
 esac
 
 # The fuzzer with clang, in its own output directory.
