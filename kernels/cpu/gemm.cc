@@ -443,4 +443,6 @@ bool sgemm_set_isa(GemmIsa isa) {
 
 const char* sgemm_kernel_name() { return kernel().name; }
 
+GemmIsa sgemm_isa() { return kernel().isa; }
+
 }  // namespace ember::cpu
