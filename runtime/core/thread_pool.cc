@@ -47,10 +47,13 @@ namespace {
 thread_local bool in_parallel_region = false;
 thread_local int thread_limit = 0;  // 0: none (the pool's size)
 
-// How long a worker spins for the next region before it sleeps, and how long
-// the caller spins for the workers' chunks before it yields its core between checks.
+// How long a worker polls for the next region before it sleeps (the first
+// kPureSpinNs with pause instructions only, then yielding its core between
+// polls, so that on a busy machine other threads run), and how many pause
+// iterations the caller spins for the workers' chunks before it yields too.
 constexpr int64_t kSpinNs = 200 * 1000;
-constexpr int kCallerSpins = 1 << 14;
+constexpr int64_t kPureSpinNs = 20 * 1000;
+constexpr int kCallerSpins = 1 << 11;
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -147,12 +150,21 @@ class ThreadPool {
 
   // Waits for a generation other than `seen` (spinning, then sleeping); false on stop.
   bool wait_for_region(uint64_t seen) {
-    const int64_t deadline = now_ns() + kSpinNs;
+    const int64_t start = now_ns();
+    bool yielding = false;
     for (int spins = 0;; ++spins) {
       if (generation_.load(std::memory_order_acquire) != seen) return true;
       if (stop_.load(std::memory_order_relaxed)) return false;
-      RT_CPU_RELAX();
-      if ((spins & 255) == 255 && now_ns() > deadline) break;
+      if (yielding) {
+        std::this_thread::yield();
+      } else {
+        RT_CPU_RELAX();
+      }
+      if (yielding || (spins & 63) == 63) {
+        const int64_t t = now_ns() - start;
+        if (t > kSpinNs) break;
+        yielding = t > kPureSpinNs;
+      }
     }
     std::unique_lock<std::mutex> lock(mutex_);
     sleepers_.fetch_add(1);
