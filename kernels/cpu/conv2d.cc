@@ -6,7 +6,9 @@
 // (image, group) products (small batches of small images) run one
 // single-threaded GEMM per thread; large ones thread inside the GEMM. Depthwise
 // convolutions (one input and one output channel per group) skip both im2col
-// and the GEMM: each tap is accumulated row by row from the input. Layouts
+// and the GEMM (depthwise.h: vectorized over output rows). The fused
+// activation of Conv2dParams is applied to each product's output while it is
+// in cache (by the depthwise kernel before its store). Layouts
 // that do not flatten (a non-contiguous weight, an output whose spatial dims
 // do not merge) use the reference kernel.
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <cstring>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/depthwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/core/thread_pool.h"
@@ -107,34 +110,41 @@ void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const 
 
 bool is_depthwise(const ConvPlan& p) { return p.cg == 1 && p.cout_g == 1; }
 
-// One (image, channel) of a depthwise convolution: out = bias + sum over taps
-// of w[i, j] * (the input shifted by the tap), accumulated row by row.
-void depthwise_unit(const float* xc, const TensorView& xv, const float* w, float bias, float* oc, int64_t o_hs,
-                    int64_t o_ws, const ConvPlan& p, const Conv2dParams& prm) {
-  const int64_t sh = xv.strides[2], sw = xv.strides[3], st = prm.stride[1];
-  for (int64_t oh = 0; oh < p.oh; ++oh) {
-    float* dst = oc + oh * o_hs;
-    for (int64_t ow = 0; ow < p.ow; ++ow) dst[ow * o_ws] = bias;
-    for (int64_t i = 0; i < p.kh; ++i) {
-      const int64_t ih = oh * prm.stride[0] - prm.padding[0] + i * prm.dilation[0];
-      if (ih < 0 || ih >= p.h) continue;
-      for (int64_t j = 0; j < p.kw; ++j) {
-        const float wv = w[i * p.kw + j];
-        // ow is valid when 0 <= ow*stride + off_w < W (as in im2col_rows).
-        const int64_t off_w = j * prm.dilation[1] - prm.padding[1];
-        int64_t lo = off_w >= 0 ? 0 : (-off_w + st - 1) / st;
-        int64_t hi = p.w - off_w <= 0 ? 0 : (p.w - off_w + st - 1) / st;
-        lo = std::min(lo, p.ow);
-        hi = std::max(lo, std::min(hi, p.ow));
-        const float* src = xc + ih * sh + off_w * sw;
-        if (o_ws == 1 && st * sw == 1) {
-          for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * src[ow];
-        } else {
-          for (int64_t ow = lo; ow < hi; ++ow) dst[ow * o_ws] += wv * src[ow * st * sw];
-        }
-      }
+// y = act(y) over rows x cols of a strided matrix (Conv2dParams::activation).
+RT_SIMD_CLONES void activate_row(float* __restrict y, int64_t n, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = y[i] < lo ? lo : y[i];
+    y[i] = v > hi ? hi : v;
+  }
+}
+
+void activate_rows(float* y, int64_t rows, int64_t rs, int64_t cols, int64_t cs, const Activation& a) {
+  if (a.kind == ActivationKind::None) return;
+  const float lo = a.kind == ActivationKind::Relu ? 0.0f : static_cast<float>(a.min);
+  const float hi = a.kind == ActivationKind::Relu ? __builtin_inff() : static_cast<float>(a.max);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = y + r * rs;
+    if (cs == 1) {
+      activate_row(row, cols, lo, hi);
+    } else {
+      for (int64_t c = 0; c < cols; ++c) row[c * cs] = activate(row[c * cs], a);
     }
   }
+}
+
+// The reference kernel, then the activation (the reference kernel ignores it).
+Status conv2d_fallback(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                       const OpParams& params, const Conv2dParams& prm) {
+  RT_RETURN_IF_ERROR(ref::conv2d(ctx, in, out, params));
+  const TensorView& o = out[0];
+  if (prm.activation.kind == ActivationKind::None || o.numel() == 0) return Status::Ok;
+  for (int64_t n = 0; n < o.sizes[0]; ++n) {
+    for (int64_t c = 0; c < o.sizes[1]; ++c) {
+      activate_rows(o.ptr<float>() + n * o.strides[0] + c * o.strides[1], o.sizes[2], o.strides[2], o.sizes[3],
+                    o.strides[3], prm.activation);
+    }
+  }
+  return Status::Ok;
 }
 
 }  // namespace
@@ -146,7 +156,7 @@ size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> ou
     return 0;
   }
   const ConvPlan p = plan_for(in[0], in[1], out[0], *prm, get_num_threads());
-  return is_depthwise(p) ? 0 : workspace_of(p);
+  return is_depthwise(p) ? depthwise_workspace(in[0], in[1], out[0], *prm, p.threads) : workspace_of(p);
 }
 
 Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
@@ -164,25 +174,11 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
                      Status::ShapeMismatch);
   const ConvPlan p = plan_for(x, wt, o, *prm, ctx.num_threads);
   if (is_depthwise(p) && wt.is_contiguous()) {
-    if (o.numel() == 0) return Status::Ok;
-    const float* px = x.ptr<const float>();
-    const float* pw = wt.ptr<const float>();
-    const float* pb = bias.ptr<const float>();
-    float* po = o.ptr<float>();
-    const int64_t taps = p.kh * p.kw;
-    parallel_for(0, p.batch * p.groups, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, p.p * taps)),
-                 [&](int64_t u0, int64_t u1) {
-                   for (int64_t u = u0; u < u1; ++u) {
-                     const int64_t n = u / p.groups, c = u % p.groups;
-                     depthwise_unit(px + n * x.strides[0] + c * x.strides[1], x, pw + c * taps,
-                                    pb != nullptr ? pb[c * bias.strides[0]] : 0.0f,
-                                    po + n * o.strides[0] + c * o.strides[1], o.strides[2], o.strides[3], p, *prm);
-                   }
-                 });
+    if (o.numel() > 0) depthwise_conv2d(x, wt, bias, o, *prm, ctx.scratch, ctx.scratch_bytes, p.threads);
     return Status::Ok;
   }
   const bool flat = merges(p.oh, o.strides[2], p.ow, o.strides[3]) && wt.is_contiguous();
-  if (!flat || ctx.scratch_bytes < workspace_of(p)) return ref::conv2d(ctx, in, out, params);
+  if (!flat || ctx.scratch_bytes < workspace_of(p)) return conv2d_fallback(ctx, in, out, params, *prm);
   if (o.numel() == 0) return Status::Ok;
 
   const float* px = x.ptr<const float>();
@@ -216,9 +212,13 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
       }
       bmat = MatrixRef<const float>{col, p.p, 1};
     }
-    return sgemm(p.cout_g, p.p, p.kdim, MatrixRef<const float>{pw + g * p.cout_g * p.kdim, p.kdim, 1},
-                 bmat, MatrixRef<float>{og, o.strides[1], o_cs}, /*accumulate=*/pb != nullptr,
-                 slot + p.col_bytes, p.gemm_bytes, threads);
+    if (!sgemm(p.cout_g, p.p, p.kdim, MatrixRef<const float>{pw + g * p.cout_g * p.kdim, p.kdim, 1}, bmat,
+               MatrixRef<float>{og, o.strides[1], o_cs}, /*accumulate=*/pb != nullptr, slot + p.col_bytes,
+               p.gemm_bytes, threads)) {
+      return false;
+    }
+    activate_rows(og, p.cout_g, o.strides[1], p.p, o_cs, prm->activation);
+    return true;
   };
 
   const int64_t units = p.batch * p.groups;

@@ -1,9 +1,11 @@
-// Blocked SGEMM (see gemm.h). Loop structure (Goto/BLIS):
-//   for jc in N by NC:                      B panel  KC x NC  -> packed once, shared
+// Blocked SGEMM (see gemm.h). The threads split C into a grid of tiles (one
+// parallel region per product); each runs, on its own packing buffers, the
+// Goto/BLIS loop over its tile:
+//   for jc in its columns by NC:
 //     for pc in K by KC:
-//       pack B[pc:pc+KC, jc:jc+NC] into NR-wide column panels (threads over panels)
-//       threads over (MC row block x N chunk) tasks:
-//         pack A[ic:ic+MC, pc:pc+KC] into MR-tall row panels (per-thread buffer)
+//       pack B[pc:pc+KC, jc:jc+NC] into NR-wide column panels
+//       for ic in its rows by MC:
+//         pack A[ic:ic+MC, pc:pc+KC] into MR-tall row panels
 //         for each NR panel jr, MR panel ir: micro-kernel MR x NR over KC
 // Partial tiles are zero-padded in the packed panels; the micro-kernel writes
 // only the valid part of its tile.
@@ -294,28 +296,100 @@ int threads_for(int64_t m, int64_t n, int64_t k, int threads) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, static_cast<int64_t>(useful))));
 }
 
-struct Sizes {
+// The threads split C into a tm x tn grid of tiles (rows in MR steps, columns in
+// NR steps); each thread runs the whole blocked loop over its tile on its own
+// packed panels, so a product opens one parallel region and needs no barrier.
+struct Plan {
+  int threads;      // tm * tn
+  int64_t tm, tn;   // grid
   int64_t kc, nc, mc;
-  size_t b_bytes, a_bytes;  // packed B block; one thread's packed A block
+  size_t b_bytes, a_bytes, slot_bytes;  // one thread's packed B block, packed A block, both
 };
 
-Sizes block_sizes(const UkernelInfo& u, int64_t m, int64_t n, int64_t k) {
-  Sizes s;
-  s.kc = std::min(k, kKC);
-  s.nc = std::min(round_up(n, u.nr), round_up(kNC, u.nr));
-  s.mc = std::min(round_up(m, u.mr), u.mc);
-  s.b_bytes = floats_bytes(s.kc * s.nc);
-  s.a_bytes = floats_bytes(s.kc * s.mc);
-  return s;
+Plan plan_for(const UkernelInfo& u, int64_t m, int64_t n, int64_t k, int threads) {
+  const int64_t m_tiles = (m + u.mr - 1) / u.mr, n_tiles = (n + u.nr - 1) / u.nr;
+  Plan p{};
+  double best = -1.0;
+  for (int64_t tm = 1; tm <= std::min<int64_t>(threads, m_tiles); ++tm) {
+    const int64_t tn = std::min<int64_t>(threads / tm, n_tiles);
+    // Per-thread cost: the (padded) tile's multiply-adds plus packing its A and
+    // B panels (each element copied costs roughly as much as 8 multiply-adds).
+    const double rows = static_cast<double>((m_tiles + tm - 1) / tm * u.mr);
+    const double cols = static_cast<double>((n_tiles + tn - 1) / tn * u.nr);
+    const double cost = rows * cols + 8.0 * (rows + cols);
+    if (best < 0 || cost < best) {
+      best = cost;
+      p.tm = tm;
+      p.tn = tn;
+    }
+  }
+  p.threads = static_cast<int>(p.tm * p.tn);
+  const int64_t cols = (n_tiles + p.tn - 1) / p.tn * u.nr;
+  p.kc = std::min(k, kKC);
+  p.nc = std::min(cols, round_up(kNC, u.nr));
+  p.mc = std::min(round_up(m, u.mr), u.mc);
+  p.b_bytes = floats_bytes(p.kc * p.nc);
+  p.a_bytes = floats_bytes(p.kc * p.mc);
+  p.slot_bytes = p.b_bytes + p.a_bytes;
+  return p;
+}
+
+// C[m0:m1, n0:n1] (+)= A[m0:m1, :] @ B[:, n0:n1] on the calling thread, with
+// packing buffers `bpack` (kc x nc) and `apack` (kc x mc).
+void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t k,
+               MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
+               float* bpack, float* apack) {
+  for (int64_t jc = n0; jc < n1; jc += s.nc) {
+    const int64_t nc = std::min(s.nc, n1 - jc);
+    const int64_t n_panels = (nc + u.nr - 1) / u.nr;
+    for (int64_t pc = 0; pc < k; pc += s.kc) {
+      const int64_t kc = std::min(s.kc, k - pc);
+      const bool acc = accumulate || pc > 0;
+      const MatrixRef<const float> bblock{b.data + pc * b.rs + jc * b.cs, b.rs, b.cs};
+      for (int64_t jp = 0; jp < n_panels; ++jp) pack_b_panel(u, jp, nc, kc, bblock, bpack);
+      for (int64_t ic = m0; ic < m1; ic += s.mc) {
+        const int64_t mc = std::min(s.mc, m1 - ic);
+        pack_a(u, mc, kc, MatrixRef<const float>{a.data + ic * a.rs + pc * a.cs, a.rs, a.cs}, apack);
+        for (int64_t jp = 0; jp < n_panels; ++jp) {
+          const int64_t jr = jp * u.nr;
+          const int64_t nv = std::min(u.nr, nc - jr);
+          const float* bp = bpack + jp * u.nr * kc;
+          for (int64_t ir = 0; ir < mc; ir += u.mr) {
+            const int64_t mv = std::min(u.mr, mc - ir);
+            float* cp = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
+            u.fn(kc, apack + ir * kc, bp, cp, c.rs, c.cs, acc, mv, nv);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The unpacked paths for few rows of A (gemv.h); false when the layout has none.
+bool sgemm_direct(const UkernelInfo& u, int64_t m, int64_t n, int64_t k, MatrixRef<const float> a,
+                  MatrixRef<const float> b, MatrixRef<float> c, bool accumulate, int threads) {
+  if (m > kDotMaxM) return false;
+  const detail::DirectKind kind = detail::sgemm_direct_kind(a, b, c);
+  if (!(kind == detail::DirectKind::Dot || (kind == detail::DirectKind::Axpy && m <= kAxpyMaxM))) return false;
+  const int nt = threads_for(m, n, k, std::max(1, threads));
+  const int64_t chunks = (n + kDirectChunk - 1) / kDirectChunk;
+  auto run = [&](int64_t c0, int64_t c1) {
+    detail::sgemm_direct(u.isa, kind, m, c0 * kDirectChunk, std::min(n, c1 * kDirectChunk), k, a, b, c, accumulate);
+  };
+  if (nt > 1 && chunks > 1) {
+    parallel_for(0, chunks, (chunks + nt - 1) / nt, run);
+  } else {
+    run(0, chunks);
+  }
+  return true;
 }
 
 }  // namespace
 
 size_t sgemm_workspace(int64_t m, int64_t n, int64_t k, int threads) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
-  const Sizes s = block_sizes(kernel(), m, n, k);
-  const int t = threads_for(m, n, k, std::max(1, threads));
-  return kAlign + s.b_bytes + static_cast<size_t>(t) * s.a_bytes;
+  const Plan s = plan_for(kernel(), m, n, k, threads_for(m, n, k, std::max(1, threads)));
+  return kAlign + static_cast<size_t>(s.threads) * s.slot_bytes;
 }
 
 bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<const float> b,
@@ -330,92 +404,31 @@ bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<
     return true;
   }
   const UkernelInfo& u = kernel();
-  if (m <= kDotMaxM) {
-    const detail::DirectKind kind = detail::sgemm_direct_kind(a, b, c);
-    if (kind == detail::DirectKind::Dot || (kind == detail::DirectKind::Axpy && m <= kAxpyMaxM)) {
-      const int nt = threads_for(m, n, k, std::max(1, threads));
-      const int64_t chunks = (n + kDirectChunk - 1) / kDirectChunk;
-      auto run = [&](int64_t c0, int64_t c1) {
-        detail::sgemm_direct(u.isa, kind, m, c0 * kDirectChunk, std::min(n, c1 * kDirectChunk), k, a, b, c,
-                             accumulate);
-      };
-      if (nt > 1 && chunks > 1) {
-        parallel_for(0, chunks, (chunks + nt - 1) / nt, run);
-      } else {
-        run(0, chunks);
-      }
-      return true;
-    }
-  }
-  const Sizes s = block_sizes(u, m, n, k);
-  // Threads are capped by the work and by the packed-A buffers the workspace holds.
+  if (sgemm_direct(u, m, n, k, a, b, c, accumulate, threads)) return true;
+  // Threads are capped by the work and by the packing slots the workspace holds.
   int nt = threads_for(m, n, k, std::max(1, threads));
-  if (workspace_bytes < kAlign + s.b_bytes + s.a_bytes) return false;
-  nt = static_cast<int>(std::min<size_t>(static_cast<size_t>(nt),
-                                         (workspace_bytes - kAlign - s.b_bytes) / s.a_bytes));
+  Plan s = plan_for(u, m, n, k, nt);
+  while (workspace_bytes < kAlign + static_cast<size_t>(s.threads) * s.slot_bytes) {
+    if (nt == 1) return false;
+    s = plan_for(u, m, n, k, --nt);
+  }
   const uintptr_t base = (reinterpret_cast<uintptr_t>(workspace) + kAlign - 1) / kAlign * kAlign;
-  float* bpack = reinterpret_cast<float*>(base);
-  char* apack_base = reinterpret_cast<char*>(base) + s.b_bytes;
-
-  for (int64_t jc = 0; jc < n; jc += s.nc) {
-    const int64_t nc = std::min(s.nc, n - jc);
-    const int64_t n_panels = (nc + u.nr - 1) / u.nr;
-    for (int64_t pc = 0; pc < k; pc += s.kc) {
-      const int64_t kc = std::min(s.kc, k - pc);
-      const bool acc = accumulate || pc > 0;
-      const MatrixRef<const float> bblock{b.data + pc * b.rs + jc * b.cs, b.rs, b.cs};
-      auto pack_b_range = [&](int64_t p0, int64_t p1) {
-        for (int64_t p = p0; p < p1; ++p) pack_b_panel(u, p, nc, kc, bblock, bpack);
-      };
-      if (nt > 1) {
-        parallel_for(0, n_panels, std::max<int64_t>(1, n_panels / nt), pack_b_range);
-      } else {
-        pack_b_range(0, n_panels);
-      }
-
-      // Tasks: (row block, column chunk), chunk index fastest, split evenly over
-      // the threads so that each repacks A only when its row block changes.
-      const int64_t m_blocks = (m + s.mc - 1) / s.mc;
-      int64_t n_chunks = 1;
-      if (m_blocks < 2 * nt) n_chunks = std::min(n_panels, (2 * nt + m_blocks - 1) / m_blocks);
-      const int64_t panels_per_chunk = (n_panels + n_chunks - 1) / n_chunks;
-      n_chunks = (n_panels + panels_per_chunk - 1) / panels_per_chunk;
-      const int64_t tasks = m_blocks * n_chunks;
-      const int64_t workers = std::min<int64_t>(nt, tasks);
-
-      auto run_worker = [&](int64_t w) {
-        float* apack = reinterpret_cast<float*>(apack_base + static_cast<size_t>(w) * s.a_bytes);
-        const int64_t t0 = tasks * w / workers, t1 = tasks * (w + 1) / workers;
-        int64_t packed_block = -1;
-        for (int64_t t = t0; t < t1; ++t) {
-          const int64_t mb = t / n_chunks, ch = t % n_chunks;
-          const int64_t ic = mb * s.mc;
-          const int64_t mc = std::min(s.mc, m - ic);
-          if (mb != packed_block) {
-            pack_a(u, mc, kc, MatrixRef<const float>{a.data + ic * a.rs + pc * a.cs, a.rs, a.cs}, apack);
-            packed_block = mb;
-          }
-          const int64_t p_end = std::min(n_panels, (ch + 1) * panels_per_chunk);
-          for (int64_t jp = ch * panels_per_chunk; jp < p_end; ++jp) {
-            const int64_t jr = jp * u.nr;
-            const int64_t nv = std::min(u.nr, nc - jr);
-            const float* bp = bpack + jp * u.nr * kc;
-            for (int64_t ir = 0; ir < mc; ir += u.mr) {
-              const int64_t mv = std::min(u.mr, mc - ir);
-              float* cp = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
-              u.fn(kc, apack + ir * kc, bp, cp, c.rs, c.cs, acc, mv, nv);
-            }
-          }
-        }
-      };
-      if (workers > 1) {
-        parallel_for(0, workers, 1, [&](int64_t w0, int64_t w1) {
-          for (int64_t w = w0; w < w1; ++w) run_worker(w);
-        });
-      } else {
-        run_worker(0);
-      }
-    }
+  const int64_t m_tiles = (m + u.mr - 1) / u.mr, n_tiles = (n + u.nr - 1) / u.nr;
+  auto run_tile = [&](int64_t t) {
+    const int64_t ti = t / s.tn, tj = t % s.tn;
+    const int64_t m0 = std::min(m, m_tiles * ti / s.tm * u.mr), m1 = std::min(m, m_tiles * (ti + 1) / s.tm * u.mr);
+    const int64_t n0 = std::min(n, n_tiles * tj / s.tn * u.nr), n1 = std::min(n, n_tiles * (tj + 1) / s.tn * u.nr);
+    if (m0 >= m1 || n0 >= n1) return;
+    char* slot = reinterpret_cast<char*>(base) + static_cast<size_t>(t) * s.slot_bytes;
+    gemm_tile(u, s, m0, m1, n0, n1, k, a, b, c, accumulate, reinterpret_cast<float*>(slot),
+              reinterpret_cast<float*>(slot + s.b_bytes));
+  };
+  if (s.threads > 1) {
+    parallel_for(0, s.threads, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) run_tile(t);
+    });
+  } else {
+    run_tile(0);
   }
   return true;
 }
@@ -429,5 +442,7 @@ bool sgemm_set_isa(GemmIsa isa) {
 }
 
 const char* sgemm_kernel_name() { return kernel().name; }
+
+GemmIsa sgemm_isa() { return kernel().isa; }
 
 }  // namespace ember::cpu

@@ -38,6 +38,8 @@ bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<
 // lacks it (the selection is then unchanged). Not thread-safe against running GEMMs.
 bool sgemm_set_isa(GemmIsa isa);
 bool sgemm_isa_supported(GemmIsa isa);
+// The family in use (never Auto). The depthwise convolution follows it too.
+GemmIsa sgemm_isa();
 // "avx512 12x32", "avx2 6x16" or "portable 8x8": the kernel in use.
 const char* sgemm_kernel_name();
 

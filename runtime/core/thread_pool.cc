@@ -1,19 +1,64 @@
+// The process-wide pool (thread_pool.h). A parallel region is published by
+// bumping an atomic generation counter; workers that are spinning see it within
+// a few hundred nanoseconds and claim chunks from a per-region atomic counter.
+// A worker spins for a bounded time (kSpinNs) after its last region, then
+// sleeps on a condition variable, so an idle process burns no CPU; the caller
+// takes the mutex and notifies only when some worker sleeps.
+//
+// Region protocol (all region state is written by the caller while no worker
+// is inside a region, i.e. while active_ == 0):
+//   caller: write task/count, next_ = 0, done_ = 0, open_ = true, ++generation_
+//           run chunks itself; wait done_ == count; open_ = false; wait active_ == 0
+//   worker: see generation_ != seen; ++active_; if open_ and generation_ == seen:
+//           claim chunks; --active_
+// Sequentially consistent operations on active_, open_ and generation_ make sure
+// that a worker either sees the region closed or is waited for by the caller.
 #include "runtime/core/thread_pool.h"
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "runtime/core/error.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define RT_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define RT_CPU_RELAX() asm volatile("yield" ::: "memory")
+#else
+#define RT_CPU_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
+#endif
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+#define RT_POOL_EXCEPTIONS 1
+#else
+#define RT_POOL_EXCEPTIONS 0
+#endif
+
 namespace ember {
 namespace {
 
 thread_local bool in_parallel_region = false;
 thread_local int thread_limit = 0;  // 0: none (the pool's size)
+
+// How long a worker polls for the next region before it sleeps (the first
+// kPureSpinNs with pause instructions only, then yielding its core between
+// polls, so that on a busy machine other threads run), and how many pause
+// iterations the caller spins for the workers' chunks before it yields too.
+constexpr int64_t kSpinNs = 200 * 1000;
+constexpr int64_t kPureSpinNs = 20 * 1000;
+constexpr int kCallerSpins = 1 << 11;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 class ThreadPool {
  public:
@@ -26,79 +71,143 @@ class ThreadPool {
     std::lock_guard<std::mutex> run_lock(run_mutex_);
     stop_workers();
     size_ = threads;
-    stop_ = false;
+    stop_.store(false);
     for (int i = 0; i + 1 < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
   }
 
-  // Runs task(i) for i in [0, n) across the workers and the caller; returns when all are done.
+  // Runs task(i) for i in [0, n) across the workers and the caller; returns when
+  // all are done. While another thread's region runs, runs every task inline.
   void run(int n, const std::function<void(int)>& task) {
-    std::lock_guard<std::mutex> run_lock(run_mutex_);  // one parallel region at a time
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      task_ = &task;
-      num_tasks_ = n;
-      next_.store(0);
-      pending_ = n;
-      ++generation_;
+    std::unique_lock<std::mutex> run_lock(run_mutex_, std::try_to_lock);
+    if (!run_lock.owns_lock() || workers_.empty()) {
+      run_inline(n, task);
+      return;
     }
-    wake_.notify_all();
+    task_ = &task;
+    num_tasks_ = n;
+    error_ = nullptr;
+    next_.store(0, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    open_.store(true);
+    generation_.fetch_add(1);  // publishes the region (seq_cst: ordered before the sleepers_ check)
+    if (sleepers_.load() > 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      wake_.notify_all();
+    }
     work();
-    std::unique_lock<std::mutex> lock(mutex_);
-    // Also wait for workers to leave work(), so none can touch the next region's state early.
-    done_.wait(lock, [&] { return pending_ == 0 && busy_ == 0; });
+    for (int spins = 0; done_.load(std::memory_order_acquire) != n; ++spins) relax(spins);
+    open_.store(false);
+    for (int spins = 0; active_.load() != 0; ++spins) relax(spins);
     task_ = nullptr;
+#if RT_POOL_EXCEPTIONS
+    if (error_) {
+      std::exception_ptr e = error_;
+      error_ = nullptr;
+      std::rethrow_exception(e);
+    }
+#endif
   }
 
  private:
+  static void relax(int spins) {
+    if (spins < kCallerSpins) {
+      RT_CPU_RELAX();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+
+  static void run_inline(int n, const std::function<void(int)>& task) {
+    const bool was = in_parallel_region;
+    in_parallel_region = true;
+    struct Restore {
+      bool v;
+      ~Restore() { in_parallel_region = v; }
+    } restore{was};
+    for (int i = 0; i < n; ++i) task(i);
+  }
+
+  // Claims and runs chunks of the current region until none is left.
   void work() {
     in_parallel_region = true;
     for (;;) {
-      const int i = next_.fetch_add(1);
+      const int i = next_.fetch_add(1, std::memory_order_relaxed);
       if (i >= num_tasks_) break;
+#if RT_POOL_EXCEPTIONS
+      try {
+        (*task_)(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
+#else
       (*task_)(i);
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_all();
+#endif
+      done_.fetch_add(1, std::memory_order_release);
     }
     in_parallel_region = false;
   }
 
-  void worker_loop() {
-    uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
-        ++busy_;
+  // Waits for a generation other than `seen` (spinning, then sleeping); false on stop.
+  bool wait_for_region(uint64_t seen) {
+    const int64_t start = now_ns();
+    bool yielding = false;
+    for (int spins = 0;; ++spins) {
+      if (generation_.load(std::memory_order_acquire) != seen) return true;
+      if (stop_.load(std::memory_order_relaxed)) return false;
+      if (yielding) {
+        std::this_thread::yield();
+      } else {
+        RT_CPU_RELAX();
       }
-      work();
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--busy_ == 0) done_.notify_all();
+      if (yielding || (spins & 63) == 63) {
+        const int64_t t = now_ns() - start;
+        if (t > kSpinNs) break;
+        yielding = t > kPureSpinNs;
+      }
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    sleepers_.fetch_add(1);
+    wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+    sleepers_.fetch_sub(1);
+    return !stop_.load();
+  }
+
+  void worker_loop() {
+    uint64_t seen = generation_.load();
+    for (;;) {
+      if (!wait_for_region(seen)) return;
+      seen = generation_.load();
+      active_.fetch_add(1);
+      if (open_.load() && generation_.load() == seen) work();
+      active_.fetch_sub(1);
     }
   }
 
   void stop_workers() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
+      stop_.store(true);
     }
     wake_.notify_all();
     for (std::thread& t : workers_) t.join();
     workers_.clear();
   }
 
-  std::mutex run_mutex_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
+  std::mutex run_mutex_;  // one parallel region at a time
+  std::mutex mutex_;      // sleeping workers and the first exception
+  std::condition_variable wake_;
   std::vector<std::thread> workers_;
   const std::function<void(int)>* task_ = nullptr;
   int num_tasks_ = 0;
-  std::atomic<int> next_{0};
-  int pending_ = 0;
-  int busy_ = 0;  // workers inside work()
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::exception_ptr error_;
+  alignas(64) std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> open_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> sleepers_{0};
+  alignas(64) std::atomic<int> next_{0};
+  alignas(64) std::atomic<int> done_{0};
+  alignas(64) std::atomic<int> active_{0};  // workers inside a region
   int size_ = 1;
 };
 

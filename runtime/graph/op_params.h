@@ -97,7 +97,7 @@ struct Conv2dParams {
   int64_t padding[2] = {0, 0};
   int64_t dilation[2] = {1, 1};
   int64_t groups = 1;
-  Activation activation;  // graph ops only; kernels ignore it
+  Activation activation;  // graph ops only; the float32 CPU kernel applies it (conv2d_activated), others ignore it
 };
 
 struct Pool2dParams {

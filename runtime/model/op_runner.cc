@@ -301,9 +301,9 @@ void run_BatchNorm(OpContext& c) {
 
 void run_Conv2d(OpContext& c) {
   const auto& p = c.params<Conv2dParams>();
-  c.out[0] = conv2d(c.need(0, "data"), c.need(1, "weight"), c.opt(2), {p.stride[0], p.stride[1]},
-                    {p.padding[0], p.padding[1]}, {p.dilation[0], p.dilation[1]}, p.groups);
-  c.out[0] = activate(c.out[0], p.activation);
+  bool fused = false;  // applied by the CPU kernel (never when a gradient is recorded)
+  c.out[0] = conv2d_activated(c.need(0, "data"), c.need(1, "weight"), c.opt(2), p, &fused);
+  if (!fused) c.out[0] = activate(c.out[0], p.activation);
 }
 
 void run_MaxPool2d(OpContext& c) {

@@ -7,6 +7,7 @@
 #include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
+#include "runtime/ops/qlinear.h"
 
 namespace ember {
 namespace {
@@ -56,8 +57,11 @@ bool strides_like_channels_last(const Tensor& t) {
 
 }  // namespace
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
-              IntArrayRef dilation, int64_t groups) {
+namespace {
+
+// conv2d; `act` is passed to the kernel (which then applies it) when `fuse`.
+Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
+                   IntArrayRef dilation, int64_t groups, const Activation& act, bool fuse) {
   EMBER_CHECK(x.dim() == 3 || x.dim() == 4, Status::InvalidArgument,
               "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: ", shape_str(x.sizes()));
   const bool batched = x.dim() == 4;
@@ -123,6 +127,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArra
       params.dilation[i] = dil[i];
     }
     params.groups = groups;
+    if (fuse) params.activation = act;
     run_kernel(OpKind::Conv2d, {input, weight.detach().contiguous(), bias}, {out}, params);
   }
   if (Node* n = autograd::record(GradRule::Conv2d, out, {input, weight, bias})) {
@@ -130,6 +135,23 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArra
     n->ints = {st[0], st[1], pad[0], pad[1], dil[0], dil[1], groups};
   }
   return batched ? out : out.squeeze(0);
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
+              IntArrayRef dilation, int64_t groups) {
+  return conv2d_impl(x, weight, bias, stride, padding, dilation, groups, Activation{}, false);
+}
+
+Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
+                        bool* fused) {
+  // The CPU float32 kernel (kernels/cpu/conv2d.cc) applies Conv2dParams::activation;
+  // other kernels ignore it, and autograd records the plain convolution.
+  *fused = p.activation.kind != ActivationKind::None && x.device().is_cpu() && x.dtype() == DType::Float32 &&
+           weight.dtype() == DType::Float32 && !autograd::needs_grad({x, weight, bias});
+  return conv2d_impl(x, weight, bias, {p.stride[0], p.stride[1]}, {p.padding[0], p.padding[1]},
+                     {p.dilation[0], p.dilation[1]}, p.groups, p.activation, *fused);
 }
 
 }  // namespace ember

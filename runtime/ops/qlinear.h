@@ -1,5 +1,6 @@
-// Eager front-ends of the run-time ops (ops.def: QLinear, QConv2d, SparseLinear), for
-// the executor: the weight was prepared once by the backend of x's device
+// Eager front-ends of the run-time ops (ops.def: QLinear, QConv2d, SparseLinear) and of
+// Conv2d with its fused activation, for the executor. For the run-time ops
+// the weight was prepared once by the backend of x's device
 // (Backend::prepare_weight) and travels in the params. Each checks x, allocates
 // the output on x's device and runs the kernel (run_kernel).
 #pragma once
@@ -18,5 +19,12 @@ Tensor qconv2d(const Tensor& x, const QConv2dParams& params);
 // y [*, N] = act(x [*, K] float32 @ W^T + bias (float32 [N] or undefined)), W
 // the prepared sparse weight.
 Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias);
+
+// conv2d(x, weight, bias) with p's stride, padding, dilation and groups, and
+// p.activation applied by the kernel when it can (a float32 CPU convolution
+// with no autograd graph to record): then *fused is true; else the result is
+// the plain convolution, *fused is false and the caller applies the activation.
+Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
+                        bool* fused);
 
 }  // namespace ember

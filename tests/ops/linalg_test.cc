@@ -247,6 +247,13 @@ TEST_CASE("sgemm: tile sweep against the reference kernel for each micro-kernel"
     }
     check_sgemm(200, 300, 270, 0, 4, false);  // threads over M x N blocks
     check_sgemm(5, 700, 64, 3, 4, true);      // threads over N chunks only
+    check_sgemm(300, 20, 50, 0, 3, false);    // threads over M only
+    check_sgemm(20, 500, 300, 1, 2, true);    // threads over N, two K blocks, accumulating
+    check_sgemm(50, 9000, 20, 2, 2, false);   // several NC blocks per thread
+    {
+      ThreadLimitGuard one(1);                // a 4-thread workspace run as one chunk
+      check_sgemm(200, 300, 270, 0, 4, false);
+    }
   }
   REQUIRE(cpu::sgemm_set_isa(cpu::GemmIsa::Auto));
 }

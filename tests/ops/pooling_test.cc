@@ -1,4 +1,7 @@
 // 2-D pooling: max_pool2d, avg_pool2d, adaptive_avg_pool2d.
+#include <cmath>
+
+#include "runtime/core/thread_pool.h"
 #include "runtime/ops/dispatch.h"
 #include "tests/harness/testing.h"
 
@@ -59,6 +62,34 @@ TEST_CASE("max_pool2d matches PyTorch: padding, dilation, ceil_mode, NaN, layout
     }
   }
   CHECK(cases == 10);
+}
+
+TEST_CASE("max_pool2d: the float32 CPU kernel equals the float64 reference, threaded, with NaN") {
+  const int saved = get_num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    Tensor x = randn({2, 5, 23, 37});
+    x.data_ptr<float>()[100] = std::nanf("");
+    x.data_ptr<float>()[5 * 23 * 37 + 7] = std::nanf("");
+    const int64_t args[][7] = {{3, 3, 2, 2, 1, 1, 0}, {2, 3, 1, 2, 0, 1, 1}, {3, 2, 2, 3, 1, 0, 1},
+                               {5, 5, 3, 3, 2, 2, 0}, {3, 3, 1, 1, 1, 1, 0}};
+    for (const auto& a : args) {
+      for (int64_t dil : {1, 2}) {
+        for (bool ceil : {false, true}) {
+          CAPTURE(a[0]);
+          CAPTURE(a[2]);
+          CAPTURE(dil);
+          CAPTURE(ceil);
+          if (dil == 2 && a[4] * 2 > dil * (a[0] - 1) + 1) continue;  // padding at most half the window
+          const Tensor out = max_pool2d(x, {a[0], a[1]}, {a[2], a[3]}, {a[4], a[5]}, {dil, dil}, ceil);
+          const Tensor ref = max_pool2d(x.to(DType::Float64), {a[0], a[1]}, {a[2], a[3]}, {a[4], a[5]}, {dil, dil},
+                                        ceil);
+          check_equal(out.to(DType::Float64), ref);
+        }
+      }
+    }
+  }
+  set_num_threads(saved);
 }
 
 TEST_CASE("max_pool2d: hand-computed windows and default stride") {

@@ -1,0 +1,260 @@
+// Depthwise Conv2d (depthwise.h). Per plane:
+//   pad[r, c] = x[r - ph, c - pw] (0 outside), rows of `wp` floats, wide
+//   enough that the last vector of a row reads inside its padded row;
+//   out[oh, ow .. ow+15] = act(bias + sum over taps (i, j) of
+//       w[i, j] * pad[oh*sh + i*dh, (ow .. ow+15)*sw + j*dw])
+// for strides 1 and 2 (stride 2 loads 32 floats and keeps the even ones).
+// Other strides, and runs without scratch, use the scalar loop.
+#include "kernels/cpu/depthwise.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/gemm.h"
+#include "runtime/core/thread_pool.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define RT_DW_X86 1
+#else
+#define RT_DW_X86 0
+#endif
+
+namespace ember::cpu {
+namespace {
+
+constexpr int64_t kLanes = 16;  // the widest vector (padding is sized for it)
+constexpr size_t kAlign = 64;
+
+
+struct Plane {
+  int64_t h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+  int64_t xs_h, xs_w, os_h, os_w;  // strides of the input and output planes
+  int64_t wp, hp;                  // padded plane
+  float lo, hi;                    // activation bounds (+-inf: none)
+};
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+Plane plane_of(const TensorView& x, const TensorView& wt, const TensorView& o, const Conv2dParams& prm) {
+  Plane p;
+  p.h = x.sizes[2];
+  p.w = x.sizes[3];
+  p.oh = o.sizes[2];
+  p.ow = o.sizes[3];
+  p.kh = wt.sizes[2];
+  p.kw = wt.sizes[3];
+  p.sh = prm.stride[0];
+  p.sw = prm.stride[1];
+  p.ph = prm.padding[0];
+  p.pw = prm.padding[1];
+  p.dh = prm.dilation[0];
+  p.dw = prm.dilation[1];
+  p.xs_h = x.strides[2];
+  p.xs_w = x.strides[3];
+  p.os_h = o.strides[2];
+  p.os_w = o.strides[3];
+  // The last vector of an output row reads up to sw * (round_up(ow, 16) + 16) + (kw - 1) * dw.
+  p.wp = round_up(std::max(p.w + 2 * p.pw, p.sw * (round_up(p.ow, kLanes) + kLanes) + (p.kw - 1) * p.dw), kLanes);
+  p.hp = p.h + 2 * p.ph;
+  p.lo = -__builtin_inff();
+  p.hi = __builtin_inff();
+  const Activation& a = prm.activation;
+  if (a.kind == ActivationKind::Relu) {
+    p.lo = 0.0f;
+  } else if (a.kind == ActivationKind::Clamp) {
+    p.lo = static_cast<float>(a.min);
+    p.hi = static_cast<float>(a.max);
+  }
+  return p;
+}
+
+constexpr int64_t kMaxTaps = 64;
+
+bool vectorizable(const Plane& p) {
+  return (p.sw == 1 || p.sw == 2) && p.oh > 0 && p.ow > 0 && p.kh * p.kw <= kMaxTaps;
+}
+
+size_t slot_bytes(const Plane& p) { return round_up(p.hp * p.wp * 4, kAlign); }
+
+inline float clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+// One plane with bounds checks (any strides; no scratch).
+void plane_scalar(const Plane& p, const float* x, const float* w, float bias, float* o) {
+  for (int64_t oh = 0; oh < p.oh; ++oh) {
+    for (int64_t ow = 0; ow < p.ow; ++ow) {
+      float acc = bias;
+      for (int64_t i = 0; i < p.kh; ++i) {
+        const int64_t ih = oh * p.sh - p.ph + i * p.dh;
+        if (ih < 0 || ih >= p.h) continue;
+        for (int64_t j = 0; j < p.kw; ++j) {
+          const int64_t iw = ow * p.sw - p.pw + j * p.dw;
+          if (iw >= 0 && iw < p.w) acc += w[i * p.kw + j] * x[ih * p.xs_h + iw * p.xs_w];
+        }
+      }
+      o[oh * p.os_h + ow * p.os_w] = clampf(acc, p.lo, p.hi);
+    }
+  }
+}
+
+// Copies the plane into the zero-padded buffer.
+void pad_plane(const Plane& p, const float* x, float* pad) {
+  for (int64_t r = 0; r < p.hp; ++r) {
+    float* dst = pad + r * p.wp;
+    const int64_t ih = r - p.ph;
+    if (ih < 0 || ih >= p.h) {
+      std::memset(dst, 0, sizeof(float) * p.wp);
+      continue;
+    }
+    std::memset(dst, 0, sizeof(float) * p.pw);
+    const float* src = x + ih * p.xs_h;
+    if (p.xs_w == 1) {
+      std::memcpy(dst + p.pw, src, sizeof(float) * p.w);
+    } else {
+      for (int64_t c = 0; c < p.w; ++c) dst[p.pw + c] = src[c * p.xs_w];
+    }
+    std::memset(dst + p.pw + p.w, 0, sizeof(float) * (p.wp - p.pw - p.w));
+  }
+}
+
+// --- the vector body per ISA (depthwise_body.inc) ---------------------------
+// vmax(lo, v) = lo > v ? lo : v and vmin(hi, v) = hi < v ? hi : v: a NaN v is
+// kept (as the scalar activate()).
+
+namespace portable {  // 4 lanes in GCC vector extensions: SSE2 on x86, NEON on ARM
+typedef float Vec __attribute__((vector_size(16)));
+typedef int Veci __attribute__((vector_size(16)));
+constexpr int64_t kL = 4;
+inline Vec vload(const float* s) {
+  Vec v;
+  std::memcpy(&v, s, sizeof(v));
+  return v;
+}
+inline Vec vload_s2(const float* s) {
+  const Vec a = vload(s), b = vload(s + 4);
+#if defined(__clang__)
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+#else
+  return __builtin_shuffle(a, b, Veci{0, 2, 4, 6});
+#endif
+}
+inline Vec vset1(float f) { return Vec{f, f, f, f}; }
+inline Vec vfma(Vec a, Vec b, Vec acc) { return acc + a * b; }
+inline Vec vmax(Vec lo, Vec v) { return lo > v ? lo : v; }
+inline Vec vmin(Vec hi, Vec v) { return hi < v ? hi : v; }
+inline void vstore(float* d, Vec v) { std::memcpy(d, &v, sizeof(v)); }
+#include "kernels/cpu/depthwise_body.inc"
+}  // namespace portable
+
+#if RT_DW_X86
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+using Vec = __m256;
+constexpr int64_t kL = 8;
+inline Vec vload(const float* s) { return _mm256_loadu_ps(s); }
+inline Vec vload_s2(const float* s) {
+  const __m256 a = _mm256_loadu_ps(s), b = _mm256_loadu_ps(s + 8);
+  const __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+inline Vec vset1(float f) { return _mm256_set1_ps(f); }
+inline Vec vfma(Vec a, Vec b, Vec acc) { return _mm256_fmadd_ps(a, b, acc); }
+inline Vec vmax(Vec lo, Vec v) { return _mm256_max_ps(lo, v); }
+inline Vec vmin(Vec hi, Vec v) { return _mm256_min_ps(hi, v); }
+inline void vstore(float* d, Vec v) { _mm256_storeu_ps(d, v); }
+#include "kernels/cpu/depthwise_body.inc"
+}  // namespace avx2
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+namespace avx512 {
+using Vec = __m512;
+constexpr int64_t kL = 16;
+inline Vec vload(const float* s) { return _mm512_loadu_ps(s); }
+inline Vec vload_s2(const float* s) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  return _mm512_permutex2var_ps(_mm512_loadu_ps(s), even, _mm512_loadu_ps(s + 16));
+}
+inline Vec vset1(float f) { return _mm512_set1_ps(f); }
+inline Vec vfma(Vec a, Vec b, Vec acc) { return _mm512_fmadd_ps(a, b, acc); }
+// (compare and blend: GCC 12's _mm512_max_ps trips -Wuninitialized in its header)
+inline Vec vmax(Vec lo, Vec v) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(lo, v, _CMP_GT_OQ), v, lo); }
+inline Vec vmin(Vec hi, Vec v) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(hi, v, _CMP_LT_OQ), v, hi); }
+inline void vstore(float* d, Vec v) { _mm512_storeu_ps(d, v); }
+#include "kernels/cpu/depthwise_body.inc"
+}  // namespace avx512
+#pragma GCC pop_options
+#endif  // RT_DW_X86
+
+using PlaneFn = void (*)(const Plane&, const float*, const float*, const int64_t*, float, float*);
+
+// The variant of the GEMM's micro-kernel family (gemm.h: the widest the CPU
+// runs, or the one tests select): {stride 1, stride 2}.
+const PlaneFn* plane_fns() {
+  static const PlaneFn portable_fns[2] = {&portable::plane_s1, &portable::plane_s2};
+#if RT_DW_X86
+  static const PlaneFn avx2_fns[2] = {&avx2::plane_s1, &avx2::plane_s2};
+  static const PlaneFn avx512_fns[2] = {&avx512::plane_s1, &avx512::plane_s2};
+  switch (sgemm_isa()) {
+    case GemmIsa::Avx512: return avx512_fns;
+    case GemmIsa::Avx2: return avx2_fns;
+    default: break;
+  }
+#endif
+  return portable_fns;
+}
+
+}  // namespace
+
+size_t depthwise_workspace(const TensorView& x, const TensorView& w, const TensorView& o, const Conv2dParams& prm,
+                           int threads) {
+  const Plane p = plane_of(x, w, o, prm);
+  if (!vectorizable(p)) return 0;
+  const int64_t planes = o.sizes[0] * o.sizes[1];
+  return kAlign + slot_bytes(p) * static_cast<size_t>(std::max<int64_t>(1, std::min<int64_t>(threads, planes)));
+}
+
+void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorView& bias, const TensorView& o,
+                      const Conv2dParams& prm, void* scratch, size_t scratch_bytes, int threads) {
+  const Plane p = plane_of(x, wt, o, prm);
+  const int64_t channels = o.sizes[1], planes = o.sizes[0] * channels, taps = p.kh * p.kw;
+  const float* px = x.ptr<const float>();
+  const float* pw = wt.ptr<const float>();
+  const float* pb = bias.ptr<const float>();
+  float* po = o.ptr<float>();
+  const bool vec = vectorizable(p) && scratch_bytes >= kAlign + slot_bytes(p);
+  const int64_t slots = vec ? static_cast<int64_t>((scratch_bytes - kAlign) / slot_bytes(p)) : planes;
+  // About 2^15 multiply-adds per thread at least.
+  const int64_t useful = std::max<int64_t>(1, planes * p.oh * p.ow * taps / 32768);
+  const int64_t parts = std::max<int64_t>(1, std::min({slots, static_cast<int64_t>(std::max(1, threads)), planes, useful}));
+  const uintptr_t base = (reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign;
+  int64_t tap_off[kMaxTaps];
+  for (int64_t t = 0; vec && t < taps; ++t) tap_off[t] = t / p.kw * p.dh * p.wp + t % p.kw * p.dw;
+  const PlaneFn* fns = plane_fns();
+  auto run = [&](int64_t part) {
+    float* pad = reinterpret_cast<float*>(base + static_cast<size_t>(part) * slot_bytes(p));
+    for (int64_t u = planes * part / parts; u < planes * (part + 1) / parts; ++u) {
+      const int64_t n = u / channels, c = u % channels;
+      const float* xc = px + n * x.strides[0] + c * x.strides[1];
+      float* oc = po + n * o.strides[0] + c * o.strides[1];
+      const float b = pb != nullptr ? pb[c * bias.strides[0]] : 0.0f;
+      if (!vec) {
+        plane_scalar(p, xc, pw + c * taps, b, oc);
+        continue;
+      }
+      pad_plane(p, xc, pad);
+      fns[p.sw == 1 ? 0 : 1](p, pad, pw + c * taps, tap_off, b, oc);
+    }
+  };
+  if (parts > 1) {
+    parallel_for(0, parts, 1, [&](int64_t a, int64_t e) {
+      for (int64_t part = a; part < e; ++part) run(part);
+    });
+  } else {
+    run(0);
+  }
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,130 @@
+// The float32 CPU depthwise convolution (kernels/cpu/depthwise.cc) against the
+// float64 reference kernel: every vector width (the GEMM's ISA selection),
+// strides 1, 2 and 3, padding, dilation, kernel shapes, rows narrower and wider
+// than a vector, channels_last and strided layouts, 1 and 2 threads; and the
+// fused activation (ReLU, ReLU6, one-sided clamps, NaN kept) of
+// conv2d_activated on both the depthwise and the GEMM paths.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+#include "runtime/core/thread_pool.h"
+#include "runtime/ops/qlinear.h"
+#include "tests/harness/testing.h"
+
+using namespace ember;
+using ember::testing::check_close;
+
+namespace {
+
+std::vector<cpu::GemmIsa> supported_isas() {
+  std::vector<cpu::GemmIsa> isas;
+  for (cpu::GemmIsa isa : {cpu::GemmIsa::Portable, cpu::GemmIsa::Avx2, cpu::GemmIsa::Avx512}) {
+    if (cpu::sgemm_isa_supported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+struct Case {
+  int64_t n, c, h, w, kh, kw, stride, pad, dil;
+};
+
+Tensor reference(const Tensor& x, const Tensor& w, const Tensor& b, const Case& k) {
+  return conv2d(x.to(DType::Float64), w.to(DType::Float64), b.to(DType::Float64), {k.stride, k.stride},
+                {k.pad, k.pad}, {k.dil, k.dil}, k.c)
+      .to(DType::Float32);
+}
+
+}  // namespace
+
+TEST_CASE("depthwise conv2d: vector kernel matches the float64 reference") {
+  const Case cases[] = {
+      {1, 3, 7, 7, 3, 3, 1, 1, 1},     {2, 5, 14, 14, 3, 3, 1, 1, 1},  {1, 4, 15, 33, 3, 3, 2, 1, 1},
+      {1, 3, 112, 40, 3, 3, 2, 1, 1},  {1, 2, 9, 50, 5, 5, 1, 2, 1},   {1, 2, 17, 19, 3, 3, 1, 2, 2},
+      {1, 2, 11, 13, 3, 3, 3, 1, 1},   {1, 3, 6, 5, 1, 1, 1, 0, 1},    {1, 2, 8, 9, 3, 1, 2, 0, 1},
+      {1, 2, 1, 1, 3, 3, 1, 1, 1},     {1, 3, 10, 64, 3, 3, 1, 0, 1},  {1, 3, 10, 65, 3, 3, 2, 3, 1},
+  };
+  const int saved = get_num_threads();
+  for (cpu::GemmIsa isa : supported_isas()) {
+    REQUIRE(cpu::sgemm_set_isa(isa));
+    CAPTURE(std::string(cpu::sgemm_kernel_name()));
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      for (const Case& k : cases) {
+        CAPTURE(k.c);
+        CAPTURE(k.h);
+        CAPTURE(k.w);
+        CAPTURE(k.kh);
+        CAPTURE(k.stride);
+        CAPTURE(k.pad);
+        CAPTURE(k.dil);
+        const Tensor x = randn({k.n, k.c, k.h, k.w}), w = randn({k.c, 1, k.kh, k.kw}), b = randn({k.c});
+        const Tensor expected = reference(x, w, b, k);
+        const Shape st{k.stride, k.stride}, pd{k.pad, k.pad}, dl{k.dil, k.dil};
+        check_close(conv2d(x, w, b, st, pd, dl, k.c), expected, 1e-4, 1e-5);
+        check_close(conv2d(x, w, Tensor(), st, pd, dl, k.c),
+                    conv2d(x.to(DType::Float64), w.to(DType::Float64), Tensor(), st, pd, dl, k.c).to(DType::Float32),
+                    1e-4, 1e-5);
+        check_close(conv2d(x.contiguous(MemoryFormat::ChannelsLast), w, b, st, pd, dl, k.c), expected, 1e-4, 1e-5);
+        check_close(conv2d(x.transpose(2, 3).contiguous().transpose(2, 3), w, b, st, pd, dl, k.c), expected, 1e-4,
+                    1e-5);
+      }
+    }
+  }
+  REQUIRE(cpu::sgemm_set_isa(cpu::GemmIsa::Auto));
+  set_num_threads(saved);
+}
+
+TEST_CASE("conv2d_activated: the kernel applies ReLU and clamps, NaN stays NaN") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const Activation acts[] = {
+      {ActivationKind::Relu, -inf, inf},
+      {ActivationKind::Clamp, 0.0, 6.0},
+      {ActivationKind::Clamp, -0.5, inf},
+      {ActivationKind::Clamp, -inf, 0.25},
+  };
+  for (cpu::GemmIsa isa : supported_isas()) {
+    REQUIRE(cpu::sgemm_set_isa(isa));
+    CAPTURE(std::string(cpu::sgemm_kernel_name()));
+    for (int64_t groups : {1, 6}) {  // the GEMM path and the depthwise one
+      CAPTURE(groups);
+      Tensor x = randn({1, 6, 9, 21}) * 4.0;
+      x.data_ptr<float>()[30] = std::nanf("");
+      const Tensor w = randn({6, 6 / groups, 3, 3}), b = randn({6});
+      const Tensor plain = conv2d(x, w, b, {1, 1}, {1, 1}, {1, 1}, groups);
+      for (const Activation& a : acts) {
+        Conv2dParams p;
+        p.padding[0] = p.padding[1] = 1;
+        p.groups = groups;
+        p.activation = a;
+        bool fused = false;
+        const Tensor y = conv2d_activated(x, w, b, p, &fused);
+        CHECK(fused);
+        const Tensor expected = a.kind == ActivationKind::Relu ? relu(plain)
+                                                               : clamp(plain, std::isfinite(a.min) ? std::optional<Scalar>(a.min) : std::nullopt,
+                                                                       std::isfinite(a.max) ? std::optional<Scalar>(a.max) : std::nullopt);
+        REQUIRE(y.sizes() == expected.sizes());
+        const Tensor yc = y.contiguous(), ec = expected.contiguous();
+        const float* py = yc.data_ptr<float>();
+        const float* pe = ec.data_ptr<float>();
+        int64_t nans = 0, bad = 0;
+        for (int64_t i = 0; i < yc.numel(); ++i) {
+          nans += std::isnan(py[i]);
+          bad += std::isnan(py[i]) != std::isnan(pe[i]) ||
+                 (!std::isnan(pe[i]) && std::fabs(py[i] - pe[i]) > 1e-5f + 1e-5f * std::fabs(pe[i]));
+        }
+        CHECK(nans > 0);
+        CHECK(bad == 0);
+      }
+    }
+  }
+  REQUIRE(cpu::sgemm_set_isa(cpu::GemmIsa::Auto));
+  // float64 (the reference kernel) is not fused: the caller applies the activation.
+  Conv2dParams p;
+  p.activation.kind = ActivationKind::Relu;
+  bool fused = true;
+  conv2d_activated(randn({1, 2, 4, 4}).to(DType::Float64), randn({2, 2, 1, 1}).to(DType::Float64), Tensor(), p, &fused);
+  CHECK_FALSE(fused);
+}
