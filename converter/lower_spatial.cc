@@ -2,7 +2,7 @@
 // Upsample (7-9) to one Resize op (ResizeParams: constant scales or sizes,
 // axes, keep_aspect_ratio_policy, roi), and ConvTranspose (1-D to 3-D; pads,
 // auto_pad and output_shape as onnx.reference computes them) to one
-// ConvTranspose op.
+// ConvTranspose op; GridSample to one GridSample op.
 #include <cmath>
 
 #include "converter/lowerer.h"
@@ -245,6 +245,26 @@ void Lowerer::lower_conv_transpose(const Node& n) {
     }
   }
   emit(OpKind::ConvTranspose, n, {tensor(x), weight(w), has_input(n, 2) ? weight(n.inputs[2]) : -1}, {out0(n)}, p);
+}
+
+// GridSample (16: bilinear / nearest / bicubic, 4-D; 20+: linear / nearest / cubic, 4-D or 5-D).
+void Lowerer::lower_grid_sample(const Node& n) {
+  require_inputs(n, 2);
+  const int64_t rank = rank_of(n.inputs[0], "input");
+  if (rank != 4 && rank != 5) refuse("input " + vname(n.inputs[0]) + " has rank " + std::to_string(rank) + ", not 4 or 5");
+  GridSampleParams p;
+  const std::string mode = n.get_string("mode", entry_->since >= 20 ? "linear" : "bilinear");
+  if (mode == "nearest") p.mode = ResizeMode::Nearest;
+  else if (mode == "linear" || mode == "bilinear") p.mode = ResizeMode::Linear;
+  else if (mode == "cubic" || mode == "bicubic") p.mode = ResizeMode::Cubic;
+  else refuse("mode '" + mode + "' is unknown");
+  const std::string pad = n.get_string("padding_mode", "zeros");
+  if (pad == "zeros") p.padding = GridPadding::Zeros;
+  else if (pad == "border") p.padding = GridPadding::Border;
+  else if (pad == "reflection") p.padding = GridPadding::Reflection;
+  else refuse("padding_mode '" + pad + "' is unknown");
+  p.align_corners = n.get_int("align_corners", 0) != 0;
+  emit(OpKind::GridSample, n, {tensor(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)}, p);
 }
 
 }  // namespace ember::converter::lowering

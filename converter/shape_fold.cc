@@ -519,15 +519,22 @@ std::vector<Out> infer_attention_family(const Graph& g, const Node& n) {
 }
 
 // Resize / Upsample (constant scales or sizes, axes; keep_aspect_ratio_policy
-// other than stretch leaves the resized dims unknown) and ConvTranspose.
+// other than stretch leaves the resized dims unknown), ConvTranspose, GridSample.
 std::vector<Out> infer_spatial(const Graph& g, const Node& n) {
   const std::string& op = n.op_type;
   auto in = [&](size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
   const std::optional<DType> dt = in(0) >= 0 ? g.value(in(0)).dtype : std::nullopt;
   const std::optional<Dims> x = dims_of(g, in(0));
-  if (op != "Resize" && op != "Upsample" && op != "ConvTranspose") return {};
+  if (op != "Resize" && op != "Upsample" && op != "ConvTranspose" && op != "GridSample") return {};
   if (!x) return {Out{dt, std::nullopt}};
   const size_t rank = x->size();
+  if (op == "GridSample") {  // [N, C, *grid's middle dims]
+    const std::optional<Dims> grid = dims_of(g, in(1));
+    if (!grid || grid->size() != rank || rank < 3) return {Out{dt, unknown(rank)}};
+    Dims out = {(*x)[0], (*x)[1]};
+    out.insert(out.end(), grid->begin() + 1, grid->end() - 1);
+    return {Out{dt, out}};
+  }
   if (op == "ConvTranspose") {
     const std::optional<Dims> w = dims_of(g, in(1));
     Dims out = unknown(rank);

@@ -272,10 +272,25 @@ struct ConvTransposeParams {
   }
 };
 
+// GridSample (ONNX GridSample, torch.nn.functional.grid_sample): x [N, C,
+// *in] (2-D or 3-D) sampled at grid [N, *out, dims] (the last dim x, y[, z]:
+// the innermost spatial dim first, normalized to [-1, 1]) -> [N, C, *out].
+enum class GridPadding : uint8_t { Zeros, Border, Reflection };
+
+struct GridSampleParams {
+  ResizeMode mode = ResizeMode::Linear;  // nearest (round half to even), linear, cubic (a = -0.75)
+  GridPadding padding = GridPadding::Zeros;
+  bool align_corners = false;
+  static constexpr auto fields() {
+    return std::make_tuple(&GridSampleParams::mode, &GridSampleParams::padding, &GridSampleParams::align_corners);
+  }
+  bool valid() const { return mode <= ResizeMode::Cubic && padding <= GridPadding::Reflection; }
+};
+
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
                               SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams,
                               DimsParams, AxisParams, LinearParams, QLinearParams, QConv2dParams,
                               UnaryParams, ScatterParams, ScanParams, TopKParams, UniqueParams,
-                              ResizeParams, ConvTransposeParams>;
+                              ResizeParams, ConvTransposeParams, GridSampleParams>;
 
 }  // namespace ember

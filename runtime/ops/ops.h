@@ -213,6 +213,10 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size);
 Tensor interpolate(const Tensor& x, IntArrayRef size = {}, const std::vector<double>& scale_factor = {},
                    std::string_view mode = "nearest", std::optional<bool> align_corners = std::nullopt,
                    bool antialias = false);
+// torch.nn.functional.grid_sample (over the GridSample op: ONNX's semantics;
+// bicubic with border / reflection padding pads each tap as ONNX does).
+Tensor grid_sample(const Tensor& x, const Tensor& grid, std::string_view mode = "bilinear",
+                   std::string_view padding_mode = "zeros", std::optional<bool> align_corners = std::nullopt);
 // torch.nn.functional.conv_transpose1d/2d/3d: weight [C_in, C_out/groups, *kernel].
 Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntArrayRef stride = {1},
                         IntArrayRef padding = {0}, IntArrayRef output_padding = {0}, int64_t groups = 1,

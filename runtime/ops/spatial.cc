@@ -291,4 +291,51 @@ Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bia
   return conv_transpose_nd(3, x, weight, bias, stride, padding, output_padding, groups, dilation);
 }
 
+Tensor grid_sample(const Tensor& x, const Tensor& grid, const GridSampleParams& p) {
+  EMBER_CHECK(p.valid(), Status::InvalidArgument, "grid_sample: invalid mode or padding_mode");
+  EMBER_CHECK((x.dim() == 4 || x.dim() == 5) && grid.dim() == x.dim(), Status::InvalidArgument,
+              "grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got input with "
+              "sizes ",
+              shape_str(x.sizes()), " and grid with sizes ", shape_str(grid.sizes()));
+  const int64_t nd = x.dim() - 2;
+  EMBER_CHECK(grid.size(0) == x.size(0), Status::ShapeMismatch,
+              "grid_sampler(): expected grid and input to have same batch size, but got input with sizes ",
+              shape_str(x.sizes()), " and grid with sizes ", shape_str(grid.sizes()));
+  EMBER_CHECK(grid.size(-1) == nd, Status::ShapeMismatch, "grid_sampler(): expected grid to have size ", nd,
+              " in last dimension, but got grid with sizes ", shape_str(grid.sizes()));
+  for (int64_t i = 0; i < nd; ++i) {
+    EMBER_CHECK(x.size(2 + i) > 0, Status::InvalidArgument, "grid_sampler(): expected input to have non-empty spatial "
+                "dimensions, but input has sizes ", shape_str(x.sizes()));
+  }
+  EMBER_CHECK(is_floating(x.dtype()) && is_floating(grid.dtype()), Status::NotSupported,
+              "grid_sampler(): expected floating point input and grid, got ", dtype_name(x.dtype()), " and ",
+              dtype_name(grid.dtype()));
+  check_same_device({x, grid});
+  Shape out = {x.size(0), x.size(1)};
+  for (int64_t i = 0; i < nd; ++i) out.push_back(grid.size(1 + i));
+  Tensor y = empty(out, TensorOptions(x.dtype()).device(x.device()));
+  if (y.numel() > 0) run_kernel(OpKind::GridSample, {x, grid.to(x.dtype())}, {y}, p);
+  return y;
+}
+
+Tensor grid_sample(const Tensor& x, const Tensor& grid, std::string_view mode, std::string_view padding_mode,
+                   std::optional<bool> align_corners) {
+  GridSampleParams p;
+  EMBER_CHECK(mode == "bilinear" || mode == "nearest" || mode == "bicubic", Status::InvalidArgument,
+              "nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '", mode,
+              "'");
+  EMBER_CHECK(padding_mode == "zeros" || padding_mode == "border" || padding_mode == "reflection",
+              Status::InvalidArgument,
+              "nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '",
+              padding_mode, "'");
+  EMBER_CHECK(mode != "bicubic" || x.dim() == 4, Status::InvalidArgument,
+              "grid_sampler(): bicubic interpolation only supports 4D input");
+  p.mode = mode == "nearest" ? ResizeMode::Nearest : mode == "bicubic" ? ResizeMode::Cubic : ResizeMode::Linear;
+  p.padding = padding_mode == "zeros" ? GridPadding::Zeros
+              : padding_mode == "border" ? GridPadding::Border
+                                         : GridPadding::Reflection;
+  p.align_corners = align_corners.value_or(false);
+  return grid_sample(x, grid, p);
+}
+
 }  // namespace ember

@@ -1,8 +1,8 @@
-// The spatial ops of lower_spatial.cc (Resize, Upsample, ConvTranspose): each
+// The spatial ops of lower_spatial.cc (Resize, Upsample, ConvTranspose, GridSample): each
 // ONNX node lowered, serialized, loaded and run by the executor (constant and
 // run-time scales / sizes / roi, axes, keep_aspect_ratio_policy, antialias,
 // tf_crop_and_resize; ConvTranspose's auto_pad, output_shape, groups, 1-D);
-// the forms refused, with their messages.
+// GridSample; the forms refused, with their messages.
 //
 // Expected values: onnx.reference of onnx 1.23.2 (tools/.venv-onnx/bin/python,
 // ReferenceEvaluator; inputs rng = numpy default_rng(1), round(uniform(-2, 2),
@@ -401,6 +401,18 @@ TEST_CASE(
             -4.57999992f,  -2.99000001f, -1.86999989f,  -2.48000002f, 4.86000013f,   -0.590000033f, -0.99000001f,
             1.96999991f,   -4.80000019f, -0.730000019f, -1.68999994f, 0.869999886f,  -2.92000008f},
            {1, 3, 9})});
+}
+
+TEST_CASE("GridSample (opset 20): cubic with border padding, nearest with reflection and align_corners") {
+  const Tensor grid =
+      f32({-1.2f, -0.9f, 0.3f, 0.1f, 1.1f, 0.5f, -0.6f, 1.3f, 0.0f, 0.0f, 0.9f, -0.4f}, {1, 2, 3, 2});
+  OneNode{"GridSample", {input(x1()), input(grid)}, {{"mode", std::string("cubic")}, {"padding_mode", std::string("border")}}}
+      .check({f32({0.08872471f, 1.4495039f, -0.0132812504f, -0.522924721f, 0.706249952f, 1.03924751f}, {1, 1, 2, 3})});
+  OneNode{"GridSample", {input(x1()), input(grid)},
+          {{"mode", std::string("nearest")}, {"padding_mode", std::string("reflection")}, {"align_corners", int64_t{1}}}}
+      .check({f32({0.f, 1.29999995f, 0.200000003f, -1.89999998f, 1.29999995f, -0.400000006f}, {1, 1, 2, 3})});
+  CHECK(OneNode{"GridSample", {input(x1()), input(grid)}, {{"mode", std::string("area")}}}.error({grid}) ==
+        kPrefix + "GridSample 'n': mode 'area' is unknown");
 }
 
 TEST_CASE("Resize and ConvTranspose forms refused, with their messages") {

@@ -62,3 +62,27 @@ def cases(emit):
         emit.tensor(f"spatial.convt.{i}.b", b if bias else torch.zeros(0))
         emit.tensor(f"spatial.convt.{i}.args", torch.tensor([dims, groups, *s, *p, *op, *d]))
         emit.tensor(f"spatial.convt.{i}.out", fn(x, w, b, s, p, op, groups, d))
+
+    # grid_sample: records spatial.grid.<i>.{x,grid,out}, .mode and .padding (text), .align [0|1].
+    grids = [
+        ((2, 3, 5, 6), (2, 4, 7), "bilinear", "zeros", False),
+        ((2, 3, 5, 6), (2, 4, 7), "bilinear", "border", False),
+        ((2, 3, 5, 6), (2, 4, 7), "bilinear", "reflection", False),
+        ((1, 2, 5, 6), (1, 4, 7), "bilinear", "zeros", True),
+        ((1, 2, 5, 6), (1, 4, 7), "bilinear", "reflection", True),
+        ((1, 2, 5, 6), (1, 4, 7), "nearest", "zeros", False),
+        ((1, 2, 5, 6), (1, 4, 7), "nearest", "border", True),
+        ((1, 2, 5, 6), (1, 4, 7), "bicubic", "zeros", False),
+        ((1, 2, 5, 6), (1, 4, 7), "bicubic", "zeros", True),
+        ((1, 2, 3, 4, 5), (1, 2, 3, 4), "bilinear", "zeros", False),
+        ((1, 2, 3, 4, 5), (1, 2, 3, 4), "nearest", "border", True),
+    ]
+    for i, (xs, gs, mode, pad, align) in enumerate(grids):
+        x = randn(*xs)
+        grid = torch.rand(*gs, len(xs) - 2, generator=g) * 2.4 - 1.2
+        emit.tensor(f"spatial.grid.{i}.x", x)
+        emit.tensor(f"spatial.grid.{i}.grid", grid)
+        emit.text(f"spatial.grid.{i}.mode", mode)
+        emit.text(f"spatial.grid.{i}.padding", pad)
+        emit.tensor(f"spatial.grid.{i}.align", torch.tensor([int(align)]))
+        emit.tensor(f"spatial.grid.{i}.out", F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align))

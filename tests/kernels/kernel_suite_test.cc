@@ -1456,6 +1456,33 @@ std::vector<Case> conv_transpose_cases(DType dt) {
   return cs;
 }
 
+// GridSample 2-D and 3-D: every mode, padding and align_corners; the grid
+// reaches past [-1, 1] (padding) and is non-contiguous in one case.
+std::vector<Case> grid_sample_cases(DType dt) {
+  std::vector<Case> cs;
+  for (int nd : {2, 3}) {
+    const Shape xs = nd == 2 ? Shape{2, 3, 4, 5} : Shape{1, 2, 3, 4, 3};
+    const Shape gs = nd == 2 ? Shape{2, 3, 6, 2} : Shape{1, 2, 3, 2, 3};
+    Shape os = {xs[0], xs[1]};
+    os.insert(os.end(), gs.begin() + 1, gs.end() - 1);
+    for (ResizeMode m : {ResizeMode::Nearest, ResizeMode::Linear, ResizeMode::Cubic}) {
+      for (GridPadding pad : {GridPadding::Zeros, GridPadding::Border, GridPadding::Reflection}) {
+        for (bool align : {false, true}) {
+          GridSampleParams p;
+          p.mode = m, p.padding = pad, p.align_corners = align;
+          Tensor g = values(gs, dt, Dom::Unit) * 1.6;
+          const bool t = align && pad == GridPadding::Border;
+          cs.push_back({std::to_string(nd) + "-D mode " + std::to_string(static_cast<int>(m)) + " padding " +
+                            std::to_string(static_cast<int>(pad)) + (align ? " align_corners" : ""),
+                        {contig(values(xs, dt)), t ? stepped(gs, dt, Dom::Unit) : contig(g)}, {out_contig(os, dt)}, p,
+                        Family::Accumulate, nd == 2 ? 16 : 64});
+        }
+      }
+    }
+  }
+  return cs;
+}
+
 std::vector<Case> cases_for(OpKind op, DType dt) {
   const DType cmp = DType::Bool;
   switch (op) {
@@ -1583,6 +1610,7 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::TopK: return topk_cases(dt);
     case OpKind::Resize: return resize_cases(dt);
     case OpKind::ConvTranspose: return conv_transpose_cases(dt);
+    case OpKind::GridSample: return grid_sample_cases(dt);
     // Run-time ops: the weight prepared by each backend (Case::qweight).
     case OpKind::QLinear: return qlinear_cases(dt);
     case OpKind::QConv2d: return qconv2d_cases(dt);

@@ -140,3 +140,22 @@ TEST_CASE("resize refuses run-time scales and sizes that do not fit its input") 
   p.axes[0] = 3;
   CHECK(resize(x, Tensor(), Tensor(), tensor(std::vector<int64_t>{3}, {1}), p).sizes() == Shape{1, 1, 2, 3});
 }
+
+TEST_CASE("grid_sample matches torch.nn.functional.grid_sample (2-D and 3-D; bilinear, nearest, bicubic)") {
+  int cases = 0;
+  for (int i = 0; has_golden("spatial.grid." + std::to_string(i) + ".x"); ++i, ++cases) {
+    const std::string name = "spatial.grid." + std::to_string(i);
+    const std::string mode = golden_text(name + ".mode"), padding = golden_text(name + ".padding");
+    CAPTURE(name);
+    CAPTURE(mode);
+    CAPTURE(padding);
+    const bool align = golden(name + ".align").to_vector<int64_t>()[0] == 1;
+    const Tensor y = grid_sample(golden(name + ".x"), golden(name + ".grid"), mode, padding, align);
+    check_close(y, golden(name + ".out"), 1e-5, 1e-5);
+  }
+  CHECK(cases >= 11);
+  check_error([] { grid_sample(zeros({1, 1, 2, 2}), zeros({1, 3, 3, 3})); },
+              "grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes [1, 3, 3, 3]");
+  check_error([] { grid_sample(zeros({1, 1, 2, 2}), zeros({1, 3, 3, 2}), "area"); },
+              "nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: 'area'");
+}
