@@ -518,10 +518,85 @@ std::vector<Out> infer_attention_family(const Graph& g, const Node& n) {
           Out{dt, Dims{q4[0], q4[1], q4[2], total}}};
 }
 
+// Resize / Upsample (constant scales or sizes, axes; keep_aspect_ratio_policy
+// other than stretch leaves the resized dims unknown), ConvTranspose, GridSample.
+std::vector<Out> infer_spatial(const Graph& g, const Node& n) {
+  const std::string& op = n.op_type;
+  auto in = [&](size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
+  const std::optional<DType> dt = in(0) >= 0 ? g.value(in(0)).dtype : std::nullopt;
+  const std::optional<Dims> x = dims_of(g, in(0));
+  if (op != "Resize" && op != "Upsample" && op != "ConvTranspose" && op != "GridSample") return {};
+  if (!x) return {Out{dt, std::nullopt}};
+  const size_t rank = x->size();
+  if (op == "GridSample") {  // [N, C, *grid's middle dims]
+    const std::optional<Dims> grid = dims_of(g, in(1));
+    if (!grid || grid->size() != rank || rank < 3) return {Out{dt, unknown(rank)}};
+    Dims out = {(*x)[0], (*x)[1]};
+    out.insert(out.end(), grid->begin() + 1, grid->end() - 1);
+    return {Out{dt, out}};
+  }
+  if (op == "ConvTranspose") {
+    const std::optional<Dims> w = dims_of(g, in(1));
+    Dims out = unknown(rank);
+    if (!w || w->size() != rank || rank < 3) return {Out{dt, out}};
+    const size_t ns = rank - 2;
+    out[0] = (*x)[0];
+    if ((*w)[1].is_static()) out[1] = Dim::fixed((*w)[1].value * n.get_int("group", 1));
+    const std::vector<int64_t> shape = n.get_ints("output_shape");
+    const std::vector<int64_t> st = n.get_ints("strides", std::vector<int64_t>(ns, 1));
+    const std::vector<int64_t> dil = n.get_ints("dilations", std::vector<int64_t>(ns, 1));
+    const std::vector<int64_t> op_pad = n.get_ints("output_padding", std::vector<int64_t>(ns, 0));
+    const std::vector<int64_t> pads = n.get_ints("pads", std::vector<int64_t>(2 * ns, 0));
+    const std::string auto_pad = n.get_string("auto_pad", "NOTSET");
+    if (st.size() != ns || dil.size() != ns || op_pad.size() != ns || pads.size() != 2 * ns) return {Out{dt, out}};
+    for (size_t i = 0; i < ns; ++i) {
+      const Dim& d = (*x)[2 + i];
+      if (shape.size() == ns || shape.size() == rank) {
+        out[2 + i] = Dim::fixed(shape[shape.size() - ns + i]);
+      } else if (d.is_static() && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") && !n.has("pads")) {
+        out[2 + i] = Dim::fixed(d.value * st[i]);
+      } else if (d.is_static() && (*w)[2 + i].is_static()) {
+        const int64_t pad = auto_pad == "VALID" ? 0 : pads[i] + pads[ns + i];
+        out[2 + i] = Dim::fixed(st[i] * (d.value - 1) + op_pad[i] + ((*w)[2 + i].value - 1) * dil[i] + 1 - pad);
+      }
+    }
+    return {Out{dt, out}};
+  }
+  const bool early = op == "Upsample" || (g.opset > 0 && g.opset <= 10);
+  std::optional<std::vector<double>> scales;
+  std::optional<std::vector<int64_t>> sizes;
+  if (op == "Upsample" && n.has("scales")) {
+    scales = n.get_floats("scales");
+  } else if (const int s = in(early ? 1 : 2); g.is_constant(s) && g.value(s).constant.numel() > 0) {
+    scales = g.value(s).constant.to(DType::Float64).contiguous().to_vector<double>();
+  }
+  if (!early && g.is_constant(in(3)) && g.value(in(3)).constant.numel() > 0) sizes = const_ints(g, in(3));
+  std::vector<int64_t> axes = n.get_ints("axes");
+  if (axes.empty()) {
+    for (size_t d = 0; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  Dims out = *x;
+  const bool stretch = n.get_string("keep_aspect_ratio_policy", "stretch") == "stretch";
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(rank) : axes[i];
+    if (a < 0 || a >= static_cast<int64_t>(rank)) return {Out{dt, unknown(rank)}};
+    Dim& d = out[static_cast<size_t>(a)];
+    if (sizes && sizes->size() == axes.size() && stretch) {
+      d = Dim::fixed((*sizes)[i]);
+    } else if (scales && scales->size() == axes.size() && !sizes) {
+      const double s = (*scales)[i];
+      if (s != 1.0) d = d.is_static() ? Dim::fixed(static_cast<int64_t>(static_cast<double>(d.value) * s)) : Dim{};
+    } else {
+      d = Dim{};
+    }
+  }
+  return {Out{dt, out}};
+}
+
 // The dtype and shape of `node`'s outputs (nullopt entries where unknown).
 std::vector<Out> infer_node(const Graph& g, const Node& n) {
   for (auto infer : {infer_elementwise, infer_matmul, infer_reshapes, infer_combine, infer_reduce_and_nn,
-                     infer_attention_family}) {
+                     infer_attention_family, infer_spatial}) {
     std::vector<Out> outs = infer(g, n);
     if (!outs.empty()) return outs;
   }

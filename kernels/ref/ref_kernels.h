@@ -15,6 +15,10 @@ namespace ember::ref {
 #undef RT_KERNEL
 #undef RT_KERNEL_WS
 
+// ConvTranspose's operands agree with its params (shared with the CPU kernel).
+bool conv_transpose_shapes_ok(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
+                              const ConvTransposeParams& p);
+
 // The weights of the reference QLinear / QConv2d kernels: kept unpacked.
 Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w);
 

@@ -191,9 +191,106 @@ struct UniqueParams {
   }
 };
 
+// Resize (ONNX Resize / Upsample, torch.nn.functional.interpolate): each
+// output element interpolates the input along every resized dim (separable
+// taps: 1 nearest, 2 linear, 4 cubic, more with antialias when shrinking).
+// Per dim d < rank: the output size is sizes[d] when bit d of `fixed` is set,
+// else floor(input size * scales[d]); the scale the coordinates use is
+// scales[d] when > 0, else output size / input size. A dim whose output size
+// and scale leave it unchanged (and roi [0, 1]) is copied as it is. ONNX's
+// roi, scales and sizes given at run time (the op's inputs 1 to 3) replace
+// these for the dims `axes` (num_axes 0: every dim), sizes by keep_aspect.
+enum class ResizeMode : uint8_t { Nearest, Linear, Cubic };
+enum class ResizeCoord : uint8_t { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric, TfCropAndResize, HalfPixelSymmetric };
+enum class NearestMode : uint8_t { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
+enum class KeepAspect : uint8_t { Stretch, NotLarger, NotSmaller };
+
+struct ResizeParams {
+  ResizeMode mode = ResizeMode::Nearest;
+  ResizeCoord coord = ResizeCoord::HalfPixel;
+  NearestMode nearest = NearestMode::RoundPreferFloor;
+  bool exclude_outside = false;  // taps outside the input get weight 0 (the rest renormalized)
+  bool antialias = false;        // linear / cubic: the filter widened by 1 / scale when shrinking
+  double cubic_coeff_a = -0.75;
+  double extrapolation_value = 0.0;  // tf_crop_and_resize: outside the input
+  int64_t rank = 0;                  // the input's rank
+  uint32_t fixed = 0;                // bit d: sizes[d] is the output size
+  int64_t sizes[kMaxRank] = {};
+  double scales[kMaxRank] = {};
+  double roi_start[kMaxRank] = {};  // tf_crop_and_resize: the region, relative to the input
+  double roi_end[kMaxRank] = {};
+  int64_t num_axes = 0;  // run-time inputs: the dims they describe, in order
+  int64_t axes[kMaxRank] = {};
+  KeepAspect keep_aspect = KeepAspect::Stretch;
+  static constexpr auto fields() {
+    return std::make_tuple(&ResizeParams::mode, &ResizeParams::coord, &ResizeParams::nearest,
+                           &ResizeParams::exclude_outside, &ResizeParams::antialias, &ResizeParams::cubic_coeff_a,
+                           &ResizeParams::extrapolation_value, &ResizeParams::rank, &ResizeParams::fixed,
+                           &ResizeParams::sizes, &ResizeParams::scales, &ResizeParams::roi_start,
+                           &ResizeParams::roi_end, &ResizeParams::num_axes, &ResizeParams::axes,
+                           &ResizeParams::keep_aspect);
+  }
+  // The output size of dim d for an input of size `in` (negative: too large).
+  int64_t output_size(int d, int64_t in) const {
+    if (fixed & (1u << d)) return sizes[d];
+    const double v = scales[d] * static_cast<double>(in);
+    return v >= 0.0 && v < 9.2e18 ? static_cast<int64_t>(v) : -1;
+  }
+  // The scale the coordinates of dim d use.
+  double coord_scale(int d, int64_t in, int64_t out) const {
+    if (scales[d] > 0.0) return scales[d];
+    return in > 0 ? static_cast<double>(out) / static_cast<double>(in) : 1.0;
+  }
+  bool valid() const {
+    return mode <= ResizeMode::Cubic && coord <= ResizeCoord::HalfPixelSymmetric && nearest <= NearestMode::Ceil &&
+           keep_aspect <= KeepAspect::NotSmaller && rank >= 0 && rank <= kMaxRank && num_axes >= 0 &&
+           num_axes <= rank;
+  }
+};
+
+// ConvTranspose (1-D to 3-D: x [N, C_in, *spatial], weight [C_in, C_out/groups,
+// *kernel], bias [C_out]): per spatial dim i, input position p with kernel tap
+// k lands at output p*stride - pad_begin + k*dilation; the output size is
+// (in - 1)*stride + dilation*(kernel - 1) + 1 + output_padding - pad_begin - pad_end.
+struct ConvTransposeParams {
+  int64_t stride[3] = {1, 1, 1};
+  int64_t pad_begin[3] = {0, 0, 0};
+  int64_t pad_end[3] = {0, 0, 0};
+  int64_t output_padding[3] = {0, 0, 0};
+  int64_t dilation[3] = {1, 1, 1};
+  int64_t groups = 1;
+  static constexpr auto fields() {
+    return std::make_tuple(&ConvTransposeParams::stride, &ConvTransposeParams::pad_begin,
+                           &ConvTransposeParams::pad_end, &ConvTransposeParams::output_padding,
+                           &ConvTransposeParams::dilation, &ConvTransposeParams::groups);
+  }
+  bool valid() const {
+    for (int i = 0; i < 3; ++i) {
+      if (stride[i] < 1 || dilation[i] < 1 || output_padding[i] < 0) return false;
+    }
+    return groups >= 1;
+  }
+};
+
+// GridSample (ONNX GridSample, torch.nn.functional.grid_sample): x [N, C,
+// *in] (2-D or 3-D) sampled at grid [N, *out, dims] (the last dim x, y[, z]:
+// the innermost spatial dim first, normalized to [-1, 1]) -> [N, C, *out].
+enum class GridPadding : uint8_t { Zeros, Border, Reflection };
+
+struct GridSampleParams {
+  ResizeMode mode = ResizeMode::Linear;  // nearest (round half to even), linear, cubic (a = -0.75)
+  GridPadding padding = GridPadding::Zeros;
+  bool align_corners = false;
+  static constexpr auto fields() {
+    return std::make_tuple(&GridSampleParams::mode, &GridSampleParams::padding, &GridSampleParams::align_corners);
+  }
+  bool valid() const { return mode <= ResizeMode::Cubic && padding <= GridPadding::Reflection; }
+};
+
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
                               SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams,
                               DimsParams, AxisParams, LinearParams, QLinearParams, QConv2dParams,
-                              UnaryParams, ScatterParams, ScanParams, TopKParams, UniqueParams>;
+                              UnaryParams, ScatterParams, ScanParams, TopKParams, UniqueParams,
+                              ResizeParams, ConvTransposeParams, GridSampleParams>;
 
 }  // namespace ember

@@ -83,6 +83,8 @@ std::vector<std::pair<OpKind, OpRule>> special_rules() {
       {OpKind::Norm, {{}, kSlot1}},
       {OpKind::Max, {{}, kSlot1}},
       {OpKind::Min, {{}, kSlot1}},
+      // Resize: ONNX's run-time roi, scales and sizes (inputs 1 to 3) are read on the host.
+      {OpKind::Resize, {{}, kAllSlots & ~1u}},
       // matmul's folded and batched paths reshape and make results contiguous;
       // linear: mm, then add_ of the bias (a Copy back), then the activation.
       {OpKind::MatMul, {{OpKind::MatMul, OpKind::Copy}}},

@@ -206,6 +206,27 @@ Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride =
                   IntArrayRef padding = {0, 0}, bool ceil_mode = false,
                   bool count_include_pad = true, std::optional<int64_t> divisor_override = std::nullopt);
 Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size);
+// torch.nn.functional.interpolate (runtime/ops/spatial.cc, over resize()):
+// modes nearest, nearest-exact, linear (3-D), bilinear / bicubic (4-D),
+// trilinear (5-D), area (4-D: adaptive_avg_pool2d); one of size and
+// scale_factor (one value or one per spatial dim); antialias is refused.
+Tensor interpolate(const Tensor& x, IntArrayRef size = {}, const std::vector<double>& scale_factor = {},
+                   std::string_view mode = "nearest", std::optional<bool> align_corners = std::nullopt,
+                   bool antialias = false);
+// torch.nn.functional.grid_sample (over the GridSample op: ONNX's semantics;
+// bicubic with border / reflection padding pads each tap as ONNX does).
+Tensor grid_sample(const Tensor& x, const Tensor& grid, std::string_view mode = "bilinear",
+                   std::string_view padding_mode = "zeros", std::optional<bool> align_corners = std::nullopt);
+// torch.nn.functional.conv_transpose1d/2d/3d: weight [C_in, C_out/groups, *kernel].
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntArrayRef stride = {1},
+                        IntArrayRef padding = {0}, IntArrayRef output_padding = {0}, int64_t groups = 1,
+                        IntArrayRef dilation = {1});
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntArrayRef stride = {1},
+                        IntArrayRef padding = {0}, IntArrayRef output_padding = {0}, int64_t groups = 1,
+                        IntArrayRef dilation = {1});
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntArrayRef stride = {1},
+                        IntArrayRef padding = {0}, IntArrayRef output_padding = {0}, int64_t groups = 1,
+                        IntArrayRef dilation = {1});
 // padding_idx (negative counts from the end): that row gets no gradient (F.embedding).
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx = std::nullopt);
 // Training form (F.batch_norm(training=True)): normalizes with the batch

@@ -30,6 +30,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from model_zoo_attn import attention_models
+from model_zoo_spatial import spatial_models
 
 RTOL = 1e-4
 ATOL = 1e-4
@@ -412,6 +413,7 @@ def op_models(zoo, only):
     composite_models(zoo, only)
     index_models(zoo, only)
     dtype_models(zoo, only)
+    spatial_models(zoo, only, export_torch, Fn)
 
 
 def helper_models(zoo, only):

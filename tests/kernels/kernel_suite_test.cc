@@ -1356,6 +1356,133 @@ std::vector<Case> topk_cases(DType dt) {
   return cs;
 }
 
+// Resize: nearest (every mode of rounding and coordinates) on every dtype;
+// linear, cubic, antialias, exclude_outside and tf_crop_and_resize on floats;
+// 4-D NCHW (the CPU kernel's form), channels_last, a resized C, 3-D and 5-D.
+std::vector<Case> resize_cases(DType dt) {
+  std::vector<Case> cs;
+  auto add = [&](std::string d, const Shape& xs, ResizeParams p, int layout = 0, int64_t k = 16) {
+    p.rank = static_cast<int64_t>(xs.size());
+    Shape os = xs;
+    for (int i = 0; i < p.rank; ++i) os[static_cast<size_t>(i)] = p.output_size(i, xs[static_cast<size_t>(i)]);
+    Operand x = layout == 1 ? permuted(xs, {0, 2, 3, 1}, dt) : layout == 2 ? stepped(xs, dt) : contig(values(xs, dt));
+    cs.push_back({d + " x" + shape_text(xs) + " -> " + shape_text(os) + " x " + x.layout, {std::move(x)},
+                  {out_contig(os, dt)}, p, is_float(dt) ? Family::Accumulate : Family::Exact, k});
+  };
+  auto scales = [](ResizeParams p, std::vector<double> s) {
+    for (size_t i = 0; i < s.size(); ++i) p.scales[i] = s[i];
+    return p;
+  };
+  auto sizes = [](ResizeParams p, std::vector<int64_t> s) {
+    for (size_t i = 0; i < s.size(); ++i) p.sizes[i] = s[i], p.fixed |= 1u << i;
+    return p;
+  };
+  ResizeParams nearest;
+  nearest.coord = ResizeCoord::Asymmetric;
+  nearest.nearest = NearestMode::Floor;
+  add("nearest x2 asymmetric floor", {2, 3, 4, 5}, scales(nearest, {1, 1, 2, 2}));
+  add("nearest x2 channels_last", {1, 3, 4, 5}, scales(nearest, {1, 1, 2, 2}), 1);
+  for (NearestMode m : {NearestMode::RoundPreferFloor, NearestMode::RoundPreferCeil, NearestMode::Ceil}) {
+    ResizeParams p;
+    p.nearest = m;
+    add("nearest half_pixel mode " + std::to_string(static_cast<int>(m)), {1, 2, 5, 7}, sizes(p, {1, 2, 8, 3}));
+  }
+  add("nearest 3-D, stepped", {2, 3, 6}, sizes(nearest, {2, 3, 13}), 2);
+  if (!is_float(dt)) return cs;
+  ResizeParams lin;
+  lin.mode = ResizeMode::Linear;
+  for (ResizeCoord c : {ResizeCoord::HalfPixel, ResizeCoord::PytorchHalfPixel, ResizeCoord::AlignCorners,
+                        ResizeCoord::Asymmetric, ResizeCoord::HalfPixelSymmetric}) {
+    ResizeParams p = lin;
+    p.coord = c;
+    add("linear coord " + std::to_string(static_cast<int>(c)), {2, 3, 5, 6}, scales(p, {1, 1, 1.6, 0.7}));
+  }
+  add("linear sizes channels_last", {1, 4, 5, 6}, sizes(lin, {1, 4, 9, 4}), 1);
+  add("linear 5-D", {1, 2, 3, 4, 5}, scales(lin, {1, 1, 2, 1.5, 0.5}), 0, 8);
+  add("linear resized channels", {1, 4, 3, 3}, scales(lin, {1, 1.5, 1, 2}));
+  ResizeParams cub;
+  cub.mode = ResizeMode::Cubic;
+  add("cubic half_pixel", {1, 3, 5, 6}, scales(cub, {1, 1, 1.8, 0.6}));
+  cub.exclude_outside = true;
+  cub.cubic_coeff_a = -0.5;
+  add("cubic exclude_outside a=-0.5", {1, 2, 4, 4}, sizes(cub, {1, 2, 7, 3}), 2);
+  ResizeParams aa = lin;
+  aa.antialias = true;
+  add("linear antialias", {1, 2, 9, 8}, scales(aa, {1, 1, 0.4, 0.6}), 0, 64);
+  aa.mode = ResizeMode::Cubic;
+  add("cubic antialias", {1, 2, 9, 8}, sizes(aa, {1, 2, 4, 3}), 0, 64);
+  ResizeParams tf = lin;
+  tf.coord = ResizeCoord::TfCropAndResize;
+  tf.extrapolation_value = 10.0;
+  for (int i = 0; i < 4; ++i) tf.roi_end[i] = 1.0;
+  tf.roi_start[2] = 0.4, tf.roi_end[2] = 1.2, tf.roi_start[3] = -0.2, tf.roi_end[3] = 0.6;
+  add("tf_crop_and_resize", {1, 2, 4, 5}, sizes(tf, {1, 2, 3, 6}));
+  return cs;
+}
+
+// ConvTranspose 1-D to 3-D: strides, asymmetric pads, output_padding,
+// dilations, groups, bias or none, a non-contiguous input.
+std::vector<Case> conv_transpose_cases(DType dt) {
+  std::vector<Case> cs;
+  const Family f = is_float(dt) ? Family::Accumulate : Family::Exact;
+  auto add = [&](std::string d, const Shape& xs, int64_t cout_g, const Shape& k, std::vector<int64_t> st,
+                 std::vector<int64_t> pb, std::vector<int64_t> pe, std::vector<int64_t> op, std::vector<int64_t> dil,
+                 int64_t groups, bool bias, bool strided = false) {
+    ConvTransposeParams p;
+    p.groups = groups;
+    Shape ws = {xs[1], cout_g};
+    Shape os = {xs[0], cout_g * groups};
+    int64_t taps = 1;
+    for (size_t i = 0; i < k.size(); ++i) {
+      p.stride[i] = st[i], p.pad_begin[i] = pb[i], p.pad_end[i] = pe[i], p.output_padding[i] = op[i], p.dilation[i] = dil[i];
+      ws.push_back(k[i]);
+      os.push_back((xs[2 + i] - 1) * st[i] + dil[i] * (k[i] - 1) + 1 + op[i] - pb[i] - pe[i]);
+      taps *= k[i];
+    }
+    Operand x = strided ? stepped(xs, dt) : contig(values(xs, dt));
+    cs.push_back({d + " x" + shape_text(xs) + " w" + shape_text(ws) + " x " + x.layout,
+                  {std::move(x), contig(values(ws, dt)), bias ? contig(values({cout_g * groups}, dt)) : absent()},
+                  {out_contig(os, dt)}, p, f, taps * xs[1] / groups});
+  };
+  add("2-D 3x3 stride 2 pad 1 output_padding 1", {2, 3, 5, 4}, 4, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, true);
+  add("2-D 2x2 stride 2 (upsampling)", {1, 8, 4, 4}, 5, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {0, 0}, {1, 1}, 1, false);
+  add("2-D asymmetric pads, dilation 2", {1, 2, 4, 5}, 3, {3, 2}, {1, 3}, {0, 2}, {1, 0}, {0, 1}, {2, 1}, 1, true);
+  add("2-D groups 2", {2, 4, 3, 3}, 3, {3, 3}, {2, 1}, {1, 0}, {0, 1}, {0, 0}, {1, 1}, 2, true);
+  add("2-D stepped input", {1, 3, 4, 4}, 2, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, true);
+  add("1-D", {2, 3, 7}, 2, {4}, {3}, {1}, {2}, {2}, {1}, 1, true);
+  add("3-D", {1, 2, 3, 2, 3}, 2, {2, 3, 2}, {2, 1, 2}, {0, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 1, 1}, 1, true);
+  add("2-D negative pad (output_shape beyond the full output)", {1, 2, 3, 3}, 2, {3, 3}, {2, 2}, {0, 0}, {-1, -2},
+      {0, 0}, {1, 1}, 1, true);
+  return cs;
+}
+
+// GridSample 2-D and 3-D: every mode, padding and align_corners; the grid
+// reaches past [-1, 1] (padding) and is non-contiguous in one case.
+std::vector<Case> grid_sample_cases(DType dt) {
+  std::vector<Case> cs;
+  for (int nd : {2, 3}) {
+    const Shape xs = nd == 2 ? Shape{2, 3, 4, 5} : Shape{1, 2, 3, 4, 3};
+    const Shape gs = nd == 2 ? Shape{2, 3, 6, 2} : Shape{1, 2, 3, 2, 3};
+    Shape os = {xs[0], xs[1]};
+    os.insert(os.end(), gs.begin() + 1, gs.end() - 1);
+    for (ResizeMode m : {ResizeMode::Nearest, ResizeMode::Linear, ResizeMode::Cubic}) {
+      for (GridPadding pad : {GridPadding::Zeros, GridPadding::Border, GridPadding::Reflection}) {
+        for (bool align : {false, true}) {
+          GridSampleParams p;
+          p.mode = m, p.padding = pad, p.align_corners = align;
+          Tensor g = values(gs, dt, Dom::Unit) * 1.6;
+          const bool t = align && pad == GridPadding::Border;
+          cs.push_back({std::to_string(nd) + "-D mode " + std::to_string(static_cast<int>(m)) + " padding " +
+                            std::to_string(static_cast<int>(pad)) + (align ? " align_corners" : ""),
+                        {contig(values(xs, dt)), t ? stepped(gs, dt, Dom::Unit) : contig(g)}, {out_contig(os, dt)}, p,
+                        Family::Accumulate, nd == 2 ? 16 : 64});
+        }
+      }
+    }
+  }
+  return cs;
+}
+
 std::vector<Case> cases_for(OpKind op, DType dt) {
   const DType cmp = DType::Bool;
   switch (op) {
@@ -1481,6 +1608,9 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::CumSum:
     case OpKind::CumProd: return scan_cases(dt);
     case OpKind::TopK: return topk_cases(dt);
+    case OpKind::Resize: return resize_cases(dt);
+    case OpKind::ConvTranspose: return conv_transpose_cases(dt);
+    case OpKind::GridSample: return grid_sample_cases(dt);
     // Run-time ops: the weight prepared by each backend (Case::qweight).
     case OpKind::QLinear: return qlinear_cases(dt);
     case OpKind::QConv2d: return qconv2d_cases(dt);

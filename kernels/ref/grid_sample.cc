@@ -1,0 +1,157 @@
+// Reference GridSample (GridSampleParams), 2-D and 3-D, as onnx.reference
+// computes it: per output position and spatial dim i (grid component
+// dims - 1 - i), the grid value denormalized to a source coordinate (in the
+// input's float precision), rounded half to even for nearest; a coordinate
+// outside [-0.5, size - 0.5] ([0, size - 1] with align_corners) clamped
+// (border) or reflected (reflection); then the taps (nearest 1, linear 2,
+// cubic 4 with a = -0.75) each resolved by the padding (zeros: outside reads
+// 0; border: clamped; reflection: reflected), their weights multiplied
+// across dims. Values accumulate in double. Any strides.
+#include <cmath>
+
+#include "kernels/ref/ref_kernels.h"
+#include "kernels/ref/resize_taps.h"
+
+namespace ember::ref {
+namespace {
+
+struct GridTaps {
+  int n = 1;
+  int64_t idx[4] = {};  // -1: outside (zeros padding)
+  double w[4] = {};
+};
+
+double reflect(double x, double lo, double hi) {
+  const double range = hi - lo;
+  if (x < lo) {
+    const double dx = lo - x;
+    const double n = std::trunc(dx / range), r = dx - n * range;
+    return std::fmod(n, 2.0) == 0.0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    const double dx = x - hi;
+    const double n = std::trunc(dx / range), r = dx - n * range;
+    return std::fmod(n, 2.0) == 0.0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+template <typename C>
+GridTaps taps_for(double g, int64_t size, const GridSampleParams& p) {
+  const C gc = static_cast<C>(g), len = static_cast<C>(size);
+  double x = p.align_corners ? static_cast<double>(static_cast<C>((gc + C(1)) / C(2) * (len - C(1))))
+                             : static_cast<double>(static_cast<C>(((gc + C(1)) * len - C(1)) / C(2)));
+  if (p.mode == ResizeMode::Nearest) x = std::nearbyint(x);
+  const double lo = p.align_corners ? 0.0 : -0.5, hi = p.align_corners ? static_cast<double>(size - 1) : size - 0.5;
+  if (x < lo || x > hi) {
+    if (p.padding == GridPadding::Border) x = std::clamp(x, 0.0, static_cast<double>(size - 1));
+    if (p.padding == GridPadding::Reflection) x = reflect(x, lo, hi);
+  }
+  auto pixel = [&](int64_t i) -> int64_t {
+    switch (p.padding) {
+      case GridPadding::Zeros:
+        return i >= 0 && i < size ? i : -1;
+      case GridPadding::Border:
+        return std::clamp<int64_t>(i, 0, size - 1);
+      case GridPadding::Reflection:
+        return std::clamp<int64_t>(static_cast<int64_t>(reflect(static_cast<double>(i), lo, hi)), 0, size - 1);
+    }
+    return -1;
+  };
+  GridTaps t;
+  if (p.mode == ResizeMode::Nearest) {
+    t.n = 1;
+    t.idx[0] = pixel(static_cast<int64_t>(x));
+    t.w[0] = 1.0;
+    return t;
+  }
+  const double x0 = std::floor(x), f = x - x0;
+  const int64_t i0 = static_cast<int64_t>(x0);
+  if (p.mode == ResizeMode::Linear) {
+    t.n = 2;
+    t.idx[0] = pixel(i0), t.w[0] = 1.0 - f;
+    t.idx[1] = pixel(i0 + 1), t.w[1] = f;
+    return t;
+  }
+  t.n = 4;
+  for (int k = 0; k < 4; ++k) {
+    t.idx[k] = pixel(i0 - 1 + k);
+    t.w[k] = resize_cubic(static_cast<double>(k - 1) - f, -0.75);
+  }
+  return t;
+}
+
+template <typename T>
+void grid_sample_loop(const TensorView& x, const TensorView& grid, const TensorView& o, const GridSampleParams& p) {
+  using C = compute_t<T>;
+  const T* px = x.ptr<const T>();
+  const T* pg = grid.ptr<const T>();
+  T* po = o.ptr<T>();
+  const int nd = x.rank - 2;
+  int64_t out[3] = {1, 1, 1};
+  for (int i = 0; i < nd; ++i) out[i] = o.sizes[2 + i];
+  for (int64_t n = 0; n < o.sizes[0]; ++n) {
+    for (int64_t a = 0; a < out[0]; ++a) {
+      for (int64_t b = 0; b < out[1]; ++b) {
+        for (int64_t c = 0; c < out[2]; ++c) {
+          const int64_t pos[3] = {a, b, c};
+          int64_t goff = n * grid.strides[0];
+          for (int i = 0; i < nd; ++i) goff += pos[i] * grid.strides[1 + i];
+          GridTaps taps[3];
+          for (int i = 0; i < nd; ++i) {
+            const double g = static_cast<double>(static_cast<C>(pg[goff + (nd - 1 - i) * grid.strides[nd + 1]]));
+            taps[i] = taps_for<C>(g, x.sizes[2 + i], p);
+          }
+          for (int64_t ch = 0; ch < o.sizes[1]; ++ch) {
+            const int64_t base = n * x.strides[0] + ch * x.strides[1];
+            double sum = 0.0;
+            int k[3] = {0, 0, 0};
+            for (;;) {
+              double w = 1.0;
+              int64_t off = base;
+              bool zero = false;
+              for (int i = 0; i < nd; ++i) {
+                w *= taps[i].w[k[i]];
+                zero = zero || taps[i].idx[k[i]] < 0;
+                off += taps[i].idx[k[i]] * x.strides[2 + i];
+              }
+              if (!zero) sum += w * static_cast<double>(static_cast<C>(px[off]));
+              int i = nd - 1;
+              while (i >= 0 && ++k[i] == taps[i].n) k[i--] = 0;
+              if (i < 0) break;
+            }
+            int64_t ooff = n * o.strides[0] + ch * o.strides[1];
+            for (int i = 0; i < nd; ++i) ooff += pos[i] * o.strides[2 + i];
+            po[ooff] = static_cast<T>(static_cast<C>(sum));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status grid_sample(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto* p = std::get_if<GridSampleParams>(&params);
+  RT_CHECK_OR_RETURN(p != nullptr && p->valid() && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  const TensorView &x = in[0], &grid = in[1], &o = out[0];
+  RT_CHECK_OR_RETURN(x.dtype == grid.dtype && x.dtype == o.dtype && (kFloatingTypes & dtype_bit(x.dtype)),
+                     Status::DTypeMismatch);
+  RT_CHECK_OR_RETURN((x.rank == 4 || x.rank == 5) && grid.rank == x.rank && o.rank == x.rank, Status::InvalidArgument);
+  const int nd = x.rank - 2;
+  RT_CHECK_OR_RETURN(
+      grid.sizes[0] == x.sizes[0] && grid.sizes[nd + 1] == nd && o.sizes[0] == x.sizes[0] && o.sizes[1] == x.sizes[1],
+      Status::ShapeMismatch);
+  for (int i = 0; i < nd; ++i) {
+    RT_CHECK_OR_RETURN(o.sizes[2 + i] == grid.sizes[1 + i] && x.sizes[2 + i] > 0, Status::ShapeMismatch);
+  }
+  if (o.numel() == 0) return Status::Ok;
+  dispatch_dtype(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_integral_v<T>) grid_sample_loop<T>(x, grid, o, *p);
+  });
+  return Status::Ok;
+}
+
+}  // namespace ember::ref
