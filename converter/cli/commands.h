@@ -16,10 +16,12 @@ using converter::Diag;
 
 // ember convert IN.onnx -o OUT.ember [--no-optimize] [--quantize ...] [--prune ...] [--sparse-coo[=F]]
 //   [--weights fp32|fp16] [--report] [--calibration-inputs FILE.npz|DIR] [--min-snr DB]
+//   [--fix-input NAME=V[,V...]]...
 struct ConvertArgs {
   std::string input;
   std::string output;
   converter::ConvertOptions options;
+  std::vector<std::string> fix_inputs;  // "sr=16000": parsed into options.fixed_inputs
 };
 Diag convert(const ConvertArgs& args, std::ostream& out);
 

@@ -117,6 +117,10 @@ int main(int argc, char** argv) {
   convert_cmd->add_option("--calibration-inputs", convert_args.options.calibration_inputs,
                           "With --report/--min-snr: an .npz (np.savez) or a directory of NAME.npy, one per input "
                           "(default: random normal, symbolic dims 1)");
+  convert_cmd->add_option("--fix-input", convert_args.fix_inputs,
+                          "NAME=V[,V...]: input NAME becomes this constant (its declared shape; int64 or float as "
+                          "the input), e.g. sr=16000: an If on it is resolved at conversion (repeatable)")
+      ->allow_extra_args(false);
   double min_snr = 0;
   CLI::Option* min_snr_opt = convert_cmd->add_option(
       "--min-snr", min_snr, "Layers whose output SNR (dB, measured as --report does) is below this stay fp32");
