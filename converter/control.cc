@@ -119,6 +119,37 @@ int inline_constant_ifs(Graph& graph) {
   return inlined;
 }
 
+Diag fix_input_shapes(Graph& graph, const InputShapes& shapes) {
+  for (const auto& [name, dims] : shapes) {
+    auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
+                           [&](int id) { return graph.value(id).name == name; });
+    const std::string what = "--input-shape " + name;
+    if (it == graph.inputs.end()) {
+      std::string names;
+      for (int id : graph.inputs) names += (names.empty() ? "" : ", ") + graph.value(id).name;
+      return fail(Status::InvalidArgument, "--input-shape: the model has no input '" + name + "' (its inputs: " +
+                                               (names.empty() ? "none" : names) + ")");
+    }
+    Value& v = graph.value(*it);
+    if (v.shape && v.shape->size() != dims.size()) {
+      return fail(Status::InvalidArgument, what + ": the input has rank " + std::to_string(v.shape->size()) + ", " +
+                                               std::to_string(dims.size()) + " dims given");
+    }
+    std::vector<Dim> out;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] < 0) return fail(Status::InvalidArgument, what + ": dim " + std::to_string(d) + " is negative");
+      if (v.shape && (*v.shape)[d].is_static() && (*v.shape)[d].value != dims[d]) {
+        return fail(Status::InvalidArgument, what + ": dim " + std::to_string(d) + " of the input is " +
+                                                 std::to_string((*v.shape)[d].value) + ", not " +
+                                                 std::to_string(dims[d]));
+      }
+      out.push_back(Dim::fixed(dims[d]));
+    }
+    v.shape = out;
+  }
+  return Diag::success();
+}
+
 Diag fix_inputs(Graph& graph, const FixedInputs& fixed) {
   for (const auto& [name, values] : fixed) {
     auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),

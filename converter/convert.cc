@@ -49,6 +49,11 @@ std::vector<std::pair<std::string, std::string>> ConvertOptions::as_metadata() c
     for (double x : values) v += (v.empty() ? "" : ",") + fmt_double(x);
     out.emplace_back("fix_input." + name, v);
   }
+  for (const auto& [name, dims] : input_shapes) {  // "input_shape.input": "1,576"
+    std::string v;
+    for (int64_t d : dims) v += (v.empty() ? "" : ",") + std::to_string(d);
+    out.emplace_back("input_shape." + name, v);
+  }
   return out;
 }
 
@@ -89,6 +94,8 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
   if (!graph.ok()) return graph.diag();
   Graph& g = *graph;
   r.onnx_nodes = static_cast<int>(g.nodes.size());
+  Diag shaped = fix_input_shapes(g, options.input_shapes);
+  if (!shaped.ok()) return shaped;
   Diag fixed = fix_inputs(g, options.fixed_inputs);
   if (!fixed.ok()) return fixed;
   if (options.optimize) {

@@ -108,6 +108,16 @@ using FixedInputs = std::map<std::string, std::vector<double>>;
 // integer input, a shape with more than one dim not static.
 Diag fix_inputs(Graph& graph, const FixedInputs& fixed);
 
+// Graph input name -> its dims (ember convert --input-shape NAME=D,D,...).
+using InputShapes = std::map<std::string, std::vector<int64_t>>;
+
+// Gives each named graph input these static dims (it stays an input): Shape
+// sub-graphs on it fold, and so do the Ifs whose conditions test its dims
+// (torch's squeeze(dim) exported on a dynamic dim). Errors (InvalidArgument):
+// an unknown input, another rank, a dim that contradicts a static one, a
+// negative dim.
+Diag fix_input_shapes(Graph& graph, const InputShapes& shapes);
+
 // NotSupported, naming every If, Loop and Scan left and why (an If: its
 // condition is not a constant, with the graph inputs it depends on to bind
 // with --fix-input; Loop, Scan: run-time loops are not supported), or success.

@@ -256,6 +256,23 @@ Diag convert(const ConvertArgs& args_in, std::ostream& out) {
     Diag pd = parse_fix_input(spec, args.options.fixed_inputs);
     if (!pd.ok()) return pd;
   }
+  for (const std::string& spec : args.input_shapes) {
+    converter::FixedInputs parsed;
+    Diag pd = parse_fix_input(spec, parsed);
+    if (!pd.ok()) return {pd.status, "--input-shape" + pd.message.substr(std::string("--fix-input").size())};
+    const auto& [name, values] = *parsed.begin();
+    std::vector<int64_t> dims;
+    for (double v : values) {
+      if (v != std::floor(v) || v < 0) {
+        return {Status::InvalidArgument, "--input-shape " + name + ": " + fixed(v, 3) + " is not a dim"};
+      }
+      dims.push_back(static_cast<int64_t>(v));
+    }
+    if (args.options.input_shapes.count(name)) {
+      return {Status::InvalidArgument, "--input-shape: input '" + name + "' is given twice"};
+    }
+    args.options.input_shapes[name] = dims;
+  }
   converter::ConvertReport report;
   Diag d = converter::convert_file(args.input, args.output, args.options, &report);
   if (!d.ok()) return d;

@@ -121,6 +121,10 @@ int main(int argc, char** argv) {
                           "NAME=V[,V...]: input NAME becomes this constant (its declared shape; int64 or float as "
                           "the input), e.g. sr=16000: an If on it is resolved at conversion (repeatable)")
       ->allow_extra_args(false);
+  convert_cmd->add_option("--input-shape", convert_args.input_shapes,
+                          "NAME=D,D,...: static dims for input NAME (Shape sub-graphs and Ifs on its dims fold; "
+                          "repeatable)")
+      ->allow_extra_args(false);
   double min_snr = 0;
   CLI::Option* min_snr_opt = convert_cmd->add_option(
       "--min-snr", min_snr, "Layers whose output SNR (dB, measured as --report does) is below this stay fp32");
