@@ -230,4 +230,110 @@ TEST_CASE("control flow: an unsupported op or an undefined name inside a branch 
   CHECK(ok->nodes[0].captured == 1);
 }
 
+TEST_CASE("control flow: fix_input_shapes makes an If on a dim foldable (torch's squeeze(dim) pattern)") {
+  // y = If(Shape(x)[0] == 1, Squeeze(x, 0), Identity(x)) on x [n, 3].
+  Graph g;
+  g.opset = 13;
+  Value x;
+  x.name = "x";
+  x.dtype = DType::Float32;
+  x.shape = std::vector<Dim>{Dim::named("n"), Dim::fixed(3)};
+  const int xi = g.add_value(x);
+  g.inputs.push_back(xi);
+  auto node = [&](const std::string& op, std::vector<int> in, const std::string& out) {
+    Node n;
+    n.name = op + "_0";
+    n.op_type = op;
+    n.kind = map_onnx_op(op);
+    n.inputs = std::move(in);
+    Value v;
+    v.name = out;
+    n.outputs = {g.add_value(v)};
+    g.nodes.push_back(n);
+    return n.outputs[0];
+  };
+  const int s = node("Shape", {xi}, "s");
+  const int d0 = node("Gather", {s, g.add_constant("zero", scalar_tensor(int64_t{0}, DType::Int64))}, "d0");
+  const int c = node("Equal", {d0, g.add_constant("one", scalar_tensor(int64_t{1}, DType::Int64))}, "c");
+  Node iff;
+  iff.name = "squeeze_if";
+  iff.op_type = "If";
+  iff.inputs = {c, xi};
+  iff.captured = 1;
+  Value y;
+  y.name = "y";
+  iff.outputs = {g.add_value(y)};
+  for (const char* attr : {"then_branch", "else_branch"}) {
+    Graph b;
+    const int bx = b.add_value(x);
+    b.inputs = {bx};
+    Node n;
+    n.name = attr;
+    n.op_type = std::string(attr) == "then_branch" ? "Squeeze" : "Identity";
+    n.inputs = {bx};
+    if (n.op_type == "Squeeze") n.inputs.push_back(b.add_constant("axes", tensor(std::vector<int64_t>{0}, {1})));
+    Value o;
+    o.name = std::string(attr) + "_out";
+    n.outputs = {b.add_value(o)};
+    b.outputs = n.outputs;
+    b.nodes.push_back(n);
+    iff.graphs.push_back(std::move(b));
+    iff.graph_attrs.push_back(attr);
+  }
+  g.nodes.push_back(std::move(iff));
+  g.outputs = {g.nodes.back().outputs[0]};
+  REQUIRE_MESSAGE(g.validate().ok(), g.validate().message);
+
+  Graph dynamic = g;
+  REQUIRE(run_passes(dynamic).ok());
+  CHECK(check_control_flow(dynamic, "m").message ==
+        "'m' uses ops the converter does not support (control flow it cannot resolve at conversion, 1 node): "
+        "If 'squeeze_if': its condition 'c' is not a constant; bind the inputs it depends on with --fix-input (x)");
+  CHECK(fix_input_shapes(g, {{"x", {1, 3, 1}}}).message == "--input-shape x: the input has rank 2, 3 dims given");
+  CHECK(fix_input_shapes(g, {{"x", {1, 4}}}).message == "--input-shape x: dim 1 of the input is 3, not 4");
+  CHECK(fix_input_shapes(g, {{"z", {1}}}).message == "--input-shape: the model has no input 'z' (its inputs: x)");
+  REQUIRE(fix_input_shapes(g, {{"x", {1, 3}}}).ok());
+  auto rep = run_passes(g);
+  REQUIRE_MESSAGE(rep.ok(), rep.diag().message);
+  CHECK(rep->ifs_inlined == 1);
+  CHECK(check_control_flow(g, "m").ok());
+  REQUIRE(g.nodes.size() == 1);
+  CHECK(g.nodes[0].op_type == "Squeeze");
+  CHECK(g.value(g.outputs[0]).name == "y");
+  CHECK(g.value(g.outputs[0]).static_shape() == Shape{3});
+}
+
+TEST_CASE("control flow: shapes inferred for Conv (spatial sizes), Pad (constant pads) and LSTM") {
+  Graph g;
+  Value x;
+  x.name = "x";
+  x.dtype = DType::Float32;
+  x.shape = std::vector<Dim>{Dim::fixed(1), Dim::fixed(4), Dim::fixed(10)};
+  g.inputs.push_back(g.add_value(x));
+  auto add = [&](const std::string& op, std::vector<int> in, int n_out) {
+    Node n;
+    n.name = op;
+    n.op_type = op;
+    n.inputs = std::move(in);
+    for (int k = 0; k < n_out; ++k) n.outputs.push_back(g.add_value(Value{op + std::to_string(k), {}, {}, {}}));
+    g.nodes.push_back(n);
+    return &g.nodes.back();
+  };
+  const int pads = g.add_constant("pads", tensor(std::vector<int64_t>{0, 0, 1, 0, 0, 2}, {6}));
+  add("Pad", {0, pads}, 1)->attrs["mode"] = std::string("reflect");
+  const int w = g.add_constant("w", zeros({6, 4, 3}));
+  Node* conv = add("Conv", {g.nodes[0].outputs[0], w}, 1);
+  conv->attrs["strides"] = std::vector<int64_t>{2};
+  conv->attrs["pads"] = std::vector<int64_t>{1, 0};
+  const int seq = g.add_constant("seq", zeros({5, 2, 4}));
+  add("LSTM", {seq, g.add_constant("W", zeros({1, 32, 4})), g.add_constant("R", zeros({1, 32, 8}))}, 3)
+      ->attrs["hidden_size"] = int64_t{8};
+  infer_missing_shapes(g);
+  CHECK(g.value(g.nodes[0].outputs[0]).static_shape() == Shape{1, 4, 13});
+  CHECK(g.value(g.nodes[1].outputs[0]).static_shape() == Shape{1, 6, 6});  // (13 + 1 - 3) / 2 + 1
+  CHECK(g.value(g.nodes[2].outputs[0]).static_shape() == Shape{5, 1, 2, 8});
+  CHECK(g.value(g.nodes[2].outputs[1]).static_shape() == Shape{1, 2, 8});
+  CHECK(g.value(g.nodes[2].outputs[2]).static_shape() == Shape{1, 2, 8});
+}
+
 }  // namespace ember::converter
