@@ -120,7 +120,9 @@ int inline_constant_ifs(Graph& graph) {
 }
 
 Diag fix_input_shapes(Graph& graph, const InputShapes& shapes) {
-  for (const auto& [name, dims] : shapes) {
+  for (const auto& entry : shapes) {
+    const std::string& name = entry.first;  // (a structured binding cannot be captured in C++17)
+    const std::vector<int64_t>& dims = entry.second;
     auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
                            [&](int id) { return graph.value(id).name == name; });
     const std::string what = "--input-shape " + name;
@@ -151,7 +153,9 @@ Diag fix_input_shapes(Graph& graph, const InputShapes& shapes) {
 }
 
 Diag fix_inputs(Graph& graph, const FixedInputs& fixed) {
-  for (const auto& [name, values] : fixed) {
+  for (const auto& entry : fixed) {
+    const std::string& name = entry.first;
+    const std::vector<double>& values = entry.second;
     auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
                            [&](int id) { return graph.value(id).name == name; });
     if (it == graph.inputs.end()) {
