@@ -37,13 +37,24 @@ std::string fmt_double(double v) {
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> ConvertOptions::as_metadata() const {
-  return {
+  std::vector<std::pair<std::string, std::string>> out = {
       {"optimize", optimize ? "true" : "false"},
       {"quantize", quantize.empty() ? "none" : quantize},
       {"sparse_coo", sparse_coo ? fmt_double(sparse_min_zero_fraction) : "false"},
       {"prune", prune.empty() ? "none" : prune},
       {"weights", weights.empty() ? "fp32" : weights},
   };
+  for (const auto& [name, values] : fixed_inputs) {  // "fix_input.sr": "16000"
+    std::string v;
+    for (double x : values) v += (v.empty() ? "" : ",") + fmt_double(x);
+    out.emplace_back("fix_input." + name, v);
+  }
+  for (const auto& [name, dims] : input_shapes) {  // "input_shape.input": "1,576"
+    std::string v;
+    for (int64_t d : dims) v += (v.empty() ? "" : ",") + std::to_string(d);
+    out.emplace_back("input_shape." + name, v);
+  }
+  return out;
 }
 
 static std::vector<std::pair<std::string, std::string>> quantize_metadata(const ConvertOptions& o) {
@@ -83,11 +94,17 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
   if (!graph.ok()) return graph.diag();
   Graph& g = *graph;
   r.onnx_nodes = static_cast<int>(g.nodes.size());
+  Diag shaped = fix_input_shapes(g, options.input_shapes);
+  if (!shaped.ok()) return shaped;
+  Diag fixed = fix_inputs(g, options.fixed_inputs);
+  if (!fixed.ok()) return fixed;
   if (options.optimize) {
     auto passes = run_passes(g);
     if (!passes.ok()) return passes.diag();
     r.passes = *passes;
   }
+  Diag control = check_control_flow(g, onnx_path);
+  if (!control.ok()) return control;
   Expected<ModelDef> def = [&]() -> Expected<ModelDef> {
     try {
       return lower(g);

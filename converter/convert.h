@@ -24,6 +24,13 @@ namespace ember::converter {
 // Options of `ember convert`.
 struct ConvertOptions {
   bool optimize = true;           // run_passes()
+  // Graph inputs fixed to constants before the passes (fix_inputs, passes.h:
+  // --fix-input NAME=V[,V...]): they leave the model's inputs, and an If whose
+  // condition depends on them only (silero-vad's sample rate) is inlined.
+  FixedInputs fixed_inputs;
+  // Static dims for graph inputs (fix_input_shapes, passes.h: --input-shape
+  // NAME=D,D,...), applied before fixed_inputs.
+  InputShapes input_shapes;
   std::string quantize;           // "" (none) or "dynamic-int8" (converter/quantize.cc)
   // Weights of Linear/MatMul/Conv whose fraction of zeros reaches
   // sparse_min_zero_fraction are stored as sparse COO (converter/sparsify.cc).

@@ -83,6 +83,8 @@ struct Value {
 using Attr = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>, Tensor,
                           std::vector<std::string>>;
 
+struct Graph;
+
 struct Node {
   std::string name;     // from the source model (may be empty)
   std::string op_type;  // ONNX op type, e.g. "Conv"
@@ -90,6 +92,16 @@ struct Node {
   std::vector<int> inputs;     // value ids; -1 marks an omitted optional input
   std::vector<int> outputs;    // value ids; -1 marks an omitted optional output
   std::map<std::string, Attr> attrs;
+  // Control flow (If, Loop, Scan): the ONNX GRAPH attributes, imported as
+  // graphs of their own ("then_branch", "else_branch", "body"), in
+  // graph_attrs' order. What they read from enclosing scopes (ONNX's lexical
+  // scoping) is explicit: the node's last `captured` inputs are those outer
+  // values, and each subgraph's last `captured` graph inputs stand for them,
+  // in the same order (a Loop or Scan body's own inputs come first). Passes
+  // thus see a captured value as read by the node.
+  std::vector<Graph> graphs;
+  std::vector<std::string> graph_attrs;
+  int captured = 0;
 
   bool has(const std::string& attr) const { return attrs.count(attr) != 0; }
   int64_t get_int(const std::string& attr, int64_t fallback) const;

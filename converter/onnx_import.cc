@@ -3,10 +3,12 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -241,18 +243,31 @@ Diag read_attr(const onnx::AttributeProto& a, const std::string& what, Attr& out
   }
 }
 
+// The nodes of `g` and of its subgraphs whose op is not supported, by op type.
+// If, Loop and Scan are imported (their subgraphs too) and judged later
+// (converter/control.h).
+void collect_unsupported(const onnx::GraphProto& g, const std::set<std::string>& ok,
+                         std::map<std::string, std::vector<std::string>>& bad, int& n_bad, int depth) {
+  for (const auto& n : g.node()) {
+    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    const std::string type = default_domain ? n.op_type() : n.domain() + "::" + n.op_type();
+    if (depth < 64) {  // deeper nesting is refused by the importer itself
+      for (const auto& a : n.attribute()) {
+        if (a.type() == onnx::AttributeProto::GRAPH) collect_unsupported(a.g(), ok, bad, n_bad, depth + 1);
+      }
+    }
+    if (ok.count(type) || (default_domain && is_control_flow_op(type))) continue;  // another domain's op: "domain::type"
+    bad[type].push_back(n.name().empty() ? "<unnamed>" : n.name());
+    ++n_bad;
+  }
+}
+
 // The error for every unsupported op at once, or success.
 Diag check_ops(const onnx::GraphProto& g, const std::string& source) {
   const std::set<std::string> ok(supported_onnx_ops().begin(), supported_onnx_ops().end());
   std::map<std::string, std::vector<std::string>> bad;  // op type -> node names
   int n_bad = 0;
-  for (const auto& n : g.node()) {
-    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-    const std::string type = default_domain ? n.op_type() : n.domain() + "::" + n.op_type();
-    if (ok.count(type)) continue;  // another domain's op: listed as "domain::type"
-    bad[type].push_back(n.name().empty() ? "<unnamed>" : n.name());
-    ++n_bad;
-  }
+  collect_unsupported(g, ok, bad, n_bad, 0);
   if (bad.empty()) return Diag::success();
   std::ostringstream os;
   os << "'" << source << "' uses ops the converter does not support (" << n_bad << " node"
@@ -272,6 +287,12 @@ Diag check_ops(const onnx::GraphProto& g, const std::string& source) {
 class Importer {
  public:
   Importer(const onnx::ModelProto& model, std::string source) : model_(model), source_(std::move(source)) {}
+  // A subgraph's importer: names it does not define resolve in `parent`.
+  Importer(Importer* parent, const std::string& what)
+      : model_(parent->model_), source_(parent->source_), parent_(parent), what_(what),
+        depth_(parent->depth_ + 1) {
+    graph_.opset = parent->graph_.opset;
+  }
 
   Expected<Graph> run() {
     if (!model_.has_graph()) return fail(Status::InvalidModel, "'" + source_ + "' is not an ONNX model: it has no graph");
@@ -281,19 +302,42 @@ class Importer {
     d = check_ops(g, source_);
     if (!d.ok()) return d;
     graph_.producer = model_.producer_name() + (model_.producer_version().empty() ? "" : " " + model_.producer_version());
+    d = import_graph(g);
+    if (!d.ok()) return d;
+    d = graph_.validate();
+    if (!d.ok()) return d;
+    infer_missing_shapes(graph_);  // what ONNX's inference gave up on
+    return std::move(graph_);
+  }
 
+  // A subgraph (If branch, Loop or Scan body): its inputs are its own, then
+  // what it captured from enclosing scopes (captures()).
+  Expected<Graph> run_subgraph(const onnx::GraphProto& g) {
+    if (depth_ > 32) return fail(Status::NotSupported, what_ + ": subgraphs nested more than 32 deep");
+    Diag d = import_graph(g);
+    if (!d.ok()) return d;
+    d = graph_.validate();
+    if (!d.ok()) return fail(d.status, what_ + ": " + d.message);
+    infer_missing_shapes(graph_);
+    return std::move(graph_);
+  }
+  const std::vector<std::string>& captures() const { return captures_; }
+
+ private:
+  Diag import_graph(const onnx::GraphProto& g) {
+    const std::string where = what_.empty() ? "" : what_ + ": ";
     for (const auto& init : g.initializer()) {
-      auto t = tensor_from_proto(init, "initializer '" + init.name() + "'");
+      auto t = tensor_from_proto(init, where + "initializer '" + init.name() + "'");
       if (!t.ok()) return t.diag();
-      if (ids_.count(init.name())) return fail(Status::InvalidModel, "initializer '" + init.name() + "' is defined twice");
+      if (ids_.count(init.name())) return fail(Status::InvalidModel, where + "initializer '" + init.name() + "' is defined twice");
       ids_[init.name()] = graph_.add_constant(init.name(), std::move(*t));
     }
     for (const auto& in : g.input()) {
       if (ids_.count(in.name())) continue;  // an initializer listed as input (IR < 4): a constant
       Value v;
       v.name = in.name();
-      d = read_type(in, v, true);
-      if (!d.ok()) return fail(d.status, "graph input " + d.message);
+      Diag d = read_type(in, v, parent_ == nullptr);
+      if (!d.ok()) return fail(d.status, where + "graph input " + d.message);
       const int id = graph_.add_value(std::move(v));
       ids_[in.name()] = id;
       graph_.inputs.push_back(id);
@@ -302,23 +346,80 @@ class Importer {
     for (const auto& out : g.output()) infos_[out.name()] = &out;
 
     for (const auto& n : g.node()) {
-      d = add_node(n);
+      Diag d = add_node(n);
       if (!d.ok()) return d;
     }
     for (const auto& out : g.output()) {
-      auto it = ids_.find(out.name());
-      if (it == ids_.end()) {
-        return fail(Status::InvalidModel, "graph output '" + out.name() + "' is not produced by any node");
+      const int id = lookup(out.name());
+      if (id < 0) {
+        return fail(Status::InvalidModel, where + "graph output '" + out.name() + "' is not produced by any node");
       }
-      Value& v = graph_.value(it->second);
-      d = read_type(out, v, true);
-      if (!d.ok()) return fail(d.status, "graph output " + d.message);
-      graph_.outputs.push_back(it->second);
+      Value& v = graph_.value(id);
+      Diag d = read_type(out, v, parent_ == nullptr);
+      if (!d.ok()) return fail(d.status, where + "graph output " + d.message);
+      graph_.outputs.push_back(id);
     }
-    d = graph_.validate();
-    if (!d.ok()) return d;
-    infer_missing_shapes(graph_);  // what ONNX's inference gave up on
-    return std::move(graph_);
+    return Diag::success();
+  }
+
+  // The id of `name` in this graph, captured from an enclosing scope when
+  // only one of those defines it (a new graph input); -1 when none does.
+  int lookup(const std::string& name) {
+    auto it = ids_.find(name);
+    if (it != ids_.end()) return it->second;
+    if (parent_ == nullptr) return -1;
+    const int outer = parent_->lookup(name);
+    if (outer < 0) return -1;
+    Value v;
+    const Value& o = parent_->graph_.value(outer);
+    v.name = name;
+    v.dtype = o.dtype;
+    v.shape = o.shape;
+    const int id = graph_.add_value(std::move(v));
+    ids_[name] = id;
+    graph_.inputs.push_back(id);
+    captures_.push_back(name);
+    return id;
+  }
+
+  // The GRAPH attributes of `n` into node.graphs; what they capture becomes
+  // the node's last inputs (the same order in every subgraph).
+  Diag add_subgraphs(const onnx::NodeProto& n, Node& node) {
+    std::vector<std::unique_ptr<Importer>> subs;
+    for (const auto& a : n.attribute()) {
+      if (a.type() != onnx::AttributeProto::GRAPH) continue;
+      subs.push_back(std::make_unique<Importer>(this, node.label() + " " + a.name()));
+      auto g = subs.back()->run_subgraph(a.g());
+      if (!g.ok()) return g.diag();
+      node.graphs.push_back(std::move(*g));
+      node.graph_attrs.push_back(a.name());
+    }
+    std::vector<std::string> all;  // the union of the captures, in first-seen order
+    for (const auto& sub : subs) {
+      for (const std::string& c : sub->captures()) {
+        if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
+      }
+    }
+    for (size_t k = 0; k < subs.size(); ++k) {
+      Graph& g = node.graphs[k];
+      const std::vector<std::string>& own = subs[k]->captures();
+      const size_t formal = g.inputs.size() - own.size();
+      std::vector<int> inputs(g.inputs.begin(), g.inputs.begin() + static_cast<std::ptrdiff_t>(formal));
+      for (const std::string& c : all) {
+        auto it = std::find(own.begin(), own.end(), c);
+        if (it != own.end()) {
+          inputs.push_back(g.inputs[formal + static_cast<size_t>(it - own.begin())]);
+        } else {  // captured by another subgraph only: an unused input here
+          Value v;
+          v.name = c;
+          inputs.push_back(g.add_value(std::move(v)));
+        }
+      }
+      g.inputs = std::move(inputs);
+    }
+    for (const std::string& c : all) node.inputs.push_back(lookup(c));
+    node.captured = static_cast<int>(all.size());
+    return Diag::success();
   }
 
  private:
@@ -469,21 +570,25 @@ class Importer {
         node.inputs.push_back(-1);
         continue;
       }
-      auto it = ids_.find(in);
-      if (it == ids_.end()) {
+      const int id = lookup(in);
+      if (id < 0) {
         return fail(Status::InvalidModel, node.label() + " reads '" + in +
                                               "', which is no initializer (missing initializer), graph input "
-                                              "or earlier node's output");
+                                              "or earlier node's output" + (parent_ ? " (in " + what_ + ")" : ""));
       }
-      node.inputs.push_back(it->second);
+      node.inputs.push_back(id);
     }
     for (const auto& a : n.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH) continue;  // add_subgraphs
       Diag d = read_attr(a, node.label(), node.attrs[a.name()]);
       if (!d.ok()) return d;
     }
-    if (node.inputs.empty() || node.inputs[0] < 0) {
+    // Loop's first inputs (trip count, condition) are optional.
+    if (node.op_type != "Loop" && (node.inputs.empty() || node.inputs[0] < 0)) {
       return fail(Status::InvalidModel, node.label() + " has no first input");
     }
+    Diag sd = add_subgraphs(n, node);
+    if (!sd.ok()) return sd;
     Diag d = normalize(node);
     if (!d.ok()) return d;
     for (const std::string& out : n.output()) {
@@ -501,6 +606,10 @@ class Importer {
 
   const onnx::ModelProto& model_;
   std::string source_;
+  Importer* parent_ = nullptr;
+  std::string what_;  // a subgraph's "If 'x' then_branch"; empty for the model's graph
+  int depth_ = 0;
+  std::vector<std::string> captures_;  // names read from enclosing scopes, in first-read order
   Graph graph_;
   std::unordered_map<std::string, int> ids_;
   std::unordered_map<std::string, const onnx::ValueInfoProto*> infos_;

@@ -12,7 +12,14 @@
 //   tell; value_info already in the file is kept. Dims ONNX cannot compute
 //   (its generated symbols "unk__3") are unknown dims (Dim{}), which
 //   infer_missing_shapes() (passes.h) fills in where it can.
-// - Every op outside supported_onnx_ops() is collected first: the error lists
+// - If, Loop and Scan keep their GRAPH attributes as subgraphs (Node::graphs,
+//   nested to any depth up to 32): each subgraph's initializers, Constant
+//   nodes and nodes are imported like the model's; a name a subgraph does not
+//   define resolves in the enclosing scopes (ONNX lexical scoping) and becomes
+//   an explicit capture (the node's last inputs, Node::captured). The passes
+//   inline an If whose condition folds (inline_constant_ifs); what is left is
+//   refused by convert_file (check_control_flow, passes.h).
+// - Every op outside supported_onnx_ops() (subgraphs included) is collected first: the error lists
 //   them all at once (op type, count, node names) and no graph is returned.
 // - Node forms are normalized whatever the opset: "axes" of Unsqueeze,
 //   Squeeze and every Reduce* op and "split" of Split are always inputs

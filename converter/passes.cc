@@ -17,6 +17,7 @@ std::string PassReport::summary() const {
      << identities_removed << " identities and " << dead_nodes_removed << " dead nodes, folded "
      << batchnorms_folded << " BatchNorms, fused " << activations_fused << " activations, dropped "
      << values_dropped << " unused values";
+  if (ifs_inlined > 0) os << ", inlined " << ifs_inlined << " Ifs of constant condition";
   if (convs_made_2d > 0) os << ", made " << convs_made_2d << " 1-D convolutions 2-D";
   return os.str();
 }
@@ -82,12 +83,15 @@ Expected<PassReport> run_passes_or_raise(Graph& graph) {
     const int shapes = fold_shapes(graph);
     auto consts = fold_constants(graph);
     if (!consts.ok()) return consts.diag();
+    const int ifs = inline_constant_ifs(graph);
+    infer_missing_shapes(graph);  // inlined values; Slice starts and Reshape targets folded
     const int dead = eliminate_dead_nodes(graph);
+    r.ifs_inlined += ifs;
     r.identities_removed += ids;
     r.shapes_folded += shapes;
     r.constants_folded += *consts;
     r.dead_nodes_removed += dead;
-    if (ids + shapes + *consts + dead == 0) break;
+    if (ids + shapes + *consts + ifs + dead == 0) break;
   }
   infer_missing_shapes(graph);  // Slice starts and Reshape targets may be constants now
   auto bn = fold_batchnorm(graph);

@@ -8,6 +8,7 @@
 // (shapes), fuse.cc (BatchNorm, activations, Conv1d), passes.cc (the rest).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct PassReport {
   int batchnorms_folded = 0;   // BatchNormalization folded into Conv/Gemm
   int activations_fused = 0;   // Relu/Clip fused into Conv/Gemm
   int values_dropped = 0;      // unreferenced values (constants, mostly) dropped
+  int ifs_inlined = 0;         // If nodes of constant condition replaced by their branch
   int convs_made_2d = 0;       // 1-D Convs rewritten as Unsqueeze, 2-D Conv, Squeeze
   // "folded 12 constants, 3 shapes, ..." for the converter's report.
   std::string summary() const;
@@ -80,8 +82,49 @@ int fuse_activations(Graph& graph);
 // rewritten.
 int conv1d_to_conv2d(Graph& graph);
 
-// Identity removal, shape and constant folding and dead-node elimination until
-// nothing changes, then BatchNorm folding, activation fusion, Conv1d to
+// Control flow (control.cc). If, Loop and Scan: imported with their subgraphs
+// (Node::graphs), never lowered; an If whose condition folds to a constant is
+// inlined, the rest are refused by check_control_flow.
+bool is_control_flow_op(const std::string& op_type);
+
+// Every If whose condition is a constant (one element) is replaced by the
+// nodes of the branch it takes: their values get unique names (the source's
+// names where no value of the graph has them already), the values the branch
+// captured are wired to the If's inputs, and the If's outputs keep their ids
+// and names (the branch node producing one writes it; an Identity copies a
+// captured value or constant). Nested Ifs come along and are inlined on the
+// next run. Returns the Ifs inlined.
+int inline_constant_ifs(Graph& graph);
+
+// Graph input name -> the values it is fixed to (ember convert --fix-input).
+using FixedInputs = std::map<std::string, std::vector<double>>;
+
+// Makes each named graph input a constant and drops it from graph.inputs:
+// int64 (or any integer or bool dtype: the input's own) for integer inputs,
+// the input's float dtype for float ones; the shape is the input's declared
+// one (a scalar for rank 0); one dim that is not static is inferred from the
+// count of values. Errors (InvalidArgument): an unknown input (the inputs are
+// listed), a count the shape does not hold, a non-integral value for an
+// integer input, a shape with more than one dim not static.
+Diag fix_inputs(Graph& graph, const FixedInputs& fixed);
+
+// Graph input name -> its dims (ember convert --input-shape NAME=D,D,...).
+using InputShapes = std::map<std::string, std::vector<int64_t>>;
+
+// Gives each named graph input these static dims (it stays an input): Shape
+// sub-graphs on it fold, and so do the Ifs whose conditions test its dims
+// (torch's squeeze(dim) exported on a dynamic dim). Errors (InvalidArgument):
+// an unknown input, another rank, a dim that contradicts a static one, a
+// negative dim.
+Diag fix_input_shapes(Graph& graph, const InputShapes& shapes);
+
+// NotSupported, naming every If, Loop and Scan left and why (an If: its
+// condition is not a constant, with the graph inputs it depends on to bind
+// with --fix-input; Loop, Scan: run-time loops are not supported), or success.
+Diag check_control_flow(const Graph& graph, const std::string& source);
+
+// Identity removal, shape and constant folding, If inlining (conditions that
+// are constants) and dead-node elimination until nothing changes, then BatchNorm folding, activation fusion, Conv1d to
 // Conv2d, dead-node elimination and Graph::compact().
 Expected<PassReport> run_passes(Graph& graph);
 

@@ -520,7 +520,7 @@ std::vector<Out> infer_attention_family(const Graph& g, const Node& n) {
 
 // Resize / Upsample (constant scales or sizes, axes; keep_aspect_ratio_policy
 // other than stretch leaves the resized dims unknown), ConvTranspose, GridSample.
-std::vector<Out> infer_spatial(const Graph& g, const Node& n) {
+std::vector<Out> infer_resize_family(const Graph& g, const Node& n) {
   const std::string& op = n.op_type;
   auto in = [&](size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
   const std::optional<DType> dt = in(0) >= 0 ? g.value(in(0)).dtype : std::nullopt;
@@ -593,10 +593,58 @@ std::vector<Out> infer_spatial(const Graph& g, const Node& n) {
   return {Out{dt, out}};
 }
 
+// Conv (explicit pads) and Pad (constant pads) with their spatial sizes, and
+// LSTM's three outputs (layout 0): what ONNX's inference gives them when a
+// model's subgraphs kept it from running (an If inlined after --fix-input).
+std::vector<Out> infer_conv_pad_lstm(const Graph& g, const Node& n) {
+  const std::string& op = n.op_type;
+  auto in = [&](size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
+  const std::optional<DType> dt = in(0) >= 0 ? g.value(in(0)).dtype : std::nullopt;
+  const std::optional<Dims> x = dims_of(g, in(0));
+  if (!x) return {};
+  const size_t rank = x->size();
+  if (op == "Pad" && in(3) < 0 && n.get_string("mode", "constant") != "wrap") {
+    const auto pads = const_ints(g, in(1));
+    if (!pads || pads->size() != 2 * rank) return {};
+    Dims out = *x;
+    for (size_t d = 0; d < rank; ++d) {
+      out[d] = (*x)[d].is_static() ? Dim::fixed((*x)[d].value + (*pads)[d] + (*pads)[d + rank]) : Dim{};
+    }
+    return {Out{dt, out}};
+  }
+  if (op == "Conv" && rank >= 3) {
+    const auto w = dims_of(g, in(1));
+    const std::string pad = n.get_string("auto_pad", "NOTSET");
+    if (!w || w->size() != rank || (pad != "NOTSET" && pad != "VALID")) return {};
+    const size_t sp = rank - 2;
+    const std::vector<int64_t> pads = n.get_ints("pads", std::vector<int64_t>(2 * sp, 0));
+    const std::vector<int64_t> strides = n.get_ints("strides", std::vector<int64_t>(sp, 1));
+    const std::vector<int64_t> dil = n.get_ints("dilations", std::vector<int64_t>(sp, 1));
+    if (pads.size() != 2 * sp || strides.size() != sp || dil.size() != sp) return {};
+    Dims out = {(*x)[0], (*w)[0]};
+    for (size_t d = 0; d < sp; ++d) {
+      const Dim& i = (*x)[d + 2];
+      const Dim& k = (*w)[d + 2];
+      const int64_t span = i.value + pads[d] + pads[d + sp] - dil[d] * (k.value - 1) - 1;
+      out.push_back(i.is_static() && k.is_static() && strides[d] > 0 && span >= 0 ? Dim::fixed(span / strides[d] + 1)
+                                                                                   : Dim{});
+    }
+    return {Out{dt, out}};
+  }
+  if (op == "LSTM" && rank == 3 && n.get_int("layout", 0) == 0) {
+    const int64_t hidden = n.get_int("hidden_size", 0);
+    if (hidden <= 0) return {};
+    const Dim dirs = Dim::fixed(n.get_string("direction", "forward") == "bidirectional" ? 2 : 1);
+    const Dim h = Dim::fixed(hidden);
+    return {Out{dt, Dims{(*x)[0], dirs, (*x)[1], h}}, Out{dt, Dims{dirs, (*x)[1], h}}, Out{dt, Dims{dirs, (*x)[1], h}}};
+  }
+  return {};
+}
+
 // The dtype and shape of `node`'s outputs (nullopt entries where unknown).
 std::vector<Out> infer_node(const Graph& g, const Node& n) {
-  for (auto infer : {infer_elementwise, infer_matmul, infer_reshapes, infer_combine, infer_reduce_and_nn,
-                     infer_attention_family, infer_spatial}) {
+  for (auto infer : {infer_conv_pad_lstm, infer_elementwise, infer_matmul, infer_reshapes, infer_combine,
+                     infer_reduce_and_nn, infer_attention_family, infer_resize_family}) {
     std::vector<Out> outs = infer(g, n);
     if (!outs.empty()) return outs;
   }

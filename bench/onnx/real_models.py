@@ -18,6 +18,8 @@ import numpy as np
 import onnxruntime as ort
 
 # (package file glob, model path inside the wheel, {input: shape or value}, label)
+SILERO_FIXED = ["--fix-input", "sr=16000", "--input-shape", "input=1,576", "--input-shape", "state=2,1,128"]
+
 CASES = [
     ("rapidocr_onnxruntime-*.whl", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
      {"x": (1, 3, 48, 192)}, "PP-OCR cls 48x192"),
@@ -27,12 +29,16 @@ CASES = [
      {"x": (1, 3, 320, 320)}, "PP-OCRv4 det 320x320"),
     ("silero_vad-*.whl", "silero_vad/data/silero_vad_openvino_16k.onnx",
      {"input": (1, 576), "state": (2, 1, 128)}, "silero-vad openvino 16k"),
+    # Their Ifs test the sample rate and (squeeze on a dynamic dim) the input's
+    # dims: resolved at conversion by binding sr and the input shapes.
     ("silero_vad-*.whl", "silero_vad/data/silero_vad_op18_ifless.onnx",
-     {"input": (1, 576), "sr": np.array(16000, np.int64), "state": (2, 1, 128)}, "silero-vad op18 ifless"),
+     {"input": (1, 576), "sr": np.array(16000, np.int64), "state": (2, 1, 128)}, "silero-vad op18 ifless",
+     SILERO_FIXED),
     ("silero_vad-*.whl", "silero_vad/data/silero_vad_16k_op15.onnx",
-     {"input": (1, 576), "state": (2, 1, 128), "sr": np.array(16000, np.int64)}, "silero-vad 16k op15"),
+     {"input": (1, 576), "state": (2, 1, 128), "sr": np.array(16000, np.int64)}, "silero-vad 16k op15",
+     SILERO_FIXED),
     ("silero_vad-*.whl", "silero_vad/data/silero_vad.onnx",
-     {"input": (1, 576), "state": (2, 1, 128), "sr": np.array(16000, np.int64)}, "silero-vad"),
+     {"input": (1, 576), "state": (2, 1, 128), "sr": np.array(16000, np.int64)}, "silero-vad", SILERO_FIXED),
     ("silero_vad-*.whl", "silero_vad/data/silero_vad_16k_sequence.onnx",
      {"input": (4, 576), "h": (1, 1, 128), "c": (1, 1, 128)}, "silero-vad 16k sequence"),
 ]
@@ -55,7 +61,10 @@ def main():
     rng = np.random.default_rng(0)
     print("| model | converts | runs | max abs diff vs ONNX Runtime | note |")
     print("|---|---|---|---|---|")
-    for pattern, member, inputs, label in CASES:
+    for case in CASES:
+        pattern, member, inputs, label = case[:4]
+        flags = list(case[4]) if len(case) > 4 else []
+        fixed = {f.split("=")[0] for k, f in zip(flags, flags[1:]) if k == "--fix-input"}
         wheels = glob.glob(os.path.join(a.wheels, pattern))
         if not wheels:
             print(f"| {label} | - | - | - | wheel {pattern} not downloaded |")
@@ -64,7 +73,7 @@ def main():
         with zipfile.ZipFile(wheels[0]) as z, open(onnx_path, "wb") as f:
             f.write(z.read(member))
         ember_path = onnx_path[:-5] + ".ember"
-        conv = subprocess.run([ember, "convert", onnx_path, "-o", ember_path], capture_output=True, text=True)
+        conv = subprocess.run([ember, "convert", onnx_path, "-o", ember_path, *flags], capture_output=True, text=True)
         if conv.returncode != 0:
             print(f"| {label} | no | - | - | {first_line(conv.stderr)} |")
             continue
@@ -74,6 +83,8 @@ def main():
             if name == "state" or name in ("h", "c"):
                 v = (v * 0.1).astype(np.float32)
             feeds[name] = v
+            if name in fixed:
+                continue  # a constant of the converted model
             path = os.path.join(tmp, f"{label.replace(' ', '_')}.{name}.npy")
             np.save(path, v)
             args += ["--input", f"{name}={path}"]

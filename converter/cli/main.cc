@@ -64,6 +64,17 @@ CLI::App* add_finetune(CLI::App& app, ember::cli::FinetuneArgs& ft) {
   return cmd;
 }
 
+// `ember convert`'s --fix-input and --input-shape (both repeatable).
+void add_fixed_inputs(CLI::App& cmd, ember::cli::ConvertArgs& args) {
+  cmd.add_option("--fix-input", args.fix_inputs,
+                 "NAME=V[,V...]: input NAME becomes this constant (its declared shape; int64 or float as "
+                 "the input), e.g. sr=16000: an If on it is resolved at conversion (repeatable)")
+      ->allow_extra_args(false);
+  cmd.add_option("--input-shape", args.input_shapes,
+                 "NAME=D,D,...: static dims for input NAME (Shape sub-graphs and Ifs on its dims fold; repeatable)")
+      ->allow_extra_args(false);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,6 +132,7 @@ int main(int argc, char** argv) {
   convert_cmd->add_option("--calibration-inputs", convert_args.options.calibration_inputs,
                           "With --report/--min-snr: an .npz (np.savez) or a directory of NAME.npy, one per input "
                           "(default: random normal, symbolic dims 1)");
+  add_fixed_inputs(*convert_cmd, convert_args);
   double min_snr = 0;
   CLI::Option* min_snr_opt = convert_cmd->add_option(
       "--min-snr", min_snr, "Layers whose output SNR (dB, measured as --report does) is below this stay fp32");

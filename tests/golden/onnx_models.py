@@ -142,6 +142,61 @@ def typed_fields_model(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def control_if_model(path):
+    """If on the graph input sr (silero-vad's pattern), with a nested If, branches
+    reading outer values (a two levels out), initializers of their own and
+    outputs that are a captured value or a constant. Two outputs:
+      sr > 20000: y = (x*w + tb) * 2,  z = x*w
+      sr > 10000: y = (x*w + tb) - x,  z = x*w
+      else:       y = x*w - x,         z = eb"""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    sr = helper.make_tensor_value_info("sr", TensorProto.INT64, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [3])
+    i64 = lambda name, v: helper.make_tensor(name, TensorProto.INT64, [], [v])
+    f32 = lambda name, v: helper.make_tensor(name, TensorProto.FLOAT, [len(v)], v)
+    out = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [3])
+    nested_then = helper.make_graph(
+        [helper.make_node("Constant", [], ["two"], name="two_c", value=f32("two_v", [2.0])),
+         helper.make_node("Mul", ["t1", "two"], ["n_then"], name="double")],
+        "nested_then", [], [out("n_then")])
+    nested_else = helper.make_graph([helper.make_node("Sub", ["t1", "x"], ["n_else"], name="minus_x")],
+                                    "nested_else", [], [out("n_else")])
+    then_branch = helper.make_graph(
+        [helper.make_node("Add", ["a", "tb"], ["t1"], name="add_tb"),
+         helper.make_node("Greater", ["sr", "k20000"], ["c2"], name="gt_20000"),
+         helper.make_node("If", ["c2"], ["n"], name="inner_if", then_branch=nested_then, else_branch=nested_else)],
+        "then", [], [out("n"), out("a")], initializer=[f32("tb", [10.0, 20.0, 30.0]), i64("k20000", 20000)])
+    else_branch = helper.make_graph([helper.make_node("Sub", ["a", "x"], ["e1"], name="a_minus_x")],
+                                    "else", [], [out("e1"), out("eb")], initializer=[f32("eb", [7.0, 8.0, 9.0])])
+    nodes = [helper.make_node("Mul", ["x", "w"], ["a"], name="mul_w"),
+             helper.make_node("Greater", ["sr", "k10000"], ["c"], name="gt_10000"),
+             helper.make_node("If", ["c"], ["y", "z"], name="outer_if", then_branch=then_branch,
+                              else_branch=else_branch)]
+    graph = helper.make_graph(nodes, "control_if", [x, sr], [y, z],
+                              initializer=[f32("w", [1.0, 2.0, 3.0]), i64("k10000", 10000)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def control_loop_model(path):
+    """A Loop (y = x + 1, three times) and an If whose branch holds an unsupported op."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Add", ["acc", "one"], ["acc_out"], name="add_one")],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("acc", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [3])])
+    nodes = [helper.make_node("Loop", ["n", "", "x"], ["y"], name="loop_0", body=body)]
+    graph = helper.make_graph(nodes, "control_loop", [x], [y], initializer=[
+        helper.make_tensor("n", TensorProto.INT64, [], [3]),
+        helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
 def main(out_dir):
     torch.set_num_threads(1)
     os.makedirs(out_dir, exist_ok=True)
@@ -193,6 +248,8 @@ def main(out_dir):
     opset9_model(os.path.join(out_dir, "opset9.onnx"))
     missing_initializer_model(os.path.join(out_dir, "missing_initializer.onnx"))
     typed_fields_model(os.path.join(out_dir, "typed_fields.onnx"))
+    control_if_model(os.path.join(out_dir, "control_if.onnx"))
+    control_loop_model(os.path.join(out_dir, "control_loop.onnx"))
     expected.close()
 
 
