@@ -103,7 +103,9 @@ void Lowerer::lower_matmul(const Node& n) {
 void Lowerer::lower_swish(const Node& n) {
   float_input(n, 0);
   const int32_t out = tensor(out0(n));
-  swish_new(tensor(n.inputs[0]), n.get_float("alpha", 1.0), def_.tensors[static_cast<size_t>(out)].name, out);
+  // A copy of the name: swish_new adds tensors, which may move def_.tensors.
+  const std::string name = def_.tensors[static_cast<size_t>(out)].name;
+  swish_new(tensor(n.inputs[0]), n.get_float("alpha", 1.0), name, out);
 }
 
 // SwiGLU: Swish(A, alpha) * B, A and B of one shape and dtype.

@@ -117,20 +117,23 @@ TEST_CASE("conv2d on vulkan: a 1x1 stride-1 convolution is one GEMM dispatch, ot
   CHECK(c->dispatch_count() - before == 1);
 }
 
-TEST_CASE("conv2d on vulkan ignores Conv2dParams::activation, as the CPU kernels (the executor applies it)") {
+TEST_CASE("conv2d on vulkan ignores Conv2dParams::activation (the executor applies it); the CPU float32 kernel applies it") {
   manual_seed(14);
   const Tensor x = randn({1, 4, 6, 6}), w = randn({3, 4, 3, 3}), b = randn({3});
   Conv2dParams p;
   p.padding[0] = p.padding[1] = 1;
+  const Tensor plain = empty({1, 3, 6, 6});
+  run_kernel(OpKind::Conv2d, {x, w, b}, {plain}, p);
   p.activation.kind = ActivationKind::Clamp;
   p.activation.min = 0.0;
   p.activation.max = 6.0;
   const Tensor cpu_out = empty({1, 3, 6, 6});
   run_kernel(OpKind::Conv2d, {x, w, b}, {cpu_out}, p);
+  check_close(cpu_out, clamp(plain, 0.0, 6.0), 1e-6, 1e-6);  // fused in the CPU kernel
+  CHECK(min(plain).item<float>() < 0.0f);
   const Tensor vk_out = empty({1, 3, 6, 6}, TensorOptions(kVulkan));
   run_kernel(OpKind::Conv2d, {to_vk(x), to_vk(w), to_vk(b)}, {vk_out}, p);
-  check_close(to_cpu(vk_out), cpu_out, 1e-4, 1e-4);
-  CHECK(min(cpu_out).item<float>() < 0.0f);  // the activation was not applied
+  check_close(to_cpu(vk_out), plain, 1e-4, 1e-4);  // not applied on Vulkan
   // Conv + Relu / Clip (0, 6), as the executor runs a fused activation.
   const Tensor vx = to_vk(x), vw = to_vk(w), vb = to_vk(b);
   check_close(to_cpu(relu(conv2d(vx, vw, vb, {1}, {1}))), relu(conv2d(x, w, b, {1}, {1})), 1e-4, 1e-4);
