@@ -65,16 +65,8 @@ void loss_curve(const std::vector<double>& losses, std::ostream& out, int rows =
 }
 
 Diag check_args(const FinetuneArgs& a) {
-  const std::string& loss = a.config.loss;
-  if (loss != "cross-entropy" && loss != "mse" && loss != "bce-logits" && loss != "l1")
-    return {Status::InvalidArgument, "--loss '" + loss + "': expected cross-entropy, mse, bce-logits or l1"};
-  if (a.config.optimizer != "sgd" && a.config.optimizer != "adam" && a.config.optimizer != "adamw")
-    return {Status::InvalidArgument, "--optimizer '" + a.config.optimizer + "': expected sgd, adam or adamw"};
-  if (!(a.config.lr > 0)) return {Status::InvalidArgument, "--lr must be positive"};
-  if (a.config.checkpoint_every > 0 && a.config.checkpoint.empty())
-    return {Status::InvalidArgument, "--checkpoint-every needs --checkpoint FILE"};
-  if (!a.config.checkpoint.empty() && a.config.checkpoint_every == 0)
-    return {Status::InvalidArgument, "--checkpoint needs --checkpoint-every N (steps)"};
+  std::string error;
+  if (check_config(a.config, &error) != Status::Ok) return {Status::InvalidArgument, error};
   if (a.device != "cpu")
     return {Status::NotSupported, "--device " + a.device + ": fine-tuning runs on the cpu (no backward kernels on "
                                   "other devices yet)"};

@@ -111,9 +111,7 @@ Result<Model> apply_delta(const Model& base, const std::string& path, std::strin
       return report_error(error, Status::ShapeMismatch, "delta '", path, "': '", name, "' is ", dtype_name(value.dtype()),
                           " ", shape_str(value.sizes()), ", the model's weight ", dtype_name(w.dtype()), " ",
                           shape_str(w.sizes()), (base.tensor(t).quant() != nullptr ? " (int8)" : ""));
-    const Tensor v = value.contiguous();
-    const size_t offset = static_cast<size_t>(static_cast<const std::byte*>(w.data_ptr()) - base.data());
-    std::memcpy(bytes.data() + offset, v.data_ptr(), v.nbytes());
+    RT_RETURN_IF_ERROR(patch_weight(bytes, base, t, value, error));
   }
   return Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Minimal, error);
 }

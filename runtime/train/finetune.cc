@@ -123,7 +123,7 @@ Tensor loss_of(const std::string& loss, const Tensor& out, const Tensor& target)
   if (loss == "mse") return nn::mse_loss(out, target);
   if (loss == "l1") return nn::l1_loss(out, target);
   if (loss == "bce-logits") return nn::binary_cross_entropy_with_logits(out, target);
-  raise_error(Status::InvalidArgument, str_cat("unknown loss '", loss, "' (cross-entropy, mse, bce-logits, l1)"));
+  raise_error(Status::Internal, str_cat("unknown loss '", loss, "' (check_config lets none through)"));
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const std::vector<Tensor>& params, const FinetuneConfig& c) {
@@ -140,7 +140,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const std::vector<Tensor>& para
     o.weight_decay = c.weight_decay;
     return std::make_unique<optim::AdamW>(params, o);
   }
-  raise_error(Status::InvalidArgument, str_cat("unknown optimizer '", c.optimizer, "' (sgd, adam, adamw)"));
+  raise_error(Status::Internal, str_cat("unknown optimizer '", c.optimizer, "' (check_config lets none through)"));
 }
 
 // "step:SIZE:GAMMA" or "cosine:TMAX".
@@ -187,14 +187,28 @@ std::vector<Tensor> batch_inputs(const Batches& b, const Tensor& order, int64_t 
 
 }  // namespace
 
-Result<FinetuneResult> finetune(Trainer& trainer, const std::vector<NpzEntry>& data, const std::string& data_name,
-                                const FinetuneConfig& c, const std::function<void(const StepLog&)>& on_step,
-                                std::string* error) {
+Status check_config(const FinetuneConfig& c, std::string* error) {
+  const std::string& loss = c.loss;
+  if (loss != "cross-entropy" && loss != "mse" && loss != "bce-logits" && loss != "l1")
+    return report_error(error, Status::InvalidArgument, "--loss '", loss,
+                        "': expected cross-entropy, mse, bce-logits or l1");
+  if (c.optimizer != "sgd" && c.optimizer != "adam" && c.optimizer != "adamw")
+    return report_error(error, Status::InvalidArgument, "--optimizer '", c.optimizer, "': expected sgd, adam or adamw");
+  if (!(c.lr > 0)) return report_error(error, Status::InvalidArgument, "--lr must be positive");
   if (c.epochs < 1 || c.batch_size < 1)
     return report_error(error, Status::InvalidArgument, "epochs and batch size must be at least 1 (got ", c.epochs,
                         " and ", c.batch_size, ")");
   if (c.checkpoint_every > 0 && c.checkpoint.empty())
     return report_error(error, Status::InvalidArgument, "--checkpoint-every needs --checkpoint FILE");
+  if (!c.checkpoint.empty() && c.checkpoint_every == 0)
+    return report_error(error, Status::InvalidArgument, "--checkpoint needs --checkpoint-every N (steps)");
+  return Status::Ok;
+}
+
+Result<FinetuneResult> finetune(Trainer& trainer, const std::vector<NpzEntry>& data, const std::string& data_name,
+                                const FinetuneConfig& c, const std::function<void(const StepLog&)>& on_step,
+                                std::string* error) {
+  RT_RETURN_IF_ERROR(check_config(c, error));
   Batches b;
   RT_RETURN_IF_ERROR(check_data(trainer.executor(), data, data_name, c, &b, error));
   FinetuneResult result;

@@ -62,6 +62,11 @@ struct FinetuneResult {
   std::vector<double> epoch_loss;   // mean loss of each epoch this run finished
 };
 
+// The config alone: a known loss and optimizer, lr > 0, epochs and batch
+// size >= 1, --checkpoint and --checkpoint-every given together. finetune()
+// runs it first; the CLI runs it before loading anything.
+Status check_config(const FinetuneConfig& config, std::string* error = nullptr);
+
 // The data set's arrays checked against the model and the config first: every
 // key present, one first dim shared by all, the inputs' dtypes and fixed dims
 // those of the model's inputs, a batch dim that is symbolic (else the batch

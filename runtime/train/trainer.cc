@@ -52,6 +52,16 @@ std::string names_of(const std::vector<WeightInfo>& weights) {
 
 }  // namespace
 
+Status patch_weight(std::vector<std::byte>& bytes, const Model& m, int t, const Tensor& value, std::string* error) {
+  const Tensor& w = m.weight(t);
+  const size_t offset = static_cast<size_t>(static_cast<const std::byte*>(w.data_ptr()) - m.data());
+  const Tensor v = value.contiguous();
+  if (v.dtype() != w.dtype() || offset + v.nbytes() > bytes.size() || v.nbytes() != w.nbytes())
+    return report_error(error, Status::Internal, "weight '", m.tensor_name(t), "' does not fit its place in the file");
+  std::memcpy(bytes.data() + offset, v.data_ptr(), v.nbytes());
+  return Status::Ok;
+}
+
 std::vector<WeightInfo> list_weights(const Executor& ex) {
   const Model& m = ex.model();
   std::vector<WeightInfo> out;
@@ -229,14 +239,7 @@ Status Trainer::save(const std::string& path, std::string* error) const {
     Tensor& w = value_of(t);
     w = w + matmul(a.b, a.a) * a.scale;
   }
-  for (const auto& [t, v] : values) {
-    const Tensor& w = m.weight(t);
-    const size_t offset = static_cast<size_t>(static_cast<const std::byte*>(w.data_ptr()) - m.data());
-    const Tensor p = v.contiguous();
-    if (offset + p.nbytes() > bytes.size() || p.nbytes() != w.nbytes())
-      return report_error(error, Status::Internal, "weight '", m.tensor_name(t), "' does not fit its place in the file");
-    std::memcpy(bytes.data() + offset, p.data_ptr(), p.nbytes());
-  }
+  for (const auto& [t, v] : values) RT_RETURN_IF_ERROR(patch_weight(bytes, m, t, v, error));
   return write_file_atomic(path, bytes.data(), bytes.size(), error);
 }
 

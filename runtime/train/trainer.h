@@ -46,6 +46,11 @@ struct WeightInfo {
   int last_op = -1;     // the last op that reads it
 };
 
+// Writes `value` over weight t's bytes in `bytes`, a copy of m's file (same
+// dtype and size as the weight; the trainer's save and delta application).
+Status patch_weight(std::vector<std::byte>& bytes, const Model& m, int t, const Tensor& value,
+                    std::string* error = nullptr);
+
 // Every weight that an op reads, in tensor order.
 std::vector<WeightInfo> list_weights(const Executor& ex);
 

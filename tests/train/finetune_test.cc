@@ -64,6 +64,14 @@ Tensor outputs(Trainer& t, const Tensor& x) {
   return out.get()[0];
 }
 
+// A config that feeds array x to the mlp's input x, with `target` as the targets.
+FinetuneConfig on_x(const std::string& target) {
+  FinetuneConfig c;
+  c.inputs = {{"x", "x"}};
+  c.target = target;
+  return c;
+}
+
 // Fine-tunes like scenario `name` of finetune_models.py and compares with torch.
 void check_scenario(const std::string& name, Trainer& t, FinetuneConfig c, const std::string& x_key,
                     double rtol = 1e-5) {
@@ -89,9 +97,7 @@ TEST_CASE("head only, SGD with momentum: per-step losses and outputs match PyTor
   auto t = trainer(convert("mlp"), {"fc2.*"});
   CHECK(t->parameter_names() == std::vector<std::string>{"fc2.weight", "fc2.bias"});
   CHECK(t->trainable_elements() == 16 * 4 + 4);
-  FinetuneConfig c;
-  c.inputs = {{"x", "x"}};
-  c.target = "y";
+  FinetuneConfig c = on_x("y");
   c.optimizer = "sgd";
   c.lr = 0.1;
   c.momentum = 0.9;
@@ -108,9 +114,7 @@ TEST_CASE("the default selection is the last layer") {
 TEST_CASE("every weight, Adam (fused Linear+ReLU masks the gradient)") {
   auto t = trainer(convert("mlp"), {"*"});
   CHECK(t->parameters().size() == 4);
-  FinetuneConfig c;
-  c.inputs = {{"x", "x"}};
-  c.target = "y";
+  FinetuneConfig c = on_x("y");
   c.optimizer = "adam";
   c.lr = 0.01;
   c.batch_size = 4;
@@ -166,9 +170,7 @@ TEST_CASE("LoRA on an int8 Linear (only the adapter trains) matches PyTorch's qu
     Tensor a = t.parameters()[0];
     a.copy_(npy("lora_int8.A.npy"));  // torch's initial A (the init draws differ)
   }
-  FinetuneConfig c;
-  c.inputs = {{"x", "x"}};
-  c.target = "y";
+  FinetuneConfig c = on_x("y");
   c.optimizer = "adam";
   c.lr = 0.01;
   c.batch_size = 4;
@@ -194,9 +196,7 @@ TEST_CASE("LoRA on a float32 Linear merges into the weight on save and in a delt
   auto made = Trainer::create(base, o, &error);
   REQUIRE_MESSAGE(made.ok(), error);
   Trainer& t = *made.get();
-  FinetuneConfig c;
-  c.inputs = {{"x", "x"}};
-  c.target = "y";
+  FinetuneConfig c = on_x("y");
   c.optimizer = "adam";
   c.lr = 0.05;
   c.batch_size = 5;
@@ -253,9 +253,7 @@ TEST_CASE("a gradient flows through a frozen int8 Linear to the float32 layer be
 
 TEST_CASE("save writes the trained weights: the saved file runs as the trainer does") {
   auto t = trainer(convert("mlp"), {"fc2.*"});
-  FinetuneConfig c;
-  c.inputs = {{"x", "x"}};
-  c.target = "y";
+  FinetuneConfig c = on_x("y");
   c.lr = 0.5;
   c.batch_size = 5;
   c.seed = 3;
@@ -280,9 +278,7 @@ TEST_CASE("save writes the trained weights: the saved file runs as the trainer d
 TEST_CASE("a delta holds the trained tensors, is bound to its base and overlays it") {
   auto base = convert("mlp");
   auto t = trainer(base, {"fc2.*"});
-  FinetuneConfig c;
-  c.inputs = {{"x", "x"}};
-  c.target = "y";
+  FinetuneConfig c = on_x("y");
   c.lr = 0.5;
   c.batch_size = 5;
   std::string error;
@@ -308,9 +304,7 @@ TEST_CASE("a delta holds the trained tensors, is bound to its base and overlays 
 
 TEST_CASE("checkpoints: 10 steps + resume + 10 equal 20 straight, bit for bit (shuffled, Adam, StepLR, clipping)") {
   auto base = convert("mlp");
-  FinetuneConfig c;
-  c.inputs = {{"x", "x"}};
-  c.target = "y";
+  FinetuneConfig c = on_x("y");
   c.optimizer = "adam";
   c.lr = 0.02;
   c.clip_grad_norm = 1.0;
@@ -373,9 +367,7 @@ TEST_CASE("the weight selection explains what cannot be trained") {
                  "--lora, or convert without --quantize)");
   // A head on an int8 backbone trains (the int8 layer is frozen; nothing flows back through it).
   auto head = trainer(int8, {"fc2.*"});
-  FinetuneConfig c;
-  c.inputs = {{"x", "x"}};
-  c.target = "y";
+  FinetuneConfig c = on_x("y");
   c.lr = 0.5;
   c.epochs = 20;
   c.batch_size = 10;
@@ -404,6 +396,10 @@ TEST_CASE("data checks name the key and the file") {
   c.target = "y";
   CHECK(finetune(*t, data(), "data.npz", c, {}, &error).status() == Status::DTypeMismatch);
   c.loss = "cross-entropy";
+  c.lr = 0;
+  CHECK(finetune(*t, data(), "data.npz", c, {}, &error).status() == Status::InvalidArgument);
+  CHECK(error == "--lr must be positive");
+  c.lr = 0.01;
   c.scheduler = "step:0.5";
   CHECK(finetune(*t, data(), "data.npz", c, {}, &error).status() == Status::InvalidArgument);
   CHECK(error == "--scheduler 'step:0.5': expected step:SIZE:GAMMA or cosine:TMAX (e.g. step:10:0.5)");
