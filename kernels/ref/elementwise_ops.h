@@ -8,10 +8,12 @@
 #include <limits>
 #include <type_traits>
 
+#include "runtime/core/host_device.h"
+
 namespace ember::ref {
 
 template <typename T>
-inline bool is_nan(T x) {
+EMBER_HD inline bool is_nan(T x) {
   if constexpr (std::is_floating_point_v<T>) {
     return std::isnan(x);
   } else {
@@ -21,7 +23,7 @@ inline bool is_nan(T x) {
 
 // Wrapping integer arithmetic (PyTorch wraps; signed overflow would be UB).
 template <typename T>
-inline T wrap_add(T a, T b) {
+EMBER_HD inline T wrap_add(T a, T b) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
@@ -30,7 +32,7 @@ inline T wrap_add(T a, T b) {
   }
 }
 template <typename T>
-inline T wrap_sub(T a, T b) {
+EMBER_HD inline T wrap_sub(T a, T b) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
@@ -39,7 +41,7 @@ inline T wrap_sub(T a, T b) {
   }
 }
 template <typename T>
-inline T wrap_mul(T a, T b) {
+EMBER_HD inline T wrap_mul(T a, T b) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     using U = std::make_unsigned_t<std::common_type_t<T, unsigned>>;
     return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
@@ -73,31 +75,31 @@ using std::tanh;
 using ref::is_nan;
 using ref::wrap_sub;
 template <typename T>
-inline T abs_value(T x) {
+EMBER_HD inline T abs_value(T x) {
   if constexpr (std::is_unsigned_v<T>) return x;
   else if constexpr (std::is_integral_v<T>) return x < 0 ? wrap_sub(T(0), x) : x;
   else return std::abs(x);
 }
 // Rounding: integers are returned as they are (as PyTorch's floor/ceil/round).
 template <typename T>
-inline T floor_value(T x) {
+EMBER_HD inline T floor_value(T x) {
   if constexpr (std::is_floating_point_v<T>) return std::floor(x);
   else return x;
 }
 template <typename T>
-inline T ceil_value(T x) {
+EMBER_HD inline T ceil_value(T x) {
   if constexpr (std::is_floating_point_v<T>) return std::ceil(x);
   else return x;
 }
 // Half to even (std::nearbyint in the default rounding mode, as PyTorch).
 template <typename T>
-inline T round_even(T x) {
+EMBER_HD inline T round_even(T x) {
   if constexpr (std::is_floating_point_v<T>) return std::nearbyint(x);
   else return x;
 }
 // -1, 0 or 1 in x's type; NaN and -0 give +0 (as torch.sign); bool: x.
 template <typename T>
-inline T sign_value(T x) {
+EMBER_HD inline T sign_value(T x) {
   if constexpr (std::is_same_v<T, bool>) return x;
   else return static_cast<T>((T(0) < x) - (x < T(0)));
 }
@@ -107,7 +109,7 @@ inline T sign_value(T x) {
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, name, dtypes, inputs, formula, ...)               \
   struct Name##Op {                                                      \
-    template <typename T> T operator()(T x) const {                      \
+    template <typename T> EMBER_HD T operator()(T x) const {                      \
       using namespace math;                                              \
       return static_cast<T>(formula);                                    \
     }                                                                    \
@@ -116,7 +118,7 @@ inline T sign_value(T x) {
 #define RT_UNARY_P(Name, name, dtypes, formula, ...)                    \
   struct Name##Op {                                                      \
     double pa = 0, pb = 0;                                               \
-    template <typename T> T operator()(T x) const {                      \
+    template <typename T> EMBER_HD T operator()(T x) const {                      \
       using namespace math;                                              \
       [[maybe_unused]] const T a = static_cast<T>(pa), b = static_cast<T>(pb); \
       return static_cast<T>(formula);                                    \
@@ -128,19 +130,19 @@ inline T sign_value(T x) {
 #undef RT_OP
 
 struct GeluOp {
-  template <typename T> T operator()(T x) const {
+  template <typename T> EMBER_HD T operator()(T x) const {
     return T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2)));
   }
 };
 struct GeluTanhOp {
-  template <typename T> T operator()(T x) const {
+  template <typename T> EMBER_HD T operator()(T x) const {
     const T inner = T(M_2_SQRTPI * M_SQRT1_2) * (x + T(0.044715) * x * x * x);
     return T(0.5) * x * (T(1) + std::tanh(inner));
   }
 };
 struct ClampOp {
   // Bounds in the compute type; NaN inputs propagate, as in PyTorch.
-  template <typename T> T operator()(T x, bool has_min, T lo, bool has_max, T hi) const {
+  template <typename T> EMBER_HD T operator()(T x, bool has_min, T lo, bool has_max, T hi) const {
     if (is_nan(x)) return x;
     if (has_min && x < lo) x = lo;
     if (has_max && x > hi) x = hi;
@@ -150,25 +152,25 @@ struct ClampOp {
 
 // --- binary ------------------------------------------------------------------
 struct AddOp {
-  template <typename T> T operator()(T a, T b) const {
+  template <typename T> EMBER_HD T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>) return a || b;
     else return wrap_add(a, b);
   }
 };
 struct SubOp {
-  template <typename T> T operator()(T a, T b) const { return wrap_sub(a, b); }
+  template <typename T> EMBER_HD T operator()(T a, T b) const { return wrap_sub(a, b); }
 };
 struct MulOp {
-  template <typename T> T operator()(T a, T b) const {
+  template <typename T> EMBER_HD T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>) return a && b;
     else return wrap_mul(a, b);
   }
 };
 struct DivOp {
-  template <typename T> T operator()(T a, T b) const { return a / b; }
+  template <typename T> EMBER_HD T operator()(T a, T b) const { return a / b; }
 };
 struct PowOp {
-  template <typename T> T operator()(T a, T b) const {
+  template <typename T> EMBER_HD T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
       return std::pow(a, b);
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -192,14 +194,14 @@ struct PowOp {
   }
 };
 struct MaximumOp {
-  template <typename T> T operator()(T a, T b) const {
+  template <typename T> EMBER_HD T operator()(T a, T b) const {
     if (is_nan(a)) return a;
     if (is_nan(b)) return b;
     return a > b ? a : b;
   }
 };
 struct MinimumOp {
-  template <typename T> T operator()(T a, T b) const {
+  template <typename T> EMBER_HD T operator()(T a, T b) const {
     if (is_nan(a)) return a;
     if (is_nan(b)) return b;
     return a < b ? a : b;
@@ -207,27 +209,27 @@ struct MinimumOp {
 };
 struct EqOp {
   static constexpr bool kCompare = true;
-  template <typename T> bool operator()(T a, T b) const { return a == b; }
+  template <typename T> EMBER_HD bool operator()(T a, T b) const { return a == b; }
 };
 struct NeOp {
   static constexpr bool kCompare = true;
-  template <typename T> bool operator()(T a, T b) const { return a != b; }
+  template <typename T> EMBER_HD bool operator()(T a, T b) const { return a != b; }
 };
 struct LtOp {
   static constexpr bool kCompare = true;
-  template <typename T> bool operator()(T a, T b) const { return a < b; }
+  template <typename T> EMBER_HD bool operator()(T a, T b) const { return a < b; }
 };
 struct LeOp {
   static constexpr bool kCompare = true;
-  template <typename T> bool operator()(T a, T b) const { return a <= b; }
+  template <typename T> EMBER_HD bool operator()(T a, T b) const { return a <= b; }
 };
 struct GtOp {
   static constexpr bool kCompare = true;
-  template <typename T> bool operator()(T a, T b) const { return a > b; }
+  template <typename T> EMBER_HD bool operator()(T a, T b) const { return a > b; }
 };
 struct GeOp {
   static constexpr bool kCompare = true;
-  template <typename T> bool operator()(T a, T b) const { return a >= b; }
+  template <typename T> EMBER_HD bool operator()(T a, T b) const { return a >= b; }
 };
 
 // --- the RT_BINARY lines of ops.def ----------------------------------------------
@@ -235,7 +237,7 @@ struct GeOp {
 // raises; a kernel must not trap), and INT_MIN / -1 wraps.
 namespace math {
 template <typename T>
-inline T python_mod(T a, T b) {  // the sign of the divisor (Python's %, torch.remainder)
+EMBER_HD inline T python_mod(T a, T b) {  // the sign of the divisor (Python's %, torch.remainder)
   if constexpr (std::is_floating_point_v<T>) {
     T r = std::fmod(a, b);
     if (r != 0) return (r < 0) != (b < 0) ? r + b : r;
@@ -249,7 +251,7 @@ inline T python_mod(T a, T b) {  // the sign of the divisor (Python's %, torch.r
   }
 }
 template <typename T>
-inline T c_fmod(T a, T b) {  // the sign of the dividend (C's fmod and %, torch.fmod)
+EMBER_HD inline T c_fmod(T a, T b) {  // the sign of the dividend (C's fmod and %, torch.fmod)
   if constexpr (std::is_floating_point_v<T>) {
     return std::fmod(a, b);
   } else if constexpr (std::is_signed_v<T>) {
@@ -259,7 +261,7 @@ inline T c_fmod(T a, T b) {  // the sign of the dividend (C's fmod and %, torch.
   }
 }
 template <typename T>
-inline T trunc_div(T a, T b) {  // rounded toward zero (torch.div(rounding_mode="trunc"))
+EMBER_HD inline T trunc_div(T a, T b) {  // rounded toward zero (torch.div(rounding_mode="trunc"))
   if constexpr (std::is_floating_point_v<T>) {
     return std::trunc(a / b);
   } else {
@@ -271,7 +273,7 @@ inline T trunc_div(T a, T b) {  // rounded toward zero (torch.div(rounding_mode=
   }
 }
 template <typename T>
-inline T floor_div(T a, T b) {  // rounded toward -inf (torch.floor_divide), as PyTorch computes it
+EMBER_HD inline T floor_div(T a, T b) {  // rounded toward -inf (torch.floor_divide), as PyTorch computes it
   if constexpr (std::is_floating_point_v<T>) {
     if (b == 0) return a / b;
     const T mod = std::fmod(a, b);
@@ -292,7 +294,7 @@ inline T floor_div(T a, T b) {  // rounded toward -inf (torch.floor_divide), as 
 // Shifts as PyTorch's: a shift past the width (or negative) gives 0, or the
 // sign for a right shift of a signed value.
 template <typename T>
-inline T shift_left(T a, T b) {
+EMBER_HD inline T shift_left(T a, T b) {
   constexpr T kBits = static_cast<T>(sizeof(T) * 8);
   if constexpr (std::is_signed_v<T>) {
     if (b < 0) return 0;
@@ -301,7 +303,7 @@ inline T shift_left(T a, T b) {
   return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) << b);
 }
 template <typename T>
-inline T shift_right(T a, T b) {
+EMBER_HD inline T shift_right(T a, T b) {
   constexpr T kBits = static_cast<T>(sizeof(T) * 8);
   if constexpr (std::is_signed_v<T>) {
     if (b < 0 || b >= kBits) return a < 0 ? T(-1) : T(0);
@@ -316,7 +318,7 @@ inline T shift_right(T a, T b) {
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_BINARY(Name, name, dtypes, formula, ...)                      \
   struct Name##Op {                                                      \
-    template <typename T> T operator()(T a, T b) const {                 \
+    template <typename T> EMBER_HD T operator()(T a, T b) const {                 \
       using namespace math;                                              \
       return static_cast<T>(formula);                                    \
     }                                                                    \

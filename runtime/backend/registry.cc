@@ -10,9 +10,9 @@ Backend* cpu_backend();
 #if RT_WITH_VULKAN
 Backend* vulkan_backend();
 #endif
-#if RT_WITH_CUDA
-Backend* cuda_backend();
-#endif
+// Linked in by depending on //kernels/cuda (runtime:ember does with
+// --config=cuda; tests link its host emulation): a weak reference, null otherwise.
+Backend* cuda_backend() __attribute__((weak));
 
 Backend* get_backend(DeviceType type) {
   switch (type) {
@@ -25,11 +25,7 @@ Backend* get_backend(DeviceType type) {
       return nullptr;
 #endif
     case DeviceType::CUDA:
-#if RT_WITH_CUDA
-      return cuda_backend();
-#else
-      return nullptr;
-#endif
+      return cuda_backend != nullptr ? cuda_backend() : nullptr;
   }
   return nullptr;
 }

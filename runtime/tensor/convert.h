@@ -6,6 +6,7 @@
 
 #include <type_traits>
 
+#include "runtime/core/host_device.h"
 #include "runtime/tensor/dtype.h"
 
 namespace ember {
@@ -21,7 +22,7 @@ constexpr bool is_reduced_float_v = std::is_same_v<T, Half> || std::is_same_v<T,
                                     std::is_same_v<T, Float8E8M0FNU> || std::is_same_v<T, Float4E2M1FN>;
 
 template <typename To, typename From>
-inline To convert(From v) {
+EMBER_HD inline To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
   } else if constexpr (is_reduced_float_v<From>) {

@@ -5,15 +5,17 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/core/host_device.h"
+
 namespace ember {
 
 namespace detail {
-inline uint32_t float_bits(float f) {
+EMBER_HD inline uint32_t float_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
 }
-inline float bits_float(uint32_t u) {
+EMBER_HD inline float bits_float(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
@@ -24,10 +26,10 @@ struct Half {
   uint16_t bits = 0;
 
   Half() = default;
-  Half(float f) : bits(from_float(f)) {}  // NOLINT: implicit like c10::Half
-  operator float() const { return to_float(bits); }  // NOLINT
+  EMBER_HD Half(float f) : bits(from_float(f)) {}  // NOLINT: implicit like c10::Half
+  EMBER_HD operator float() const { return to_float(bits); }  // NOLINT
 
-  static uint16_t from_float(float f) {
+  EMBER_HD static uint16_t from_float(float f) {
     uint32_t x = detail::float_bits(f);
     const uint32_t sign = (x >> 16) & 0x8000u;
     x &= 0x7fffffffu;
@@ -44,7 +46,7 @@ struct Half {
     x += 0xc8000fffu + odd;  // rebias exponent (-112 << 23) and round to nearest even
     return static_cast<uint16_t>(sign | (x >> 13));
   }
-  static float to_float(uint16_t h) {
+  EMBER_HD static float to_float(uint16_t h) {
     const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu;
     uint32_t mant = h & 0x3ffu;
@@ -63,10 +65,10 @@ struct BFloat16 {
   uint16_t bits = 0;
 
   BFloat16() = default;
-  BFloat16(float f) : bits(from_float(f)) {}  // NOLINT
-  operator float() const { return detail::bits_float(static_cast<uint32_t>(bits) << 16); }  // NOLINT
+  EMBER_HD BFloat16(float f) : bits(from_float(f)) {}  // NOLINT
+  EMBER_HD operator float() const { return detail::bits_float(static_cast<uint32_t>(bits) << 16); }  // NOLINT
 
-  static uint16_t from_float(float f) {
+  EMBER_HD static uint16_t from_float(float f) {
     const uint32_t x = detail::float_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;  // canonical NaN, as PyTorch
     const uint32_t rounding_bias = 0x7fffu + ((x >> 16) & 1u);

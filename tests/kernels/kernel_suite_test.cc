@@ -9,7 +9,9 @@
 // Built twice (tests/BUILD): //tests:kernel_suite_test checks the CPU backend's
 // own kernels (kernels/cpu/kernels.inc); //tests:vulkan_kernel_suite_test
 // (EMBER_KERNEL_SUITE_VULKAN) checks kernels/vulkan/kernels.inc on lavapipe with
-// the validation layer on. The reference backward kernels are also checked
+// the validation layer on; //tests:cuda_kernel_suite_test (EMBER_KERNEL_SUITE_CUDA)
+// checks kernels/cuda/kernels.inc (on the host emulation here, on the GPU in the
+// --config=cuda build). The reference backward kernels are also checked
 // against central finite differences of the reference forward kernels.
 #pragma GCC diagnostic error "-Wswitch"
 
@@ -1982,7 +1984,13 @@ void run_suite(Backend* backend) {
 
 }  // namespace
 
-#if EMBER_KERNEL_SUITE_VULKAN
+#if EMBER_KERNEL_SUITE_CUDA
+TEST_CASE("every CUDA kernel entry (kernels/cuda/kernels.inc) against the reference kernels") {
+  Backend* backend = get_backend(DeviceType::CUDA);
+  REQUIRE(backend != nullptr);
+  run_suite(backend);
+}
+#elif EMBER_KERNEL_SUITE_VULKAN
 TEST_CASE("every Vulkan kernel entry against the reference kernels") {
   Backend* backend = get_backend(DeviceType::Vulkan);
   REQUIRE(backend != nullptr);

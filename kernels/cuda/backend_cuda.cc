@@ -1,0 +1,96 @@
+// The CUDA backend: device memory from the caching allocator of
+// kernels/cuda/context.h and the kernel table of kernels/cuda/kernels.inc.
+#include "kernels/cuda/context.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "runtime/core/error.h"
+
+namespace ember {
+namespace {
+
+using cuda::kCudaAll;
+using cuda::kCudaFloat;
+using cuda::kCudaNumeric;
+
+constexpr KernelEntry kCudaKernels[] = {
+#define RT_KERNEL(op, dtypes, fn) {OpKind::op, dtypes, &cuda::fn, nullptr, false},
+#define RT_KERNEL_DENSE(op, dtypes, fn) {OpKind::op, dtypes, &cuda::fn, nullptr, true},
+#define RT_KERNEL_WS(op, dtypes, fn, ws) {OpKind::op, dtypes, &cuda::fn, &cuda::ws, false},
+#include "kernels/cuda/kernels.inc"
+#undef RT_KERNEL
+#undef RT_KERNEL_DENSE
+#undef RT_KERNEL_WS
+};
+
+Status copy_check(size_t offset, size_t bytes, size_t size) {
+  return offset <= size && bytes <= size - offset ? Status::Ok : Status::OutOfRange;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cuda"; }
+  DeviceType device_type() const override { return DeviceType::CUDA; }
+  Span<const KernelEntry> kernels() const override {
+    return Span<const KernelEntry>(kCudaKernels, sizeof(kCudaKernels) / sizeof(kCudaKernels[0]));
+  }
+
+  Result<Buffer> allocate(size_t bytes, size_t) override {
+    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    // The tail padding kernels may read past the end (kTensorTailPadding).
+    RT_ASSIGN_OR_RETURN(void* p, c->allocate(bytes + kTensorTailPadding));
+    Buffer b;
+    b.data = p;
+    b.bytes = bytes;
+    return b;
+  }
+  void release(Buffer& buffer) override {
+    Result<cuda::Context*> c = cuda::Context::get();
+    if (c.ok() && buffer.data != nullptr) c.get()->release(buffer.data);
+    buffer = Buffer{};
+  }
+  Status copy_in(Buffer& dst, size_t offset, Span<const std::byte> src) override {
+    RT_RETURN_IF_ERROR(copy_check(offset, src.size(), dst.bytes));
+    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    // Synchronous from the host's point of view: src may be freed on return.
+    RT_RETURN_IF_ERROR(cuda::Context::check(
+        cudaMemcpyAsync(static_cast<char*>(dst.data) + offset, src.data(), src.size(), cudaMemcpyHostToDevice,
+                        c->stream()),
+        "cudaMemcpyAsync (host to device)"));
+    return c->synchronize();
+  }
+  Status copy_out(Span<std::byte> dst, const Buffer& src, size_t offset) override {
+    const CopyOut one{dst, &src, offset};
+    return copy_out_batch(Span<const CopyOut>(&one, 1));
+  }
+  // Every read queued behind the work before it, one synchronization for all.
+  Status copy_out_batch(Span<const CopyOut> copies) override {
+    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    for (const CopyOut& o : copies) {
+      RT_RETURN_IF_ERROR(copy_check(o.offset, o.dst.size(), o.src->bytes));
+      RT_RETURN_IF_ERROR(cuda::Context::check(
+          cudaMemcpyAsync(o.dst.data(), static_cast<const char*>(o.src->data) + o.offset, o.dst.size(),
+                          cudaMemcpyDeviceToHost, c->stream()),
+          "cudaMemcpyAsync (device to host)"));
+    }
+    return c->synchronize();
+  }
+  Status synchronize() override {
+    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    return c->synchronize();
+  }
+  std::string last_error() const override { return cuda::Context::why(); }
+  Result<DeviceInfo> open() override {
+    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    return DeviceInfo{c->caps().name, true};
+  }
+  Result<std::vector<std::string>> devices() override { return cuda::Context::list_devices(); }
+  Status select_device(const std::string& spec) override { return cuda::Context::select_device(spec); }
+};
+
+}  // namespace
+
+Backend* cuda_backend() {
+  static CudaBackend backend;
+  return &backend;
+}
+
+}  // namespace ember
