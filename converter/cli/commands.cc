@@ -419,14 +419,26 @@ Diag inspect(const InspectArgs& args, std::ostream& out) {
 
 // --- devices -------------------------------------------------------------------
 
+// Every backend's devices (Vulkan, CUDA): a backend built in but without a
+// driver or device says why; the command fails only when none has a device.
 Diag devices(std::ostream& out) {
-  Backend* backend = get_backend(DeviceType::Vulkan);
-  if (backend == nullptr) return Diag{Status::NotSupported, "ember is not built with support for vulkan devices"};
-  Result<std::vector<std::string>> names = backend->devices();
-  if (!names.ok()) return Diag{names.status(), backend->last_error()};
-  out << "vulkan devices (in selection order; --device vulkan:N picks one):\n";
-  for (size_t i = 0; i < names->size(); ++i) out << "  " << i << ": " << names.get()[i] << "\n";
-  return Diag::success();
+  Diag result{Status::NotSupported, "ember is not built with support for vulkan or cuda devices"};
+  bool any = false;
+  for (DeviceType type : {DeviceType::Vulkan, DeviceType::CUDA}) {
+    Backend* backend = get_backend(type);
+    if (backend == nullptr) continue;
+    const std::string name(device_type_name(type));
+    Result<std::vector<std::string>> names = backend->devices();
+    if (!names.ok()) {
+      out << name << " devices: none (" << backend->last_error() << ")\n";
+      if (!any) result = Diag{names.status(), backend->last_error()};
+      continue;
+    }
+    any = true;
+    out << name << " devices (in selection order; --device " << name << ":N picks one):\n";
+    for (size_t i = 0; i < names->size(); ++i) out << "  " << i << ": " << names.get()[i] << "\n";
+  }
+  return any ? Diag::success() : result;
 }
 
 // --- run -----------------------------------------------------------------------

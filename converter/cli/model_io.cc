@@ -61,8 +61,9 @@ Expected<LoadedModel> load_model(const std::string& path, const ExecutorOptions&
 Diag check_device(const std::string& spec) {
   try {
     const Device device(spec);
-    if (device.type() == DeviceType::CUDA) {
-      return diag(Status::UnsupportedHardware, "device '", spec, "' is not available in this build");
+    if (get_backend(device.type()) == nullptr) {
+      return diag(Status::UnsupportedHardware, "device '", spec, "' is not available in this build (",
+                  device.type() == DeviceType::CUDA ? "build with --config=cuda" : "no backend", ")");
     }
   } catch (const Error& e) {
     return Diag{Status::InvalidArgument, e.what()};
@@ -84,7 +85,7 @@ Expected<ExecutorOptions> executor_options(const std::string& device, bool allow
     return diag(Status::InvalidArgument, "--precision: unknown precision '", precision, "' (supported: fp32, fp16)");
   }
   if (dev.is_cpu() && options.precision == Precision::Float16)
-    return diag(Status::InvalidArgument, "--precision fp16 needs --device vulkan (the CPU executor runs fp32; "
+    return diag(Status::InvalidArgument, "--precision fp16 needs --device vulkan or cuda (the CPU executor runs fp32; "
                 "convert with --weights fp16 for fp16 weights)");
   if (dev.is_cpu() && allow_fallback)
     return diag(Status::InvalidArgument, "--allow-fallback needs a device other than cpu");

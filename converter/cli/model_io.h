@@ -28,9 +28,10 @@ struct LoadedModel {
 Expected<LoadedModel> load_model(const std::string& path, const ExecutorOptions& options = {},
                                  const std::string& delta = "");
 
-// Ok for "cpu", "vulkan" and "vulkan:N" (N: the device index, see
-// `ember devices`); "device 'cuda' is not available in this build" for the
-// other devices ember knows; Device's own message for a malformed spec.
+// Ok for "cpu" and the devices whose backend is built in ("vulkan:N",
+// "cuda:N"; N: the device index, see `ember devices`); "device 'cuda' is not
+// available in this build (...)" for the others; Device's own message for a
+// malformed spec.
 Diag check_device(const std::string& spec);
 
 // The executor options of --device, --allow-fallback and --precision

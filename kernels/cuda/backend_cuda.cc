@@ -78,6 +78,15 @@ class CudaBackend final : public Backend {
     return c->synchronize();
   }
   std::string last_error() const override { return cuda::Context::why(); }
+  MemoryStats memory_stats() override {
+    Result<cuda::Context*> c = cuda::Context::get();
+    if (!c.ok()) return {};
+    return MemoryStats{c.get()->memory_allocated(), c.get()->memory_reserved()};
+  }
+  Status empty_cache() override {
+    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    return c->empty_cache();
+  }
   Result<DeviceInfo> open() override {
     RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
     return DeviceInfo{c->caps().name, true};

@@ -131,6 +131,15 @@ class Backend {
   // (optional) the devices, in the order the backend prefers them, as
   // "name [type]"; fails (last_error() says why) without a driver or device.
   virtual Result<std::vector<std::string>> devices() { return std::vector<std::string>{std::string(name())}; }
+  // (optional) the caching allocator's figures, as torch.cuda.memory_allocated()
+  // and memory_reserved(): bytes in live blocks, and those plus cached free ones.
+  struct MemoryStats {
+    size_t allocated = 0;
+    size_t reserved = 0;
+  };
+  virtual MemoryStats memory_stats() { return {}; }
+  // (optional) gives cached free blocks back to the driver (torch.cuda.empty_cache()).
+  virtual Status empty_cache() { return Status::Ok; }
   // (optional) picks the device opened at first use: an index into devices()
   // or a case-insensitive substring of its name.
   virtual Status select_device(const std::string& spec) {

@@ -77,4 +77,24 @@ std::vector<std::string> vulkan_devices() {
   return std::move(names.get());
 }
 
+bool cuda_is_available() { return cuda_device_count() > 0; }
+
+int cuda_device_count() {
+  Backend* backend = get_backend(DeviceType::CUDA);
+  if (backend == nullptr) return 0;
+  Result<std::vector<std::string>> names = backend->devices();
+  return names.ok() ? static_cast<int>(names->size()) : 0;
+}
+
+size_t memory_allocated(Device device) { return backend_or_raise(device.type())->memory_stats().allocated; }
+
+size_t memory_reserved(Device device) { return backend_or_raise(device.type())->memory_stats().reserved; }
+
+void empty_cache(Device device) {
+  Backend* backend = backend_or_raise(device.type());
+  const Status status = backend->empty_cache();
+  EMBER_CHECK(status == Status::Ok, status, "empty_cache(", device, ") failed: ", status_name(status),
+              backend_error_detail(*backend));
+}
+
 }  // namespace ember

@@ -65,15 +65,13 @@ Status check_device(const ExecutorOptions& options, std::string* error) {
   if (!info.ok()) return report_error(error, info.status(), backend->last_error());
   if (options.precision == Precision::Float16 && !info->float16)
     return report_error(error, Status::UnsupportedHardware, "fp16 precision: the ", backend->name(), " device '",
-                        info->device_name, "' does not support float16 (shaderFloat16 and 16-bit storage buffers)");
+                        info->device_name, "' does not support float16");
   return Status::Ok;
 }
 
 Status check_options(const ExecutorOptions& options, std::string* error) {
-  if (options.device == DeviceType::CUDA)
-    return report_error(error, Status::NotSupported, "the executor runs on cpu or vulkan, not cuda");
   if (options.device == DeviceType::CPU && options.precision == Precision::Float16)
-    return report_error(error, Status::InvalidArgument, "fp16 precision needs a device (vulkan); the CPU executor "
+    return report_error(error, Status::InvalidArgument, "fp16 precision needs a device (vulkan, cuda); the CPU executor "
                         "runs float32 (convert with --weights fp16 for float16 weights)");
   if (options.device != DeviceType::CPU) RT_RETURN_IF_ERROR(check_device(options, error));
   return Status::Ok;

@@ -321,5 +321,15 @@ void select_vulkan_device(const std::string& spec);
 // The Vulkan devices, in the order ember prefers them (discrete, integrated,
 // virtual, CPU), as "name [type]"; raises when there is no loader or device.
 std::vector<std::string> vulkan_devices();
+// torch.cuda.is_available() / device_count(): false and 0 when ember is built
+// without CUDA or there is no driver or device (never raises).
+bool cuda_is_available();
+int cuda_device_count();
+// The device's caching allocator (torch.cuda.memory_allocated, memory_reserved,
+// empty_cache): bytes of live tensors, those plus cached free blocks; 0 for
+// backends without a cache.
+size_t memory_allocated(Device device);
+size_t memory_reserved(Device device);
+void empty_cache(Device device);
 
 }  // namespace ember

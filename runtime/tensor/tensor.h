@@ -169,6 +169,9 @@ class Tensor {
   Tensor to(DType dtype, bool copy = false) const;
   Tensor to(Device device, bool copy = false) const;
   Tensor to(MemoryFormat format) const { return contiguous(format); }
+  // to("cpu"), to("cuda") (torch's t.cpu(), t.cuda()).
+  Tensor cpu() const { return to(Device(DeviceType::CPU)); }
+  Tensor cuda() const { return to(Device(DeviceType::CUDA)); }
 
   // --- in-place -----------------------------------------------------------------
   Tensor& copy_(const Tensor& src);  // broadcasting, dtype conversion
