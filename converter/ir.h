@@ -17,42 +17,15 @@
 #include <variant>
 #include <vector>
 
+#include "runtime/core/diag.h"
 #include "runtime/core/status.h"
 #include "runtime/graph/op_kind.h"
 #include "runtime/tensor/tensor.h"
 
 namespace ember::converter {
 
-// A Status and the message that explains it (empty when Ok).
-struct [[nodiscard]] Diag {
-  Status status = Status::Ok;
-  std::string message;
-
-  static Diag success() { return {}; }
-  bool ok() const { return status == Status::Ok; }
-};
-
-// A value or the Diag that says why there is none.
-template <typename T>
-class [[nodiscard]] Expected {
- public:
-  Expected(T value) : value_(std::move(value)) {}  // NOLINT
-  Expected(Diag diag) : diag_(std::move(diag)) {   // NOLINT
-    if (diag_.ok()) diag_ = {Status::Internal, "Expected built from a success Diag"};
-  }
-  bool ok() const { return value_.has_value(); }
-  const Diag& diag() const { return diag_; }
-  T& get() {
-    RT_CHECK(ok(), "Expected::get() on an error");
-    return *value_;
-  }
-  T* operator->() { return &get(); }
-  T& operator*() { return get(); }
-
- private:
-  std::optional<T> value_;
-  Diag diag_;
-};
+using ::ember::Diag;
+using ::ember::Expected;
 
 // One dimension: a fixed size, or a symbol (ONNX dim_param, e.g. "batch"); a
 // dim with neither is unknown (value -1, empty symbol).

@@ -1,4 +1,6 @@
-// The `ember` command line tool's subcommands. Each returns a Diag (a Status
+// The `ember` command line tool's subcommands that need only the runtime
+// (inspect, devices, run, bench, finetune: the `ember_run` binary carries
+// these alone; convert_command.h adds convert). Each returns a Diag (a Status
 // and its message); only main() turns it into an exit code.
 #pragma once
 
@@ -6,25 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "converter/convert.h"
-#include "converter/report.h"
+#include "runtime/core/diag.h"
 #include "runtime/train/finetune.h"
 
 namespace ember::cli {
 
-using converter::Diag;
-
-// ember convert IN.onnx -o OUT.ember [--no-optimize] [--quantize ...] [--prune ...] [--sparse-coo[=F]]
-//   [--weights fp32|fp16] [--report] [--calibration-inputs FILE.npz|DIR] [--min-snr DB]
-//   [--fix-input NAME=V[,V...]]... [--input-shape NAME=D,D,...]...
-struct ConvertArgs {
-  std::string input;
-  std::string output;
-  converter::ConvertOptions options;
-  std::vector<std::string> fix_inputs;  // "sr=16000": parsed into options.fixed_inputs
-  std::vector<std::string> input_shapes;  // "input=1,576": parsed into options.input_shapes
-};
-Diag convert(const ConvertArgs& args, std::ostream& out);
+using ::ember::Diag;
 
 // ember inspect MODEL.ember [--device vulkan]: with a device, which nodes
 // would fall back to the CPU ("all N nodes run on vulkan" when none).
@@ -36,7 +25,7 @@ struct InspectArgs {
 };
 Diag inspect(const InspectArgs& args, std::ostream& out);
 
-// ember devices: the Vulkan devices in selection order (index: --device vulkan:N).
+// ember devices: each backend's devices in selection order (index: --device vulkan:N, cuda:N).
 Diag devices(std::ostream& out);
 
 // ember run MODEL.ember --input NAME=FILE.npy ... --output-dir DIR

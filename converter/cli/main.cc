@@ -3,10 +3,11 @@
 //   ember convert model.onnx -o model.ember
 //   ember inspect model.ember
 //   ember run model.ember --input input=x.npy --output-dir out [--profile]
-//       [--device cpu|vulkan[:N]] [--allow-fallback] [--precision fp32|fp16]
+//       [--device cpu|vulkan[:N]|cuda[:N]] [--allow-fallback] [--precision fp32|fp16]
 //   ember bench model.ember [--threads 4] [--json] [--device ...] [--allow-fallback] [--precision ...]
 //   ember inspect model.ember [--device vulkan]: which nodes would fall back
-//   ember devices: the Vulkan devices
+//   ember devices: the Vulkan and CUDA devices
+// Built twice (BUILD): `ember_cli` (EMBER_CLI_CONVERT) and `ember_run`, without convert.
 //
 // Exit codes: 0 success; 1 an error of the command (the message on stderr);
 // CLI11's codes for bad flags.
@@ -15,7 +16,11 @@
 #include <cstdlib>
 #include <iostream>
 
+#if EMBER_CLI_CONVERT
+#include "converter/cli/convert_command.h"
+#else
 #include "converter/cli/commands.h"
+#endif
 #include "runtime/core/error.h"
 
 namespace {
@@ -64,6 +69,7 @@ CLI::App* add_finetune(CLI::App& app, ember::cli::FinetuneArgs& ft) {
   return cmd;
 }
 
+#if EMBER_CLI_CONVERT
 // `ember convert`'s --fix-input and --input-shape (both repeatable).
 void add_fixed_inputs(CLI::App& cmd, ember::cli::ConvertArgs& args) {
   cmd.add_option("--fix-input", args.fix_inputs,
@@ -74,15 +80,21 @@ void add_fixed_inputs(CLI::App& cmd, ember::cli::ConvertArgs& args) {
                  "NAME=D,D,...: static dims for input NAME (Shape sub-graphs and Ifs on its dims fold; repeatable)")
       ->allow_extra_args(false);
 }
+#endif
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace ember::cli;
+#if EMBER_CLI_CONVERT
   CLI::App app{"ember: convert ONNX models to .ember, inspect, run and benchmark them"};
+#else
+  CLI::App app{"ember: inspect, run, benchmark and fine-tune .ember models (this build has no convert)"};
+#endif
   app.name("ember");
   app.require_subcommand(1);
 
+#if EMBER_CLI_CONVERT
   ConvertArgs convert_args;
   CLI::App* convert_cmd = app.add_subcommand("convert", "Convert an ONNX model to a .ember file");
   convert_cmd->add_option("input", convert_args.input, "The ONNX model")->required();
@@ -137,25 +149,28 @@ int main(int argc, char** argv) {
   CLI::Option* min_snr_opt = convert_cmd->add_option(
       "--min-snr", min_snr, "Layers whose output SNR (dB, measured as --report does) is below this stay fp32");
 
+#endif
+
   InspectArgs inspect_args;
   CLI::App* inspect_cmd = app.add_subcommand("inspect", "Describe a .ember model");
   inspect_cmd->add_option("model", inspect_args.model, "The .ember model")->required();
   inspect_cmd->add_option("--device", inspect_args.device, "Also list the nodes that would fall back to the CPU on this device (vulkan)")
       ->capture_default_str();
-  inspect_cmd->add_option("--precision", inspect_args.precision, "With --device: fp32 or fp16")->capture_default_str();
+  inspect_cmd->add_option("--precision", inspect_args.precision, "With --device: fp32, fp16 or bf16")->capture_default_str();
 
-  CLI::App* devices_cmd = app.add_subcommand("devices", "List the Vulkan devices (--device vulkan:N picks one)");
+  CLI::App* devices_cmd =
+      app.add_subcommand("devices", "List the Vulkan and CUDA devices (--device vulkan:N / cuda:N picks one)");
 
   RunArgs run_args;
   CLI::App* run_cmd = app.add_subcommand("run", "Run a .ember model on .npy inputs, write .npy outputs");
   run_cmd->add_option("model", run_args.model, "The .ember model")->required();
   run_cmd->add_option("-i,--input", run_args.inputs, "NAME=FILE.npy (once per input)")->allow_extra_args(false);
   run_cmd->add_option("-d,--output-dir", run_args.output_dir, "Directory for <output name>.npy")->required();
-  run_cmd->add_option("--device", run_args.device, "Device: cpu, vulkan or vulkan:N")->capture_default_str();
+  run_cmd->add_option("--device", run_args.device, "Device: cpu, vulkan[:N] or cuda[:N]")->capture_default_str();
   run_cmd->add_flag("--allow-fallback", run_args.allow_fallback,
                     "Run nodes the device has no kernel for on the CPU (listed on stderr) instead of failing");
   run_cmd->add_option("--precision", run_args.precision,
-                      "fp32, or fp16 (device only: float weights and activations stored as float16)")
+                      "fp32, fp16 or bf16 (device only: float weights and activations stored as float16 / bfloat16)")
       ->capture_default_str();
   run_cmd->add_option("--weights", run_args.weights, "A fine-tuning delta (ember finetune --save-delta) to apply");
   run_cmd->add_option("--threads", run_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
@@ -166,10 +181,10 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("model", bench_args.model, "The .ember model")->required();
   bench_cmd->add_option("-i,--input", bench_args.inputs, "NAME=FILE.npy (others: random, symbolic dims 1)")
       ->allow_extra_args(false);
-  bench_cmd->add_option("--device", bench_args.device, "Device: cpu, vulkan or vulkan:N")->capture_default_str();
+  bench_cmd->add_option("--device", bench_args.device, "Device: cpu, vulkan[:N] or cuda[:N]")->capture_default_str();
   bench_cmd->add_flag("--allow-fallback", bench_args.allow_fallback,
                       "Run nodes the device has no kernel for on the CPU instead of failing");
-  bench_cmd->add_option("--precision", bench_args.precision, "fp32, or fp16 (device only)")->capture_default_str();
+  bench_cmd->add_option("--precision", bench_args.precision, "fp32, fp16 or bf16 (device only)")->capture_default_str();
   bench_cmd->add_option("--threads", bench_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
   bench_cmd->add_option("--warmup", bench_args.warmup, "Untimed runs first")
       ->check(CLI::NonNegativeNumber)
@@ -187,6 +202,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+#if EMBER_CLI_CONVERT
     if (convert_cmd->parsed()) {
       convert_args.options.optimize = !no_optimize;
       if (activations_opt->count() > 0 && activations == "per-row")
@@ -206,6 +222,7 @@ int main(int argc, char** argv) {
       }
       return finish(convert(convert_args, std::cout));
     }
+#endif
     if (inspect_cmd->parsed()) return finish(inspect(inspect_args, std::cout));
     if (devices_cmd->parsed()) return finish(devices(std::cout));
     if (run_cmd->parsed()) return finish(run(run_args, std::cout));

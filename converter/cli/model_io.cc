@@ -81,12 +81,15 @@ Expected<ExecutorOptions> executor_options(const std::string& device, bool allow
   options.allow_fallback = allow_fallback;
   if (precision == "fp16") {
     options.precision = Precision::Float16;
+  } else if (precision == "bf16") {
+    options.precision = Precision::BFloat16;
   } else if (precision != "fp32") {
-    return diag(Status::InvalidArgument, "--precision: unknown precision '", precision, "' (supported: fp32, fp16)");
+    return diag(Status::InvalidArgument, "--precision: unknown precision '", precision,
+                "' (supported: fp32, fp16, bf16)");
   }
-  if (dev.is_cpu() && options.precision == Precision::Float16)
-    return diag(Status::InvalidArgument, "--precision fp16 needs --device vulkan or cuda (the CPU executor runs fp32; "
-                "convert with --weights fp16 for fp16 weights)");
+  if (dev.is_cpu() && options.precision != Precision::Float32)
+    return diag(Status::InvalidArgument, "--precision ", precision, " needs --device vulkan or cuda (the CPU executor "
+                "runs fp32; convert with --weights fp16 for fp16 weights)");
   if (dev.is_cpu() && allow_fallback)
     return diag(Status::InvalidArgument, "--allow-fallback needs a device other than cpu");
   if (!dev.is_cpu() && dev.has_index()) {

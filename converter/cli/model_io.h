@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "converter/ir.h"
+#include "runtime/core/diag.h"
 #include "runtime/model/executor.h"
 #include "runtime/model/loader.h"
 
 namespace ember::cli {
 
-using converter::Diag;
-using converter::Expected;
+using ::ember::Diag;
+using ::ember::Expected;
 
 struct LoadedModel {
   std::shared_ptr<const Model> model;

@@ -89,7 +89,7 @@ class CudaBackend final : public Backend {
   }
   Result<DeviceInfo> open() override {
     RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
-    return DeviceInfo{c->caps().name, true};
+    return DeviceInfo{c->caps().name, true, c->caps().bfloat16};
   }
   Result<std::vector<std::string>> devices() override { return cuda::Context::list_devices(); }
   Status select_device(const std::string& spec) override { return cuda::Context::select_device(spec); }

@@ -68,7 +68,7 @@ class VulkanBackend final : public Backend {
   std::string last_error() const override { return vk::Context::why(); }
   Result<DeviceInfo> open() override {
     RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
-    return DeviceInfo{c->caps().device_name, c->caps().float16};
+    return DeviceInfo{c->caps().device_name, c->caps().float16, false};
   }
   Result<std::vector<std::string>> devices() override { return vk::Context::list_devices(); }
   Status select_device(const std::string& spec) override { return vk::Context::select_device(spec); }

@@ -123,11 +123,12 @@ class Backend {
   // What an opened device can do (executors check it at create).
   struct DeviceInfo {
     std::string device_name;
-    bool float16 = false;  // float16 arithmetic and storage
+    bool float16 = false;   // float16 arithmetic and storage
+    bool bfloat16 = false;  // bfloat16 storage (arithmetic in float32)
   };
   // (optional) opens the backend's device (driver, device, queues) if it is
   // not open yet; fails, with last_error() saying why, when it cannot.
-  virtual Result<DeviceInfo> open() { return DeviceInfo{std::string(name()), false}; }
+  virtual Result<DeviceInfo> open() { return DeviceInfo{std::string(name()), false, false}; }
   // (optional) the devices, in the order the backend prefers them, as
   // "name [type]"; fails (last_error() says why) without a driver or device.
   virtual Result<std::vector<std::string>> devices() { return std::vector<std::string>{std::string(name())}; }

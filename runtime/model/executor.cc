@@ -63,6 +63,9 @@ Status check_device(const ExecutorOptions& options, std::string* error) {
   }
   Result<Backend::DeviceInfo> info = backend->open();
   if (!info.ok()) return report_error(error, info.status(), backend->last_error());
+  if (options.precision == Precision::BFloat16 && !info->bfloat16)
+    return report_error(error, Status::UnsupportedHardware, "bf16 precision: the ", backend->name(), " device '",
+                        info->device_name, "' does not support bfloat16");
   if (options.precision == Precision::Float16 && !info->float16)
     return report_error(error, Status::UnsupportedHardware, "fp16 precision: the ", backend->name(), " device '",
                         info->device_name, "' does not support float16");
@@ -70,8 +73,8 @@ Status check_device(const ExecutorOptions& options, std::string* error) {
 }
 
 Status check_options(const ExecutorOptions& options, std::string* error) {
-  if (options.device == DeviceType::CPU && options.precision == Precision::Float16)
-    return report_error(error, Status::InvalidArgument, "fp16 precision needs a device (vulkan, cuda); the CPU executor "
+  if (options.device == DeviceType::CPU && options.precision != Precision::Float32)
+    return report_error(error, Status::InvalidArgument, "fp16/bf16 precision needs a device (vulkan, cuda); the CPU executor "
                         "runs float32 (convert with --weights fp16 for float16 weights)");
   if (options.device != DeviceType::CPU) RT_RETURN_IF_ERROR(check_device(options, error));
   return Status::Ok;
@@ -183,7 +186,7 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
   RT_RETURN_IF_ERROR(prepare_quantized(m, ex->ops_, error));
   ex->options_ = options;
   if (options.device != DeviceType::CPU) {
-    RT_RETURN_IF_ERROR(place_ops(m, options.device, options.precision == Precision::Float16, options.allow_fallback,
+    RT_RETURN_IF_ERROR(place_ops(m, options.device, device_float_dtype(options.precision), options.allow_fallback,
                                  options.log_fallback, ex->ops_, ex->tensors_, error));
     RT_RETURN_IF_ERROR(upload_weights(m, options, ex->ops_, ex->tensors_, error));
   }
@@ -273,7 +276,7 @@ class Run {
         ops_(ops),
         tensors_(tensors),
         on_cpu_(options.device == DeviceType::CPU),
-        fp16_(options.precision == Precision::Float16),
+        low_(device_float_dtype(options.precision)),
         device_(storage_device(Device(options.device))),
         backend_(on_cpu_ ? nullptr : get_backend(options.device)),
         values_(static_cast<size_t>(m.num_tensors())),
@@ -311,7 +314,7 @@ class Run {
     return Status::Ok;
   }
 
-  // Outputs come back to the host once each (float32 in fp16 mode). Those
+  // Outputs come back to the host once each (float32 in fp16/bf16 mode). Those
   // still on the device are made contiguous there and read back together:
   // one submit for the graph and every copy.
   Status read_outputs(const std::vector<IOInfo>& declared, std::vector<Tensor>* results, std::string* message) {
@@ -325,7 +328,7 @@ class Run {
           results->push_back(value_on(t, cpu_));
           continue;
         }
-        const bool widen = fp16_ && v.dtype() == DType::Float16 && m_.tensor_dtype(t) == DType::Float32;
+        const bool widen = low_ != DType::Float32 && v.dtype() == low_ && m_.tensor_dtype(t) == DType::Float32;
         packed[o] = (widen ? v.to(DType::Float32) : v).contiguous();
         results->push_back(empty(packed[o].sizes(), packed[o].dtype()));
         copies.push_back({Span<std::byte>(static_cast<std::byte*>(results->back().data_ptr()), results->back().nbytes()),
@@ -349,7 +352,7 @@ class Run {
   }
 
  private:
-  // Value t on `where`: moved (and converted for fp16) once, then cached in
+  // Value t on `where`: moved (and converted for a 16-bit precision) once, then cached in
   // other_ (weights uploaded at create; a value crosses at most once per run).
   Tensor value_on(int32_t t, const Device& where) {
     const size_t i = static_cast<size_t>(t);
@@ -358,10 +361,10 @@ class Run {
     if (!other_[i].defined()) {
       if (where.is_cpu()) {
         Tensor x = v.to(where);
-        if (fp16_ && x.dtype() == DType::Float16 && m_.tensor_dtype(t) == DType::Float32) x = x.to(DType::Float32);
+        if (low_ != DType::Float32 && x.dtype() == low_ && m_.tensor_dtype(t) == DType::Float32) x = x.to(DType::Float32);
         other_[i] = x;
       } else {
-        other_[i] = (fp16_ && v.dtype() == DType::Float32 ? v.to(DType::Float16) : v).to(where);
+        other_[i] = (v.dtype() == DType::Float32 && low_ != DType::Float32 ? v.to(low_) : v).to(where);
       }
     }
     return other_[i];
@@ -390,7 +393,7 @@ class Run {
     try {
       const std::vector<Tensor> in = op_inputs(k, on_device);
       OpContext ctx{m_, k, state.kind, state, tensors_, in, on_device ? device_ : cpu_, on_device,
-                    on_device && fp16_, {}, lora_.empty() ? nullptr : lora_[static_cast<size_t>(k)]};
+                    on_device ? low_ : DType::Float32, {}, lora_.empty() ? nullptr : lora_[static_cast<size_t>(k)]};
       run_op(ctx, values_);
       if (profile && on_device) {
         const Status st = backend_->synchronize();
@@ -430,7 +433,7 @@ class Run {
   const std::vector<OpState>& ops_;
   const std::vector<TensorState>& tensors_;
   const bool on_cpu_;
-  const bool fp16_;
+  const DType low_;  // float32 values on the device: Float16 / BFloat16 (Precision), or Float32
   const Device cpu_{DeviceType::CPU};
   const Device device_;
   Backend* const backend_;

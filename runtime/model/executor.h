@@ -64,13 +64,19 @@ struct IOInfo {
   std::vector<std::string> dim_names;  // one per dim, "" for fixed dims (may be empty)
 };
 
-enum class Precision : uint8_t { Float32, Float16 };
+enum class Precision : uint8_t { Float32, Float16, BFloat16 };
+
+// The dtype float32 values have on the device under `p` (Float32: as they are).
+inline DType device_float_dtype(Precision p) {
+  return p == Precision::Float16 ? DType::Float16 : p == Precision::BFloat16 ? DType::BFloat16 : DType::Float32;
+}
 
 struct ExecutorOptions {
   DeviceType device = DeviceType::CPU;  // CPU or Vulkan
   // Nodes the device cannot run go to the CPU instead of failing create().
   bool allow_fallback = false;
-  // Float16: float tensors stored as float16 on the device (Vulkan only).
+  // Float16 / BFloat16: float32 tensors stored as that dtype on the device
+  // (arithmetic in float32 inside the kernels); bfloat16: CUDA sm_80+.
   Precision precision = Precision::Float32;
   // With allow_fallback: one stderr line per fallback node at create.
   bool log_fallback = true;

@@ -35,7 +35,7 @@ int32_t OpContext::out_tensor(size_t j) const { return model.op(index).outputs()
 
 DType OpContext::declared_dtype(size_t j) const {
   const DType d = model.tensor_dtype(out_tensor(j));
-  return fp16 && d == DType::Float32 ? DType::Float16 : d;
+  return d == DType::Float32 ? low : d;
 }
 
 namespace {
@@ -561,7 +561,7 @@ void check_output(const OpContext& ctx, size_t j, const Tensor& y) {
   // Read from the flatbuffer in place: this runs for every op of every run.
   const auto* declared = m.tensor(t).shape();
   const bool dtype_ok = y.dtype() == m.tensor_dtype(t) ||
-                        (ctx.fp16 && y.dtype() == DType::Float16 && m.tensor_dtype(t) == DType::Float32);
+                        (y.dtype() == ctx.low && m.tensor_dtype(t) == DType::Float32);
   bool ok = dtype_ok && y.dim() == static_cast<int64_t>(vlen(declared));
   for (uint32_t d = 0; ok && d < vlen(declared); ++d) {
     ok = declared->Get(d) < 0 || declared->Get(d) == y.size(static_cast<int64_t>(d));

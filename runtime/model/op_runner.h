@@ -32,7 +32,7 @@ struct OpContext {
   const std::vector<Tensor>& in;           // the op's inputs, on the devices placement chose
   Device device;     // where ops without tensor inputs create their output
   bool on_device;    // the op runs on the executor's (non-CPU) device
-  bool fp16;         // float32 values are float16 on the device (Precision::Float16)
+  DType low;         // what float32 values are on the device: Float16 / BFloat16 (Precision), or Float32
   std::vector<Tensor> out;  // one per output slot, set by the runner
   const LoraAdapter* lora = nullptr;  // the trainer's adapter on this op, if any
 

@@ -157,7 +157,7 @@ DType value_dtype(const Model& m, const std::vector<TensorState>& tensors, int32
 }
 
 // Places op k: Host (shape arithmetic), Device, or Fallback with its reason.
-void place_op(const Model& m, int k, Backend& backend, bool fp16, std::vector<OpState>& ops,
+void place_op(const Model& m, int k, Backend& backend, DType low, std::vector<OpState>& ops,
               std::vector<TensorState>& tensors) {
   OpState& op = ops[static_cast<size_t>(k)];
   const OpKind kind = m.op_kind(k);
@@ -175,7 +175,7 @@ void place_op(const Model& m, int k, Backend& backend, bool fp16, std::vector<Op
   DType key = ki >= 0 && static_cast<uint32_t>(ki) < vlen(in) && in->Get(static_cast<uint32_t>(ki)) >= 0
                   ? value_dtype(m, tensors, in->Get(static_cast<uint32_t>(ki)))
                   : (vlen(out) > 0 && out->Get(0) >= 0 ? m.tensor_dtype(out->Get(0)) : DType::Float32);
-  if (fp16 && key == DType::Float32) key = DType::Float16;
+  if (key == DType::Float32) key = low;
   op.key_dtype = key;
   if (rule(kind).host || (any_input && all_host)) {
     op.placement = Placement::Host;
@@ -189,7 +189,7 @@ void place_op(const Model& m, int k, Backend& backend, bool fp16, std::vector<Op
   const bool has_bias = vlen(in) > 2 && in->Get(2) >= 0;
   std::string why;
   if (int8 || sparse) {
-    // A run-time op runs its own kernel in float32 (float16 executors convert
+    // A run-time op runs its own kernel in float32 (16-bit executors convert
     // around it) with the weight the device's backend prepares.
     why = node_unsupported_reason(backend, op.kind, op.params, false, device_inputs, DType::Float32);
     if (why.empty()) why = prepare_for_device(m, k, backend, op);
@@ -198,7 +198,7 @@ void place_op(const Model& m, int k, Backend& backend, bool fp16, std::vector<Op
   }
   // A Copy converts: the device must hold the output's dtype as well.
   DType to = vlen(out) > 0 && out->Get(0) >= 0 ? m.tensor_dtype(out->Get(0)) : key;
-  if (fp16 && to == DType::Float32) to = DType::Float16;
+  if (to == DType::Float32) to = low;
   if (why.empty() && kind == OpKind::Copy && to != key) {
     why = node_unsupported_reason(backend, kind, op.params, has_bias, device_inputs, to);
   }
@@ -209,7 +209,7 @@ void place_op(const Model& m, int k, Backend& backend, bool fp16, std::vector<Op
 
 }  // namespace
 
-Status place_ops(const Model& m, DeviceType device, bool fp16, bool allow_fallback, bool log_fallback,
+Status place_ops(const Model& m, DeviceType device, DType low, bool allow_fallback, bool log_fallback,
                  std::vector<OpState>& ops, std::vector<TensorState>& tensors, std::string* error) {
   Backend* backend = get_backend(device);
   if (backend == nullptr)
@@ -222,7 +222,7 @@ Status place_ops(const Model& m, DeviceType device, bool fp16, bool allow_fallba
   }
   int first_bad = -1, n_bad = 0;
   for (int k = 0; k < m.num_ops(); ++k) {
-    place_op(m, k, *backend, fp16, ops, tensors);
+    place_op(m, k, *backend, low, ops, tensors);
     if (ops[static_cast<size_t>(k)].placement != Placement::Fallback) continue;
     if (first_bad < 0) first_bad = k;
     ++n_bad;

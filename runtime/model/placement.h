@@ -59,8 +59,9 @@ std::string node_unsupported_reason(const Backend& backend, OpKind kind, const O
 // values), and packs int8 / sparse Linear weights on the device. Unless
 // `allow_fallback`, a node the device cannot run is NotSupported, naming the
 // first one; with `log_fallback`, one stderr line per fallback node.
-// `fp16`: float32 values are float16 on the device (Precision::Float16).
-Status place_ops(const Model& m, DeviceType device, bool fp16, bool allow_fallback, bool log_fallback,
+// `low`: the dtype float32 values have on the device (Float16 / BFloat16 under
+// Precision::Float16 / BFloat16; Float32 otherwise).
+Status place_ops(const Model& m, DeviceType device, DType low, bool allow_fallback, bool log_fallback,
                  std::vector<OpState>& ops, std::vector<TensorState>& tensors, std::string* error);
 
 // "node 'fc1' (linear, float32)": op k as placement messages name it.

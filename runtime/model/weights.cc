@@ -303,7 +303,8 @@ Status upload_weights(const Model& m, const ExecutorOptions& options, const std:
       if (state.device_weight.defined()) continue;
       Tensor w = state.densified.defined() ? state.densified : m.weight(t);
       try {
-        if (options.precision == Precision::Float16 && w.dtype() == DType::Float32) w = w.to(DType::Float16);
+        if (options.precision != Precision::Float32 && w.dtype() == DType::Float32)
+          w = w.to(device_float_dtype(options.precision));
         state.device_weight = w.to(device);
       } catch (const Error& e) {
         return report_error(error, e.status(), "uploading weight '", m.tensor_name(t), "' to ", device, ": ",

@@ -160,7 +160,7 @@ expect_input_error "input 'input': 'trunc.npy': truncated data: data is 20 bytes
   --input input=trunc.npy
 expect_input_error "input 'input': cannot open 'nope.npy': No such file or directory" --input input=nope.npy
 expect_input_error "device 'cuda:0' is not available in this build" --input input=x.npy --device cuda:0
-expect_input_error "--precision: unknown precision 'fp8' (supported: fp32, fp16)" --input input=x.npy --precision fp8
+expect_input_error "--precision: unknown precision 'fp8' (supported: fp32, fp16, bf16)" --input input=x.npy --precision fp8
 expect_input_error "--precision fp16 needs --device vulkan" --input input=x.npy --precision fp16
 expect_input_error "--allow-fallback needs a device other than cpu" --input input=x.npy --allow-fallback
 run_ember 1 run mlp.ember --input input=x.npy --output-dir out_err --device tpu

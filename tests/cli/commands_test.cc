@@ -163,7 +163,7 @@ TEST_CASE("helpers: shapes, names, numbers, devices") {
   CHECK(cli::executor_options("vulkan", true, "fp16")->allow_fallback);
   CHECK(cli::executor_options("vulkan", false, "fp16")->precision == Precision::Float16);
   CHECK(cli::executor_options("vulkan", false, "fp8").diag().message ==
-        "--precision: unknown precision 'fp8' (supported: fp32, fp16)");
+        "--precision: unknown precision 'fp8' (supported: fp32, fp16, bf16)");
   CHECK(cli::executor_options("cpu", false, "fp16").diag().message.find("--precision fp16 needs --device vulkan") == 0);
   CHECK(cli::executor_options("cpu", true, "fp32").diag().message == "--allow-fallback needs a device other than cpu");
   CHECK(cli::executor_options("cuda", true, "fp32").diag().status == Status::UnsupportedHardware);

@@ -4,6 +4,7 @@
 
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -139,7 +140,6 @@ bool release_barriers(Block& b) {
 
 void run_block(Block& b) {
   const size_t n = b.fibers.size();
-  size_t done = 0;
   for (size_t t = 0; t < n; ++t) {
     Fiber& f = b.fibers[t];
     f.state = FiberState::Ready;
@@ -149,7 +149,7 @@ void run_block(Block& b) {
     f.context.uc_link = nullptr;
     makecontext(&f.context, fiber_main, 0);
   }
-  while (done < n) {
+  for (;;) {
     bool ran = false;
     for (size_t t = 0; t < n; ++t) {
       if (b.fibers[t].state != FiberState::Ready) continue;
@@ -157,9 +157,11 @@ void run_block(Block& b) {
       threadIdx = b.fibers[t].index;
       swapcontext(&b.scheduler, &b.fibers[t].context);
       ran = true;
-      if (b.fibers[t].state == FiberState::Done) ++done;
     }
-    if (!ran && done < n && !release_barriers(b)) {
+    // Counted after the sweep (a local updated across swapcontext could be clobbered).
+    if (std::all_of(b.fibers.begin(), b.fibers.end(), [](const Fiber& f) { return f.state == FiberState::Done; }))
+      return;
+    if (!ran && !release_barriers(b)) {
       std::fprintf(stderr, "cuda_emu: deadlock: threads of block (%u,%u,%u) wait at different barriers\n",
                    blockIdx.x, blockIdx.y, blockIdx.z);
       std::abort();
