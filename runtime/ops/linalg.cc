@@ -6,6 +6,7 @@
 // types: mismatched dtypes raise.
 #include <string>
 
+#include "runtime/amp/autocast.h"
 #include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
@@ -110,6 +111,7 @@ Tensor unsafe_view(const Tensor& product, IntArrayRef shape) {
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (amp::Cast c = amp::autocast(amp::Op::Mm, {a, b})) return mm(c[0], c[1]);
   EMBER_CHECK(a.dim() == 2, Status::InvalidArgument, "self must be a matrix");
   EMBER_CHECK(b.dim() == 2, Status::InvalidArgument, "mat2 must be a matrix");
   EMBER_CHECK(a.size(1) == b.size(0), Status::ShapeMismatch, "mat1 and mat2 shapes cannot be multiplied (",
@@ -120,6 +122,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (amp::Cast c = amp::autocast(amp::Op::Bmm, {a, b})) return bmm(c[0], c[1]);
   EMBER_CHECK(a.dim() == 3, Status::InvalidArgument, "batch1 must be a 3D tensor");
   EMBER_CHECK(b.dim() == 3, Status::InvalidArgument, "batch2 must be a 3D tensor");
   EMBER_CHECK(b.size(0) == a.size(0) && b.size(1) == a.size(2), Status::ShapeMismatch,
@@ -133,6 +136,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (amp::Cast c = amp::autocast(amp::Op::Matmul, {a, b})) return matmul(c[0], c[1]);
   const int64_t dim1 = a.dim(), dim2 = b.dim();
   EMBER_CHECK(dim1 != 0 && dim2 != 0, Status::InvalidArgument,
               "both arguments to matmul need to be at least 1D, but they are ", dim1, "D and ", dim2, "D");
@@ -178,6 +182,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (amp::Cast c = amp::autocast(amp::Op::Linear, {x, weight, bias})) return linear(c[0], c[1], c[2]);
   if (x.dim() == 2 && bias.defined()) return addmm(bias, x, weight.t());
   if (bias.defined() && x.dim() == 3 && x.is_contiguous()) {
     // The fused path PyTorch takes for contiguous 3-D input.
