@@ -73,6 +73,22 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   return recorded(out, a, b, GradRule::Dot);
 }
 
+// bfloat16 on the CPU: PyTorch's gemm adds the bias inside the float sum and
+// rounds once, so the bias goes into the reference MatMul kernel as its
+// optional third input. Recorded as mm_unchecked + add_ record it (MmBackward0
+// into AddmmBackward0), over a second handle to the same output.
+Tensor addmm_rounded_once(const Tensor& bias, const Tensor& mat1, const Tensor& mat2) {
+  Tensor out = empty({mat1.size(0), mat2.size(1)}, TensorOptions(mat1.dtype()).device(mat1.device()));
+  run_kernel(OpKind::MatMul, {mat1.detach().unsqueeze(0), mat2.detach().unsqueeze(0), bias.detach().unsqueeze(0)},
+             {out.unsqueeze(0)});
+  if (autograd::needs_grad({bias, mat1, mat2})) {
+    const Tensor product = out.detach();
+    recorded(product, mat1, mat2);
+    autograd::record(GradRule::Addmm, out, {product, bias});
+  }
+  return out;
+}
+
 // addmm(self, mat1, mat2) with beta = alpha = 1: self broadcast to the product's shape.
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
   EMBER_CHECK(self.dtype() == mat2.dtype(), Status::DTypeMismatch, "self and mat2 must have the same dtype");
@@ -83,6 +99,7 @@ Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
   const Tensor bias = self.expand({mat1.size(0), mat2.size(1)});
   check_same_device({self, mat1, mat2});
   check_gemm_dtype("addmm_impl_cpu_", mat1, mat2);
+  if (mat1.dtype() == DType::BFloat16 && mat1.device().is_cpu()) return addmm_rounded_once(bias, mat1, mat2);
   Tensor out = mm_unchecked(mat1, mat2);
   out.add_(bias);
   autograd::rename_grad_fn(out, GradRule::Addmm);
