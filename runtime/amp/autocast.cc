@@ -85,17 +85,14 @@ Cast cast_args(Op op, Span<const Tensor> args) {
 }  // namespace
 
 CastPolicy cast_policy(DeviceType device, Op op) {
-  constexpr CastPolicy None = CastPolicy::None, Lower = CastPolicy::Lower, Float32 = CastPolicy::Float32,
-                       Promote = CastPolicy::Promote;
   const bool cpu = device == DeviceType::CPU;
   switch (op) {
 #define RT_AUTOCAST(Name, torch_name, cpu_policy, other_policy) \
   case Op::Name:                                                \
-    return cpu ? cpu_policy : other_policy;
+    return cpu ? CastPolicy::cpu_policy : CastPolicy::other_policy;
 #include "runtime/amp/autocast_ops.def"
 #undef RT_AUTOCAST
   }
-  (void)None, (void)Lower, (void)Float32, (void)Promote;
   return CastPolicy::None;
 }
 
@@ -111,16 +108,12 @@ const char* op_name(Op op) {
 }
 
 std::optional<Op> unary_autocast_op(OpKind op) {
-  switch (op) {
 #define RT_AUTOCAST(Name, torch_name, cpu, other)
 #define RT_AUTOCAST_UNARY(Name, torch_name, cpu, other) \
-  case OpKind::Name:                                    \
-    return Op::Name;
+  if (op == OpKind::Name) return Op::Name;
 #include "runtime/amp/autocast_ops.def"
 #undef RT_AUTOCAST
-    default:
-      return std::nullopt;
-  }
+  return std::nullopt;
 }
 
 bool is_autocast_enabled(DeviceType device) { return device_state(device).enabled; }
