@@ -1,11 +1,14 @@
 // Autocast state (per thread, per device type) and the casts of
 // runtime/amp/autocast_ops.def's policies: PyTorch 1.13's cached_cast,
-// promote_type and prioritize (aten/src/ATen/autocast_mode.h), without the
-// weight cast cache.
+// promote_type and prioritize (aten/src/ATen/autocast_mode.h), and its cache of
+// weight casts.
 #include "runtime/amp/autocast.h"
 
 #include <array>
+#include <unordered_map>
+#include <utility>
 
+#include "runtime/autograd/grad_mode.h"
 #include "runtime/core/error.h"
 
 namespace ember::amp {
@@ -25,6 +28,10 @@ struct DeviceState {
 struct ThreadState {
   std::array<DeviceState, kNumDeviceTypes> devices;
   int suspended = 0;  // SuspendAutocast guards alive
+  int nesting = 0;    // Autocast guards alive
+  bool cache_enabled = true;
+  // Source tensor (kept alive, so its address is not reused) and its cast.
+  std::unordered_map<const void*, std::pair<Tensor, Tensor>> cache;
 };
 
 thread_local ThreadState state;
@@ -60,6 +67,18 @@ DType widest(Span<const Tensor> args, DeviceType device, DType lower) {
   return current;
 }
 
+// cached_cast: a float32 leaf that requires grad, cast to the autocast dtype,
+// comes from the cache when cast before in this region.
+Tensor cast_one(const Tensor& t, DType to, DeviceType device) {
+  if (!eligible(t, device) || t.dtype() == to) return t;
+  const bool can_cache = to == get_autocast_dtype(device) && t.dtype() == DType::Float32 && t.requires_grad() &&
+                         t.is_leaf() && state.cache_enabled && GradMode::is_enabled();
+  if (!can_cache) return t.to(to);
+  auto it = state.cache.find(t.impl());
+  if (it == state.cache.end()) it = state.cache.emplace(t.impl(), std::make_pair(t, t.to(to))).first;
+  return it->second.second;
+}
+
 Cast cast_args(Op op, Span<const Tensor> args) {
   const Tensor* first = nullptr;
   for (const Tensor& t : args) {
@@ -78,7 +97,7 @@ Cast cast_args(Op op, Span<const Tensor> args) {
   if (policy == CastPolicy::Promote) to = widest(args, device, lower);
   std::vector<Tensor> cast;
   cast.reserve(args.size());
-  for (const Tensor& t : args) cast.push_back(eligible(t, device) ? t.to(to) : t);
+  for (const Tensor& t : args) cast.push_back(cast_one(t, to, device));
   return Cast(device, std::move(cast));
 }
 
@@ -134,20 +153,32 @@ void set_autocast_dtype(DeviceType device, DType dtype) {
   device_state(device).dtype = dtype;
 }
 
-Autocast::Autocast(DeviceType device, std::optional<DType> dtype, bool enabled)
-    : device_(device), previous_enabled_(is_autocast_enabled(device)), previous_dtype_(get_autocast_dtype(device)) {
+Autocast::Autocast(DeviceType device, std::optional<DType> dtype, bool enabled, bool cache_enabled)
+    : device_(device),
+      previous_enabled_(is_autocast_enabled(device)),
+      previous_dtype_(get_autocast_dtype(device)),
+      previous_cache_enabled_(state.cache_enabled) {
   const DType target = dtype ? *dtype : default_dtype(device);
   // torch.autocast("cpu", dtype=torch.float16) warns, disables itself, then raises this.
   EMBER_CHECK(device != DeviceType::CPU || target == DType::BFloat16, Status::NotSupported,
               "Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype");
   set_autocast_dtype(device, target);
   set_autocast_enabled(device, enabled);
+  state.cache_enabled = cache_enabled;
+  ++state.nesting;
 }
 
 Autocast::~Autocast() {
+  if (--state.nesting == 0) clear_autocast_cache();
   device_state(device_).dtype = previous_dtype_;
   set_autocast_enabled(device_, previous_enabled_);
+  state.cache_enabled = previous_cache_enabled_;
 }
+
+bool is_autocast_cache_enabled() { return state.cache_enabled; }
+void set_autocast_cache_enabled(bool enabled) { state.cache_enabled = enabled; }
+void clear_autocast_cache() { state.cache.clear(); }
+size_t autocast_cache_size() { return state.cache.size(); }
 
 Cast::Cast(DeviceType device, std::vector<Tensor> args) : args_(std::move(args)), device_(device), active_(true) {
   ++device_state(device_).excluded;

@@ -17,6 +17,12 @@
 // device type, so the ops it is composed of run as called (PyTorch excludes
 // the autocast dispatch key the same way), and the autograd engine turns it
 // off while it runs backward rules: backward ops run in the forward's types.
+//
+// Casts of float32 leaves that require grad (the weights) to the autocast
+// dtype are cached while the outermost guard lives, as PyTorch's
+// cache_enabled=True does: each weight is cast once per region however often
+// it is used (in place updates to it inside the region are not seen). Not
+// while grad mode is off: a cast made there has no history to reuse.
 #pragma once
 
 #include <cstdint>
@@ -55,12 +61,14 @@ void set_autocast_dtype(DeviceType device, DType dtype);
 
 // torch.autocast(device_type, dtype, enabled) as an RAII guard: sets the
 // state of `device` for its lifetime and restores the previous one (guards
-// nest). dtype defaults to the device's default (not the current one), as in
+// nest; leaving the outermost one, enabled or not, clears the cast cache).
+// dtype defaults to the device's default (not the current one), as in
 // PyTorch. On the CPU a dtype other than bfloat16 raises PyTorch 1.13's
 // "Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype".
 class Autocast {
  public:
-  explicit Autocast(DeviceType device, std::optional<DType> dtype = std::nullopt, bool enabled = true);
+  explicit Autocast(DeviceType device, std::optional<DType> dtype = std::nullopt, bool enabled = true,
+                    bool cache_enabled = true);
   ~Autocast();
   Autocast(const Autocast&) = delete;
   Autocast& operator=(const Autocast&) = delete;
@@ -69,7 +77,15 @@ class Autocast {
   DeviceType device_;
   bool previous_enabled_;
   DType previous_dtype_;
+  bool previous_cache_enabled_;
 };
+
+// torch.is_autocast_cache_enabled / set_autocast_cache_enabled / clear_autocast_cache.
+bool is_autocast_cache_enabled();
+void set_autocast_cache_enabled(bool enabled);
+void clear_autocast_cache();
+// How many casts the cache holds (for tests).
+size_t autocast_cache_size();
 
 // The arguments of a cast op: operator[] gives argument i, cast or not
 // (undefined and non-tensor-like arguments pass through). While it lives,

@@ -281,3 +281,40 @@ TEST_CASE("autocast: the policy table, CPU (torch 1.13's AutocastCPU) and other 
   CHECK(amp::unary_autocast_op(OpKind::Exp) == Op::Exp);
   CHECK_FALSE(amp::unary_autocast_op(OpKind::Relu).has_value());
 }
+
+TEST_CASE("autocast: a weight is cast once per region (the cast cache), cleared by the outermost guard") {
+  const Tensor x = golden("amp.in.x");
+  Tensor single = golden("amp.in.w").clone().requires_grad_();
+  {
+    amp::Autocast autocast(DeviceType::CPU, std::nullopt, true, /*cache_enabled=*/false);
+    CHECK_FALSE(amp::is_autocast_cache_enabled());
+    linear(x, single).sum().backward();
+    CHECK(amp::autocast_cache_size() == 0);
+  }
+  CHECK(amp::is_autocast_cache_enabled());
+  Tensor w = golden("amp.in.w").clone().requires_grad_();
+  Tensor y1, y2;
+  {
+    amp::Autocast autocast(DeviceType::CPU);
+    y1 = linear(x, w);
+    CHECK(amp::autocast_cache_size() == 1);  // w; x is not a leaf that requires grad
+    y2 = linear(x, w);
+    CHECK(amp::autocast_cache_size() == 1);
+    {
+      amp::Autocast inner(DeviceType::CPU);
+      (void)mm(x, w.t());  // w.t() is not a leaf: cast, not cached
+      CHECK(amp::autocast_cache_size() == 1);
+    }
+    CHECK(amp::autocast_cache_size() == 1);  // only the outermost guard clears it
+    {
+      NoGradGuard no_grad;  // a cast made without history is not cached
+      Tensor other = golden("amp.in.w").clone().requires_grad_();
+      CHECK(linear(x, other).dtype() == DType::BFloat16);
+      CHECK(amp::autocast_cache_size() == 1);
+    }
+  }
+  CHECK(amp::autocast_cache_size() == 0);
+  // Both uses share one ToCopyBackward0: the gradient is the sum of both.
+  (y1.sum() + y2.sum()).backward();
+  check_equal(w.grad(), single.grad() * 2);
+}
