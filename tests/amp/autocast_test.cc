@@ -12,9 +12,10 @@
 // small-batch kernel sums sequentially in float, ember in four partial sums):
 // one bf16 step, rtol = atol = 2^-7. float32 outputs from the same inputs:
 // 1e-5 (float32 reordering). The models' outputs are bit-exact on this data;
-// their losses and gradients are allowed 2e-2 of the tensor's largest value,
-// since a bf16 backward op that rounds differently from PyTorch's (conv2d's
-// backward) moves every value computed after it by a bf16 step.
+// the MLP's loss and gradients match within float32's 1e-5, the CNN's within
+// 2e-2 of the tensor's largest value: conv2d's bf16 backward rounds
+// differently from PyTorch's, by a bf16 step that every value computed after
+// it inherits.
 #include <functional>
 #include <string>
 #include <vector>
@@ -109,7 +110,8 @@ void check_close_scaled(const Tensor& actual, const Tensor& expected, double tol
 }
 
 // Forward under autocast, backward outside it, as golden_amp.py's record_model.
-void check_model(nn::Module& model, const std::string& prefix, const std::function<Tensor(const Tensor&)>& loss_fn) {
+void check_model(nn::Module& model, const std::string& prefix, const std::function<Tensor(const Tensor&)>& loss_fn,
+                 double tol) {
   Tensor out, loss;
   {
     amp::Autocast autocast(DeviceType::CPU, DType::BFloat16);
@@ -118,12 +120,12 @@ void check_model(nn::Module& model, const std::string& prefix, const std::functi
   }
   check_equal(out, golden(prefix + ".out"));  // bfloat16, bit-exact
   REQUIRE(loss.dtype() == DType::Float32);
-  check_close(loss, golden(prefix + ".loss"), kModelTol, 1e-4);
+  check_close(loss, golden(prefix + ".loss"), tol, 1e-6);
   loss.backward();
   for (const auto& [key, p] : model.named_parameters()) {
     INFO(prefix << " grad " << key);
     CHECK(p.grad().dtype() == DType::Float32);
-    check_close_scaled(p.grad(), golden(prefix + ".grad." + key), kModelTol);
+    check_close_scaled(p.grad(), golden(prefix + ".grad." + key), tol);
   }
 }
 
@@ -158,10 +160,12 @@ TEST_CASE("autocast: per-op output dtypes and values match torch.autocast('cpu',
 TEST_CASE("autocast: an MLP and a CNN forward in bf16, fp32 gradients match PyTorch") {
   auto m = mlp("amp.mlp");
   const Tensor target = golden("amp.mlp.target");
-  check_model(*m, "amp.mlp", [&](const Tensor& out) { return nn::cross_entropy(out, target); });
+  // Every bf16 op of the MLP's forward and backward is bit-exact with PyTorch's: float32 tolerance.
+  check_model(*m, "amp.mlp", [&](const Tensor& out) { return nn::cross_entropy(out, target); }, 1e-5);
   auto c = cnn();
   const Tensor y = golden("amp.cnn.y");
-  check_model(*c, "amp.cnn", [&](const Tensor& out) { return nn::mse_loss(out, y); });
+  // conv2d's bf16 backward rounds differently from PyTorch's (measured: 1.2e-2 of the largest weight gradient).
+  check_model(*c, "amp.cnn", [&](const Tensor& out) { return nn::mse_loss(out, y); }, kModelTol);
 }
 
 TEST_CASE("autocast: casts are recorded by autograd; backward inside the region runs in the forward's types") {

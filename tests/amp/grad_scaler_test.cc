@@ -267,11 +267,13 @@ TEST_CASE("GradScaler: a bf16 autocast + scaler SGD loop matches PyTorch's autoc
   CHECK(scaler.get_scale() == 65536.0);
   CHECK(scaler.growth_tracker() == expected.numel());
   CHECK(losses.back() < 0.25f * losses.front());
-  // bf16 activations: each loss within 2e-2 of PyTorch's (relative), the
-  // weights after 20 steps within 2e-2 + 2e-3.
-  check_close(tensor(losses, {expected.numel()}), expected, 2e-2, 1e-3);
+  // The bf16 linears are bit-exact with PyTorch's (tests/amp/autocast_test.cc),
+  // so only the float32 parts (loss, SGD) differ, by a float32 rounding or
+  // two (measured: 1.2e-7 on the losses, 1.2e-7 on the weights after 20
+  // steps): the repository's float32 tolerance, 1e-5 relative.
+  check_close(tensor(losses, {expected.numel()}), expected, 1e-5, 1e-6);
   for (const auto& [key, value] : model->state_dict()) {
     INFO(key);
-    check_close(value, golden("amp.loop.final." + key), 2e-2, 2e-3);
+    check_close(value, golden("amp.loop.final." + key), 1e-5, 1e-6);
   }
 }
