@@ -55,6 +55,7 @@ layer_of() {
     # --- ops: front-ends, autograd, nn, optim, the eager APIs ------------------
     runtime/backend/registry.cc)                          set_layer 2 ops registry ;;  # links every backend
     runtime/ops/* | runtime/autograd/* | runtime/nn/* | runtime/optim/*) set_layer 2 ops ;;
+    runtime/amp/*)                                        set_layer 2 ops ;;  # autocast (in :ember), GradScaler
     runtime/ember.h)                                      set_layer 2 ops ;;
     quant/quantized.* | quant/sparse_tensor.*)            set_layer 2 ops ;;  # QTensor, SparseTensor
     quant/coo.*)                                          set_layer 2 ops ;;  # COO format over Tensors, eager CSR forms

@@ -4,7 +4,10 @@
 // Inputs x [N, C, H, W], weight [Cout, C/groups, KH, KW], bias [Cout] or none
 // (data == nullptr); out [N, Cout, OH, OW]. Every view may have any strides,
 // so channels_last tensors work as they are. Floating types accumulate in
-// double, integers in uint64 (wrap-around as in their own width).
+// double, integers in uint64 (wrap-around as in their own width), bfloat16 as
+// PyTorch 1.13's slow_conv2d on contiguous input (im2col, then a gemm that
+// starts from the bias): each product rounded to bfloat16, then added in
+// (ci, kh, kw) order and rounded again.
 #include <type_traits>
 
 #include "kernels/ref/ref_kernels.h"
@@ -45,6 +48,9 @@ void conv2d_loop(const TensorView& x, const TensorView& w, const TensorView& bia
                 const T wv = pw[co * w.strides[0] + ci * w.strides[1] + kh * w.strides[2] + kw * w.strides[3]];
                 if constexpr (std::is_integral_v<T>) {
                   sum += static_cast<A>(xv) * static_cast<A>(wv);
+                } else if constexpr (std::is_same_v<T, BFloat16>) {  // sum holds a bfloat16 value
+                  const float product = static_cast<float>(T(static_cast<float>(xv) * static_cast<float>(wv)));
+                  sum = static_cast<A>(static_cast<float>(T(static_cast<float>(sum) + product)));
                 } else {
                   sum += static_cast<A>(static_cast<compute_t<T>>(xv)) * static_cast<A>(static_cast<compute_t<T>>(wv));
                 }

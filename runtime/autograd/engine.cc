@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "runtime/amp/autocast.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/autograd/node.h"
 #include "runtime/ops/ops.h"
@@ -48,6 +49,9 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
                 ") and output[0] has a shape of torch.Size(", shape_str(root.sizes()), ").");
   }
   NoGradGuard no_grad;
+  // Backward ops run in the forward's types (torch.autocast's rule), even
+  // when backward() is called inside an autocast region.
+  amp::SuspendAutocast no_autocast;
   const std::shared_ptr<Node> root_node = gradient_edge(root);
 
   // Dependencies: how many edges point at each node.

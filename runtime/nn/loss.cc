@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/amp/autocast.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/autograd/node.h"
 #include "runtime/ops/ops.h"
@@ -163,6 +164,7 @@ Tensor nll_reduce(const Tensor& input, const NllParts& parts, Reduction reductio
 }  // namespace
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (amp::Cast c = amp::autocast(amp::Op::MseLoss, {input, target})) return mse_loss(c[0], c[1], reduction);
   const Shape shape = broadcast_shapes(input.sizes(), target.sizes());
   const DType d = result_type(std::vector<Tensor>{input, target});
   EMBER_CHECK(is_floating(d), Status::NotSupported, "\"mse_cpu\" not implemented for '", dtype_legacy_name(d),
@@ -181,17 +183,24 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (amp::Cast c = amp::autocast(amp::Op::L1Loss, {input, target})) return l1_loss(c[0], c[1], reduction);
   const Shape shape = broadcast_shapes(input.sizes(), target.sizes());
   return reduce(ember::abs(input.expand(shape) - target.expand(shape)), reduction);
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                 Reduction reduction) {
+  if (amp::Cast c = amp::autocast(amp::Op::NllLoss, {input, target, weight})) {
+    return nll_loss(c[0], c[1], c[2], ignore_index, reduction);
+  }
   return nll_reduce(input, nll_parts_no_grad(input, target, weight, ignore_index), reduction);
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                      Reduction reduction, double label_smoothing) {
+  if (amp::Cast c = amp::autocast(amp::Op::CrossEntropy, {input, target, weight})) {
+    return cross_entropy(c[0], c[1], c[2], ignore_index, reduction, label_smoothing);
+  }
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
   if (input.sizes() == target.sizes()) {  // class probabilities
     EMBER_CHECK(target.is_floating_point(), Status::DTypeMismatch,
@@ -319,6 +328,9 @@ Tensor bce_with_logits_value(const Tensor& input, const Tensor& target, const Te
 // target (torch has none for weight and pos_weight).
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
                                         const Tensor& pos_weight, Reduction reduction) {
+  if (amp::Cast c = amp::autocast(amp::Op::BinaryCrossEntropyWithLogits, {input, target, weight, pos_weight})) {
+    return binary_cross_entropy_with_logits(c[0], c[1], c[2], c[3], reduction);
+  }
   check_not_differentiable(weight, "binary_cross_entropy_with_logits", "weight");
   check_not_differentiable(pos_weight, "binary_cross_entropy_with_logits", "pos_weight");
   Tensor out;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/amp/autocast.h"
 #include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
@@ -141,11 +142,17 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, In
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
               IntArrayRef dilation, int64_t groups) {
+  if (amp::Cast c = amp::autocast(amp::Op::Conv2d, {x, weight, bias})) {
+    return conv2d(c[0], c[1], c[2], stride, padding, dilation, groups);
+  }
   return conv2d_impl(x, weight, bias, stride, padding, dilation, groups, Activation{}, false);
 }
 
 Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
                         bool* fused) {
+  if (amp::Cast c = amp::autocast(amp::Op::Conv2d, {x, weight, bias})) {
+    return conv2d_activated(c[0], c[1], c[2], p, fused);
+  }
   // The CPU float32 kernel (kernels/cpu/conv2d.cc) applies Conv2dParams::activation;
   // other kernels ignore it, and autograd records the plain convolution.
   *fused = p.activation.kind != ActivationKind::None && x.device().is_cpu() && x.dtype() == DType::Float32 &&

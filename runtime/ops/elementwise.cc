@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "runtime/amp/autocast.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
@@ -266,10 +267,19 @@ Tensor unary(OpKind op, GradRule rule, bool save_output, const Tensor& x, const 
   return out;
 }
 
+// The autocast of an RT_UNARY op (runtime/amp/autocast_ops.def), if it has a line.
+amp::Cast autocast_unary(OpKind op, const Tensor& x) {
+  if (amp::detail::active_mask == 0) return amp::Cast();
+  const std::optional<amp::Op> amp_op = amp::unary_autocast_op(op);
+  if (!amp_op) return amp::Cast();
+  return amp::autocast(*amp_op, {x});
+}
+
 // An RT_UNARY op of ops.def: its rule and saved tensor come from its line.
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, name, dtypes, inputs, formula, onnx, grad_fn, saved, backward) \
   Tensor name##_impl(const Tensor& x, bool to_float) {                                  \
+    if (amp::Cast c = autocast_unary(OpKind::Name, x)) return name##_impl(c[0], to_float);  \
     return unary(OpKind::Name, GradRule::Name, #saved[0] == 'y', x, NoParams{}, to_float); \
   }
 #include "runtime/graph/ops.def"
@@ -365,13 +375,20 @@ Tensor mul(const Tensor& a, const Tensor& b) { return binary(OpKind::Mul, a, b);
 Tensor mul(const Tensor& a, Scalar b) { return binary(OpKind::Mul, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary(OpKind::Div, a, b); }
 Tensor div(const Tensor& a, Scalar b) { return binary(OpKind::Div, a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary(OpKind::Pow, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) {
+  if (amp::Cast c = amp::autocast(amp::Op::Pow, {a, b})) return pow(c[0], c[1]);
+  return binary(OpKind::Pow, a, b);
+}
 Tensor pow(const Tensor& a, Scalar b) {
+  if (amp::Cast c = amp::autocast(amp::Op::Pow, {a})) return pow(c[0], b);
   EMBER_CHECK(!(is_integral(a.dtype()) && b.is_integral() && b.to_int() < 0), Status::InvalidArgument,
               "Integers to negative integer powers are not allowed.");
   return renamed(binary(OpKind::Pow, a, b), GradRule::PowScalar);
 }
-Tensor pow(Scalar a, const Tensor& b) { return renamed(binary(OpKind::Pow, a, b), GradRule::PowScalarBase); }
+Tensor pow(Scalar a, const Tensor& b) {
+  if (amp::Cast c = amp::autocast(amp::Op::Pow, {b})) return pow(a, c[0]);
+  return renamed(binary(OpKind::Pow, a, b), GradRule::PowScalarBase);
+}
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(OpKind::Maximum, a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(OpKind::Minimum, a, b); }
 Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::Eq, a, b); }

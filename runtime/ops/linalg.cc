@@ -6,6 +6,7 @@
 // types: mismatched dtypes raise.
 #include <string>
 
+#include "runtime/amp/autocast.h"
 #include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
@@ -72,6 +73,22 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   return recorded(out, a, b, GradRule::Dot);
 }
 
+// bfloat16 on the CPU: PyTorch's gemm adds the bias inside the float sum and
+// rounds once, so the bias goes into the reference MatMul kernel as its
+// optional third input. Recorded as mm_unchecked + add_ record it (MmBackward0
+// into AddmmBackward0), over a second handle to the same output.
+Tensor addmm_rounded_once(const Tensor& bias, const Tensor& mat1, const Tensor& mat2) {
+  Tensor out = empty({mat1.size(0), mat2.size(1)}, TensorOptions(mat1.dtype()).device(mat1.device()));
+  run_kernel(OpKind::MatMul, {mat1.detach().unsqueeze(0), mat2.detach().unsqueeze(0), bias.detach().unsqueeze(0)},
+             {out.unsqueeze(0)});
+  if (autograd::needs_grad({bias, mat1, mat2})) {
+    const Tensor product = out.detach();
+    recorded(product, mat1, mat2);
+    autograd::record(GradRule::Addmm, out, {product, bias});
+  }
+  return out;
+}
+
 // addmm(self, mat1, mat2) with beta = alpha = 1: self broadcast to the product's shape.
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
   EMBER_CHECK(self.dtype() == mat2.dtype(), Status::DTypeMismatch, "self and mat2 must have the same dtype");
@@ -82,6 +99,7 @@ Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
   const Tensor bias = self.expand({mat1.size(0), mat2.size(1)});
   check_same_device({self, mat1, mat2});
   check_gemm_dtype("addmm_impl_cpu_", mat1, mat2);
+  if (mat1.dtype() == DType::BFloat16 && mat1.device().is_cpu()) return addmm_rounded_once(bias, mat1, mat2);
   Tensor out = mm_unchecked(mat1, mat2);
   out.add_(bias);
   autograd::rename_grad_fn(out, GradRule::Addmm);
@@ -110,6 +128,7 @@ Tensor unsafe_view(const Tensor& product, IntArrayRef shape) {
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (amp::Cast c = amp::autocast(amp::Op::Mm, {a, b})) return mm(c[0], c[1]);
   EMBER_CHECK(a.dim() == 2, Status::InvalidArgument, "self must be a matrix");
   EMBER_CHECK(b.dim() == 2, Status::InvalidArgument, "mat2 must be a matrix");
   EMBER_CHECK(a.size(1) == b.size(0), Status::ShapeMismatch, "mat1 and mat2 shapes cannot be multiplied (",
@@ -120,6 +139,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (amp::Cast c = amp::autocast(amp::Op::Bmm, {a, b})) return bmm(c[0], c[1]);
   EMBER_CHECK(a.dim() == 3, Status::InvalidArgument, "batch1 must be a 3D tensor");
   EMBER_CHECK(b.dim() == 3, Status::InvalidArgument, "batch2 must be a 3D tensor");
   EMBER_CHECK(b.size(0) == a.size(0) && b.size(1) == a.size(2), Status::ShapeMismatch,
@@ -133,6 +153,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (amp::Cast c = amp::autocast(amp::Op::Matmul, {a, b})) return matmul(c[0], c[1]);
   const int64_t dim1 = a.dim(), dim2 = b.dim();
   EMBER_CHECK(dim1 != 0 && dim2 != 0, Status::InvalidArgument,
               "both arguments to matmul need to be at least 1D, but they are ", dim1, "D and ", dim2, "D");
@@ -178,6 +199,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (amp::Cast c = amp::autocast(amp::Op::Linear, {x, weight, bias})) return linear(c[0], c[1], c[2]);
   if (x.dim() == 2 && bias.defined()) return addmm(bias, x, weight.t());
   if (bias.defined() && x.dim() == 3 && x.is_contiguous()) {
     // The fused path PyTorch takes for contiguous 3-D input.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/amp/autocast.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
@@ -54,10 +55,16 @@ void check_same_dtype(const Tensor& x, const Tensor& t) {
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  if (!dtype) {
+    if (amp::Cast c = amp::autocast(amp::Op::Softmax, {x})) return softmax(c[0], dim);
+  }
   return softmax_impl(OpKind::Softmax, x, dim, dtype);
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  if (!dtype) {
+    if (amp::Cast c = amp::autocast(amp::Op::LogSoftmax, {x})) return log_softmax(c[0], dim);
+  }
   return softmax_impl(OpKind::LogSoftmax, x, dim, dtype);
 }
 
@@ -65,6 +72,9 @@ Tensor Tensor::softmax(int64_t dim) const { return ember::softmax(*this, dim); }
 
 Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  if (amp::Cast c = amp::autocast(amp::Op::LayerNorm, {x, weight, bias})) {
+    return layer_norm(c[0], normalized_shape, c[1], c[2], eps);
+  }
   const Shape ns(normalized_shape.begin(), normalized_shape.end());
   EMBER_CHECK(!ns.empty(), Status::InvalidArgument,
               "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "runtime/amp/autocast.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
@@ -183,6 +184,9 @@ Tensor sum(const Tensor& x, std::optional<DType> dtype) {
 }
 
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+  if (!dtype) {
+    if (amp::Cast c = amp::autocast(amp::Op::Sum, {x})) return sum(c[0], dims, keepdim);
+  }
   const uint32_t mask = dim_mask(dims, x.dim());
   return reduce(OpKind::Sum, x.to(sum_dtype(x, dtype)), mask, keepdim);
 }
@@ -200,12 +204,18 @@ Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<DType
 }
 
 Tensor prod(const Tensor& x, std::optional<DType> dtype) {
+  if (!dtype) {
+    if (amp::Cast c = amp::autocast(amp::Op::Prod, {x})) return prod(c[0]);
+  }
   Tensor out = reduce(OpKind::Prod, x.to(sum_dtype(x, dtype)), all_dims(x.dim()), false);
   autograd::rename_grad_fn(out, GradRule::ProdAll);
   return out;
 }
 
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dtype) {
+  if (!dtype) {
+    if (amp::Cast c = amp::autocast(amp::Op::Prod, {x})) return prod(c[0], dim, keepdim);
+  }
   const uint32_t mask = single_dim_mask(dim, x.dim());
   return reduce(OpKind::Prod, x.to(sum_dtype(x, dtype)), mask, keepdim);
 }
@@ -234,6 +244,7 @@ Tensor std(const Tensor& x, std::optional<std::vector<int64_t>> dims, int64_t co
 }
 
 Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {
+  if (amp::Cast c = amp::autocast(amp::Op::Norm, {x})) return norm(c[0], p, dims, keepdim);
   EMBER_CHECK(x.is_floating_point(), Status::DTypeMismatch,
               "norm(): input dtype should be either floating point or complex. Got ",
               dtype_legacy_name(x.dtype()), " instead.");

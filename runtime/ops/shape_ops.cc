@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "runtime/amp/autocast.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
@@ -22,6 +23,7 @@ bool cat_skips(const Tensor& t) { return t.dim() == 1 && t.numel() == 0; }
 }  // namespace
 
 Tensor cat(Span<const Tensor> tensors, int64_t dim) {
+  if (amp::Cast c = amp::autocast_list(amp::Op::Cat, tensors)) return cat(c.args(), dim);
   EMBER_CHECK(!tensors.empty(), Status::InvalidArgument, "torch.cat(): expected a non-empty list of Tensors");
   for (size_t i = 0; i < tensors.size(); ++i) {
     EMBER_CHECK(tensors[i].dim() > 0, Status::InvalidArgument, "zero-dimensional tensor (at position ", i,
@@ -76,6 +78,7 @@ Tensor cat(Span<const Tensor> tensors, int64_t dim) {
 }
 
 Tensor stack(Span<const Tensor> tensors, int64_t dim) {
+  if (amp::Cast c = amp::autocast_list(amp::Op::Stack, tensors)) return stack(c.args(), dim);
   EMBER_CHECK(!tensors.empty(), Status::InvalidArgument, "stack expects a non-empty TensorList");
   dim = wrap_dim(dim, tensors[0].dim() + 1);
   for (size_t i = 1; i < tensors.size(); ++i) {
@@ -318,6 +321,11 @@ Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode, double value
 
   EMBER_CHECK(value == 0.0, Status::InvalidArgument, "Padding mode \"", mode, "\" doesn't take in value argument");
   const int64_t k = static_cast<int64_t>(pad.size()) / 2;
+  // reflection_pad1d/2d and replication_pad1d/2d/3d have autocast policies.
+  if ((kind == PadMode::Reflect && k <= 2) || (kind == PadMode::Replicate && k <= 3)) {
+    const amp::Op amp_op = kind == PadMode::Reflect ? amp::Op::ReflectionPad : amp::Op::ReplicationPad;
+    if (amp::Cast c = amp::autocast(amp_op, {x})) return ember::pad(c[0], pad, mode, value);
+  }
   EMBER_CHECK(k >= 1 && k <= 3 && (x.dim() == k + 1 || x.dim() == k + 2), Status::NotSupported,
               "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now");
   if (kind == PadMode::Circular) {

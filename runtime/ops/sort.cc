@@ -4,6 +4,7 @@
 // kernels; integer and bool inputs accumulate into int64, as PyTorch).
 #include <algorithm>
 
+#include "runtime/amp/autocast.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
@@ -101,10 +102,16 @@ Tensor scan_front_end(const Tensor& x, int64_t dim, std::optional<DType> dtype, 
 }  // namespace
 
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  if (!dtype) {
+    if (amp::Cast c = amp::autocast(amp::Op::Cumsum, {x})) return cumsum(c[0], dim);
+  }
   return scan_front_end(x, dim, dtype, false);
 }
 
 Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  if (!dtype) {
+    if (amp::Cast c = amp::autocast(amp::Op::Cumprod, {x})) return cumprod(c[0], dim);
+  }
   return scan_front_end(x, dim, dtype, true);
 }
 

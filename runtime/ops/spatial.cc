@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/amp/autocast.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 
@@ -248,6 +249,11 @@ namespace {
 
 Tensor conv_transpose_nd(int64_t dims, const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
                          IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+  const amp::Op amp_op = dims == 1 ? amp::Op::ConvTranspose1d
+                                   : (dims == 2 ? amp::Op::ConvTranspose2d : amp::Op::ConvTranspose3d);
+  if (amp::Cast c = amp::autocast(amp_op, {x, weight, bias})) {
+    return conv_transpose_nd(dims, c[0], c[1], c[2], stride, padding, output_padding, groups, dilation);
+  }
   EMBER_CHECK(x.dim() == dims + 1 || x.dim() == dims + 2, Status::InvalidArgument, "Expected ", dims + 1,
               "D (unbatched) or ", dims + 2, "D (batched) input to conv_transpose", dims, "d, but got input of size: ",
               shape_str(x.sizes()));
@@ -292,6 +298,7 @@ Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bia
 }
 
 Tensor grid_sample(const Tensor& x, const Tensor& grid, const GridSampleParams& p) {
+  if (amp::Cast c = amp::autocast(amp::Op::GridSample, {x, grid})) return grid_sample(c[0], c[1], p);
   EMBER_CHECK(p.valid(), Status::InvalidArgument, "grid_sample: invalid mode or padding_mode");
   EMBER_CHECK((x.dim() == 4 || x.dim() == 5) && grid.dim() == x.dim(), Status::InvalidArgument,
               "grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got input with "

@@ -1792,8 +1792,9 @@ Status run_reference(const KernelEntry& ref, const Case& c, std::vector<Tensor>*
   return s;
 }
 
-// The 16-bit floats' MatMul reference rounds every product and partial sum to
-// the 16-bit type (bit-exact with PyTorch's CPU mm); a backend accumulating in
+// The 16-bit floats' MatMul reference accumulates as PyTorch's CPU gemm:
+// rounding every product and partial sum to the 16-bit type, or a float dot
+// rounded once when b is K-contiguous (kernels/ref/matmul.cc); a backend accumulating in
 // float32 (as the Vulkan shaders and PyTorch's CUDA kernels do) is compared with
 // the reference run in float32 and rounded once. The difference from the
 // step-rounded reference is printed beside the entry, not asserted.
