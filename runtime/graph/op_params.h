@@ -287,10 +287,75 @@ struct GridSampleParams {
   bool valid() const { return mode <= ResizeMode::Cubic && padding <= GridPadding::Reflection; }
 };
 
+// NonMaxSuppression (ONNX): boxes [B, N, 4] as [y1, x1, y2, x2] (any corner
+// order) or, with center_point_box, [x_center, y_center, width, height].
+struct NmsParams {
+  bool center_point_box = false;
+  static constexpr auto fields() { return std::make_tuple(&NmsParams::center_point_box); }
+};
+
+// RoiAlign (ONNX, torchvision's roi_align): x [N, C, H, W], rois [R, 4] as
+// [x1, y1, x2, y2] in input coordinates times spatial_scale, int64
+// batch_indices [R] -> [R, C, output_height, output_width]. half_pixel:
+// coordinate_transformation_mode half_pixel (the rois shifted by -0.5: torch's
+// aligned=True; opset 16's default), else output_half_pixel (opset 10; the
+// roi size at least 1). sampling_ratio 0: ceil(roi size / output size) points
+// per bin and dim.
+enum class RoiAlignMode : uint8_t { Avg, Max };
+
+struct RoiAlignParams {
+  RoiAlignMode mode = RoiAlignMode::Avg;
+  int64_t output_height = 1;
+  int64_t output_width = 1;
+  int64_t sampling_ratio = 0;
+  double spatial_scale = 1.0;
+  bool half_pixel = true;
+  static constexpr auto fields() {
+    return std::make_tuple(&RoiAlignParams::mode, &RoiAlignParams::output_height, &RoiAlignParams::output_width,
+                           &RoiAlignParams::sampling_ratio, &RoiAlignParams::spatial_scale,
+                           &RoiAlignParams::half_pixel);
+  }
+  bool valid() const {
+    return mode <= RoiAlignMode::Max && output_height >= 1 && output_width >= 1 && sampling_ratio >= 0;
+  }
+};
+
+// DFT (ONNX): x [..., 1 | 2] (real, or complex as [re, im]) transformed along
+// `axis` (negative: from the end, the last dim counted; the op's run-time
+// axis input, opset 20, replaces it) with `length` points (0: the input's
+// size along axis, or 2 (n - 1) for an inverse one-sided transform; the op's
+// dft_length input replaces it); the input is cut or zero-padded to `length`.
+// Forward: [..., 2], one-sided keeps length / 2 + 1 bins. Inverse: divided by
+// length; one-sided (irfft) reads a half spectrum and writes [..., length, 1].
+struct DftParams {
+  int64_t axis = 1;
+  bool inverse = false;
+  bool onesided = false;
+  int64_t length = 0;
+  static constexpr auto fields() {
+    return std::make_tuple(&DftParams::axis, &DftParams::inverse, &DftParams::onesided, &DftParams::length);
+  }
+};
+
+// STFT (ONNX): signal [B, L, 1 | 2] cut into frames of frame_length samples
+// every frame_step, each multiplied by the window and transformed: [B,
+// frames, bins, 2] (frames = (L - frame_length) / frame_step + 1; bins
+// frame_length / 2 + 1 when onesided). frame_step and frame_length come from
+// the op's run-time inputs; here they are what the front-end hands its kernel.
+struct StftParams {
+  bool onesided = true;
+  int64_t frame_step = 0;
+  int64_t frame_length = 0;
+  static constexpr auto fields() {
+    return std::make_tuple(&StftParams::onesided, &StftParams::frame_step, &StftParams::frame_length);
+  }
+};
+
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
                               SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams,
                               DimsParams, AxisParams, LinearParams, QLinearParams, QConv2dParams,
                               UnaryParams, ScatterParams, ScanParams, TopKParams, UniqueParams,
-                              ResizeParams, ConvTransposeParams, GridSampleParams>;
+                              ResizeParams, ConvTransposeParams, GridSampleParams, NmsParams,
+                              RoiAlignParams, DftParams, StftParams>;
 
 }  // namespace ember
