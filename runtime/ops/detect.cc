@@ -134,6 +134,8 @@ Tensor roi_align(const Tensor& x, const Tensor& rois, const Tensor& batch_indice
               dtype_name(rois.dtype()));
   EMBER_CHECK(batch_indices.dtype() == DType::Int64 || batch_indices.dtype() == DType::Int32, Status::DTypeMismatch,
               "RoiAlign: batch_indices must be int64, got ", dtype_name(batch_indices.dtype()));
+  EMBER_CHECK(rois.size(0) == 0 || (x.size(2) > 0 && x.size(3) > 0), Status::InvalidArgument,
+              "RoiAlign: input must have non-empty spatial dims, got ", shape_str(x.sizes()));
   check_same_device({x, rois, batch_indices});
   const Tensor bi = batch_indices.to(DType::Int64);
   const Tensor host = bi.to(Device(DeviceType::CPU)).contiguous();
