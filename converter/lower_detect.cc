@@ -2,8 +2,13 @@
 // center_point_box; max_output_boxes_per_class, iou_threshold and
 // score_threshold as optional inputs, read on the host at run time) and
 // RoiAlign (10: output_half_pixel; 16+: coordinate_transformation_mode, mode
-// avg / max, output_height / width, sampling_ratio, spatial_scale).
+// avg / max, output_height / width, sampling_ratio, spatial_scale);
+// AffineGrid (20+: align_corners), Col2Im (18+: dilations, pads, strides;
+// image_shape and block_shape read on the host) and MaxUnpool (9+:
+// kernel_shape, pads, strides; output_shape from 11).
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "converter/lowerer.h"
 
@@ -49,6 +54,66 @@ void Lowerer::lower_roi_align(const Node& n) {
   else if (coord == "output_half_pixel") p.half_pixel = false;
   else refuse("coordinate_transformation_mode '" + coord + "' is not half_pixel or output_half_pixel");
   emit(OpKind::RoiAlign, n, {tensor(n.inputs[0]), tensor(n.inputs[1]), tensor(n.inputs[2])}, {out0(n)}, p);
+}
+
+void Lowerer::lower_affine_grid(const Node& n) {
+  require_inputs(n, 2);
+  if (rank_of(n.inputs[0], "theta") != 3) refuse("theta " + vname(n.inputs[0]) + " is not 3-D");
+  float_input(n, 0);
+  require_index_dtype(n.inputs[1], "size");
+  emit(OpKind::AffineGrid, n, {tensor(n.inputs[0]), tensor(n.inputs[1])}, {out0(n)},
+       AffineGridParams{n.get_int("align_corners", 0) != 0});
+}
+
+void Lowerer::lower_col2im(const Node& n) {
+  require_inputs(n, 3);
+  if (rank_of(n.inputs[0], "input") != 3) refuse("input " + vname(n.inputs[0]) + " is not 3-D");
+  float_input(n, 0);
+  require_index_dtype(n.inputs[1], "image_shape");
+  require_index_dtype(n.inputs[2], "block_shape");
+  const std::vector<int64_t> dil = n.get_ints("dilations"), pads = n.get_ints("pads"), str = n.get_ints("strides");
+  size_t dims = std::max({dil.size(), str.size(), pads.size() / 2});
+  if (dims > static_cast<size_t>(kMaxRank - 2)) refuse("has more than " + std::to_string(kMaxRank - 2) + " spatial dims");
+  if ((!dil.empty() && dil.size() != dims) || (!str.empty() && str.size() != dims) ||
+      (!pads.empty() && pads.size() != 2 * dims)) {
+    refuse("dilations " + join_ints(dil) + ", pads " + join_ints(pads) + " and strides " + join_ints(str) +
+           " disagree in length");
+  }
+  Col2ImParams p;
+  p.dims = static_cast<int64_t>(dims);
+  for (size_t d = 0; d < dims; ++d) {
+    if (!dil.empty()) p.dilations[d] = dil[d];
+    if (!str.empty()) p.strides[d] = str[d];
+    if (!pads.empty()) p.pads_begin[d] = pads[d], p.pads_end[d] = pads[dims + d];
+  }
+  if (!p.valid()) refuse("dilations " + join_ints(dil) + ", pads " + join_ints(pads) + " or strides " + join_ints(str) +
+                         " out of range");
+  emit(OpKind::Col2Im, n, {tensor(n.inputs[0]), tensor(n.inputs[1]), tensor(n.inputs[2])}, {out0(n)}, p);
+}
+
+void Lowerer::lower_max_unpool(const Node& n) {
+  require_inputs(n, 2);
+  const int64_t rank = rank_of(n.inputs[0], "X");
+  require_index_dtype(n.inputs[1], "I");
+  const std::vector<int64_t> k = n.get_ints("kernel_shape"), pads = n.get_ints("pads"), str = n.get_ints("strides");
+  if (k.empty() || k.size() > 3 || static_cast<int64_t>(k.size()) != rank - 2) {
+    refuse("kernel_shape " + join_ints(k) + " does not fit X of rank " + std::to_string(rank) + " (1-D to 3-D)");
+  }
+  const size_t dims = k.size();
+  if ((!str.empty() && str.size() != dims) || (!pads.empty() && pads.size() != 2 * dims)) {
+    refuse("pads " + join_ints(pads) + " or strides " + join_ints(str) + " disagree with kernel_shape " + join_ints(k));
+  }
+  MaxUnpoolParams p;
+  p.dims = static_cast<int64_t>(dims);
+  for (size_t d = 0; d < dims; ++d) {
+    p.kernel[d] = k[d];
+    if (!str.empty()) p.stride[d] = str[d];
+    if (!pads.empty()) p.pad_begin[d] = pads[d], p.pad_end[d] = pads[dims + d];
+  }
+  if (!p.valid()) refuse("kernel_shape " + join_ints(k) + ", pads " + join_ints(pads) + " or strides " +
+                         join_ints(str) + " out of range");
+  emit(OpKind::MaxUnpool, n,
+       {tensor(n.inputs[0]), tensor(n.inputs[1]), has_input(n, 2) ? tensor(n.inputs[2]) : -1}, {out0(n)}, p);
 }
 
 }  // namespace ember::converter::lowering

@@ -9,10 +9,13 @@
 // apply: computed at opset 16 with the mode given); DFT (padded and cut dft_length,
 // complex input, inverse, irfft of odd length, opset 17's axis attribute)
 // and STFT (complex signal two-sided with a window; frame_length without a
-// window) against onnx.reference; the forms refused, with their messages.
+// window) against onnx.reference; MaxUnpool (pads, strides, output_shape)
+// against torch's max_unpool2d and Col2Im (dilations, pads and strides
+// together) against torch's fold; the forms refused, with their messages.
 //
 // Expected values: tests/converter/lower_detect_golden_torch.py (Debian's
-// /usr/bin/python3: torch 1.13.1, torchvision 0.14) and
+// /usr/bin/python3: torch 1.13.1, torchvision 0.14), tests/converter/lower_detect_golden_unpool.py
+// (the same interpreter: MaxUnpool, Col2Im) and
 // tests/converter/lower_detect_golden_onnx.py (tools/.venv-onnx/bin/python:
 // onnx 1.23.2's ReferenceEvaluator).
 #include "tests/converter/one_node.h"
@@ -330,6 +333,78 @@ TEST_CASE("STFT: complex signal two-sided with a window; real signal with frame_
                 0.5f,        0.0f, -1.01246119f,  -1.90211308f,   3.01246119f,   -1.17557049f,
                 -3.5999999f, 0.0f, 3.68885446f,   -1.97476721f,   0.111145616f,  -1.48333895f},
                {2, 3, 3, 2}));
+}
+
+TEST_CASE("MaxUnpool: pads and strides vs torch's max_unpool2d; a larger output_shape holds the block at its start") {
+  const Tensor x = f32({-0.100000001f, 1.20000005f, 0.899999976f, 1.79999995f, 0.899999976f, 1.0f, 1.89999998f,
+                        1.89999998f, 1.60000002f},
+                       {1, 1, 3, 3});
+  const Tensor idx = i64({6, 2, 8, 15, 8, 14, 21, 21, 24}, {1, 1, 3, 3});
+  const std::map<std::string, Attr> attrs = {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                             {"strides", std::vector<int64_t>{2, 2}},
+                                             {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  check_at(
+      OneNode{"MaxUnpool", {input(x), input(idx)}, attrs}, 11,
+      f32({0.0f, 0.0f, 1.20000005f, 0.0f, 0.0f, 0.0f, -0.100000001f, 0.0f, 0.899999976f, 0.0f, 0.0f, 0.0f,       0.0f,
+           0.0f, 1.0f, 1.79999995f, 0.0f, 0.0f, 0.0f, 0.0f,          0.0f, 1.89999998f,  0.0f, 0.0f, 1.60000002f},
+          {1, 1, 5, 5}));
+  // onnx.reference: the unpooled 5x5 block at the start of the 6x6 output (torch would re-flatten it).
+  check_at(OneNode{"MaxUnpool", {input(x), input(idx), input(i64({1, 1, 6, 6}, {4}))}, attrs}, 11,
+           f32({0.0f,         0.0f,        1.20000005f, 0.0f, 0.0f, 0.0f, 0.0f, -0.100000001f, 0.0f,
+                0.899999976f, 0.0f,        0.0f,        0.0f, 0.0f, 0.0f, 0.0f, 1.0f,          0.0f,
+                1.79999995f,  0.0f,        0.0f,        0.0f, 0.0f, 0.0f, 0.0f, 1.89999998f,   0.0f,
+                0.0f,         1.60000002f, 0.0f,        0.0f, 0.0f, 0.0f, 0.0f, 0.0f,          0.0f},
+               {1, 1, 6, 6}));
+  CHECK(OneNode{"MaxUnpool", {input(x), input(idx)}, {{"kernel_shape", std::vector<int64_t>{3}}}}.error({x}) ==
+        kPrefix + "MaxUnpool 'n': kernel_shape [3] does not fit X of rank 4 (1-D to 3-D)");
+}
+
+TEST_CASE("Col2Im: dilations, pads and strides together vs torch's fold") {
+  const Tensor x =
+      f32({0.300000012f,  -0.100000001f, 1.10000002f,   -1.89999998f,  0.800000012f,  -0.5f,         -1.60000002f,
+           0.600000024f,  1.70000005f,   -1.20000005f,  0.5f,          -0.800000012f, 1.0f,          0.899999976f,
+           -1.10000002f,  1.29999995f,   0.600000024f,  0.699999988f,  1.29999995f,   -0.300000012f, 1.0f,
+           1.5f,          -1.60000002f,  1.39999998f,   -0.400000006f, -0.100000001f, -1.39999998f,  0.800000012f,
+           -0.800000012f, 1.5f,          -0.899999976f, 0.200000003f,  -0.400000006f, 0.5f,          -1.20000005f,
+           -1.29999995f,  1.0f,          1.0f,          0.300000012f,  1.70000005f,   -1.20000005f,  1.39999998f,
+           -1.29999995f,  1.89999998f,   0.5f,          0.400000006f,  1.89999998f,   1.10000002f,   1.20000005f,
+           -1.79999995f,  -0.5f,         -1.70000005f,  -1.20000005f,  -1.10000002f,  1.39999998f,   -1.5f,
+           -0.800000012f, -0.0f,         1.39999998f,   1.89999998f,   0.800000012f,  -1.10000002f,  0.200000003f,
+           0.800000012f,  -1.79999995f,  0.699999988f,  -0.5f,         0.400000006f,  0.699999988f,  0.699999988f,
+           0.100000001f,  0.200000003f,  -1.20000005f,  -0.0f,         -1.5f,         -0.100000001f, 0.100000001f,
+           1.10000002f,   -0.400000006f, -1.89999998f,  0.100000001f,  -1.20000005f,  1.0f,          -0.400000006f,
+           -0.5f,         1.60000002f,   -0.400000006f, -0.600000024f, -0.600000024f, -0.100000001f, -1.60000002f,
+           0.200000003f,  1.70000005f,   0.300000012f,  1.0f,          1.79999995f,   1.39999998f,   1.0f,
+           1.29999995f,   1.29999995f,   -1.0f,         -0.100000001f, -0.600000024f, -1.0f,         0.300000012f,
+           -0.699999988f, 0.5f,          0.300000012f,  -1.60000002f,  -0.200000003f, -0.400000006f, 0.800000012f,
+           -1.60000002f,  -1.29999995f,  0.100000001f,  -0.400000006f, 0.699999988f,  -0.699999988f, -1.20000005f,
+           1.70000005f,   -1.0f,         -1.39999998f,  -0.899999976f, -0.600000024f, -1.10000002f,  0.100000001f,
+           1.70000005f,   -1.5f,         -0.300000012f, 0.699999988f,  1.5f,          2.0f,          -1.39999998f,
+           0.100000001f,  1.5f,          -1.79999995f,  0.400000006f,  -1.29999995f,  1.10000002f,   1.79999995f,
+           0.200000003f,  -2.0f,         -1.70000005f,  -0.300000012f, 1.39999998f,   -1.10000002f,  0.699999988f,
+           -0.400000006f, -0.899999976f, 0.800000012f,  -0.800000012f, -0.5f,         1.10000002f,   -0.0f,
+           1.10000002f,   0.100000001f,  -1.39999998f,  -0.200000003f, 1.5f,          0.300000012f,  1.89999998f,
+           -2.0f,         -0.600000024f, 1.10000002f,   0.699999988f,  0.200000003f,  0.699999988f,  1.5f,
+           0.699999988f,  0.200000003f,  0.200000003f,  0.699999988f,  -0.699999988f, 0.699999988f,  0.5f,
+           1.10000002f,   -0.100000001f, -1.89999998f,  0.100000001f,  1.39999998f},
+          {1, 12, 15});
+  check_at(OneNode{"Col2Im",
+                   {input(x), input(i64({6, 5}, {2})), input(i64({2, 3}, {2}))},
+                   {{"dilations", std::vector<int64_t>{2, 1}},
+                    {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                    {"strides", std::vector<int64_t>{2, 1}}}},
+           18,
+           f32({0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 2.0999999f,    0.699999928f, 2.60000014f,   1.29999995f,    -2.29999995f,
+                0.0f, 0.0f, 0.0f, 0.0f, 0.0f, -1.9000001f,   -3.20000029f, 1.19999981f,   -0.100000143f,  3.69999981f,
+                0.0f, 0.0f, 0.0f, 0.0f, 0.0f, -0.699999988f, 1.80000007f,  -0.200000077f, 1.29999995f,    -2.0999999f,
+                0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.599999964f,  0.300000012f, 4.29999971f,   1.79999995f,    1.5999999f,
+                0.0f, 0.0f, 0.0f, 0.0f, 0.0f, -2.4000001f,   -1.30000007f, 0.49999994f,   -0.0999999642f, 2.80000019f,
+                0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 2.5999999f,    -1.30000007f, -1.60000002f,  1.1920929e-07f, 0.800000012f},
+               {1, 2, 6, 5}));
+  CHECK(OneNode{"Col2Im",
+                {input(x), input(i64({6, 5}, {2})), input(i64({2, 3}, {2}))},
+                {{"dilations", std::vector<int64_t>{2, 1}}, {"strides", std::vector<int64_t>{2}}}}
+            .error({x}) == kPrefix + "Col2Im 'n': dilations [2, 1], pads [] and strides [2] disagree in length");
 }
 
 }  // namespace ember::converter
