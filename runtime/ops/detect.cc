@@ -58,13 +58,21 @@ Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, const Tens
   EMBER_CHECK(boxes.dim() == 3 && boxes.size(2) == 4, Status::InvalidArgument,
               "NonMaxSuppression: boxes must be [num_batches, num_boxes, 4], got ", shape_str(boxes.sizes()));
   EMBER_CHECK(scores.dim() == 3 && scores.size(0) == boxes.size(0) && scores.size(2) == boxes.size(1),
-              Status::ShapeMismatch, "NonMaxSuppression: scores must be [num_batches, num_classes, num_boxes] for boxes ",
+              Status::ShapeMismatch,
+              "NonMaxSuppression: scores must be [num_batches, num_classes, num_boxes] for boxes ",
               shape_str(boxes.sizes()), ", got ", shape_str(scores.sizes()));
   EMBER_CHECK(is_floating(boxes.dtype()) && scores.dtype() == boxes.dtype(), Status::DTypeMismatch,
               "NonMaxSuppression: boxes and scores must share one floating-point dtype, got ",
               dtype_name(boxes.dtype()), " and ", dtype_name(scores.dtype()));
-  const double max_out_d = host_scalar(max_output_boxes_per_class, 0.0, "NonMaxSuppression", "max_output_boxes_per_class");
-  const int64_t max_out = max_out_d > 0.0 ? static_cast<int64_t>(max_out_d) : 0;
+  // As int64 (exported models often pass INT64_MAX: no limit); negative selects none.
+  int64_t max_out = 0;
+  if (max_output_boxes_per_class.defined() && max_output_boxes_per_class.numel() > 0) {
+    const Tensor& m = max_output_boxes_per_class;
+    EMBER_CHECK(m.numel() == 1 && !is_floating(m.dtype()) && m.dtype() != DType::Bool, Status::InvalidArgument,
+                "NonMaxSuppression: max_output_boxes_per_class must be one integer, got ", dtype_name(m.dtype()), " ",
+                shape_str(m.sizes()));
+    max_out = std::max<int64_t>(m.to(Device(DeviceType::CPU)).to(DType::Int64).contiguous().to_vector<int64_t>()[0], 0);
+  }
   const double iou_thr = host_scalar(iou_threshold, 0.0, "NonMaxSuppression", "iou_threshold");
   const bool has_score_thr = score_threshold.defined() && score_threshold.numel() > 0;
   const double score_thr = host_scalar(score_threshold, 0.0, "NonMaxSuppression", "score_threshold");
@@ -144,8 +152,8 @@ Tensor roi_align(const Tensor& x, const Tensor& rois, const Tensor& batch_indice
     EMBER_CHECK(v >= 0 && v < x.size(0), Status::OutOfRange, "RoiAlign: batch index ", v, " of roi ", i,
                 " is out of range for input ", shape_str(x.sizes()));
   }
-  Tensor y = empty({rois.size(0), x.size(1), p.output_height, p.output_width},
-                   TensorOptions(x.dtype()).device(x.device()));
+  Tensor y =
+      empty({rois.size(0), x.size(1), p.output_height, p.output_width}, TensorOptions(x.dtype()).device(x.device()));
   if (y.numel() > 0) run_kernel(OpKind::RoiAlign, {x, rois, bi}, {y}, p);
   return y;
 }

@@ -18,6 +18,8 @@
 // (the same interpreter: MaxUnpool, Col2Im) and
 // tests/converter/lower_detect_golden_onnx.py (tools/.venv-onnx/bin/python:
 // onnx 1.23.2's ReferenceEvaluator).
+#include <cstdint>
+
 #include "tests/converter/one_node.h"
 
 namespace ember::converter {
@@ -106,9 +108,9 @@ TEST_CASE("NonMaxSuppression: corner boxes (flipped corners), run-time threshold
           {12, 3}));
 }
 
-TEST_CASE("NonMaxSuppression: center_point_box, no score threshold; max_output_boxes_per_class omitted selects none") {
+TEST_CASE("NonMaxSuppression: center_point_box, no score threshold, max_output_boxes_per_class INT64_MAX; omitted selects none") {
   OneNode node{"NonMaxSuppression",
-               {input(centers()), input(scores()), constant(i64({100}, {1})), constant(f32_1(0.5f))},
+               {input(centers()), input(scores()), constant(i64({INT64_MAX}, {1})), constant(f32_1(0.5f))},
                {{"center_point_box", int64_t{1}}}};
   check_at(node, 11,
            i64({0, 0, 0, 0, 0, 6, 0, 0, 3, 0, 0, 9, 0, 0, 4, 0, 0, 1, 0, 0, 5, 0, 0, 2, 0, 0, 7, 0, 0, 8,
