@@ -130,7 +130,7 @@ void Lowerer::infer_output_dtypes(const Node& n) {
     if (op == "Equal" || op == "Less" || op == "Greater" || op == "GreaterOrEqual" || op == "LessOrEqual" ||
         op == "IsNaN" || op == "IsInf") {
       dt = DType::Bool;
-    } else if (op == "Shape" || op == "ArgMax" || op == "ArgMin") {
+    } else if (op == "Shape" || op == "ArgMax" || op == "ArgMin" || op == "NonMaxSuppression") {
       dt = DType::Int64;
     } else if (op == "CastLike") {
       dt = dtype_of(n.inputs.size() > 1 ? n.inputs[1] : -1);

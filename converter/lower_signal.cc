@@ -1,7 +1,7 @@
 // Lowering of the ONNX signal ops composed of Range and elementwise ops (see
 // lowerer.h): HannWindow, HammingWindow and BlackmanWindow of a size known at
 // run time, and MelWeightMatrix of run-time parameters, computed in float64
-// and converted to output_datatype.
+// and converted to output_datatype; DFT and STFT (one op each).
 #include <cmath>
 #include <cstdint>
 
@@ -129,6 +129,43 @@ void Lowerer::lower_mel_weight_matrix(const Node& n) {
   const int32_t peak = where(bin(OpKind::Eq, j, m, "at_c"), c(1.0, "peak_one"), falling, "peak");
   const int32_t rising = where(bin(OpKind::Lt, j, m, "before_c"), up, peak, "rising");
   cast_new(where(bin(OpKind::Lt, j, l, "before_l"), zero, rising, "weights"), *dt, base, out);
+}
+
+// DFT (17-19: axis attribute, default 1; 20+: axis input, default -2) and
+// STFT (17+): inverse and onesided attributes; dft_length, axis, frame_step
+// and frame_length inputs (constants or run-time values) read on the host.
+void Lowerer::lower_dft(const Node& n) {
+  const int64_t rank = rank_of(n.inputs[0], "input");
+  if (rank < 2) refuse("input " + vname(n.inputs[0]) + " has rank " + std::to_string(rank) + ", not >= 2");
+  float_input(n, 0);
+  DftParams p;
+  p.inverse = n.get_int("inverse", 0) != 0;
+  p.onesided = n.get_int("onesided", 0) != 0;
+  if (entry_->since >= 20) {
+    p.axis = -2;
+  } else {
+    p.axis = n.get_int("axis", 1);
+    if (p.axis < -rank || p.axis >= rank) refuse("axis " + std::to_string(p.axis) + " is out of range");
+  }
+  if (has_input(n, 1)) require_index_dtype(n.inputs[1], "dft_length");
+  if (has_input(n, 2)) require_index_dtype(n.inputs[2], "axis");
+  emit(OpKind::DFT, n,
+       {tensor(n.inputs[0]), has_input(n, 1) ? tensor(n.inputs[1]) : -1, has_input(n, 2) ? tensor(n.inputs[2]) : -1},
+       {out0(n)}, p);
+}
+
+void Lowerer::lower_stft(const Node& n) {
+  require_inputs(n, 2);
+  if (rank_of(n.inputs[0], "signal") != 3) refuse("signal " + vname(n.inputs[0]) + " is not 3-D");
+  float_input(n, 0);
+  require_index_dtype(n.inputs[1], "frame_step");
+  if (has_input(n, 3)) require_index_dtype(n.inputs[3], "frame_length");
+  StftParams p;
+  p.onesided = n.get_int("onesided", 1) != 0;
+  emit(OpKind::STFT, n,
+       {tensor(n.inputs[0]), tensor(n.inputs[1]), has_input(n, 2) ? tensor(n.inputs[2]) : -1,
+        has_input(n, 3) ? tensor(n.inputs[3]) : -1},
+       {out0(n)}, p);
 }
 
 }  // namespace ember::converter::lowering

@@ -287,10 +287,138 @@ struct GridSampleParams {
   bool valid() const { return mode <= ResizeMode::Cubic && padding <= GridPadding::Reflection; }
 };
 
+// NonMaxSuppression (ONNX): boxes [B, N, 4] as [y1, x1, y2, x2] (any corner
+// order) or, with center_point_box, [x_center, y_center, width, height].
+struct NmsParams {
+  bool center_point_box = false;
+  static constexpr auto fields() { return std::make_tuple(&NmsParams::center_point_box); }
+};
+
+// RoiAlign (ONNX, torchvision's roi_align): x [N, C, H, W], rois [R, 4] as
+// [x1, y1, x2, y2] in input coordinates times spatial_scale, int64
+// batch_indices [R] -> [R, C, output_height, output_width]. half_pixel:
+// coordinate_transformation_mode half_pixel (the rois shifted by -0.5: torch's
+// aligned=True; opset 16's default), else output_half_pixel (opset 10; the
+// roi size at least 1). sampling_ratio 0: ceil(roi size / output size) points
+// per bin and dim.
+enum class RoiAlignMode : uint8_t { Avg, Max };
+
+struct RoiAlignParams {
+  RoiAlignMode mode = RoiAlignMode::Avg;
+  int64_t output_height = 1;
+  int64_t output_width = 1;
+  int64_t sampling_ratio = 0;
+  double spatial_scale = 1.0;
+  bool half_pixel = true;
+  static constexpr auto fields() {
+    return std::make_tuple(&RoiAlignParams::mode, &RoiAlignParams::output_height, &RoiAlignParams::output_width,
+                           &RoiAlignParams::sampling_ratio, &RoiAlignParams::spatial_scale,
+                           &RoiAlignParams::half_pixel);
+  }
+  bool valid() const {
+    return mode <= RoiAlignMode::Max && output_height >= 1 && output_width >= 1 && sampling_ratio >= 0;
+  }
+};
+
+// DFT (ONNX): x [..., 1 | 2] (real, or complex as [re, im]) transformed along
+// `axis` (negative: from the end, the last dim counted; the op's run-time
+// axis input, opset 20, replaces it) with `length` points (0: the input's
+// size along axis, or 2 (n - 1) for an inverse one-sided transform; the op's
+// dft_length input replaces it); the input is cut or zero-padded to `length`.
+// Forward: [..., 2], one-sided keeps length / 2 + 1 bins. Inverse: divided by
+// length; one-sided (irfft) reads a half spectrum and writes [..., length, 1].
+struct DftParams {
+  int64_t axis = 1;
+  bool inverse = false;
+  bool onesided = false;
+  int64_t length = 0;
+  static constexpr auto fields() {
+    return std::make_tuple(&DftParams::axis, &DftParams::inverse, &DftParams::onesided, &DftParams::length);
+  }
+};
+
+// STFT (ONNX): signal [B, L, 1 | 2] cut into frames of frame_length samples
+// every frame_step, each multiplied by the window and transformed: [B,
+// frames, bins, 2] (frames = (L - frame_length) / frame_step + 1; bins
+// frame_length / 2 + 1 when onesided). frame_step and frame_length come from
+// the op's run-time inputs; here they are what the front-end hands its kernel.
+struct StftParams {
+  bool onesided = true;
+  int64_t frame_step = 0;
+  int64_t frame_length = 0;
+  static constexpr auto fields() {
+    return std::make_tuple(&StftParams::onesided, &StftParams::frame_step, &StftParams::frame_length);
+  }
+};
+
+// AffineGrid (ONNX, torch's affine_grid): theta [N, 2, 3] (2-D) or [N, 3, 4]
+// (3-D) applied to the normalized coordinates (x, y[, z], 1) of every output
+// position of size [N, C, (D,) H, W] (the op's run-time size input) -> [N,
+// (D,) H, W, 2 | 3]; align_corners: -1 and 1 are the corner pixels' centers.
+struct AffineGridParams {
+  bool align_corners = false;
+  static constexpr auto fields() { return std::make_tuple(&AffineGridParams::align_corners); }
+};
+
+// Col2Im (ONNX): x [N, C * prod(block), L] summed into [N, C, *image]; per
+// spatial dim d (dims of them), block position l_d and block offset k_d land
+// at l_d * strides[d] - pads_begin[d] + k_d * dilations[d]. image and block
+// come from the op's run-time inputs; here they are what the front-end hands
+// its kernel.
+struct Col2ImParams {
+  int64_t dims = 0;
+  int64_t dilations[kMaxRank] = {1, 1, 1, 1, 1, 1, 1, 1};
+  int64_t pads_begin[kMaxRank] = {};
+  int64_t pads_end[kMaxRank] = {};
+  int64_t strides[kMaxRank] = {1, 1, 1, 1, 1, 1, 1, 1};
+  int64_t image[kMaxRank] = {};
+  int64_t block[kMaxRank] = {};
+  static constexpr auto fields() {
+    return std::make_tuple(&Col2ImParams::dims, &Col2ImParams::dilations, &Col2ImParams::pads_begin,
+                           &Col2ImParams::pads_end, &Col2ImParams::strides, &Col2ImParams::image,
+                           &Col2ImParams::block);
+  }
+  bool valid() const {
+    if (dims < 0 || dims > kMaxRank - 2) return false;
+    for (int64_t d = 0; d < dims; ++d) {
+      if (dilations[d] < 1 || strides[d] < 1 || pads_begin[d] < 0 || pads_end[d] < 0) return false;
+    }
+    return true;
+  }
+};
+
+// MaxUnpool (ONNX): x [N, C, *in] written at its flat indices (MaxPool's:
+// over the whole [N, C, *unpooled] tensor) into zeros of the unpooled shape,
+// unpooled = (in - 1) * stride - pad_begin - pad_end + kernel per spatial dim;
+// that block is placed at the start of a larger output_shape (the op's
+// run-time input), as onnx.reference does.
+struct MaxUnpoolParams {
+  int64_t dims = 0;
+  int64_t kernel[3] = {1, 1, 1};
+  int64_t stride[3] = {1, 1, 1};
+  int64_t pad_begin[3] = {0, 0, 0};
+  int64_t pad_end[3] = {0, 0, 0};
+  static constexpr auto fields() {
+    return std::make_tuple(&MaxUnpoolParams::dims, &MaxUnpoolParams::kernel, &MaxUnpoolParams::stride,
+                           &MaxUnpoolParams::pad_begin, &MaxUnpoolParams::pad_end);
+  }
+  bool valid() const {
+    if (dims < 1 || dims > 3) return false;
+    for (int64_t d = 0; d < dims; ++d) {
+      if (kernel[d] < 1 || stride[d] < 1 || pad_begin[d] < 0 || pad_end[d] < 0) return false;
+    }
+    return true;
+  }
+  // The unpooled size of spatial dim d for an input of size `in`.
+  int64_t unpooled(int64_t d, int64_t in) const { return (in - 1) * stride[d] - pad_begin[d] - pad_end[d] + kernel[d]; }
+};
+
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
                               SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams,
                               DimsParams, AxisParams, LinearParams, QLinearParams, QConv2dParams,
                               UnaryParams, ScatterParams, ScanParams, TopKParams, UniqueParams,
-                              ResizeParams, ConvTransposeParams, GridSampleParams>;
+                              ResizeParams, ConvTransposeParams, GridSampleParams, NmsParams,
+                              RoiAlignParams, DftParams, StftParams, AffineGridParams, Col2ImParams,
+                              MaxUnpoolParams>;
 
 }  // namespace ember

@@ -85,6 +85,17 @@ std::vector<std::pair<OpKind, OpRule>> special_rules() {
       {OpKind::Min, {{}, kSlot1}},
       // Resize: ONNX's run-time roi, scales and sizes (inputs 1 to 3) are read on the host.
       {OpKind::Resize, {{}, kAllSlots & ~1u}},
+      // NonMaxSuppression runs on the host (its output size depends on the values);
+      // RoiAlign's batch indices are checked there; DFT's dft_length and axis and
+      // STFT's frame_step and frame_length are read there.
+      {OpKind::NonMaxSuppression, {{}, kAllSlots, 0, true}},
+      {OpKind::RoiAlign, {{}, 1u << 2}},
+      {OpKind::DFT, {{}, kAllSlots & ~1u}},
+      {OpKind::STFT, {{}, (1u << 1) | (1u << 3)}},
+      // AffineGrid's size, Col2Im's image_shape and block_shape, MaxUnpool's output_shape: read on the host.
+      {OpKind::AffineGrid, {{}, kSlot1}},
+      {OpKind::Col2Im, {{}, kAllSlots & ~1u}},
+      {OpKind::MaxUnpool, {{}, 1u << 2}},
       // matmul's folded and batched paths reshape and make results contiguous;
       // linear: mm, then add_ of the bias (a Copy back), then the activation.
       {OpKind::MatMul, {{OpKind::MatMul, OpKind::Copy}}},
