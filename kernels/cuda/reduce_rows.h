@@ -97,7 +97,7 @@ struct RowLayout {
     const int t = static_cast<int>(threadIdx.x);
     return (t / (S * G)) * S + t % S;
   }
-  int rows_per_block() const { return kRowThreads / G; }
+  __host__ __device__ int rows_per_block() const { return kRowThreads / G; }
 };
 
 inline int pow2_at_least(int64_t n, int cap) {
