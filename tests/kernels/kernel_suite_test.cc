@@ -1336,6 +1336,15 @@ std::vector<Case> scan_cases(DType dt) {
                     {out_contig(x, dt)}, p, Family::Accumulate, 5});
     }
   }
+  // Long lines (CUDA: a warp per line, scanning chunks of 32 with a carry), and a long strided axis.
+  const Shape lx{3, 100};
+  for (int flags = 0; flags < 4; ++flags) {
+    const ScanParams p{1, (flags & 1) != 0, (flags & 2) != 0};
+    cs.push_back({"[3,100] axis 1 flags " + std::to_string(flags), {contig(values(lx, dt, Dom::NearOne))},
+                  {out_contig(lx, dt)}, p, Family::Accumulate, 100});
+  }
+  cs.push_back({"[70,3] axis 0", {contig(values({70, 3}, dt, Dom::NearOne))}, {out_contig({70, 3}, dt)},
+                ScanParams{0, false, true}, Family::Accumulate, 70});
   return cs;
 }
 
@@ -1354,6 +1363,12 @@ std::vector<Case> topk_cases(DType dt) {
                       {out_contig(o, dt), out_contig(o, DType::Int64)}, TopKParams{axis, largest, true}});
       }
     }
+  }
+  // Lines longer than CUDA's shared-memory sort (2048 elements): its workspace path.
+  for (bool largest : {true, false}) {
+    cs.push_back({std::string("[2,2500] axis 1 k 7") + (largest ? " largest" : " smallest"),
+                  {contig(values({2, 2500}, dt, Dom::Quantized))},
+                  {out_contig({2, 7}, dt), out_contig({2, 7}, DType::Int64)}, TopKParams{1, largest, true}});
   }
   return cs;
 }
