@@ -106,10 +106,13 @@ inline int pow2_at_least(int64_t n, int cap) {
   return g;
 }
 
-// Lanes per row for `inner` elements a row (adjacent lanes); rows adjacent
-// (S > 1) when `rows_contiguous` and the rows are many.
 // Rows of at most kThreadRow elements: a thread per row (no exchange).
 constexpr int64_t kThreadRow = 8;
+
+// The layout for `rows` rows of `inner` elements: a thread per short row;
+// 8 lanes a row, rows adjacent, when `rows_contiguous` (the kept dims are the
+// contiguous ones) and the rows are many; else the power of two at least
+// `inner` (at most a block) of adjacent lanes.
 inline RowLayout choose_layout(int64_t rows, int64_t inner, bool rows_contiguous) {
   if (inner <= kThreadRow) return RowLayout{1, 1};
   if (rows_contiguous && rows >= 32) return RowLayout{8, kRowThreads / 8};

@@ -700,6 +700,7 @@ std::vector<Case> layer_norm_cases(DType dt) {
     }
   }
   add("[1,257]", contig(values({1, 257}, dt)), 1, true, true);
+  add("transposed [40,20] (rows contiguous)", transposed({40, 20}, dt), 1, true, true);
   {
     Operand x = transposed({8, 5}, dt);
     NormParams p;
