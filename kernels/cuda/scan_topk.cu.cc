@@ -1,9 +1,10 @@
 // CumSum/CumProd and TopK on CUDA, with kernels/ref/scan.cc and topk.cc's
 // semantics.
 // Scan: a thread per line for short lines, else a warp per line scanning
-// chunks of 32 (Hillis-Steele shuffles, the chunk's total carried on);
-// floating values accumulate in float (double for double), as PyTorch's CUDA
-// cumsum, integers in wrapping 64 bits.
+// steps of 32 (Hillis-Steele shuffles, the step's total carried on); a few
+// long lines are cut in chunks of 2048, a warp each, joined through carries
+// in the workspace. Floating values accumulate in float (double for double),
+// as PyTorch's CUDA cumsum, integers in wrapping 64 bits.
 // TopK: a block per line sorts (value, index) pairs with a bitonic network
 // under the reference's strict order (NaN largest, ties by index) and writes
 // the first k: in shared memory for lines up to kTopKSharedLine, in the
@@ -27,30 +28,50 @@ __device__ inline A scan_op(A a, A b) {
   return kProduct ? a * b : a + b;
 }
 
-// rows: the other dims (x, y); each line has n elements at strides sx, sy.
+// A few long lines are cut in chunks, a warp each, in three launches: each
+// chunk's total (into the workspace), each line's carries (the totals'
+// exclusive scan, in order), then each chunk scanned from its carry.
+struct ScanChunks {
+  int64_t chunks, size;  // chunks a line, elements a chunk
+};
+constexpr int64_t kScanSplitMin = 8192, kScanSplitLines = 64, kScanChunk = 2048;
+
+ScanChunks scan_chunks(int64_t lines, int64_t n) {
+  if (n < kScanSplitMin || lines > kScanSplitLines) return ScanChunks{1, n};
+  return ScanChunks{(n + kScanChunk - 1) / kScanChunk, kScanChunk};
+}
+
+enum class ScanPass : int { Whole, Totals, FromCarries };
+
+// rows: the other dims (x, y); each line has n elements at strides sx, sy;
+// items are (line, chunk) pairs. `carries`: a state per item (Totals: written;
+// FromCarries: read as the chunk's start).
 template <typename T, bool kProduct>
 __global__ void scan_kernel(const T* x, T* y, Dims<2> rows, int64_t n, int64_t sx, int64_t sy, RowLayout l,
-                            bool exclusive, bool reverse) {
+                            bool exclusive, bool reverse, ScanChunks ch, ScanPass pass,
+                            scan_acc_t<T>* carries) {
   using A = scan_acc_t<T>;
   const A identity = kProduct ? A(1) : A(0);
   const int lane = l.lane(), G = l.G;
-  const int64_t per_block = l.rows_per_block();
-  for (int64_t base = blockIdx.x * per_block; base < rows.numel; base += gridDim.x * per_block) {
-    const int64_t row = base + l.group();
-    const bool live = row < rows.numel;
+  const int64_t per_block = l.rows_per_block(), items = rows.numel * ch.chunks;
+  for (int64_t base = blockIdx.x * per_block; base < items; base += gridDim.x * per_block) {
+    const int64_t item = base + l.group();
+    const bool live = item < items;
+    const int64_t row = item / ch.chunks, lo = (item % ch.chunks) * ch.size;
+    const int64_t hi = lo + ch.size < n ? lo + ch.size : n;
     const T* xl = x + (live ? rows.offset(0, row) : 0);
     T* yl = y + (live ? rows.offset(1, row) : 0);
-    A carry = identity;
-    for (int64_t s0 = 0; s0 < n; s0 += G) {
+    A carry = live && pass == ScanPass::FromCarries ? carries[item] : identity;
+    for (int64_t s0 = lo; s0 < lo + ch.size; s0 += G) {
       const int64_t s = s0 + lane;
       const int64_t i = reverse ? n - 1 - s : s;
-      const bool here = live && s < n;
+      const bool here = live && s < hi;
       A v = identity;
       if (here) {
         if constexpr (std::is_integral_v<T>) v = static_cast<A>(static_cast<int64_t>(xl[i * sx]));
         else v = convert<A>(xl[i * sx]);
       }
-      A before = identity;  // the product/sum of this chunk's earlier lanes
+      A before = identity;  // the product/sum of this step's earlier lanes
       if (G > 1) {
         for (int d = 1; d < G; d *= 2) {
           const A u = shfl_from(v, lane >= d ? lane - d : lane, G);
@@ -60,38 +81,82 @@ __global__ void scan_kernel(const T* x, T* y, Dims<2> rows, int64_t n, int64_t s
         if (lane > 0) before = prev;
       }
       const A out = scan_op<A, kProduct>(carry, exclusive ? before : v);
-      if (here) {
+      if (here && pass != ScanPass::Totals) {
         if constexpr (std::is_integral_v<T>) yl[i * sy] = static_cast<T>(static_cast<int64_t>(out));
         else yl[i * sy] = convert<T>(out);
       }
       carry = scan_op<A, kProduct>(carry, G > 1 ? shfl_from(v, G - 1, G) : v);
     }
+    if (live && lane == 0 && pass == ScanPass::Totals) carries[item] = carry;
   }
 }
 
+// A thread per line: the chunks' totals become their carries (exclusive scan, in order).
+template <typename A, bool kProduct>
+__global__ void scan_carries_kernel(A* carries, int64_t lines, int64_t chunks) {
+  const int64_t line = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (line >= lines) return;
+  A acc = kProduct ? A(1) : A(0);
+  for (int64_t c = 0; c < chunks; ++c) {
+    const A total = carries[line * chunks + c];
+    carries[line * chunks + c] = acc;
+    acc = scan_op<A, kProduct>(acc, total);
+  }
+}
+
+struct ScanShape {
+  int64_t axis = 0, n = 0, lines = 0;
+};
+
+ScanShape scan_shape(const TensorView& x, const ScanParams& p) {
+  ScanShape s;
+  s.axis = p.axis < 0 ? p.axis + x.rank : p.axis;
+  s.n = x.rank == 0 ? 1 : x.sizes[s.axis];
+  s.lines = s.n > 0 ? x.numel() / s.n : 0;
+  return s;
+}
+
 template <bool kProduct>
-Status scan(Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+Status scan(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<ScanParams>(&params);
   RT_CHECK_OR_RETURN(p != nullptr && !in.empty() && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   const TensorView& y = out[0];
   RT_CHECK_OR_RETURN(x.dtype == y.dtype && x.rank == y.rank, Status::DTypeMismatch);
   for (int d = 0; d < x.rank; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == y.sizes[d], Status::ShapeMismatch);
-  const int64_t axis = p->axis < 0 ? p->axis + x.rank : p->axis;
-  RT_CHECK_OR_RETURN(axis >= 0 && axis < std::max(x.rank, 1), Status::InvalidArgument);
+  const ScanShape sh = scan_shape(x, *p);
+  RT_CHECK_OR_RETURN(sh.axis >= 0 && sh.axis < std::max(x.rank, 1), Status::InvalidArgument);
   return with_dtype<kCudaNumeric>(x.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
+    using A = scan_acc_t<T>;
     if (x.numel() == 0) return Status::Ok;
     const TensorView* v[2] = {&x, &y};
-    const Dims<2> rows = make_dims<2>(v, [&](int d) { return d != axis; });
-    const int64_t n = x.rank == 0 ? 1 : x.sizes[axis];
-    const int64_t sx = x.rank == 0 ? 0 : x.strides[axis], sy = y.rank == 0 ? 0 : y.strides[axis];
+    const Dims<2> rows = make_dims<2>(v, [&](int d) { return d != sh.axis; });
+    const int64_t n = sh.n;
+    const int64_t sx = x.rank == 0 ? 0 : x.strides[sh.axis], sy = y.rank == 0 ? 0 : y.strides[sh.axis];
     const RowLayout l{n <= kThreadRow ? 1 : 32, 1};
+    const ScanChunks ch = scan_chunks(rows.numel, n);
     RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+    const char* what = kProduct ? "cumprod kernel" : "cumsum kernel";
     auto* k = &scan_kernel<T, kProduct>;
-    EMBER_LAUNCH(k, dim3(row_blocks(rows.numel, l)), dim3(kRowThreads), 0, c->stream(), x.ptr<const T>(),
-                 y.ptr<T>(), rows, n, sx, sy, l, p->exclusive, p->reverse);
-    return Context::check(cudaGetLastError(), kProduct ? "cumprod kernel" : "cumsum kernel");
+    const dim3 grid(row_blocks(rows.numel * ch.chunks, l));
+    if (ch.chunks == 1) {
+      EMBER_LAUNCH(k, grid, dim3(kRowThreads), 0, c->stream(), x.ptr<const T>(), y.ptr<T>(), rows, n, sx, sy, l,
+                   p->exclusive, p->reverse, ch, ScanPass::Whole, static_cast<A*>(nullptr));
+      return Context::check(cudaGetLastError(), what);
+    }
+    RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= static_cast<size_t>(rows.numel * ch.chunks) * 8,
+                       Status::InvalidArgument);
+    A* carries = static_cast<A*>(ctx.scratch);
+    EMBER_LAUNCH(k, grid, dim3(kRowThreads), 0, c->stream(), x.ptr<const T>(), y.ptr<T>(), rows, n, sx, sy, l,
+                 p->exclusive, p->reverse, ch, ScanPass::Totals, carries);
+    RT_RETURN_IF_ERROR(Context::check(cudaGetLastError(), what));
+    auto* fix = &scan_carries_kernel<A, kProduct>;
+    EMBER_LAUNCH(fix, dim3(1), dim3(kRowThreads), 0, c->stream(), carries, rows.numel, ch.chunks);
+    RT_RETURN_IF_ERROR(Context::check(cudaGetLastError(), what));
+    EMBER_LAUNCH(k, grid, dim3(kRowThreads), 0, c->stream(), x.ptr<const T>(), y.ptr<T>(), rows, n, sx, sy, l,
+                 p->exclusive, p->reverse, ch, ScanPass::FromCarries, carries);
+    return Context::check(cudaGetLastError(), what);
   });
 }
 
@@ -187,8 +252,21 @@ TopKShape topk_shape(const TensorView& x, const TensorView& values, const TopKPa
 
 }  // namespace
 
-EMBER_CUDA_KERNEL(cumsum) { return scan<false>(in, out, params); }
-EMBER_CUDA_KERNEL(cumprod) { return scan<true>(in, out, params); }
+size_t scan_workspace(Span<const TensorView> in, Span<const TensorView>, const OpParams& params) {
+  const auto* p = std::get_if<ScanParams>(&params);
+  if (p == nullptr || in.empty()) return 0;
+  const ScanShape sh = scan_shape(in[0], *p);
+  const ScanChunks ch = scan_chunks(sh.lines, sh.n);
+  return ch.chunks == 1 ? 0 : static_cast<size_t>(sh.lines * ch.chunks) * 8;  // a state (at most 8 bytes) a chunk
+}
+
+Status cumsum(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  return scan<false>(ctx, in, out, params);
+}
+
+Status cumprod(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  return scan<true>(ctx, in, out, params);
+}
 
 size_t topk_workspace(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<TopKParams>(&params);

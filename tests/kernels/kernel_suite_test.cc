@@ -1346,6 +1346,11 @@ std::vector<Case> scan_cases(DType dt) {
   }
   cs.push_back({"[70,3] axis 0", {contig(values({70, 3}, dt, Dom::NearOne))}, {out_contig({70, 3}, dt)},
                 ScanParams{0, false, true}, Family::Accumulate, 70});
+  // Lines past 8192 elements (CUDA: cut in chunks joined through the workspace).
+  for (int flags : {0, 3}) {
+    cs.push_back({"[2,9000] axis 1 flags " + std::to_string(flags), {contig(values({2, 9000}, dt, Dom::NearOne))},
+                  {out_contig({2, 9000}, dt)}, ScanParams{1, flags == 3, flags == 3}, Family::Accumulate, 9000});
+  }
   return cs;
 }
 
