@@ -700,6 +700,7 @@ std::vector<Case> layer_norm_cases(DType dt) {
     }
   }
   add("[1,257]", contig(values({1, 257}, dt)), 1, true, true);
+  add("transposed [40,20] (rows contiguous)", transposed({40, 20}, dt), 1, true, true);
   {
     Operand x = transposed({8, 5}, dt);
     NormParams p;
@@ -1336,6 +1337,20 @@ std::vector<Case> scan_cases(DType dt) {
                     {out_contig(x, dt)}, p, Family::Accumulate, 5});
     }
   }
+  // Long lines (CUDA: a warp per line, scanning chunks of 32 with a carry), and a long strided axis.
+  const Shape lx{3, 100};
+  for (int flags = 0; flags < 4; ++flags) {
+    const ScanParams p{1, (flags & 1) != 0, (flags & 2) != 0};
+    cs.push_back({"[3,100] axis 1 flags " + std::to_string(flags), {contig(values(lx, dt, Dom::NearOne))},
+                  {out_contig(lx, dt)}, p, Family::Accumulate, 100});
+  }
+  cs.push_back({"[70,3] axis 0", {contig(values({70, 3}, dt, Dom::NearOne))}, {out_contig({70, 3}, dt)},
+                ScanParams{0, false, true}, Family::Accumulate, 70});
+  // Lines past 8192 elements (CUDA: cut in chunks joined through the workspace).
+  for (int flags : {0, 3}) {
+    cs.push_back({"[2,9000] axis 1 flags " + std::to_string(flags), {contig(values({2, 9000}, dt, Dom::NearOne))},
+                  {out_contig({2, 9000}, dt)}, ScanParams{1, flags == 3, flags == 3}, Family::Accumulate, 9000});
+  }
   return cs;
 }
 
@@ -1354,6 +1369,12 @@ std::vector<Case> topk_cases(DType dt) {
                       {out_contig(o, dt), out_contig(o, DType::Int64)}, TopKParams{axis, largest, true}});
       }
     }
+  }
+  // Lines longer than CUDA's shared-memory sort (2048 elements): its workspace path.
+  for (bool largest : {true, false}) {
+    cs.push_back({std::string("[2,2500] axis 1 k 7") + (largest ? " largest" : " smallest"),
+                  {contig(values({2, 2500}, dt, Dom::Quantized))},
+                  {out_contig({2, 7}, dt), out_contig({2, 7}, DType::Int64)}, TopKParams{1, largest, true}});
   }
   return cs;
 }
