@@ -4,7 +4,9 @@
 // scatter_combine.h; host and device). The front-ends reject indices out of
 // range before a kernel runs (a kernel cannot fail per element without a
 // host synchronization): here such an index writes zeros (Embedding,
-// GatherElements) or nothing (the scatters and EmbeddingBackward).
+// GatherElements) or nothing (the scatters and EmbeddingBackward). The
+// backward kernels accumulate with atomics (16-bit floats: in a float32 copy
+// in the workspace, rounded once).
 // ScatterElements runs one thread per line along the axis, in index order, so
 // duplicate indices combine exactly as in the reference (the last update wins
 // for reduction none) and the result is deterministic.
@@ -35,7 +37,7 @@ __global__ void embedding_kernel(const T* w, NdView wv, const void* idx, bool id
 
 // grad_weight[indices[i...], k] += grad[i..., k], one thread per element of grad.
 template <typename T>
-__global__ void embedding_backward_kernel(const T* g, NdView gv, const void* idx, bool idx64, NdView iv, T* gw,
+__global__ void embedding_backward_kernel(const T* g, NdView gv, const void* idx, bool idx64, NdView iv, compute_t<T>* gw,
                                           NdView gwv, int64_t total) {
   for (int64_t i = thread_index(); i < total; i += thread_count()) {
     int64_t at[kMaxRank + 1];
@@ -94,7 +96,8 @@ __global__ void pad_kernel(const T* x, NdView xv, T* y, NdView yv, PadGeometry g
 }
 
 template <typename T>
-__global__ void pad_backward_kernel(const T* g, NdView gv, T* gi, NdView giv, PadGeometry pg, int64_t total) {
+__global__ void pad_backward_kernel(const T* g, NdView gv, compute_t<T>* gi, NdView giv, PadGeometry pg,
+                                    int64_t total) {
   for (int64_t i = thread_index(); i < total; i += thread_count()) {
     int64_t at[kMaxRank];
     unravel(i, gv.sizes, gv.rank, at);
@@ -179,17 +182,23 @@ EMBER_CUDA_KERNEL(embedding) {
   });
 }
 
-EMBER_CUDA_KERNEL(embedding_backward) {
-  (void)params;
+size_t index_backward_workspace(Span<const TensorView>, Span<const TensorView> out, const OpParams&) {
+  return out.size() == 1 ? accumulator_bytes(out[0]) : 0;
+}
+
+Status embedding_backward(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                          const OpParams&) {
   RT_CHECK_OR_RETURN(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &grad = in[0], &indices = in[1], &gw = out[0];
   RT_RETURN_IF_ERROR(check_embedding(gw, indices, grad));
   return on_dtype_of<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    auto* k = &embedding_backward_kernel<T>;
-    return launch_1d(k, grad.numel(), "embedding_backward kernel", grad.ptr<const T>(), nd_view(grad),
-                     static_cast<const void*>(indices.data), indices.dtype == DType::Int64, nd_view(indices),
-                     gw.ptr<T>(), nd_view(gw), grad.numel());
+    return with_accumulator<T>(ctx, gw, [&](const TensorView& acc) {
+      auto* k = &embedding_backward_kernel<T>;
+      return launch_1d(k, grad.numel(), "embedding_backward kernel", grad.ptr<const T>(), nd_view(grad),
+                       static_cast<const void*>(indices.data), indices.dtype == DType::Int64, nd_view(indices),
+                       acc.ptr<compute_t<T>>(), nd_view(acc), grad.numel());
+    });
   });
 }
 
@@ -210,7 +219,8 @@ EMBER_CUDA_KERNEL(pad) {
   });
 }
 
-EMBER_CUDA_KERNEL(pad_backward) {
+Status pad_backward(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                    const OpParams& params) {
   const auto* p = std::get_if<PadParams>(&params);
   RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &grad = in[0], &gi = out[0];
@@ -227,9 +237,11 @@ EMBER_CUDA_KERNEL(pad_backward) {
   }
   return on_dtype_of<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    auto* k = &pad_backward_kernel<T>;
-    return launch_1d(k, grad.numel(), "pad_backward kernel", grad.ptr<const T>(), nd_view(grad), gi.ptr<T>(),
-                     nd_view(gi), pad_geometry(*p), grad.numel());
+    return with_accumulator<T>(ctx, gi, [&](const TensorView& acc) {
+      auto* k = &pad_backward_kernel<T>;
+      return launch_1d(k, grad.numel(), "pad_backward kernel", grad.ptr<const T>(), nd_view(grad),
+                       acc.ptr<compute_t<T>>(), nd_view(acc), pad_geometry(*p), grad.numel());
+    });
   });
 }
 

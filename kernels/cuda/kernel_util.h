@@ -67,25 +67,12 @@ __device__ inline int64_t read_index(const void* p, bool int64, int64_t off) {
 __device__ inline int64_t thread_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ inline int64_t thread_count() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
-// *p += v where threads collide: hardware atomics for float and double; the
-// 16-bit floats by a compare-and-swap loop on their bits (rounded to T after
-// every add, as the reference's step-by-step accumulation).
-template <typename T>
-__device__ inline void atomic_accumulate(T* p, compute_t<T> v) {
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    atomicAdd(p, v);
-  } else {
-    static_assert(sizeof(T) == 2, "16-bit floats only");
-    unsigned short* bits = reinterpret_cast<unsigned short*>(p);
-    unsigned short old = *bits, assumed;
-    do {
-      assumed = old;
-      T cur;
-      cur.bits = assumed;
-      const T next = convert<T>(static_cast<float>(cur) + v);
-      old = atomicCAS(bits, assumed, static_cast<unsigned short>(next.bits));
-    } while (old != assumed);
-  }
+// *p += v where threads collide (float and double: the hardware's atomics;
+// the 16-bit floats accumulate in a float32 copy, see with_accumulator).
+template <typename A>
+__device__ inline void atomic_accumulate(A* p, A v) {
+  static_assert(std::is_same_v<A, float> || std::is_same_v<A, double>, "float32/float64 accumulators only");
+  atomicAdd(p, v);
 }
 
 // kernel<<<blocks_for(n), kBlock>>>(args...) on the context's stream: the 1-D
@@ -96,6 +83,40 @@ Status launch_1d(Kernel kernel, int64_t n, const char* what, Args... args) {
   RT_ASSIGN_OR_RETURN(Context * c, Context::get());
   EMBER_LAUNCH(kernel, dim3(blocks_for(n)), dim3(kBlock), 0, c->stream(), args...);
   return Context::check(cudaGetLastError(), what);
+}
+
+// The workspace of an "output zeroed, accumulated" backward kernel: a
+// float32 copy of a 16-bit output (nothing for float32/float64).
+inline size_t accumulator_bytes(const TensorView& out) {
+  return element_size(out.dtype) == 2 ? (static_cast<size_t>(out.numel()) * sizeof(float) + 255) / 256 * 256 : 0;
+}
+
+// Runs body(acc) with the view the kernel accumulates into, of compute_t<T>:
+// `out` itself for float32/float64; for the 16-bit floats a dense float32
+// copy of it in ctx.scratch (accumulator_bytes), converted back into `out`
+// after the body: sums in float32 and rounded once, as PyTorch's CUDA kernels.
+template <typename T, typename Body>
+Status with_accumulator(const KernelContext& ctx, const TensorView& out, Body&& body) {
+  if constexpr (std::is_same_v<compute_t<T>, T>) {
+    return body(out);
+  } else {
+    if (out.numel() == 0) return Status::Ok;
+    RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= accumulator_bytes(out), Status::InvalidArgument);
+    TensorView acc = out;
+    acc.data = ctx.scratch;
+    acc.dtype = DType::Float32;
+    int64_t step = 1;
+    for (int d = out.rank - 1; d >= 0; --d) {
+      acc.strides[d] = step;
+      step *= out.sizes[d];
+    }
+    TensorView src = out, dst = acc;
+    RT_RETURN_IF_ERROR(copy(KernelContext{}, Span<const TensorView>(&src, 1), Span<TensorView>(&dst, 1), OpParams{}));
+    RT_RETURN_IF_ERROR(body(static_cast<const TensorView&>(acc)));
+    src = acc;
+    dst = out;
+    return copy(KernelContext{}, Span<const TensorView>(&src, 1), Span<TensorView>(&dst, 1), OpParams{});
+  }
 }
 
 }  // namespace ember::cuda

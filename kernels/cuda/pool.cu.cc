@@ -5,7 +5,8 @@
 // types (float for the 16-bit floats, int64 for integers) and the division
 // order, so the forward kernels match the reference exactly. The backward
 // kernels add each output gradient into the input positions its window read
-// (the output is zeroed by the front-end) with atomics, since windows overlap.
+// (the output is zeroed by the front-end) with atomics, since windows overlap;
+// 16-bit floats accumulate in a float32 copy in the workspace.
 #include <limits>
 #include <type_traits>
 
@@ -110,10 +111,11 @@ __global__ void adaptive_avg_pool_kernel(const T* x, Planes xv, T* y, Planes yv)
   }
 }
 
-// Backward: g [N, C, OH, OW] (grad_out), gi [N, C, H, W] (grad_in, accumulated).
+// Backward: g [N, C, OH, OW] (grad_out), gi [N, C, H, W] (grad_in, accumulated in
+// compute_t<T>: the output itself, or its float32 copy for 16-bit floats).
 
 template <typename T>
-__global__ void max_pool_backward_kernel(const T* g, Planes gv, const T* x, Planes xv, T* gi, Planes giv,
+__global__ void max_pool_backward_kernel(const T* g, Planes gv, const T* x, Planes xv, compute_t<T>* gi, Planes giv,
                                          Pool2dParams p) {
   using A = compute_t<T>;
   const int64_t total = gv.count();
@@ -140,7 +142,7 @@ __global__ void max_pool_backward_kernel(const T* g, Planes gv, const T* x, Plan
 }
 
 template <typename T>
-__global__ void avg_pool_backward_kernel(const T* g, Planes gv, T* gi, Planes giv, Pool2dParams p) {
+__global__ void avg_pool_backward_kernel(const T* g, Planes gv, compute_t<T>* gi, Planes giv, Pool2dParams p) {
   using A = compute_t<T>;
   const int64_t total = gv.count();
   for (int64_t i = thread_index(); i < total; i += thread_count()) {
@@ -155,7 +157,7 @@ __global__ void avg_pool_backward_kernel(const T* g, Planes gv, T* gi, Planes gi
 }
 
 template <typename T>
-__global__ void adaptive_avg_pool_backward_kernel(const T* g, Planes gv, T* gi, Planes giv) {
+__global__ void adaptive_avg_pool_backward_kernel(const T* g, Planes gv, compute_t<T>* gi, Planes giv) {
   using A = compute_t<T>;
   const int64_t total = gv.count();
   for (int64_t i = thread_index(); i < total; i += thread_count()) {
@@ -184,6 +186,10 @@ bool avg_params_ok(const Pool2dParams& p) {
 }
 
 }  // namespace
+
+size_t pool2d_backward_workspace(Span<const TensorView>, Span<const TensorView> out, const OpParams&) {
+  return out.size() == 1 ? accumulator_bytes(out[0]) : 0;
+}
 
 EMBER_CUDA_KERNEL(max_pool2d) {
   const auto* p = std::get_if<Pool2dParams>(&params);
@@ -222,7 +228,8 @@ EMBER_CUDA_KERNEL(adaptive_avg_pool2d) {
   });
 }
 
-EMBER_CUDA_KERNEL(max_pool2d_backward) {
+Status max_pool2d_backward(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                           const OpParams& params) {
   const auto* p = std::get_if<Pool2dParams>(&params);
   RT_CHECK_OR_RETURN(p != nullptr && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &grad = in[0], &x = in[1], &gi = out[0];
@@ -231,36 +238,43 @@ EMBER_CUDA_KERNEL(max_pool2d_backward) {
   RT_CHECK_OR_RETURN(max_params_ok(*p), Status::InvalidArgument);
   return on_dtype_of<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    auto* k = &max_pool_backward_kernel<T>;
-    return launch_1d(k, grad.numel(), "max_pool2d_backward kernel", grad.ptr<const T>(), planes(grad),
-                     x.ptr<const T>(), planes(x), gi.ptr<T>(), planes(gi), *p);
+    return with_accumulator<T>(ctx, gi, [&](const TensorView& acc) {
+      auto* k = &max_pool_backward_kernel<T>;
+      return launch_1d(k, grad.numel(), "max_pool2d_backward kernel", grad.ptr<const T>(), planes(grad),
+                       x.ptr<const T>(), planes(x), acc.ptr<compute_t<T>>(), planes(acc), *p);
+    });
   });
 }
 
-EMBER_CUDA_KERNEL(avg_pool2d_backward) {
+Status avg_pool2d_backward(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                           const OpParams& params) {
   const auto* p = std::get_if<Pool2dParams>(&params);
   RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &grad = in[0], &gi = out[0];
   RT_CHECK_OR_RETURN(is_pool_geometry(gi, grad) && avg_params_ok(*p), Status::InvalidArgument);
   return on_dtype_of<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    auto* k = &avg_pool_backward_kernel<T>;
-    return launch_1d(k, grad.numel(), "avg_pool2d_backward kernel", grad.ptr<const T>(), planes(grad), gi.ptr<T>(),
-                     planes(gi), *p);
+    return with_accumulator<T>(ctx, gi, [&](const TensorView& acc) {
+      auto* k = &avg_pool_backward_kernel<T>;
+      return launch_1d(k, grad.numel(), "avg_pool2d_backward kernel", grad.ptr<const T>(), planes(grad),
+                       acc.ptr<compute_t<T>>(), planes(acc), *p);
+    });
   });
 }
 
-EMBER_CUDA_KERNEL(adaptive_avg_pool2d_backward) {
-  (void)params;
+Status adaptive_avg_pool2d_backward(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                                    const OpParams&) {
   RT_CHECK_OR_RETURN(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &grad = in[0], &gi = out[0];
   RT_CHECK_OR_RETURN(is_pool_geometry(gi, grad), Status::InvalidArgument);
   RT_CHECK_OR_RETURN(grad.numel() == 0 || (gi.sizes[2] > 0 && gi.sizes[3] > 0), Status::InvalidArgument);
   return on_dtype_of<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    auto* k = &adaptive_avg_pool_backward_kernel<T>;
-    return launch_1d(k, grad.numel(), "adaptive_avg_pool2d_backward kernel", grad.ptr<const T>(), planes(grad),
-                     gi.ptr<T>(), planes(gi));
+    return with_accumulator<T>(ctx, gi, [&](const TensorView& acc) {
+      auto* k = &adaptive_avg_pool_backward_kernel<T>;
+      return launch_1d(k, grad.numel(), "adaptive_avg_pool2d_backward kernel", grad.ptr<const T>(), planes(grad),
+                       acc.ptr<compute_t<T>>(), planes(acc));
+    });
   });
 }
 

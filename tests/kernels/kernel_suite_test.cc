@@ -1793,12 +1793,24 @@ Status run_reference(const KernelEntry& ref, const Case& c, std::vector<Tensor>*
 }
 
 // The 16-bit floats' MatMul reference rounds every product and partial sum to
-// the 16-bit type (bit-exact with PyTorch's CPU mm); a backend accumulating in
-// float32 (as the Vulkan shaders and PyTorch's CUDA kernels do) is compared with
+// the 16-bit type (bit-exact with PyTorch's CPU mm), and so do the backward
+// kernels that accumulate into their output (each `+=` rounded to the 16-bit
+// type, in the reference's order); a backend accumulating in float32 (as the
+// Vulkan shaders and PyTorch's CUDA kernels do; the CUDA backward kernels sum
+// in a float32 copy, in the atomics' order, and round once) is compared with
 // the reference run in float32 and rounded once. The difference from the
 // step-rounded reference is printed beside the entry, not asserted.
 bool rounds_each_step(OpKind op, DType dt) {
-  return op == OpKind::MatMul && (dt == DType::Float16 || dt == DType::BFloat16);
+  if (dt != DType::Float16 && dt != DType::BFloat16) return false;
+  switch (op) {
+    case OpKind::MatMul:
+    case OpKind::MaxPool2dBackward:
+    case OpKind::AvgPool2dBackward:
+    case OpKind::AdaptiveAvgPool2dBackward:
+    case OpKind::EmbeddingBackward:
+    case OpKind::PadBackward: return true;
+    default: return false;
+  }
 }
 
 // Bounds a backend's arithmetic is known not to meet: named, printed in the
