@@ -101,7 +101,8 @@ EMBER_HD inline int resize_taps(const ResizeParams& p, const ResizeAxis& a, int6
     w[0] = 1.0;
     return 1;
   }
-  const int n = std::min(resize_tap_count(p, a), kMaxResizeTaps);
+  const int count = resize_tap_count(p, a);
+  const int n = count < kMaxResizeTaps ? count : kMaxResizeTaps;  // (std::min would odr-use it: not in device code)
   const double x = resize_source(p, a, y, outside);
   const double xf = std::floor(x);
   const bool integer = x == xf;
