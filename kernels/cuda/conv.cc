@@ -97,7 +97,8 @@ ConvPlan plan_conv(const TensorView& x, const TensorView& w, const TensorView& o
   if (!c.dense_out) c.out_bytes = static_cast<size_t>(o.numel()) * es;
   if (!c.x_direct.ok) {
     const size_t per_image = static_cast<size_t>(x.sizes[1] * c.kh * c.kw * c.p) * es;
-    c.chunk = std::max<int64_t>(1, std::min<int64_t>(o.sizes[0], static_cast<int64_t>(kColsBudget / std::max<size_t>(per_image, 1))));
+    const int64_t fit = static_cast<int64_t>(kColsBudget / std::max<size_t>(per_image, 1));
+    c.chunk = std::max<int64_t>(1, std::min<int64_t>(o.sizes[0], fit));
     c.cols_bytes = static_cast<size_t>(c.chunk) * per_image;
   }
   return c;
@@ -227,8 +228,8 @@ Status conv2d(const KernelContext& ctx, Span<const TensorView> in, Span<TensorVi
   if (bias.data != nullptr) {
     RT_RETURN_IF_ERROR(conv2d_bias_fill(bias, batch, c.p, target));
   } else if (c.k == 0) {
-    RT_RETURN_IF_ERROR(
-        Context::check(cudaMemsetAsync(target, 0, static_cast<size_t>(o.numel()) * es, cx->stream()), "cudaMemsetAsync"));
+    const size_t bytes = static_cast<size_t>(o.numel()) * es;
+    RT_RETURN_IF_ERROR(Context::check(cudaMemsetAsync(target, 0, bytes, cx->stream()), "cudaMemsetAsync"));
   }
   if (c.k > 0) {
     RT_ASSIGN_OR_RETURN(const CublasApi* api, cublas());

@@ -37,14 +37,15 @@ __global__ void embedding_kernel(const T* w, NdView wv, const void* idx, bool id
 
 // grad_weight[indices[i...], k] += grad[i..., k], one thread per element of grad.
 template <typename T>
-__global__ void embedding_backward_kernel(const T* g, NdView gv, const void* idx, bool idx64, NdView iv, compute_t<T>* gw,
-                                          NdView gwv, int64_t total) {
+__global__ void embedding_backward_kernel(const T* g, NdView gv, const void* idx, bool idx64, NdView iv,
+                                          compute_t<T>* gw, NdView gwv, int64_t total) {
   for (int64_t i = thread_index(); i < total; i += thread_count()) {
     int64_t at[kMaxRank + 1];
     unravel(i, gv.sizes, gv.rank, at);
     const int64_t row = read_index(idx, idx64, offset_at(iv, at));
     if (row < 0 || row >= gwv.sizes[0]) continue;
-    atomic_accumulate(gw + row * gwv.strides[0] + at[iv.rank] * gwv.strides[1], convert<compute_t<T>>(g[offset_at(gv, at)]));
+    atomic_accumulate(gw + row * gwv.strides[0] + at[iv.rank] * gwv.strides[1],
+                      convert<compute_t<T>>(g[offset_at(gv, at)]));
   }
 }
 
@@ -154,7 +155,9 @@ int64_t normalized_axis(int64_t axis, int rank) { return axis < 0 ? axis + rank 
 Status check_index(const TensorView& index, const TensorView& bound, int64_t axis) {
   RT_CHECK_OR_RETURN(index.dtype == DType::Int32 || index.dtype == DType::Int64, Status::DTypeMismatch);
   RT_CHECK_OR_RETURN(index.rank == bound.rank && axis >= 0 && axis < std::max(index.rank, 1), Status::InvalidArgument);
-  for (int d = 0; d < index.rank; ++d) RT_CHECK_OR_RETURN(d == axis || index.sizes[d] <= bound.sizes[d], Status::ShapeMismatch);
+  for (int d = 0; d < index.rank; ++d) {
+    RT_CHECK_OR_RETURN(d == axis || index.sizes[d] <= bound.sizes[d], Status::ShapeMismatch);
+  }
   return Status::Ok;
 }
 
