@@ -778,6 +778,8 @@ std::vector<Case> conv2d_cases(DType dt) {
   };
   add("1x1", {2, 8, 7, 9}, 17, 1, 1, 1, 0, 1, 1, true);
   add("1x1 channels_last", {2, 8, 7, 9}, 5, 1, 1, 1, 0, 1, 1, false, 1);
+  add("1x1 groups 2", {2, 6, 5, 3}, 4, 1, 1, 1, 0, 1, 2, true);
+  add("1x1 groups 2 channels_last", {2, 6, 5, 3}, 4, 1, 1, 1, 0, 1, 2, true, 1);
   add("3x3", {1, 3, 7, 9}, 5, 3, 3, 1, 1, 1, 1, true);
   add("3x3 no bias", {2, 3, 7, 9}, 4, 3, 3, 1, 0, 1, 1, false);
   add("3x3 stride 2", {2, 3, 9, 7}, 6, 3, 3, 2, 1, 1, 1, true);
