@@ -210,6 +210,8 @@ Status conv2d(const KernelContext& ctx, Span<const TensorView> in, Span<TensorVi
   RT_CHECK_OR_RETURN(c.p <= INT32_MAX && c.k <= INT32_MAX && c.cog <= INT32_MAX && c.groups <= INT32_MAX &&
                          o.sizes[0] <= INT32_MAX,
                      Status::OutOfRange);
+  RT_CHECK_OR_RETURN(c.workspace() == 0 || (ctx.scratch != nullptr && ctx.scratch_bytes >= c.workspace()),
+                     Status::InvalidArgument);
   RT_ASSIGN_OR_RETURN(Context * cx, Context::get());
   const size_t es = element_size(x.dtype);
   char* scratch = static_cast<char*>(ctx.scratch);
@@ -237,7 +239,9 @@ Status conv2d(const KernelContext& ctx, Span<const TensorView> in, Span<TensorVi
     const int64_t chunk = c.x_direct.ok ? batch : c.chunk;
     for (int64_t n0 = 0; n0 < batch; n0 += chunk) {
       const int64_t count = std::min(chunk, batch - n0);
-      if (!c.x_direct.ok) RT_RETURN_IF_ERROR(conv2d_im2col(x, n0, count, c.kh, c.kw, c.oh, c.ow, *p, scratch));
+      if (!c.x_direct.ok) {
+        RT_RETURN_IF_ERROR(conv2d_im2col(x, n0, count, c.kh, c.kw, c.oh, c.ow, *p, scratch));
+      }
       RT_RETURN_IF_ERROR(conv_gemms(c, gemm, x, scratch, static_cast<const char*>(weight.data), ldb, target, cout, n0,
                                     count));
     }
