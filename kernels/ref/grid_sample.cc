@@ -9,77 +9,11 @@
 // across dims. Values accumulate in double. Any strides.
 #include <cmath>
 
+#include "kernels/ref/grid_taps.h"
 #include "kernels/ref/ref_kernels.h"
-#include "kernels/ref/resize_taps.h"
 
 namespace ember::ref {
 namespace {
-
-struct GridTaps {
-  int n = 1;
-  int64_t idx[4] = {};  // -1: outside (zeros padding)
-  double w[4] = {};
-};
-
-double reflect(double x, double lo, double hi) {
-  const double range = hi - lo;
-  if (x < lo) {
-    const double dx = lo - x;
-    const double n = std::trunc(dx / range), r = dx - n * range;
-    return std::fmod(n, 2.0) == 0.0 ? lo + r : hi - r;
-  }
-  if (x > hi) {
-    const double dx = x - hi;
-    const double n = std::trunc(dx / range), r = dx - n * range;
-    return std::fmod(n, 2.0) == 0.0 ? hi - r : lo + r;
-  }
-  return x;
-}
-
-template <typename C>
-GridTaps taps_for(double g, int64_t size, const GridSampleParams& p) {
-  const C gc = static_cast<C>(g), len = static_cast<C>(size);
-  double x = p.align_corners ? static_cast<double>(static_cast<C>((gc + C(1)) / C(2) * (len - C(1))))
-                             : static_cast<double>(static_cast<C>(((gc + C(1)) * len - C(1)) / C(2)));
-  if (p.mode == ResizeMode::Nearest) x = std::nearbyint(x);
-  const double lo = p.align_corners ? 0.0 : -0.5, hi = p.align_corners ? static_cast<double>(size - 1) : size - 0.5;
-  if (x < lo || x > hi) {
-    if (p.padding == GridPadding::Border) x = std::clamp(x, 0.0, static_cast<double>(size - 1));
-    if (p.padding == GridPadding::Reflection) x = reflect(x, lo, hi);
-  }
-  auto pixel = [&](int64_t i) -> int64_t {
-    switch (p.padding) {
-      case GridPadding::Zeros:
-        return i >= 0 && i < size ? i : -1;
-      case GridPadding::Border:
-        return std::clamp<int64_t>(i, 0, size - 1);
-      case GridPadding::Reflection:
-        return std::clamp<int64_t>(static_cast<int64_t>(reflect(static_cast<double>(i), lo, hi)), 0, size - 1);
-    }
-    return -1;
-  };
-  GridTaps t;
-  if (p.mode == ResizeMode::Nearest) {
-    t.n = 1;
-    t.idx[0] = pixel(static_cast<int64_t>(x));
-    t.w[0] = 1.0;
-    return t;
-  }
-  const double x0 = std::floor(x), f = x - x0;
-  const int64_t i0 = static_cast<int64_t>(x0);
-  if (p.mode == ResizeMode::Linear) {
-    t.n = 2;
-    t.idx[0] = pixel(i0), t.w[0] = 1.0 - f;
-    t.idx[1] = pixel(i0 + 1), t.w[1] = f;
-    return t;
-  }
-  t.n = 4;
-  for (int k = 0; k < 4; ++k) {
-    t.idx[k] = pixel(i0 - 1 + k);
-    t.w[k] = resize_cubic(static_cast<double>(k - 1) - f, -0.75);
-  }
-  return t;
-}
 
 template <typename T>
 void grid_sample_loop(const TensorView& x, const TensorView& grid, const TensorView& o, const GridSampleParams& p) {
@@ -100,7 +34,7 @@ void grid_sample_loop(const TensorView& x, const TensorView& grid, const TensorV
           GridTaps taps[3];
           for (int i = 0; i < nd; ++i) {
             const double g = static_cast<double>(static_cast<C>(pg[goff + (nd - 1 - i) * grid.strides[nd + 1]]));
-            taps[i] = taps_for<C>(g, x.sizes[2 + i], p);
+            taps[i] = grid_taps<C>(g, x.sizes[2 + i], p);
           }
           for (int64_t ch = 0; ch < o.sizes[1]; ++ch) {
             const int64_t base = n * x.strides[0] + ch * x.strides[1];

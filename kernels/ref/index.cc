@@ -7,6 +7,7 @@
 
 #include "kernels/ref/loops.h"
 #include "kernels/ref/ref_kernels.h"
+#include "kernels/ref/scatter_combine.h"
 
 namespace ember::ref {
 namespace {
@@ -43,23 +44,6 @@ int64_t target_offset(const TensorView& v, const TensorView& index, const int64_
 }
 
 int64_t normalized_axis(int64_t axis, int rank) { return axis < 0 ? axis + rank : axis; }
-
-template <typename T>
-using compute = compute_t<T>;
-
-template <typename T>
-T combine(T old, T v, ScatterReduction r) {
-  using C = compute<T>;
-  const C a = static_cast<C>(old), b = static_cast<C>(v);
-  switch (r) {
-    case ScatterReduction::None: return v;
-    case ScatterReduction::Add: return static_cast<T>(a + b);
-    case ScatterReduction::Mul: return static_cast<T>(a * b);
-    case ScatterReduction::Max: return (b > a || b != b) ? v : old;  // NaN propagates (np.maximum)
-    case ScatterReduction::Min: return (b < a || b != b) ? v : old;
-  }
-  return v;
-}
 
 }  // namespace
 
@@ -116,7 +100,7 @@ Status scatter_elements(const KernelContext&, Span<const TensorView> in, Span<Te
     if (index.numel() == 0) return;
     do {  // in index order: with duplicates, the last update wins (reduction none)
       T& dst = o[target_offset(y, index, at, axis)];
-      dst = combine(dst, u[offset_of(updates, at)], p->reduction);
+      dst = scatter_combine(dst, u[offset_of(updates, at)], p->reduction);
     } while (next_index(at, index.sizes, index.rank));
   });
   return Status::Ok;

@@ -5,13 +5,15 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "runtime/core/host_device.h"
 #include "runtime/graph/op_params.h"
 
 namespace ember::ref {
 
 // The input index read for output index `o` along a dimension of input size
 // `size` padded by (before, after); -1 means "the constant value".
-inline int64_t pad_source(PadMode mode, int64_t o, int64_t size, int64_t before, int64_t after) {
+EMBER_HD inline int64_t pad_source(PadMode mode, int64_t o, int64_t size, int64_t before,
+                                   int64_t after) {
   const int64_t x = o - before;  // position in the input's coordinates
   switch (mode) {
     case PadMode::Constant:
@@ -36,7 +38,8 @@ inline int64_t pad_source(PadMode mode, int64_t o, int64_t size, int64_t before,
 
 // Whether every output index of a dimension maps inside the input (what the
 // Pad kernels check before reading with pad_source).
-inline bool pad_dim_is_valid(PadMode mode, int64_t size, int64_t before, int64_t after, int64_t out_size) {
+EMBER_HD inline bool pad_dim_is_valid(PadMode mode, int64_t size, int64_t before, int64_t after,
+                                      int64_t out_size) {
   if (out_size != size + before + after) return false;
   if (out_size == 0 || (before == 0 && after == 0)) return true;
   switch (mode) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "runtime/core/host_device.h"
 #include "runtime/graph/op_params.h"
 
 namespace ember::ref {
@@ -16,10 +17,11 @@ namespace ember::ref {
 struct PoolWindow {
   int64_t h0, h1, w0, w1;
   int64_t divisor = 1;
-  bool empty() const { return h0 >= h1 || w0 >= w1; }
+  EMBER_HD bool empty() const { return h0 >= h1 || w0 >= w1; }
 };
 
-inline PoolWindow max_pool_window(const Pool2dParams& p, int64_t oh, int64_t ow, int64_t H, int64_t W) {
+EMBER_HD inline PoolWindow max_pool_window(const Pool2dParams& p, int64_t oh, int64_t ow, int64_t H,
+                                          int64_t W) {
   PoolWindow win;
   win.h0 = oh * p.stride[0] - p.padding[0];
   win.w0 = ow * p.stride[1] - p.padding[1];
@@ -30,7 +32,8 @@ inline PoolWindow max_pool_window(const Pool2dParams& p, int64_t oh, int64_t ow,
   return win;
 }
 
-inline PoolWindow avg_pool_window(const Pool2dParams& p, int64_t oh, int64_t ow, int64_t H, int64_t W) {
+EMBER_HD inline PoolWindow avg_pool_window(const Pool2dParams& p, int64_t oh, int64_t ow, int64_t H,
+                                          int64_t W) {
   PoolWindow win;
   win.h0 = oh * p.stride[0] - p.padding[0];
   win.w0 = ow * p.stride[1] - p.padding[1];
@@ -49,7 +52,8 @@ inline PoolWindow avg_pool_window(const Pool2dParams& p, int64_t oh, int64_t ow,
 
 // Adaptive pooling: output i of `out` covers [floor(i * in / out), ceil((i + 1) * in / out));
 // its sum is divided by the height, then by the width (PyTorch's rounding).
-inline PoolWindow adaptive_pool_window(int64_t oh, int64_t ow, int64_t OH, int64_t OW, int64_t H, int64_t W) {
+EMBER_HD inline PoolWindow adaptive_pool_window(int64_t oh, int64_t ow, int64_t OH, int64_t OW, int64_t H,
+                                               int64_t W) {
   auto start = [](int64_t i, int64_t o, int64_t n) { return (i / o) * n + ((i % o) * n) / o; };
   auto end = [](int64_t i, int64_t o, int64_t n) { return 1 + ((i + 1) * n - 1) / o; };
   return PoolWindow{start(oh, OH, H), end(oh, OH, H), start(ow, OW, W), end(ow, OW, W)};

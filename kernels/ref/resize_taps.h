@@ -6,13 +6,14 @@
 // the coefficients of the mode (antialiased: the filter stretched by 1 / scale
 // when shrinking), taps outside the input zeroed and the rest renormalized
 // with exclude_outside, and the indices clamped to the input (edge padding).
-// Shared by the reference and the CPU kernels.
+// Shared by the reference, CPU and CUDA kernels (host and device).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "runtime/core/host_device.h"
 #include "runtime/graph/op_params.h"
 
 namespace ember::ref {
@@ -43,7 +44,7 @@ inline ResizeAxis resize_axis(const ResizeParams& p, int d, int64_t in, int64_t 
 }
 
 // How many taps each output position of `a` takes (before nearest picks one).
-inline int resize_tap_count(const ResizeParams& p, const ResizeAxis& a) {
+EMBER_HD inline int resize_tap_count(const ResizeParams& p, const ResizeAxis& a) {
   if (a.identity) return 1;
   if (p.mode == ResizeMode::Nearest) return 2;
   if (!p.antialias) return p.mode == ResizeMode::Linear ? 2 : 4;
@@ -55,7 +56,7 @@ inline int resize_tap_count(const ResizeParams& p, const ResizeAxis& a) {
 
 // The source coordinate of output position y; *outside: tf_crop_and_resize's
 // coordinate falls outside the input (the output takes extrapolation_value).
-inline double resize_source(const ResizeParams& p, const ResizeAxis& a, int64_t y, bool* outside) {
+EMBER_HD inline double resize_source(const ResizeParams& p, const ResizeAxis& a, int64_t y, bool* outside) {
   const double in = static_cast<double>(a.in), s = a.scale, width = s * in, yd = static_cast<double>(y);
   *outside = false;
   switch (p.coord) {
@@ -82,7 +83,7 @@ inline double resize_source(const ResizeParams& p, const ResizeAxis& a, int64_t 
   return yd;
 }
 
-inline double resize_cubic(double x, double A) {
+EMBER_HD inline double resize_cubic(double x, double A) {
   x = std::fabs(x);
   if (x <= 1.0) return ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0;
   if (x < 2.0) return ((A * x - 5.0 * A) * x + 8.0 * A) * x - 4.0 * A;
@@ -92,7 +93,7 @@ inline double resize_cubic(double x, double A) {
 // The taps of output position y: n indices (clamped into the input) and
 // weights; returns n (at most kMaxResizeTaps; nearest: 1). *outside as in
 // resize_source.
-inline int resize_taps(const ResizeParams& p, const ResizeAxis& a, int64_t y, int64_t* idx, double* w,
+EMBER_HD inline int resize_taps(const ResizeParams& p, const ResizeAxis& a, int64_t y, int64_t* idx, double* w,
                        bool* outside) {
   *outside = false;
   if (a.identity) {
@@ -100,7 +101,8 @@ inline int resize_taps(const ResizeParams& p, const ResizeAxis& a, int64_t y, in
     w[0] = 1.0;
     return 1;
   }
-  const int n = std::min(resize_tap_count(p, a), kMaxResizeTaps);
+  const int count = resize_tap_count(p, a);
+  const int n = count < kMaxResizeTaps ? count : kMaxResizeTaps;  // (std::min would odr-use it: not in device code)
   const double x = resize_source(p, a, y, outside);
   const double xf = std::floor(x);
   const bool integer = x == xf;

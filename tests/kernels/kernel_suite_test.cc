@@ -779,6 +779,8 @@ std::vector<Case> conv2d_cases(DType dt) {
   };
   add("1x1", {2, 8, 7, 9}, 17, 1, 1, 1, 0, 1, 1, true);
   add("1x1 channels_last", {2, 8, 7, 9}, 5, 1, 1, 1, 0, 1, 1, false, 1);
+  add("1x1 groups 2", {2, 6, 5, 3}, 4, 1, 1, 1, 0, 1, 2, true);
+  add("1x1 groups 2 channels_last", {2, 6, 5, 3}, 4, 1, 1, 1, 0, 1, 2, true, 1);
   add("3x3", {1, 3, 7, 9}, 5, 3, 3, 1, 1, 1, 1, true);
   add("3x3 no bias", {2, 3, 7, 9}, 4, 3, 3, 1, 0, 1, 1, false);
   add("3x3 stride 2", {2, 3, 9, 7}, 6, 3, 3, 2, 1, 1, 1, true);
@@ -1826,12 +1828,24 @@ Status run_reference(const KernelEntry& ref, const Case& c, std::vector<Tensor>*
 
 // The 16-bit floats' MatMul reference accumulates as PyTorch's CPU gemm:
 // rounding every product and partial sum to the 16-bit type, or a float dot
-// rounded once when b is K-contiguous (kernels/ref/matmul.cc); a backend accumulating in
-// float32 (as the Vulkan shaders and PyTorch's CUDA kernels do) is compared with
+// rounded once when b is K-contiguous (kernels/ref/matmul.cc), and so do the
+// backward kernels that accumulate into their output (each `+=` rounded to the
+// 16-bit type, in the reference's order); a backend accumulating in float32 (as
+// the Vulkan shaders and PyTorch's CUDA kernels do; the CUDA backward kernels
+// sum in a float32 copy, in the atomics' order, and round once) is compared with
 // the reference run in float32 and rounded once. The difference from the
 // step-rounded reference is printed beside the entry, not asserted.
 bool rounds_each_step(OpKind op, DType dt) {
-  return op == OpKind::MatMul && (dt == DType::Float16 || dt == DType::BFloat16);
+  if (dt != DType::Float16 && dt != DType::BFloat16) return false;
+  switch (op) {
+    case OpKind::MatMul:
+    case OpKind::MaxPool2dBackward:
+    case OpKind::AvgPool2dBackward:
+    case OpKind::AdaptiveAvgPool2dBackward:
+    case OpKind::EmbeddingBackward:
+    case OpKind::PadBackward: return true;
+    default: return false;
+  }
 }
 
 // Bounds a backend's arithmetic is known not to meet: named, printed in the
