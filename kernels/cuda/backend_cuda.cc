@@ -1,5 +1,7 @@
 // The CUDA backend: device memory from the caching allocator of
 // kernels/cuda/context.h and the kernel table of kernels/cuda/kernels.inc.
+#include <memory>
+
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "runtime/core/error.h"
@@ -24,6 +26,17 @@ constexpr KernelEntry kCudaKernels[] = {
 Status copy_check(size_t offset, size_t bytes, size_t size) {
   return offset <= size && bytes <= size - offset ? Status::Ok : Status::OutOfRange;
 }
+
+class CudaGraph final : public Backend::Graph {
+ public:
+  CudaGraph(cudaGraphExec_t exec, cudaStream_t stream) : exec_(exec), stream_(stream) {}
+  ~CudaGraph() override { (void)cudaGraphExecDestroy(exec_); }
+  Status replay() override { return cuda::Context::check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch"); }
+
+ private:
+  cudaGraphExec_t exec_;
+  cudaStream_t stream_;
+};
 
 class CudaBackend final : public Backend {
  public:
@@ -90,6 +103,22 @@ class CudaBackend final : public Backend {
   Result<DeviceInfo> open() override {
     RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
     return DeviceInfo{c->caps().name, true, c->caps().bfloat16};
+  }
+  Status begin_capture() override {
+    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    // Relaxed: a cache miss may still cudaMalloc (run at once, not captured).
+    return cuda::Context::check(cudaStreamBeginCapture(c->stream(), cudaStreamCaptureModeRelaxed),
+                                "cudaStreamBeginCapture");
+  }
+  Result<std::unique_ptr<Graph>> end_capture() override {
+    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    cudaGraph_t graph = nullptr;
+    RT_RETURN_IF_ERROR(cuda::Context::check(cudaStreamEndCapture(c->stream(), &graph), "cudaStreamEndCapture"));
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    RT_RETURN_IF_ERROR(cuda::Context::check(e, "cudaGraphInstantiate"));
+    return std::unique_ptr<Graph>(new CudaGraph(exec, c->stream()));
   }
   Result<std::vector<std::string>> devices() override { return cuda::Context::list_devices(); }
   Status select_device(const std::string& spec) override { return cuda::Context::select_device(spec); }

@@ -141,6 +141,18 @@ class Backend {
   virtual MemoryStats memory_stats() { return {}; }
   // (optional) gives cached free blocks back to the driver (torch.cuda.empty_cache()).
   virtual Status empty_cache() { return Status::Ok; }
+  // (optional) records the work queued on the device's queue between
+  // begin_capture() and end_capture() into a graph that replay() queues
+  // again with one call (CUDA Graphs): no per-kernel launch cost. Memory the
+  // graph reads or writes must stay allocated while it lives. Work that needs
+  // the host mid-capture (a synchronization, a copy) fails the capture.
+  class Graph {
+   public:
+    virtual ~Graph() = default;
+    virtual Status replay() = 0;
+  };
+  virtual Status begin_capture() { return Status::NotSupported; }
+  virtual Result<std::unique_ptr<Graph>> end_capture() { return Status::NotSupported; }
   // (optional) picks the device opened at first use: an index into devices()
   // or a case-insensitive substring of its name.
   virtual Status select_device(const std::string& spec) {

@@ -80,6 +80,29 @@ Status check_options(const ExecutorOptions& options, std::string* error) {
   return Status::Ok;
 }
 
+// A device run can be captured into a graph and replayed: no op falls back to
+// the CPU, and no host op reads a value computed from an input's data (a
+// replay would not see new values; ShapeOf reads only the sizes, which the
+// input signature fixes).
+bool capturable(const Model& m, const std::vector<OpState>& ops) {
+  std::vector<uint8_t> from_data(static_cast<size_t>(m.num_tensors()), 0);
+  for (int32_t t : m.inputs()) from_data[static_cast<size_t>(t)] = 1;
+  for (int k = 0; k < m.num_ops(); ++k) {
+    const OpState& op = ops[static_cast<size_t>(k)];
+    if (op.placement == Placement::Fallback) return false;
+    bool reads = false;
+    const auto* in = m.op(k).inputs();
+    for (uint32_t j = 0; j < vlen(in) && op.kind != OpKind::ShapeOf; ++j)
+      reads = reads || (in->Get(j) >= 0 && from_data[static_cast<size_t>(in->Get(j))]);
+    if (!reads) continue;
+    if (op.placement == Placement::Host) return false;
+    const auto* out = m.op(k).outputs();
+    for (uint32_t j = 0; j < vlen(out); ++j)
+      if (out->Get(j) >= 0) from_data[static_cast<size_t>(out->Get(j))] = 1;
+  }
+  return true;
+}
+
 // Every op: a known, forward op with valid parameters, reading only graph
 // inputs, weights and earlier outputs, defining each output once; every graph
 // output computed.
@@ -189,6 +212,7 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
     RT_RETURN_IF_ERROR(place_ops(m, options.device, device_float_dtype(options.precision), options.allow_fallback,
                                  options.log_fallback, ex->ops_, ex->tensors_, error));
     RT_RETURN_IF_ERROR(upload_weights(m, options, ex->ops_, ex->tensors_, error));
+    ex->capturable_ = options.graphs && capturable(m, ex->ops_);
   }
   std::shared_ptr<const Executor> done(std::move(ex));
   if (options.device != DeviceType::CPU && options.warm_up) warm_up(done);
@@ -196,19 +220,6 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
 }
 
 // --- ExecutionContext --------------------------------------------------------------
-
-struct ExecutionContext::Arena {
-  std::vector<int64_t> signature;  // per input: dtype, rank, sizes, strides
-  bool planned = false;
-  ArenaPlan plan;
-  std::shared_ptr<ArenaMemory> memory;
-  int replans = 0;
-};
-
-ExecutionContext::ExecutionContext(std::shared_ptr<const Executor> executor)
-    : executor_(std::move(executor)), arena_(std::make_unique<Arena>()) {}
-
-ExecutionContext::~ExecutionContext() = default;
 
 namespace {
 
@@ -298,6 +309,24 @@ class Run {
 
   void bind_inputs(const std::vector<IOInfo>& declared, const std::vector<Tensor>& inputs) {
     for (size_t i = 0; i < inputs.size(); ++i) values_[static_cast<size_t>(declared[i].tensor)] = inputs[i];
+  }
+
+  // Graph capture (device executors): the inputs go to the device before the
+  // capture (a copy would need the host mid-capture), and every device tensor
+  // the captured ops touch is kept alive with this Run, so that no other
+  // allocation takes its memory while the graph can replay.
+  void upload_inputs(const std::vector<IOInfo>& declared) {
+    for (const IOInfo& io : declared) (void)value_on(io.tensor, device_);
+  }
+  void keep_everything() { keep_ = true; }
+  // New input values copied into the device tensors the graph reads.
+  void refill_inputs(const std::vector<IOInfo>& declared, const std::vector<Tensor>& inputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const size_t t = static_cast<size_t>(declared[i].tensor);
+      values_[t] = inputs[i];
+      Tensor& on_device = other_[t];
+      copy_into(on_device, inputs[i].dtype() == on_device.dtype() ? inputs[i] : inputs[i].to(on_device.dtype()));
+    }
   }
 
   // Runs every op in order; on failure sets *message ("node 'fc1' (linear): ...").
@@ -416,6 +445,7 @@ class Run {
   void drop_dead(int k) {
     const fb::Operator& op = m_.op(k);
     auto drop = [&](int32_t t) {
+      if (keep_) return;
       values_[static_cast<size_t>(t)] = Tensor();
       if (!on_cpu_) other_[static_cast<size_t>(t)] = Tensor();
     };
@@ -439,10 +469,107 @@ class Run {
   Backend* const backend_;
   std::vector<Tensor> values_;
   std::vector<Tensor> other_;  // other_[t]: value t on the other device than values_[t]
+  bool keep_ = false;           // a captured run: nothing is dropped
   std::vector<const LoraAdapter*> lora_;  // per op (run_recording's adapters), or empty
 };
 
 }  // namespace
+
+// A run captured into a device graph: the Run keeps every tensor the graph
+// reads or writes; the graph replays it for new inputs of the same signature.
+struct CapturedRun {
+  std::vector<int64_t> signature;
+  std::unique_ptr<Run> run;
+  std::unique_ptr<Backend::Graph> graph;  // declared last: destroyed before the memory it uses
+  bool failed = false;                    // capture failed: this context runs op by op
+  bool used = false;                      // the last run captured or replayed
+};
+
+namespace {
+
+// What capture() and replay() read of the executor (its private parts, handed
+// over by ExecutionContext::run, a friend).
+struct ExecutorParts {
+  const Model& model;
+  const ExecutorOptions& options;
+  const std::vector<OpState>& ops;
+  const std::vector<TensorState>& tensors;
+  const std::vector<IOInfo>& inputs;
+  const std::vector<IOInfo>& outputs;
+};
+
+// New inputs into the captured tensors, the graph queued, the outputs read.
+Result<std::vector<Tensor>> replay(const ExecutorParts& ex, CapturedRun& g, const std::vector<Tensor>& inputs,
+                                   bool refill, std::string* error) {
+  std::string message;
+  std::vector<Tensor> results;
+  Status status = Status::Ok;
+  try {
+    NoGradGuard no_grad;
+    if (refill) g.run->refill_inputs(ex.inputs, inputs);
+    status = g.graph->replay();
+    if (status != Status::Ok) message = get_backend(ex.options.device)->last_error();
+  } catch (const Error& e) {
+    status = e.status();
+    message = e.what();
+  }
+  if (status == Status::Ok) status = g.run->read_outputs(ex.outputs, &results, &message);
+  if (status != Status::Ok) return report_error(error, status, "graph replay: ", message);
+  g.used = true;
+  return results;
+}
+
+// Runs every op once with the device's queue recording; NotSupported (and
+// g.failed) when the capture fails, e.g. an op needed the host mid-run.
+Result<std::vector<Tensor>> capture(const ExecutorParts& ex, CapturedRun& g, const std::vector<int64_t>& signature,
+                                   const std::vector<Tensor>& inputs, std::string* error) {
+  Backend* backend = get_backend(ex.options.device);
+  auto run = std::make_unique<Run>(ex.model, ex.options, ex.ops, ex.tensors);
+  std::string message;
+  Status status = Status::Ok;
+  {
+    NoGradGuard no_grad;
+    try {
+      run->bind_inputs(ex.inputs, inputs);
+      run->upload_inputs(ex.inputs);
+    } catch (const Error& e) {
+      status = e.status();
+    }
+    run->keep_everything();
+    if (status == Status::Ok) status = backend->begin_capture();
+    if (status == Status::Ok) {
+      status = run->run_ops(false, nullptr, &message);
+      Result<std::unique_ptr<Backend::Graph>> graph = backend->end_capture();  // always ends it
+      if (status == Status::Ok && graph.ok()) g.graph = std::move(graph.get());
+    }
+  }
+  if (g.graph == nullptr) {
+    g.failed = true;
+    return Status::NotSupported;
+  }
+  g.run = std::move(run);
+  g.signature = signature;
+  return replay(ex, g, inputs, /*refill=*/false, error);
+}
+
+}  // namespace
+
+struct ExecutionContext::Arena {
+  std::vector<int64_t> signature;  // per input: dtype, rank, sizes, strides
+  bool planned = false;
+  ArenaPlan plan;
+  std::shared_ptr<ArenaMemory> memory;
+  int replans = 0;
+  CapturedRun graph;  // the device graph of this signature, once captured
+};
+
+ExecutionContext::ExecutionContext(std::shared_ptr<const Executor> executor)
+    : executor_(std::move(executor)), arena_(std::make_unique<Arena>()) {}
+
+ExecutionContext::~ExecutionContext() = default;
+
+bool ExecutionContext::graph_captured() const { return arena_->graph.used; }
+
 
 Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, const RunOptions& options,
                                                   std::string* error) {
@@ -481,6 +608,20 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
         x = x.clone();
       }
     }
+  }
+
+  // Device graphs: the second run of a signature is captured, later ones replay it.
+  CapturedRun& g = arena.graph;
+  g.used = false;
+  if (g.graph != nullptr && g.signature != signature) {
+    g.graph.reset();
+    g.run.reset();
+  }
+  if (ex.capturable_ && !options.profile && !g.failed && (g.graph != nullptr || arena.planned)) {
+    const ExecutorParts parts{*ex.model_, ex.options_, ex.ops_, ex.tensors_, ex.inputs_, ex.outputs_};
+    Result<std::vector<Tensor>> r = g.graph != nullptr ? replay(parts, g, own_inputs, /*refill=*/true, error)
+                                                       : capture(parts, g, signature, own_inputs, error);
+    if (r.ok() || !g.failed) return r;  // a capture that failed: op by op below
   }
 
   std::vector<OpProfile> profile;

@@ -80,6 +80,11 @@ struct ExecutorOptions {
   Precision precision = Precision::Float32;
   // With allow_fallback: one stderr line per fallback node at create.
   bool log_fallback = true;
+  // Devices that record work into graphs (CUDA): the second run of an input
+  // signature is captured, later runs of it replay the graph (one launch, no
+  // per-kernel cost). Models whose host ops read an input's values run op by
+  // op (a replay would not see new values), as do profiled runs.
+  bool graphs = true;
   // Devices: create() runs the model once on zero inputs (symbolic dims 1),
   // which creates and caches every compute pipeline it uses, so that the
   // first real run does not pay for them. A model that cannot run on those
@@ -175,6 +180,7 @@ class Executor {
   std::vector<IOInfo> inputs_, outputs_;
   std::vector<OpState> ops_;          // per op (op_state.h)
   std::vector<TensorState> tensors_;  // per tensor
+  bool capturable_ = false;           // a run can be replayed from a device graph (options_.graphs)
 };
 
 class ExecutionContext {
@@ -199,6 +205,8 @@ class ExecutionContext {
   const MemoryPlan& memory_plan() const { return plan_; }
   // Per-op times of the last run made with RunOptions::profile (in op order).
   const std::vector<OpProfile>& profile() const { return profile_; }
+  // Whether the last run captured or replayed a device graph (ExecutorOptions::graphs).
+  bool graph_captured() const;
 
  private:
   struct Arena;

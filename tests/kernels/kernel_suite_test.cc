@@ -1844,6 +1844,7 @@ bool rounds_each_step(OpKind op, DType dt) {
     case OpKind::AdaptiveAvgPool2dBackward:
     case OpKind::EmbeddingBackward:
     case OpKind::PadBackward: return true;
+    case OpKind::Conv2d: return dt == DType::BFloat16;  // as PyTorch 1.13's CPU slow_conv2d (kernels/ref/conv2d.cc)
     default: return false;
   }
 }

@@ -65,7 +65,11 @@ enum cudaMemcpyKind {
   cudaMemcpyDeviceToDevice = 3,
   cudaMemcpyDefault = 4,
 };
-enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1 };
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
 constexpr unsigned cudaStreamNonBlocking = 1;
 constexpr unsigned cudaHostAllocDefault = 0;
 
