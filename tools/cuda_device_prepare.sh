@@ -7,8 +7,8 @@
 #                                  with NAME.in*.npy inputs and NAME.out*.npy PyTorch outputs and
 #                                  the manifest (resnet18 left out: 47 MB)
 #   .device/torch_bench.py         PyTorch CUDA eager timing of the same architectures
-# Binaries are cc_binary targets linked with -static-libstdc++ -static-libgcc and
-# static cudart; cuBLAS is opened at run time from the machine's own install.
+# Binaries are cc_binary targets (no Bazel runfiles) with static cudart; cuBLAS
+# is opened at run time from the machine's own install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh >/dev/null

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "kernels/cuda/context.h"
+#include "runtime/model/executor.h"
 #include "tests/harness/testing.h"
+#include "tests/model/graph_builder.h"
 
 using namespace ember;
 
@@ -32,6 +34,23 @@ TEST_CASE("no CUDA: a clear error naming CUDA and the cause, reported the same w
   CHECK(c.status() == Status::UnsupportedHardware);
   CHECK(cuda::Context::why() == expected);
   CHECK(arange(4, DType::Float32).sum().item<float>() == 6.0f);
+}
+
+TEST_CASE("no CUDA: the executor refuses the device at create, with the reason (what `ember run` prints)") {
+  if (env("EMBER_CUDA_EMU_MEMORY")) return;
+  testing::Graph g;
+  const int x = g.input("x", {2});
+  const int y = g.act("y", {2});
+  g.op(OpKind::Relu, {x}, {y}, "relu");
+  g.output(y);
+  ExecutorOptions options;
+  options.device = DeviceType::CUDA;
+  std::string error;
+  Result<std::shared_ptr<const Executor>> ex = g.create(options, &error);
+  CHECK(ex.status() == Status::UnsupportedHardware);
+  CHECK(error.find("CUDA is not available: ") == 0);
+  options.device = DeviceType::CPU;  // the CPU executor is unaffected
+  CHECK(g.create(options, &error).ok());
 }
 
 TEST_CASE("out of device memory: PyTorch's message, and the device still works") {
