@@ -112,6 +112,41 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
 
 Tensor Module::missing_state_default(const std::string&) const { return Tensor(); }
 
+// --- device ------------------------------------------------------------------------
+
+namespace {
+
+// Points `t`'s TensorImpl at a copy of its data on `device` (torch's
+// `param.data = param.data.to(device)`): the handle, requires_grad and the
+// autograd metadata stay; the gradient is moved the same way.
+void move_in_place(const Tensor& t, Device device) {
+  if (!t.defined() || t.device() == device) return;
+  const Tensor moved = t.detach().to(device);
+  TensorImpl* impl = t.impl();
+  const TensorImpl* src = moved.impl();
+  impl->storage = src->storage;
+  impl->offset = src->offset;
+  impl->sizes = src->sizes;
+  impl->strides = src->strides;
+}
+
+}  // namespace
+
+Module& Module::to(Device device) {
+  NoGradGuard no_grad;
+  device = storage_device(device);
+  visit("", true, [&](const std::string&, const Module& m) {
+    for (const Entry& p : m.params_) {
+      if (!p.tensor.defined()) continue;
+      const Tensor g = p.tensor.grad();
+      move_in_place(p.tensor, device);
+      if (g.defined()) move_in_place(g, device);
+    }
+    for (const Entry& b : m.buffers_) move_in_place(b.tensor, device);
+  });
+  return *this;
+}
+
 // --- traversal -----------------------------------------------------------------------
 
 // Calls f(prefix, module) for this module and (when recurse) every descendant,
