@@ -483,12 +483,13 @@ Dropout::Dropout(double p) : Module("Dropout"), p(p) {
 
 Tensor Dropout::forward(const Tensor& input) {
   if (!is_training() || p == 0 || input.numel() == 0) return input;
-  if (p == 1) return input * scalar_tensor(0, input.dtype());
+  if (p == 1) return input * scalar_tensor(0, TensorOptions(input.dtype()).device(input.device()));
   // PyTorch: noise.bernoulli_(1 - p) (a float64 uniform per element, kept when
-  // below 1 - p), noise.div_(1 - p), input * noise.
+  // below 1 - p), noise.div_(1 - p), input * noise. The mask is drawn from the
+  // CPU generator on every device (so a CUDA run drops what the CPU run drops).
   const Tensor u = rand(input.sizes(), DType::Float64);
   const double keep = 1 - p;
-  Tensor noise = lt(u, keep).to(input.dtype());
+  Tensor noise = lt(u, keep).to(input.dtype()).to(input.device());
   {
     NoGradGuard no_grad;
     noise.div_(Scalar(keep));

@@ -295,3 +295,16 @@ TEST_CASE("clip_grad_norm_ over gradients on two devices") {
   check_close(b.grad(), full({1}, 6.0 * c), 1e-5, 1e-6);
   CHECK(a.grad().device() == Device("cuda:0"));
 }
+
+// The mask comes from the CPU generator, so the same seed drops the same elements on both devices.
+TEST_CASE("Dropout on cuda drops what the CPU drops") {
+  nn::Dropout drop(0.5), all(1.0);
+  const Tensor x = arange(64, DType::Float32).reshape({8, 8}) + 1.0;
+  manual_seed(16);
+  const Tensor on_cpu = drop(x);
+  manual_seed(16);
+  const Tensor on_cuda = drop(x.cuda());
+  CHECK(on_cuda.device() == Device("cuda:0"));
+  check_equal(on_cuda.cpu(), on_cpu);
+  check_equal(all(x.cuda()).cpu(), zeros({8, 8}));
+}
