@@ -94,8 +94,8 @@ Run train(std::shared_ptr<nn::Module> model, Device device, const Tensor& x, con
     }
     run.losses.push_back(loss.item<double>());
   }
-  for (const Tensor& p : model->parameters()) run.params.push_back(p.detach().cpu());
-  for (const Tensor& b : model->buffers()) run.params.push_back(b.cpu());
+  for (const Tensor& p : model->parameters()) run.params.push_back(p.detach().cpu().clone());
+  for (const Tensor& b : model->buffers()) run.params.push_back(b.cpu().clone());
   return run;
 }
 
@@ -307,4 +307,67 @@ TEST_CASE("Dropout on cuda drops what the CPU drops") {
   CHECK(on_cuda.device() == Device("cuda:0"));
   check_equal(on_cuda.cpu(), on_cpu);
   check_equal(all(x.cuda()).cpu(), zeros({8, 8}));
+}
+
+namespace {
+
+class Tagger : public nn::Module {
+ public:
+  Tagger() : Module("Tagger") {
+    manual_seed(3);
+    emb = register_module("emb", std::make_shared<nn::Embedding>(10, 8));
+    norm = register_module("norm", std::make_shared<nn::LayerNorm>(Shape{8}));
+    act = register_module("act", std::make_shared<nn::GELU>());
+    head = register_module("head", std::make_shared<nn::Linear>(8, 2));
+  }
+  Tensor forward(const Tensor& ids) override { return (*head)((*act)((*norm)((*emb)(ids)))); }
+  std::shared_ptr<nn::Embedding> emb;
+  std::shared_ptr<nn::LayerNorm> norm;
+  std::shared_ptr<nn::GELU> act;
+  std::shared_ptr<nn::Linear> head;
+};
+
+}  // namespace
+
+TEST_CASE("Embedding, LayerNorm, GELU with mse_loss and BCE-with-logits under AdamW on cuda match the CPU") {
+  manual_seed(17);
+  const Tensor ids = randint(0, 10, {3, 5});
+  const Tensor target = randn({3, 5, 2});
+  const Tensor labels = gt(randn({3, 5, 2}), 0.0).to(DType::Float32);
+  std::vector<std::vector<double>> losses;
+  std::vector<std::vector<Tensor>> params;
+  for (Device device : {kCuda, Device("cpu")}) {
+    Tagger model;
+    model.to(device);
+    optim::AdamW opt(model.parameters(), [] {
+      optim::AdamWOptions o;
+      o.lr = 1e-2;
+      return o;
+    }());
+    const Tensor i = ids.to(device), t = target.to(device), l = labels.to(device);
+    losses.emplace_back();
+    for (int s = 0; s < 4; ++s) {
+      opt.zero_grad();
+      const Tensor out = model(i);
+      const Tensor loss = nn::mse_loss(out, t) + nn::binary_cross_entropy_with_logits(out, l);
+      loss.backward();
+      opt.step();
+      losses.back().push_back(loss.item<double>());
+    }
+    params.emplace_back();
+    for (const Tensor& p : model.parameters()) params.back().push_back(p.detach().cpu().clone());
+    // The optimizer's state stays on the parameters' device and reloads there.
+    const optim::OptimizerState state = opt.state_dict();
+    optim::AdamW again(model.parameters());
+    again.load_state_dict(state);
+    opt.zero_grad();
+    model(i).sum().backward();
+    again.step();
+    for (const Tensor& p : model.parameters()) CHECK(p.device() == storage_device(device));
+  }
+  for (size_t s = 0; s < losses[0].size(); ++s) CHECK(losses[0][s] == doctest::Approx(losses[1][s]).epsilon(1e-4));
+  for (size_t k = 0; k < params[0].size(); ++k) {
+    CAPTURE(k);  // emb.weight, norm.weight, norm.bias, head.weight, head.bias
+    check_close(params[0][k], params[1][k], 1e-4, 1e-5);
+  }
 }
