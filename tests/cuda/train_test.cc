@@ -371,3 +371,35 @@ TEST_CASE("Embedding, LayerNorm, GELU with mse_loss and BCE-with-logits under Ad
     check_close(params[0][k], params[1][k], 1e-4, 1e-5);
   }
 }
+
+TEST_CASE("AMP on cuda: the CNN (Conv2d, BatchNorm2d, MaxPool2d, Linear) trains under float16 autocast") {
+  manual_seed(18);
+  const Tensor x = randn({4, 2, 8, 8});
+  const Tensor y = randint(0, 3, {4});
+  auto amp_model = make_cnn();
+  auto ref_model = make_cnn();
+  amp_model->to(kCuda);
+  optim::SGD amp_opt(amp_model->parameters(), {0.05, 0.9});
+  optim::SGD ref_opt(ref_model->parameters(), {0.05, 0.9});
+  amp::GradScaler scaler;
+  for (int s = 0; s < 3; ++s) {
+    CAPTURE(s);
+    amp_opt.zero_grad();
+    Tensor loss;
+    {
+      amp::Autocast autocast(DeviceType::CUDA, DType::Float16);
+      loss = nn::cross_entropy((*amp_model)(x.cuda()), y.cuda());
+    }
+    CHECK(loss.dtype() == DType::Float32);
+    scaler.scale(loss).backward();
+    for (const Tensor& p : amp_model->parameters()) CHECK(p.grad().dtype() == DType::Float32);
+    CHECK(scaler.step(amp_opt));
+    scaler.update();
+    ref_opt.zero_grad();
+    const Tensor ref_loss = nn::cross_entropy((*ref_model)(x), y);
+    ref_loss.backward();
+    ref_opt.step();
+    CHECK(loss.item<double>() == doctest::Approx(ref_loss.item<double>()).epsilon(2e-2));
+  }
+  for (const Tensor& b : amp_model->buffers()) CHECK(b.device() == Device("cuda:0"));
+}
