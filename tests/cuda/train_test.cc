@@ -403,3 +403,17 @@ TEST_CASE("AMP on cuda: the CNN (Conv2d, BatchNorm2d, MaxPool2d, Linear) trains 
   }
   for (const Tensor& b : amp_model->buffers()) CHECK(b.device() == Device("cuda:0"));
 }
+
+// The parameters keep their identity, so an optimizer built before the move
+// (and not stepped yet: its state is made on the first step) steps them on cuda.
+TEST_CASE("an optimizer built before module.to(cuda) steps the moved parameters") {
+  auto model = make_mlp();
+  optim::Adam opt(model->parameters());
+  model->to(kCuda);
+  manual_seed(19);
+  nn::cross_entropy((*model)(randn({6, 8}).cuda()), randint(0, 4, {6}).cuda()).backward();
+  const Tensor before = model->parameters()[0].detach().cpu().clone();
+  opt.step();
+  CHECK(opt.params()[0].device() == Device("cuda:0"));
+  CHECK(ember::max(ember::abs(model->parameters()[0].detach().cpu() - before)).item<double>() > 0.0);
+}
