@@ -120,7 +120,7 @@ NllParts nll_parts(const Tensor& input, Tensor target, const Tensor& weight, int
     NoGradGuard no_grad;
     Shape class_shape(static_cast<size_t>(input.dim()), 1);
     class_shape[static_cast<size_t>(class_dim)] = n_classes;
-    const Tensor classes = arange(n_classes).view(class_shape);
+    const Tensor classes = arange(n_classes, TensorOptions(DType::Int64).device(input.device())).view(class_shape);
     const Tensor safe = ember::where(valid, target, Scalar(int64_t{-1}));
     mask = ember::eq(classes, safe.unsqueeze(class_dim));
   }

@@ -112,6 +112,41 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
 
 Tensor Module::missing_state_default(const std::string&) const { return Tensor(); }
 
+// --- device ------------------------------------------------------------------------
+
+namespace {
+
+// Points `t`'s TensorImpl at a copy of its data on `device` (torch's
+// `param.data = param.data.to(device)`): the handle, requires_grad and the
+// autograd metadata stay; the gradient is moved the same way.
+void move_in_place(const Tensor& t, Device device) {
+  if (!t.defined() || t.device() == device) return;
+  const Tensor moved = t.detach().to(device);
+  TensorImpl* impl = t.impl();
+  const TensorImpl* src = moved.impl();
+  impl->storage = src->storage;
+  impl->offset = src->offset;
+  impl->sizes = src->sizes;
+  impl->strides = src->strides;
+}
+
+}  // namespace
+
+Module& Module::to(Device device) {
+  NoGradGuard no_grad;
+  device = storage_device(device);
+  visit("", true, [&](const std::string&, const Module& m) {
+    for (const Entry& p : m.params_) {
+      if (!p.tensor.defined()) continue;
+      const Tensor g = p.tensor.grad();
+      move_in_place(p.tensor, device);
+      if (g.defined()) move_in_place(g, device);
+    }
+    for (const Entry& b : m.buffers_) move_in_place(b.tensor, device);
+  });
+  return *this;
+}
+
 // --- traversal -----------------------------------------------------------------------
 
 // Calls f(prefix, module) for this module and (when recurse) every descendant,
@@ -448,12 +483,13 @@ Dropout::Dropout(double p) : Module("Dropout"), p(p) {
 
 Tensor Dropout::forward(const Tensor& input) {
   if (!is_training() || p == 0 || input.numel() == 0) return input;
-  if (p == 1) return input * scalar_tensor(0, input.dtype());
+  if (p == 1) return input * scalar_tensor(0, TensorOptions(input.dtype()).device(input.device()));
   // PyTorch: noise.bernoulli_(1 - p) (a float64 uniform per element, kept when
-  // below 1 - p), noise.div_(1 - p), input * noise.
+  // below 1 - p), noise.div_(1 - p), input * noise. The mask is drawn from the
+  // CPU generator on every device (so a CUDA run drops what the CPU run drops).
   const Tensor u = rand(input.sizes(), DType::Float64);
   const double keep = 1 - p;
-  Tensor noise = lt(u, keep).to(input.dtype());
+  Tensor noise = lt(u, keep).to(input.dtype()).to(input.device());
   {
     NoGradGuard no_grad;
     noise.div_(Scalar(keep));

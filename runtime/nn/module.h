@@ -67,6 +67,12 @@ class Module {
   // Zeroes every parameter's gradient (set_to_none drops it instead).
   void zero_grad(bool set_to_none = false);
 
+  // Moves every parameter and buffer (recursively) to `device` in place, as
+  // torch's module.to(device): each tensor keeps its identity (the layer's
+  // `weight` member, an optimizer built before the move, see the new data), its
+  // gradient moves with it, and tensors already there are left as they are.
+  Module& to(Device device);
+
  protected:
   // An undefined tensor registers the name without a value (PyTorch's None):
   // it is left out of parameters() and state_dict(). Registering an existing

@@ -17,13 +17,16 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     if (g.defined()) grads.push_back(g);
   }
   if (grads.empty()) return 0.0;
+  // As torch: the per-gradient norms meet on the first gradient's device, and
+  // each gradient is scaled by the coefficient moved to its own device.
+  const Device device = grads[0].device();
   std::vector<Tensor> norms;
   Tensor total;
   if (std::isinf(norm_type) && norm_type > 0) {
-    for (const Tensor& g : grads) norms.push_back(ember::max(ember::abs(g)));
+    for (const Tensor& g : grads) norms.push_back(ember::max(ember::abs(g)).to(device));
     total = norms.size() == 1 ? norms[0] : ember::max(stack(norms));
   } else {
-    for (const Tensor& g : grads) norms.push_back(ember::norm(g, norm_type));
+    for (const Tensor& g : grads) norms.push_back(ember::norm(g, norm_type).to(device));
     total = ember::norm(stack(norms), norm_type);
   }
   const double value = total.item<double>();
@@ -33,7 +36,7 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
               "and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`");
   const Tensor clip_coef = max_norm / (total + 1e-6);
   const Tensor clip_coef_clamped = ember::clamp(clip_coef, std::nullopt, Scalar(1.0));
-  for (Tensor& g : grads) g.mul_(clip_coef_clamped);
+  for (Tensor& g : grads) g.mul_(clip_coef_clamped.to(g.device()));
   return value;
 }
 
