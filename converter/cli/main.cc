@@ -69,6 +69,27 @@ CLI::App* add_finetune(CLI::App& app, ember::cli::FinetuneArgs& ft) {
   return cmd;
 }
 
+// `ember bench`'s flags into `b`.
+CLI::App* add_bench(CLI::App& app, ember::cli::BenchArgs& b) {
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Time a .ember model (random inputs by default)");
+  bench_cmd->add_option("model", b.model, "The .ember model")->required();
+  bench_cmd->add_option("-i,--input", b.inputs, "NAME=FILE.npy (others: random, symbolic dims 1)")
+      ->allow_extra_args(false);
+  bench_cmd->add_option("--device", b.device, "Device: cpu, vulkan[:N] or cuda[:N]")->capture_default_str();
+  bench_cmd->add_flag("--allow-fallback", b.allow_fallback,
+                      "Run nodes the device has no kernel for on the CPU instead of failing");
+  bench_cmd->add_option("--precision", b.precision, "fp32, fp16 or bf16 (device only)")->capture_default_str();
+  bench_cmd->add_option("--threads", b.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
+  bench_cmd->add_option("--warmup", b.warmup, "Untimed runs first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_cmd->add_option("--iterations", b.iterations, "Timed runs")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_cmd->add_flag("--json", b.json, "Print one JSON object");
+  return bench_cmd;
+}
+
 #if EMBER_CLI_CONVERT
 // `ember convert`'s --fix-input and --input-shape (both repeatable).
 void add_fixed_inputs(CLI::App& cmd, ember::cli::ConvertArgs& args) {
@@ -177,22 +198,7 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--profile", run_args.profile, "Print per-op-type times and devices (a flush per op on a device)");
 
   BenchArgs bench_args;
-  CLI::App* bench_cmd = app.add_subcommand("bench", "Time a .ember model (random inputs by default)");
-  bench_cmd->add_option("model", bench_args.model, "The .ember model")->required();
-  bench_cmd->add_option("-i,--input", bench_args.inputs, "NAME=FILE.npy (others: random, symbolic dims 1)")
-      ->allow_extra_args(false);
-  bench_cmd->add_option("--device", bench_args.device, "Device: cpu, vulkan[:N] or cuda[:N]")->capture_default_str();
-  bench_cmd->add_flag("--allow-fallback", bench_args.allow_fallback,
-                      "Run nodes the device has no kernel for on the CPU instead of failing");
-  bench_cmd->add_option("--precision", bench_args.precision, "fp32, fp16 or bf16 (device only)")->capture_default_str();
-  bench_cmd->add_option("--threads", bench_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
-  bench_cmd->add_option("--warmup", bench_args.warmup, "Untimed runs first")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  bench_cmd->add_option("--iterations", bench_args.iterations, "Timed runs")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  bench_cmd->add_flag("--json", bench_args.json, "Print one JSON object");
+  CLI::App* bench_cmd = add_bench(app, bench_args);
 
   FinetuneArgs ft;
   CLI::App* ft_cmd = add_finetune(app, ft);

@@ -17,6 +17,7 @@
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/cublas_api.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/gemm_operand.h"
 #include "runtime/core/error.h"
 
 namespace ember::cuda {
@@ -26,33 +27,12 @@ constexpr size_t kColsBudget = size_t{256} << 20;  // bytes of im2col columns pe
 
 size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-// How a [rows, cols] row-major operand (strides s_rows, s_cols) enters cuBLAS
-// as the column-major [cols, rows] matrix: op N with ld = s_rows, or op T with
-// ld = s_cols (as kernels/cuda/matmul.cc classifies its operands).
-struct Operand {
-  bool ok = false;
-  cublasOperation_t op = CUBLAS_OP_N;
-  int64_t ld = 0;
-};
-
-Operand classify(int64_t rows, int64_t cols, int64_t s_rows, int64_t s_cols) {
-  if (cols == 1 || s_cols == 1) {
-    const int64_t ld = rows == 1 ? std::max<int64_t>(cols, 1) : s_rows;
-    if (ld >= std::max<int64_t>(cols, 1) && ld <= INT32_MAX) return {true, CUBLAS_OP_N, ld};
-  }
-  if (rows == 1 || s_rows == 1) {
-    const int64_t ld = cols == 1 ? std::max<int64_t>(rows, 1) : s_cols;
-    if (ld >= std::max<int64_t>(rows, 1) && ld <= INT32_MAX) return {true, CUBLAS_OP_T, ld};
-  }
-  return {};
-}
-
 // What one Conv2d call does and the workspace it needs (the workspace
 // function and the kernel compute it alike).
 struct ConvPlan {
   int64_t groups = 1, cg = 0, cog = 0, kh = 0, kw = 0, oh = 0, ow = 0, p = 0, k = 0;
   bool depthwise = false;
-  Operand x_direct;             // ok: the 1x1 path reads x as the GEMM's A (no im2col)
+  GemmOperand x_direct;             // ok: the 1x1 path reads x as the GEMM's A (no im2col)
   int64_t x_spatial_stride = 0;  // the merged OH*OW dim's stride in x (1x1 path)
   bool dense_weight = false;    // weight rows [K] contiguous: the GEMM reads it in place
   bool dense_out = false;       // out contiguous: the GEMM writes it in place
@@ -89,7 +69,7 @@ ConvPlan plan_conv(const TensorView& x, const TensorView& w, const TensorView& o
                          prm.padding[0] == 0 && prm.padding[1] == 0;
   if (pointwise && (H == 1 || W == 1 || x.strides[2] == W * x.strides[3])) {
     c.x_spatial_stride = W == 1 ? x.strides[2] : x.strides[3];
-    c.x_direct = classify(c.cg, c.p, x.strides[1], c.x_spatial_stride);
+    c.x_direct = gemm_operand(c.cg, c.p, x.strides[1], c.x_spatial_stride);
   }
   c.dense_weight = dense_rows(w);
   if (!c.dense_weight) c.weight_bytes = static_cast<size_t>(w.numel()) * es;

@@ -7,34 +7,13 @@
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/cublas_api.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/gemm_operand.h"
 #include "runtime/core/error.h"
 
 namespace ember::cuda {
 namespace {
 
-// How a [rows, cols] row-major view (strides s_rows, s_cols) enters cuBLAS as
-// the column-major [cols, rows] matrix: op N with ld = s_rows, or op T with
-// ld = s_cols (it is then stored column-major already).
-struct Operand {
-  bool ok = false;
-  cublasOperation_t op = CUBLAS_OP_N;
-  int ld = 0;
-};
-
-Operand classify(int64_t rows, int64_t cols, int64_t s_rows, int64_t s_cols) {
-  Operand r;
-  if (cols == 1 || s_cols == 1) {
-    const int64_t ld = rows == 1 ? std::max<int64_t>(cols, 1) : s_rows;
-    if (ld >= std::max<int64_t>(cols, 1) && ld <= INT32_MAX) return {true, CUBLAS_OP_N, static_cast<int>(ld)};
-  }
-  if (rows == 1 || s_rows == 1) {
-    const int64_t ld = cols == 1 ? std::max<int64_t>(rows, 1) : s_cols;
-    if (ld >= std::max<int64_t>(rows, 1) && ld <= INT32_MAX) return {true, CUBLAS_OP_T, static_cast<int>(ld)};
-  }
-  return r;
-}
-
-Operand classify(const TensorView& v) { return classify(v.sizes[1], v.sizes[2], v.strides[1], v.strides[2]); }
+GemmOperand classify(const TensorView& v) { return gemm_operand(v.sizes[1], v.sizes[2], v.strides[1], v.strides[2]); }
 
 cudaDataType data_type(DType t) {
   switch (t) {
@@ -85,10 +64,10 @@ Status matmul(const KernelContext& ctx, Span<const TensorView> in, Span<TensorVi
   const int64_t batch = o.sizes[0], m = o.sizes[1], n = o.sizes[2], k = a.sizes[2];
   if (o.numel() == 0) return Status::Ok;
   RT_CHECK_OR_RETURN(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && batch <= INT32_MAX, Status::OutOfRange);
-  const Operand oo = classify(o);
+  const GemmOperand oo = classify(o);
   RT_CHECK_OR_RETURN(oo.ok && oo.op == CUBLAS_OP_N, Status::NotSupported);  // front-ends allocate dense outputs
   char* scratch = static_cast<char*>(ctx.scratch);
-  Operand oa = classify(a), ob = classify(b);
+  GemmOperand oa = classify(a), ob = classify(b);
   if (!oa.ok) {
     RT_ASSIGN_OR_RETURN(a, densify(a, scratch));
     oa = classify(a);
@@ -116,8 +95,8 @@ Status matmul(const KernelContext& ctx, Span<const TensorView> in, Span<TensorVi
   // Column-major: out^T [n, m] = b^T [n, k] x a^T [k, m].
   const cublasStatus_t s = api->cublasGemmStridedBatchedEx(
       api->handle, ob.op, oa.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), alpha, b.data,
-      type, ob.ld, b.sizes[0] == 1 ? 0 : b.strides[0], a.data, type, oa.ld, a.sizes[0] == 1 ? 0 : a.strides[0],
-      beta, o.data, type, oo.ld, o.strides[0], static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT);
+      type, static_cast<int>(ob.ld), b.sizes[0] == 1 ? 0 : b.strides[0], a.data, type, static_cast<int>(oa.ld), a.sizes[0] == 1 ? 0 : a.strides[0],
+      beta, o.data, type, static_cast<int>(oo.ld), o.strides[0], static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT);
   if (s != CUBLAS_STATUS_SUCCESS) {
     Context::set_why(str_cat("cublasGemmStridedBatchedEx: ", api->cublasGetStatusString(s)));
     return Status::Internal;

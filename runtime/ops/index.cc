@@ -191,8 +191,9 @@ int64_t onnx_axis_of(int64_t axis, int64_t rank, const char* what) {
   return axis < 0 ? axis + rank : axis;
 }
 
-// index with negative entries wrapped by `size` and each checked, as an int64 tensor on index's device.
-Tensor wrapped_index(const Tensor& index, int64_t size, const char* op) {
+// index with negative entries wrapped by `size` and each checked, as an int64
+// tensor on `device` (the data's: the executor reads indices on the host).
+Tensor wrapped_index(const Tensor& index, int64_t size, Device device, const char* op) {
   EMBER_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, Status::DTypeMismatch, op,
               " indices must be int64 or int32, got ", dtype_name(index.dtype()));
   Tensor host = index.to(Device(DeviceType::CPU)).to(DType::Int64).contiguous();
@@ -203,7 +204,7 @@ Tensor wrapped_index(const Tensor& index, int64_t size, const char* op) {
                 " is out of range for an axis of size ", size);
     if (p[i] < 0) p[i] += size;
   }
-  return host.to(index.device());
+  return host.to(device);
 }
 
 }  // namespace
@@ -211,13 +212,13 @@ Tensor wrapped_index(const Tensor& index, int64_t size, const char* op) {
 Tensor gather_elements(const Tensor& data, const Tensor& index, const AxisParams& params) {
   EMBER_CHECK(data.dim() >= 1, Status::InvalidArgument, "GatherElements needs data of rank >= 1");
   const int64_t a = onnx_axis_of(params.axis, data.dim(), "GatherElements axis");
-  return gather(data, a, wrapped_index(index, data.size(a), "GatherElements"));
+  return gather(data, a, wrapped_index(index, data.size(a), data.device(), "GatherElements"));
 }
 
 Tensor scatter_elements(const Tensor& data, const Tensor& index, const Tensor& updates, const ScatterParams& params) {
   EMBER_CHECK(data.dim() >= 1, Status::InvalidArgument, "ScatterElements needs data of rank >= 1");
   const int64_t a = onnx_axis_of(params.axis, data.dim(), "ScatterElements axis");
-  const Tensor idx = wrapped_index(index, data.size(a), "ScatterElements");
+  const Tensor idx = wrapped_index(index, data.size(a), data.device(), "ScatterElements");
   EMBER_CHECK(updates.sizes() == index.sizes(), Status::ShapeMismatch, "ScatterElements updates ",
               shape_str(updates.sizes()), " and indices ", shape_str(index.sizes()), " differ in shape");
   EMBER_CHECK(updates.dtype() == data.dtype(), Status::DTypeMismatch, "ScatterElements updates are ",
