@@ -80,7 +80,7 @@ __global__ void depthwise_kernel(const T* x, NdView xv, const T* w, NdView wv, c
 Status conv2d_im2col(const TensorView& x, int64_t n0, int64_t count, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
                      const Conv2dParams& p, void* cols) {
   const int64_t total = count * x.sizes[1] * kh * kw * oh * ow;
-  return on_dtype_of<kCudaFloat>(x.dtype, [&](auto tag) {
+  return on_dtype<kCudaFloat>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &im2col_kernel<T>;
     return launch_1d(k, total, "conv2d im2col kernel", x.ptr<const T>() + n0 * x.strides[0], nd_view(x),
@@ -90,7 +90,7 @@ Status conv2d_im2col(const TensorView& x, int64_t n0, int64_t count, int64_t kh,
 
 Status conv2d_bias_fill(const TensorView& bias, int64_t n, int64_t p, void* out) {
   const int64_t cout = bias.sizes[0], total = n * cout * p;
-  return on_dtype_of<kCudaFloat>(bias.dtype, [&](auto tag) {
+  return on_dtype<kCudaFloat>(bias.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &bias_fill_kernel<T>;
     return launch_1d(k, total, "conv2d bias kernel", bias.ptr<const T>(), bias.strides[0], cout, p,
@@ -101,7 +101,7 @@ Status conv2d_bias_fill(const TensorView& bias, int64_t n, int64_t p, void* out)
 Status conv2d_depthwise(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
                         const Conv2dParams& p) {
   const int64_t mult = o.sizes[1] / x.sizes[1];
-  return on_dtype_of<kCudaFloat>(x.dtype, [&](auto tag) {
+  return on_dtype<kCudaFloat>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &depthwise_kernel<T>;
     return launch_1d(k, o.numel(), "conv2d depthwise kernel", x.ptr<const T>(), nd_view(x), w.ptr<const T>(),

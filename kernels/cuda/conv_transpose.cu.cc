@@ -5,47 +5,25 @@
 // float64). Any strides. Floats only, as PyTorch's CUDA kernels.
 // (A col2im + cuBLAS form would be faster for large channel counts.)
 #include "kernels/cuda/kernel_util.h"
+#include "kernels/ref/conv_transpose_geometry.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace ember::cuda {
 namespace {
 
-// The geometry with the spatial dims padded in front to three.
-struct Geometry {
-  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-  int64_t s[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
-  int64_t xs[3] = {0, 0, 0}, ws[3] = {0, 0, 0}, os[3] = {0, 0, 0};  // strides
-  int64_t x0, x1, w0, w1, o0, o1;                                  // batch/channel strides
+// The reference's geometry plus the batch and channel strides and counts.
+struct Geometry : ref::ConvTransposeGeometry {
+  int64_t x0, x1, w0, w1, o0, o1;
   int64_t batch, cout, cig, cog;
 };
 
 Geometry geometry_of(const TensorView& x, const TensorView& w, const TensorView& o, const ConvTransposeParams& p) {
   Geometry g;
-  const int nsp = x.rank - 2;
-  for (int i = 0; i < nsp; ++i) {
-    const int j = 3 - nsp + i;
-    g.in[j] = x.sizes[2 + i];
-    g.out[j] = o.sizes[2 + i];
-    g.k[j] = w.sizes[2 + i];
-    g.s[j] = p.stride[i];
-    g.pad[j] = p.pad_begin[i];
-    g.dil[j] = p.dilation[i];
-    g.xs[j] = x.strides[2 + i];
-    g.ws[j] = w.strides[2 + i];
-    g.os[j] = o.strides[2 + i];
-  }
+  static_cast<ref::ConvTransposeGeometry&>(g) = ref::conv_transpose_geometry(x, w, o, p);
   g.x0 = x.strides[0], g.x1 = x.strides[1], g.w0 = w.strides[0], g.w1 = w.strides[1];
   g.o0 = o.strides[0], g.o1 = o.strides[1];
   g.batch = o.sizes[0], g.cout = o.sizes[1], g.cig = x.sizes[1] / p.groups, g.cog = w.sizes[1];
   return g;
-}
-
-// The input position of output position o through tap k along dim j, or -1.
-__device__ inline int64_t source(const Geometry& g, int j, int64_t o, int64_t k) {
-  const int64_t t = o + g.pad[j] - k * g.dil[j];
-  if (t < 0 || t % g.s[j] != 0) return -1;
-  const int64_t i = t / g.s[j];
-  return i < g.in[j] ? i : -1;
 }
 
 template <typename T>
@@ -64,13 +42,13 @@ __global__ void conv_transpose_kernel(const T* x, const T* w, const T* bias, int
     const int64_t grp = co / g.cog, col = co % g.cog;
     A sum = bias != nullptr ? convert<A>(bias[co * bias_stride]) : A(0);
     for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
-      const int64_t i0 = source(g, 0, o0, k0);
+      const int64_t i0 = ref::conv_transpose_source(g, 0, o0, k0);
       if (i0 < 0) continue;
       for (int64_t k1 = 0; k1 < g.k[1]; ++k1) {
-        const int64_t i1 = source(g, 1, o1, k1);
+        const int64_t i1 = ref::conv_transpose_source(g, 1, o1, k1);
         if (i1 < 0) continue;
         for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-          const int64_t i2 = source(g, 2, o2, k2);
+          const int64_t i2 = ref::conv_transpose_source(g, 2, o2, k2);
           if (i2 < 0) continue;
           const T* xp = x + n * g.x0 + grp * g.cig * g.x1 + i0 * g.xs[0] + i1 * g.xs[1] + i2 * g.xs[2];
           const T* wp = w + grp * g.cig * g.w0 + col * g.w1 + k0 * g.ws[0] + k1 * g.ws[1] + k2 * g.ws[2];
@@ -92,7 +70,7 @@ EMBER_CUDA_KERNEL(conv_transpose) {
   RT_CHECK_OR_RETURN(x.dtype == w.dtype && x.dtype == o.dtype && (bias.data == nullptr || bias.dtype == x.dtype),
                      Status::DTypeMismatch);
   RT_CHECK_OR_RETURN(ref::conv_transpose_shapes_ok(x, w, bias, o, *p), Status::ShapeMismatch);
-  return on_dtype_of<kCudaFloat>(x.dtype, [&](auto tag) {
+  return on_dtype<kCudaFloat>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &conv_transpose_kernel<T>;
     return launch_1d(k, o.numel(), "conv_transpose kernel", x.ptr<const T>(), w.ptr<const T>(), bias.ptr<const T>(),

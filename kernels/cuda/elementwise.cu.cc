@@ -55,18 +55,6 @@ struct ClampBound {
   __device__ C operator()(C x) const { return ref::ClampOp{}(x, has_min, lo, has_max, hi); }
 };
 
-// Runs `body(TypeTag<T>)` for a dtype of kTypes; NotSupported for the others.
-template <DTypeSet kTypes, typename Body>
-Status on_dtype(DType dtype, Body&& body) {
-  Status status = Status::NotSupported;
-  if ((kTypes & dtype_bit(dtype)) == 0) return status;  // (the storage types come as uint8_t below)
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr ((kTypes & dtype_bit(dtype_of<T>::value)) != 0) status = body(tag);
-  });
-  return status;
-}
-
 template <typename Op, DTypeSet kTypes>
 Status unary(Span<const TensorView> in, Span<TensorView> out, Op op = Op{}) {
   RT_CHECK_OR_RETURN(in[0].dtype == out[0].dtype, Status::DTypeMismatch);

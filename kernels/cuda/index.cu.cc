@@ -176,7 +176,7 @@ EMBER_CUDA_KERNEL(embedding) {
   RT_CHECK_OR_RETURN(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &weight = in[0], &indices = in[1], &y = out[0];
   RT_RETURN_IF_ERROR(check_embedding(weight, indices, y));
-  return on_dtype_of<kCudaAll>(weight.dtype, [&](auto tag) {
+  return on_dtype<kCudaAll>(weight.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &embedding_kernel<T>;
     return launch_1d(k, y.numel(), "embedding kernel", weight.ptr<const T>(), nd_view(weight),
@@ -194,7 +194,7 @@ Status embedding_backward(const KernelContext& ctx, Span<const TensorView> in, S
   RT_CHECK_OR_RETURN(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &grad = in[0], &indices = in[1], &gw = out[0];
   RT_RETURN_IF_ERROR(check_embedding(gw, indices, grad));
-  return on_dtype_of<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
+  return on_dtype<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return with_accumulator<T>(ctx, gw, [&](const TensorView& acc) {
       auto* k = &embedding_backward_kernel<T>;
@@ -214,7 +214,7 @@ EMBER_CUDA_KERNEL(pad) {
     RT_CHECK_OR_RETURN(ref::pad_dim_is_valid(p->mode, x.sizes[d], p->before[d], p->after[d], y.sizes[d]),
                        Status::InvalidArgument);
   }
-  return on_dtype_of<kCudaAll>(x.dtype, [&](auto tag) {
+  return on_dtype<kCudaAll>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &pad_kernel<T>;
     return launch_1d(k, y.numel(), "pad kernel", x.ptr<const T>(), nd_view(x), y.ptr<T>(), nd_view(y),
@@ -238,7 +238,7 @@ Status pad_backward(const KernelContext& ctx, Span<const TensorView> in, Span<Te
                          Status::InvalidArgument);
     }
   }
-  return on_dtype_of<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
+  return on_dtype<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return with_accumulator<T>(ctx, gi, [&](const TensorView& acc) {
       auto* k = &pad_backward_kernel<T>;
@@ -256,7 +256,7 @@ EMBER_CUDA_KERNEL(gather_elements) {
   for (int d = 0; d < y.rank; ++d) RT_CHECK_OR_RETURN(y.sizes[d] == index.sizes[d], Status::ShapeMismatch);
   const int64_t axis = normalized_axis(p->axis, data.rank);
   RT_RETURN_IF_ERROR(check_index(index, data, axis));
-  return on_dtype_of<kCudaAll>(data.dtype, [&](auto tag) {
+  return on_dtype<kCudaAll>(data.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &gather_kernel<T>;
     return launch_1d(k, y.numel(), "gather_elements kernel", data.ptr<const T>(), nd_view(data),
@@ -283,7 +283,7 @@ EMBER_CUDA_KERNEL(scatter_elements) {
   }
   const int64_t length = index.rank == 0 ? 1 : index.sizes[axis];
   if (index.numel() == 0 || length == 0) return Status::Ok;
-  return on_dtype_of<kCudaAll>(data.dtype, [&](auto tag) {
+  return on_dtype<kCudaAll>(data.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &scatter_kernel<T>;
     return launch_1d(k, index.numel() / length, "scatter_elements kernel", y.ptr<T>(), nd_view(y),

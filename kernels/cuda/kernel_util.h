@@ -15,18 +15,6 @@
 
 namespace ember::cuda {
 
-// Runs `body(TypeTag<T>)` for a dtype of kTypes; NotSupported for the others.
-template <DTypeSet kTypes, typename Body>
-Status on_dtype_of(DType dtype, Body&& body) {
-  Status status = Status::NotSupported;
-  if ((kTypes & dtype_bit(dtype)) == 0) return status;
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr ((kTypes & dtype_bit(dtype_of<T>::value)) != 0) status = body(tag);
-  });
-  return status;
-}
-
 // A TensorView as device code reads it: sizes and element strides.
 struct NdView {
   int rank = 0;

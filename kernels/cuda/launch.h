@@ -14,6 +14,19 @@
 
 namespace ember::cuda {
 
+// Runs `body(TypeTag<T>)` for a dtype of kTypes; NotSupported for the others
+// (checked on the dtype itself: dispatch_dtype passes the storage types as uint8_t).
+template <DTypeSet kTypes, typename Body>
+Status on_dtype(DType dtype, Body&& body) {
+  Status status = Status::NotSupported;
+  if ((kTypes & dtype_bit(dtype)) == 0) return status;
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr ((kTypes & dtype_bit(dtype_of<T>::value)) != 0) status = body(tag);
+  });
+  return status;
+}
+
 template <size_t N>
 struct Pointers {
   char* p[N];

@@ -196,7 +196,7 @@ EMBER_CUDA_KERNEL(max_pool2d) {
   RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &y = out[0];
   RT_CHECK_OR_RETURN(is_pool_geometry(x, y) && max_params_ok(*p), Status::InvalidArgument);
-  return on_dtype_of<kFloatingTypes & kCudaAll>(x.dtype, [&](auto tag) {
+  return on_dtype<kFloatingTypes & kCudaAll>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &max_pool_kernel<T>;
     return launch_1d(k, y.numel(), "max_pool2d kernel", x.ptr<const T>(), planes(x), y.ptr<T>(), planes(y), *p);
@@ -208,7 +208,7 @@ EMBER_CUDA_KERNEL(avg_pool2d) {
   RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &y = out[0];
   RT_CHECK_OR_RETURN(is_pool_geometry(x, y) && avg_params_ok(*p), Status::InvalidArgument);
-  return on_dtype_of<kNumericTypes & kCudaAll>(x.dtype, [&](auto tag) {
+  return on_dtype<kNumericTypes & kCudaAll>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &avg_pool_kernel<T>;
     return launch_1d(k, y.numel(), "avg_pool2d kernel", x.ptr<const T>(), planes(x), y.ptr<T>(), planes(y), *p);
@@ -221,7 +221,7 @@ EMBER_CUDA_KERNEL(adaptive_avg_pool2d) {
   const TensorView &x = in[0], &y = out[0];
   RT_CHECK_OR_RETURN(is_pool_geometry(x, y), Status::InvalidArgument);
   RT_CHECK_OR_RETURN(y.numel() == 0 || (x.sizes[2] > 0 && x.sizes[3] > 0), Status::InvalidArgument);
-  return on_dtype_of<kFloatingTypes & kCudaAll>(x.dtype, [&](auto tag) {
+  return on_dtype<kFloatingTypes & kCudaAll>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &adaptive_avg_pool_kernel<T>;
     return launch_1d(k, y.numel(), "adaptive_avg_pool2d kernel", x.ptr<const T>(), planes(x), y.ptr<T>(), planes(y));
@@ -236,7 +236,7 @@ Status max_pool2d_backward(const KernelContext& ctx, Span<const TensorView> in, 
   RT_CHECK_OR_RETURN(is_pool_geometry(gi, grad) && x.rank == 4 && x.dtype == grad.dtype, Status::InvalidArgument);
   for (int d = 0; d < 4; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == gi.sizes[d], Status::ShapeMismatch);
   RT_CHECK_OR_RETURN(max_params_ok(*p), Status::InvalidArgument);
-  return on_dtype_of<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
+  return on_dtype<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return with_accumulator<T>(ctx, gi, [&](const TensorView& acc) {
       auto* k = &max_pool_backward_kernel<T>;
@@ -252,7 +252,7 @@ Status avg_pool2d_backward(const KernelContext& ctx, Span<const TensorView> in, 
   RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &grad = in[0], &gi = out[0];
   RT_CHECK_OR_RETURN(is_pool_geometry(gi, grad) && avg_params_ok(*p), Status::InvalidArgument);
-  return on_dtype_of<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
+  return on_dtype<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return with_accumulator<T>(ctx, gi, [&](const TensorView& acc) {
       auto* k = &avg_pool_backward_kernel<T>;
@@ -268,7 +268,7 @@ Status adaptive_avg_pool2d_backward(const KernelContext& ctx, Span<const TensorV
   const TensorView &grad = in[0], &gi = out[0];
   RT_CHECK_OR_RETURN(is_pool_geometry(gi, grad), Status::InvalidArgument);
   RT_CHECK_OR_RETURN(grad.numel() == 0 || (gi.sizes[2] > 0 && gi.sizes[3] > 0), Status::InvalidArgument);
-  return on_dtype_of<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
+  return on_dtype<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return with_accumulator<T>(ctx, gi, [&](const TensorView& acc) {
       auto* k = &adaptive_avg_pool_backward_kernel<T>;

@@ -282,7 +282,7 @@ Status accumulate(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   RT_CHECK_OR_RETURN(in[0].dtype == out[0].dtype, Status::DTypeMismatch);
   ReduceGeom g;
   RT_RETURN_IF_ERROR(make_geom(in[0], out, p->dims, g));
-  return with_dtype<kTypes & kCudaNumeric>(in[0].dtype, [&](auto tag) -> Status {
+  return on_dtype<kTypes & kCudaNumeric>(in[0].dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     using A = sum_acc_t<T>;
     const Accumulate<T, A, Red<A>> red{make(*p, TypeTag<A>{})};
@@ -302,7 +302,7 @@ Status extreme(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
   ReduceGeom g;
   RT_RETURN_IF_ERROR(make_geom(in[0], out, p->dims, g));
   RT_CHECK_OR_RETURN(g.inner.numel > 0 || g.outer.numel == 0, Status::InvalidArgument);
-  return with_dtype<kCudaAll>(in[0].dtype, [&](auto tag) -> Status {
+  return on_dtype<kCudaAll>(in[0].dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     T* values = want_values ? out[0].ptr<T>() : nullptr;
     return run_reduce<T>(ctx, g, in[0].ptr<const T>(), values, indices.ptr<int64_t>(), Extreme<T, kMax>{},
@@ -365,7 +365,7 @@ EMBER_CUDA_REDUCE(var) {
   RT_CHECK_OR_RETURN(in[0].dtype == out[0].dtype, Status::DTypeMismatch);
   ReduceGeom g;
   RT_RETURN_IF_ERROR(make_geom(in[0], out, p->dims, g));
-  return with_dtype<kCudaFloat>(in[0].dtype, [&](auto tag) -> Status {
+  return on_dtype<kCudaFloat>(in[0].dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     return run_reduce<T>(ctx, g, in[0].ptr<const T>(), out[0].ptr<T>(), nullptr, VarRed<T>{p->correction},
                          "var kernel");

@@ -24,18 +24,6 @@ namespace ember::cuda {
 
 constexpr int kRowThreads = 256;
 
-// Runs `body(TypeTag<T>)` for a dtype of kTypes; NotSupported for the others.
-template <DTypeSet kTypes, typename Body>
-Status with_dtype(DType dtype, Body&& body) {
-  Status status = Status::NotSupported;
-  if ((kTypes & dtype_bit(dtype)) == 0) return status;
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr ((kTypes & dtype_bit(dtype_of<T>::value)) != 0) status = body(tag);
-  });
-  return status;
-}
-
 // The accumulator of a floating T: float for float and the 16-bit floats
 // (PyTorch's acc_type on CUDA), double for double.
 template <typename T>

@@ -147,23 +147,8 @@ __global__ void grid_sample_kernel(const T* x, NdView xv, const T* grid, NdView 
       taps[d] = ref::grid_taps<C>(g, xv.sizes[2 + d], p);
     }
     for (int64_t ch = 0; ch < yv.sizes[1]; ++ch) {
-      const int64_t base = pos[0] * xv.strides[0] + ch * xv.strides[1];
-      double sum = 0.0;
-      int k[3] = {0, 0, 0};
-      for (;;) {
-        double w = 1.0;
-        int64_t off = base;
-        bool zero = false;
-        for (int d = 0; d < nd; ++d) {
-          w *= taps[d].w[k[d]];
-          zero = zero || taps[d].idx[k[d]] < 0;
-          off += taps[d].idx[k[d]] * xv.strides[2 + d];
-        }
-        if (!zero) sum += w * static_cast<double>(convert<C>(x[off]));
-        int d = nd - 1;
-        while (d >= 0 && ++k[d] == taps[d].n) k[d--] = 0;
-        if (d < 0) break;
-      }
+      const double sum =
+          ref::grid_sample_point<C>(x, pos[0] * xv.strides[0] + ch * xv.strides[1], xv.strides + 2, taps, nd);
       int64_t yoff = pos[0] * yv.strides[0] + ch * yv.strides[1];
       for (int d = 0; d < nd; ++d) yoff += pos[1 + d] * yv.strides[2 + d];
       y[yoff] = convert<T>(static_cast<C>(sum));
@@ -208,7 +193,7 @@ Status resize(const KernelContext& ctx, Span<const TensorView> in, Span<TensorVi
   RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= table_bytes(table), Status::InvalidArgument);
   auto* taps = &resize_taps_kernel;
   RT_RETURN_IF_ERROR(launch_1d(taps, table.entries, "resize taps kernel", *p, axes, table));
-  return on_dtype_of<kNumericTypes & kCudaAll>(x.dtype, [&](auto tag) {
+  return on_dtype<kNumericTypes & kCudaAll>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &resize_kernel<T>;
     return launch_1d(k, y.numel(), "resize kernel", x.ptr<const T>(), nd_view(x), y.ptr<T>(), nd_view(y),
@@ -231,7 +216,7 @@ EMBER_CUDA_KERNEL(grid_sample) {
   }
   if (o.numel() == 0) return Status::Ok;
   const int64_t positions = grid.numel() / nd;
-  return on_dtype_of<kFloatingTypes & kCudaAll>(x.dtype, [&](auto tag) {
+  return on_dtype<kFloatingTypes & kCudaAll>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &grid_sample_kernel<T>;
     return launch_1d(k, positions, "grid_sample kernel", x.ptr<const T>(), nd_view(x), grid.ptr<const T>(),

@@ -126,7 +126,7 @@ Status scan(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView
   for (int d = 0; d < x.rank; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == y.sizes[d], Status::ShapeMismatch);
   const ScanShape sh = scan_shape(x, *p);
   RT_CHECK_OR_RETURN(sh.axis >= 0 && sh.axis < std::max(x.rank, 1), Status::InvalidArgument);
-  return with_dtype<kCudaNumeric>(x.dtype, [&](auto tag) -> Status {
+  return on_dtype<kCudaNumeric>(x.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     using A = scan_acc_t<T>;
     if (x.numel() == 0) return Status::Ok;
@@ -291,7 +291,7 @@ Status topk(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView
     RT_CHECK_OR_RETURN(values.sizes[d] == indices.sizes[d] && (d == s.axis || values.sizes[d] == x.sizes[d]),
                        Status::ShapeMismatch);
   }
-  return with_dtype<kCudaNumeric>(x.dtype, [&](auto tag) -> Status {
+  return on_dtype<kCudaNumeric>(x.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     if (values.numel() == 0) return Status::Ok;
     const TensorView* v[3] = {&x, &values, &indices};

@@ -53,7 +53,7 @@ Status softmax_impl(Span<const TensorView> in, Span<TensorView> out, const OpPar
   for (int d = 0; d < x.rank; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == y.sizes[d], Status::ShapeMismatch);
   const int dim = p->dim;
   RT_CHECK_OR_RETURN(x.rank == 0 ? (dim == 0 || dim == -1) : (dim >= 0 && dim < x.rank), Status::InvalidArgument);
-  return with_dtype<kCudaFloat>(x.dtype, [&](auto tag) -> Status {
+  return on_dtype<kCudaFloat>(x.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     if (x.numel() == 0) return Status::Ok;
     const TensorView* v[2] = {&x, &y};
@@ -167,7 +167,7 @@ EMBER_CUDA_KERNEL(layer_norm) {
     RT_CHECK_OR_RETURN(in[k].dtype == x.dtype && in[k].rank == nr, Status::InvalidArgument);
     for (int d = 0; d < nr; ++d) RT_CHECK_OR_RETURN(in[k].sizes[d] == x.sizes[outer_rank + d], Status::ShapeMismatch);
   }
-  return with_dtype<kCudaFloat>(x.dtype, [&](auto tag) -> Status {
+  return on_dtype<kCudaFloat>(x.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     if (x.numel() == 0) return Status::Ok;
     const TensorView w = as_trailing(in[1], x, nr), b = as_trailing(in[2], x, nr);
@@ -204,7 +204,7 @@ EMBER_CUDA_KERNEL(batch_norm) {
     cp.p[k - 1] = in[k].data;
     cp.stride[k - 1] = in[k].strides[0];
   }
-  return with_dtype<kCudaFloat>(x.dtype, [&](auto tag) -> Status {
+  return on_dtype<kCudaFloat>(x.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     if (x.numel() == 0) return Status::Ok;
     const TensorView* v[2] = {&x, &y};

@@ -7,6 +7,7 @@
 // accumulate in double, integers in uint64 (wrap-around in their own width).
 #include <type_traits>
 
+#include "kernels/ref/conv_transpose_geometry.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace ember::ref {
@@ -15,38 +16,7 @@ namespace {
 template <typename T>
 using acc_t = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
 
-// The geometry with the spatial dims padded in front to three.
-struct Geometry {
-  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-  int64_t s[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
-  int64_t xs[3] = {0, 0, 0}, ws[3] = {0, 0, 0}, os[3] = {0, 0, 0};  // strides
-};
-
-Geometry geometry_of(const TensorView& x, const TensorView& w, const TensorView& o, const ConvTransposeParams& p) {
-  Geometry g;
-  const int nsp = x.rank - 2;
-  for (int i = 0; i < nsp; ++i) {
-    const int j = 3 - nsp + i;
-    g.in[j] = x.sizes[2 + i];
-    g.out[j] = o.sizes[2 + i];
-    g.k[j] = w.sizes[2 + i];
-    g.s[j] = p.stride[i];
-    g.pad[j] = p.pad_begin[i];
-    g.dil[j] = p.dilation[i];
-    g.xs[j] = x.strides[2 + i];
-    g.ws[j] = w.strides[2 + i];
-    g.os[j] = o.strides[2 + i];
-  }
-  return g;
-}
-
-// The input position of output position o through tap k along dim j, or -1.
-inline int64_t source(const Geometry& g, int j, int64_t o, int64_t k) {
-  const int64_t t = o + g.pad[j] - k * g.dil[j];
-  if (t < 0 || t % g.s[j] != 0) return -1;
-  const int64_t i = t / g.s[j];
-  return i < g.in[j] ? i : -1;
-}
+using Geometry = ConvTransposeGeometry;
 
 template <typename T>
 void conv_transpose_loop(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
@@ -69,13 +39,13 @@ void conv_transpose_loop(const TensorView& x, const TensorView& w, const TensorV
           for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
             A sum = pb != nullptr ? value(pb[co * bias.strides[0]]) : A(0);
             for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
-              const int64_t i0 = source(g, 0, o0, k0);
+              const int64_t i0 = conv_transpose_source(g, 0, o0, k0);
               if (i0 < 0) continue;
               for (int64_t k1 = 0; k1 < g.k[1]; ++k1) {
-                const int64_t i1 = source(g, 1, o1, k1);
+                const int64_t i1 = conv_transpose_source(g, 1, o1, k1);
                 if (i1 < 0) continue;
                 for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-                  const int64_t i2 = source(g, 2, o2, k2);
+                  const int64_t i2 = conv_transpose_source(g, 2, o2, k2);
                   if (i2 < 0) continue;
                   for (int64_t ci = 0; ci < cig; ++ci) {
                     const int64_t c = grp * cig + ci;
@@ -123,7 +93,7 @@ Status conv_transpose(const KernelContext&, Span<const TensorView> in, Span<Tens
                      Status::DTypeMismatch);
   RT_CHECK_OR_RETURN(conv_transpose_shapes_ok(x, w, bias, o, *p), Status::ShapeMismatch);
   if (o.numel() == 0) return Status::Ok;
-  const Geometry g = geometry_of(x, w, o, *p);
+  const Geometry g = conv_transpose_geometry(x, w, o, *p);
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) conv_transpose_loop<T>(x, w, bias, o, g, p->groups);

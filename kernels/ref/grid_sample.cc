@@ -37,23 +37,8 @@ void grid_sample_loop(const TensorView& x, const TensorView& grid, const TensorV
             taps[i] = grid_taps<C>(g, x.sizes[2 + i], p);
           }
           for (int64_t ch = 0; ch < o.sizes[1]; ++ch) {
-            const int64_t base = n * x.strides[0] + ch * x.strides[1];
-            double sum = 0.0;
-            int k[3] = {0, 0, 0};
-            for (;;) {
-              double w = 1.0;
-              int64_t off = base;
-              bool zero = false;
-              for (int i = 0; i < nd; ++i) {
-                w *= taps[i].w[k[i]];
-                zero = zero || taps[i].idx[k[i]] < 0;
-                off += taps[i].idx[k[i]] * x.strides[2 + i];
-              }
-              if (!zero) sum += w * static_cast<double>(static_cast<C>(px[off]));
-              int i = nd - 1;
-              while (i >= 0 && ++k[i] == taps[i].n) k[i--] = 0;
-              if (i < 0) break;
-            }
+            const double sum =
+                grid_sample_point<C>(px, n * x.strides[0] + ch * x.strides[1], x.strides + 2, taps, nd);
             int64_t ooff = n * o.strides[0] + ch * o.strides[1];
             for (int i = 0; i < nd; ++i) ooff += pos[i] * o.strides[2 + i];
             po[ooff] = static_cast<T>(static_cast<C>(sum));

@@ -83,4 +83,28 @@ EMBER_HD inline GridTaps grid_taps(double g, int64_t size, const GridSampleParam
   return t;
 }
 
+// One output value: the taps of the nd spatial dims combined over x's channel
+// at `base` (x's element offset of that image and channel), as doubles; taps
+// with index -1 read zero.
+template <typename C, typename T>
+EMBER_HD inline double grid_sample_point(const T* x, int64_t base, const int64_t* spatial_strides,
+                                         const GridTaps* taps, int nd) {
+  double sum = 0.0;
+  int k[3] = {0, 0, 0};
+  for (;;) {
+    double w = 1.0;
+    int64_t off = base;
+    bool zero = false;
+    for (int d = 0; d < nd; ++d) {
+      w *= taps[d].w[k[d]];
+      zero = zero || taps[d].idx[k[d]] < 0;
+      off += taps[d].idx[k[d]] * spatial_strides[d];
+    }
+    if (!zero) sum += w * static_cast<double>(static_cast<C>(x[off]));
+    int d = nd - 1;
+    while (d >= 0 && ++k[d] == taps[d].n) k[d--] = 0;
+    if (d < 0) return sum;
+  }
+}
+
 }  // namespace ember::ref
