@@ -417,10 +417,16 @@ TEST_CASE("model zoo: every model imports, every value has a dtype and a rank, p
     REQUIRE_MESSAGE(report.ok(), report.diag().message);
     CHECK(g->validate().ok());
   }
-  // Every op the importer supports appears in some model (Constant is folded on import).
+  // Every op the importer supports appears in some model (Constant is folded on
+  // import), except the detection and signal ops of opsets 10-20 that torch
+  // 1.13 cannot export: tests/converter/lower_detect_test.cc builds their ONNX
+  // models itself and checks them against torchvision and onnx.reference
+  // (AffineGrid: only ONNX's conformance cases, which CI's conformance check runs).
+  const std::set<std::string> kTestedElsewhere = {"NonMaxSuppression", "RoiAlign", "DFT",      "STFT",
+                                                  "AffineGrid",        "Col2Im",   "MaxUnpool"};
   for (const std::string& op : supported_onnx_ops()) {
     CAPTURE(op);
-    CHECK((ops_seen.count(op) == 1 || op == "Constant"));
+    CHECK((ops_seen.count(op) == 1 || op == "Constant" || kTestedElsewhere.count(op) == 1));
   }
 }
 
