@@ -18,6 +18,7 @@
 #include "kernels/cuda/cublas_api.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/gemm_operand.h"
+#include "kernels/ref/ref_kernels.h"
 #include "runtime/core/error.h"
 
 namespace ember::cuda {
@@ -82,20 +83,6 @@ ConvPlan plan_conv(const TensorView& x, const TensorView& w, const TensorView& o
     c.cols_bytes = static_cast<size_t>(c.chunk) * per_image;
   }
   return c;
-}
-
-Status check_conv(Span<const TensorView> in, Span<TensorView> out, const Conv2dParams* p) {
-  RT_CHECK_OR_RETURN(in.size() == 3 && out.size() == 1 && p != nullptr && p->groups > 0, Status::InvalidArgument);
-  const TensorView &x = in[0], &w = in[1], &bias = in[2], &o = out[0];
-  RT_CHECK_OR_RETURN(x.rank == 4 && w.rank == 4 && o.rank == 4, Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(x.dtype == w.dtype && x.dtype == o.dtype && (kCudaFloat & dtype_bit(x.dtype)),
-                     Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(bias.data == nullptr || (bias.rank == 1 && bias.dtype == x.dtype && bias.sizes[0] == o.sizes[1]),
-                     Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(o.sizes[0] == x.sizes[0] && o.sizes[1] == w.sizes[0] && o.sizes[1] % p->groups == 0 &&
-                         x.sizes[1] == w.sizes[1] * p->groups,
-                     Status::ShapeMismatch);
-  return Status::Ok;
 }
 
 // A dense copy of `v` at `*scratch` (the copy kernel), advancing it.
@@ -182,7 +169,7 @@ size_t conv2d_workspace(Span<const TensorView> in, Span<const TensorView> out, c
 
 Status conv2d(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<Conv2dParams>(&params);
-  RT_RETURN_IF_ERROR(check_conv(in, out, p));
+  RT_RETURN_IF_ERROR(ref::check_conv2d_args(in, out, p, kCudaFloat));
   const TensorView &x = in[0], &w = in[1], &bias = in[2], &o = out[0];
   if (o.numel() == 0) return Status::Ok;
   const ConvPlan c = plan_conv(x, w, o, *p);

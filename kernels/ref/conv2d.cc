@@ -68,18 +68,9 @@ void conv2d_loop(const TensorView& x, const TensorView& w, const TensorView& bia
 }  // namespace
 
 Status conv2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
-  RT_CHECK_OR_RETURN(in.size() == 3 && out.size() == 1, Status::InvalidArgument);
   const Conv2dParams* p = std::get_if<Conv2dParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && p->groups > 0, Status::InvalidArgument);
+  RT_RETURN_IF_ERROR(check_conv2d_args(in, out, p, kNumericTypes));
   const TensorView &x = in[0], &w = in[1], &bias = in[2], &o = out[0];
-  RT_CHECK_OR_RETURN(x.rank == 4 && w.rank == 4 && o.rank == 4, Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(x.dtype == w.dtype && x.dtype == o.dtype && (kNumericTypes & dtype_bit(x.dtype)),
-                     Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(bias.data == nullptr || (bias.rank == 1 && bias.dtype == x.dtype && bias.sizes[0] == o.sizes[1]),
-                     Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(o.sizes[0] == x.sizes[0] && o.sizes[1] == w.sizes[0] && o.sizes[1] % p->groups == 0 &&
-                         x.sizes[1] == w.sizes[1] * p->groups,
-                     Status::ShapeMismatch);
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) conv2d_loop<T>(x, w, bias, o, *p);

@@ -53,18 +53,9 @@ void grid_sample_loop(const TensorView& x, const TensorView& grid, const TensorV
 
 Status grid_sample(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<GridSampleParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && p->valid() && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  RT_RETURN_IF_ERROR(check_grid_sample_args(in, out, p, kFloatingTypes));
   const TensorView &x = in[0], &grid = in[1], &o = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == grid.dtype && x.dtype == o.dtype && (kFloatingTypes & dtype_bit(x.dtype)),
-                     Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN((x.rank == 4 || x.rank == 5) && grid.rank == x.rank && o.rank == x.rank, Status::InvalidArgument);
   const int nd = x.rank - 2;
-  RT_CHECK_OR_RETURN(
-      grid.sizes[0] == x.sizes[0] && grid.sizes[nd + 1] == nd && o.sizes[0] == x.sizes[0] && o.sizes[1] == x.sizes[1],
-      Status::ShapeMismatch);
-  for (int i = 0; i < nd; ++i) {
-    RT_CHECK_OR_RETURN(o.sizes[2 + i] == grid.sizes[1 + i] && x.sizes[2 + i] > 0, Status::ShapeMismatch);
-  }
   if (o.numel() == 0) return Status::Ok;
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -22,4 +22,37 @@ bool conv_transpose_shapes_ok(const TensorView& x, const TensorView& w, const Te
 // The weights of the reference QLinear / QConv2d kernels: kept unpacked.
 Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w);
 
+// The argument checks a Conv2d / GridSample kernel makes, shared by every
+// backend's kernel (the dtypes it takes: `dtypes`).
+inline Status check_conv2d_args(Span<const TensorView> in, Span<TensorView> out, const Conv2dParams* p,
+                                DTypeSet dtypes) {
+  RT_CHECK_OR_RETURN(in.size() == 3 && out.size() == 1 && p != nullptr && p->groups > 0, Status::InvalidArgument);
+  const TensorView &x = in[0], &w = in[1], &bias = in[2], &o = out[0];
+  RT_CHECK_OR_RETURN(x.rank == 4 && w.rank == 4 && o.rank == 4, Status::InvalidArgument);
+  RT_CHECK_OR_RETURN(x.dtype == w.dtype && x.dtype == o.dtype && (dtypes & dtype_bit(x.dtype)), Status::DTypeMismatch);
+  RT_CHECK_OR_RETURN(bias.data == nullptr || (bias.rank == 1 && bias.dtype == x.dtype && bias.sizes[0] == o.sizes[1]),
+                     Status::InvalidArgument);
+  RT_CHECK_OR_RETURN(o.sizes[0] == x.sizes[0] && o.sizes[1] == w.sizes[0] && o.sizes[1] % p->groups == 0 &&
+                         x.sizes[1] == w.sizes[1] * p->groups,
+                     Status::ShapeMismatch);
+  return Status::Ok;
+}
+
+inline Status check_grid_sample_args(Span<const TensorView> in, Span<TensorView> out, const GridSampleParams* p,
+                                     DTypeSet dtypes) {
+  RT_CHECK_OR_RETURN(p != nullptr && p->valid() && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  const TensorView &x = in[0], &grid = in[1], &o = out[0];
+  RT_CHECK_OR_RETURN(x.dtype == grid.dtype && x.dtype == o.dtype && (dtypes & dtype_bit(x.dtype)),
+                     Status::DTypeMismatch);
+  RT_CHECK_OR_RETURN((x.rank == 4 || x.rank == 5) && grid.rank == x.rank && o.rank == x.rank, Status::InvalidArgument);
+  const int nd = x.rank - 2;
+  RT_CHECK_OR_RETURN(
+      grid.sizes[0] == x.sizes[0] && grid.sizes[nd + 1] == nd && o.sizes[0] == x.sizes[0] && o.sizes[1] == x.sizes[1],
+      Status::ShapeMismatch);
+  for (int i = 0; i < nd; ++i) {
+    RT_CHECK_OR_RETURN(o.sizes[2 + i] == grid.sizes[1 + i] && x.sizes[2 + i] > 0, Status::ShapeMismatch);
+  }
+  return Status::Ok;
+}
+
 }  // namespace ember::ref
