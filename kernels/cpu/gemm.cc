@@ -56,6 +56,16 @@ struct UkernelInfo {
   GemmIsa isa;
 };
 
+// The micro-kernels keep their accumulators in named variables c<row>_<0|1>:
+// GCC keeps an accumulator array indexed in the k loop in memory and stores it
+// back on every step (three times slower on AVX2), even with the loop unrolled.
+#define EMBER_GEMM_ROWS6(X, V, init) X(0, V, init) X(1, V, init) X(2, V, init) X(3, V, init) X(4, V, init) X(5, V, init)
+#define EMBER_GEMM_ROWS8(X, V, init) EMBER_GEMM_ROWS6(X, V, init) X(6, V, init) X(7, V, init)
+#define EMBER_GEMM_ROWS12(X, V, init) \
+  EMBER_GEMM_ROWS8(X, V, init) X(8, V, init) X(9, V, init) X(10, V, init) X(11, V, init)
+#define EMBER_GEMM_ZERO(i, V, init) V c##i##_0 = init, c##i##_1 = init;
+#define EMBER_GEMM_PAIR(i, V, init) {c##i##_0, c##i##_1},
+
 // Writes the valid mv x nv part of a row-major mr x nr tile to C.
 inline void store_tile(const float* t, int64_t nr, float* c, int64_t rs, int64_t cs, bool accumulate,
                        int64_t mv, int64_t nv) {
@@ -74,19 +84,21 @@ inline void store_tile(const float* t, int64_t nr, float* c, int64_t rs, int64_t
 
 void ukernel_8x8_portable(int64_t kc, const float* __restrict a, const float* __restrict b, float* c,
                           int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv) {
-  v4f acc[8][2];
-  for (int i = 0; i < 8; ++i) acc[i][0] = acc[i][1] = v4f{0, 0, 0, 0};
+  EMBER_GEMM_ROWS8(EMBER_GEMM_ZERO, v4f, (v4f{0, 0, 0, 0}))
   for (int64_t p = 0; p < kc; ++p) {
     const v4f b0 = load4(b), b1 = load4(b + 4);
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) {
-      const v4f ai = v4f{a[i], a[i], a[i], a[i]};
-      acc[i][0] += ai * b0;
-      acc[i][1] += ai * b1;
-    }
+#define EMBER_GEMM_STEP(i, V, unused)         \
+  {                                           \
+    const v4f ai = v4f{a[i], a[i], a[i], a[i]}; \
+    c##i##_0 += ai * b0;                      \
+    c##i##_1 += ai * b1;                      \
+  }
+    EMBER_GEMM_ROWS8(EMBER_GEMM_STEP, , )
+#undef EMBER_GEMM_STEP
     a += 8;
     b += 8;
   }
+  v4f acc[8][2] = {EMBER_GEMM_ROWS8(EMBER_GEMM_PAIR, , )};
   if (mv == 8 && nv == 8 && cs == 1) {
     for (int i = 0; i < 8; ++i) {
       float* ci = c + i * rs;
@@ -113,20 +125,22 @@ __attribute__((target("avx2,fma"))) void ukernel_6x16_avx2(int64_t kc, const flo
                                                             const float* __restrict b, float* c,
                                                             int64_t rs, int64_t cs, bool accumulate,
                                                             int64_t mv, int64_t nv) {
-  __m256 acc[6][2];
-  for (int i = 0; i < 6; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  EMBER_GEMM_ROWS6(EMBER_GEMM_ZERO, __m256, _mm256_setzero_ps())
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-#pragma GCC unroll 6
-    for (int i = 0; i < 6; ++i) {
-      const __m256 ai = _mm256_broadcast_ss(a + i);
-      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
-    }
+#define EMBER_GEMM_STEP(i, V, unused)                  \
+  {                                                    \
+    const __m256 ai = _mm256_broadcast_ss(a + i);      \
+    c##i##_0 = _mm256_fmadd_ps(ai, b0, c##i##_0);      \
+    c##i##_1 = _mm256_fmadd_ps(ai, b1, c##i##_1);      \
+  }
+    EMBER_GEMM_ROWS6(EMBER_GEMM_STEP, , )
+#undef EMBER_GEMM_STEP
     a += 6;
     b += 16;
   }
+  __m256 acc[6][2] = {EMBER_GEMM_ROWS6(EMBER_GEMM_PAIR, , )};
   if (mv == 6 && nv == 16 && cs == 1) {
     for (int i = 0; i < 6; ++i) {
       float* ci = c + i * rs;
@@ -152,20 +166,22 @@ __attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const f
                                                               const float* __restrict b, float* c,
                                                               int64_t rs, int64_t cs, bool accumulate,
                                                               int64_t mv, int64_t nv) {
-  __m512 acc[12][2];
-  for (int i = 0; i < 12; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO, __m512, _mm512_setzero_ps())
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
     const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i) {
-      const __m512 ai = _mm512_set1_ps(a[i]);
-      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
-    }
+#define EMBER_GEMM_STEP(i, V, unused)             \
+  {                                               \
+    const __m512 ai = _mm512_set1_ps(a[i]);       \
+    c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0); \
+    c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1); \
+  }
+    EMBER_GEMM_ROWS12(EMBER_GEMM_STEP, , )
+#undef EMBER_GEMM_STEP
     a += 12;
     b += 32;
   }
+  __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_PAIR, , )};
   if (mv == 12 && nv == 32 && cs == 1) {
     for (int i = 0; i < 12; ++i) {
       float* ci = c + i * rs;
