@@ -8,7 +8,9 @@
 // convolutions (one input and one output channel per group) skip both im2col
 // and the GEMM (depthwise.h: vectorized over output rows). The fused
 // activation of Conv2dParams is applied to each product's output while it is
-// in cache (by the depthwise kernel before its store). Layouts
+// in cache (by the depthwise kernel before its store). 3x3 stride-1
+// convolutions large enough (winograd_profitable) take Winograd F(4x4, 3x3)
+// (winograd.h), the weight transformed per call. Layouts
 // that do not flatten (a non-contiguous weight, an output whose spatial dims
 // do not merge) use the reference kernel.
 #include <algorithm>
