@@ -1,6 +1,9 @@
 // MobileNetV2-like convolutions (depthwise 3x3 at strides 1 and 2, pointwise
-// 1x1) and ResNet-18's 3x3, through the eager conv2d (the float32 CPU kernel),
-// at 1 and 2 threads: min and median ms over `repeats` runs.
+// 1x1) and ResNet-18's 3x3 (plus two with fewer channels), through the eager
+// conv2d (the float32 CPU kernel: Winograd where winograd_profitable says so),
+// at 1 and 2 threads: min and median ms over `repeats` runs. The 3x3 stride-1
+// shapes are timed again through the Winograd kernel itself, with the weight
+// transformed per call and pre-transformed (as at load), whatever the dispatch.
 //   bazel run -c opt //bench/ops:conv_bench -- [repeats=30]
 #include <algorithm>
 #include <chrono>
@@ -8,6 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "kernels/cpu/winograd.h"
 #include "runtime/ember.h"
 
 using namespace ember;
@@ -25,8 +29,41 @@ const Shape4 kCases[] = {
     {"dw 384x14x14 s1", 384, 14, 384, 3, 1, 384},   {"dw 960x7x7 s1", 960, 7, 960, 3, 1, 960},
     {"pw 64->384 14x14", 64, 14, 384, 1, 1, 1},     {"pw 16->96 112x112", 16, 112, 96, 1, 1, 1},
     {"pw 960->160 7x7", 960, 7, 160, 1, 1, 1},      {"3x3 64->64 56x56", 64, 56, 64, 3, 1, 1},
-    {"3x3 256->256 14x14", 256, 14, 256, 3, 1, 1},
+    {"3x3 128->128 28x28", 128, 28, 128, 3, 1, 1},  {"3x3 256->256 14x14", 256, 14, 256, 3, 1, 1},
+    {"3x3 512->512 7x7", 512, 7, 512, 3, 1, 1},     {"3x3 16->16 56x56", 16, 56, 16, 3, 1, 1},
+    {"3x3 32->32 28x28", 32, 28, 32, 3, 1, 1},
 };
+
+template <typename F>
+void report(int threads, const char* name, const char* what, int repeats, const F& fn) {
+  std::vector<double> ms;
+  for (int r = 0; r < repeats + 3; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (r >= 3) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("threads %d  %-20s %-22s min %8.3f ms  median %8.3f ms\n", threads, name, what, ms.front(),
+              ms[ms.size() / 2]);
+}
+
+// The Winograd kernel on a 3x3 stride-1 case, weight per call or pre-transformed.
+void winograd_case(const Shape4& s, int threads, int repeats) {
+  const Tensor x = randn({1, s.c, s.hw, s.hw}), w = randn({s.cout, s.c, 3, 3}), b = randn({s.cout});
+  const Tensor y = empty({1, s.cout, s.hw, s.hw});
+  Conv2dParams prm;
+  prm.padding[0] = prm.padding[1] = 1;
+  const TensorView xv = x.kernel_view(), wv = w.kernel_view(), bv = b.kernel_view(), yv = y.kernel_view();
+  std::vector<float> u(cpu::winograd_weight_bytes(s.cout, s.c) / sizeof(float));
+  cpu::winograd_transform_weight(w.data_ptr<float>(), s.cout, s.c, u.data(), threads);
+  for (const float* pre : {static_cast<const float*>(nullptr), static_cast<const float*>(u.data())}) {
+    std::vector<char> ws(cpu::winograd_workspace(xv, yv, pre != nullptr, threads));
+    report(threads, s.name, pre != nullptr ? "winograd pretransformed" : "winograd per call", repeats, [&] {
+      if (!cpu::winograd_conv2d(xv, wv, bv, yv, prm, pre, ws.data(), ws.size(), threads)) std::abort();
+    });
+  }
+}
 
 }  // namespace
 
@@ -39,15 +76,9 @@ int main(int argc, char** argv) {
       const Tensor w = randn({s.cout, s.c / s.groups, s.k, s.k});
       const Tensor b = randn({s.cout});
       const int64_t pad = s.k / 2;
-      std::vector<double> ms;
-      for (int r = 0; r < repeats + 3; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        const Tensor y = conv2d(x, w, b, {s.stride, s.stride}, {pad, pad}, {1, 1}, s.groups);
-        const auto t1 = std::chrono::steady_clock::now();
-        if (r >= 3) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      }
-      std::sort(ms.begin(), ms.end());
-      std::printf("threads %d  %-20s min %8.3f ms  median %8.3f ms\n", threads, s.name, ms.front(), ms[ms.size() / 2]);
+      report(threads, s.name, "conv2d", repeats,
+             [&] { (void)conv2d(x, w, b, {s.stride, s.stride}, {pad, pad}, {1, 1}, s.groups); });
+      if (s.k == 3 && s.stride == 1 && s.groups == 1) winograd_case(s, threads, repeats);
     }
   }
   return 0;

@@ -8,7 +8,9 @@
 // convolutions (one input and one output channel per group) skip both im2col
 // and the GEMM (depthwise.h: vectorized over output rows). The fused
 // activation of Conv2dParams is applied to each product's output while it is
-// in cache (by the depthwise kernel before its store). Layouts
+// in cache (by the depthwise kernel before its store). 3x3 stride-1
+// convolutions large enough (winograd_profitable) take Winograd F(4x4, 3x3)
+// (winograd.h), the weight transformed per call. Layouts
 // that do not flatten (a non-contiguous weight, an output whose spatial dims
 // do not merge) use the reference kernel.
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/depthwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/winograd.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/core/thread_pool.h"
 
@@ -155,6 +158,9 @@ size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> ou
       out[0].rank != 4 || prm->groups <= 0) {
     return 0;
   }
+  if (winograd_applies(in[0], in[1], out[0], *prm) && winograd_profitable(in[0], in[1], out[0], false)) {
+    return winograd_workspace(in[0], out[0], /*pretransformed=*/false, get_num_threads());
+  }
   const ConvPlan p = plan_for(in[0], in[1], out[0], *prm, get_num_threads());
   return is_depthwise(p) ? depthwise_workspace(in[0], in[1], out[0], *prm, p.threads) : workspace_of(p);
 }
@@ -172,6 +178,11 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
                          x.sizes[1] == wt.sizes[1] * prm->groups &&
                          (bias.data == nullptr || (bias.rank == 1 && bias.sizes[0] == o.sizes[1])),
                      Status::ShapeMismatch);
+  // Winograd F(4x4, 3x3) where it beats im2col (winograd.h); without enough scratch, the paths below.
+  if (winograd_applies(x, wt, o, *prm) && winograd_profitable(x, wt, o, false) &&
+      winograd_conv2d(x, wt, bias, o, *prm, nullptr, ctx.scratch, ctx.scratch_bytes, ctx.num_threads)) {
+    return Status::Ok;
+  }
   const ConvPlan p = plan_for(x, wt, o, *prm, ctx.num_threads);
   if (is_depthwise(p) && wt.is_contiguous()) {
     if (o.numel() > 0) depthwise_conv2d(x, wt, bias, o, *prm, ctx.scratch, ctx.scratch_bytes, p.threads);

@@ -60,16 +60,20 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, 1x1 against PyTorch") {
     CAPTURE(s.name);
     const std::string p = std::string("conv.") + s.name;
     const Tensor x = golden(p + ".x"), w = golden(p + ".w"), expected = golden(p + ".out");
-    check_close(run(s, x, w), expected, 1e-4, 1e-5);
+    // "big" takes the Winograd path (kernels/cpu/winograd.h), whose rounding
+    // scales with the output's spread (std 12 here: unit weights, 16 channels),
+    // not with each element: about 1e-5 of it.
+    const double atol = std::string(s.name) == "big" ? 2e-4 : 1e-5;
+    check_close(run(s, x, w), expected, 1e-4, atol);
     // Non-contiguous input (W stride != 1): the strided im2col path.
-    check_close(run(s, x.transpose(2, 3).contiguous().transpose(2, 3), w), expected, 1e-4, 1e-5);
+    check_close(run(s, x.transpose(2, 3).contiguous().transpose(2, 3), w), expected, 1e-4, atol);
     // channels_last input: same values, channels_last output.
     const Tensor cl = run(s, x.contiguous(MemoryFormat::ChannelsLast), w);
-    check_close(cl, expected, 1e-4, 1e-5);
+    check_close(cl, expected, 1e-4, atol);
     if (expected.numel() > 0) CHECK(cl.is_contiguous(MemoryFormat::ChannelsLast));
     // channels_last weight: channels_last output too, as in PyTorch.
     const Tensor wcl = run(s, x, w.contiguous(MemoryFormat::ChannelsLast));
-    check_close(wcl, expected, 1e-4, 1e-5);
+    check_close(wcl, expected, 1e-4, atol);
     // The float64 reference kernel on the same data.
     const Tensor bias = has_golden(p + ".bias") ? golden(p + ".bias").to(DType::Float64) : Tensor();
     check_close(conv2d(x.to(DType::Float64), w.to(DType::Float64), bias, s.stride, s.padding, s.dilation, s.groups),

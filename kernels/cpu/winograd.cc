@@ -1,0 +1,233 @@
+// Winograd F(4x4, 3x3) Conv2d (winograd.h). Workspace, in order: U (unless
+// pre-transformed), V [36, Cin, tp], M [36, Cout, tp], one GEMM packing slot
+// per thread; tp is the tile count rounded up to 16 so every vector group of
+// tiles stays inside its row. Four parallel regions: the weight transform
+// (when needed), the input transform over (channel, tile group), the 36 GEMMs
+// (each single-threaded, the frequencies split among the threads), the output
+// transform over (channel, tile group).
+#include "kernels/cpu/winograd.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "kernels/cpu/gemm.h"
+#include "runtime/core/thread_pool.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RT_WG_X86 1
+#else
+#define RT_WG_X86 0
+#endif
+
+// No floating-point contraction (GCC contracts across statements in C++ by
+// default): the transforms give the same bits on every ISA, so a weight
+// transformed at load matches the per-call transform whichever GEMM family runs.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#elif defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
+namespace ember::cpu {
+namespace {
+
+constexpr size_t kAlign = 64;
+constexpr int64_t kMaxLanes = 16;
+
+size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+struct Geo {
+  int64_t cin, h, w, cout, oh, ow, ph, pw;
+  int64_t tiles_w, tiles_img, tiles, tp;  // tiles per row, per image, in all; GEMM row stride
+  int64_t xs[4], os[4];
+  float lo, hi;  // activation bounds (+-inf: none)
+};
+
+Geo geo_of(const TensorView& x, const TensorView& o, const Conv2dParams* prm) {
+  Geo g;
+  g.cin = x.sizes[1];
+  g.h = x.sizes[2];
+  g.w = x.sizes[3];
+  g.cout = o.sizes[1];
+  g.oh = o.sizes[2];
+  g.ow = o.sizes[3];
+  g.ph = prm != nullptr ? prm->padding[0] : 0;
+  g.pw = prm != nullptr ? prm->padding[1] : 0;
+  g.tiles_w = (g.ow + kWinogradTile - 1) / kWinogradTile;
+  g.tiles_img = g.tiles_w * ((g.oh + kWinogradTile - 1) / kWinogradTile);
+  g.tiles = o.sizes[0] * g.tiles_img;
+  g.tp = (g.tiles + kMaxLanes - 1) / kMaxLanes * kMaxLanes;
+  for (int d = 0; d < 4; ++d) {
+    g.xs[d] = x.strides[d];
+    g.os[d] = o.strides[d];
+  }
+  g.lo = -__builtin_inff();
+  g.hi = __builtin_inff();
+  if (prm != nullptr && prm->activation.kind == ActivationKind::Relu) {
+    g.lo = 0.0f;
+  } else if (prm != nullptr && prm->activation.kind == ActivationKind::Clamp) {
+    g.lo = static_cast<float>(prm->activation.min);
+    g.hi = static_cast<float>(prm->activation.max);
+  }
+  return g;
+}
+
+// --- the vector body per ISA (winograd_body.inc) -----------------------------
+
+namespace portable {  // 4 lanes in GCC vector extensions: SSE2 on x86, NEON on ARM
+typedef float Vec __attribute__((vector_size(16)));
+constexpr int64_t kL = 4;
+#include "kernels/cpu/winograd_body.inc"
+}  // namespace portable
+
+#if RT_WG_X86
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+typedef float Vec __attribute__((vector_size(32)));
+constexpr int64_t kL = 8;
+#include "kernels/cpu/winograd_body.inc"
+}  // namespace avx2
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+namespace avx512 {
+typedef float Vec __attribute__((vector_size(64)));
+constexpr int64_t kL = 16;
+#include "kernels/cpu/winograd_body.inc"
+}  // namespace avx512
+#pragma GCC pop_options
+#endif  // RT_WG_X86
+
+struct Fns {
+  int64_t lanes;
+  void (*input)(const Geo&, const float*, float*, int64_t, int64_t);
+  void (*output)(const Geo&, const float*, float, float*, int64_t, int64_t);
+  void (*weight)(const float*, int64_t, int64_t, float*, int64_t, int64_t);
+};
+
+// The variant of the GEMM's micro-kernel family (gemm.h), as depthwise.cc.
+const Fns& fns() {
+  static const Fns portable_fns{portable::kL, &portable::input_group, &portable::output_group,
+                                &portable::weight_group};
+#if RT_WG_X86
+  static const Fns avx2_fns{avx2::kL, &avx2::input_group, &avx2::output_group, &avx2::weight_group};
+  static const Fns avx512_fns{avx512::kL, &avx512::input_group, &avx512::output_group, &avx512::weight_group};
+  switch (sgemm_isa()) {
+    case GemmIsa::Avx512: return avx512_fns;
+    case GemmIsa::Avx2: return avx2_fns;
+    default: break;
+  }
+#endif
+  return portable_fns;
+}
+
+// fn over [0, n) in chunks of at least `grain`, on the pool when threads > 1.
+template <typename F>
+void run(int64_t n, int64_t grain, int threads, const F& fn) {
+  if (threads > 1 && n > grain) {
+    parallel_for(0, n, grain, fn);
+  } else if (n > 0) {
+    fn(0, n);
+  }
+}
+
+int64_t slots_for(int threads) { return std::min<int64_t>(std::max(1, threads), kWinogradFreqs); }
+
+}  // namespace
+
+bool winograd_applies(const TensorView& x, const TensorView& w, const TensorView& o, const Conv2dParams& prm) {
+  return x.rank == 4 && w.rank == 4 && o.rank == 4 && x.dtype == DType::Float32 && w.dtype == DType::Float32 &&
+         o.dtype == DType::Float32 && w.sizes[2] == 3 && w.sizes[3] == 3 && prm.groups == 1 &&
+         prm.stride[0] == 1 && prm.stride[1] == 1 && prm.dilation[0] == 1 && prm.dilation[1] == 1 &&
+         w.is_contiguous() && w.sizes[1] == x.sizes[1] && w.sizes[0] == o.sizes[1] &&
+         o.sizes[2] == x.sizes[2] + 2 * prm.padding[0] - 2 && o.sizes[3] == x.sizes[3] + 2 * prm.padding[1] - 2;
+}
+
+// //bench/ops:conv_bench, AVX2, 1 thread (ms, im2col vs Winograd per call vs
+// pre-transformed): 64@56x56 3.86 / 2.00 / 1.82, 128@28x28 3.16 / 2.17 / 1.68,
+// 256@14x14 3.25 / 4.18 / 2.11, 512@7x7 4.83 / 30.1 / 25.8, 16@56x56 0.47 /
+// 0.39, 32@28x28 0.41 / 0.33. The per-call weight transform writes U (36 floats
+// per (co, ci), memory-bound: ~30 ns a pair), so it pays from about 25 tiles
+// per call (batch included); with U pre-transformed, 16 tiles pay. Below 16
+// tiles the 36 GEMMs have too few columns for the micro-kernel.
+bool winograd_profitable(const TensorView& x, const TensorView& w, const TensorView& o, bool pretransformed) {
+  (void)w;
+  const Geo g = geo_of(x, o, nullptr);
+  return g.cin >= 16 && g.cout >= 16 && g.tiles >= (pretransformed ? 16 : 36);
+}
+
+size_t winograd_weight_bytes(int64_t cout, int64_t cin) {
+  return static_cast<size_t>(kWinogradFreqs * cout * cin) * sizeof(float);
+}
+
+void winograd_transform_weight(const float* w, int64_t cout, int64_t cin, float* u, int threads) {
+  const Fns& f = fns();
+  const int64_t groups = (cin + f.lanes - 1) / f.lanes;
+  run(cout * groups, 16, threads, [&](int64_t a, int64_t e) {
+    for (int64_t i = a; i < e; ++i) f.weight(w, cout, cin, u, i / groups, i % groups * f.lanes);
+  });
+}
+
+size_t winograd_workspace(const TensorView& x, const TensorView& o, bool pretransformed, int threads) {
+  const Geo g = geo_of(x, o, nullptr);
+  const size_t u = pretransformed ? 0 : aligned(winograd_weight_bytes(g.cout, g.cin));
+  const size_t v = aligned(static_cast<size_t>(kWinogradFreqs * g.cin * g.tp) * sizeof(float));
+  const size_t m = aligned(static_cast<size_t>(kWinogradFreqs * g.cout * g.tp) * sizeof(float));
+  const size_t gemm = aligned(sgemm_workspace(g.cout, g.tiles, g.cin, 1));
+  return kAlign + u + v + m + gemm * static_cast<size_t>(slots_for(threads));
+}
+
+bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
+                     const Conv2dParams& prm, const float* u, void* scratch, size_t scratch_bytes, int threads) {
+  if (scratch_bytes < winograd_workspace(x, o, u != nullptr, threads)) return false;
+  const Geo g = geo_of(x, o, &prm);
+  if (o.numel() == 0) return true;
+  const Fns& f = fns();
+  char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
+  if (u == nullptr) {
+    float* uw = reinterpret_cast<float*>(base);
+    winograd_transform_weight(w.ptr<const float>(), g.cout, g.cin, uw, threads);
+    u = uw;
+    base += aligned(winograd_weight_bytes(g.cout, g.cin));
+  }
+  float* v = reinterpret_cast<float*>(base);
+  float* m = v + aligned(static_cast<size_t>(kWinogradFreqs * g.cin * g.tp) * sizeof(float)) / sizeof(float);
+  char* gemm_base =
+      reinterpret_cast<char*>(m) + aligned(static_cast<size_t>(kWinogradFreqs * g.cout * g.tp) * sizeof(float));
+  const size_t gemm_bytes = aligned(sgemm_workspace(g.cout, g.tiles, g.cin, 1));
+  const int64_t groups = (g.tiles + f.lanes - 1) / f.lanes;
+
+  const float* px = x.ptr<const float>();
+  run(g.cin * groups, 8, threads, [&](int64_t a, int64_t e) {
+    for (int64_t i = a; i < e; ++i) f.input(g, px, v, i / groups, i % groups * f.lanes);
+  });
+
+  const int64_t slots = slots_for(threads);
+  std::atomic<bool> ok{true};
+  run(slots, 1, threads, [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s) {
+      for (int64_t q = kWinogradFreqs * s / slots; q < kWinogradFreqs * (s + 1) / slots; ++q) {
+        const MatrixRef<const float> a{u + q * g.cout * g.cin, g.cin, 1};
+        const MatrixRef<const float> b{v + q * g.cin * g.tp, g.tp, 1};
+        const MatrixRef<float> c{m + q * g.cout * g.tp, g.tp, 1};
+        if (!sgemm(g.cout, g.tiles, g.cin, a, b, c, false, gemm_base + s * gemm_bytes, gemm_bytes, 1)) ok = false;
+      }
+    }
+  });
+  if (!ok.load()) return false;
+
+  const float* pb = bias.ptr<const float>();
+  float* po = o.ptr<float>();
+  run(g.cout * groups, 8, threads, [&](int64_t a, int64_t e) {
+    for (int64_t i = a; i < e; ++i) {
+      const int64_t co = i / groups;
+      f.output(g, m, pb != nullptr ? pb[co * bias.strides[0]] : 0.0f, po, co, i % groups * f.lanes);
+    }
+  });
+  return true;
+}
+
+}  // namespace ember::cpu
