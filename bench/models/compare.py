@@ -6,7 +6,9 @@ Driven by bench/models/run.sh, which exports the models, converts them with
 `ember convert` and runs this with the venv's python (onnxruntime installed):
 
     compare.py --dir DIR --ember BIN [--threads 1,2] [--iterations 50] [--warmup 10]
-    compare.py --dir DIR --ember BIN --baseline OLD_BIN [--rounds 5]   (two builds, alternating rounds)
+    compare.py --dir DIR --ember BIN --baseline OLD_BIN [--baseline-dir BDIR] [--rounds 5]
+        (two builds, alternating rounds; the baseline runs BDIR/<model>.ember, converted by
+        OLD_BIN so that converter changes count too, else DIR's)
 
 DIR holds <model>.onnx and, once converted, <model>.ember; a latency case with
 input names reads its inputs from DIR/<case>.<input>.npy (both runtimes),
@@ -142,12 +144,13 @@ def compare_builds(args):
     for name, model, inputs in LATENCY_CASES:
         onnx_path = os.path.join(args.dir, model + ".onnx")
         ember_model = os.path.join(args.dir, model + ".ember")
+        base_model = os.path.join(args.baseline_dir or args.dir, model + ".ember")
         feeds = feeds_of(args, name, inputs)
         for threads in [int(t) for t in args.threads.split(",")]:
             rows = []
             for _ in range(args.rounds):
                 o = ort_measure(args, onnx_path, threads, feeds)["median_ms"]
-                b = ember_measure(argparse.Namespace(**{**vars(args), "ember": args.baseline}), ember_model,
+                b = ember_measure(argparse.Namespace(**{**vars(args), "ember": args.baseline}), base_model,
                                   threads, feeds)["median_ms"]
                 e = ember_measure(args, ember_model, threads, feeds)["median_ms"]
                 rows.append((b, e, o))
@@ -171,6 +174,7 @@ def main():
     ap.add_argument("--model")
     ap.add_argument("--feed", dest="feeds", action="append", default=[], help="ORT worker: NAME=FILE.npy")
     ap.add_argument("--baseline", help="a second ember binary (e.g. main before a change): compare builds")
+    ap.add_argument("--baseline-dir", help="the baseline's .ember files (converted by the baseline binary)")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     if args.ort_worker:

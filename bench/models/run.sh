@@ -30,9 +30,15 @@ for m in mlp mobilenet_v2 resnet18 transformer bert; do
 done
 
 # EMBER_BASELINE=OLD_BIN (an ember_cli built from an earlier commit): both builds
-# against ORT in alternating rounds, the median of per-round ratios.
+# against ORT in alternating rounds, the median of per-round ratios. The
+# baseline runs models it converted itself (OUT/baseline), so converter
+# changes count in the comparison too.
 if [ -n "${EMBER_BASELINE:-}" ]; then
+  mkdir -p "$OUT/baseline"
+  for m in mobilenet_v2 resnet18 transformer bert; do
+    "$EMBER_BASELINE" convert "$OUT/$m.onnx" -o "$OUT/baseline/$m.ember" >/dev/null
+  done
   exec "$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --baseline "$EMBER_BASELINE" \
-    --threads 1,2 --rounds "${ROUNDS:-5}"
+    --baseline-dir "$OUT/baseline" --threads 1,2 --rounds "${ROUNDS:-5}"
 fi
 "$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --threads 1,2
