@@ -27,6 +27,7 @@ struct PassReport {
   int values_dropped = 0;      // unreferenced values (constants, mostly) dropped
   int ifs_inlined = 0;         // If nodes of constant condition replaced by their branch
   int convs_made_2d = 0;       // 1-D Convs rewritten as Unsqueeze, 2-D Conv, Squeeze
+  int layer_norms_fused = 0;   // LayerNorms exported as 9 nodes made one LayerNormalization
   // "folded 12 constants, 3 shapes, ..." for the converter's report.
   std::string summary() const;
 };
@@ -82,6 +83,14 @@ int fuse_activations(Graph& graph);
 // rewritten.
 int conv1d_to_conv2d(Graph& graph);
 
+// LayerNorm as torch exports it below opset 17 (fuse_norm.cc):
+// ReduceMean(x) -> Sub -> Pow 2 -> ReduceMean -> Add eps -> Sqrt -> Div, over
+// the last axis, then Mul by a constant [D] weight and optionally Add of a
+// constant [D] bias, becomes one LayerNormalization(x, weight[, bias]) (axis
+// -1, epsilon eps) when no intermediate value has other readers. Returns the
+// LayerNorms fused.
+int fuse_layer_norms(Graph& graph);
+
 // Control flow (control.cc). If, Loop and Scan: imported with their subgraphs
 // (Node::graphs), never lowered; an If whose condition folds to a constant is
 // inlined, the rest are refused by check_control_flow.
@@ -124,8 +133,8 @@ Diag fix_input_shapes(Graph& graph, const InputShapes& shapes);
 Diag check_control_flow(const Graph& graph, const std::string& source);
 
 // Identity removal, shape and constant folding, If inlining (conditions that
-// are constants) and dead-node elimination until nothing changes, then BatchNorm folding, activation fusion, Conv1d to
-// Conv2d, dead-node elimination and Graph::compact().
+// are constants) and dead-node elimination until nothing changes, then BatchNorm folding, activation fusion, LayerNorm
+// fusion, Conv1d to Conv2d, dead-node elimination and Graph::compact().
 Expected<PassReport> run_passes(Graph& graph);
 
 }  // namespace ember::converter

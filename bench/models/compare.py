@@ -1,13 +1,18 @@
-"""ember vs ONNX Runtime on real models: median latency (batch 1, 1 and 2
-threads) and load time / peak RSS against model size. Not part of CI.
+"""ember vs ONNX Runtime on real models: median latency (1 and 2 threads; batch 1,
+and the BERT-style encoder at batch 1 and 8) and load time / peak RSS against
+model size. Not part of CI.
 
 Driven by bench/models/run.sh, which exports the models, converts them with
 `ember convert` and runs this with the venv's python (onnxruntime installed):
 
     compare.py --dir DIR --ember BIN [--threads 1,2] [--iterations 50] [--warmup 10]
-    compare.py --dir DIR --ember BIN --baseline OLD_BIN [--rounds 5]   (two builds, alternating rounds)
+    compare.py --dir DIR --ember BIN --baseline OLD_BIN [--baseline-dir BDIR] [--rounds 5]
+        (two builds, alternating rounds; the baseline runs BDIR/<model>.ember, converted by
+        OLD_BIN so that converter changes count too, else DIR's)
 
-DIR holds <model>.onnx and, once converted, <model>.ember. Each measurement
+DIR holds <model>.onnx and, once converted, <model>.ember; a latency case with
+input names reads its inputs from DIR/<case>.<input>.npy (both runtimes),
+the others get random inputs with symbolic dims 1. Each measurement
 runs in its own process so that its peak RSS (os.wait4's ru_maxrss) is its own.
 ember's figures come from `BIN bench MODEL.ember --threads N --warmup W
 --iterations I --json`; a model without a .ember, or a missing BIN, shows "-".
@@ -19,7 +24,10 @@ import subprocess
 import sys
 import time
 
-LATENCY_MODELS = ["mobilenet_v2", "resnet18", "transformer"]
+# (case, model, input names: DIR/<case>.<name>.npy, or None: random inputs at batch 1)
+LATENCY_CASES = [("mobilenet_v2", "mobilenet_v2", None), ("resnet18", "resnet18", None),
+                 ("transformer", "transformer", None),
+                 ("bert_b1", "bert", ["ids", "mask"]), ("bert_b8", "bert", ["ids", "mask"])]
 MEMORY_MODELS = ["mlp", "mobilenet_v2", "resnet18", "transformer"]
 
 
@@ -54,8 +62,10 @@ def ort_worker(args):
     sess = ort.InferenceSession(args.model, opts, providers=["CPUExecutionProvider"])
     load_ms = (time.perf_counter() - t0) * 1e3
     rng = np.random.default_rng(0)
-    feeds = {}
+    feeds = {name: np.load(path) for name, path in (f.split("=", 1) for f in args.feeds)}
     for i in sess.get_inputs():
+        if i.name in feeds:
+            continue
         shape = [d if isinstance(d, int) else 1 for d in i.shape]  # symbolic dims = 1 (batch 1)
         if i.type == "tensor(float)":
             feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
@@ -75,10 +85,15 @@ def ort_worker(args):
                       "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
-def ort_measure(args, model, threads):
+def feeds_of(args, case, inputs):
+    """["NAME=DIR/<case>.NAME.npy", ...] for a case with input files, else []."""
+    return [f"{n}={os.path.join(args.dir, f'{case}.{n}.npy')}" for n in inputs or []]
+
+
+def ort_measure(args, model, threads, feeds=()):
     out, _ = run_measured([sys.executable, os.path.abspath(__file__), "--ort-worker", "--model", model,
                            "--threads", str(threads), "--iterations", str(args.iterations),
-                           "--warmup", str(args.warmup)])
+                           "--warmup", str(args.warmup)] + [a for f in feeds for a in ("--feed", f)])
     return json.loads(out)
 
 
@@ -101,11 +116,11 @@ def find_key(obj, *words):
     return None, None
 
 
-def ember_measure(args, ember_model, threads):
+def ember_measure(args, ember_model, threads, feeds=()):
     if not args.ember or not os.path.exists(args.ember) or not os.path.exists(ember_model):
         return None
     cmd = [args.ember, "bench", ember_model, "--threads", str(threads), "--warmup", str(args.warmup),
-           "--iterations", str(args.iterations), "--json"]
+           "--iterations", str(args.iterations), "--json"] + [a for f in feeds for a in ("--input", f)]
     out, wall = run_measured(cmd)
     j = json.loads(out)
     median, _ = find_key(j, "latency", "median")
@@ -126,16 +141,18 @@ def compare_builds(args):
     the median over rounds of each round's ember/ORT ratio, for both builds."""
     print(f"{'model':14s} {'threads':>7s} {'base ms':>9s} {'ember ms':>9s} {'ORT ms':>8s} "
           f"{'base/ORT':>9s} {'ember/ORT':>9s} {'ember/base':>10s}   (median of {args.rounds} rounds)")
-    for name in LATENCY_MODELS:
-        onnx_path = os.path.join(args.dir, name + ".onnx")
-        ember_model = os.path.join(args.dir, name + ".ember")
+    for name, model, inputs in LATENCY_CASES:
+        onnx_path = os.path.join(args.dir, model + ".onnx")
+        ember_model = os.path.join(args.dir, model + ".ember")
+        base_model = os.path.join(args.baseline_dir or args.dir, model + ".ember")
+        feeds = feeds_of(args, name, inputs)
         for threads in [int(t) for t in args.threads.split(",")]:
             rows = []
             for _ in range(args.rounds):
-                o = ort_measure(args, onnx_path, threads)["median_ms"]
-                b = ember_measure(argparse.Namespace(**{**vars(args), "ember": args.baseline}), ember_model,
-                                  threads)["median_ms"]
-                e = ember_measure(args, ember_model, threads)["median_ms"]
+                o = ort_measure(args, onnx_path, threads, feeds)["median_ms"]
+                b = ember_measure(argparse.Namespace(**{**vars(args), "ember": args.baseline}), base_model,
+                                  threads, feeds)["median_ms"]
+                e = ember_measure(args, ember_model, threads, feeds)["median_ms"]
                 rows.append((b, e, o))
             print(f"{name:14s} {threads:7d} {median([r[0] for r in rows]):9.2f} {median([r[1] for r in rows]):9.2f} "
                   f"{median([r[2] for r in rows]):8.2f} {median([r[0] / r[2] for r in rows]):9.2f} "
@@ -155,7 +172,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--ort-worker", action="store_true")
     ap.add_argument("--model")
+    ap.add_argument("--feed", dest="feeds", action="append", default=[], help="ORT worker: NAME=FILE.npy")
     ap.add_argument("--baseline", help="a second ember binary (e.g. main before a change): compare builds")
+    ap.add_argument("--baseline-dir", help="the baseline's .ember files (converted by the baseline binary)")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     if args.ort_worker:
@@ -163,16 +182,17 @@ def main():
         return ort_worker(args)
 
     import onnxruntime
-    print(f"onnxruntime {onnxruntime.__version__}; batch 1; median of {args.iterations} runs "
+    print(f"onnxruntime {onnxruntime.__version__}; batch 1 (bert_b8: 8); median of {args.iterations} runs "
           f"after {args.warmup} warm-up runs; ratio < 1: ember faster\n")
     if args.baseline:
         return compare_builds(args)
     print(f"{'model':14s} {'threads':>7s} {'ember ms':>10s} {'ORT ms':>10s} {'ember/ORT':>10s}")
-    for name in LATENCY_MODELS:
-        onnx_path = os.path.join(args.dir, name + ".onnx")
+    for name, model, inputs in LATENCY_CASES:
+        onnx_path = os.path.join(args.dir, model + ".onnx")
+        feeds = feeds_of(args, name, inputs)
         for threads in [int(t) for t in args.threads.split(",")]:
-            o = ort_measure(args, onnx_path, threads)
-            e = ember_measure(args, os.path.join(args.dir, name + ".ember"), threads)
+            o = ort_measure(args, onnx_path, threads, feeds)
+            e = ember_measure(args, os.path.join(args.dir, model + ".ember"), threads, feeds)
             em = e["median_ms"] if e else None
             ratio = em / o["median_ms"] if em else None
             print(f"{name:14s} {threads:7d} {fmt(em):>10s} {o['median_ms']:10.2f} {fmt(ratio):>10s}")

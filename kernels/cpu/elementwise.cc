@@ -111,8 +111,8 @@ Status binary_f32(Span<const TensorView> in, Span<TensorView> out) {
 }  // namespace
 
 // The helpers the formulas of ops.def's RT_UNARY lines may call, for the
-// float32 vector loops: branch-free forms GCC vectorizes (exp: vec_math.h's
-// polynomial; the others as the reference kernels compute them).
+// float32 vector loops: branch-free forms GCC vectorizes (exp, erf: vec_math.h's
+// polynomials; the others as the reference kernels compute them).
 namespace math {
 using std::acos;
 using std::acosh;
@@ -122,7 +122,6 @@ using std::atan;
 using std::atanh;
 using std::cos;
 using std::cosh;
-using std::erf;
 using std::expm1;
 using std::log;
 using std::log1p;
@@ -138,6 +137,7 @@ using ref::math::floor_value;
 using ref::math::round_even;
 using ref::math::sign_value;
 inline float exp(float x) { return fast_exp(x); }
+inline float erf(float x) { return fast_erf(x); }
 inline bool is_nan(float x) { return x != x; }
 
 #define RT_OP(Name, name, n_in, n_out, Params)

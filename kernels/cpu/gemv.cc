@@ -29,23 +29,37 @@ using AxpyFn = void (*)(int64_t k, const float* a, int64_t ars, int64_t acs, con
 
 inline void put(float* d, float v, bool accumulate) { *d = accumulate ? *d + v : v; }
 
+// The kernels keep their MB x NB accumulators in named variables c<i>_<j>
+// (declared for the largest tile, 4 x 4; the ones outside MB x NB are never
+// updated and fold away): GCC keeps an accumulator array indexed in the k loop
+// in memory and stores it back on every step (as in gemm.cc). RT_GEMV_MAC(i, j,
+// acc) is each loop's multiply-add, defined right before RT_GEMV_TILE(RT_GEMV_STEP).
+#define RT_GEMV_TILE(X) \
+  X(0, 0) X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) X(2, 0) X(2, 1) X(2, 2) X(2, 3) X(3, 0) X(3, 1) X(3, 2) X(3, 3)
+#define RT_GEMV_DECL(i, j) auto c##i##_##j = zero;
+#define RT_GEMV_STEP(i, j) \
+  if constexpr (i < MB && j < NB) c##i##_##j = RT_GEMV_MAC(i, j, c##i##_##j);
+#define RT_GEMV_ROW(i) {c##i##_0, c##i##_1, c##i##_2, c##i##_3}
+// Declares the zeroed accumulators (of zero's type).
+#define RT_GEMV_ZERO(value) \
+  auto zero = value;        \
+  RT_GEMV_TILE(RT_GEMV_DECL)
+// The accumulators as an array acc[4][4], for the write-back after the k loop.
+#define RT_GEMV_ARRAY decltype(zero) acc[4][4] = {RT_GEMV_ROW(0), RT_GEMV_ROW(1), RT_GEMV_ROW(2), RT_GEMV_ROW(3)}
+
 // --- portable: GCC/Clang vector extensions (SSE on x86, NEON on ARM) --------
 
 template <int MB, int NB>
 void dot_portable(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t rs,
                   int64_t cs, bool accumulate) {
-  v4f acc[MB][NB];
-  for (int i = 0; i < MB; ++i)
-    for (int j = 0; j < NB; ++j) acc[i][j] = v4f{0, 0, 0, 0};
+  RT_GEMV_ZERO((v4f{0, 0, 0, 0}))
   int64_t p = 0;
   for (; p + 4 <= k; p += 4) {
-    v4f bv[NB];
-    for (int j = 0; j < NB; ++j) bv[j] = load4(b + j * ldb + p);
-    for (int i = 0; i < MB; ++i) {
-      const v4f av = load4(a + i * lda + p);
-      for (int j = 0; j < NB; ++j) acc[i][j] += av * bv[j];
-    }
+#define RT_GEMV_MAC(i, j, acc) acc + load4(a + i * lda + p) * load4(b + j * ldb + p)
+    RT_GEMV_TILE(RT_GEMV_STEP)
+#undef RT_GEMV_MAC
   }
+  RT_GEMV_ARRAY;
   for (int i = 0; i < MB; ++i) {
     for (int j = 0; j < NB; ++j) {
       float s = (acc[i][j][0] + acc[i][j][1]) + (acc[i][j][2] + acc[i][j][3]);
@@ -69,18 +83,14 @@ void axpy_portable(int64_t k, const float* a, int64_t ars, int64_t acs, const fl
     }
     return;
   }
-  v4f acc[MB][NV];
-  for (int i = 0; i < MB; ++i)
-    for (int v = 0; v < NV; ++v) acc[i][v] = v4f{0, 0, 0, 0};
+  constexpr int NB = NV;
+  RT_GEMV_ZERO((v4f{0, 0, 0, 0}))
   for (int64_t p = 0; p < k; ++p) {
-    v4f bv[NV];
-    for (int v = 0; v < NV; ++v) bv[v] = load4(b + p * ldb + 4 * v);
-    for (int i = 0; i < MB; ++i) {
-      const float s = a[i * ars + p * acs];
-      const v4f av = v4f{s, s, s, s};
-      for (int v = 0; v < NV; ++v) acc[i][v] += av * bv[v];
-    }
+#define RT_GEMV_MAC(i, v, acc) acc + a[i * ars + p * acs] * load4(b + p * ldb + 4 * v)
+    RT_GEMV_TILE(RT_GEMV_STEP)
+#undef RT_GEMV_MAC
   }
+  RT_GEMV_ARRAY;
   for (int i = 0; i < MB; ++i) {
     for (int v = 0; v < NV; ++v) {
       float* d = c + i * ldc + 4 * v;
@@ -104,27 +114,21 @@ __attribute__((target("avx2"))) inline float avx2_sum(__m256 v) {
 template <int MB, int NB>
 __attribute__((target("avx2,fma"))) void dot_avx2(int64_t k, const float* a, int64_t lda, const float* b,
                                                    int64_t ldb, float* c, int64_t rs, int64_t cs, bool accumulate) {
-  __m256 acc[MB][NB];
-  for (int i = 0; i < MB; ++i)
-    for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_setzero_ps();
+  RT_GEMV_ZERO(_mm256_setzero_ps())
   int64_t p = 0;
   for (; p + 8 <= k; p += 8) {
-    __m256 bv[NB];
-    for (int j = 0; j < NB; ++j) bv[j] = _mm256_loadu_ps(b + j * ldb + p);
-    for (int i = 0; i < MB; ++i) {
-      const __m256 av = _mm256_loadu_ps(a + i * lda + p);
-      for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
-    }
+#define RT_GEMV_MAC(i, j, acc) _mm256_fmadd_ps(_mm256_loadu_ps(a + i * lda + p), _mm256_loadu_ps(b + j * ldb + p), acc)
+    RT_GEMV_TILE(RT_GEMV_STEP)
+#undef RT_GEMV_MAC
   }
   if (p < k) {
     const __m256i mask = avx2_mask(k - p);
-    __m256 bv[NB];
-    for (int j = 0; j < NB; ++j) bv[j] = _mm256_maskload_ps(b + j * ldb + p, mask);
-    for (int i = 0; i < MB; ++i) {
-      const __m256 av = _mm256_maskload_ps(a + i * lda + p, mask);
-      for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
-    }
+#define RT_GEMV_MAC(i, j, acc) \
+  _mm256_fmadd_ps(_mm256_maskload_ps(a + i * lda + p, mask), _mm256_maskload_ps(b + j * ldb + p, mask), acc)
+    RT_GEMV_TILE(RT_GEMV_STEP)
+#undef RT_GEMV_MAC
   }
+  RT_GEMV_ARRAY;
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < NB; ++j) put(c + i * rs + j * cs, avx2_sum(acc[i][j]), accumulate);
 }
@@ -134,18 +138,17 @@ __attribute__((target("avx2,fma"))) void axpy_avx2(int64_t k, const float* a, in
                                                     const float* b, int64_t ldb, float* c, int64_t ldc,
                                                     bool accumulate, int64_t nv) {
   const __m256i mask = avx2_mask(nv - 8 * (NV - 1));  // the last vector may be partial
-  __m256 acc[MB][NV];
-  for (int i = 0; i < MB; ++i)
-    for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
+  constexpr int NB = NV;
+  RT_GEMV_ZERO(_mm256_setzero_ps())
   for (int64_t p = 0; p < k; ++p) {
-    __m256 bv[NV];
-    for (int v = 0; v < NV - 1; ++v) bv[v] = _mm256_loadu_ps(b + p * ldb + 8 * v);
-    bv[NV - 1] = _mm256_maskload_ps(b + p * ldb + 8 * (NV - 1), mask);
-    for (int i = 0; i < MB; ++i) {
-      const __m256 av = _mm256_broadcast_ss(a + i * ars + p * acs);
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(av, bv[v], acc[i][v]);
-    }
+    const float* bp = b + p * ldb;
+#define RT_GEMV_MAC(i, v, acc)                                                                                 \
+  _mm256_fmadd_ps(_mm256_broadcast_ss(a + i * ars + p * acs),                                                   \
+                  v + 1 < NV ? _mm256_loadu_ps(bp + 8 * v) : _mm256_maskload_ps(bp + 8 * (NV - 1), mask), acc)
+    RT_GEMV_TILE(RT_GEMV_STEP)
+#undef RT_GEMV_MAC
   }
+  RT_GEMV_ARRAY;
   for (int i = 0; i < MB; ++i) {
     float* d = c + i * ldc;
     for (int v = 0; v < NV - 1; ++v) {
@@ -173,27 +176,21 @@ template <int MB, int NB>
 __attribute__((target("avx512f"))) void dot_avx512(int64_t k, const float* a, int64_t lda, const float* b,
                                                     int64_t ldb, float* c, int64_t rs, int64_t cs,
                                                     bool accumulate) {
-  __m512 acc[MB][NB];
-  for (int i = 0; i < MB; ++i)
-    for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_setzero_ps();
+  RT_GEMV_ZERO(_mm512_setzero_ps())
   int64_t p = 0;
   for (; p + 16 <= k; p += 16) {
-    __m512 bv[NB];
-    for (int j = 0; j < NB; ++j) bv[j] = _mm512_loadu_ps(b + j * ldb + p);
-    for (int i = 0; i < MB; ++i) {
-      const __m512 av = _mm512_loadu_ps(a + i * lda + p);
-      for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
-    }
+#define RT_GEMV_MAC(i, j, acc) _mm512_fmadd_ps(_mm512_loadu_ps(a + i * lda + p), _mm512_loadu_ps(b + j * ldb + p), acc)
+    RT_GEMV_TILE(RT_GEMV_STEP)
+#undef RT_GEMV_MAC
   }
   if (p < k) {
     const __mmask16 mask = static_cast<__mmask16>((1u << (k - p)) - 1);
-    __m512 bv[NB];
-    for (int j = 0; j < NB; ++j) bv[j] = _mm512_maskz_loadu_ps(mask, b + j * ldb + p);
-    for (int i = 0; i < MB; ++i) {
-      const __m512 av = _mm512_maskz_loadu_ps(mask, a + i * lda + p);
-      for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
-    }
+#define RT_GEMV_MAC(i, j, acc) \
+  _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, a + i * lda + p), _mm512_maskz_loadu_ps(mask, b + j * ldb + p), acc)
+    RT_GEMV_TILE(RT_GEMV_STEP)
+#undef RT_GEMV_MAC
   }
+  RT_GEMV_ARRAY;
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < NB; ++j) put(c + i * rs + j * cs, avx512_sum(acc[i][j]), accumulate);
 }
@@ -204,18 +201,17 @@ __attribute__((target("avx512f"))) void axpy_avx512(int64_t k, const float* a, i
                                                      bool accumulate, int64_t nv) {
   const int64_t last = nv - 16 * (NV - 1);  // columns of the last vector, 1..16
   const __mmask16 mask = static_cast<__mmask16>(last >= 16 ? 0xFFFFu : (1u << last) - 1);
-  __m512 acc[MB][NV];
-  for (int i = 0; i < MB; ++i)
-    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+  constexpr int NB = NV;
+  RT_GEMV_ZERO(_mm512_setzero_ps())
   for (int64_t p = 0; p < k; ++p) {
-    __m512 bv[NV];
-    for (int v = 0; v < NV - 1; ++v) bv[v] = _mm512_loadu_ps(b + p * ldb + 16 * v);
-    bv[NV - 1] = _mm512_maskz_loadu_ps(mask, b + p * ldb + 16 * (NV - 1));
-    for (int i = 0; i < MB; ++i) {
-      const __m512 av = _mm512_set1_ps(a[i * ars + p * acs]);
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
-    }
+    const float* bp = b + p * ldb;
+#define RT_GEMV_MAC(i, v, acc)                                                                               \
+  _mm512_fmadd_ps(_mm512_set1_ps(a[i * ars + p * acs]),                                                       \
+                  v + 1 < NV ? _mm512_loadu_ps(bp + 16 * v) : _mm512_maskz_loadu_ps(mask, bp + 16 * (NV - 1)), acc)
+    RT_GEMV_TILE(RT_GEMV_STEP)
+#undef RT_GEMV_MAC
   }
+  RT_GEMV_ARRAY;
   for (int i = 0; i < MB; ++i) {
     float* d = c + i * ldc;
     for (int v = 0; v < NV - 1; ++v) {

@@ -6,6 +6,7 @@
 // does. Other layouts and dtypes use the reference kernels.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -53,27 +54,30 @@ RT_SIMD_CLONES double row_sum(const float* __restrict x, int64_t n) {
   return total;
 }
 
-// The row's maximum (minimum) ignoring NaN, and whether it holds a NaN.
+// The row's maximum (minimum) ignoring NaN, and whether it holds a NaN. The 8
+// running extremes are one 32-byte generic vector (GCC's vector extensions: a
+// ymm register on AVX2, two xmm on SSE2; wider ones become scalars in the
+// AVX2 clone): as a float array of kLanes with the lanes unrolled, GCC
+// vectorized neither the loop nor the lanes and kept them on the stack.
+typedef float LaneF __attribute__((vector_size(32)));
+typedef int32_t LaneI __attribute__((vector_size(32)));
+
 template <bool kMax>
 RT_SIMD_CLONES float row_extreme(const float* __restrict x, int64_t n, bool* has_nan) {
   const float init = kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
-  float best[kLanes];
-  int nan[kLanes];
-  for (int j = 0; j < kLanes; ++j) {
-    best[j] = init;
-    nan[j] = 0;
-  }
+  LaneF best = init - LaneF{};
+  LaneI nan = LaneI{};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) {
-      const float v = x[i + j];
-      best[j] = (kMax ? v > best[j] : v < best[j]) ? v : best[j];
-      nan[j] |= v != v;
-    }
+  constexpr int kL = sizeof(LaneF) / sizeof(float);
+  for (; i + kL <= n; i += kL) {
+    LaneF v;
+    std::memcpy(&v, x + i, sizeof(v));
+    best = (kMax ? v > best : v < best) ? v : best;
+    nan |= v != v;
   }
   float b = init;
   int any_nan = 0;
-  for (int j = 0; j < kLanes; ++j) {
+  for (int j = 0; j < kL; ++j) {
     b = (kMax ? best[j] > b : best[j] < b) ? best[j] : b;
     any_nan |= nan[j];
   }

@@ -35,4 +35,27 @@ inline float fast_exp(float x) {
   return nan ? x : result;
 }
 
+// erf(x) within 4.5e-7 (absolute and relative) over the float range: Eigen's
+// rational approximation (generic_fast_erf_float: odd degree-13 numerator,
+// even degree-8 denominator) on x clamped to [-4, 4], where erf rounds to
+// +-1. NaN stays NaN (both clamps compare false), +-inf gives +-1.
+inline float fast_erf(float x) {
+  float c = x < -4.0f ? -4.0f : x;
+  c = c > 4.0f ? 4.0f : c;
+  const float c2 = c * c;
+  float p = -2.72614225801306e-10f;
+  p = p * c2 + 2.77068142495902e-08f;
+  p = p * c2 + -2.10102402082508e-06f;
+  p = p * c2 + -5.69250639462346e-05f;
+  p = p * c2 + -7.34990630326855e-04f;
+  p = p * c2 + -2.95459980854025e-03f;
+  p = p * c2 + -1.60960333262415e-02f;
+  float q = -1.45660718464996e-05f;
+  q = q * c2 + -2.13374055278905e-04f;
+  q = q * c2 + -1.68282697438203e-03f;
+  q = q * c2 + -7.37332916720468e-03f;
+  q = q * c2 + -1.42647390514189e-02f;
+  return c * p / q;
+}
+
 }  // namespace ember::cpu

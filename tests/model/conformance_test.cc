@@ -94,6 +94,49 @@ TEST_CASE("conformance: every model-zoo case matches torch") {
   CHECK(passed == static_cast<int>(cases.size()));
 }
 
+// torch 1.13 exports nn.LayerNorm below opset 17 as 9 nodes (ReduceMean, Sub,
+// Pow, ReduceMean, Add, Sqrt, Div, Mul, Add); the converter fuses them into
+// one LayerNorm (fuse_layer_norms). The fused and the unfused (--no-optimize)
+// transformer both match torch, and each other within 1e-5.
+TEST_CASE("conformance: the transformer's LayerNorms are fused and match the unfused graph and torch") {
+  std::string error;
+  auto fused = load_executor("transformer.onnx", &error);
+  REQUIRE_MESSAGE(fused != nullptr, error);
+  const std::string raw_path = testing::tmp_path("transformer_unfused.ember");
+  converter::ConvertOptions raw;
+  raw.optimize = false;
+  const converter::Diag d = converter::convert_file(kZoo + "transformer.onnx", raw_path, raw);
+  REQUIRE_MESSAGE(d.ok(), d.message);
+  Result<Model> raw_model = Model::load(raw_path, Verification::Full, &error);
+  REQUIRE_MESSAGE(raw_model.ok(), error);
+  auto count = [](const Model& m, OpKind kind) {
+    int n = 0;
+    for (int k = 0; k < m.num_ops(); ++k) n += m.op_kind(k) == kind;
+    return n;
+  };
+  CHECK(count(fused->model(), OpKind::LayerNorm) == 4);  // 2 layers x (norm1, norm2)
+  CHECK(count(fused->model(), OpKind::Pow) == 0);
+  CHECK(count(raw_model.get(), OpKind::LayerNorm) == 0);
+  CHECK(count(raw_model.get(), OpKind::Pow) == 4);
+  auto unfused = Executor::create(std::make_shared<const Model>(std::move(raw_model.get())), &error);
+  REQUIRE_MESSAGE(unfused.ok(), error);
+  for (const char* name : {"transformer", "transformer_b2"}) {
+    CAPTURE(name);
+    const std::vector<Tensor> in = load_tensors(name, "in", 1), expected = load_tensors(name, "out", 1);
+    ExecutionContext a(fused), b(unfused.get());
+    auto ya = a.run(Span<const Tensor>(in.data(), in.size()), {}, &error);
+    REQUIRE_MESSAGE(ya.ok(), error);
+    auto yb = b.run(Span<const Tensor>(in.data(), in.size()), {}, &error);
+    REQUIRE_MESSAGE(yb.ok(), error);
+    for (const Tensor& y : {ya.get()[0], yb.get()[0]}) {
+      const Comparison vs_torch = compare(y, expected[0], 1e-4, 1e-4);
+      CHECK_MESSAGE(vs_torch.ok, vs_torch.detail);
+    }
+    const Comparison fused_vs_unfused = compare(ya.get()[0], yb.get()[0], 0.0, 1e-5);
+    CHECK_MESSAGE(fused_vs_unfused.ok, fused_vs_unfused.detail);
+  }
+}
+
 TEST_CASE("conformance: one context replans between batch sizes (symbolic batch)") {
   for (const char* model : {"mlp", "mobilenet_v2"}) {
     CAPTURE(model);

@@ -371,6 +371,23 @@ TEST_CASE("vectorized exp, sigmoid and silu stay within a few ulp of the referen
   CHECK(exp(tensor({88.8f, -104.0f})).to_vector<float>() == std::vector<float>{INFINITY, 0.0f});
 }
 
+TEST_CASE("vectorized erf stays within 4.5e-7 of the reference, tiny inputs relatively") {
+  // The contiguous input takes the CPU kernel (rational approximation), the
+  // strided copy the reference loop (std::erf).
+  Tensor x = linspace(-6.0, 6.0, 120001);
+  x.slice(0, 0, 4).copy_(tensor({NAN, INFINITY, -INFINITY, 0.0f}));
+  Tensor buf = zeros({x.numel(), 2});
+  buf.select(1, 0).copy_(x);
+  const Tensor xs = buf.select(1, 0);
+  check_close(erf(x), erf(xs), 0.0, 4.5e-7);
+  const Tensor tiny = tensor({1e-30f, -3e-20f, 1e-10f, 2.5e-5f, -1e-3f});
+  check_close(erf(tiny), erf(tiny.to(DType::Float64)).to(DType::Float32), 4.5e-7, 0.0);
+  CHECK(std::isnan(erf(x)[0].item<float>()));
+  CHECK(erf(x)[1].item<float>() == 1.0f);
+  CHECK(erf(x)[2].item<float>() == -1.0f);
+  CHECK(erf(x)[3].item<float>() == 0.0f);
+}
+
 TEST_CASE("activations (hardswish, hardsigmoid, leaky_relu, elu, selu, celu, thresholded_relu) match PyTorch") {
   for (const char* dn : kFloatNames) {
     const Tensor x = golden(std::string("act.x.") + dn);
