@@ -24,6 +24,8 @@ Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor&
 // p.activation applied by the kernel when it can (a float32 CPU convolution
 // with no autograd graph to record): then *fused is true; else the result is
 // the plain convolution, *fused is false and the caller applies the activation.
+// p.weight, a weight the CPU backend packed from `weight` at load, is read
+// instead of `weight` by the float32 CPU kernel (others ignore it).
 Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
                         bool* fused);
 
