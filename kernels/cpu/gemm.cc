@@ -587,15 +587,23 @@ PackedOperand pack_operand(bool is_a, int64_t outer, int64_t k, MatrixRef<const 
 
 bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<const float> b,
            MatrixRef<float> c, bool accumulate, void* workspace, size_t workspace_bytes, int threads) {
+  return sgemm(m, n, k, GemmOperand{a, nullptr}, GemmOperand{b, nullptr}, c, accumulate, workspace, workspace_bytes,
+               threads);
+}
+
+bool sgemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c, bool accumulate,
+           void* workspace, size_t workspace_bytes, int threads) {
   if (m <= 0 || n <= 0) return true;
   if (k <= 0) {
     sgemm_empty_depth(m, n, c, accumulate, nullptr);
     return true;
   }
   const UkernelInfo& u = kernel();
-  if (sgemm_direct(u, m, n, k, a, b, c, accumulate, threads)) return true;
-  return sgemm_blocked(u, Product{m, n, k, a, b, nullptr, nullptr, c, accumulate, nullptr}, workspace,
-                       workspace_bytes, threads);
+  if (a.m.data == nullptr || b.m.data == nullptr) return false;
+  if (sgemm_direct(u, m, n, k, a.m, b.m, c, accumulate, threads)) return true;
+  const Product pr{m, n, k, a.m, b.m, packed_data(a.packed, true, m, k, u), packed_data(b.packed, false, n, k, u),
+                   c, accumulate, nullptr};
+  return sgemm_blocked(u, pr, workspace, workspace_bytes, threads);
 }
 
 bool sgemm_fused(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c,

@@ -72,6 +72,12 @@ struct GemmOperand {
   const PackedOperand* packed = nullptr;
 };
 
+// sgemm() reading a pre-packed operand where it would pack that operand per
+// call (a stale or mismatched one is ignored). Bitwise the same as sgemm()
+// on the matrices: the few-row paths that skip packing still read them.
+bool sgemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c, bool accumulate,
+           void* workspace, size_t workspace_bytes, int threads);
+
 // C (m x n) = A @ B with the epilogue fused into the micro-kernel's store,
 // either operand pre-packed. A packed operand that does not match (stale
 // after sgemm_set_isa, other sizes) is ignored and its matrix read instead;

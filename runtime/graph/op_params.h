@@ -138,6 +138,10 @@ struct AxisParams {
 
 struct LinearParams {
   Activation activation;
+  // Graph ops only: the weight packed once at Executor::create (as
+  // Conv2dParams::weight), read by the float32 CPU MatMul kernel through
+  // linear_prepacked. Not stored in files.
+  const PreparedWeight* weight = nullptr;
 };
 
 // A weight a backend prepared (packed) once for a run-time op

@@ -353,7 +353,7 @@ void run_Pad(OpContext& c) {
 
 void run_Linear(OpContext& c) {
   const Tensor& x = c.need(0, "data");
-  Tensor y = linear(x, c.need(1, "weight"), c.opt(2));
+  Tensor y = linear_prepacked(x, c.need(1, "weight"), c.opt(2), c.params<LinearParams>());
   if (c.lora != nullptr) y = y + lora_term(*c.lora, x);
   c.out[0] = activate(y, c.params<LinearParams>().activation);
 }

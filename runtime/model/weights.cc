@@ -64,6 +64,7 @@ void use_prepared(OpState& op, std::shared_ptr<const PreparedWeight> w) {
   if (auto* p = std::get_if<QLinearParams>(&op.params)) p->weight = w.get();
   if (auto* p = std::get_if<QConv2dParams>(&op.params)) p->weight = w.get();
   if (auto* p = std::get_if<Conv2dParams>(&op.params)) p->weight = w.get();
+  if (auto* p = std::get_if<LinearParams>(&op.params)) p->weight = w.get();
   op.prepared = std::move(w);
 }
 
@@ -273,16 +274,19 @@ Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string*
 namespace {
 
 // The float32 weight op k's GEMM reads as a constant operand (Conv2d with
-// groups 1), or undefined.
+// groups 1, Linear), or undefined.
 Tensor gemm_weight(const Model& m, int k, const OpState& op, const std::vector<TensorState>& tensors) {
   const auto* in = m.op(k).inputs();
   const auto* conv = std::get_if<Conv2dParams>(&op.params);
-  if (op.kind != OpKind::Conv2d || conv == nullptr || conv->groups != 1 || vlen(in) < 2) return Tensor();
+  const bool is_conv = op.kind == OpKind::Conv2d && conv != nullptr && conv->groups == 1;
+  const bool is_linear = op.kind == OpKind::Linear && std::holds_alternative<LinearParams>(op.params);
+  if (!(is_conv || is_linear) || vlen(in) < 2) return Tensor();
   const int32_t wi = in->Get(1);
   if (wi < 0 || wi >= m.num_tensors() || m.tensor(wi).sparse() != nullptr) return Tensor();
   const TensorState& state = tensors[static_cast<size_t>(wi)];
   const Tensor& w = state.densified.defined() ? state.densified : m.weight(wi);
-  if (!w.defined() || w.dtype() != DType::Float32 || w.dim() != 4 || !w.is_contiguous() || w.numel() == 0)
+  if (!w.defined() || w.dtype() != DType::Float32 || w.dim() != (is_conv ? 4 : 2) || !w.is_contiguous() ||
+      w.numel() == 0)
     return Tensor();
   return w;
 }

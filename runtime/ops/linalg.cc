@@ -10,6 +10,7 @@
 #include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
+#include "runtime/ops/qlinear.h"
 
 namespace ember {
 namespace {
@@ -209,6 +210,28 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor out = matmul(x, weight.t());
   if (bias.defined()) out.add_(bias);
   return out;
+}
+
+Tensor linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p) {
+  if (amp::Cast c = amp::autocast(amp::Op::Linear, {x, weight, bias})) return linear(c[0], c[1], c[2]);
+  const bool fits = p.weight != nullptr && x.device().is_cpu() && weight.device().is_cpu() &&
+                    x.dtype() == DType::Float32 && weight.dtype() == DType::Float32 && weight.dim() == 2 &&
+                    (x.dim() == 2 || (x.dim() > 2 && x.is_contiguous())) && x.size(-1) == weight.size(1) &&
+                    (!bias.defined() || (bias.device().is_cpu() && bias.dtype() == DType::Float32 &&
+                                         bias.dim() == 1 && bias.size(0) == weight.size(0))) &&
+                    !autograd::needs_grad({x, weight, bias});
+  if (!fits) return linear(x, weight, bias);
+  // linear()'s product for these inputs (addmm, or matmul folding the batch
+  // dims into rows): the same MatMul kernel on the same operands, then the bias.
+  const Tensor x2 = x.reshape({-1, weight.size(1)});
+  Tensor out = empty({x2.size(0), weight.size(0)}, TensorOptions(x.dtype()));
+  LinearParams kernel_params;
+  kernel_params.weight = p.weight;
+  run_kernel(OpKind::MatMul, {x2.unsqueeze(0), weight.t().unsqueeze(0)}, {out.unsqueeze(0)}, kernel_params);
+  if (bias.defined()) out.add_(bias);
+  Shape shape = x.sizes();
+  shape.back() = weight.size(0);
+  return out.view(shape);
 }
 
 Tensor Tensor::matmul(const Tensor& other) const { return ember::matmul(*this, other); }

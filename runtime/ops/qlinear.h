@@ -20,6 +20,12 @@ Tensor qconv2d(const Tensor& x, const QConv2dParams& params);
 // the prepared sparse weight.
 Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias);
 
+// linear(x, weight, bias), the product reading p.weight (the weight's B panels
+// the CPU backend packed at load) when it is a float32 CPU product with no
+// autograd graph to record: bitwise linear()'s result (the same MatMul kernel
+// on the same operands, the bias added after). p.activation is not applied.
+Tensor linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p);
+
 // conv2d(x, weight, bias) with p's stride, padding, dilation and groups, and
 // p.activation applied by the kernel when it can (a float32 CPU convolution
 // with no autograd graph to record): then *fused is true; else the result is

@@ -123,3 +123,43 @@ TEST_CASE("packed conv weights: a weight two convolutions read is packed once; g
   const Tensor in = randn({1, 4, 6, 6});
   check_equal(run_ok(ctx, {in})[0], conv2d(conv2d(conv2d(in, w), w), wg, Tensor(), {1, 1}, {1, 1}, {1, 1}, 2));
 }
+
+TEST_CASE("packed linear weights: bit-exact with eager linear; the packed B panels read where the GEMM packs") {
+  IsaGuard guard;
+  manual_seed(2);
+  const Tensor w1 = randn({30, 300}), b1 = randn({30}), w2 = randn({5, 30});
+  Graph g;
+  const int x = g.input("x", {-1, 300}, DType::Float32, {"n", ""});
+  const int h = g.act("h", {-1, 30}), y = g.act("y", {-1, 5});
+  LinearParams fc1;
+  fc1.activation.kind = ActivationKind::Relu;
+  const int w1_index = g.weight("w1", w1);
+  g.op(OpKind::Linear, {x, w1_index, g.weight("b1", b1)}, {h}, "fc1", fc1);
+  g.op(OpKind::Linear, {h, g.weight("w2", w2), -1}, {y}, "fc2", LinearParams{});
+  g.output(y);
+  const std::shared_ptr<const Model> model = g.model();
+  std::string error;
+  Result<std::shared_ptr<const Executor>> ex = Executor::create(model, &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  auto packed_b_bytes = [](const Tensor& w) {
+    return cpu::sgemm_pack_b(w.size(1), w.size(0), {w.data_ptr<float>(), 1, w.size(1)}).bytes();
+  };
+  CHECK(ex.get()->prepared_bytes() == packed_b_bytes(w1) + packed_b_bytes(w2));
+  ExecutionContext ctx(ex.get());
+  // 100 rows: the blocked GEMM (packed B); 3 rows: the unpacked dot products.
+  const Tensor big = randn({100, 300}), small = randn({3, 300});
+  auto eager = [&](const Tensor& in, const Tensor& w) { return linear(relu(linear(in, w, b1)), w2); };
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    set_num_threads(threads);
+    check_equal(run_ok(ctx, {big})[0], eager(big, w1));
+    check_equal(run_ok(ctx, {small})[0], eager(small, w1));
+  }
+  set_num_threads(1);
+  // Overwrite w1 after create: 100 rows still read the packed copy; 3 rows read w1 itself.
+  const Tensor w1_orig = w1.clone();
+  model->weight(w1_index).data_ptr<float>()[7] += 50.0f;
+  const Tensor w1_new = model->weight(w1_index).clone();
+  check_equal(run_ok(ctx, {big})[0], eager(big, w1_orig));
+  check_equal(run_ok(ctx, {small})[0], eager(small, w1_new));
+}
