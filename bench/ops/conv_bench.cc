@@ -1,14 +1,18 @@
 // MobileNetV2-like convolutions (depthwise 3x3 at strides 1 and 2, pointwise
 // 1x1) and ResNet-18's 3x3, through the eager conv2d (the float32 CPU kernel),
-// at 1 and 2 threads: min and median ms over `repeats` runs.
+// at 1 and 2 threads: min and median ms over `repeats` runs; groups-1 cases
+// also with the weight packed once (as Executor::create packs it).
 //   bazel run -c opt //bench/ops:conv_bench -- [repeats=30]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
+#include "runtime/backend/backend.h"
 #include "runtime/ember.h"
+#include "runtime/ops/qlinear.h"
 
 using namespace ember;
 
@@ -28,10 +32,28 @@ const Shape4 kCases[] = {
     {"3x3 256->256 14x14", 256, 14, 256, 3, 1, 1},
 };
 
+// min and median ms of `repeats` runs of f (after 3 warm-up runs).
+template <typename F>
+std::pair<double, double> time_ms(int repeats, F f) {
+  std::vector<double> ms;
+  for (int r = 0; r < repeats + 3; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (r >= 3) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms.front(), ms[ms.size() / 2]};
+}
+
 }  // namespace
 
+// Each case as the eager conv2d runs it (weight packed per call) and, for
+// groups 1, with the weight packed once as Executor::create does
+// (Backend::prepare_weight, read through Conv2dParams::weight).
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 30;
+  Backend* cpu = get_backend(DeviceType::CPU);
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Shape4& s : kCases) {
@@ -39,15 +61,22 @@ int main(int argc, char** argv) {
       const Tensor w = randn({s.cout, s.c / s.groups, s.k, s.k});
       const Tensor b = randn({s.cout});
       const int64_t pad = s.k / 2;
-      std::vector<double> ms;
-      for (int r = 0; r < repeats + 3; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        const Tensor y = conv2d(x, w, b, {s.stride, s.stride}, {pad, pad}, {1, 1}, s.groups);
-        const auto t1 = std::chrono::steady_clock::now();
-        if (r >= 3) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      const auto eager = time_ms(repeats, [&] { conv2d(x, w, b, {s.stride, s.stride}, {pad, pad}, {1, 1}, s.groups); });
+      std::printf("threads %d  %-20s min %8.3f ms  median %8.3f ms", threads, s.name, eager.first, eager.second);
+      if (s.groups == 1) {
+        WeightDesc desc;
+        desc.weight = w.kernel_view();
+        Result<std::shared_ptr<const PreparedWeight>> packed = cpu->prepare_weight(OpKind::Conv2d, desc);
+        if (!packed.ok()) return 1;
+        Conv2dParams p;
+        p.stride[0] = p.stride[1] = s.stride;
+        p.padding[0] = p.padding[1] = pad;
+        p.weight = packed.get().get();
+        bool fused = false;
+        const auto pre = time_ms(repeats, [&] { conv2d_activated(x, w, b, p, &fused); });
+        std::printf("   packed: min %8.3f ms  median %8.3f ms", pre.first, pre.second);
       }
-      std::sort(ms.begin(), ms.end());
-      std::printf("threads %d  %-20s min %8.3f ms  median %8.3f ms\n", threads, s.name, ms.front(), ms[ms.size() / 2]);
+      std::printf("\n");
     }
   }
   return 0;

@@ -587,12 +587,12 @@ PackedOperand pack_operand(bool is_a, int64_t outer, int64_t k, MatrixRef<const 
 
 bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<const float> b,
            MatrixRef<float> c, bool accumulate, void* workspace, size_t workspace_bytes, int threads) {
-  return sgemm(m, n, k, GemmOperand{a, nullptr}, GemmOperand{b, nullptr}, c, accumulate, workspace, workspace_bytes,
-               threads);
+  return sgemm_packed(m, n, k, GemmOperand{a, nullptr}, GemmOperand{b, nullptr}, c, accumulate, workspace,
+                      workspace_bytes, threads);
 }
 
-bool sgemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c, bool accumulate,
-           void* workspace, size_t workspace_bytes, int threads) {
+bool sgemm_packed(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c,
+                  bool accumulate, void* workspace, size_t workspace_bytes, int threads) {
   if (m <= 0 || n <= 0) return true;
   if (k <= 0) {
     sgemm_empty_depth(m, n, c, accumulate, nullptr);
@@ -626,6 +626,14 @@ PackedOperand sgemm_pack_b(int64_t k, int64_t n, MatrixRef<const float> b) { ret
 bool sgemm_packed_current(const PackedOperand& p) { return p.isa == kernel().isa; }
 
 bool sgemm_isa_supported(GemmIsa isa) { return isa_supported(isa); }
+
+std::vector<GemmIsa> sgemm_supported_isas() {
+  std::vector<GemmIsa> isas;
+  for (GemmIsa isa : {GemmIsa::Portable, GemmIsa::Avx2, GemmIsa::Avx512}) {
+    if (isa_supported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
 
 bool sgemm_set_isa(GemmIsa isa) {
   if (!isa_supported(isa)) return false;

@@ -75,8 +75,8 @@ struct GemmOperand {
 // sgemm() reading a pre-packed operand where it would pack that operand per
 // call (a stale or mismatched one is ignored). Bitwise the same as sgemm()
 // on the matrices: the few-row paths that skip packing still read them.
-bool sgemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c, bool accumulate,
-           void* workspace, size_t workspace_bytes, int threads);
+bool sgemm_packed(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c,
+                  bool accumulate, void* workspace, size_t workspace_bytes, int threads);
 
 // C (m x n) = A @ B with the epilogue fused into the micro-kernel's store,
 // either operand pre-packed. A packed operand that does not match (stale
@@ -91,6 +91,8 @@ bool sgemm_fused(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, 
 // lacks it (the selection is then unchanged). Not thread-safe against running GEMMs.
 bool sgemm_set_isa(GemmIsa isa);
 bool sgemm_isa_supported(GemmIsa isa);
+// Every family the CPU supports, Portable first (tests and benchmarks sweep them).
+std::vector<GemmIsa> sgemm_supported_isas();
 // The family in use (never Auto). The depthwise convolution follows it too.
 GemmIsa sgemm_isa();
 // "avx512 12x32", "avx2 6x16" or "portable 8x8": the kernel in use.

@@ -67,10 +67,10 @@ Status matmul_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   const auto* pw = lp != nullptr ? dynamic_cast<const CpuPackedWeight*>(lp->weight) : nullptr;
   const PackedOperand* packed = pw != nullptr && pw->source == b.data && p.batches == 1 ? &pw->packed : nullptr;
   auto one = [&](int64_t bi, void* ws, size_t ws_bytes, int threads) {
-    return sgemm(p.m, p.n, p.k, GemmOperand{{pa + bi * a.strides[0], a.strides[1], a.strides[2]}, nullptr},
-                 GemmOperand{{pb + bi * b.strides[0], b.strides[1], b.strides[2]}, packed},
-                 MatrixRef<float>{po + bi * o.strides[0], o.strides[1], o.strides[2]},
-                 /*accumulate=*/false, ws, ws_bytes, threads);
+    return sgemm_packed(p.m, p.n, p.k, GemmOperand{{pa + bi * a.strides[0], a.strides[1], a.strides[2]}, nullptr},
+                        GemmOperand{{pb + bi * b.strides[0], b.strides[1], b.strides[2]}, packed},
+                        MatrixRef<float>{po + bi * o.strides[0], o.strides[1], o.strides[2]},
+                        /*accumulate=*/false, ws, ws_bytes, threads);
   };
   if (!p.over_batches) {
     for (int64_t bi = 0; bi < p.batches; ++bi) {

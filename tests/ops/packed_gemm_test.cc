@@ -15,14 +15,6 @@ using ember::testing::check_close;
 
 namespace {
 
-std::vector<cpu::GemmIsa> supported_isas() {
-  std::vector<cpu::GemmIsa> isas;
-  for (cpu::GemmIsa isa : {cpu::GemmIsa::Portable, cpu::GemmIsa::Avx2, cpu::GemmIsa::Avx512}) {
-    if (cpu::sgemm_isa_supported(isa)) isas.push_back(isa);
-  }
-  return isas;
-}
-
 // Restores the automatic kernel choice when a test case ends.
 struct IsaGuard {
   ~IsaGuard() { cpu::sgemm_set_isa(cpu::GemmIsa::Auto); }
@@ -94,7 +86,7 @@ void check_packed(int64_t m, int64_t n, int64_t k, int threads) {
 TEST_CASE("sgemm_fused: packed operands give the unpacked product bit for bit, every kernel, 1 and 2 threads") {
   IsaGuard guard;
   manual_seed(0);
-  for (cpu::GemmIsa isa : supported_isas()) {
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
     for (int threads : {1, 2}) {
       check_packed(1, 1, 1, threads);
@@ -110,7 +102,7 @@ TEST_CASE("sgemm_fused: packed operands give the unpacked product bit for bit, e
 
 TEST_CASE("sgemm_fused: exact epilogue values") {
   IsaGuard guard;
-  for (cpu::GemmIsa isa : supported_isas()) {
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
     CAPTURE(cpu::sgemm_kernel_name());
     // A = [[1, 2], [3, 4], [-5, -6]], B = [[1, 0, 2], [0, 1, -1]]: A @ B = [[1, 2, 0], [3, 4, 2], [-5, -6, -4]].
@@ -145,7 +137,7 @@ TEST_CASE("sgemm_fused: exact epilogue values") {
 
 TEST_CASE("sgemm_fused: a packed operand from another kernel is not read") {
   IsaGuard guard;
-  const std::vector<cpu::GemmIsa> isas = supported_isas();
+  const std::vector<cpu::GemmIsa> isas = cpu::sgemm_supported_isas();
   if (isas.size() < 2) return;  // one kernel family only: nothing can go stale
   manual_seed(1);
   const int64_t m = 20, n = 30, k = 270;
