@@ -1,9 +1,10 @@
 // float32 MatMul on the blocked GEMM (gemm.h): a [B, M, K] x b [B, K, N] ->
 // out [B, M, N], any strides (packing absorbs them). Large products thread
 // inside the GEMM; many small ones run one GEMM per thread over the batches.
-// A Linear's product (linear_prepacked: params LinearParams, one batch, b =
-// weight^T) reads the weight's B panels packed at load (CpuPackedWeight)
-// while b is still the weight they were packed from.
+// A Linear's or a graph MatMul's product (linear_prepacked / matmul_prepacked:
+// params LinearParams, one batch, b = weight^T or the constant b) reads the
+// B panels packed at load (CpuPackedWeight) while b is still what they were
+// packed from (same data, same strides).
 #include <algorithm>
 #include <atomic>
 
@@ -65,7 +66,8 @@ Status matmul_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   float* po = o.ptr<float>();
   const auto* lp = std::get_if<LinearParams>(&params);
   const auto* pw = lp != nullptr ? dynamic_cast<const CpuPackedWeight*>(lp->weight) : nullptr;
-  const PackedOperand* packed = pw != nullptr && pw->source == b.data && p.batches == 1 ? &pw->packed : nullptr;
+  const bool same_b = pw != nullptr && pw->source == b.data && pw->rs == b.strides[1] && pw->cs == b.strides[2];
+  const PackedOperand* packed = same_b && p.batches == 1 ? &pw->packed : nullptr;
   auto one = [&](int64_t bi, void* ws, size_t ws_bytes, int threads) {
     return sgemm_packed(p.m, p.n, p.k, GemmOperand{{pa + bi * a.strides[0], a.strides[1], a.strides[2]}, nullptr},
                         GemmOperand{{pb + bi * b.strides[0], b.strides[1], b.strides[2]}, packed},

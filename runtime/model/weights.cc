@@ -274,13 +274,14 @@ Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string*
 namespace {
 
 // The float32 weight op k's GEMM reads as a constant operand (Conv2d with
-// groups 1, Linear), or undefined.
+// groups 1, Linear, MatMul with a constant 2-D second input), or undefined.
 Tensor gemm_weight(const Model& m, int k, const OpState& op, const std::vector<TensorState>& tensors) {
   const auto* in = m.op(k).inputs();
   const auto* conv = std::get_if<Conv2dParams>(&op.params);
   const bool is_conv = op.kind == OpKind::Conv2d && conv != nullptr && conv->groups == 1;
   const bool is_linear = op.kind == OpKind::Linear && std::holds_alternative<LinearParams>(op.params);
-  if (!(is_conv || is_linear) || vlen(in) < 2) return Tensor();
+  const bool is_matmul = op.kind == OpKind::MatMul;
+  if (!(is_conv || is_linear || is_matmul) || vlen(in) < 2) return Tensor();
   const int32_t wi = in->Get(1);
   if (wi < 0 || wi >= m.num_tensors() || m.tensor(wi).sparse() != nullptr) return Tensor();
   const TensorState& state = tensors[static_cast<size_t>(wi)];
@@ -296,12 +297,13 @@ Tensor gemm_weight(const Model& m, int k, const OpState& op, const std::vector<T
 Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vector<TensorState>& tensors,
                       std::string* error) {
   Backend* cpu = get_backend(DeviceType::CPU);
-  std::map<const void*, std::shared_ptr<const PreparedWeight>> packed;  // by weight data: shared weights pack once
+  // By weight data and op kind (the layout): a weight several ops read is packed once.
+  std::map<std::pair<const void*, OpKind>, std::shared_ptr<const PreparedWeight>> packed;
   for (int k = 0; k < m.num_ops(); ++k) {
     OpState& op = ops[static_cast<size_t>(k)];
     const Tensor w = gemm_weight(m, k, op, tensors);
     if (!w.defined()) continue;
-    std::shared_ptr<const PreparedWeight>& p = packed[w.data_ptr()];
+    std::shared_ptr<const PreparedWeight>& p = packed[{w.data_ptr(), op.kind}];
     if (p == nullptr) {
       WeightSource src;
       src.weight = w;

@@ -25,6 +25,9 @@ Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor&
 // autograd graph to record: bitwise linear()'s result (the same MatMul kernel
 // on the same operands, the bias added after). p.activation is not applied.
 Tensor linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p);
+// matmul(a, b), reading `packed` (b's B panels, packed at load) likewise:
+// bitwise matmul()'s result.
+Tensor matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed);
 
 // conv2d(x, weight, bias) with p's stride, padding, dilation and groups, and
 // p.activation applied by the kernel when it can (a float32 CPU convolution

@@ -163,3 +163,27 @@ TEST_CASE("packed linear weights: bit-exact with eager linear; the packed B pane
   check_equal(run_ok(ctx, {big})[0], eager(big, w1_orig));
   check_equal(run_ok(ctx, {small})[0], eager(small, w1_new));
 }
+
+TEST_CASE("packed matmul operands: a constant 2-D second input is packed once; bit-exact with eager matmul") {
+  manual_seed(3);
+  const Tensor b = randn({40, 30});
+  Graph g;
+  const int x = g.input("x", {2, 50, 40});
+  const int y = g.act("y", {2, 50, 30});
+  const int bi = g.weight("b", b);
+  g.op(OpKind::MatMul, {x, bi}, {y}, "proj");
+  g.output(y);
+  const std::shared_ptr<const Model> model = g.model();
+  std::string error;
+  Result<std::shared_ptr<const Executor>> ex = Executor::create(model, &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  CHECK(ex.get()->prepared_bytes() ==
+        cpu::sgemm_pack_b(40, 30, {b.data_ptr<float>(), 30, 1}).bytes());
+  ExecutionContext ctx(ex.get());
+  const Tensor in = randn({2, 50, 40});
+  check_equal(run_ok(ctx, {in})[0], matmul(in, b));
+  // 100 rows: the blocked GEMM reads the packed copy, not b.
+  const Tensor b_orig = b.clone();
+  model->weight(bi).data_ptr<float>()[0] += 10.0f;
+  check_equal(run_ok(ctx, {in})[0], matmul(in, b_orig));
+}
