@@ -3,7 +3,8 @@
 // conv2d (the float32 CPU kernel: Winograd where winograd_profitable says so),
 // at 1 and 2 threads: min and median ms over `repeats` runs. The 3x3 stride-1
 // shapes are timed again through the Winograd kernel itself, with the weight
-// transformed per call and pre-transformed (as at load), whatever the dispatch.
+// transformed per call and pre-transformed, whatever the dispatch; groups-1
+// cases also with the weight packed once (as Executor::create packs it).
 //   bazel run -c opt //bench/ops:conv_bench -- [repeats=30]
 #include <algorithm>
 #include <chrono>
@@ -12,7 +13,9 @@
 #include <vector>
 
 #include "kernels/cpu/winograd.h"
+#include "runtime/backend/backend.h"
 #include "runtime/ember.h"
+#include "runtime/ops/qlinear.h"
 
 using namespace ember;
 
@@ -69,6 +72,7 @@ void winograd_case(const Shape4& s, int threads, int repeats) {
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 30;
+  Backend* cpu = get_backend(DeviceType::CPU);
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Shape4& s : kCases) {
@@ -78,6 +82,18 @@ int main(int argc, char** argv) {
       const int64_t pad = s.k / 2;
       report(threads, s.name, "conv2d", repeats,
              [&] { (void)conv2d(x, w, b, {s.stride, s.stride}, {pad, pad}, {1, 1}, s.groups); });
+      if (s.groups == 1) {  // the weight packed once (Backend::prepare_weight, read through Conv2dParams::weight)
+        WeightDesc desc;
+        desc.weight = w.kernel_view();
+        Result<std::shared_ptr<const PreparedWeight>> packed = cpu->prepare_weight(OpKind::Conv2d, desc);
+        if (!packed.ok()) return 1;
+        Conv2dParams p;
+        p.stride[0] = p.stride[1] = s.stride;
+        p.padding[0] = p.padding[1] = pad;
+        p.weight = packed.get().get();
+        bool fused = false;
+        report(threads, s.name, "conv2d packed weight", repeats, [&] { (void)conv2d_activated(x, w, b, p, &fused); });
+      }
       if (s.k == 3 && s.stride == 1 && s.groups == 1) winograd_case(s, threads, repeats);
     }
   }

@@ -336,7 +336,10 @@ Diag inspect(const InspectArgs& args, std::ostream& out) {
     out << ", " << fixed(100.0 * (1.0 - static_cast<double>(plan.arena_bytes) / static_cast<double>(plan.naive_bytes)), 1)
         << "% saved";
   }
-  out << ")\n";
+  out << ")";
+  if (const size_t packed = executor.prepared_bytes(); packed > 0)
+    out << ", packed weights " << with_commas(static_cast<int64_t>(packed)) << " bytes";
+  out << "\n";
   return Diag::success();
 }
 

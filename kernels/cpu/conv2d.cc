@@ -6,11 +6,12 @@
 // (image, group) products (small batches of small images) run one
 // single-threaded GEMM per thread; large ones thread inside the GEMM. Depthwise
 // convolutions (one input and one output channel per group) skip both im2col
-// and the GEMM (depthwise.h: vectorized over output rows). The fused
-// activation of Conv2dParams is applied to each product's output while it is
-// in cache (by the depthwise kernel before its store). 3x3 stride-1
-// convolutions large enough (winograd_profitable) take Winograd F(4x4, 3x3)
-// (winograd.h), the weight transformed per call. Layouts
+// and the GEMM (depthwise.h: vectorized over output rows). The bias and the
+// fused activation of Conv2dParams are the GEMM's epilogue (applied as the
+// micro-kernel stores C; by the depthwise kernel before its store). A weight
+// packed at load (Conv2dParams::weight: CpuPackedWeight, groups 1) is read
+// as the GEMM's pre-packed A operand. 3x3 stride-1 convolutions large enough
+// (winograd_profitable) take Winograd F(4x4, 3x3) (winograd.h). Layouts
 // that do not flatten (a non-contiguous weight, an output whose spatial dims
 // do not merge) use the reference kernel.
 #include <algorithm>
@@ -42,7 +43,7 @@ struct ConvPlan {
   bool direct;              // 1x1, stride 1, no padding, input H and W merge: no im2col
   bool over_units;          // one single-threaded GEMM per thread over (image, group)
   int threads;
-  size_t col_bytes, gemm_bytes, slot_bytes;
+  size_t bias_bytes, col_bytes, gemm_bytes, slot_bytes;
   int64_t slots;
 };
 
@@ -73,10 +74,29 @@ ConvPlan plan_for(const TensorView& x, const TensorView& wt, const TensorView& o
   p.gemm_bytes = sgemm_workspace(p.cout_g, p.p, p.kdim, p.over_units ? 1 : p.threads);
   p.slot_bytes = p.col_bytes + aligned(p.gemm_bytes);
   p.slots = p.over_units ? std::min<int64_t>(p.threads, units) : 1;
+  p.bias_bytes = aligned(static_cast<size_t>(p.cout) * sizeof(float));  // a strided bias, made contiguous
   return p;
 }
 
-size_t workspace_of(const ConvPlan& p) { return kAlign + p.slot_bytes * static_cast<size_t>(p.slots); }
+size_t workspace_of(const ConvPlan& p) {
+  return kAlign + p.bias_bytes + p.slot_bytes * static_cast<size_t>(p.slots);
+}
+
+// The GEMM epilogue of Conv2dParams::activation (bias: set per product).
+GemmEpilogue epilogue_of(const Activation& a) {
+  GemmEpilogue e;
+  e.clamp = a.kind != ActivationKind::None;
+  e.lo = a.kind == ActivationKind::Relu ? 0.0f : static_cast<float>(a.min);
+  e.hi = a.kind == ActivationKind::Relu ? __builtin_inff() : static_cast<float>(a.max);
+  return e;
+}
+
+// The packed weight the kernel may read: packed from this weight (groups 1).
+const PackedOperand* packed_weight(const Conv2dParams& prm, const TensorView& wt) {
+  const auto* w = dynamic_cast<const CpuPackedWeight*>(prm.weight);
+  if (w == nullptr || prm.groups != 1 || w->source != wt.data) return nullptr;
+  return &w->packed;
+}
 
 // col[(ci*KH + i)*KW + j, oh*OW + ow] = x[ci, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside).
 void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const Conv2dParams& prm, float* col,
@@ -198,20 +218,21 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   float* po = o.ptr<float>();
   const int64_t o_cs = p.ow > 1 ? o.strides[3] : o.strides[2];
   const int64_t x_cs = p.w > 1 ? x.strides[3] : x.strides[2];
-  const uintptr_t base = (reinterpret_cast<uintptr_t>(ctx.scratch) + kAlign - 1) / kAlign * kAlign;
+  const uintptr_t aligned_scratch = (reinterpret_cast<uintptr_t>(ctx.scratch) + kAlign - 1) / kAlign * kAlign;
+  const uintptr_t base = aligned_scratch + p.bias_bytes;
+  if (pb != nullptr && bias.strides[0] != 1) {
+    float* contiguous = reinterpret_cast<float*>(aligned_scratch);
+    for (int64_t co = 0; co < p.cout; ++co) contiguous[co] = pb[co * bias.strides[0]];
+    pb = contiguous;
+  }
+  const PackedOperand* packed = packed_weight(*prm, wt);
+  const GemmEpilogue epilogue = epilogue_of(prm->activation);
 
   // One (image, group) product; `threads` > 1 only when units run one at a time.
   auto unit = [&](int64_t u, char* slot, int threads) {
     const int64_t n = u / p.groups, g = u % p.groups;
     const float* xg = px + n * x.strides[0] + g * p.cg * x.strides[1];
     float* og = po + n * o.strides[0] + g * p.cout_g * o.strides[1];
-    if (pb != nullptr) {
-      for (int64_t co = 0; co < p.cout_g; ++co) {
-        const float v = pb[(g * p.cout_g + co) * bias.strides[0]];
-        float* row = og + co * o.strides[1];
-        for (int64_t q = 0; q < p.p; ++q) row[q * o_cs] = v;
-      }
-    }
     MatrixRef<const float> bmat{xg, x.strides[1], x_cs};
     if (!p.direct) {
       float* col = reinterpret_cast<float*>(slot);
@@ -223,13 +244,11 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
       }
       bmat = MatrixRef<const float>{col, p.p, 1};
     }
-    if (!sgemm(p.cout_g, p.p, p.kdim, MatrixRef<const float>{pw + g * p.cout_g * p.kdim, p.kdim, 1}, bmat,
-               MatrixRef<float>{og, o.strides[1], o_cs}, /*accumulate=*/pb != nullptr, slot + p.col_bytes,
-               p.gemm_bytes, threads)) {
-      return false;
-    }
-    activate_rows(og, p.cout_g, o.strides[1], p.p, o_cs, prm->activation);
-    return true;
+    GemmEpilogue e = epilogue;
+    e.row_bias = pb != nullptr ? pb + g * p.cout_g : nullptr;
+    return sgemm_fused(p.cout_g, p.p, p.kdim, GemmOperand{{pw + g * p.cout_g * p.kdim, p.kdim, 1}, packed},
+                       GemmOperand{bmat, nullptr}, MatrixRef<float>{og, o.strides[1], o_cs}, e, slot + p.col_bytes,
+                       p.gemm_bytes, threads);
   };
 
   const int64_t units = p.batch * p.groups;

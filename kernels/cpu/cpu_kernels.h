@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "kernels/cpu/gemm.h"
 #include "runtime/backend/backend.h"
 
 // Compiles a function for several x86 ISAs and picks one at load time by CPU
@@ -27,6 +28,19 @@ namespace ember::cpu {
 
 // Backend::prepare_weight of the CPU backend (kernels/cpu/qlinear.cc).
 Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w);
+// A float32 weight packed once for the GEMM (prepare_weight for Conv2d: the A
+// panels of weight [C_out, C_in*kh*kw]; for Linear: the B panels of weight^T;
+// for MatMul: the B panels of its constant b [K, N]).
+// The kernel reads it only while its op's weight is still `source` (the data
+// it was packed from) and it is current (sgemm_packed_current); else it reads
+// the weight itself.
+struct CpuPackedWeight final : PreparedWeight {
+  PackedOperand packed;
+  const void* source = nullptr;
+  int64_t rs = 0, cs = 0;  // the packed operand's strides in `source` (B: weight^T or MatMul's b)
+  size_t bytes() const override { return packed.bytes(); }
+};
+
 // Why this thread's last prepare_weight failed ("" when it did not).
 std::string last_prepare_error();
 

@@ -46,8 +46,17 @@ constexpr int64_t kDotMaxM = 64;
 constexpr int64_t kAxpyMaxM = 8;
 constexpr int64_t kDirectChunk = 64;  // columns per thread chunk of the unpacked paths
 
+// The epilogue of one micro-tile: GemmEpilogue's biases offset to the tile,
+// each applied only at the K block it belongs to (none: null, clamp false).
+struct TileEpilogue {
+  const float* row_bias;
+  const float* col_bias;
+  bool clamp;
+  float lo, hi;
+};
+
 using Ukernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
-                         bool accumulate, int64_t mv, int64_t nv);
+                         bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
 
 struct UkernelInfo {
   int64_t mr, nr, mc;  // tile rows and columns; rows of a packed A block (a multiple of mr)
@@ -66,9 +75,30 @@ struct UkernelInfo {
 #define EMBER_GEMM_ZERO(i, V, init) V c##i##_0 = init, c##i##_1 = init;
 #define EMBER_GEMM_PAIR(i, V, init) {c##i##_0, c##i##_1},
 
+// v = clamp(v + row bias + column bias): the scalar form of the vector
+// epilogues below, operation for operation (so every tile rounds alike).
+inline float epilogue(float v, const TileEpilogue& e, int64_t i, int64_t j) {
+  if (e.row_bias != nullptr) v += e.row_bias[i];
+  if (e.col_bias != nullptr) v += e.col_bias[j];
+  if (e.clamp) {
+    v = e.lo > v ? e.lo : v;  // _mm*_max_ps(lo, v)
+    v = e.hi < v ? e.hi : v;  // _mm*_min_ps(hi, v)
+  }
+  return v;
+}
+
 // Writes the valid mv x nv part of a row-major mr x nr tile to C.
 inline void store_tile(const float* t, int64_t nr, float* c, int64_t rs, int64_t cs, bool accumulate,
-                       int64_t mv, int64_t nv) {
+                       int64_t mv, int64_t nv, const TileEpilogue* e) {
+  if (e != nullptr) {
+    for (int64_t i = 0; i < mv; ++i) {
+      for (int64_t j = 0; j < nv; ++j) {
+        float& cij = c[i * rs + j * cs];
+        cij = epilogue(accumulate ? t[i * nr + j] + cij : t[i * nr + j], *e, i, j);
+      }
+    }
+    return;
+  }
   for (int64_t i = 0; i < mv; ++i) {
     float* ci = c + i * rs;
     const float* ti = t + i * nr;
@@ -83,7 +113,8 @@ inline void store_tile(const float* t, int64_t nr, float* c, int64_t rs, int64_t
 // --- portable 8x8 (GCC/Clang vector extensions: SSE on x86, NEON on ARM) ----
 
 void ukernel_8x8_portable(int64_t kc, const float* __restrict a, const float* __restrict b, float* c,
-                          int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv) {
+                          int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv,
+                          const TileEpilogue* e) {
   EMBER_GEMM_ROWS8(EMBER_GEMM_ZERO, v4f, (v4f{0, 0, 0, 0}))
   for (int64_t p = 0; p < kc; ++p) {
     const v4f b0 = load4(b), b1 = load4(b + 4);
@@ -99,7 +130,7 @@ void ukernel_8x8_portable(int64_t kc, const float* __restrict a, const float* __
     b += 8;
   }
   v4f acc[8][2] = {EMBER_GEMM_ROWS8(EMBER_GEMM_PAIR, , )};
-  if (mv == 8 && nv == 8 && cs == 1) {
+  if (mv == 8 && nv == 8 && cs == 1 && e == nullptr) {
     for (int i = 0; i < 8; ++i) {
       float* ci = c + i * rs;
       if (accumulate) {
@@ -116,15 +147,43 @@ void ukernel_8x8_portable(int64_t kc, const float* __restrict a, const float* __
     store4(t + i * 8, acc[i][0]);
     store4(t + i * 8 + 4, acc[i][1]);
   }
-  store_tile(t, 8, c, rs, cs, accumulate, mv, nv);
+  store_tile(t, 8, c, rs, cs, accumulate, mv, nv, e);
 }
 
 #if RT_GEMM_X86
+// The epilogue on row i of a full tile (two vectors), as epilogue() does it.
+#define EMBER_GEMM_EPILOGUE(V, add, set1, loadu, max, min, width)                                  \
+  if (e.row_bias != nullptr) {                                                                     \
+    const V r = set1(e.row_bias[i]);                                                               \
+    row[0] = add(row[0], r);                                                                       \
+    row[1] = add(row[1], r);                                                                       \
+  }                                                                                                \
+  if (e.col_bias != nullptr) {                                                                     \
+    row[0] = add(row[0], loadu(e.col_bias));                                                       \
+    row[1] = add(row[1], loadu(e.col_bias + width));                                               \
+  }                                                                                                \
+  if (e.clamp) {                                                                                   \
+    const V lo = set1(e.lo), hi = set1(e.hi);                                                      \
+    row[0] = min(hi, max(lo, row[0]));                                                             \
+    row[1] = min(hi, max(lo, row[1]));                                                             \
+  }
+
+__attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m256* row, const TileEpilogue& e,
+                                                                              int i) {
+  EMBER_GEMM_EPILOGUE(__m256, _mm256_add_ps, _mm256_set1_ps, _mm256_loadu_ps, _mm256_max_ps, _mm256_min_ps, 8)
+}
+
+__attribute__((target("avx512f"), always_inline)) inline void epilogue_avx512(__m512* row, const TileEpilogue& e,
+                                                                               int i) {
+  EMBER_GEMM_EPILOGUE(__m512, _mm512_add_ps, _mm512_set1_ps, _mm512_loadu_ps, _mm512_max_ps, _mm512_min_ps, 16)
+}
+#undef EMBER_GEMM_EPILOGUE
+
 // --- AVX2 + FMA 6x16: 12 accumulators, 2 B vectors, 1 broadcast --------------
 __attribute__((target("avx2,fma"))) void ukernel_6x16_avx2(int64_t kc, const float* __restrict a,
                                                             const float* __restrict b, float* c,
                                                             int64_t rs, int64_t cs, bool accumulate,
-                                                            int64_t mv, int64_t nv) {
+                                                            int64_t mv, int64_t nv, const TileEpilogue* e) {
   EMBER_GEMM_ROWS6(EMBER_GEMM_ZERO, __m256, _mm256_setzero_ps())
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
@@ -148,6 +207,7 @@ __attribute__((target("avx2,fma"))) void ukernel_6x16_avx2(int64_t kc, const flo
         acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(ci));
         acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(ci + 8));
       }
+      if (e != nullptr) epilogue_avx2(acc[i], *e, i);
       _mm256_storeu_ps(ci, acc[i][0]);
       _mm256_storeu_ps(ci + 8, acc[i][1]);
     }
@@ -158,14 +218,14 @@ __attribute__((target("avx2,fma"))) void ukernel_6x16_avx2(int64_t kc, const flo
     _mm256_store_ps(t + i * 16, acc[i][0]);
     _mm256_store_ps(t + i * 16 + 8, acc[i][1]);
   }
-  store_tile(t, 16, c, rs, cs, accumulate, mv, nv);
+  store_tile(t, 16, c, rs, cs, accumulate, mv, nv, e);
 }
 
 // --- AVX-512 12x32: 24 accumulators, 2 B vectors, embedded broadcasts --------
 __attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const float* __restrict a,
                                                               const float* __restrict b, float* c,
                                                               int64_t rs, int64_t cs, bool accumulate,
-                                                              int64_t mv, int64_t nv) {
+                                                              int64_t mv, int64_t nv, const TileEpilogue* e) {
   EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO, __m512, _mm512_setzero_ps())
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
@@ -189,6 +249,7 @@ __attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const f
         acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(ci));
         acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(ci + 16));
       }
+      if (e != nullptr) epilogue_avx512(acc[i], *e, i);
       _mm512_storeu_ps(ci, acc[i][0]);
       _mm512_storeu_ps(ci + 16, acc[i][1]);
     }
@@ -199,7 +260,7 @@ __attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const f
     _mm512_store_ps(t + i * 32, acc[i][0]);
     _mm512_store_ps(t + i * 32 + 16, acc[i][1]);
   }
-  store_tile(t, 32, c, rs, cs, accumulate, mv, nv);
+  store_tile(t, 32, c, rs, cs, accumulate, mv, nv, e);
 }
 #endif  // RT_GEMM_X86
 
@@ -350,30 +411,66 @@ Plan plan_for(const UkernelInfo& u, int64_t m, int64_t n, int64_t k, int threads
   return p;
 }
 
+// One product: operands (a packed operand's data, else null: packed per call),
+// C, and what the micro-kernel does as it stores.
+struct Product {
+  int64_t m, n, k;
+  MatrixRef<const float> a, b;
+  const float* a_packed;  // sgemm_pack_a's layout
+  const float* b_packed;  // sgemm_pack_b's layout
+  MatrixRef<float> c;
+  bool accumulate;
+  const GemmEpilogue* epilogue;  // or null
+};
+
+// The epilogue of the micro-tile at (i, j) in K block [pc, pc + kc); null when nothing applies.
+const TileEpilogue* tile_epilogue(const Product& pr, int64_t i, int64_t j, int64_t pc, int64_t kc, TileEpilogue* t) {
+  if (pr.epilogue == nullptr) return nullptr;
+  const GemmEpilogue& e = *pr.epilogue;
+  const bool first = pc == 0, last = pc + kc >= pr.k;
+  *t = TileEpilogue{first && e.row_bias != nullptr ? e.row_bias + i : nullptr,
+                    first && e.col_bias != nullptr ? e.col_bias + j : nullptr, last && e.clamp, e.lo, e.hi};
+  return t->row_bias != nullptr || t->col_bias != nullptr || t->clamp ? t : nullptr;
+}
+
 // C[m0:m1, n0:n1] (+)= A[m0:m1, :] @ B[:, n0:n1] on the calling thread, with
-// packing buffers `bpack` (kc x nc) and `apack` (kc x mc).
-void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t k,
-               MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
+// packing buffers `bpack` (kc x nc) and `apack` (kc x mc) for the operands not pre-packed.
+void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const Product& pr,
                float* bpack, float* apack) {
+  const int64_t k = pr.k;
+  const int64_t m_pad = round_up(pr.m, u.mr), n_pad = round_up(pr.n, u.nr);
+  const MatrixRef<const float>&a = pr.a, &b = pr.b;
   for (int64_t jc = n0; jc < n1; jc += s.nc) {
     const int64_t nc = std::min(s.nc, n1 - jc);
     const int64_t n_panels = (nc + u.nr - 1) / u.nr;
     for (int64_t pc = 0; pc < k; pc += s.kc) {
       const int64_t kc = std::min(s.kc, k - pc);
-      const bool acc = accumulate || pc > 0;
-      const MatrixRef<const float> bblock{b.data + pc * b.rs + jc * b.cs, b.rs, b.cs};
-      for (int64_t jp = 0; jp < n_panels; ++jp) pack_b_panel(u, jp, nc, kc, bblock, bpack);
+      const bool acc = pr.accumulate || pc > 0;
+      const float* bblock_packed = bpack;
+      if (pr.b_packed != nullptr) {
+        bblock_packed = pr.b_packed + pc * n_pad + jc * kc;
+      } else {
+        const MatrixRef<const float> bblock{b.data + pc * b.rs + jc * b.cs, b.rs, b.cs};
+        for (int64_t jp = 0; jp < n_panels; ++jp) pack_b_panel(u, jp, nc, kc, bblock, bpack);
+      }
       for (int64_t ic = m0; ic < m1; ic += s.mc) {
         const int64_t mc = std::min(s.mc, m1 - ic);
-        pack_a(u, mc, kc, MatrixRef<const float>{a.data + ic * a.rs + pc * a.cs, a.rs, a.cs}, apack);
+        const float* ablock = apack;
+        if (pr.a_packed != nullptr) {
+          ablock = pr.a_packed + pc * m_pad + ic * kc;
+        } else {
+          pack_a(u, mc, kc, MatrixRef<const float>{a.data + ic * a.rs + pc * a.cs, a.rs, a.cs}, apack);
+        }
         for (int64_t jp = 0; jp < n_panels; ++jp) {
           const int64_t jr = jp * u.nr;
           const int64_t nv = std::min(u.nr, nc - jr);
-          const float* bp = bpack + jp * u.nr * kc;
+          const float* bp = bblock_packed + jp * u.nr * kc;
           for (int64_t ir = 0; ir < mc; ir += u.mr) {
             const int64_t mv = std::min(u.mr, mc - ir);
-            float* cp = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
-            u.fn(kc, apack + ir * kc, bp, cp, c.rs, c.cs, acc, mv, nv);
+            float* cp = pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs;
+            TileEpilogue te;
+            u.fn(kc, ablock + ir * kc, bp, cp, pr.c.rs, pr.c.cs, acc, mv, nv,
+                 tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te));
           }
         }
       }
@@ -408,19 +505,11 @@ size_t sgemm_workspace(int64_t m, int64_t n, int64_t k, int threads) {
   return kAlign + static_cast<size_t>(s.threads) * s.slot_bytes;
 }
 
-bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<const float> b,
-           MatrixRef<float> c, bool accumulate, void* workspace, size_t workspace_bytes, int threads) {
-  if (m <= 0 || n <= 0) return true;
-  if (k <= 0) {
-    if (!accumulate) {
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j) c.data[i * c.rs + j * c.cs] = 0.0f;
-      }
-    }
-    return true;
-  }
-  const UkernelInfo& u = kernel();
-  if (sgemm_direct(u, m, n, k, a, b, c, accumulate, threads)) return true;
+namespace {
+
+// The blocked product (packing what is not pre-packed); false when the workspace is too small.
+bool sgemm_blocked(const UkernelInfo& u, const Product& pr, void* workspace, size_t workspace_bytes, int threads) {
+  const int64_t m = pr.m, n = pr.n, k = pr.k;
   // Threads are capped by the work and by the packing slots the workspace holds.
   int nt = threads_for(m, n, k, std::max(1, threads));
   Plan s = plan_for(u, m, n, k, nt);
@@ -436,8 +525,7 @@ bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<
     const int64_t n0 = std::min(n, n_tiles * tj / s.tn * u.nr), n1 = std::min(n, n_tiles * (tj + 1) / s.tn * u.nr);
     if (m0 >= m1 || n0 >= n1) return;
     char* slot = reinterpret_cast<char*>(base) + static_cast<size_t>(t) * s.slot_bytes;
-    gemm_tile(u, s, m0, m1, n0, n1, k, a, b, c, accumulate, reinterpret_cast<float*>(slot),
-              reinterpret_cast<float*>(slot + s.b_bytes));
+    gemm_tile(u, s, m0, m1, n0, n1, pr, reinterpret_cast<float*>(slot), reinterpret_cast<float*>(slot + s.b_bytes));
   };
   if (s.threads > 1) {
     parallel_for(0, s.threads, 1, [&](int64_t t0, int64_t t1) {
@@ -449,7 +537,103 @@ bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<
   return true;
 }
 
+// Zeros C for an empty depth (k <= 0) unless accumulating, then the epilogue.
+void sgemm_empty_depth(int64_t m, int64_t n, MatrixRef<float> c, bool accumulate, const GemmEpilogue* ep) {
+  const TileEpilogue e{ep != nullptr ? ep->row_bias : nullptr, ep != nullptr ? ep->col_bias : nullptr,
+                       ep != nullptr && ep->clamp, ep != nullptr ? ep->lo : 0.0f, ep != nullptr ? ep->hi : 0.0f};
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float& cij = c.data[i * c.rs + j * c.cs];
+      cij = epilogue(accumulate ? cij : 0.0f, e, i, j);
+    }
+  }
+}
+
+// The packed data of `op` when it fits an operand of `outer` x k for kernel u, else null.
+const float* packed_data(const PackedOperand* op, bool is_a, int64_t outer, int64_t k, const UkernelInfo& u) {
+  if (op == nullptr || op->is_a != is_a || op->isa != u.isa || op->outer != outer || op->k != k ||
+      op->panel != (is_a ? u.mr : u.nr) || op->kc != std::min(k, kKC)) {
+    return nullptr;
+  }
+  return op->data.data();
+}
+
+PackedOperand pack_operand(bool is_a, int64_t outer, int64_t k, MatrixRef<const float> src) {
+  const UkernelInfo& u = kernel();
+  PackedOperand p;
+  p.isa = u.isa;
+  p.is_a = is_a;
+  p.outer = std::max<int64_t>(outer, 0);
+  p.k = std::max<int64_t>(k, 0);
+  p.panel = is_a ? u.mr : u.nr;
+  p.kc = std::min(p.k, kKC);
+  const int64_t pad = round_up(p.outer, p.panel);
+  p.data.assign(static_cast<size_t>(pad * p.k), 0.0f);
+  float* dst = p.data.data();
+  for (int64_t pc = 0; pc < p.k; pc += kKC) {
+    const int64_t kc = std::min(kKC, p.k - pc);
+    if (is_a) {
+      pack_a(u, p.outer, kc, MatrixRef<const float>{src.data + pc * src.cs, src.rs, src.cs}, dst);
+    } else {
+      const MatrixRef<const float> block{src.data + pc * src.rs, src.rs, src.cs};
+      for (int64_t jp = 0; jp < pad / p.panel; ++jp) pack_b_panel(u, jp, p.outer, kc, block, dst);
+    }
+    dst += pad * kc;
+  }
+  return p;
+}
+
+}  // namespace
+
+bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<const float> b,
+           MatrixRef<float> c, bool accumulate, void* workspace, size_t workspace_bytes, int threads) {
+  return sgemm_packed(m, n, k, GemmOperand{a, nullptr}, GemmOperand{b, nullptr}, c, accumulate, workspace,
+                      workspace_bytes, threads);
+}
+
+bool sgemm_packed(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c,
+                  bool accumulate, void* workspace, size_t workspace_bytes, int threads) {
+  if (m <= 0 || n <= 0) return true;
+  if (k <= 0) {
+    sgemm_empty_depth(m, n, c, accumulate, nullptr);
+    return true;
+  }
+  const UkernelInfo& u = kernel();
+  if (a.m.data == nullptr || b.m.data == nullptr) return false;
+  if (sgemm_direct(u, m, n, k, a.m, b.m, c, accumulate, threads)) return true;
+  const Product pr{m, n, k, a.m, b.m, packed_data(a.packed, true, m, k, u), packed_data(b.packed, false, n, k, u),
+                   c, accumulate, nullptr};
+  return sgemm_blocked(u, pr, workspace, workspace_bytes, threads);
+}
+
+bool sgemm_fused(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c,
+                 const GemmEpilogue& epilogue, void* workspace, size_t workspace_bytes, int threads) {
+  if (m <= 0 || n <= 0) return true;
+  if (k <= 0) {
+    sgemm_empty_depth(m, n, c, false, &epilogue);
+    return true;
+  }
+  const UkernelInfo& u = kernel();
+  const Product pr{m, n, k, a.m, b.m, packed_data(a.packed, true, m, k, u), packed_data(b.packed, false, n, k, u),
+                   c, false, &epilogue};
+  if ((pr.a_packed == nullptr && a.m.data == nullptr) || (pr.b_packed == nullptr && b.m.data == nullptr)) return false;
+  return sgemm_blocked(u, pr, workspace, workspace_bytes, threads);
+}
+
+PackedOperand sgemm_pack_a(int64_t m, int64_t k, MatrixRef<const float> a) { return pack_operand(true, m, k, a); }
+PackedOperand sgemm_pack_b(int64_t k, int64_t n, MatrixRef<const float> b) { return pack_operand(false, n, k, b); }
+
+bool sgemm_packed_current(const PackedOperand& p) { return p.isa == kernel().isa; }
+
 bool sgemm_isa_supported(GemmIsa isa) { return isa_supported(isa); }
+
+std::vector<GemmIsa> sgemm_supported_isas() {
+  std::vector<GemmIsa> isas;
+  for (GemmIsa isa : {GemmIsa::Portable, GemmIsa::Avx2, GemmIsa::Avx512}) {
+    if (isa_supported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
 
 bool sgemm_set_isa(GemmIsa isa) {
   if (!isa_supported(isa)) return false;

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace ember::cpu {
 
@@ -34,10 +35,64 @@ size_t sgemm_workspace(int64_t m, int64_t n, int64_t k, int threads);
 bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<const float> b,
            MatrixRef<float> c, bool accumulate, void* workspace, size_t workspace_bytes, int threads);
 
+// What the micro-kernel applies to C as it stores it (sgemm_fused): a bias per
+// row (conv weights: one per output channel) or per column (Linear: one per
+// output feature) added with the first K block, the clamp (ReLU: lo 0, hi
+// +inf) with the last one. C is written once per K block.
+struct GemmEpilogue {
+  const float* row_bias = nullptr;  // m values, or none
+  const float* col_bias = nullptr;  // n values, or none
+  bool clamp = false;
+  float lo = 0.0f, hi = 0.0f;
+};
+
+// A constant operand packed once for the micro-kernel in use: K blocks of the
+// GEMM's depth KC, each holding MR-tall row panels of A (sgemm_pack_a) or
+// NR-wide column panels of B (sgemm_pack_b), zero-padded, exactly as sgemm
+// packs them per call. Tied to the kernel that packed it (`isa`, `panel`,
+// `kc`): after sgemm_set_isa picks another one it is stale (sgemm_packed_current).
+struct PackedOperand {
+  GemmIsa isa = GemmIsa::Auto;
+  bool is_a = true;          // A panels (else B panels)
+  int64_t outer = 0, k = 0;  // rows of A (columns of B); depth
+  int64_t panel = 0, kc = 0; // MR (NR); K block
+  std::vector<float> data;
+  size_t bytes() const { return data.size() * sizeof(float); }
+};
+
+// Packs A (m x k) / B (k x n), any strides, for the kernel in use.
+PackedOperand sgemm_pack_a(int64_t m, int64_t k, MatrixRef<const float> a);
+PackedOperand sgemm_pack_b(int64_t k, int64_t n, MatrixRef<const float> b);
+// Whether `p` was packed for the kernel in use.
+bool sgemm_packed_current(const PackedOperand& p);
+
+// A GEMM operand: the matrix, and optionally its packed copy (read instead).
+struct GemmOperand {
+  MatrixRef<const float> m;
+  const PackedOperand* packed = nullptr;
+};
+
+// sgemm() reading a pre-packed operand where it would pack that operand per
+// call (a stale or mismatched one is ignored). Bitwise the same as sgemm()
+// on the matrices: the few-row paths that skip packing still read them.
+bool sgemm_packed(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c,
+                  bool accumulate, void* workspace, size_t workspace_bytes, int threads);
+
+// C (m x n) = A @ B with the epilogue fused into the micro-kernel's store,
+// either operand pre-packed. A packed operand that does not match (stale
+// after sgemm_set_isa, other sizes) is ignored and its matrix read instead;
+// false when it has none (m.data null) or the workspace (sgemm_workspace) is
+// too small. Never takes the unpacked few-row paths of sgemm(), so the result
+// is bitwise the same whether an operand comes packed or not.
+bool sgemm_fused(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c,
+                 const GemmEpilogue& epilogue, void* workspace, size_t workspace_bytes, int threads);
+
 // Selects the micro-kernel family (for tests and benchmarks); false when the CPU
 // lacks it (the selection is then unchanged). Not thread-safe against running GEMMs.
 bool sgemm_set_isa(GemmIsa isa);
 bool sgemm_isa_supported(GemmIsa isa);
+// Every family the CPU supports, Portable first (tests and benchmarks sweep them).
+std::vector<GemmIsa> sgemm_supported_isas();
 // The family in use (never Auto). The depthwise convolution follows it too.
 GemmIsa sgemm_isa();
 // "avx512 12x32", "avx2 6x16" or "portable 8x8": the kernel in use.

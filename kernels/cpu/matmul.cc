@@ -1,6 +1,10 @@
 // float32 MatMul on the blocked GEMM (gemm.h): a [B, M, K] x b [B, K, N] ->
 // out [B, M, N], any strides (packing absorbs them). Large products thread
 // inside the GEMM; many small ones run one GEMM per thread over the batches.
+// A Linear's or a graph MatMul's product (linear_prepacked / matmul_prepacked:
+// params LinearParams, one batch, b = weight^T or the constant b) reads the
+// B panels packed at load (CpuPackedWeight) while b is still what they were
+// packed from (same data, same strides).
 #include <algorithm>
 #include <atomic>
 
@@ -60,11 +64,15 @@ Status matmul_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   const float* pa = a.ptr<const float>();
   const float* pb = b.ptr<const float>();
   float* po = o.ptr<float>();
+  const auto* lp = std::get_if<LinearParams>(&params);
+  const auto* pw = lp != nullptr ? dynamic_cast<const CpuPackedWeight*>(lp->weight) : nullptr;
+  const bool same_b = pw != nullptr && pw->source == b.data && pw->rs == b.strides[1] && pw->cs == b.strides[2];
+  const PackedOperand* packed = same_b && p.batches == 1 ? &pw->packed : nullptr;
   auto one = [&](int64_t bi, void* ws, size_t ws_bytes, int threads) {
-    return sgemm(p.m, p.n, p.k, MatrixRef<const float>{pa + bi * a.strides[0], a.strides[1], a.strides[2]},
-                 MatrixRef<const float>{pb + bi * b.strides[0], b.strides[1], b.strides[2]},
-                 MatrixRef<float>{po + bi * o.strides[0], o.strides[1], o.strides[2]},
-                 /*accumulate=*/false, ws, ws_bytes, threads);
+    return sgemm_packed(p.m, p.n, p.k, GemmOperand{{pa + bi * a.strides[0], a.strides[1], a.strides[2]}, nullptr},
+                        GemmOperand{{pb + bi * b.strides[0], b.strides[1], b.strides[2]}, packed},
+                        MatrixRef<float>{po + bi * o.strides[0], o.strides[1], o.strides[2]},
+                        /*accumulate=*/false, ws, ws_bytes, threads);
   };
   if (!p.over_batches) {
     for (int64_t bi = 0; bi < p.batches; ++bi) {

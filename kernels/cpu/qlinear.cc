@@ -4,6 +4,8 @@
 //   (quant/dynamic_linear.h, quant/dynamic_conv.h); the kernels quantize x at
 //   run time and run the int8 GEMM with the dequantization, bias and
 //   activation fused.
+// - Conv2d, Linear (float32): the GEMM's A / B panels of the weight (gemm.h
+//   sgemm_pack_a / sgemm_pack_b), read by the float32 Conv2d kernel.
 // - SparseLinear: CSR by output row (+ the blocked AVX-512 layout), quant/csr.h's SpMM.
 #include <algorithm>
 #include <memory>
@@ -15,6 +17,7 @@
 #include "quant/dynamic_conv.h"
 #include "quant/csr.h"
 #include "quant/dynamic_linear.h"
+#include "runtime/core/error.h"
 
 namespace ember::cpu {
 namespace {
@@ -55,6 +58,33 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_sparse(const WeightDesc& w
   return std::shared_ptr<const PreparedWeight>(std::move(s));
 }
 
+// Conv2d: A = weight [C_out, C_in*kh*kw]; Linear: B = weight^T (weight [N, K]);
+// MatMul: B = weight [K, N]. Float32, contiguous.
+Result<std::shared_ptr<const PreparedWeight>> prepare_gemm(OpKind op, const WeightDesc& w) {
+  const bool conv = op == OpKind::Conv2d;
+  if (w.weight.data == nullptr || w.weight.dtype != DType::Float32 || w.weight.rank != (conv ? 4 : 2) ||
+      !dense(w.weight)) {
+    t_last_error = str_cat("a packed ", op_name(op), " weight must be a contiguous float32 ",
+                           conv ? 4 : 2, "-D tensor");
+    return Status::InvalidArgument;
+  }
+  const int64_t rows = w.weight.sizes[0], depth = w.weight.numel() / std::max<int64_t>(rows, 1);
+  const float* data = w.weight.ptr<const float>();
+  auto p = std::make_shared<CpuPackedWeight>();
+  if (conv) {
+    p->packed = sgemm_pack_a(rows, depth, MatrixRef<const float>{data, depth, 1});
+  } else {
+    const bool linear = op == OpKind::Linear;  // B = weight^T [K, N] (else weight [K, N])
+    p->rs = linear ? 1 : depth;
+    p->cs = linear ? depth : 1;
+    p->packed = linear ? sgemm_pack_b(depth, rows, MatrixRef<const float>{data, p->rs, p->cs})
+                       : sgemm_pack_b(rows, depth, MatrixRef<const float>{data, p->rs, p->cs});
+  }
+  p->source = data;
+  p->shape.assign(w.weight.sizes, w.weight.sizes + w.weight.rank);
+  return std::shared_ptr<const PreparedWeight>(std::move(p));
+}
+
 }  // namespace
 
 std::string last_prepare_error() { return t_last_error; }
@@ -62,6 +92,7 @@ std::string last_prepare_error() { return t_last_error; }
 Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w) {
   t_last_error.clear();
   if (op == OpKind::SparseLinear) return prepare_sparse(w);
+  if (op == OpKind::Conv2d || op == OpKind::Linear || op == OpKind::MatMul) return prepare_gemm(op, w);
   const bool conv = op == OpKind::QConv2d;
   if (op != OpKind::QLinear && !conv) return Status::NotSupported;
   if (w.weight.data == nullptr || w.weight.dtype != DType::Int8 || w.weight.rank != (conv ? 4 : 2) ||

@@ -92,12 +92,18 @@ inline float activate(float v, const Activation& a) {
   return v;
 }
 
+class PreparedWeight;
+
 struct Conv2dParams {
   int64_t stride[2] = {1, 1};
   int64_t padding[2] = {0, 0};
   int64_t dilation[2] = {1, 1};
   int64_t groups = 1;
   Activation activation;  // graph ops only; the float32 CPU kernel applies it (conv2d_activated), others ignore it
+  // Graph ops only: the weight packed once at Executor::create by the CPU
+  // backend (prepare_weight); the float32 CPU kernel reads it while it was
+  // packed from the op's weight input, other kernels ignore it. Not stored in files.
+  const PreparedWeight* weight = nullptr;
 };
 
 struct Pool2dParams {
@@ -132,11 +138,14 @@ struct AxisParams {
 
 struct LinearParams {
   Activation activation;
+  // Graph ops only: the weight packed once at Executor::create (as
+  // Conv2dParams::weight), read by the float32 CPU MatMul kernel through
+  // linear_prepacked. Not stored in files.
+  const PreparedWeight* weight = nullptr;
 };
 
 // A weight a backend prepared (packed) once for a run-time op
 // (runtime/backend/backend.h); the executor owns it, params point to it.
-class PreparedWeight;
 
 // QLinear and SparseLinear.
 struct QLinearParams {

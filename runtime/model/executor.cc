@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <map>
 #include <new>
+#include <set>
 #include <utility>
 
 #include "runtime/autograd/grad_mode.h"
@@ -188,6 +189,17 @@ std::vector<int> Executor::fallback_ops() const {
   return ops;
 }
 
+size_t Executor::prepared_bytes() const {
+  std::set<const PreparedWeight*> seen;
+  size_t bytes = 0;
+  auto add = [&](const std::shared_ptr<const PreparedWeight>& w) {
+    if (w != nullptr && seen.insert(w.get()).second) bytes += w->bytes();
+  };
+  for (const OpState& op : ops_) add(op.prepared);
+  for (const TensorState& t : tensors_) add(t.prepared_sparse);
+  return bytes;
+}
+
 std::string Executor::describe_op(int k) const {
   return ember::describe_op(*model_, k, ops_[static_cast<size_t>(k)].key_dtype);
 }
@@ -207,6 +219,7 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
   RT_RETURN_IF_ERROR(prepare_sparse(m, ex->ops_, ex->tensors_, error));
   upcast_fp16_weights(m, ex->tensors_);
   RT_RETURN_IF_ERROR(prepare_quantized(m, ex->ops_, error));
+  if (options.device == DeviceType::CPU) RT_RETURN_IF_ERROR(prepare_packed(m, ex->ops_, ex->tensors_, error));
   ex->options_ = options;
   if (options.device != DeviceType::CPU) {
     RT_RETURN_IF_ERROR(place_ops(m, options.device, device_float_dtype(options.precision), options.allow_fallback,

@@ -167,6 +167,9 @@ class Executor {
   std::string describe_op(int op) const;
   const std::vector<IOInfo>& inputs() const { return inputs_; }
   const std::vector<IOInfo>& outputs() const { return outputs_; }
+  // Bytes the weights prepared at create hold (packed float32 GEMM panels,
+  // int8 panels, CSR), each counted once: memory beside the mapped model.
+  size_t prepared_bytes() const;
 
   explicit Executor(std::shared_ptr<const Model> model);  // use create()
 

@@ -144,7 +144,10 @@ EMBER_BINARY_RUNNER(Lt, lt)
 EMBER_BINARY_RUNNER(Le, le)
 EMBER_BINARY_RUNNER(Gt, gt)
 EMBER_BINARY_RUNNER(Ge, ge)
-EMBER_BINARY_RUNNER(MatMul, matmul)
+// A constant 2-D second operand was packed at create (weights.h): matmul_prepacked reads it.
+void run_MatMul(OpContext& c) {
+  c.out[0] = matmul_prepacked(c.need(0, "first"), c.need(1, "second"), c.state.prepared.get());
+}
 #undef EMBER_BINARY_RUNNER
 
 // The RT_BINARY ops: their eager front-ends.
@@ -353,7 +356,7 @@ void run_Pad(OpContext& c) {
 
 void run_Linear(OpContext& c) {
   const Tensor& x = c.need(0, "data");
-  Tensor y = linear(x, c.need(1, "weight"), c.opt(2));
+  Tensor y = linear_prepacked(x, c.need(1, "weight"), c.opt(2), c.params<LinearParams>());
   if (c.lora != nullptr) y = y + lora_term(*c.lora, x);
   c.out[0] = activate(y, c.params<LinearParams>().activation);
 }

@@ -3,6 +3,7 @@
 #include "runtime/model/weights.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "quant/coo.h"
@@ -62,6 +63,8 @@ struct WeightSource {
 void use_prepared(OpState& op, std::shared_ptr<const PreparedWeight> w) {
   if (auto* p = std::get_if<QLinearParams>(&op.params)) p->weight = w.get();
   if (auto* p = std::get_if<QConv2dParams>(&op.params)) p->weight = w.get();
+  if (auto* p = std::get_if<Conv2dParams>(&op.params)) p->weight = w.get();
+  if (auto* p = std::get_if<LinearParams>(&op.params)) p->weight = w.get();
   op.prepared = std::move(w);
 }
 
@@ -264,6 +267,53 @@ Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string*
     // Sparse int8 weights go through SpMM (prepare_sparse).
     if (wi < 0 || m.tensor_dtype(wi) != DType::Int8 || m.tensor(wi).sparse() != nullptr) continue;
     RT_RETURN_IF_ERROR(prepare_quantized_op(m, k, ops[static_cast<size_t>(k)], error));
+  }
+  return Status::Ok;
+}
+
+namespace {
+
+// The float32 weight op k's GEMM reads as a constant operand (Conv2d with
+// groups 1, Linear, MatMul with a constant 2-D second input), or undefined.
+Tensor gemm_weight(const Model& m, int k, const OpState& op, const std::vector<TensorState>& tensors) {
+  const auto* in = m.op(k).inputs();
+  const auto* conv = std::get_if<Conv2dParams>(&op.params);
+  const bool is_conv = op.kind == OpKind::Conv2d && conv != nullptr && conv->groups == 1;
+  const bool is_linear = op.kind == OpKind::Linear && std::holds_alternative<LinearParams>(op.params);
+  const bool is_matmul = op.kind == OpKind::MatMul;
+  if (!(is_conv || is_linear || is_matmul) || vlen(in) < 2) return Tensor();
+  const int32_t wi = in->Get(1);
+  if (wi < 0 || wi >= m.num_tensors() || m.tensor(wi).sparse() != nullptr) return Tensor();
+  const TensorState& state = tensors[static_cast<size_t>(wi)];
+  const Tensor& w = state.densified.defined() ? state.densified : m.weight(wi);
+  if (!w.defined() || w.dtype() != DType::Float32 || w.dim() != (is_conv ? 4 : 2) || !w.is_contiguous() ||
+      w.numel() == 0)
+    return Tensor();
+  return w;
+}
+
+}  // namespace
+
+Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vector<TensorState>& tensors,
+                      std::string* error) {
+  Backend* cpu = get_backend(DeviceType::CPU);
+  // By weight data and op kind (the layout): a weight several ops read is packed once.
+  std::map<std::pair<const void*, OpKind>, std::shared_ptr<const PreparedWeight>> packed;
+  for (int k = 0; k < m.num_ops(); ++k) {
+    OpState& op = ops[static_cast<size_t>(k)];
+    const Tensor w = gemm_weight(m, k, op, tensors);
+    if (!w.defined()) continue;
+    std::shared_ptr<const PreparedWeight>& p = packed[{w.data_ptr(), op.kind}];
+    if (p == nullptr) {
+      WeightSource src;
+      src.weight = w;
+      Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(op.kind, src.desc());
+      if (!r.ok())
+        return report_error(error, r.status(), "operator ", k, " ", op_ref(m, k), ": packing the weight failed: ",
+                            cpu->last_error());
+      p = std::move(r.get());
+    }
+    use_prepared(op, p);
   }
   return Status::Ok;
 }

@@ -12,6 +12,11 @@
 //   the CPU backend (Backend::prepare_weight) for the run-time ops QLinear /
 //   QConv2d (ops.def; symmetric, per tensor or per output channel), which the
 //   op then runs as (OpState::kind).
+// - float32 Conv2d (groups 1) and Linear weights, and MatMul's constant 2-D
+//   second input, of CPU executors: packed by the CPU backend
+//   (Backend::prepare_weight) into the GEMM's A (Conv2d) or B (Linear:
+//   weight^T; MatMul: b) panels; the op stays itself, its params (MatMul: its
+//   OpState::prepared) point to the packed copy.
 // - Device executors: run-time op weights prepared again by the device's backend,
 //   and every other weight a device op reads uploaded once.
 #pragma once
@@ -43,6 +48,13 @@ void upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors);
 // QLinear / QConv2d whose params point to it); other int8 weights of those ops
 // are refused.
 Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string* error);
+
+// Packs the float32 weight of every Conv2d with groups 1, every Linear and
+// every MatMul whose second input is a constant 2-D tensor once for the CPU
+// GEMM (ops[k].prepared; Conv2dParams::weight / LinearParams::weight point to
+// it); a weight several ops read the same way is packed once.
+Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vector<TensorState>& tensors,
+                      std::string* error);
 
 // Prepares op k's run-time op weight (QLinear, QConv2d, SparseLinear) with the
 // device's backend (Backend::prepare_weight) instead of the CPU's: ops[k]'s

@@ -62,7 +62,8 @@ namespace {
 
 // conv2d; `act` is passed to the kernel (which then applies it) when `fuse`.
 Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
-                   IntArrayRef dilation, int64_t groups, const Activation& act, bool fuse) {
+                   IntArrayRef dilation, int64_t groups, const Activation& act, bool fuse,
+                   const PreparedWeight* packed = nullptr) {
   EMBER_CHECK(x.dim() == 3 || x.dim() == 4, Status::InvalidArgument,
               "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: ", shape_str(x.sizes()));
   const bool batched = x.dim() == 4;
@@ -129,6 +130,7 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, In
     }
     params.groups = groups;
     if (fuse) params.activation = act;
+    params.weight = packed;
     run_kernel(OpKind::Conv2d, {input, weight.detach().contiguous(), bias}, {out}, params);
   }
   if (Node* n = autograd::record(GradRule::Conv2d, out, {input, weight, bias})) {
@@ -158,7 +160,7 @@ Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bia
   *fused = p.activation.kind != ActivationKind::None && x.device().is_cpu() && x.dtype() == DType::Float32 &&
            weight.dtype() == DType::Float32 && !autograd::needs_grad({x, weight, bias});
   return conv2d_impl(x, weight, bias, {p.stride[0], p.stride[1]}, {p.padding[0], p.padding[1]},
-                     {p.dilation[0], p.dilation[1]}, p.groups, p.activation, *fused);
+                     {p.dilation[0], p.dilation[1]}, p.groups, p.activation, *fused, p.weight);
 }
 
 }  // namespace ember

@@ -10,6 +10,7 @@
 #include "runtime/autograd/node.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
+#include "runtime/ops/qlinear.h"
 
 namespace ember {
 namespace {
@@ -209,6 +210,47 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor out = matmul(x, weight.t());
   if (bias.defined()) out.add_(bias);
   return out;
+}
+
+namespace {
+
+// x [*, K] @ b [K, N] as linear() and matmul() compute it for a float32 CPU
+// x of 2 dims or contiguous (addmm, or the batch dims folded into the rows of
+// mm: the MatMul kernel on x [rows, K] and b), the kernel reading `packed`
+// (its params' weight); undefined when the inputs are not such (or need a
+// gradient).
+Tensor product_prepacked(const Tensor& x, const Tensor& b, const PreparedWeight* packed) {
+  const bool fits = packed != nullptr && x.device().is_cpu() && b.device().is_cpu() && x.dtype() == DType::Float32 &&
+                    b.dtype() == DType::Float32 && b.dim() == 2 && (x.dim() == 2 || (x.dim() > 2 && x.is_contiguous())) &&
+                    x.size(-1) == b.size(0) && !autograd::needs_grad({x, b});
+  if (!fits) return Tensor();
+  const Tensor x2 = x.reshape({-1, b.size(0)});
+  Tensor out = empty({x2.size(0), b.size(1)}, TensorOptions(x.dtype()));
+  LinearParams kernel_params;
+  kernel_params.weight = packed;
+  run_kernel(OpKind::MatMul, {x2.unsqueeze(0), b.unsqueeze(0)}, {out.unsqueeze(0)}, kernel_params);
+  Shape shape = x.sizes();
+  shape.back() = b.size(1);
+  return out.view(shape);
+}
+
+}  // namespace
+
+Tensor linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p) {
+  if (amp::Cast c = amp::autocast(amp::Op::Linear, {x, weight, bias})) return linear(c[0], c[1], c[2]);
+  const bool bias_fits = !bias.defined() || (bias.device().is_cpu() && bias.dtype() == DType::Float32 &&
+                                             bias.dim() == 1 && weight.dim() == 2 && bias.size(0) == weight.size(0) &&
+                                             !autograd::needs_grad({bias}));
+  Tensor out = bias_fits && weight.dim() == 2 ? product_prepacked(x, weight.t(), p.weight) : Tensor();
+  if (!out.defined()) return linear(x, weight, bias);
+  if (bias.defined()) out.add_(bias);  // as addmm / linear add it
+  return out;
+}
+
+Tensor matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed) {
+  if (amp::autocast(amp::Op::Matmul, {a, b})) return matmul(a, b);
+  const Tensor out = product_prepacked(a, b, packed);
+  return out.defined() ? out : matmul(a, b);
 }
 
 Tensor Tensor::matmul(const Tensor& other) const { return ember::matmul(*this, other); }

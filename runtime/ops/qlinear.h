@@ -20,10 +20,21 @@ Tensor qconv2d(const Tensor& x, const QConv2dParams& params);
 // the prepared sparse weight.
 Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias);
 
+// linear(x, weight, bias), the product reading p.weight (the weight's B panels
+// the CPU backend packed at load) when it is a float32 CPU product with no
+// autograd graph to record: bitwise linear()'s result (the same MatMul kernel
+// on the same operands, the bias added after). p.activation is not applied.
+Tensor linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p);
+// matmul(a, b), reading `packed` (b's B panels, packed at load) likewise:
+// bitwise matmul()'s result.
+Tensor matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed);
+
 // conv2d(x, weight, bias) with p's stride, padding, dilation and groups, and
 // p.activation applied by the kernel when it can (a float32 CPU convolution
 // with no autograd graph to record): then *fused is true; else the result is
 // the plain convolution, *fused is false and the caller applies the activation.
+// p.weight, a weight the CPU backend packed from `weight` at load, is read
+// instead of `weight` by the float32 CPU kernel (others ignore it).
 Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
                         bool* fused);
 

@@ -71,7 +71,10 @@ has_line "$out" "^quantized tensors: none$"
 has_line "$out" "^sparse tensors: none$"
 has_line "$out" "^  producer: ember"
 has_line "$out" "^  source: sha256:"
-has_line "$out" "^memory plan for batch 1: arena [0-9,]+ bytes, naive [0-9,]+ bytes"
+# The Linear weights (16x10, 4x16) packed once at load as the GEMM's B panels,
+# NR columns wide: 16*10 + 16*16 floats (AVX2, NR 16), 16*10 + 8*16 (portable,
+# NR 8), 32*10 + 32*16 (AVX-512, NR 32).
+has_line "$out" "^memory plan for batch 1: arena [0-9,]+ bytes, naive [0-9,]+ bytes \([0-9]+ allocations, [0-9.]+% saved\), packed weights (1,664|1,152|3,328) bytes$"
 
 run_ember 1 inspect missing.ember
 has "$err" "error: cannot open 'missing.ember'"
@@ -135,6 +138,8 @@ $py "$ref" compare out_cnn/output.npy expected.npy || fail "cnn output differs f
 run_ember 0 inspect cnn.ember
 has_line "$out" "^  input +float32 +\[batch, 3, 8, 8\]$"
 has_line "$out" "^  conv2d +2$"
+# The convolutions' weights are packed once at load (the GEMM's panels): the memory line counts them.
+has_line "$out" "^memory plan for batch 1: arena [0-9,]+ bytes, naive [0-9,]+ bytes \([^)]*\), packed weights [0-9,]+ bytes$"
 
 # --- input errors: exit 1, the message, no output -------------------------------------------
 $py "$ref" make mlp "$onnx_dir/mlp_opset13.onnx" "$tmp" || fail "reference.py make mlp"

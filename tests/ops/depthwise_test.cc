@@ -19,14 +19,6 @@ using ember::testing::check_close;
 
 namespace {
 
-std::vector<cpu::GemmIsa> supported_isas() {
-  std::vector<cpu::GemmIsa> isas;
-  for (cpu::GemmIsa isa : {cpu::GemmIsa::Portable, cpu::GemmIsa::Avx2, cpu::GemmIsa::Avx512}) {
-    if (cpu::sgemm_isa_supported(isa)) isas.push_back(isa);
-  }
-  return isas;
-}
-
 struct Case {
   int64_t n, c, h, w, kh, kw, stride, pad, dil;
 };
@@ -47,7 +39,7 @@ TEST_CASE("depthwise conv2d: vector kernel matches the float64 reference") {
       {1, 2, 1, 1, 3, 3, 1, 1, 1},     {1, 3, 10, 64, 3, 3, 1, 0, 1},  {1, 3, 10, 65, 3, 3, 2, 3, 1},
   };
   const int saved = get_num_threads();
-  for (cpu::GemmIsa isa : supported_isas()) {
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
     CAPTURE(std::string(cpu::sgemm_kernel_name()));
     for (int threads : {1, 2}) {
@@ -85,7 +77,7 @@ TEST_CASE("conv2d_activated: the kernel applies ReLU and clamps, NaN stays NaN")
       {ActivationKind::Clamp, -0.5, inf},
       {ActivationKind::Clamp, -inf, 0.25},
   };
-  for (cpu::GemmIsa isa : supported_isas()) {
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
     CAPTURE(std::string(cpu::sgemm_kernel_name()));
     for (int64_t groups : {1, 6}) {  // the GEMM path and the depthwise one

@@ -70,18 +70,10 @@ void check_product(int64_t m, int64_t n, int64_t k, Layout layout, int threads, 
   check_close(c, expected.to(DType::Float32), tol, tol);
 }
 
-std::vector<cpu::GemmIsa> supported_isas() {
-  std::vector<cpu::GemmIsa> isas;
-  for (cpu::GemmIsa isa : {cpu::GemmIsa::Portable, cpu::GemmIsa::Avx2, cpu::GemmIsa::Avx512}) {
-    if (cpu::sgemm_isa_supported(isa)) isas.push_back(isa);
-  }
-  return isas;
-}
-
 }  // namespace
 
 TEST_CASE("sgemm small M: odd sizes, every layout, every micro-kernel family") {
-  for (cpu::GemmIsa isa : supported_isas()) {
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
     CAPTURE(std::string(cpu::sgemm_kernel_name()));
     for (Layout layout : {Layout::WeightT, Layout::RowMajor, Layout::ATransposed, Layout::BothT}) {
@@ -98,7 +90,7 @@ TEST_CASE("sgemm small M: odd sizes, every layout, every micro-kernel family") {
 }
 
 TEST_CASE("sgemm small M: Linear-sized products, threads, accumulate") {
-  for (cpu::GemmIsa isa : supported_isas()) {
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
     CAPTURE(std::string(cpu::sgemm_kernel_name()));
     for (Layout layout : {Layout::WeightT, Layout::RowMajor}) {

@@ -1,0 +1,189 @@
+// Float32 Conv2d weights packed once at Executor::create (weights.h
+// prepare_packed): the ops read the packed copy (shown by overwriting the
+// model's weight after create), give the eager convolution's outputs bit for
+// bit, fall back to the weight itself when sgemm_set_isa made the copy stale,
+// and the packed bytes are what Executor::prepared_bytes (inspect's memory
+// line) reports; grouped and depthwise convolutions are not packed.
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+#include "runtime/core/thread_pool.h"
+#include "runtime/ops/qlinear.h"
+#include "tests/harness/testing.h"
+#include "tests/model/graph_builder.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+namespace {
+
+struct IsaGuard {
+  ~IsaGuard() { cpu::sgemm_set_isa(cpu::GemmIsa::Auto); }
+};
+
+// conv1 (3 -> 10, 3x3, pad 1, ReLU) -> depthwise (10, 3x3) -> conv2 (10 -> 7, 1x1, stride 2, clamp).
+struct ConvNet {
+  Tensor w1 = randn({10, 3, 3, 3}), b1 = randn({10}), wd = randn({10, 1, 3, 3}), w2 = randn({7, 10, 1, 1}),
+         b2 = randn({7});
+  Conv2dParams p1, pd, p2;
+  int w1_index = -1, w2_index = -1;
+  Graph g;
+
+  ConvNet() {
+    p1.padding[0] = p1.padding[1] = 1;
+    p1.activation.kind = ActivationKind::Relu;
+    pd.padding[0] = pd.padding[1] = 1;
+    pd.groups = 10;
+    p2.stride[0] = p2.stride[1] = 2;
+    p2.activation.kind = ActivationKind::Clamp;
+    p2.activation.min = -0.5;
+    p2.activation.max = 1.0;
+    const int x = g.input("x", {-1, 3, 9, 9}, DType::Float32, {"n", "", "", ""});
+    const int c1 = g.act("c1", {-1, 10, 9, 9}), cd = g.act("cd", {-1, 10, 9, 9}), c2 = g.act("c2", {-1, 7, 5, 5});
+    w1_index = g.weight("w1", w1);
+    g.op(OpKind::Conv2d, {x, w1_index, g.weight("b1", b1)}, {c1}, "conv1", p1);
+    g.op(OpKind::Conv2d, {c1, g.weight("wd", wd), -1}, {cd}, "dw", pd);
+    w2_index = g.weight("w2", w2);
+    g.op(OpKind::Conv2d, {cd, w2_index, g.weight("b2", b2)}, {c2}, "conv2", p2);
+    g.output(c2);
+  }
+
+  Tensor eager(const Tensor& x, const Tensor& w1v, const Tensor& w2v) const {
+    bool fused = false;
+    const Tensor y1 = conv2d_activated(x, w1v, b1, p1, &fused);
+    REQUIRE(fused);
+    const Tensor yd = conv2d_activated(y1, wd, Tensor(), pd, &fused);
+    return conv2d_activated(yd, w2v, b2, p2, &fused);
+  }
+};
+
+size_t packed_a_bytes(const Tensor& w) {
+  const Tensor flat = w.reshape({w.size(0), -1});
+  return cpu::sgemm_pack_a(flat.size(0), flat.size(1), {flat.data_ptr<float>(), flat.stride(0), 1}).bytes();
+}
+
+}  // namespace
+
+TEST_CASE("packed conv weights: read by the ops, bit-exact with eager, counted once") {
+  IsaGuard guard;
+  manual_seed(0);
+  ConvNet net;
+  const std::shared_ptr<const Model> model = net.g.model();
+  std::string error;
+  Result<std::shared_ptr<const Executor>> ex = Executor::create(model, &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  // conv1 and conv2 are packed (A panels of [C_out, C_in*kh*kw]); the depthwise one is not.
+  CHECK(ex.get()->prepared_bytes() == packed_a_bytes(net.w1) + packed_a_bytes(net.w2));
+  CHECK(packed_a_bytes(net.w1) >= static_cast<size_t>(net.w1.nbytes()));
+
+  ExecutionContext ctx(ex.get());
+  const Tensor x = randn({2, 3, 9, 9});
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    RunOptions ro;
+    ro.num_threads = threads;
+    set_num_threads(threads);
+    check_equal(run_ok(ctx, {x}, ro)[0], net.eager(x, net.w1, net.w2));
+  }
+  set_num_threads(1);
+
+  // Overwrite the model's weights after create: the packed copies are what the ops read...
+  const Tensor w1_orig = net.w1.clone(), w2_orig = net.w2.clone();
+  model->weight(net.w1_index).data_ptr<float>()[0] += 100.0f;
+  model->weight(net.w2_index).data_ptr<float>()[3] -= 100.0f;
+  const Tensor w1_new = model->weight(net.w1_index).clone(), w2_new = model->weight(net.w2_index).clone();
+  check_equal(run_ok(ctx, {x})[0], net.eager(x, w1_orig, w2_orig));
+  // ...until another kernel family makes them stale: then the weights themselves are read.
+  for (cpu::GemmIsa isa : {cpu::GemmIsa::Portable, cpu::GemmIsa::Avx2, cpu::GemmIsa::Avx512}) {
+    if (!cpu::sgemm_isa_supported(isa) || isa == cpu::sgemm_isa()) continue;
+    REQUIRE(cpu::sgemm_set_isa(isa));
+    CAPTURE(cpu::sgemm_kernel_name());
+    check_equal(run_ok(ctx, {x})[0], net.eager(x, w1_new, w2_new));
+    REQUIRE(cpu::sgemm_set_isa(cpu::GemmIsa::Auto));
+  }
+}
+
+TEST_CASE("packed conv weights: a weight two convolutions read is packed once; grouped ones are not packed") {
+  manual_seed(1);
+  const Tensor w = randn({4, 4, 3, 3}), wg = randn({4, 2, 3, 3});
+  Graph g;
+  const int x = g.input("x", {1, 4, 6, 6});
+  const int a = g.act("a", {1, 4, 4, 4}), b = g.act("b", {1, 4, 2, 2}), c = g.act("c", {1, 4, 2, 2});
+  const int wi = g.weight("w", w);
+  g.op(OpKind::Conv2d, {x, wi, -1}, {a}, "first", Conv2dParams{});
+  g.op(OpKind::Conv2d, {a, wi, -1}, {b}, "second", Conv2dParams{});
+  Conv2dParams grouped;
+  grouped.padding[0] = grouped.padding[1] = 1;
+  grouped.groups = 2;
+  g.op(OpKind::Conv2d, {b, g.weight("wg", wg), -1}, {c}, "grouped", grouped);
+  g.output(c);
+  const std::shared_ptr<const Executor> ex = g.build();
+  CHECK(ex->prepared_bytes() == packed_a_bytes(w));
+  ExecutionContext ctx(ex);
+  const Tensor in = randn({1, 4, 6, 6});
+  check_equal(run_ok(ctx, {in})[0], conv2d(conv2d(conv2d(in, w), w), wg, Tensor(), {1, 1}, {1, 1}, {1, 1}, 2));
+}
+
+TEST_CASE("packed linear weights: bit-exact with eager linear; the packed B panels read where the GEMM packs") {
+  IsaGuard guard;
+  manual_seed(2);
+  const Tensor w1 = randn({30, 300}), b1 = randn({30}), w2 = randn({5, 30});
+  Graph g;
+  const int x = g.input("x", {-1, 300}, DType::Float32, {"n", ""});
+  const int h = g.act("h", {-1, 30}), y = g.act("y", {-1, 5});
+  LinearParams fc1;
+  fc1.activation.kind = ActivationKind::Relu;
+  const int w1_index = g.weight("w1", w1);
+  g.op(OpKind::Linear, {x, w1_index, g.weight("b1", b1)}, {h}, "fc1", fc1);
+  g.op(OpKind::Linear, {h, g.weight("w2", w2), -1}, {y}, "fc2", LinearParams{});
+  g.output(y);
+  const std::shared_ptr<const Model> model = g.model();
+  std::string error;
+  Result<std::shared_ptr<const Executor>> ex = Executor::create(model, &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  auto packed_b_bytes = [](const Tensor& w) {
+    return cpu::sgemm_pack_b(w.size(1), w.size(0), {w.data_ptr<float>(), 1, w.size(1)}).bytes();
+  };
+  CHECK(ex.get()->prepared_bytes() == packed_b_bytes(w1) + packed_b_bytes(w2));
+  ExecutionContext ctx(ex.get());
+  // 100 rows: the blocked GEMM (packed B); 3 rows: the unpacked dot products.
+  const Tensor big = randn({100, 300}), small = randn({3, 300});
+  auto eager = [&](const Tensor& in, const Tensor& w) { return linear(relu(linear(in, w, b1)), w2); };
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    set_num_threads(threads);
+    check_equal(run_ok(ctx, {big})[0], eager(big, w1));
+    check_equal(run_ok(ctx, {small})[0], eager(small, w1));
+  }
+  set_num_threads(1);
+  // Overwrite w1 after create: 100 rows still read the packed copy; 3 rows read w1 itself.
+  const Tensor w1_orig = w1.clone();
+  model->weight(w1_index).data_ptr<float>()[7] += 50.0f;
+  const Tensor w1_new = model->weight(w1_index).clone();
+  check_equal(run_ok(ctx, {big})[0], eager(big, w1_orig));
+  check_equal(run_ok(ctx, {small})[0], eager(small, w1_new));
+}
+
+TEST_CASE("packed matmul operands: a constant 2-D second input is packed once; bit-exact with eager matmul") {
+  manual_seed(3);
+  const Tensor b = randn({40, 30});
+  Graph g;
+  const int x = g.input("x", {2, 50, 40});
+  const int y = g.act("y", {2, 50, 30});
+  const int bi = g.weight("b", b);
+  g.op(OpKind::MatMul, {x, bi}, {y}, "proj");
+  g.output(y);
+  const std::shared_ptr<const Model> model = g.model();
+  std::string error;
+  Result<std::shared_ptr<const Executor>> ex = Executor::create(model, &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  CHECK(ex.get()->prepared_bytes() ==
+        cpu::sgemm_pack_b(40, 30, {b.data_ptr<float>(), 30, 1}).bytes());
+  ExecutionContext ctx(ex.get());
+  const Tensor in = randn({2, 50, 40});
+  check_equal(run_ok(ctx, {in})[0], matmul(in, b));
+  // 100 rows: the blocked GEMM reads the packed copy, not b.
+  const Tensor b_orig = b.clone();
+  model->weight(bi).data_ptr<float>()[0] += 10.0f;
+  check_equal(run_ok(ctx, {in})[0], matmul(in, b_orig));
+}

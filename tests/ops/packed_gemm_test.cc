@@ -1,0 +1,165 @@
+// sgemm_fused (kernels/cpu/gemm.h): a pre-packed A or B operand gives the same
+// product, bit for bit, as the same operand packed per call (same panels, same
+// summation order), for every micro-kernel family the CPU supports, at 1 and
+// 2 threads, over sizes that are not multiples of MR, NR or KC; the fused
+// epilogue (row / column bias, clamp) against exact and float64 values; a
+// packed operand made stale by sgemm_set_isa is not read.
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+#include "tests/harness/testing.h"
+
+using namespace ember;
+using ember::testing::check_close;
+
+namespace {
+
+// Restores the automatic kernel choice when a test case ends.
+struct IsaGuard {
+  ~IsaGuard() { cpu::sgemm_set_isa(cpu::GemmIsa::Auto); }
+};
+
+cpu::MatrixRef<const float> ref(const Tensor& t) { return {t.data_ptr<float>(), t.stride(0), t.stride(1)}; }
+
+// C = A @ B with the epilogue, A and / or B given packed; C has padded rows.
+Tensor run(int64_t m, int64_t n, int64_t k, const Tensor& a, const Tensor& b, const cpu::PackedOperand* pa,
+           const cpu::PackedOperand* pb, const cpu::GemmEpilogue& e, int threads) {
+  Tensor c = full({m, n + 3}, 7.0).narrow(1, 1, n);
+  std::vector<char> ws(cpu::sgemm_workspace(m, n, k, threads));
+  REQUIRE(cpu::sgemm_fused(m, n, k, {ref(a), pa}, {ref(b), pb}, {c.data_ptr<float>(), c.stride(0), 1}, e,
+                           ws.data(), ws.size(), threads));
+  return c.contiguous();
+}
+
+bool bitwise_equal(const Tensor& x, const Tensor& y) {
+  return x.sizes() == y.sizes() && std::memcmp(x.data_ptr<float>(), y.data_ptr<float>(), x.nbytes()) == 0;
+}
+
+// A [m, k] row-major (a conv weight), B [k, n] = W^T with W [n, k] (a Linear weight).
+void check_packed(int64_t m, int64_t n, int64_t k, int threads) {
+  CAPTURE(m);
+  CAPTURE(n);
+  CAPTURE(k);
+  CAPTURE(threads);
+  CAPTURE(cpu::sgemm_kernel_name());
+  const Tensor a = randn({m, k}), b = randn({n, k}).t(), row_bias = randn({m}), col_bias = randn({n});
+  const cpu::PackedOperand pa = cpu::sgemm_pack_a(m, k, ref(a));
+  const cpu::PackedOperand pb = cpu::sgemm_pack_b(k, n, ref(b));
+  CHECK(cpu::sgemm_packed_current(pa));
+  CHECK(pa.outer == m);
+  CHECK(pa.k == k);
+  // Conv-style: bias per row, ReLU.
+  cpu::GemmEpilogue conv;
+  conv.row_bias = row_bias.data_ptr<float>();
+  conv.clamp = true;
+  conv.lo = 0.0f;
+  conv.hi = __builtin_inff();
+  const Tensor c_conv = run(m, n, k, a, b, nullptr, nullptr, conv, threads);
+  CHECK(bitwise_equal(run(m, n, k, a, b, &pa, nullptr, conv, threads), c_conv));
+  // Linear-style: bias per column, clamp(-0.5, 0.5).
+  cpu::GemmEpilogue lin;
+  lin.col_bias = col_bias.data_ptr<float>();
+  lin.clamp = true;
+  lin.lo = -0.5f;
+  lin.hi = 0.5f;
+  const Tensor c_lin = run(m, n, k, a, b, nullptr, nullptr, lin, threads);
+  CHECK(bitwise_equal(run(m, n, k, a, b, nullptr, &pb, lin, threads), c_lin));
+  CHECK(bitwise_equal(run(m, n, k, a, b, &pa, &pb, lin, threads), c_lin));
+  // Both against float64 (the epilogue's placement: bias once, clamp at the end).
+  const Tensor p64 = mm(a.to(DType::Float64), b.to(DType::Float64));
+  const double tol = 4.0 * static_cast<double>(k) * 1.2e-7;
+  check_close(c_conv, relu(p64 + row_bias.to(DType::Float64).unsqueeze(1)).to(DType::Float32), tol, tol);
+  check_close(c_lin, clamp(p64 + col_bias.to(DType::Float64), Scalar(-0.5), Scalar(0.5)).to(DType::Float32), tol,
+              tol);
+  // The same epilogue-free product as sgemm (m > 64 or a layout with no unpacked path: blocked there too).
+  if (m > 64) {
+    Tensor c = empty({m, n});
+    std::vector<char> ws(cpu::sgemm_workspace(m, n, k, threads));
+    REQUIRE(cpu::sgemm(m, n, k, ref(a), ref(b), {c.data_ptr<float>(), n, 1}, false, ws.data(), ws.size(), threads));
+    CHECK(bitwise_equal(run(m, n, k, a, b, &pa, &pb, cpu::GemmEpilogue{}, threads), c));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sgemm_fused: packed operands give the unpacked product bit for bit, every kernel, 1 and 2 threads") {
+  IsaGuard guard;
+  manual_seed(0);
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
+    REQUIRE(cpu::sgemm_set_isa(isa));
+    for (int threads : {1, 2}) {
+      check_packed(1, 1, 1, threads);
+      check_packed(5, 3, 7, threads);          // smaller than one tile
+      check_packed(13, 17, 300, threads);      // two K blocks, partial tiles
+      check_packed(37, 45, 513, threads);      // three K blocks, the last of 1
+      check_packed(64, 100, 256, threads);     // exactly one K block
+      check_packed(150, 70, 600, threads);     // several M blocks (mc), threads over M
+      check_packed(24, 600, 33, threads);      // threads over N
+    }
+  }
+}
+
+TEST_CASE("sgemm_fused: exact epilogue values") {
+  IsaGuard guard;
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
+    REQUIRE(cpu::sgemm_set_isa(isa));
+    CAPTURE(cpu::sgemm_kernel_name());
+    // A = [[1, 2], [3, 4], [-5, -6]], B = [[1, 0, 2], [0, 1, -1]]: A @ B = [[1, 2, 0], [3, 4, 2], [-5, -6, -4]].
+    const Tensor a = tensor(std::vector<float>{1, 2, 3, 4, -5, -6}, {3, 2});
+    const Tensor b = tensor(std::vector<float>{1, 0, 2, 0, 1, -1}, {2, 3});
+    const Tensor rb = tensor(std::vector<float>{0.5f, -10.0f, 1.0f}, {3});
+    const Tensor cb = tensor(std::vector<float>{0.25f, 0.0f, -1.0f}, {3});
+    const cpu::PackedOperand pa = cpu::sgemm_pack_a(3, 2, ref(a));
+    cpu::GemmEpilogue e;
+    e.row_bias = rb.data_ptr<float>();
+    e.col_bias = cb.data_ptr<float>();
+    e.clamp = true;
+    e.lo = -3.0f;
+    e.hi = 2.0f;
+    // + row bias, + column bias, clamp to [-3, 2].
+    const std::vector<float> expected{1.75f, 2.5f, -0.5f, -6.75f, -6.0f, -9.0f, -3.75f, -5.0f, -4.0f};
+    const std::vector<float> clamped{1.75f, 2.0f, -0.5f, -3.0f, -3.0f, -3.0f, -3.0f, -3.0f, -3.0f};
+    for (const cpu::PackedOperand* p : {static_cast<const cpu::PackedOperand*>(nullptr), &pa}) {
+      const Tensor c = run(3, 3, 2, a, b, p, nullptr, e, 1);
+      CHECK(c.to_vector<float>() == clamped);
+      cpu::GemmEpilogue no_clamp = e;
+      no_clamp.clamp = false;
+      CHECK(run(3, 3, 2, a, b, p, nullptr, no_clamp, 1).to_vector<float>() == expected);
+    }
+    // k = 0: C is the epilogue of zeros.
+    Tensor c = empty({3, 3});
+    REQUIRE(cpu::sgemm_fused(3, 3, 0, {ref(a), nullptr}, {ref(b), nullptr}, {c.data_ptr<float>(), 3, 1}, e, nullptr,
+                             0, 1));
+    CHECK(c.to_vector<float>() == std::vector<float>{0.75f, 0.5f, -0.5f, -3.0f, -3.0f, -3.0f, 1.25f, 1.0f, 0.0f});
+  }
+}
+
+TEST_CASE("sgemm_fused: a packed operand from another kernel is not read") {
+  IsaGuard guard;
+  const std::vector<cpu::GemmIsa> isas = cpu::sgemm_supported_isas();
+  if (isas.size() < 2) return;  // one kernel family only: nothing can go stale
+  manual_seed(1);
+  const int64_t m = 20, n = 30, k = 270;
+  const Tensor a = randn({m, k}), b = randn({k, n});
+  REQUIRE(cpu::sgemm_set_isa(isas[0]));
+  const cpu::PackedOperand stale = cpu::sgemm_pack_a(m, k, ref(a));
+  const cpu::PackedOperand stale_b = cpu::sgemm_pack_b(k, n, ref(b));
+  REQUIRE(cpu::sgemm_set_isa(isas.back()));
+  CHECK_FALSE(cpu::sgemm_packed_current(stale));
+  const Tensor expected = run(m, n, k, a, b, nullptr, nullptr, {}, 1);
+  CHECK(bitwise_equal(run(m, n, k, a, b, &stale, &stale_b, {}, 1), expected));
+  // Without the matrix to fall back on, it refuses.
+  Tensor c = empty({m, n});
+  std::vector<char> ws(cpu::sgemm_workspace(m, n, k, 1));
+  CHECK_FALSE(cpu::sgemm_fused(m, n, k, {{nullptr, 0, 0}, &stale}, {ref(b), nullptr}, {c.data_ptr<float>(), n, 1}, {},
+                               ws.data(), ws.size(), 1));
+  // Packed for this kernel, the matrix is not needed.
+  const cpu::PackedOperand current = cpu::sgemm_pack_a(m, k, ref(a));
+  REQUIRE(cpu::sgemm_fused(m, n, k, {{nullptr, 0, 0}, &current}, {ref(b), nullptr}, {c.data_ptr<float>(), n, 1}, {},
+                           ws.data(), ws.size(), 1));
+  CHECK(bitwise_equal(c, expected));
+  // A too-small workspace is refused, not overrun.
+  CHECK_FALSE(cpu::sgemm_fused(m, n, k, {ref(a), &current}, {ref(b), nullptr}, {c.data_ptr<float>(), n, 1}, {},
+                               ws.data(), 16, 1));
+}
