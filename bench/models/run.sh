@@ -5,6 +5,7 @@
 # 128), plus load time and peak RSS vs model size (mlp too). Not part of CI. Usage, from the repository root:
 #     bash bench/models/run.sh [OUT_DIR]          (default /tmp/ember_bench_models)
 #     EMBER_BASELINE=/path/to/old/ember_cli bash bench/models/run.sh   (before/after a change)
+#     ROUNDS=3 ITERS=20 ...: alternating rounds (with a baseline) and timed runs per measurement
 # Needs network access once, to install onnxruntime into bench/.venv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,6 +40,6 @@ if [ -n "${EMBER_BASELINE:-}" ]; then
     "$EMBER_BASELINE" convert "$OUT/$m.onnx" -o "$OUT/baseline/$m.ember" >/dev/null
   done
   exec "$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --baseline "$EMBER_BASELINE" \
-    --baseline-dir "$OUT/baseline" --threads 1,2 --rounds "${ROUNDS:-5}"
+    --baseline-dir "$OUT/baseline" --threads 1,2 --rounds "${ROUNDS:-5}" --iterations "${ITERS:-50}"
 fi
-"$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --threads 1,2
+"$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --threads 1,2 --iterations "${ITERS:-50}"
