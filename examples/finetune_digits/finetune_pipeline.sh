@@ -5,8 +5,11 @@
 # test set before and after, beside PyTorch's identical run; exits non-zero
 # when they differ by more than 0.5 points or the fine-tuning did not help.
 #   finetune_pipeline.sh EMBER PREPARE_PY [WORK_DIR]
+# With EMBER_FINETUNE set (a command line, e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu
+# .../ember_run"), that binary fine-tunes instead of EMBER (tools/aarch64_finetune.sh).
 set -euo pipefail
 ember=$(realpath "$1")
+read -r -a finetune <<< "${EMBER_FINETUNE:-$ember}"
 prepare=$(realpath "$2")
 work="${3:-${TEST_TMPDIR:-$(mktemp -d)}}"
 mkdir -p "$work"
@@ -24,7 +27,7 @@ while read -r kind torch_before torch_after; do
   echo "== 2. ember convert digits_0_4.onnx -o $kind.ember ${flags[*]}"
   "$ember" convert digits_0_4.onnx -o "$kind.ember" "${flags[@]}" > /dev/null
   echo "== 3. ember finetune $kind.ember (head only: 4.weight, 4.bias)"
-  "$ember" finetune "$kind.ember" --data train_5_9.npz --eval-data test_5_9.npz --input x=x --target y \
+  "${finetune[@]}" finetune "$kind.ember" --data train_5_9.npz --eval-data test_5_9.npz --input x=x --target y \
     --optimizer sgd --lr 0.02 --momentum 0.9 --batch-size 16 --epochs 20 --no-shuffle --train '4.*' \
     -o "${kind}_5_9.ember" | tee "$kind.log" | grep -E '^(fine-tuning|before|after|steps|wrote)'
   before=$(sed -nE 's/^before: .*accuracy ([0-9.]+) %$/\1/p' "$kind.log")
