@@ -164,7 +164,6 @@ Diag store_sparse_coo(ModelDef& def, double min_zero_fraction, ConvertReport* re
         set_weight(tv, coo.values);
         tv.shape = shape;
         tv.sparse = SparseCooDef{ii, coo.values.numel()};
-        tv.trainable = false;
         SparseLayerReport& row2 = row_for(r, def, op, w);
         row2.coo = true;
         row2.bytes_after = after;

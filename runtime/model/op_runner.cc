@@ -14,6 +14,7 @@
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 #include "runtime/ops/qlinear.h"
+#include "quant/coo.h"
 
 #pragma GCC diagnostic error "-Wswitch"
 
@@ -403,36 +404,79 @@ Tensor straight_through(const Tensor& y, const Tensor& x, F f) {
   return y + (fx - fx.detach());
 }
 
+Tensor detached(const Tensor& t) { return t.defined() ? t.detach() : t; }
+
+// When the trainer trains op c's bias (input 2: its copy requires grad), the
+// trained value minus the file's, else undefined. The int8 kernels hold the
+// file's bias in their prepared weight: adding this puts the trained one in
+// its place, with its gradient.
+Tensor trained_bias_delta(const OpContext& c) {
+  const Tensor& b = c.opt(2);
+  if (!b.defined() || !b.requires_grad()) return {};
+  return b - c.model.weight(c.model.op(c.index).inputs()->Get(2));
+}
+
 void run_QLinear(OpContext& c) {
   const Tensor& x = c.need(0, "data");
   QLinearParams p = c.params<QLinearParams>();
   const Activation act = p.activation;
-  if (c.lora != nullptr) p.activation = {};  // the adapter's term goes in before the activation
+  const Tensor db = trained_bias_delta(c);
+  const bool act_after = c.lora != nullptr || db.defined();  // after what is added to the kernel's output
+  if (act_after) p.activation = {};
   Tensor y = in_float32(x, [&](const Tensor& v) { return qlinear(v, p); });
   y = straight_through(y, x, [&](const Tensor& v) {
-    return activate(linear(v, dequantized_weight(c), c.opt(2)), c.lora != nullptr ? Activation{} : act);
+    return activate(linear(v, dequantized_weight(c), detached(c.opt(2))), p.activation);
   });
-  if (c.lora != nullptr) y = activate(y + lora_term(*c.lora, x), act);
-  c.out[0] = y;
+  if (db.defined()) y = y + db;
+  if (c.lora != nullptr) y = y + lora_term(*c.lora, x);
+  c.out[0] = act_after ? activate(y, act) : y;
 }
 
 void run_QConv2d(OpContext& c) {
   const Tensor& x = c.need(0, "data");
-  const auto& p = c.params<QConv2dParams>();
-  const Tensor y = in_float32(x, [&](const Tensor& v) { return qconv2d(v, p); });
-  c.out[0] = straight_through(y, x, [&](const Tensor& v) {
-    return activate(conv2d(v, dequantized_weight(c), c.opt(2), {p.conv.stride[0], p.conv.stride[1]},
+  QConv2dParams p = c.params<QConv2dParams>();
+  const Activation act = p.conv.activation;
+  const Tensor db = trained_bias_delta(c);
+  if (db.defined()) p.conv.activation = {};
+  Tensor y = in_float32(x, [&](const Tensor& v) { return qconv2d(v, p); });
+  y = straight_through(y, x, [&](const Tensor& v) {
+    return activate(conv2d(v, dequantized_weight(c), detached(c.opt(2)), {p.conv.stride[0], p.conv.stride[1]},
                            {p.conv.padding[0], p.conv.padding[1]}, {p.conv.dilation[0], p.conv.dilation[1]},
                            p.conv.groups),
                     p.conv.activation);
   });
+  c.out[0] = db.defined() ? activate(y + db.reshape({db.numel(), 1, 1}), act) : y;
+}
+
+// The dense float32 weight of a SparseLinear op from its COO values ([nnz]: the
+// file's, or the trainer's copy), differentiable in the values: a trained
+// sparse weight keeps the file's sparsity pattern.
+Tensor coo_weight(const OpContext& c, const Tensor& values) {
+  const int32_t t = c.model.op(c.index).inputs()->Get(1);
+  EMBER_CHECK(values.is_floating_point(), Status::NotSupported, "no gradient flows back through the ",
+              dtype_name(values.dtype()), " sparse COO weight '", c.model.tensor_name(t), "'");
+  const Tensor& indices = c.model.weight(c.model.tensor(t).sparse()->indices());
+  const Shape shape = c.model.tensor_shape(t);
+  Tensor flat = empty({values.numel()}, DType::Int64);
+  for (int64_t k = 0; k < values.numel(); ++k) {
+    int64_t at = 0;
+    for (size_t d = 0; d < shape.size(); ++d) at = at * shape[d] + sparse::coo_index(indices, static_cast<int64_t>(d), k);
+    flat.data_ptr<int64_t>()[k] = at;
+  }
+  return scatter(zeros(shape).reshape({-1}), 0, flat, values.to(DType::Float32)).reshape(shape);
 }
 
 void run_SparseLinear(OpContext& c) {
   const Tensor& x = c.need(0, "data");
-  EMBER_CHECK(!x.requires_grad(), Status::NotSupported,
-              "no gradient flows back through a sparse COO layer yet: train only the layers after it");
-  c.out[0] = in_float32(x, [&](const Tensor& v) { return sparse_linear(v, c.params<QLinearParams>(), c.opt(2)); });
+  const Tensor& values = c.need(1, "weight");
+  const auto& p = c.params<QLinearParams>();
+  const auto dense = [&](const Tensor& v) { return activate(linear(v, coo_weight(c, values), c.opt(2)), p.activation); };
+  if (values.requires_grad() || c.opt(2).requires_grad()) {  // trained: the prepared weight holds the file's values
+    c.out[0] = dense(x);
+    return;
+  }
+  const Tensor y = in_float32(x, [&](const Tensor& v) { return sparse_linear(v, p, c.opt(2)); });
+  c.out[0] = straight_through(y, x, dense);
 }
 
 // --- backward ops: autograd runs them, the executor does not --------------------------

@@ -31,7 +31,6 @@ bool matches_any(const std::vector<std::string>& patterns, const std::string& na
 // Why weight t (read by ops as data) cannot be trained; "" when it can.
 std::string why_not_trainable(const Model& m, int t, bool read_on_host) {
   const fb::Tensor& ft = m.tensor(t);
-  if (ft.sparse() != nullptr) return "a sparse COO weight (convert without --sparse-coo to train it)";
   if (ft.quant() != nullptr || m.tensor_dtype(t) == DType::Int8)
     return "an int8 (quantized) weight (train a LoRA adapter on it, --lora, or convert without --quantize)";
   if (read_on_host) return "read on the host as shape or index data";

@@ -14,14 +14,16 @@
 //   opt.step();
 //   tr->save("tuned.ember");
 //
-// What can be trained (list_weights): float32 weights that ops read as data.
-// Int8 and sparse COO weights, float16-stored weights and weights read on the
-// host (shapes, axes) are listed with the reason they cannot be; selecting one
-// is an error that says it. Fused activations (Linear+Relu, Conv+Clip) are
-// applied through the eager front-ends when gradients are recorded, so their
-// backward masks the gradient. No gradient flows back through an int8 or
-// sparse layer yet: the layers after one can be trained, those before it not
-// (an error names the layer).
+// What can be trained (list_weights): float32 weights that ops read as data;
+// a float32 sparse COO weight trains its nonzero values only (its [nnz]
+// values are the parameter, so the sparsity pattern stays the file's). Int8
+// weights, float16-stored weights and weights read on the host (shapes, axes)
+// are listed with the reason they cannot be; selecting one is an error that
+// says it. Fused activations (Linear+Relu, Conv+Clip) are applied through the
+// eager front-ends when gradients are recorded, so their backward masks the
+// gradient. Gradients flow back through frozen int8 and sparse layers
+// (straight-through: the kernel's values, the gradient of the float32 layer),
+// and an int8 layer's trained bias replaces the one its prepared weight holds.
 #pragma once
 
 #include <memory>

@@ -5,6 +5,7 @@ so ember's trainer can be checked step for step.
 
 Writes into OUT_DIR:
   mlp.onnx          fc1 (8->16) + ReLU + fc2 (16->4), opset 13, dynamic batch
+  mlp_sparse.onnx   the same with the 60 % smallest-magnitude weights of fc1 and fc2 set to zero
   cnn.onnx          Conv(1->4, 3x3, pad 1) + BatchNorm + ReLU + Flatten + fc (144->3), eval mode
   data.npz          x [10, 8] float32, y [10] int64 in [0, 4), t [10, 4] float32,
                     img [10, 1, 6, 6] float32, cls [10] int64 in [0, 3)
@@ -20,6 +21,9 @@ Scenarios:
   lora_int8         mlp with fc1 dynamically quantized (quantize_dynamic, per tensor) and a
                     rank-2 LoRA adapter (alpha 4) on it, only the adapter trained: Adam lr 0.01,
                     cross-entropy, batch 4, 2 epochs; lora_int8.A.npy: A's initial values
+  sparse_sgd        mlp_sparse stored as sparse COO: fc1's nonzero weights and bias trained (its
+                    zeros stay zero), fc2 frozen but for its bias (the gradient flows through
+                    it), SGD lr 0.1 momentum 0.9, cross-entropy, batch 4, 2 epochs
 Usage: /usr/bin/python3 finetune_models.py OUT_DIR
 """
 import copy
@@ -64,6 +68,25 @@ class LoraInt8(nn.Module):
 
     def forward(self, x):
         return self.fc2(torch.relu(self.q(x) + 2.0 * ((x @ self.a.T) @ self.b.T)))
+
+
+class MaskedMLP(nn.Module):
+    """mlp with its weights multiplied by fixed 0/1 masks: what a sparse weight trains as."""
+
+    def __init__(self, mlp, m1, m2):
+        super().__init__()
+        self.fc1, self.fc2, self.m1, self.m2 = mlp.fc1, mlp.fc2, m1, m2
+
+    def forward(self, x):
+        h = torch.relu(F.linear(x, self.fc1.weight * self.m1, self.fc1.bias))
+        return F.linear(h, self.fc2.weight * self.m2, self.fc2.bias)
+
+
+def prune(w, fraction):
+    """The 0/1 mask keeping the (1 - fraction) largest-magnitude entries of w."""
+    k = int(round(fraction * w.numel()))
+    threshold = w.abs().flatten().sort().values[k - 1]
+    return (w.abs() > threshold).float()
 
 
 def export(model, example, path):
@@ -136,6 +159,17 @@ def main(out):
     lq = LoraInt8(copy.deepcopy(mlp), a)
     params = [lq.a, lq.b]
     save("lora_int8", run(lq, params, x, y, F.cross_entropy, torch.optim.Adam(params, lr=0.01), 4, 2))
+
+    sp = copy.deepcopy(mlp)
+    m1, m2 = prune(sp.fc1.weight, 0.6), prune(sp.fc2.weight, 0.6)
+    with torch.no_grad():
+        sp.fc1.weight.mul_(m1)
+        sp.fc2.weight.mul_(m2)
+    export(sp, x[:1], os.path.join(out, "mlp_sparse.onnx"))
+    ms = MaskedMLP(sp, m1, m2)
+    params = [sp.fc1.weight, sp.fc1.bias, sp.fc2.bias]
+    sp.fc2.weight.requires_grad_(False)
+    save("sparse_sgd", run(ms, params, x, y, F.cross_entropy, torch.optim.SGD(params, lr=0.1, momentum=0.9), 4, 2))
 
 
 if __name__ == "__main__":

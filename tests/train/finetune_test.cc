@@ -187,6 +187,78 @@ TEST_CASE("LoRA on an int8 Linear (only the adapter trains) matches PyTorch's qu
                  "(--save-delta)");
 }
 
+TEST_CASE("a sparse COO weight trains its nonzeros only, and gradients flow back through a frozen one") {
+  converter::ConvertOptions o;
+  o.sparse_coo = true;  // fc1 and fc2 are 60 % zeros: both stored as COO
+  auto model = convert("mlp_sparse", o);
+  const int w1 = model->find_tensor("fc1.weight");
+  REQUIRE(w1 >= 0);
+  REQUIRE(model->tensor(w1).sparse() != nullptr);
+  REQUIRE(model->tensor(model->find_tensor("fc2.weight")).sparse() != nullptr);
+  const int64_t nnz = model->tensor(w1).sparse()->nnz();
+  CHECK(nnz == 128 - 77);
+  auto t = trainer(model, {"fc1.*", "fc2.bias"});
+  CHECK(t->trainable_elements() == nnz + 16 + 4);  // the values, not the dense [16, 8]
+  FinetuneConfig c = on_x("y");
+  c.optimizer = "sgd";
+  c.lr = 0.1;
+  c.momentum = 0.9;
+  c.batch_size = 4;
+  c.epochs = 2;
+  check_scenario("sparse_sgd", *t, c, "x");
+  // Saved in place: still COO with the same nnz, run by the sparse kernel to the trainer's outputs.
+  std::string error;
+  const std::string path = tmp_path("sparse_tuned.ember");
+  REQUIRE_MESSAGE(t->save(path, &error) == Status::Ok, error);
+  Result<Model> m = Model::load(path, Verification::Full, &error);
+  REQUIRE_MESSAGE(m.ok(), error);
+  REQUIRE(m->tensor(w1).sparse() != nullptr);
+  CHECK(m->tensor(w1).sparse()->nnz() == nnz);
+  auto ex = Executor::create(std::make_shared<const Model>(std::move(m.get())), &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  ExecutionContext ctx(ex.get());
+  const Tensor x = data()[0].value;
+  Result<std::vector<Tensor>> out = ctx.run(Span<const Tensor>(&x, 1), {}, &error);
+  REQUIRE_MESSAGE(out.ok(), error);
+  check_close(out.get()[0], outputs(*t, x), 1e-5, 1e-6);
+}
+
+TEST_CASE("the bias of a frozen int8 Linear or Conv trains as the float32 layer's does") {
+  // The int8 kernels hold the file's bias in their prepared weight: the trained one must replace it.
+  // (The cnn's conv bias has the name torch.onnx.export gave it when it folded the BatchNorm.)
+  struct Case {
+    const char* model;
+    const char* bias;
+    const char* x;
+    const char* target;
+  };
+  for (const Case& k : {Case{"mlp", "fc1.bias", "x", "y"}, Case{"cnn", "onnx::Conv_17", "img", "cls"}}) {
+    CAPTURE(k.model);
+    converter::ConvertOptions q;
+    q.quantize = "dynamic-int8";
+    q.min_weight_elements = 30;  // mlp: both Linears int8; cnn: the conv (36) int8, fc (432) too
+    FinetuneConfig c;
+    c.inputs = {{"x", k.x}};
+    c.target = k.target;
+    c.lr = 0.5;
+    c.epochs = 20;
+    c.batch_size = 10;
+    std::string error;
+    std::vector<double> losses[2];
+    for (int i = 0; i < 2; ++i) {
+      auto t = trainer(i == 0 ? convert(k.model, q, "_int8_all") : convert(k.model), {k.bias});
+      Result<FinetuneResult> r = finetune(*t, data(), "data.npz", c, {}, &error);
+      REQUIRE_MESSAGE(r.ok(), error);
+      losses[i] = r->epoch_loss;
+    }
+    CHECK(losses[1].back() < losses[1].front() - 0.03);  // the float32 layer learns (int8 with a stale bias would not)
+    for (size_t e = 0; e < losses[0].size(); ++e) {
+      CHECK_MESSAGE(std::fabs(losses[0][e] - losses[1][e]) < 1e-2, "epoch ", e + 1, ": int8 ", losses[0][e],
+                    " vs float32 ", losses[1][e]);
+    }
+  }
+}
+
 TEST_CASE("LoRA on a float32 Linear merges into the weight on save and in a delta") {
   auto base = convert("mlp");
   TrainerOptions o;
