@@ -224,12 +224,14 @@ void Lowerer::emit_tensors(OpKind kind, std::vector<int32_t> inputs, std::vector
   def_.ops.push_back(std::move(op));
 }
 
+bool Lowerer::output_used(const Node& n, size_t k) const {
+  const int o = k < n.outputs.size() ? n.outputs[k] : -1;
+  return o >= 0 && (!g_.users_of(o).empty() || g_.is_graph_output(o));
+}
+
 void Lowerer::require_unused_extra_outputs(const Node& n, const std::string& what) const {
   for (size_t k = 1; k < n.outputs.size(); ++k) {
-    const int o = n.outputs[k];
-    if (o >= 0 && (!g_.users_of(o).empty() || g_.is_graph_output(o))) {
-      refuse("output " + std::to_string(k) + " " + vname(o) + " (" + what + ") is used");
-    }
+    if (output_used(n, k)) refuse("output " + std::to_string(k) + " " + vname(n.outputs[k]) + " (" + what + ") is used");
   }
 }
 

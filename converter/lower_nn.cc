@@ -31,8 +31,7 @@ void Lowerer::lower_batch_normalization(const Node& n) {
 void Lowerer::lower_layer_normalization(const Node& n) {
   require_inputs(n, 2);
   for (size_t k = 1; k < n.outputs.size(); ++k) {
-    const int o = n.outputs[k];
-    if (o >= 0 && (!g_.users_of(o).empty() || g_.is_graph_output(o))) return lower_layer_norm_stats(n);
+    if (output_used(n, k)) return lower_layer_norm_stats(n);
   }
   const int64_t rank = rank_of(n.inputs[0], "input");
   const int64_t axis = norm_axis(n.get_int("axis", -1), rank, "axis");
@@ -260,7 +259,6 @@ void Lowerer::lower_conv(const Node& n) {
 void Lowerer::lower_pool(const Node& n) {
   if (!plain_pool(n)) return lower_pool_nd(n);  // lower_pool.cc
   const bool is_max = n.op_type == "MaxPool";
-  if (is_max) require_unused_extra_outputs(n, "indices");
   if (rank_of(n.inputs[0], "input") != 4) refuse("only 2-D pooling is supported (input is not 4-D)");
   if (!n.has("kernel_shape")) refuse("has no kernel_shape");
   Pool2dParams p;
@@ -273,8 +271,8 @@ void Lowerer::lower_pool(const Node& n) {
   spatial_pads(n, n.inputs[0], p.kernel, p.stride, p.dilation, p.padding);
   p.ceil_mode = n.get_int("ceil_mode", 0) != 0;
   if (!is_max) p.count_include_pad = n.get_int("count_include_pad", 0) != 0;
-  if (is_max && n.get_int("storage_order", 0) != 0) refuse("storage_order = 1 is not supported");
   emit(is_max ? OpKind::MaxPool2d : OpKind::AvgPool2d, n, {tensor(n.inputs[0])}, {out0(n)}, p);
+  if (is_max && output_used(n, 1)) lower_max_pool_indices(n, p);
 }
 
 }  // namespace ember::converter::lowering

@@ -187,11 +187,37 @@ bool Lowerer::plain_pool(const Node& n) const {
   return pads.size() == 4 && pads[0] == pads[2] && pads[1] == pads[3] && pads[0] <= k[0] / 2 && pads[1] <= k[1] / 2;
 }
 
+// MaxPool's output 1 as ONNX defines it: the flat index of each maximum in the
+// whole input (N, C, H, W row-major; storage_order 1: W before H in a plane).
+// MaxPool2dIndices gives h * W + w in the plane; the plane's offset is added
+// (static N, C, H, W).
+void Lowerer::lower_max_pool_indices(const Node& n, const Pool2dParams& p) {
+  const std::vector<int64_t> xs = static_dims(n.inputs[0], "input (for the indices output)");
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+  const int32_t out = tensor(n.outputs[1]);
+  const std::string base = def_.tensors[static_cast<size_t>(out)].name;
+  const std::vector<Dim> ys = tensor_dims(tensor(out0(n)));
+  int32_t idx = emit_new(OpKind::MaxPool2dIndices, {tensor(n.inputs[0])}, DType::Int64, ys, p, base + "/in_plane");
+  if (n.get_int("storage_order", 0) != 0) {
+    Tensor column = empty({H * W}, DType::Int64);
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t w = 0; w < W; ++w) column.data_ptr<int64_t>()[h * W + w] = w * H + h;
+    }
+    idx = emit_new(OpKind::Gather, {new_weight(base + "/column_major", column, false), idx}, DType::Int64, ys,
+                   AxisParams{0}, base + "/column_major_index");
+  }
+  Tensor offset = empty({N, C, 1, 1}, DType::Int64);
+  for (int64_t i = 0; i < N * C; ++i) offset.data_ptr<int64_t>()[i] = i * H * W;
+  binary_new(OpKind::Add, idx, new_weight(base + "/plane_offset", offset, false), DType::Int64, base, out);
+}
+
 // MaxPool, AveragePool and LpPool in the general form (the file comment).
 void Lowerer::lower_pool_nd(const Node& n) {
   const bool is_max = n.op_type == "MaxPool", is_lp = n.op_type == "LpPool";
-  if (is_max) require_unused_extra_outputs(n, "indices");
-  if (is_max && n.get_int("storage_order", 0) != 0) refuse("storage_order = 1 is not supported");
+  if (is_max) {
+    require_unused_extra_outputs(n, "indices: only for a 4-D floating-point input with symmetric pads of at most "
+                                    "half the kernel");
+  }
   const int x = n.inputs[0];
   const std::optional<DType> xdt = dtype_of(x);
   if (!xdt || *xdt == DType::Bool) refuse("input " + vname(x) + " is not numeric");

@@ -145,6 +145,8 @@ class Lowerer {
 
   // Outputs beyond the first must be unused (omitted or read by nobody).
   void require_unused_extra_outputs(const Node& n, const std::string& what) const;
+  // Whether output k of `n` is read by a node or is a graph output.
+  bool output_used(const Node& n, size_t k) const;
 
   void require_inputs(const Node& n, size_t min_count) const;
 
@@ -283,6 +285,7 @@ class Lowerer {
                     const std::string& name);
   int32_t pool_windows(int32_t t, const PoolGeometry& g, bool max, const std::string& name, int32_t into = -1);
   bool plain_pool(const Node& n) const;
+  void lower_max_pool_indices(const Node& n, const Pool2dParams& p);
   // lower_index.cc: indexing, scan and selection ops.
   std::vector<int64_t> static_dims(int id, const std::string& what) const;
   void require_index_dtype(int id, const std::string& what) const;

@@ -39,6 +39,26 @@ void for_each_grad(const TensorView& grad, const TensorView& grad_in, F&& fn) {
   }
 }
 
+// The (h, w) of the maximum of window `win` of `plane` as PyTorch's
+// max_pool2d_with_indices picks it: the first largest value, or the last NaN.
+template <typename A, typename T>
+std::pair<int64_t, int64_t> max_pool_argmax(const Pool2dParams& p, const PoolWindow& win, const T* plane, int64_t sh,
+                                            int64_t sw) {
+  int64_t best_h = win.h0, best_w = win.w0;
+  A best = -std::numeric_limits<A>::infinity();
+  for (int64_t h = win.h0; h < win.h1; h += p.dilation[0]) {
+    for (int64_t w = win.w0; w < win.w1; w += p.dilation[1]) {
+      const A v = convert<A>(plane[h * sh + w * sw]);
+      if (v > best || std::isnan(v)) {
+        best = v;
+        best_h = h;
+        best_w = w;
+      }
+    }
+  }
+  return {best_h, best_w};
+}
+
 template <typename T>
 void add_to(T& dst, compute_t<T> v) {
   dst = convert<T>(convert<compute_t<T>>(dst) + v);
@@ -70,20 +90,45 @@ Status max_pool2d_backward(const KernelContext&, Span<const TensorView> in, Span
         const T* xp = src + n * x.strides[0] + c * x.strides[1];
         const PoolWindow win = max_pool_window(*p, oh, ow, H, W);
         if (win.empty()) return;
-        int64_t best_h = win.h0, best_w = win.w0;
-        A best = -std::numeric_limits<A>::infinity();
-        for (int64_t h = win.h0; h < win.h1; h += p->dilation[0]) {
-          for (int64_t w = win.w0; w < win.w1; w += p->dilation[1]) {
-            const A v = convert<A>(xp[h * sh + w * sw]);
-            if (v > best || std::isnan(v)) {
-              best = v;
-              best_h = h;
-              best_w = w;
+        const auto [best_h, best_w] = max_pool_argmax<A>(*p, win, xp, sh, sw);
+        add_to(plane[best_h * gsh + best_w * gsw], convert<A>(g));
+      });
+    }
+  });
+  return Status::Ok;
+}
+
+// The forward's choices themselves: int64 h * W + w per output (the argmax of max_pool2d_backward).
+Status max_pool2d_indices(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
+                          const OpParams& params) {
+  const auto* p = std::get_if<Pool2dParams>(&params);
+  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  const TensorView& x = in[0];
+  const TensorView& y = out[0];
+  RT_CHECK_OR_RETURN(x.rank == 4 && y.rank == 4 && y.dtype == DType::Int64 && x.sizes[0] == y.sizes[0] &&
+                         x.sizes[1] == y.sizes[1],
+                     Status::InvalidArgument);
+  RT_CHECK_OR_RETURN(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
+                         p->dilation[0] > 0 && p->dilation[1] > 0,
+                     Status::InvalidArgument);
+  const int64_t H = x.sizes[2], W = x.sizes[3];
+  dispatch_dtype(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    if constexpr (std::is_floating_point_v<A>) {
+      int64_t* dst = y.ptr<int64_t>();
+      for (int64_t n = 0; n < y.sizes[0]; ++n) {
+        for (int64_t c = 0; c < y.sizes[1]; ++c) {
+          const T* plane = x.ptr<const T>() + n * x.strides[0] + c * x.strides[1];
+          for (int64_t oh = 0; oh < y.sizes[2]; ++oh) {
+            for (int64_t ow = 0; ow < y.sizes[3]; ++ow) {
+              const PoolWindow win = max_pool_window(*p, oh, ow, H, W);
+              const auto [h, w] = max_pool_argmax<A>(*p, win, plane, x.strides[2], x.strides[3]);
+              dst[n * y.strides[0] + c * y.strides[1] + oh * y.strides[2] + ow * y.strides[3]] = h * W + w;
             }
           }
         }
-        add_to(plane[best_h * gsh + best_w * gsw], convert<A>(g));
-      });
+      }
     }
   });
   return Status::Ok;

@@ -202,6 +202,12 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 Tensor max_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride = {},
                   IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1},
                   bool ceil_mode = false);
+// torch.nn.functional.max_pool2d(return_indices=True): the values and, as
+// int64, the index h * W + w in its input plane of each maximum (the first
+// largest value, or the last NaN). Over max_pool2d_indices (ops.def).
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride = {},
+                                                  IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1},
+                                                  bool ceil_mode = false);
 Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride = {},
                   IntArrayRef padding = {0, 0}, bool ceil_mode = false,
                   bool count_include_pad = true, std::optional<int64_t> divisor_override = std::nullopt);

@@ -138,6 +138,24 @@ Tensor max_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride, 
   return run_pool(OpKind::MaxPool2d, x, a);
 }
 
+Tensor max_pool2d_indices(const Tensor& x, const Pool2dParams& p) {
+  const Pool2dArgs a = pool2d_args("max_pool2d_with_indices", x, IntArrayRef(p.kernel, 2), IntArrayRef(p.stride, 2),
+                                   IntArrayRef(p.padding, 2), IntArrayRef(p.dilation, 2), p.ceil_mode, true);
+  check_pool_dtype("max_pool2d_with_indices", x, a.channels_last, /*allow_int64=*/false);
+  const Tensor in = a.batched ? x : x.unsqueeze(0);
+  Tensor out = empty(a.out_shape, TensorOptions(DType::Int64).device(x.device()));
+  if (out.numel() > 0) run_kernel(OpKind::MaxPool2dIndices, {in}, {out}, a.params);
+  return a.batched ? out : out.squeeze(0);
+}
+
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride,
+                                                  IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  Tensor y = max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
+  const Pool2dArgs a = pool2d_args("max_pool2d_with_indices", x, kernel_size, stride, padding, dilation, ceil_mode,
+                                   true);
+  return {y, max_pool2d_indices(x, a.params)};
+}
+
 Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
   const int64_t one = 1;

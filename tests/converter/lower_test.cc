@@ -524,15 +524,17 @@ TEST_CASE("Conv: auto_pad SAME with a static input, groups, dilations; refused f
   const int c = bad.node1("Conv", "same_odd", {x6, w3}, dims({1, 4, 3, 3}),
                           {{"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2, 2}}});
   const int e = bad.node1("Conv", "conv3d", {bad.input("x3", dims({1, 4, 9, 9, 9})), w3d}, dims({1, 4, 7, 7, 7}));
-  const int f = bad.node1("MaxPool", "mp", {x6}, dims({1, 4, 3, 3}), {{"kernel_shape", std::vector<int64_t>{2, 2}}});
-  bad.g.nodes.back().outputs.push_back(bad.value("mp_idx", DType::Int64, dims({1, 4, 3, 3})));
+  const int f = bad.node1("MaxPool", "mp", {x6}, dims({1, 4, 6, 6}),
+                          {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{0, 0, 1, 1}}});
+  bad.g.nodes.back().outputs.push_back(bad.value("mp_idx", DType::Int64, dims({1, 4, 6, 6})));
   bad.g.outputs = {a, c, e, f, bad.g.nodes.back().outputs[1]};
   CHECK(lower_error(bad.g) ==
         "the graph cannot be lowered to ember ops (4 problems): "
         "Conv 'same_dyn': auto_pad SAME_LOWER needs a static 4-D input shape; "
         "Conv 'same_odd': auto_pad SAME_UPPER needs an asymmetric padding (1 in dimension 2); "
         "Conv 'conv3d': only 2-D convolutions are supported (weight 'w3d' is not 4-D); "
-        "MaxPool 'mp': output 1 'mp_idx' (indices) is used");
+        "MaxPool 'mp': output 1 'mp_idx' (indices: only for a 4-D floating-point input with symmetric pads of at "
+        "most half the kernel) is used");
 }
 
 TEST_CASE("tensors: unique names, dtypes inferred or refused, unknown rank refused, constants as outputs") {

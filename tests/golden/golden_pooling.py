@@ -9,7 +9,7 @@ def cases(emit):
     def randn(*shape, dtype=torch.float32):
         return torch.randn(*shape, generator=g).to(dtype)
 
-    # max_pool2d: records pool.max.<i>.{x,args,out}; args = kH kW sH sW pH pW dH dW ceil
+    # max_pool2d: records pool.max.<i>.{x,args,out,indices}; args = kH kW sH sW pH pW dH dW ceil
     maxes = [
         ((1, 2, 5, 5), torch.float32, (2, 2), (2, 2), (0, 0), (1, 1), False),
         ((2, 3, 7, 6), torch.float32, (3, 2), (2, 1), (1, 1), (1, 1), False),
@@ -30,6 +30,7 @@ def cases(emit):
         emit.tensor(f"pool.max.{i}.x", x)
         emit.tensor(f"pool.max.{i}.args", torch.tensor([*k, *s, *p, *d, int(ceil)]))
         emit.tensor(f"pool.max.{i}.out", F.max_pool2d(x, k, s, p, d, ceil))
+        emit.tensor(f"pool.max.{i}.indices", F.max_pool2d(x, k, s, p, d, ceil, return_indices=True)[1])
 
     # avg_pool2d: args = kH kW sH sW pH pW ceil count_include_pad divisor(0: none)
     avgs = [

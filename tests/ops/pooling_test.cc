@@ -59,6 +59,11 @@ TEST_CASE("max_pool2d matches PyTorch: padding, dilation, ceil_mode, NaN, layout
       if (out.dim() == 4 && out.numel() > 0 && out.size(1) > 1) {
         CHECK(out.is_contiguous(cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous));
       }
+      // return_indices=True: the same values and the plane index of each maximum (NaN: the last NaN).
+      const auto [values, indices] =
+          max_pool2d_with_indices(x, {a[0], a[1]}, {a[2], a[3]}, {a[4], a[5]}, {a[6], a[7]}, a[8] != 0);
+      check_equal(values, expected);
+      check_equal(indices, golden(name + ".indices"));
     }
   }
   CHECK(cases == 10);
