@@ -11,7 +11,9 @@
 // micro-kernel stores C; by the depthwise kernel before its store). A weight
 // packed at load (Conv2dParams::weight: CpuPackedWeight, groups 1) is read
 // as the GEMM's pre-packed A operand. 3x3 stride-1 convolutions large enough
-// (winograd_profitable) take Winograd F(4x4, 3x3) (winograd.h). Layouts
+// (winograd_profitable) take Winograd F(4x4, 3x3) (winograd.h), with the
+// weight transformed at load where CpuPackedWeight holds it (then the bar is
+// lower: no transform per call). Layouts
 // that do not flatten (a non-contiguous weight, an output whose spatial dims
 // do not merge) use the reference kernel.
 #include <algorithm>
@@ -94,8 +96,22 @@ GemmEpilogue epilogue_of(const Activation& a) {
 // The packed weight the kernel may read: packed from this weight (groups 1).
 const PackedOperand* packed_weight(const Conv2dParams& prm, const TensorView& wt) {
   const auto* w = dynamic_cast<const CpuPackedWeight*>(prm.weight);
-  if (w == nullptr || prm.groups != 1 || w->source != wt.data) return nullptr;
+  if (w == nullptr || prm.groups != 1 || w->source != wt.data || w->packed.data.empty()) return nullptr;
   return &w->packed;
+}
+
+// The Winograd-transformed weight the kernel may read (of this weight), or nullptr.
+const float* winograd_weight(const Conv2dParams& prm, const TensorView& wt) {
+  const auto* w = dynamic_cast<const CpuPackedWeight*>(prm.weight);
+  if (w == nullptr || w->source != wt.data || w->winograd_u.empty()) return nullptr;
+  return w->winograd_u.data();
+}
+
+// The Winograd kernel runs this convolution (F(4x4, 3x3) where it beats
+// im2col, winograd.h); `u`: its pre-transformed weight or nullptr.
+bool use_winograd(const TensorView& x, const TensorView& wt, const TensorView& o, const Conv2dParams& prm,
+                  const float* u) {
+  return winograd_applies(x, wt, o, prm) && winograd_profitable(x, wt, o, u != nullptr);
 }
 
 // col[(ci*KH + i)*KW + j, oh*OW + ow] = x[ci, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside).
@@ -178,9 +194,9 @@ size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> ou
       out[0].rank != 4 || prm->groups <= 0) {
     return 0;
   }
-  if (winograd_applies(in[0], in[1], out[0], *prm) && winograd_profitable(in[0], in[1], out[0], false)) {
-    return winograd_workspace(in[0], out[0], /*pretransformed=*/false, get_num_threads());
-  }
+  const float* u = winograd_weight(*prm, in[1]);
+  if (use_winograd(in[0], in[1], out[0], *prm, u))
+    return winograd_workspace(in[0], out[0], /*pretransformed=*/u != nullptr, get_num_threads());
   const ConvPlan p = plan_for(in[0], in[1], out[0], *prm, get_num_threads());
   return is_depthwise(p) ? depthwise_workspace(in[0], in[1], out[0], *prm, p.threads) : workspace_of(p);
 }
@@ -198,9 +214,10 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
                          x.sizes[1] == wt.sizes[1] * prm->groups &&
                          (bias.data == nullptr || (bias.rank == 1 && bias.sizes[0] == o.sizes[1])),
                      Status::ShapeMismatch);
-  // Winograd F(4x4, 3x3) where it beats im2col (winograd.h); without enough scratch, the paths below.
-  if (winograd_applies(x, wt, o, *prm) && winograd_profitable(x, wt, o, false) &&
-      winograd_conv2d(x, wt, bias, o, *prm, nullptr, ctx.scratch, ctx.scratch_bytes, ctx.num_threads)) {
+  // Winograd F(4x4, 3x3) where it beats im2col; without enough scratch, the paths below.
+  const float* u = winograd_weight(*prm, wt);
+  if (use_winograd(x, wt, o, *prm, u) &&
+      winograd_conv2d(x, wt, bias, o, *prm, u, ctx.scratch, ctx.scratch_bytes, ctx.num_threads)) {
     return Status::Ok;
   }
   const ConvPlan p = plan_for(x, wt, o, *prm, ctx.num_threads);

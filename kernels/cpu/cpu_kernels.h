@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "kernels/cpu/gemm.h"
 #include "runtime/backend/backend.h"
@@ -30,15 +31,19 @@ namespace ember::cpu {
 Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w);
 // A float32 weight packed once for the GEMM (prepare_weight for Conv2d: the A
 // panels of weight [C_out, C_in*kh*kw]; for Linear: the B panels of weight^T;
-// for MatMul: the B panels of its constant b [K, N]).
+// for MatMul: the B panels of its constant b [K, N]). A 3x3 stride-1 Conv2d
+// whose output size the model fixes and for which Winograd beats im2col
+// (winograd_profitable, pretransformed) holds the Winograd-transformed weight
+// U (winograd_transform_weight) instead of the panels.
 // The kernel reads it only while its op's weight is still `source` (the data
 // it was packed from) and it is current (sgemm_packed_current); else it reads
 // the weight itself.
 struct CpuPackedWeight final : PreparedWeight {
   PackedOperand packed;
+  std::vector<float> winograd_u;  // U[36, C_out, C_in], or empty
   const void* source = nullptr;
   int64_t rs = 0, cs = 0;  // the packed operand's strides in `source` (B: weight^T or MatMul's b)
-  size_t bytes() const override { return packed.bytes(); }
+  size_t bytes() const override { return packed.bytes() + winograd_u.size() * sizeof(float); }
 };
 
 // Why this thread's last prepare_weight failed ("" when it did not).

@@ -1,10 +1,16 @@
-// Depthwise Conv2d (depthwise.h). Per plane:
-//   pad[r, c] = x[r - ph, c - pw] (0 outside), rows of `wp` floats, wide
-//   enough that the last vector of a row reads inside its padded row;
+// Depthwise Conv2d (depthwise.h). Per plane, a zero-padded copy `pad` of the
+// input (rows of `wp` floats, wide enough that the last vector of a row reads
+// inside its row); its border is zeroed once per thread and call, and each
+// plane writes only the interior. Stride 1:
+//   pad[r, c] = x[r - ph, c - pw] (0 outside);
 //   out[oh, ow .. ow+15] = act(bias + sum over taps (i, j) of
-//       w[i, j] * pad[oh*sh + i*dh, (ow .. ow+15)*sw + j*dw])
-// for strides 1 and 2 (stride 2 loads 32 floats and keeps the even ones).
-// Other strides, and runs without scratch, use the scalar loop.
+//       w[i, j] * pad[oh*sh + i*dh, ow .. ow+15 + j*dw]).
+// Stride 2: each padded row is stored deinterleaved, its even columns first
+// and its odd columns from `half` on, so that every tap is a plain load too:
+//   padded column c lives at (c odd ? half : 0) + c / 2, and
+//   out[oh, ow ..] reads row oh*sh + i*dh at (j*dw odd ? half : 0) + ow + j*dw / 2.
+// Partial vectors at the end of a row are stored with a mask. Other strides,
+// and runs without scratch, use the scalar loop.
 #include "kernels/cpu/depthwise.h"
 
 #include <algorithm>
@@ -31,6 +37,7 @@ struct Plane {
   int64_t h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
   int64_t xs_h, xs_w, os_h, os_w;  // strides of the input and output planes
   int64_t wp, hp;                  // padded plane
+  int64_t half;                    // stride 2: offset of a row's odd columns (0: stride 1 layout)
   float lo, hi;                    // activation bounds (+-inf: none)
 };
 
@@ -54,8 +61,16 @@ Plane plane_of(const TensorView& x, const TensorView& wt, const TensorView& o, c
   p.xs_w = x.strides[3];
   p.os_h = o.strides[2];
   p.os_w = o.strides[3];
-  // The last vector of an output row reads up to sw * (round_up(ow, 16) + 16) + (kw - 1) * dw.
-  p.wp = round_up(std::max(p.w + 2 * p.pw, p.sw * (round_up(p.ow, kLanes) + kLanes) + (p.kw - 1) * p.dw), kLanes);
+  // The last vector of an output row reads below round_up(ow, 16) + (kw - 1) * dw (stride 1), or
+  // below round_up(ow, 16) + (kw - 1) * dw / 2 in either half of a deinterleaved row (stride 2).
+  if (p.sw == 2) {
+    p.half = round_up(std::max((p.w + 2 * p.pw + 1) / 2, round_up(p.ow, kLanes) + kLanes + (p.kw - 1) * p.dw / 2 + 1),
+                      kLanes);
+    p.wp = 2 * p.half;
+  } else {
+    p.half = 0;
+    p.wp = round_up(std::max(p.w + 2 * p.pw, round_up(p.ow, kLanes) + kLanes + (p.kw - 1) * p.dw), kLanes);
+  }
   p.hp = p.h + 2 * p.ph;
   p.lo = -__builtin_inff();
   p.hi = __builtin_inff();
@@ -97,23 +112,17 @@ void plane_scalar(const Plane& p, const float* x, const float* w, float bias, fl
   }
 }
 
-// Copies the plane into the zero-padded buffer.
-void pad_plane(const Plane& p, const float* x, float* pad) {
-  for (int64_t r = 0; r < p.hp; ++r) {
-    float* dst = pad + r * p.wp;
-    const int64_t ih = r - p.ph;
-    if (ih < 0 || ih >= p.h) {
-      std::memset(dst, 0, sizeof(float) * p.wp);
-      continue;
-    }
-    std::memset(dst, 0, sizeof(float) * p.pw);
+// Copies the plane into the interior of the padded buffer (stride 1 layout;
+// the border stays as zeroed).
+void pad_interior(const Plane& p, const float* x, float* pad) {
+  for (int64_t ih = 0; ih < p.h; ++ih) {
+    float* dst = pad + (ih + p.ph) * p.wp + p.pw;
     const float* src = x + ih * p.xs_h;
     if (p.xs_w == 1) {
-      std::memcpy(dst + p.pw, src, sizeof(float) * p.w);
+      std::memcpy(dst, src, sizeof(float) * p.w);
     } else {
-      for (int64_t c = 0; c < p.w; ++c) dst[p.pw + c] = src[c * p.xs_w];
+      for (int64_t c = 0; c < p.w; ++c) dst[c] = src[c * p.xs_w];
     }
-    std::memset(dst + p.pw + p.w, 0, sizeof(float) * (p.wp - p.pw - p.w));
   }
 }
 
@@ -143,6 +152,7 @@ inline Vec vfma(Vec a, Vec b, Vec acc) { return acc + a * b; }
 inline Vec vmax(Vec lo, Vec v) { return lo > v ? lo : v; }
 inline Vec vmin(Vec hi, Vec v) { return hi < v ? hi : v; }
 inline void vstore(float* d, Vec v) { std::memcpy(d, &v, sizeof(v)); }
+inline void vstore_n(float* d, Vec v, int64_t n) { std::memcpy(d, &v, sizeof(float) * n); }
 #include "kernels/cpu/depthwise_body.inc"
 }  // namespace portable
 
@@ -163,6 +173,10 @@ inline Vec vfma(Vec a, Vec b, Vec acc) { return _mm256_fmadd_ps(a, b, acc); }
 inline Vec vmax(Vec lo, Vec v) { return _mm256_max_ps(lo, v); }
 inline Vec vmin(Vec hi, Vec v) { return _mm256_min_ps(hi, v); }
 inline void vstore(float* d, Vec v) { _mm256_storeu_ps(d, v); }
+alignas(32) constexpr int32_t kMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+inline void vstore_n(float* d, Vec v, int64_t n) {
+  _mm256_maskstore_ps(d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMask + 8 - n)), v);
+}
 #include "kernels/cpu/depthwise_body.inc"
 }  // namespace avx2
 #pragma GCC pop_options
@@ -183,12 +197,15 @@ inline Vec vfma(Vec a, Vec b, Vec acc) { return _mm512_fmadd_ps(a, b, acc); }
 inline Vec vmax(Vec lo, Vec v) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(lo, v, _CMP_GT_OQ), v, lo); }
 inline Vec vmin(Vec hi, Vec v) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(hi, v, _CMP_LT_OQ), v, hi); }
 inline void vstore(float* d, Vec v) { _mm512_storeu_ps(d, v); }
+inline void vstore_n(float* d, Vec v, int64_t n) {
+  _mm512_mask_storeu_ps(d, static_cast<__mmask16>((1u << n) - 1), v);
+}
 #include "kernels/cpu/depthwise_body.inc"
 }  // namespace avx512
 #pragma GCC pop_options
 #endif  // RT_DW_X86
 
-using PlaneFn = void (*)(const Plane&, const float*, const float*, const int64_t*, float, float*);
+using PlaneFn = void (*)(const Plane&, const float*, float*, const float*, const int64_t*, float, float*);
 
 // The variant of the GEMM's micro-kernel family (gemm.h: the widest the CPU
 // runs, or the one tests select): {stride 1, stride 2}.
@@ -231,10 +248,14 @@ void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorVie
   const int64_t parts = std::max<int64_t>(1, std::min({slots, static_cast<int64_t>(std::max(1, threads)), planes, useful}));
   const uintptr_t base = (reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign;
   int64_t tap_off[kMaxTaps];
-  for (int64_t t = 0; vec && t < taps; ++t) tap_off[t] = t / p.kw * p.dh * p.wp + t % p.kw * p.dw;
+  for (int64_t t = 0; vec && t < taps; ++t) {
+    const int64_t jd = t % p.kw * p.dw;
+    tap_off[t] = t / p.kw * p.dh * p.wp + (p.sw == 2 ? (jd % 2 == 1 ? p.half : 0) + jd / 2 : jd);
+  }
   const PlaneFn* fns = plane_fns();
   auto run = [&](int64_t part) {
     float* pad = reinterpret_cast<float*>(base + static_cast<size_t>(part) * slot_bytes(p));
+    if (vec) std::memset(pad, 0, sizeof(float) * p.hp * p.wp);  // the border; planes write the interior
     for (int64_t u = planes * part / parts; u < planes * (part + 1) / parts; ++u) {
       const int64_t n = u / channels, c = u % channels;
       const float* xc = px + n * x.strides[0] + c * x.strides[1];
@@ -244,8 +265,7 @@ void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorVie
         plane_scalar(p, xc, pw + c * taps, b, oc);
         continue;
       }
-      pad_plane(p, xc, pad);
-      fns[p.sw == 1 ? 0 : 1](p, pad, pw + c * taps, tap_off, b, oc);
+      fns[p.sw == 1 ? 0 : 1](p, xc, pad, pw + c * taps, tap_off, b, oc);
     }
   };
   if (parts > 1) {

@@ -5,7 +5,9 @@
 //   run time and run the int8 GEMM with the dequantization, bias and
 //   activation fused.
 // - Conv2d, Linear (float32): the GEMM's A / B panels of the weight (gemm.h
-//   sgemm_pack_a / sgemm_pack_b), read by the float32 Conv2d kernel.
+//   sgemm_pack_a / sgemm_pack_b), read by the float32 Conv2d kernel; or, for
+//   a 3x3 stride-1 Conv2d of a known output size where Winograd pays, its
+//   transformed weight (winograd.h).
 // - SparseLinear: CSR by output row (+ the blocked AVX-512 layout), quant/csr.h's SpMM.
 #include <algorithm>
 #include <memory>
@@ -14,10 +16,12 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/winograd.h"
 #include "quant/dynamic_conv.h"
 #include "quant/csr.h"
 #include "quant/dynamic_linear.h"
 #include "runtime/core/error.h"
+#include "runtime/core/thread_pool.h"
 
 namespace ember::cpu {
 namespace {
@@ -71,7 +75,15 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_gemm(OpKind op, const Weig
   const int64_t rows = w.weight.sizes[0], depth = w.weight.numel() / std::max<int64_t>(rows, 1);
   const float* data = w.weight.ptr<const float>();
   auto p = std::make_shared<CpuPackedWeight>();
-  if (conv) {
+  const Conv2dParams& c = w.conv;
+  const bool winograd = conv && w.weight.sizes[2] == 3 && w.weight.sizes[3] == 3 && c.groups == 1 &&
+                        c.stride[0] == 1 && c.stride[1] == 1 && c.dilation[0] == 1 && c.dilation[1] == 1 &&
+                        w.out_h > 0 && w.out_w > 0 &&
+                        winograd_profitable(w.weight.sizes[1], rows, 1, w.out_h, w.out_w, /*pretransformed=*/true);
+  if (winograd) {
+    p->winograd_u.resize(winograd_weight_bytes(rows, w.weight.sizes[1]) / sizeof(float));
+    winograd_transform_weight(data, rows, w.weight.sizes[1], p->winograd_u.data(), get_num_threads());
+  } else if (conv) {
     p->packed = sgemm_pack_a(rows, depth, MatrixRef<const float>{data, depth, 1});
   } else {
     const bool linear = op == OpKind::Linear;  // B = weight^T [K, N] (else weight [K, N])

@@ -153,10 +153,14 @@ bool winograd_applies(const TensorView& x, const TensorView& w, const TensorView
 // per (co, ci), memory-bound: ~30 ns a pair), so it pays from about 25 tiles
 // per call (batch included); with U pre-transformed, 16 tiles pay. Below 16
 // tiles the 36 GEMMs have too few columns for the micro-kernel.
+bool winograd_profitable(int64_t cin, int64_t cout, int64_t n, int64_t oh, int64_t ow, bool pretransformed) {
+  const int64_t tiles = n * ((oh + kWinogradTile - 1) / kWinogradTile) * ((ow + kWinogradTile - 1) / kWinogradTile);
+  return cin >= 16 && cout >= 16 && tiles >= (pretransformed ? 16 : 36);
+}
+
 bool winograd_profitable(const TensorView& x, const TensorView& w, const TensorView& o, bool pretransformed) {
   (void)w;
-  const Geo g = geo_of(x, o, nullptr);
-  return g.cin >= 16 && g.cout >= 16 && g.tiles >= (pretransformed ? 16 : 36);
+  return winograd_profitable(x.sizes[1], o.sizes[1], o.sizes[0], o.sizes[2], o.sizes[3], pretransformed);
 }
 
 size_t winograd_weight_bytes(int64_t cout, int64_t cin) {

@@ -33,6 +33,8 @@ bool winograd_applies(const TensorView& x, const TensorView& w, const TensorView
 // //bench/ops:conv_bench; `pretransformed`: the weight need not be transformed
 // per call).
 bool winograd_profitable(const TensorView& x, const TensorView& w, const TensorView& o, bool pretransformed);
+// The same from the channels and the output's spatial size (n images).
+bool winograd_profitable(int64_t cin, int64_t cout, int64_t n, int64_t oh, int64_t ow, bool pretransformed);
 
 // Bytes of the transformed weight U: 36 * cout * cin floats.
 size_t winograd_weight_bytes(int64_t cout, int64_t cin);

@@ -80,7 +80,10 @@ struct WeightDesc {
   bool per_channel = false;
   bool per_row_activations = false;  // QLinear: the file's ActivationQuant is per row
   TensorView bias;                   // float32 [N], or data == nullptr
-  Conv2dParams conv;                 // QConv2d: the geometry
+  Conv2dParams conv;                 // QConv2d, Conv2d: the geometry
+  // Conv2d: the output's height and width when the model fixes them (0: not
+  // known before the run), so a backend can choose a layout by size.
+  int64_t out_h = 0, out_w = 0;
   // SparseLinear: the COO indices [2, nnz] (int16, int32 or int64, sorted
   // row-major, contiguous) of the [rows, cols] weight.
   TensorView indices;

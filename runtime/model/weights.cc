@@ -307,7 +307,16 @@ Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vect
     if (p == nullptr) {
       WeightSource src;
       src.weight = w;
-      Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(op.kind, src.desc());
+      WeightDesc desc = src.desc();
+      if (const auto* conv = std::get_if<Conv2dParams>(&op.params)) {  // the output's size, where the model fixes it
+        desc.conv = *conv;
+        const std::vector<int64_t> out = m.tensor_shape(m.op(k).outputs()->Get(0));
+        if (out.size() == 4 && out[2] > 0 && out[3] > 0) {
+          desc.out_h = out[2];
+          desc.out_w = out[3];
+        }
+      }
+      Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(op.kind, desc);
       if (!r.ok())
         return report_error(error, r.status(), "operator ", k, " ", op_ref(m, k), ": packing the weight failed: ",
                             cpu->last_error());

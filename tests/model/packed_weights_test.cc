@@ -3,10 +3,16 @@
 // model's weight after create), give the eager convolution's outputs bit for
 // bit, fall back to the weight itself when sgemm_set_isa made the copy stale,
 // and the packed bytes are what Executor::prepared_bytes (inspect's memory
-// line) reports; grouped and depthwise convolutions are not packed.
+// line) reports; grouped and depthwise convolutions are not packed. A 3x3
+// stride-1 convolution whose output size the model fixes, large enough for
+// pre-transformed Winograd, holds the Winograd-transformed weight instead of
+// the panels: its outputs are the Winograd kernel's bits and close to the
+// float64 reference.
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/winograd.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/ops/qlinear.h"
 #include "tests/harness/testing.h"
@@ -186,4 +192,73 @@ TEST_CASE("packed matmul operands: a constant 2-D second input is packed once; b
   const Tensor b_orig = b.clone();
   model->weight(bi).data_ptr<float>()[0] += 10.0f;
   check_equal(run_ok(ctx, {in})[0], matmul(in, b_orig));
+}
+
+TEST_CASE("winograd at load: a 3x3 conv of a fixed output size holds the transformed weight, not the panels") {
+  IsaGuard guard;
+  manual_seed(4);
+  // 16 -> 16 channels at 16x16: 16 tiles, where pre-transformed Winograd pays and the per-call transform
+  // does not (winograd_profitable); the 8x8 one (4 tiles) keeps the GEMM panels.
+  const Tensor w = randn({16, 16, 3, 3}), b = randn({16}), w_small = randn({16, 16, 3, 3});
+  Conv2dParams prm;
+  prm.padding[0] = prm.padding[1] = 1;
+  prm.activation.kind = ActivationKind::Relu;
+  Conv2dParams pool_like;  // 3x3 stride 2: 16x16 -> 8x8 (not Winograd)
+  pool_like.padding[0] = pool_like.padding[1] = 1;
+  pool_like.stride[0] = pool_like.stride[1] = 2;
+  const Tensor w_s2 = randn({16, 16, 3, 3});
+  Graph g;
+  const int x = g.input("x", {-1, 16, 16, 16}, DType::Float32, {"n", "", "", ""});
+  const int a = g.act("a", {-1, 16, 16, 16}), c = g.act("c", {-1, 16, 8, 8}), d = g.act("d", {-1, 16, 8, 8});
+  const int wi = g.weight("w", w);
+  g.op(OpKind::Conv2d, {x, wi, g.weight("b", b)}, {a}, "winograd", prm);
+  g.op(OpKind::Conv2d, {a, g.weight("w_s2", w_s2), -1}, {c}, "stride2", pool_like);
+  Conv2dParams plain;
+  plain.padding[0] = plain.padding[1] = 1;
+  g.op(OpKind::Conv2d, {c, g.weight("w_small", w_small), -1}, {d}, "small", plain);
+  g.output(d);
+  g.output(a);
+  const std::shared_ptr<const Model> model = g.model();
+  std::string error;
+  Result<std::shared_ptr<const Executor>> ex = Executor::create(model, &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  CHECK(ex.get()->prepared_bytes() ==
+        cpu::winograd_weight_bytes(16, 16) + packed_a_bytes(w_s2) + packed_a_bytes(w_small));
+
+  // The Winograd kernel itself, weight transformed per call.
+  auto winograd = [&](const Tensor& in, const Tensor& weight) {
+    Tensor out = empty({in.size(0), 16, 16, 16});
+    const TensorView xv = in.kernel_view(), ov = out.kernel_view();
+    std::vector<char> scratch(cpu::winograd_workspace(xv, ov, false, get_num_threads()));
+    REQUIRE(cpu::winograd_conv2d(xv, weight.kernel_view(), b.kernel_view(), ov, prm, nullptr, scratch.data(),
+                                 scratch.size(), get_num_threads()));
+    return out;
+  };
+  auto same_bits = [](const Tensor& p, const Tensor& q) {
+    const Tensor cp = p.contiguous(), cq = q.contiguous();
+    return cp.sizes() == cq.sizes() && std::memcmp(cp.data_ptr<float>(), cq.data_ptr<float>(), cp.numel() * 4) == 0;
+  };
+  ExecutionContext ctx(ex.get());
+  const Tensor w_orig = w.clone();
+  model->weight(wi).data_ptr<float>()[0] += 100.0f;  // read after create: the transformed copy is what runs
+  for (int64_t n : {1, 2}) {
+    for (int threads : {1, 2}) {
+      CAPTURE(n);
+      CAPTURE(threads);
+      const Tensor in = randn({n, 16, 16, 16});
+      RunOptions ro;
+      ro.num_threads = threads;
+      set_num_threads(threads);
+      const std::vector<Tensor> out = run_ok(ctx, {in}, ro);
+      CHECK(same_bits(out[1], winograd(in, w_orig)));
+      const Tensor ref = relu(conv2d(in.to(DType::Float64), w_orig.to(DType::Float64), b.to(DType::Float64),
+                                     {1, 1}, {1, 1}, {1, 1}, 1))
+                             .to(DType::Float32);
+      check_close(out[1], ref, 1e-4, 1e-4);
+      const Tensor rest = conv2d(conv2d(out[1], w_s2, Tensor(), {2, 2}, {1, 1}, {1, 1}, 1), w_small, Tensor(),
+                                 {1, 1}, {1, 1}, {1, 1}, 1);
+      check_equal(out[0], rest);
+    }
+  }
+  set_num_threads(1);
 }
