@@ -83,11 +83,12 @@ TEST_CASE("qgemm: int32 sums equal the reference on odd sizes, every kernel") {
 TEST_CASE("qgemm: the extremes reach the exact int32 value") {
   std::vector<uint8_t> a(1028, 255);
   std::vector<int8_t> w(1028, -128);
-  cpu::PackedInt8Weights pw;
-  cpu::pack_int8_weights(w.data(), 1, 1028, 1028, &pw);
   IsaRestore restore;
   for (auto isa : isas()) {
     REQUIRE(cpu::qgemm_set_isa(isa));
+    cpu::PackedInt8Weights pw;  // packed for the selected kernel, which then runs it
+    cpu::pack_int8_weights(w.data(), 1, 1028, 1028, &pw);
+    CHECK(pw.isa == isa);
     int32_t c = 0;
     cpu::qgemm_u8s8(1, a.data(), 1028, pw, nullptr, &c, nullptr, 1, 1);
     CHECK(c == 255 * -128 * 1028);
