@@ -35,8 +35,12 @@ TEST_CASE("qgemm: int32 sums equal the reference on odd sizes, every kernel") {
   IsaRestore restore;
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> u8(0, 255), s8(-128, 127);
-  const int64_t sizes[][3] = {{1, 1, 1},   {1, 17, 3},  {5, 33, 7},   {7, 65, 129}, {13, 100, 31},
-                              {49, 70, 61}, {2, 16, 4}, {6, 64, 256}, {50, 129, 1027}};
+  // Every remainder of the 6- and 4-row tiles (m = 1 .. 13, 49, 50), depths that
+  // are not a multiple of 2 or 4, columns that are not a multiple of 16.
+  const int64_t sizes[][3] = {{1, 1, 1},   {1, 17, 3},   {5, 33, 7},    {7, 65, 129}, {13, 100, 31},
+                              {49, 70, 61}, {2, 16, 4},   {6, 64, 256},  {50, 129, 1027}, {3, 48, 2},
+                              {4, 31, 5},   {8, 16, 384}, {9, 47, 6},    {10, 80, 9},   {11, 15, 1536},
+                              {12, 33, 10}};
   for (auto isa : isas()) {
     REQUIRE(cpu::qgemm_set_isa(isa));
     INFO(cpu::qgemm_kernel_name());
