@@ -150,15 +150,62 @@ __attribute__((target("avx2"))) void uk_avx2_t(int64_t k4, const uint8_t* a, int
   EMBER_QGEMM_ROWS6(EMBER_QGEMM_STORE)
 #undef EMBER_QGEMM_STORE
 }
+// --- AVX2 on weights within [-64, 64]: vpmaddubsw is exact there -----------
+// (a pair of uint8 x int8 products is at most 2 x 255 x 64 = 32640 < 2^15), so
+// the int8 groups of 4 (the VNNI layout) run as vpmaddubsw + vpmaddwd by ones:
+// vpdpbusd in two steps, on the uint8 activations as they are. Same 6 x 16
+// tile; half the weight bytes and a quarter fewer vector operations than the
+// int16 pairs. pack_int8_weights picks it only for such weights (as ONNX
+// Runtime's and ember's --reduce-range quantization writes).
+template <int MR>
+__attribute__((target("avx2"))) void uk_avx2_w7_t(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w,
+                                                  int32_t* tile) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i ones = _mm256_set1_epi16(1);
+#define EMBER_QGEMM_INIT(i)                                  \
+  __m256i c##i##_0 = zero, c##i##_1 = zero;                  \
+  const uint8_t* a##i = a + (i < MR ? i : 0) * lda;
+  EMBER_QGEMM_ROWS6(EMBER_QGEMM_INIT)
+#undef EMBER_QGEMM_INIT
+  const int64_t groups = k4 / 4;
+#pragma GCC unroll 2
+  for (int64_t g = 0; g < groups; ++g) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * g));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * g + 32));
+#define EMBER_QGEMM_STEP(i)                                                                          \
+  if (i < MR) {                                                                                      \
+    const __m256i ai = _mm256_set1_epi32(load_u32(a##i + 4 * g));                                    \
+    c##i##_0 = _mm256_add_epi32(c##i##_0, _mm256_madd_epi16(_mm256_maddubs_epi16(ai, b0), ones));    \
+    c##i##_1 = _mm256_add_epi32(c##i##_1, _mm256_madd_epi16(_mm256_maddubs_epi16(ai, b1), ones));    \
+  }
+    EMBER_QGEMM_ROWS6(EMBER_QGEMM_STEP)
+#undef EMBER_QGEMM_STEP
+  }
+#define EMBER_QGEMM_STORE(i)                                                               \
+  if (i < MR) {                                                                            \
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + i * kTileCols), c##i##_0);        \
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + i * kTileCols + 8), c##i##_1);    \
+  }
+  EMBER_QGEMM_ROWS6(EMBER_QGEMM_STORE)
+#undef EMBER_QGEMM_STORE
+}
 #undef EMBER_QGEMM_ROWS6
 
 using UkAvx2 = void (*)(int64_t, const uint8_t*, int64_t, const int8_t*, int32_t*);
 const UkAvx2 kAvx2Rows[6] = {&uk_avx2_t<1>, &uk_avx2_t<2>, &uk_avx2_t<3>,
                              &uk_avx2_t<4>, &uk_avx2_t<5>, &uk_avx2_t<6>};
 
+const UkAvx2 kAvx2W7Rows[6] = {&uk_avx2_w7_t<1>, &uk_avx2_w7_t<2>, &uk_avx2_w7_t<3>,
+                               &uk_avx2_w7_t<4>, &uk_avx2_w7_t<5>, &uk_avx2_w7_t<6>};
+
 void uk_avx2(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w, int64_t /*pstride*/, int32_t* tile,
              int mr, int /*np: 1*/) {
   kAvx2Rows[mr - 1](k4, a, lda, w, tile);
+}
+
+void uk_avx2_w7(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w, int64_t /*pstride*/, int32_t* tile,
+                int mr, int /*np: 1*/) {
+  kAvx2W7Rows[mr - 1](k4, a, lda, w, tile);
 }
 
 // Widens rows of uint8 to int16 (the AVX2 kernel's A).
@@ -224,6 +271,7 @@ void uk_neon(int64_t k4, const uint8_t* a, int64_t /*lda*/, const int8_t* w, int
 constexpr QInfo kPortable{4, 4, &uk_portable, "portable 4x64", QGemmIsa::Portable, false};
 #if EMBER_QGEMM_X86
 constexpr QInfo kAvx2{6, 1, &uk_avx2, "avx2 6x16", QGemmIsa::Avx2, true};
+constexpr QInfo kAvx2W7{6, 1, &uk_avx2_w7, "avx2 6x16 (weights within +-64: vpmaddubsw)", QGemmIsa::Avx2, false};
 constexpr QInfo kVnniInfo{6, 4, &uk_vnni, "avx512-vnni 6x64", QGemmIsa::Avx512Vnni, false};
 #endif
 #if EMBER_QGEMM_NEON
@@ -334,7 +382,12 @@ void pack_int8_weights(const int8_t* w, int64_t n, int64_t k, int64_t ldw, Packe
   out->k4 = (k + 3) / 4 * 4;
   out->n16 = (n + 15) / 16 * 16;
   out->isa = kernel().isa;
-  const bool pairs = kernel().a16;  // int16 pairs (AVX2), else groups of 4 int8
+  out->w7 = true;
+  for (int64_t j = 0; j < n && out->w7; ++j) {
+    for (int64_t p = 0; p < k; ++p) out->w7 = out->w7 && w[j * ldw + p] >= -64 && w[j * ldw + p] <= 64;
+  }
+  // int16 pairs (AVX2 on full-range weights), else groups of 4 int8
+  const bool pairs = out->isa == QGemmIsa::Avx2 && !out->w7;
   const int64_t pstride = out->panel_bytes();
   out->data.assign(static_cast<size_t>(out->n16 / 16 * pstride), 0);
   out->row_sums.assign(static_cast<size_t>(out->n16), 0);
@@ -359,7 +412,12 @@ void pack_int8_weights(const int8_t* w, int64_t n, int64_t k, int64_t ldw, Packe
 void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weights& w,
                 const QGemmEpilogue* epilogue, int32_t* c32, float* y, int64_t ldc, int threads) {
   if (m <= 0 || w.n <= 0) return;
-  const QInfo& u = *info_for(w.isa);  // the family the weights were packed for
+  // The family the weights were packed for (and its variant for them).
+#if EMBER_QGEMM_X86
+  const QInfo& u = w.isa == QGemmIsa::Avx2 && w.w7 ? kAvx2W7 : *info_for(w.isa);
+#else
+  const QInfo& u = *info_for(w.isa);
+#endif
   const bool avx2 = u.isa == QGemmIsa::Avx2 || u.isa == QGemmIsa::Avx512Vnni;
   const int64_t pstride = w.panel_bytes();
   const int64_t panels = w.n16 / 16;
