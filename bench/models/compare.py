@@ -33,8 +33,11 @@ LATENCY_CASES = [("mobilenet_v2", "mobilenet_v2", None), ("resnet18", "resnet18"
                  ("transformer", "transformer", None),
                  ("bert_b1", "bert", ["ids", "mask"]), ("bert_b8", "bert", ["ids", "mask"])]
 MEMORY_MODELS = ["mlp", "mobilenet_v2", "resnet18", "transformer"]
-# Dynamic int8: (case, fp32 model, int8 model (DIR/<name>.ember and .onnx), input names).
-INT8_CASES = [("bert_b1", "bert", "bert_int8", ["ids", "mask"]), ("bert_b8", "bert", "bert_int8", ["ids", "mask"])]
+# Dynamic int8: (row, case (its inputs DIR/<case>.<name>.npy), fp32 model, int8 model
+# (DIR/<name>.ember and .onnx), input names). _rr: weights within [-64, 64] in both
+# (ember convert --reduce-range, quantize_dynamic(reduce_range=True)).
+INT8_CASES = [(case + rr, case, "bert", "bert_int8" + rr, ["ids", "mask"])
+              for case in ("bert_b1", "bert_b8") for rr in ("", "_rr")]
 
 
 def run_measured(cmd):
@@ -171,8 +174,8 @@ def compare_int8(args):
     ...): the medians over rounds of each measurement and of each round's ratios."""
     print(f"{'int8 model':14s} {'threads':>7s} {'ember i8':>9s} {'ORT i8':>8s} {'ember f32':>9s} "
           f"{'i8: ember/ORT':>13s} {'ember i8/f32':>12s}   (ms, median of {args.rounds} rounds)")
-    for name, f32, i8, inputs in INT8_CASES:
-        feeds = feeds_of(args, name, inputs)
+    for name, case, f32, i8, inputs in INT8_CASES:
+        feeds = feeds_of(args, case, inputs)
         for threads in [int(t) for t in args.threads.split(",")]:
             rows = []
             for _ in range(args.rounds):
@@ -196,15 +199,15 @@ def int8_accuracy(args):
 
     print(f"\n{'int8 model':14s} {'max |out|':>9s} {'ember i8-f32':>12s} {'ORT i8-f32':>10s} "
           f"{'ember i8-ORT i8':>15s} {'ember f32-ORT f32':>17s}   (max abs difference)")
-    for name, f32, i8, inputs in INT8_CASES:
-        feeds = {n: np.load(os.path.join(args.dir, f"{name}.{n}.npy")) for n in inputs}
+    for name, case, f32, i8, inputs in INT8_CASES:
+        feeds = {n: np.load(os.path.join(args.dir, f"{case}.{n}.npy")) for n in inputs}
         outs = {}
         with tempfile.TemporaryDirectory() as tmp:
             for model in (f32, i8):
                 d = os.path.join(tmp, model)
                 os.makedirs(d)
                 run_measured([args.ember, "run", os.path.join(args.dir, model + ".ember"), "-d", d] +
-                             [a for f in feeds_of(args, name, inputs) for a in ("--input", f)])
+                             [a for f in feeds_of(args, case, inputs) for a in ("--input", f)])
                 outs["ember", model] = np.load(os.path.join(d, sorted(os.listdir(d))[0]))
         for model in (f32, i8):
             sess = ort.InferenceSession(os.path.join(args.dir, model + ".onnx"), providers=["CPUExecutionProvider"])

@@ -11,7 +11,8 @@
 # dynamic-int8` (int8 weights per output channel, activations per tensor) vs the
 # same ONNX model through ORT's quantize_dynamic(per_channel=True,
 # reduce_range=False), and vs ember's fp32 model, in alternating rounds, plus the
-# outputs' max abs differences.
+# outputs' max abs differences; rows *_rr: weights within [-64, 64] in both
+# (--reduce-range, reduce_range=True).
 # Needs network access once, to install onnxruntime into bench/.venv, and
 # onnxruntime, onnx and ml_dtypes into bench/.venv-ort (ORT's quantization tool
 # needs a newer onnx than Debian's; bench/quant uses the same venv).
@@ -42,6 +43,7 @@ done
 # Dynamic int8: ember's converter and ORT's quantize_dynamic, the same scheme
 # (int8 weights per output channel, uint8 activations per tensor, full range).
 "$EMBER" convert "$OUT/bert.onnx" -o "$OUT/bert_int8.ember" --quantize dynamic-int8 >/dev/null
+"$EMBER" convert "$OUT/bert.onnx" -o "$OUT/bert_int8_rr.ember" --quantize dynamic-int8 --reduce-range >/dev/null
 if [ ! -x "$QVENV/bin/python" ]; then
   /usr/bin/python3 -m venv "$QVENV"
   "$QVENV/bin/pip" install -q onnxruntime onnx ml_dtypes
@@ -49,8 +51,9 @@ fi
 "$QVENV/bin/python" -c "
 import sys
 from onnxruntime.quantization import QuantType, quantize_dynamic
-quantize_dynamic(sys.argv[1], sys.argv[2], weight_type=QuantType.QInt8, per_channel=True, reduce_range=False)
-" "$OUT/bert.onnx" "$OUT/bert_int8.onnx" 2>/dev/null
+for rr, out in ((False, sys.argv[2]), (True, sys.argv[3])):
+    quantize_dynamic(sys.argv[1], out, weight_type=QuantType.QInt8, per_channel=True, reduce_range=rr)
+" "$OUT/bert.onnx" "$OUT/bert_int8.onnx" "$OUT/bert_int8_rr.onnx" 2>/dev/null
 if [ -n "${INT8_ONLY:-}" ]; then
   exec "$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --int8 --threads 1,2 \
     --rounds "${ROUNDS:-5}" --iterations "${ITERS:-50}"
