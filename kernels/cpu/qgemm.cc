@@ -113,11 +113,13 @@ void uk_vnni(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w, int64_t
 }
 
 // --- AVX2: vpmaddwd on int16 pairs (exact; vpmaddubsw would saturate) -------
-// The weights are packed as int16 pairs, the activations widened to int16 once
-// per product (qgemm_u8s8), so a step is one vpbroadcastd of (a[2g], a[2g+1])
-// per row and two weight loads: lane c of vpmaddwd is a[2g] W[c][2g] +
-// a[2g+1] W[c][2g+1] (at most 2 x 255 x 128: no saturation). Six rows x 16
-// columns: 12 int32 accumulators in named registers (as gemm.cc's tiles).
+// The weights are packed in pairs (int8, widened to int16 here: two vpmovsxbw
+// per step for all six rows; int16 in memory would double the bytes, which
+// cost M = 1 half its speed), the activations widened to int16 once per
+// product (qgemm_u8s8), so a step is one vpbroadcastd of (a[2g], a[2g+1]) per
+// row: lane c of vpmaddwd is a[2g] W[c][2g] + a[2g+1] W[c][2g+1] (at most
+// 2 x 255 x 128: no saturation). Six rows x 16 columns: 12 int32 accumulators
+// in named registers (as gemm.cc's tiles).
 #define EMBER_QGEMM_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 template <int MR>
 __attribute__((target("avx2"))) void uk_avx2_t(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w,
@@ -131,8 +133,8 @@ __attribute__((target("avx2"))) void uk_avx2_t(int64_t k4, const uint8_t* a, int
   const int64_t pairs = k4 / 2;
 #pragma GCC unroll 2
   for (int64_t g = 0; g < pairs; ++g) {
-    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * g));
-    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * g + 32));
+    const __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 * g)));
+    const __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 * g + 16)));
 #define EMBER_QGEMM_STEP(i)                                                \
   if (i < MR) {                                                            \
     const __m256i ai = _mm256_set1_epi32(load_u32(a##i + 4 * g));          \
@@ -154,8 +156,7 @@ __attribute__((target("avx2"))) void uk_avx2_t(int64_t k4, const uint8_t* a, int
 // (a pair of uint8 x int8 products is at most 2 x 255 x 64 = 32640 < 2^15), so
 // the int8 groups of 4 (the VNNI layout) run as vpmaddubsw + vpmaddwd by ones:
 // vpdpbusd in two steps, on the uint8 activations as they are. Same 6 x 16
-// tile; half the weight bytes and a quarter fewer vector operations than the
-// int16 pairs. pack_int8_weights picks it only for such weights (as ONNX
+// tile; a quarter fewer vector operations than the pairs (no widening). pack_int8_weights picks it only for such weights (as ONNX
 // Runtime's and ember's --reduce-range quantization writes).
 template <int MR>
 __attribute__((target("avx2"))) void uk_avx2_w7_t(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w,
@@ -386,7 +387,7 @@ void pack_int8_weights(const int8_t* w, int64_t n, int64_t k, int64_t ldw, Packe
   for (int64_t j = 0; j < n && out->w7; ++j) {
     for (int64_t p = 0; p < k; ++p) out->w7 = out->w7 && w[j * ldw + p] >= -64 && w[j * ldw + p] <= 64;
   }
-  // int16 pairs (AVX2 on full-range weights), else groups of 4 int8
+  // pairs (AVX2 on full-range weights), else groups of 4
   const bool pairs = out->isa == QGemmIsa::Avx2 && !out->w7;
   const int64_t pstride = out->panel_bytes();
   out->data.assign(static_cast<size_t>(out->n16 / 16 * pstride), 0);
@@ -398,8 +399,7 @@ void pack_int8_weights(const int8_t* w, int64_t n, int64_t k, int64_t ldw, Packe
     for (int64_t p = 0; p < k; ++p) {
       const int8_t v = w[j * ldw + p];
       if (pairs) {
-        const int16_t v16 = v;
-        std::memcpy(panel + (p / 2) * 64 + c * 4 + (p % 2) * 2, &v16, 2);
+        panel[(p / 2) * 32 + c * 2 + (p % 2)] = v;
       } else {
         panel[(p / 4) * 64 + c * 4 + (p % 4)] = v;
       }

@@ -10,16 +10,16 @@
 // multiple of 16 with zero weights. Inside a panel, depth runs
 //  * in groups of 4 int8 (VNNI, NEON, portable): for group g and column c the 4
 //    bytes W[c][4g .. 4g+3] (the vpdpbusd layout);
-//  * in pairs of int16 (AVX2): for pair g and column c the two int16
-//    W[c][2g], W[c][2g+1] (the vpmaddwd layout; twice the bytes), unless every
+//  * in pairs (AVX2): for pair g and column c the two int8 W[c][2g],
+//    W[c][2g+1] (widened to int16 in the kernel: the vpmaddwd layout), unless every
 //    weight lies within [-64, 64] (ONNX Runtime's reduce_range, ember convert
 //    --reduce-range): then groups of 4 int8, which AVX2 runs with vpmaddubsw
 //    (exact there: 2 x 255 x 64 < 2^15; it saturates on full-range weights).
 //
 // Micro-kernels, chosen at run time: AVX512-VNNI (vpdpbusd, up to 6 rows x 64
-// columns), AVX2 (vpmaddwd on int16 weights and the activations widened to
-// int16 once per product, 6 rows x 16 columns; exact: no saturating
-// vpmaddubsw), NEON on aarch64 (widening multiply-accumulate), and a portable
+// columns), AVX2 (vpmaddwd on weight pairs widened to int16 in the kernel and
+// the activations widened to int16 once per product, 6 rows x 16 columns;
+// exact: no saturating vpmaddubsw), NEON on aarch64 (widening multiply-accumulate), and a portable
 // one. All of them produce the same int32 sums as kernels/ref/qgemm.h, bit for
 // bit.
 #pragma once
@@ -38,11 +38,10 @@ struct PackedInt8Weights {
   int64_t n = 0, k = 0;     // logical output channels and depth
   int64_t k4 = 0, n16 = 0;  // padded depth (multiple of 4) and channels (multiple of 16)
   QGemmIsa isa = QGemmIsa::Portable;  // the micro-kernel family packed for (never Auto)
-  bool w7 = false;  // every weight within [-64, 64] (AVX2 then packs groups of 4 int8)
+  bool w7 = false;  // every weight within [-64, 64] (AVX2 then packs groups of 4, not pairs)
   std::vector<int8_t> data;        // n16 / 16 panels of panel_bytes()
   std::vector<int32_t> row_sums;   // per output channel: sum_p W[j][p]
-  // k4 * 16 int8, or k4 * 16 int16 (AVX2 on full-range weights).
-  int64_t panel_bytes() const { return k4 * 16 * (isa == QGemmIsa::Avx2 && !w7 ? 2 : 1); }
+  int64_t panel_bytes() const { return k4 * 16; }
 };
 
 // Packs W (n x k int8, rows of stride ldw) for the selected micro-kernel family.
