@@ -68,7 +68,8 @@ static std::vector<std::pair<std::string, std::string>> quantize_metadata(const 
           {"activations", o.activations == ActivationQuant::PerRow ? "per_row" : "per_tensor"},
           {"quantize_ops", join(o.quantize_ops)},
           {"min_weight_elements", std::to_string(o.min_weight_elements)},
-          {"exclude", join(o.exclude)}};
+          {"exclude", join(o.exclude)},
+          {"weight_range", o.reduce_range ? "reduced" : "full"}};
 }
 
 Diag convert_file(const std::string& onnx_path, const std::string& out_path, const ConvertOptions& options,

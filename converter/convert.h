@@ -52,6 +52,11 @@ struct ConvertOptions {
 
   // dynamic-int8: symmetric int8 weights, per output channel unless per_tensor.
   bool per_tensor = false;
+  // dynamic-int8: weights within [-64, 64] (7 bits, as ONNX Runtime's
+  // quantize_dynamic(reduce_range=True)): coarser, but on AVX2 without VNNI the
+  // int8 GEMM can then use vpmaddubsw, exact there (kernels/cpu/qgemm.h).
+  // Needs `quantize`.
+  bool reduce_range = false;
   // dynamic-int8: how the input of each int8 Linear is quantized at run time:
   // per tensor (PyTorch's and ONNX Runtime's scheme) or per row (one scale and
   // zero point per row of x: rows of very different ranges lose less). Stored

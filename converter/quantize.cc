@@ -25,6 +25,7 @@ Diag quantize_weights(ModelDef& def, const ConvertOptions& options, QuantizeRepo
   if (options.quantize.empty()) {
     if (options.activations != ActivationQuant::PerTensor)
       return {Status::InvalidArgument, "--activations per-row needs --quantize dynamic-int8"};
+    if (options.reduce_range) return {Status::InvalidArgument, "--reduce-range needs --quantize dynamic-int8"};
     return Diag::success();
   }
   if (options.quantize != "dynamic-int8")
@@ -87,7 +88,7 @@ Diag quantize_weights(ModelDef& def, const ConvertOptions& options, QuantizeRepo
     }
     std::vector<int8_t> q(v.size());
     std::vector<float> scales(static_cast<size_t>(per_channel ? n : 1));
-    quant::quantize_weight_int8(v.data(), n, k, per_channel, q.data(), scales.data());
+    quant::quantize_weight_int8(v.data(), n, k, per_channel, q.data(), scales.data(), options.reduce_range);
     r.bytes_before += static_cast<int64_t>(w.byte_size());
     w.tensor = Tensor();
     w.data.resize(q.size());

@@ -1,5 +1,6 @@
 #include "quant/dynamic_conv.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -7,6 +8,25 @@
 #include "runtime/core/thread_pool.h"
 
 namespace ember::quant {
+namespace {
+
+// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols, in 32 x 32 blocks
+// (both sides stay within a few cache lines per block).
+template <typename T>
+void transpose(const T* src, int64_t rows, int64_t cols, int64_t lds, T* dst, int64_t ldd) {
+  constexpr int64_t kB = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kB) {
+    const int64_t r1 = std::min(rows, r0 + kB);
+    for (int64_t c0 = 0; c0 < cols; c0 += kB) {
+      const int64_t c1 = std::min(cols, c0 + kB);
+      for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t r = r0; r < r1; ++r) dst[c * ldd + r] = src[r * lds + c];
+      }
+    }
+  }
+}
+
+}  // namespace
 
 PackedConv2d pack_conv2d(const int8_t* q, int64_t c_out, int64_t c_in, int64_t kh, int64_t kw, const float* scales,
                          bool per_channel, const float* bias, const Conv2dParams& params) {
@@ -58,7 +78,17 @@ void dynamic_conv2d(const float* x, int64_t n, int64_t h, int64_t w, const Packe
   for (int64_t b = 0; b < n; ++b) {
     const uint8_t* xb = qx.data() + b * plane;
     // im2col: row (oy, ox), column (ci, ky, kx); outside the image: the zero point.
-    for (int64_t oy = 0; oy < oh; ++oy) {
+    // A 1x1 convolution with stride 1 and no padding reads the input as it is:
+    // [c_in, h * w] transposed.
+    const bool pointwise = c.kh == 1 && c.kw == 1 && c.stride[0] == 1 && c.stride[1] == 1 && c.padding[0] == 0 &&
+                           c.padding[1] == 0;
+    if (pointwise) {
+      transpose(xb, c.c_in, m, m, cols.data(), k4);
+      for (int64_t p = 0; p < m && k4 > c.c_in; ++p) {
+        std::memset(cols.data() + p * k4 + c.c_in, 0, static_cast<size_t>(k4 - c.c_in));
+      }
+    }
+    for (int64_t oy = 0; oy < (pointwise ? 0 : oh); ++oy) {
       for (int64_t ox = 0; ox < ow; ++ox) {
         uint8_t* row = cols.data() + (oy * ow + ox) * k4;
         int64_t col = 0;
@@ -77,10 +107,7 @@ void dynamic_conv2d(const float* x, int64_t n, int64_t h, int64_t w, const Packe
     }
     cpu::qgemm_u8s8(m, cols.data(), k4, c.gemm.weight, &ep, nullptr, tmp.data(), c.c_out, threads);
     // [oh * ow, c_out] -> [c_out, oh, ow]
-    float* yb = y + b * c.c_out * m;
-    for (int64_t p = 0; p < m; ++p) {
-      for (int64_t co = 0; co < c.c_out; ++co) yb[co * m + p] = tmp[static_cast<size_t>(p * c.c_out + co)];
-    }
+    transpose(tmp.data(), m, c.c_out, c.c_out, y + b * c.c_out * m, m);
   }
 }
 

@@ -103,21 +103,23 @@ float symmetric_scale(float min, float max, int32_t qmin, int32_t qmax) {
   return std::max(scale, std::numeric_limits<float>::epsilon());
 }
 
-void quantize_weight_int8(const float* w, int64_t n, int64_t k, bool per_channel, int8_t* q, float* scales) {
+void quantize_weight_int8(const float* w, int64_t n, int64_t k, bool per_channel, int8_t* q, float* scales,
+                          bool reduce_range) {
+  const int32_t qmin = reduce_range ? -64 : -128, qmax = reduce_range ? 64 : 127;
   if (!per_channel) {
     float mn = 0.0f, mx = 0.0f;
     if (n * k > 0) min_max(w, n * k, &mn, &mx);
-    scales[0] = symmetric_scale(mn, mx);
+    scales[0] = symmetric_scale(mn, mx, qmin, qmax);
   } else {
     for (int64_t j = 0; j < n; ++j) {
       float mn = 0.0f, mx = 0.0f;
       if (k > 0) min_max(w + j * k, k, &mn, &mx);
-      scales[j] = symmetric_scale(mn, mx);
+      scales[j] = symmetric_scale(mn, mx, qmin, qmax);
     }
   }
   for (int64_t j = 0; j < n; ++j) {
     const float inv = 1.0f / scales[per_channel ? j : 0];
-    for (int64_t p = 0; p < k; ++p) q[j * k + p] = static_cast<int8_t>(quantize_val(w[j * k + p], inv, 0, -128, 127));
+    for (int64_t p = 0; p < k; ++p) q[j * k + p] = static_cast<int8_t>(quantize_val(w[j * k + p], inv, 0, qmin, qmax));
   }
 }
 

@@ -40,8 +40,10 @@ inline int32_t quantize_val(float x, float inv_scale, int32_t zero_point, int32_
 }
 
 // Symmetric int8 weight quantization of W (n x k, row-major): per channel
-// writes n scales (one per row), per tensor one.
-void quantize_weight_int8(const float* w, int64_t n, int64_t k, bool per_channel, int8_t* q, float* scales);
+// writes n scales (one per row), per tensor one. reduce_range: over [-64, 64]
+// (ONNX Runtime's reduce_range for int8 weights) instead of [-128, 127].
+void quantize_weight_int8(const float* w, int64_t n, int64_t k, bool per_channel, int8_t* q, float* scales,
+                          bool reduce_range = false);
 
 // Dynamic activation quantization of X (m rows of k floats at stride ldx) to
 // uint8 rows of stride ldq (>= k; bytes k .. ldq-1 are set to zero). Per tensor:

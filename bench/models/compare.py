@@ -9,6 +9,10 @@ Driven by bench/models/run.sh, which exports the models, converts them with
     compare.py --dir DIR --ember BIN --baseline OLD_BIN [--baseline-dir BDIR] [--rounds 5]
         (two builds, alternating rounds; the baseline runs BDIR/<model>.ember, converted by
         OLD_BIN so that converter changes count too, else DIR's)
+    compare.py --dir DIR --ember BIN --int8 [--rounds 5]
+        (dynamic int8 only: DIR/bert_int8.ember, from `ember convert --quantize dynamic-int8`,
+        vs DIR/bert_int8.onnx, from ORT's quantize_dynamic, and vs ember's fp32 DIR/bert.ember,
+        in alternating rounds; plus the outputs' max abs differences)
 
 DIR holds <model>.onnx and, once converted, <model>.ember; a latency case with
 input names reads its inputs from DIR/<case>.<input>.npy (both runtimes),
@@ -29,6 +33,11 @@ LATENCY_CASES = [("mobilenet_v2", "mobilenet_v2", None), ("resnet18", "resnet18"
                  ("transformer", "transformer", None),
                  ("bert_b1", "bert", ["ids", "mask"]), ("bert_b8", "bert", ["ids", "mask"])]
 MEMORY_MODELS = ["mlp", "mobilenet_v2", "resnet18", "transformer"]
+# Dynamic int8: (row, case (its inputs DIR/<case>.<name>.npy), fp32 model, int8 model
+# (DIR/<name>.ember and .onnx), input names). _rr: weights within [-64, 64] in both
+# (ember convert --reduce-range, quantize_dynamic(reduce_range=True)).
+INT8_CASES = [(case + rr, case, "bert", "bert_int8" + rr, ["ids", "mask"])
+              for case in ("bert_b1", "bert_b8") for rr in ("", "_rr")]
 
 
 def run_measured(cmd):
@@ -159,6 +168,59 @@ def compare_builds(args):
                   f"{median([r[1] / r[2] for r in rows]):9.2f} {median([r[1] / r[0] for r in rows]):10.3f}")
 
 
+def compare_int8(args):
+    """ember's dynamic int8 model against ORT's quantize_dynamic model and against
+    ember's fp32 model, in alternating rounds (ORT int8, ember int8, ember fp32,
+    ...): the medians over rounds of each measurement and of each round's ratios."""
+    print(f"{'int8 model':14s} {'threads':>7s} {'ember i8':>9s} {'ORT i8':>8s} {'ember f32':>9s} "
+          f"{'i8: ember/ORT':>13s} {'ember i8/f32':>12s}   (ms, median of {args.rounds} rounds)")
+    for name, case, f32, i8, inputs in INT8_CASES:
+        feeds = feeds_of(args, case, inputs)
+        for threads in [int(t) for t in args.threads.split(",")]:
+            rows = []
+            for _ in range(args.rounds):
+                o = ort_measure(args, os.path.join(args.dir, i8 + ".onnx"), threads, feeds)["median_ms"]
+                e = ember_measure(args, os.path.join(args.dir, i8 + ".ember"), threads, feeds)["median_ms"]
+                f = ember_measure(args, os.path.join(args.dir, f32 + ".ember"), threads, feeds)["median_ms"]
+                rows.append((e, o, f))
+            print(f"{name:14s} {threads:7d} {median([r[0] for r in rows]):9.2f} {median([r[1] for r in rows]):8.2f} "
+                  f"{median([r[2] for r in rows]):9.2f} {median([r[0] / r[1] for r in rows]):13.2f} "
+                  f"{median([r[0] / r[2] for r in rows]):12.2f}")
+    int8_accuracy(args)
+
+
+def int8_accuracy(args):
+    """Max abs differences of the first output: ember int8 vs ember fp32, vs ORT int8,
+    and ORT int8 vs ORT fp32 (how far quantization moves each runtime)."""
+    import tempfile
+
+    import numpy as np
+    import onnxruntime as ort
+
+    print(f"\n{'int8 model':14s} {'max |out|':>9s} {'ember i8-f32':>12s} {'ORT i8-f32':>10s} "
+          f"{'ember i8-ORT i8':>15s} {'ember f32-ORT f32':>17s}   (max abs difference)")
+    for name, case, f32, i8, inputs in INT8_CASES:
+        feeds = {n: np.load(os.path.join(args.dir, f"{case}.{n}.npy")) for n in inputs}
+        outs = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for model in (f32, i8):
+                d = os.path.join(tmp, model)
+                os.makedirs(d)
+                run_measured([args.ember, "run", os.path.join(args.dir, model + ".ember"), "-d", d] +
+                             [a for f in feeds_of(args, case, inputs) for a in ("--input", f)])
+                outs["ember", model] = np.load(os.path.join(d, sorted(os.listdir(d))[0]))
+        for model in (f32, i8):
+            sess = ort.InferenceSession(os.path.join(args.dir, model + ".onnx"), providers=["CPUExecutionProvider"])
+            outs["ort", model] = sess.run(None, feeds)[0]
+
+        def diff(a, b):
+            return float(np.max(np.abs(outs[a].astype(np.float64) - outs[b].astype(np.float64))))
+
+        print(f"{name:14s} {float(np.max(np.abs(outs['ember', f32]))):9.3f} {diff(('ember', i8), ('ember', f32)):12.4f} "
+              f"{diff(('ort', i8), ('ort', f32)):10.4f} {diff(('ember', i8), ('ort', i8)):15.4f} "
+              f"{diff(('ember', f32), ('ort', f32)):17.6f}")
+
+
 def fmt(v, spec=".2f"):
     return "-" if v is None else format(v, spec)
 
@@ -176,6 +238,7 @@ def main():
     ap.add_argument("--baseline", help="a second ember binary (e.g. main before a change): compare builds")
     ap.add_argument("--baseline-dir", help="the baseline's .ember files (converted by the baseline binary)")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--int8", action="store_true", help="dynamic int8 models only (INT8_CASES)")
     args = ap.parse_args()
     if args.ort_worker:
         args.threads = int(args.threads)
@@ -184,6 +247,8 @@ def main():
     import onnxruntime
     print(f"onnxruntime {onnxruntime.__version__}; batch 1 (bert_b8: 8); median of {args.iterations} runs "
           f"after {args.warmup} warm-up runs; ratio < 1: ember faster\n")
+    if args.int8:
+        return compare_int8(args)
     if args.baseline:
         return compare_builds(args)
     print(f"{'model':14s} {'threads':>7s} {'ember ms':>10s} {'ORT ms':>10s} {'ember/ORT':>10s}")

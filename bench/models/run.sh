@@ -5,12 +5,22 @@
 # 128), plus load time and peak RSS vs model size (mlp too). Not part of CI. Usage, from the repository root:
 #     bash bench/models/run.sh [OUT_DIR]          (default /tmp/ember_bench_models)
 #     EMBER_BASELINE=/path/to/old/ember_cli bash bench/models/run.sh   (before/after a change)
-#     ROUNDS=3 ITERS=20 ...: alternating rounds (with a baseline) and timed runs per measurement
-# Needs network access once, to install onnxruntime into bench/.venv.
+#     ROUNDS=3 ITERS=20 ...: alternating rounds (with a baseline or int8) and timed runs per measurement
+#     INT8_ONLY=1 bash bench/models/run.sh: only the dynamic int8 rows (below)
+# Then dynamic int8: the BERT-style encoder through `ember convert --quantize
+# dynamic-int8` (int8 weights per output channel, activations per tensor) vs the
+# same ONNX model through ORT's quantize_dynamic(per_channel=True,
+# reduce_range=False), and vs ember's fp32 model, in alternating rounds, plus the
+# outputs' max abs differences; rows *_rr: weights within [-64, 64] in both
+# (--reduce-range, reduce_range=True).
+# Needs network access once, to install onnxruntime into bench/.venv, and
+# onnxruntime, onnx and ml_dtypes into bench/.venv-ort (ORT's quantization tool
+# needs a newer onnx than Debian's; bench/quant uses the same venv).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:-/tmp/ember_bench_models}
 VENV=bench/.venv
+QVENV=bench/.venv-ort
 
 # A venv that sees Debian's torch/torchvision/onnx (system site packages) plus onnxruntime.
 if [ ! -x "$VENV/bin/python" ]; then
@@ -30,6 +40,25 @@ for m in mlp mobilenet_v2 resnet18 transformer bert; do
   "$EMBER" convert "$OUT/$m.onnx" -o "$OUT/$m.ember" >/dev/null
 done
 
+# Dynamic int8: ember's converter and ORT's quantize_dynamic, the same scheme
+# (int8 weights per output channel, uint8 activations per tensor, full range).
+"$EMBER" convert "$OUT/bert.onnx" -o "$OUT/bert_int8.ember" --quantize dynamic-int8 >/dev/null
+"$EMBER" convert "$OUT/bert.onnx" -o "$OUT/bert_int8_rr.ember" --quantize dynamic-int8 --reduce-range >/dev/null
+if [ ! -x "$QVENV/bin/python" ]; then
+  /usr/bin/python3 -m venv "$QVENV"
+  "$QVENV/bin/pip" install -q onnxruntime onnx ml_dtypes
+fi
+"$QVENV/bin/python" -c "
+import sys
+from onnxruntime.quantization import QuantType, quantize_dynamic
+for rr, out in ((False, sys.argv[2]), (True, sys.argv[3])):
+    quantize_dynamic(sys.argv[1], out, weight_type=QuantType.QInt8, per_channel=True, reduce_range=rr)
+" "$OUT/bert.onnx" "$OUT/bert_int8.onnx" "$OUT/bert_int8_rr.onnx" 2>/dev/null
+if [ -n "${INT8_ONLY:-}" ]; then
+  exec "$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --int8 --threads 1,2 \
+    --rounds "${ROUNDS:-5}" --iterations "${ITERS:-50}"
+fi
+
 # EMBER_BASELINE=OLD_BIN (an ember_cli built from an earlier commit): both builds
 # against ORT in alternating rounds, the median of per-round ratios. The
 # baseline runs models it converted itself (OUT/baseline), so converter
@@ -43,3 +72,6 @@ if [ -n "${EMBER_BASELINE:-}" ]; then
     --baseline-dir "$OUT/baseline" --threads 1,2 --rounds "${ROUNDS:-5}" --iterations "${ITERS:-50}"
 fi
 "$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --threads 1,2 --iterations "${ITERS:-50}"
+echo
+"$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --int8 --threads 1,2 \
+  --rounds "${ROUNDS:-5}" --iterations "${ITERS:-50}"

@@ -84,7 +84,7 @@ Diag convert(const ConvertArgs& args_in, std::ostream& out) {
       << "weights: " << with_commas(report.weight_bytes) << " bytes\n";
   if (!args.options.quantize.empty()) {
     out << "quantized (" << args.options.quantize << ", " << (args.options.per_tensor ? "per tensor" : "per channel")
-        << ", activations "
+        << (args.options.reduce_range ? ", weights within +-64" : "") << ", activations "
         << (args.options.activations == ActivationQuant::PerRow ? "per row" : "per tensor") << "): " << report.quantize.quantized << " weights, " << with_commas(report.quantize.bytes_before)
         << " -> " << with_commas(report.quantize.bytes_after) << " bytes\n";
   }

@@ -127,6 +127,11 @@ int main(int argc, char** argv) {
       "dynamic-int8: int8 weights (per output channel), activations quantized at run time");
   convert_cmd->add_flag("--per-tensor", convert_args.options.per_tensor,
                         "With --quantize: one scale per weight (PyTorch's default) instead of per channel");
+  convert_cmd
+      ->add_flag("--reduce-range", convert_args.options.reduce_range,
+                 "With --quantize: weights within [-64, 64] (7 bits, ONNX Runtime's reduce_range): coarser, faster "
+                 "on AVX2 CPUs without VNNI")
+      ->needs(quantize_opt);
   std::string activations;
   CLI::Option* activations_opt =
       convert_cmd

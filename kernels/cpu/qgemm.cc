@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "runtime/core/thread_pool.h"
 
@@ -28,9 +29,10 @@ namespace {
 
 constexpr int kTileCols = 64;  // int32 tile row stride: up to 4 panels of 16
 
-// kg: groups of 4 depth values; a: mr rows at stride lda; w: np panels at
-// stride pstride; tile: mr x (np * 16) int32 at row stride kTileCols.
-using Ukernel = void (*)(int64_t kg, const uint8_t* a, int64_t lda, const int8_t* w, int64_t pstride,
+// k4: the padded depth; a: mr rows at a stride of lda bytes (uint8, or int16
+// for a kernel with a16); w: np panels at stride pstride; tile: mr x (np * 16)
+// int32 at row stride kTileCols.
+using Ukernel = void (*)(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w, int64_t pstride,
                          int32_t* tile, int mr, int np);
 
 struct QInfo {
@@ -38,6 +40,7 @@ struct QInfo {
   Ukernel fn;
   const char* name;
   QGemmIsa isa;
+  bool a16;  // reads A widened to int16 (and int16 weight pairs)
 };
 
 inline int32_t load_u32(const uint8_t* p) {
@@ -47,8 +50,9 @@ inline int32_t load_u32(const uint8_t* p) {
 }
 
 // --- portable --------------------------------------------------------------
-void uk_portable(int64_t kg, const uint8_t* a, int64_t lda, const int8_t* w, int64_t pstride,
+void uk_portable(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w, int64_t pstride,
                  int32_t* tile, int mr, int np) {
+  const int64_t kg = k4 / 4;
   for (int i = 0; i < mr; ++i) {
     const uint8_t* ai = a + i * lda;
     for (int pp = 0; pp < np; ++pp) {
@@ -69,9 +73,10 @@ void uk_portable(int64_t kg, const uint8_t* a, int64_t lda, const int8_t* w, int
 #if EMBER_QGEMM_X86
 // --- AVX512-VNNI: vpdpbusd (u8 x s8, 4 products summed into each int32 lane) --
 template <int MR, int NP>
-__attribute__((target("avx512f,avx512vnni"))) void uk_vnni_t(int64_t kg, const uint8_t* a, int64_t lda,
+__attribute__((target("avx512f,avx512vnni"))) void uk_vnni_t(int64_t k4, const uint8_t* a, int64_t lda,
                                                              const int8_t* w, int64_t pstride,
                                                              int32_t* tile) {
+  const int64_t kg = k4 / 4;
   __m512i acc[MR][NP];
 #pragma GCC unroll 6
   for (int i = 0; i < MR; ++i) {
@@ -102,51 +107,139 @@ const UkFixed kVnni[6][4] = {EMBER_VNNI_ROW(1), EMBER_VNNI_ROW(2), EMBER_VNNI_RO
                              EMBER_VNNI_ROW(4), EMBER_VNNI_ROW(5), EMBER_VNNI_ROW(6)};
 #undef EMBER_VNNI_ROW
 
-void uk_vnni(int64_t kg, const uint8_t* a, int64_t lda, const int8_t* w, int64_t pstride, int32_t* tile,
+void uk_vnni(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w, int64_t pstride, int32_t* tile,
              int mr, int np) {
-  kVnni[mr - 1][np - 1](kg, a, lda, w, pstride, tile);
+  kVnni[mr - 1][np - 1](k4, a, lda, w, pstride, tile);
 }
 
-// --- AVX2: widen to int16 and vpmaddwd (exact; vpmaddubsw would saturate) ----
-// A 16-byte quarter of a group holds 4 columns x 4 depth values; multiplied by
-// (a0 a1 a2 a3 a0 a1 a2 a3 ...) it gives two partial sums per column.
+// --- AVX2: vpmaddwd on int16 pairs (exact; vpmaddubsw would saturate) -------
+// The weights are packed in pairs (int8, widened to int16 here: two vpmovsxbw
+// per step for all six rows; int16 in memory would double the bytes, which
+// cost M = 1 half its speed), the activations widened to int16 once per
+// product (qgemm_u8s8), so a step is one vpbroadcastd of (a[2g], a[2g+1]) per
+// row: lane c of vpmaddwd is a[2g] W[c][2g] + a[2g+1] W[c][2g+1] (at most
+// 2 x 255 x 128: no saturation). Six rows x 16 columns: 12 int32 accumulators
+// in named registers (as gemm.cc's tiles).
+#define EMBER_QGEMM_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 template <int MR>
-__attribute__((target("avx2"))) void uk_avx2_t(int64_t kg, const uint8_t* a, int64_t lda, const int8_t* w,
+__attribute__((target("avx2"))) void uk_avx2_t(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w,
                                                int32_t* tile) {
-  __m256i acc[MR][4];
+  const __m256i zero = _mm256_setzero_si256();
+#define EMBER_QGEMM_INIT(i)                                  \
+  __m256i c##i##_0 = zero, c##i##_1 = zero;                  \
+  const uint8_t* a##i = a + (i < MR ? i : 0) * lda;
+  EMBER_QGEMM_ROWS6(EMBER_QGEMM_INIT)
+#undef EMBER_QGEMM_INIT
+  const int64_t pairs = k4 / 2;
 #pragma GCC unroll 2
-  for (int i = 0; i < MR; ++i) {
-    for (int q = 0; q < 4; ++q) acc[i][q] = _mm256_setzero_si256();
+  for (int64_t g = 0; g < pairs; ++g) {
+    const __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 * g)));
+    const __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 * g + 16)));
+#define EMBER_QGEMM_STEP(i)                                                \
+  if (i < MR) {                                                            \
+    const __m256i ai = _mm256_set1_epi32(load_u32(a##i + 4 * g));          \
+    c##i##_0 = _mm256_add_epi32(c##i##_0, _mm256_madd_epi16(ai, b0));      \
+    c##i##_1 = _mm256_add_epi32(c##i##_1, _mm256_madd_epi16(ai, b1));      \
   }
-  for (int64_t g = 0; g < kg; ++g) {
-    __m256i wv[4];
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) {
-      wv[q] = _mm256_cvtepi8_epi16(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 64 * g + 16 * q)));
-    }
+    EMBER_QGEMM_ROWS6(EMBER_QGEMM_STEP)
+#undef EMBER_QGEMM_STEP
+  }
+#define EMBER_QGEMM_STORE(i)                                                               \
+  if (i < MR) {                                                                            \
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + i * kTileCols), c##i##_0);        \
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + i * kTileCols + 8), c##i##_1);    \
+  }
+  EMBER_QGEMM_ROWS6(EMBER_QGEMM_STORE)
+#undef EMBER_QGEMM_STORE
+}
+// --- AVX2 on weights within [-64, 64]: vpmaddubsw is exact there -----------
+// (a pair of uint8 x int8 products is at most 2 x 255 x 64 = 32640 < 2^15), so
+// the int8 groups of 4 (the VNNI layout) run as vpmaddubsw + vpmaddwd by ones:
+// vpdpbusd in two steps, on the uint8 activations as they are. Same 6 x 16
+// tile; a quarter fewer vector operations than the pairs (no widening). pack_int8_weights picks it only for such weights (as ONNX
+// Runtime's and ember's --reduce-range quantization writes).
+template <int MR>
+__attribute__((target("avx2"))) void uk_avx2_w7_t(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w,
+                                                  int32_t* tile) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i ones = _mm256_set1_epi16(1);
+#define EMBER_QGEMM_INIT(i)                                  \
+  __m256i c##i##_0 = zero, c##i##_1 = zero;                  \
+  const uint8_t* a##i = a + (i < MR ? i : 0) * lda;
+  EMBER_QGEMM_ROWS6(EMBER_QGEMM_INIT)
+#undef EMBER_QGEMM_INIT
+  const int64_t groups = k4 / 4;
 #pragma GCC unroll 2
-    for (int i = 0; i < MR; ++i) {
-      const __m256i av = _mm256_cvtepu8_epi16(_mm_set1_epi32(load_u32(a + i * lda + 4 * g)));
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) acc[i][q] = _mm256_add_epi32(acc[i][q], _mm256_madd_epi16(wv[q], av));
-    }
+  for (int64_t g = 0; g < groups; ++g) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * g));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * g + 32));
+#define EMBER_QGEMM_STEP(i)                                                                          \
+  if (i < MR) {                                                                                      \
+    const __m256i ai = _mm256_set1_epi32(load_u32(a##i + 4 * g));                                    \
+    c##i##_0 = _mm256_add_epi32(c##i##_0, _mm256_madd_epi16(_mm256_maddubs_epi16(ai, b0), ones));    \
+    c##i##_1 = _mm256_add_epi32(c##i##_1, _mm256_madd_epi16(_mm256_maddubs_epi16(ai, b1), ones));    \
   }
-  for (int i = 0; i < MR; ++i) {
-    for (int q = 0; q < 4; ++q) {
-      alignas(32) int32_t t[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(t), acc[i][q]);
-      for (int c = 0; c < 4; ++c) tile[i * kTileCols + 4 * q + c] = t[2 * c] + t[2 * c + 1];
-    }
+    EMBER_QGEMM_ROWS6(EMBER_QGEMM_STEP)
+#undef EMBER_QGEMM_STEP
   }
+#define EMBER_QGEMM_STORE(i)                                                               \
+  if (i < MR) {                                                                            \
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + i * kTileCols), c##i##_0);        \
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + i * kTileCols + 8), c##i##_1);    \
+  }
+  EMBER_QGEMM_ROWS6(EMBER_QGEMM_STORE)
+#undef EMBER_QGEMM_STORE
+}
+#undef EMBER_QGEMM_ROWS6
+
+using UkAvx2 = void (*)(int64_t, const uint8_t*, int64_t, const int8_t*, int32_t*);
+const UkAvx2 kAvx2Rows[6] = {&uk_avx2_t<1>, &uk_avx2_t<2>, &uk_avx2_t<3>,
+                             &uk_avx2_t<4>, &uk_avx2_t<5>, &uk_avx2_t<6>};
+
+const UkAvx2 kAvx2W7Rows[6] = {&uk_avx2_w7_t<1>, &uk_avx2_w7_t<2>, &uk_avx2_w7_t<3>,
+                               &uk_avx2_w7_t<4>, &uk_avx2_w7_t<5>, &uk_avx2_w7_t<6>};
+
+void uk_avx2(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w, int64_t /*pstride*/, int32_t* tile,
+             int mr, int /*np: 1*/) {
+  kAvx2Rows[mr - 1](k4, a, lda, w, tile);
 }
 
-void uk_avx2(int64_t kg, const uint8_t* a, int64_t lda, const int8_t* w, int64_t /*pstride*/,
-             int32_t* tile, int mr, int /*np: 1*/) {
-  if (mr == 2) {
-    uk_avx2_t<2>(kg, a, lda, w, tile);
-  } else {
-    uk_avx2_t<1>(kg, a, lda, w, tile);
+void uk_avx2_w7(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w, int64_t /*pstride*/, int32_t* tile,
+                int mr, int /*np: 1*/) {
+  kAvx2W7Rows[mr - 1](k4, a, lda, w, tile);
+}
+
+// Widens rows of uint8 to int16 (the AVX2 kernel's A).
+__attribute__((target("avx2"))) void widen_u8_avx2(const uint8_t* a, int64_t n, int16_t* out) {
+  int64_t p = 0;
+  for (; p + 16 <= n; p += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + p));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p), _mm256_cvtepu8_epi16(v));
+  }
+  for (; p < n; ++p) out[p] = a[p];
+}
+
+// The epilogue of one row of 16 columns (store_tile's formula, operation for
+// operation: the int32 correction, one float multiply by as x ws, one add).
+__attribute__((target("avx2"))) void epilogue16_avx2(const int32_t* t, int32_t az, float as, const int32_t* rs,
+                                                     const float* ws, float ws0, const float* b,
+                                                     const Activation& act, float* y) {
+  const __m256 vas = _mm256_set1_ps(as);
+  const __m256i vaz = _mm256_set1_epi32(az);
+  for (int h = 0; h < 16; h += 8) {
+    const __m256i acc = _mm256_load_si256(reinterpret_cast<const __m256i*>(t + h));
+    const __m256i r = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rs + h));
+    const __m256i v = _mm256_sub_epi32(acc, _mm256_mullo_epi32(vaz, r));
+    const __m256 scale = _mm256_mul_ps(vas, ws ? _mm256_loadu_ps(ws + h) : _mm256_set1_ps(ws0));
+    __m256 o = _mm256_mul_ps(_mm256_cvtepi32_ps(v), scale);
+    if (b) o = _mm256_add_ps(o, _mm256_loadu_ps(b + h));
+    if (act.kind == ActivationKind::Relu) {
+      o = _mm256_max_ps(_mm256_setzero_ps(), o);  // 0 > o ? 0 : o
+    } else if (act.kind == ActivationKind::Clamp) {
+      o = _mm256_max_ps(_mm256_set1_ps(static_cast<float>(act.min)), o);  // o < lo ? lo : o
+      o = _mm256_min_ps(_mm256_set1_ps(static_cast<float>(act.max)), o);  // o > hi ? hi : o
+    }
+    _mm256_storeu_ps(y + h, o);
   }
 }
 #endif  // EMBER_QGEMM_X86
@@ -154,8 +247,9 @@ void uk_avx2(int64_t kg, const uint8_t* a, int64_t lda, const int8_t* w, int64_t
 #if EMBER_QGEMM_NEON
 // --- NEON: widen both operands to int16, vmlal_s16 into one int32x4 per column
 // (each lane one of the 4 depth values of a group), summed across at the end.
-void uk_neon(int64_t kg, const uint8_t* a, int64_t /*lda*/, const int8_t* w, int64_t /*pstride*/,
+void uk_neon(int64_t k4, const uint8_t* a, int64_t /*lda*/, const int8_t* w, int64_t /*pstride*/,
              int32_t* tile, int /*mr: 1*/, int /*np: 1*/) {
+  const int64_t kg = k4 / 4;
   int32x4_t acc[16];
   for (int c = 0; c < 16; ++c) acc[c] = vdupq_n_s32(0);
   for (int64_t g = 0; g < kg; ++g) {
@@ -175,13 +269,14 @@ void uk_neon(int64_t kg, const uint8_t* a, int64_t /*lda*/, const int8_t* w, int
 }
 #endif  // EMBER_QGEMM_NEON
 
-constexpr QInfo kPortable{4, 4, &uk_portable, "portable 4x64", QGemmIsa::Portable};
+constexpr QInfo kPortable{4, 4, &uk_portable, "portable 4x64", QGemmIsa::Portable, false};
 #if EMBER_QGEMM_X86
-constexpr QInfo kAvx2{2, 1, &uk_avx2, "avx2 2x16", QGemmIsa::Avx2};
-constexpr QInfo kVnniInfo{6, 4, &uk_vnni, "avx512-vnni 6x64", QGemmIsa::Avx512Vnni};
+constexpr QInfo kAvx2{6, 1, &uk_avx2, "avx2 6x16", QGemmIsa::Avx2, true};
+constexpr QInfo kAvx2W7{6, 1, &uk_avx2_w7, "avx2 6x16 (weights within +-64: vpmaddubsw)", QGemmIsa::Avx2, false};
+constexpr QInfo kVnniInfo{6, 4, &uk_vnni, "avx512-vnni 6x64", QGemmIsa::Avx512Vnni, false};
 #endif
 #if EMBER_QGEMM_NEON
-constexpr QInfo kNeon{1, 1, &uk_neon, "neon 1x16", QGemmIsa::Neon};
+constexpr QInfo kNeon{1, 1, &uk_neon, "neon 1x16", QGemmIsa::Neon, false};
 #endif
 
 bool isa_supported(QGemmIsa isa) {
@@ -238,9 +333,11 @@ const QInfo& kernel() {
 }
 
 
-// Writes rows [i0, i0 + mr) x columns [j0, j0 + cols) of the result from the tile.
+// Writes rows [i0, i0 + mr) x columns [j0, j0 + cols) of the result from the
+// tile; `avx2`: the CPU has AVX2 (full 16-column blocks take epilogue16_avx2,
+// which rounds exactly as the loop below).
 void store_tile(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t cols, const PackedInt8Weights& w,
-                const QGemmEpilogue* ep, int32_t* c32, float* y, int64_t ldc) {
+                const QGemmEpilogue* ep, int32_t* c32, float* y, int64_t ldc, bool avx2) {
   for (int r = 0; r < mr; ++r) {
     const int64_t i = i0 + r;
     const int32_t* t = tile + r * kTileCols;
@@ -255,7 +352,16 @@ void store_tile(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t col
     const float* ws = ep->w_per_channel ? ep->w_scale + j0 : nullptr;
     const float ws0 = ep->w_scale[0];
     const float* b = ep->bias ? ep->bias + j0 : nullptr;
-    for (int64_t c = 0; c < cols; ++c) {
+    int64_t c = 0;
+#if EMBER_QGEMM_X86
+    for (; avx2 && c + 16 <= cols; c += 16) {
+      epilogue16_avx2(t + c, az, as, rs + c, ws ? ws + c : nullptr, ws0, b ? b + c : nullptr, ep->activation,
+                      yi + c);
+    }
+#else
+    (void)avx2;
+#endif
+    for (; c < cols; ++c) {
       const int32_t v = t[c] - az * rs[c];
       const float scale = as * (ws ? ws[c] : ws0);
       float o = static_cast<float>(v) * scale;
@@ -276,16 +382,27 @@ void pack_int8_weights(const int8_t* w, int64_t n, int64_t k, int64_t ldw, Packe
   out->k = k;
   out->k4 = (k + 3) / 4 * 4;
   out->n16 = (n + 15) / 16 * 16;
-  out->data.assign(static_cast<size_t>(out->n16 * out->k4), 0);
-  out->row_sums.assign(static_cast<size_t>(out->n16), 0);
+  out->isa = kernel().isa;
+  out->w7 = true;
+  for (int64_t j = 0; j < n && out->w7; ++j) {
+    for (int64_t p = 0; p < k; ++p) out->w7 = out->w7 && w[j * ldw + p] >= -64 && w[j * ldw + p] <= 64;
+  }
+  // pairs (AVX2 on full-range weights), else groups of 4
+  const bool pairs = out->isa == QGemmIsa::Avx2 && !out->w7;
   const int64_t pstride = out->panel_bytes();
+  out->data.assign(static_cast<size_t>(out->n16 / 16 * pstride), 0);
+  out->row_sums.assign(static_cast<size_t>(out->n16), 0);
   for (int64_t j = 0; j < n; ++j) {
     int8_t* panel = out->data.data() + (j / 16) * pstride;
     const int64_t c = j % 16;
     int32_t sum = 0;
     for (int64_t p = 0; p < k; ++p) {
       const int8_t v = w[j * ldw + p];
-      panel[(p / 4) * 64 + c * 4 + (p % 4)] = v;
+      if (pairs) {
+        panel[(p / 2) * 32 + c * 2 + (p % 2)] = v;
+      } else {
+        panel[(p / 4) * 64 + c * 4 + (p % 4)] = v;
+      }
       sum += v;
     }
     out->row_sums[static_cast<size_t>(j)] = sum;
@@ -295,11 +412,25 @@ void pack_int8_weights(const int8_t* w, int64_t n, int64_t k, int64_t ldw, Packe
 void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weights& w,
                 const QGemmEpilogue* epilogue, int32_t* c32, float* y, int64_t ldc, int threads) {
   if (m <= 0 || w.n <= 0) return;
-  const QInfo& u = kernel();
+  // The family the weights were packed for (and its variant for them).
+#if EMBER_QGEMM_X86
+  const QInfo& u = w.isa == QGemmIsa::Avx2 && w.w7 ? kAvx2W7 : *info_for(w.isa);
+#else
+  const QInfo& u = *info_for(w.isa);
+#endif
+  const bool avx2 = u.isa == QGemmIsa::Avx2 || u.isa == QGemmIsa::Avx512Vnni;
   const int64_t pstride = w.panel_bytes();
   const int64_t panels = w.n16 / 16;
   const int64_t rchunks = (m + kRowChunk - 1) / kRowChunk;
-  const int64_t kg = w.k4 / 4;
+#if EMBER_QGEMM_X86
+  if (u.a16) {  // A widened to int16 once (m x k4: small next to the product)
+    thread_local std::vector<int16_t> a16;
+    if (a16.size() < static_cast<size_t>(m * w.k4)) a16.resize(static_cast<size_t>(m * w.k4));
+    for (int64_t i = 0; i < m; ++i) widen_u8_avx2(a + i * lda, w.k4, a16.data() + i * w.k4);
+    a = reinterpret_cast<const uint8_t*>(a16.data());
+    lda = w.k4 * 2;
+  }
+#endif
   // Threads: at most one per g_min_macs_per_thread multiply-adds (padded sizes),
   // so that small products (M = 1 at BERT sizes: 2.4 M, ~30 us) stay on the
   // calling thread: waking a pool worker costs more than the whole product.
@@ -322,8 +453,8 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
       const int64_t r_end = std::min(m, (rc + 1) * kRowChunk);
       for (int64_t i0 = rc * kRowChunk; i0 < r_end; i0 += u.mr) {
         const int mr = static_cast<int>(std::min<int64_t>(u.mr, r_end - i0));
-        u.fn(kg, a + i0 * lda, lda, w.data.data() + p0 * pstride, pstride, tile, mr, np);
-        store_tile(tile, mr, i0, j0, cols, w, epilogue, c32, y, ldc);
+        u.fn(w.k4, a + i0 * lda, lda, w.data.data() + p0 * pstride, pstride, tile, mr, np);
+        store_tile(tile, mr, i0, j0, cols, w, epilogue, c32, y, ldc, avx2);
       }
     }
   };

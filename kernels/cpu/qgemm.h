@@ -5,14 +5,23 @@
 // the fused Activation.
 //
 // Weights are packed once (pack_int8_weights) into panels of 16 output
-// channels; inside a panel, depth runs in groups of 4: for group g and column c
-// the 4 bytes W[c][4g .. 4g+3] (the vpdpbusd layout). K is padded to a multiple
-// of 4 and N to a multiple of 16 with zero weights.
+// channels, for the micro-kernel family selected when they are packed (the
+// product then runs that family). K is padded to a multiple of 4 and N to a
+// multiple of 16 with zero weights. Inside a panel, depth runs
+//  * in groups of 4 int8 (VNNI, NEON, portable): for group g and column c the 4
+//    bytes W[c][4g .. 4g+3] (the vpdpbusd layout);
+//  * in pairs (AVX2): for pair g and column c the two int8 W[c][2g],
+//    W[c][2g+1] (widened to int16 in the kernel: the vpmaddwd layout), unless every
+//    weight lies within [-64, 64] (ONNX Runtime's reduce_range, ember convert
+//    --reduce-range): then groups of 4 int8, which AVX2 runs with vpmaddubsw
+//    (exact there: 2 x 255 x 64 < 2^15; it saturates on full-range weights).
 //
 // Micro-kernels, chosen at run time: AVX512-VNNI (vpdpbusd, up to 6 rows x 64
-// columns), AVX2 (vpmovsx/zx + vpmaddwd, exact: no saturating vpmaddubsw),
-// NEON on aarch64 (widening multiply-accumulate), and a portable one. All of
-// them produce the same int32 sums as kernels/ref/qgemm.h, bit for bit.
+// columns), AVX2 (vpmaddwd on weight pairs widened to int16 in the kernel and
+// the activations widened to int16 once per product, 6 rows x 16 columns;
+// exact: no saturating vpmaddubsw), NEON on aarch64 (widening multiply-accumulate), and a portable
+// one. All of them produce the same int32 sums as kernels/ref/qgemm.h, bit for
+// bit.
 #pragma once
 
 #include <cstddef>
@@ -28,12 +37,14 @@ enum class QGemmIsa { Auto, Portable, Avx2, Avx512Vnni, Neon };
 struct PackedInt8Weights {
   int64_t n = 0, k = 0;     // logical output channels and depth
   int64_t k4 = 0, n16 = 0;  // padded depth (multiple of 4) and channels (multiple of 16)
-  std::vector<int8_t> data;        // n16 / 16 panels of k4 * 16 bytes
+  QGemmIsa isa = QGemmIsa::Portable;  // the micro-kernel family packed for (never Auto)
+  bool w7 = false;  // every weight within [-64, 64] (AVX2 then packs groups of 4, not pairs)
+  std::vector<int8_t> data;        // n16 / 16 panels of panel_bytes()
   std::vector<int32_t> row_sums;   // per output channel: sum_p W[j][p]
   int64_t panel_bytes() const { return k4 * 16; }
 };
 
-// Packs W (n x k int8, rows of stride ldw).
+// Packs W (n x k int8, rows of stride ldw) for the selected micro-kernel family.
 void pack_int8_weights(const int8_t* w, int64_t n, int64_t k, int64_t ldw, PackedInt8Weights* out);
 
 // The dequantizing epilogue: for row i, column j,
@@ -70,10 +81,11 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
 constexpr int64_t kDefaultMinMacsPerThread = int64_t{1} << 23;
 int64_t qgemm_set_min_macs_per_thread(int64_t macs);
 
-// Selects the micro-kernel family (tests, benchmarks); false when unsupported here.
+// Selects the micro-kernel family for weights packed from now on (tests,
+// benchmarks); false when unsupported here.
 bool qgemm_set_isa(QGemmIsa isa);
 bool qgemm_isa_supported(QGemmIsa isa);
-// "avx512-vnni 6x64", "avx2 2x16", "neon 1x16" or "portable 1x16".
+// The selected family: "avx512-vnni 6x64", "avx2 6x16", "neon 1x16" or "portable 4x64".
 const char* qgemm_kernel_name();
 
 }  // namespace ember::cpu

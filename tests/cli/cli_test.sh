@@ -113,6 +113,16 @@ has "$err" "--activations: 'per-col' is not an activation quantization (per-tens
 run_ember nonzero convert "$onnx_dir/mlp_opset13.onnx" -o bad_act.ember --activations per-row
 has "$err" "--activations requires --quantize"
 [[ ! -e bad_act.ember ]] || fail "--activations without --quantize still wrote bad_act.ember"
+# --reduce-range: int8 weights within [-64, 64]; needs --quantize.
+run_ember 0 convert "$onnx_dir/mlp_opset13.onnx" -o mlp_rr.ember --quantize dynamic-int8 --reduce-range
+has_line "$out" "^quantized \(dynamic-int8, per channel, weights within \+-64, activations per tensor\): 2 weights, "
+run_ember 0 inspect mlp_rr.ember
+has_line "$out" " weight_range=reduced"
+run_ember 0 run mlp_rr.ember --input input=x.npy --output-dir out_rr
+has "$out" "wrote out_rr/output.npy (output: float32 [3, 4])"
+run_ember nonzero convert "$onnx_dir/mlp_opset13.onnx" -o bad_rr.ember --reduce-range
+has "$err" "--reduce-range requires --quantize"
+[[ ! -e bad_rr.ember ]] || fail "--reduce-range without --quantize still wrote bad_rr.ember"
 run_ember 1 convert "$onnx_dir/mlp_opset13.onnx" -o bad.ember --weights int4
 has "$err" "unknown weights 'int4' (supported: fp32, fp16)"
 [[ ! -e bad.ember ]] || fail "--weights int4 still wrote bad.ember"

@@ -21,7 +21,9 @@ TEST_CASE("dynamic_conv2d: equals the dequantized reference (stride, padding, di
   const Case cases[] = {{1, 3, 8, 8, 5, 3, 3, 1, 1, 1, 1, 1, 1, true, false},
                         {2, 4, 9, 7, 17, 3, 2, 2, 1, 0, 1, 1, 2, false, true},
                         {1, 1, 5, 5, 1, 1, 1, 1, 1, 0, 0, 1, 1, true, false},
-                        {2, 6, 11, 10, 33, 5, 5, 2, 3, 2, 2, 1, 1, true, true}};
+                        {2, 6, 11, 10, 33, 5, 5, 2, 3, 2, 2, 1, 1, true, true},
+                        {2, 37, 9, 13, 40, 1, 1, 1, 1, 0, 0, 1, 1, true, false},  // pointwise: m, c_in > 32
+                        {1, 70, 6, 7, 5, 1, 1, 1, 1, 0, 0, 1, 1, false, true}};
   for (const Case& c : cases) {
     std::vector<float> x(static_cast<size_t>(c.n * c.ci * c.h * c.w)), wt(static_cast<size_t>(c.co * c.ci * c.kh * c.kw)),
         bias(static_cast<size_t>(c.co));

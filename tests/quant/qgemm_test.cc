@@ -35,8 +35,12 @@ TEST_CASE("qgemm: int32 sums equal the reference on odd sizes, every kernel") {
   IsaRestore restore;
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> u8(0, 255), s8(-128, 127);
-  const int64_t sizes[][3] = {{1, 1, 1},   {1, 17, 3},  {5, 33, 7},   {7, 65, 129}, {13, 100, 31},
-                              {49, 70, 61}, {2, 16, 4}, {6, 64, 256}, {50, 129, 1027}};
+  // Every remainder of the 6- and 4-row tiles (m = 1 .. 13, 49, 50), depths that
+  // are not a multiple of 2 or 4, columns that are not a multiple of 16.
+  const int64_t sizes[][3] = {{1, 1, 1},   {1, 17, 3},   {5, 33, 7},    {7, 65, 129}, {13, 100, 31},
+                              {49, 70, 61}, {2, 16, 4},   {6, 64, 256},  {50, 129, 1027}, {3, 48, 2},
+                              {4, 31, 5},   {8, 16, 384}, {9, 47, 6},    {10, 80, 9},   {11, 15, 1536},
+                              {12, 33, 10}};
   for (auto isa : isas()) {
     REQUIRE(cpu::qgemm_set_isa(isa));
     INFO(cpu::qgemm_kernel_name());
@@ -80,14 +84,66 @@ TEST_CASE("qgemm: int32 sums equal the reference on odd sizes, every kernel") {
   }
 }
 
+TEST_CASE("qgemm: weights within [-64, 64] (AVX2: vpmaddubsw) equal the reference, extremes too") {
+  IsaRestore restore;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> u8(0, 255), s7(-64, 64);
+  const int64_t sizes[][3] = {{1, 1, 1}, {7, 17, 5}, {13, 33, 130}, {6, 16, 384}, {50, 40, 1027}};
+  for (auto isa : isas()) {
+    REQUIRE(cpu::qgemm_set_isa(isa));
+    for (const auto& s : sizes) {
+      const int64_t m = s[0], n = s[1], k = s[2], k4 = (k + 3) / 4 * 4;
+      std::vector<uint8_t> a(static_cast<size_t>(m * k4), 0);
+      std::vector<int8_t> w(static_cast<size_t>(n * k));
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t p = 0; p < k; ++p) a[i * k4 + p] = static_cast<uint8_t>(u8(rng));
+      }
+      for (auto& v : w) v = static_cast<int8_t>(s7(rng));
+      if (m == 50) {  // the largest pair sums: 255 x (-64) and 255 x 64
+        for (int64_t i = 0; i < m; ++i) std::fill(a.begin() + i * k4, a.begin() + i * k4 + k, 255);
+        for (int64_t j = 0; j < n; ++j) std::fill(w.begin() + j * k, w.begin() + (j + 1) * k, j % 2 ? 64 : -64);
+      }
+      cpu::PackedInt8Weights pw;
+      cpu::pack_int8_weights(w.data(), n, k, k, &pw);
+      CHECK(pw.w7);
+      std::vector<int32_t> ref(static_cast<size_t>(m * n)), got(static_cast<size_t>(m * n), -1);
+      ref::qgemm_u8s8s32(m, n, k, a.data(), k4, w.data(), k, ref.data(), n);
+      for (int threads : {1, 2}) {
+        const int64_t previous = cpu::qgemm_set_min_macs_per_thread(threads > 1 ? 1 : cpu::kDefaultMinMacsPerThread);
+        std::fill(got.begin(), got.end(), -1);
+        cpu::qgemm_u8s8(m, a.data(), k4, pw, nullptr, got.data(), nullptr, n, threads);
+        cpu::qgemm_set_min_macs_per_thread(previous);
+        CAPTURE(cpu::qgemm_kernel_name());
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(threads);
+        CHECK(got == ref);
+      }
+    }
+    // One weight outside [-64, 64] and the full-range kernel runs (it would saturate).
+    std::vector<int8_t> w(64 * 8, 64);
+    w[100] = 65;
+    cpu::PackedInt8Weights pw;
+    cpu::pack_int8_weights(w.data(), 8, 64, 64, &pw);
+    CHECK_FALSE(pw.w7);
+    std::vector<uint8_t> a(64, 255);
+    std::vector<int32_t> got(8), ref(8);
+    cpu::qgemm_u8s8(1, a.data(), 64, pw, nullptr, got.data(), nullptr, 8, 1);
+    ref::qgemm_u8s8s32(1, 8, 64, a.data(), 64, w.data(), 64, ref.data(), 8);
+    CHECK(got == ref);
+  }
+}
+
 TEST_CASE("qgemm: the extremes reach the exact int32 value") {
   std::vector<uint8_t> a(1028, 255);
   std::vector<int8_t> w(1028, -128);
-  cpu::PackedInt8Weights pw;
-  cpu::pack_int8_weights(w.data(), 1, 1028, 1028, &pw);
   IsaRestore restore;
   for (auto isa : isas()) {
     REQUIRE(cpu::qgemm_set_isa(isa));
+    cpu::PackedInt8Weights pw;  // packed for the selected kernel, which then runs it
+    cpu::pack_int8_weights(w.data(), 1, 1028, 1028, &pw);
+    CHECK(pw.isa == isa);
     int32_t c = 0;
     cpu::qgemm_u8s8(1, a.data(), 1028, pw, nullptr, &c, nullptr, 1, 1);
     CHECK(c == 255 * -128 * 1028);
@@ -128,6 +184,12 @@ TEST_CASE("qparams: symmetric int8 weights, per tensor and per channel, as torch
   CHECK(s[0] == 0.007843138f);  // MinMaxObserver(qint8, per_tensor_symmetric)
   const int8_t want_t[] = {-127, 64, 32, 13, 25, -6};  // torch.quantize_per_tensor
   CHECK(std::memcmp(q, want_t, 6) == 0);
+  // reduce_range: over [-64, 64], scale max|w| / 64 (ONNX Runtime's reduce_range).
+  quant::quantize_weight_int8(w, 2, 3, /*per_channel=*/true, q, s, /*reduce_range=*/true);
+  CHECK(s[0] == 1.0f / 64);
+  CHECK(s[1] == 0.2f / 64);
+  const int8_t want_r[] = {-64, 32, 16, 32, 64, -16};
+  CHECK(std::memcmp(q, want_r, 6) == 0);
   // An all-zero weight: the scale is float32 epsilon, not zero.
   const float z[3] = {0, 0, 0};
   quant::quantize_weight_int8(z, 1, 3, false, q, s);
@@ -171,10 +233,11 @@ TEST_CASE("dynamic_linear: the fused epilogue equals the reference formulas bit 
       for (auto& v : x) v = nd(rng) * 2.0f + 0.3f;
       for (auto& v : w) v = nd(rng) * 0.1f;
       for (auto& v : b) v = nd(rng);
-      for (bool per_channel : {false, true}) {
+      for (int scheme = 0; scheme < 3; ++scheme) {  // per tensor, per channel, per channel in [-64, 64]
+        const bool per_channel = scheme > 0;
         std::vector<int8_t> q(w.size());
         std::vector<float> s(static_cast<size_t>(per_channel ? n : 1));
-        quant::quantize_weight_int8(w.data(), n, k, per_channel, q.data(), s.data());
+        quant::quantize_weight_int8(w.data(), n, k, per_channel, q.data(), s.data(), /*reduce_range=*/scheme == 2);
         const quant::PackedLinear packed = quant::pack_linear(q.data(), n, k, s.data(), per_channel, b.data());
         for (int variant = 0; variant < 4; ++variant) {
           quant::DynamicQuantOptions opt;
