@@ -335,6 +335,19 @@ TEST_CASE("control flow: a while Loop (condition from the body, no trip count) w
   }
 }
 
+TEST_CASE("control flow: torch.jit.script's for and if (Loop with a run-time trip count, If on the data)") {
+  ExecutionContext ctx(convert_to_executor("tests/golden/onnx/control_script.onnx", "script"));
+  std::string error;
+  auto run = [&](const Tensor& x, int64_t n) {
+    Result<std::vector<Tensor>> r = ctx.run({x, scalar_tensor(Scalar(n), TensorOptions(DType::Int64))}, {}, &error);
+    REQUIRE_MESSAGE(r.ok(), error);
+    return r.get()[0].clone();
+  };
+  check_equal(run(tensor({1.f, 2.f}), 3), tensor({11.f, 19.f}));  // PyTorch's values
+  check_equal(run(tensor({0.f, 0.f}), 1), tensor({1.f, 1.f}));
+  check_equal(run(tensor({1.f, 2.f}), 0), tensor({2.f, 3.f}));    // no iteration: x + 1
+}
+
 TEST_CASE("control flow: a file whose If names a subgraph it does not have is refused at load") {
   ModelDef def;
   TensorDef c;

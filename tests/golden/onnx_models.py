@@ -232,6 +232,25 @@ def control_while_model(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+class _ScriptedLoopIf(torch.nn.Module):
+    def forward(self, x, n: int):
+        y = x
+        for i in range(n):
+            y = y * 2 + i
+        if bool(y.sum() > 10):
+            y = y - 1
+        else:
+            y = y + 1
+        return y
+
+
+def control_script_model(path):
+    """torch.jit.script's for loop and if: ONNX Loop (trip count an input) and If
+    (condition from the data). x=[1, 2], n=3: [11, 19]; x=[0, 0], n=1: [1, 1]."""
+    torch.onnx.export(torch.jit.script(_ScriptedLoopIf()), (torch.tensor([1.0, 2.0]), 3), path,
+                      input_names=["x", "n"], output_names=["y"], opset_version=13)
+
+
 def main(out_dir):
     torch.set_num_threads(1)
     os.makedirs(out_dir, exist_ok=True)
@@ -287,6 +306,7 @@ def main(out_dir):
     control_loop_model(os.path.join(out_dir, "control_loop.onnx"))
     control_scan_model(os.path.join(out_dir, "control_scan.onnx"))
     control_while_model(os.path.join(out_dir, "control_while.onnx"))
+    control_script_model(os.path.join(out_dir, "control_script.onnx"))
     expected.close()
 
 
