@@ -1,6 +1,6 @@
 // Control flow in the converter IR (passes.h): If nodes of constant condition
-// inlined, graph inputs fixed to constants (ember convert --fix-input), and
-// the error for the If, Loop and Scan nodes that are left.
+// inlined, graph inputs fixed to constants (ember convert --fix-input). The
+// If, Loop and Scan nodes that are left become ember ops (lower_control.cc).
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -210,63 +210,6 @@ Diag fix_inputs(Graph& graph, const FixedInputs& fixed) {
     graph.inputs.erase(it);
   }
   return Diag::success();
-}
-
-namespace {
-
-// The graph inputs value `id` depends on (through its producers), by name.
-std::vector<std::string> inputs_behind(const Graph& graph, int id) {
-  std::vector<bool> seen(graph.values.size(), false);
-  std::vector<int> stack = {id};
-  std::vector<std::string> names;
-  while (!stack.empty()) {
-    const int v = stack.back();
-    stack.pop_back();
-    if (v < 0 || seen[static_cast<size_t>(v)]) continue;
-    seen[static_cast<size_t>(v)] = true;
-    if (graph.is_graph_input(v)) names.push_back(graph.value(v).name);
-    const int p = graph.producer_of(v);
-    if (p >= 0) {
-      for (int in : graph.nodes[static_cast<size_t>(p)].inputs) stack.push_back(in);
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-}  // namespace
-
-Diag check_control_flow(const Graph& graph, const std::string& source) {
-  std::vector<std::string> problems;
-  for (const Node& node : graph.nodes) {
-    if (!is_control_flow_op(node.op_type)) continue;
-    if (node.op_type != "If") {
-      problems.push_back(node.label() + ": run-time loops are not supported (ember has no " + node.op_type +
-                         " op; its body cannot be unrolled at conversion)");
-      continue;
-    }
-    const int c = node.inputs.empty() ? -1 : node.inputs[0];
-    std::string why;
-    if (c >= 0 && graph.is_constant(c)) {
-      why = "its condition '" + graph.value(c).name + "' is a constant of " +
-            std::to_string(graph.value(c).constant.numel()) + " elements, not one";
-    } else {
-      const std::vector<std::string> deps = c >= 0 ? inputs_behind(graph, c) : std::vector<std::string>{};
-      std::string list;
-      for (const std::string& d : deps) list += (list.empty() ? "" : ", ") + d;
-      why = "its condition" + (c >= 0 ? " '" + graph.value(c).name + "'" : std::string()) +
-            " is not a constant; " +
-            (deps.empty() ? std::string("it depends on no graph input that --fix-input could bind")
-                          : "bind the inputs it depends on with --fix-input (" + list + ")");
-    }
-    problems.push_back(node.label() + ": " + why);
-  }
-  if (problems.empty()) return Diag::success();
-  std::ostringstream os;
-  os << "'" << source << "' uses ops the converter does not support (control flow it cannot resolve at "
-     << "conversion, " << problems.size() << " node" << (problems.size() == 1 ? "" : "s") << "): ";
-  for (size_t i = 0; i < problems.size(); ++i) os << (i ? "; " : "") << problems[i];
-  return fail(Status::NotSupported, os.str());
 }
 
 }  // namespace ember::converter

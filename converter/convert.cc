@@ -104,8 +104,6 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
     if (!passes.ok()) return passes.diag();
     r.passes = *passes;
   }
-  Diag control = check_control_flow(g, onnx_path);
-  if (!control.ok()) return control;
   Expected<ModelDef> def = [&]() -> Expected<ModelDef> {
     try {
       return lower(g);

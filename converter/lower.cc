@@ -283,7 +283,8 @@ void Lowerer::pair_attr(const Node& n, const std::string& attr, int64_t fallback
 
 void Lowerer::lower_node(const Node& n, const OnnxLowering& entry) {
   infer_output_dtypes(n);
-  if ((n.inputs.empty() || n.inputs[0] < 0) && n.op_type != "ConstantOfShape") refuse("has no first input");
+  if ((n.inputs.empty() || n.inputs[0] < 0) && n.op_type != "ConstantOfShape" && n.op_type != "Loop")
+    refuse("has no first input");
   entry_ = &entry;
   (this->*entry.lower)(n);
 }

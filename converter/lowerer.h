@@ -60,7 +60,11 @@ class Lowerer {
   friend struct OnnxOpTable;
 
  public:
-  explicit Lowerer(const Graph& g) : g_(g), dtypes_(g.values.size()), tensor_of_(g.values.size(), -1) {
+  // `subgraphs`: where the control-flow ops' subgraphs go (a subgraph's
+  // Lowerer adds to the main graph's list); null: this graph's own ModelDef.
+  explicit Lowerer(const Graph& g, std::vector<ModelDef>* subgraphs = nullptr)
+      : g_(g), dtypes_(g.values.size()), tensor_of_(g.values.size(), -1),
+        subgraphs_(subgraphs != nullptr ? subgraphs : &def_.subgraphs) {
     for (size_t i = 0; i < g.values.size(); ++i) dtypes_[i] = g.values[i].dtype;
   }
 
@@ -295,12 +299,18 @@ class Lowerer {
   // The linear position of each index tuple of `id` ([..., k]) in the leading dims `dims`.
   int32_t linear_index(int id, const std::vector<int64_t>& dims, const std::string& base);
 
+  // lower_control.cc: subgraph `sg` of control-flow node `n` (its inputs'
+  // missing types completed from the node's inputs) lowered into the
+  // model's subgraphs; returns its index.
+  int32_t lower_subgraph(const Node& n, Graph sg, const std::string& attr);
+
   const Graph& g_;
   ModelDef def_;
   std::vector<std::optional<DType>> dtypes_;  // per value: the IR's or inferred
   std::vector<int32_t> tensor_of_;            // per value: its tensor index, or -1
   std::set<std::string> names_;
   std::vector<std::string> errors_;
+  std::vector<ModelDef>* subgraphs_;  // the main graph's def_.subgraphs
 };
 
 }  // namespace ember::converter::lowering

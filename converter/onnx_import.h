@@ -17,8 +17,8 @@
 //   nodes and nodes are imported like the model's; a name a subgraph does not
 //   define resolves in the enclosing scopes (ONNX lexical scoping) and becomes
 //   an explicit capture (the node's last inputs, Node::captured). The passes
-//   inline an If whose condition folds (inline_constant_ifs); what is left is
-//   refused by convert_file (check_control_flow, passes.h).
+//   inline an If whose condition folds (inline_constant_ifs); what is left
+//   becomes ember If / Loop / Scan ops (lower_control.cc).
 // - Every op outside supported_onnx_ops() (subgraphs included) is collected first: the error lists
 //   them all at once (op type, count, node names) and no graph is returned.
 // - Node forms are normalized whatever the opset: "axes" of Unsqueeze,

@@ -92,8 +92,9 @@ int conv1d_to_conv2d(Graph& graph);
 int fuse_layer_norms(Graph& graph);
 
 // Control flow (control.cc). If, Loop and Scan: imported with their subgraphs
-// (Node::graphs), never lowered; an If whose condition folds to a constant is
-// inlined, the rest are refused by check_control_flow.
+// (Node::graphs); an If whose condition folds to a constant is inlined, the
+// rest become ember's If / Loop / Scan ops (lower_control.cc: each subgraph
+// optimized and lowered on its own into the model's subgraphs).
 bool is_control_flow_op(const std::string& op_type);
 
 // Every If whose condition is a constant (one element) is replaced by the
@@ -126,11 +127,6 @@ using InputShapes = std::map<std::string, std::vector<int64_t>>;
 // an unknown input, another rank, a dim that contradicts a static one, a
 // negative dim.
 Diag fix_input_shapes(Graph& graph, const InputShapes& shapes);
-
-// NotSupported, naming every If, Loop and Scan left and why (an If: its
-// condition is not a constant, with the graph inputs it depends on to bind
-// with --fix-input; Loop, Scan: run-time loops are not supported), or success.
-Diag check_control_flow(const Graph& graph, const std::string& source);
 
 // Identity removal, shape and constant folding, If inlining (conditions that
 // are constants) and dead-node elimination until nothing changes, then BatchNorm folding, activation fusion, LayerNorm

@@ -422,12 +422,55 @@ struct MaxUnpoolParams {
   int64_t unpooled(int64_t d, int64_t in) const { return (in - 1) * stride[d] - pad_begin[d] - pad_end[d] + kernel[d]; }
 };
 
+// Control flow (ONNX If, Loop, Scan): the subgraphs they run are the model's
+// `subgraphs` (ember.fbs), by index; a subgraph reads only its own inputs
+// (what ONNX lets it capture from outer scopes is passed as the op's last
+// inputs, in the same order as the subgraph's last inputs).
+// If: input 0 the condition (one element), then the captured values; the
+// branches have those captured inputs and the op's outputs.
+struct IfParams {
+  int32_t then_graph = -1, else_graph = -1;
+  static constexpr auto fields() { return std::make_tuple(&IfParams::then_graph, &IfParams::else_graph); }
+  bool valid() const { return then_graph >= 0 && else_graph >= 0; }
+};
+
+// Loop: inputs max trip count (int64, optional), condition (bool, optional),
+// `carried` initial values, captured values; outputs the final carried values
+// then the scan outputs (each iteration's, stacked along a new axis 0). The
+// body reads (iteration, condition, carried..., captured...) and returns
+// (condition, carried..., scan outputs...).
+struct LoopParams {
+  int32_t body = -1;
+  int32_t carried = 0;
+  static constexpr auto fields() { return std::make_tuple(&LoopParams::body, &LoopParams::carried); }
+  bool valid() const { return body >= 0 && carried >= 0; }
+};
+
+// Scan (ONNX 9+): inputs `state` initial states, `scan_inputs` sequences,
+// captured values; outputs the final states then the scan outputs. Axes may be
+// negative (from the end); reverse: the sequence is read (written) from its end.
+constexpr int kMaxScanValues = 16;  // scan inputs and scan outputs per Scan
+struct ScanLoopParams {
+  int32_t body = -1;
+  int32_t state = 0, scan_inputs = 0;
+  int32_t input_axes[kMaxScanValues] = {};
+  bool input_reverse[kMaxScanValues] = {};
+  int32_t output_axes[kMaxScanValues] = {};
+  bool output_reverse[kMaxScanValues] = {};
+  static constexpr auto fields() {
+    return std::make_tuple(&ScanLoopParams::body, &ScanLoopParams::state, &ScanLoopParams::scan_inputs,
+                           &ScanLoopParams::input_axes, &ScanLoopParams::input_reverse, &ScanLoopParams::output_axes,
+                           &ScanLoopParams::output_reverse);
+  }
+  bool valid() const { return body >= 0 && state >= 0 && scan_inputs >= 1 && scan_inputs <= kMaxScanValues; }
+};
+
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
                               SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams,
                               DimsParams, AxisParams, LinearParams, QLinearParams, QConv2dParams,
                               UnaryParams, ScatterParams, ScanParams, TopKParams, UniqueParams,
                               ResizeParams, ConvTransposeParams, GridSampleParams, NmsParams,
                               RoiAlignParams, DftParams, StftParams, AffineGridParams, Col2ImParams,
-                              MaxUnpoolParams>;
+                              MaxUnpoolParams, IfParams, LoopParams, ScanLoopParams>;
 
 }  // namespace ember

@@ -19,6 +19,7 @@
 #include "runtime/backend/backend.h"
 #include "runtime/core/error.h"
 #include "runtime/core/thread_pool.h"
+#include "runtime/model/control_flow.h"
 #include "runtime/model/model_access.h"
 #include "runtime/model/op_runner.h"
 #include "runtime/model/planner.h"
@@ -213,9 +214,28 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
                                                          const ExecutorOptions& options, std::string* error) {
   RT_RETURN_IF_ERROR(check_options(options, error));
   if (model == nullptr) return report_error(error, Status::InvalidArgument, "Executor::create: no model");
+  // The subgraphs in index order (each runs only subgraphs of lower index,
+  // which the loader checks), on the CPU.
+  std::vector<std::shared_ptr<const Executor>> subgraphs;
+  for (int i = 0; i < model->num_subgraphs(); ++i) {
+    std::string why;
+    Result<Model> sub = model->subgraph(i, &why);
+    Result<std::shared_ptr<const Executor>> ex =
+        sub.ok() ? create_graph(std::make_shared<const Model>(std::move(sub.get())), ExecutorOptions{}, subgraphs, &why)
+                 : Result<std::shared_ptr<const Executor>>(sub.status());
+    if (!ex.ok()) return report_error(error, ex.status(), "subgraph ", i, ": ", why);
+    subgraphs.push_back(ex.get());
+  }
+  return create_graph(std::move(model), options, subgraphs, error);
+}
+
+Result<std::shared_ptr<const Executor>> Executor::create_graph(
+    std::shared_ptr<const Model> model, const ExecutorOptions& options,
+    const std::vector<std::shared_ptr<const Executor>>& subgraphs, std::string* error) {
   RT_RETURN_IF_ERROR(validate_graph(*model, error));
   auto ex = std::make_shared<Executor>(std::move(model));
   const Model& m = *ex->model_;
+  RT_RETURN_IF_ERROR(attach_subgraphs(m, subgraphs, ex->ops_, error));
   RT_RETURN_IF_ERROR(prepare_sparse(m, ex->ops_, ex->tensors_, error));
   upcast_fp16_weights(m, ex->tensors_);
   RT_RETURN_IF_ERROR(prepare_quantized(m, ex->ops_, error));
@@ -672,6 +692,19 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
   }
   plan_.plans = arena.replans;
   if (options.profile) profile_ = std::move(profile);
+  return results;
+}
+
+std::vector<Tensor> run_subgraph(const Executor& ex, const std::vector<Tensor>& inputs) {
+  std::string message;
+  Status status = check_inputs(ex.inputs_, Span<const Tensor>(inputs.data(), inputs.size()), &message);
+  EMBER_CHECK(status == Status::Ok, status, "subgraph: ", message);
+  Run run(*ex.model_, ex.options_, ex.ops_, ex.tensors_);
+  run.bind_inputs(ex.inputs_, inputs);
+  std::vector<Tensor> results;
+  status = run.run_ops(false, nullptr, &message);
+  if (status == Status::Ok) status = run.read_outputs(ex.outputs_, &results, &message);
+  EMBER_CHECK(status == Status::Ok, status, message);
   return results;
 }
 

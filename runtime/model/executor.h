@@ -133,6 +133,12 @@ Result<std::vector<Tensor>> run_recording(const Executor& ex, Span<const Tensor>
                                           const std::vector<std::pair<int, LoraAdapter>>& adapters = {},
                                           std::string* error = nullptr);
 
+// Runs `ex` (a control-flow subgraph's executor, on the CPU) on `inputs`,
+// checked as ExecutionContext::run checks them, from inside a running op:
+// its allocations go wherever the caller's storage hook sends them. Raises
+// ember::Error ("node 'add_1' (add): ...") on failure.
+std::vector<Tensor> run_subgraph(const Executor& ex, const std::vector<Tensor>& inputs);
+
 class Executor {
  public:
   // Checks that every op of the model can run here (its OpKind is one the
@@ -175,6 +181,12 @@ class Executor {
 
  private:
   friend class ExecutionContext;
+  friend std::vector<Tensor> run_subgraph(const Executor&, const std::vector<Tensor>&);
+  // create() for the main graph or a subgraph; `subgraphs`: the executors of
+  // the file's subgraphs of lower index (all of them for the main graph).
+  static Result<std::shared_ptr<const Executor>> create_graph(
+      std::shared_ptr<const Model> model, const ExecutorOptions& options,
+      const std::vector<std::shared_ptr<const Executor>>& subgraphs, std::string* error);
   friend Result<std::vector<Tensor>> run_recording(const Executor&, Span<const Tensor>,
                                                    const std::vector<std::pair<int, Tensor>>&,
                                                    const std::vector<std::pair<int, LoraAdapter>>&, std::string*);

@@ -78,7 +78,9 @@ class Checker {
   Status check_tensor(uint32_t i);
   Status check_coo(uint32_t i, const fb::Tensor& t, const std::string& where);
   Status check_quant(const fb::Tensor& t, const std::string& where);
-  Status check_graph();
+  Status check_graph(const fb::Graph& g, int self);
+  Status check_control_op(const fb::Operator& op, const OpParams& params, int self, const std::string& where);
+  Status check_one_graph(const fb::Graph& g, int self);
   std::string tensor_where(uint32_t i) const {
     return str_cat("tensor ", i, " '", str(tensors_->Get(i)->name()), "'");
   }
@@ -125,7 +127,9 @@ Status Checker::check_header() {
     return report_error(error_, Status::NotSupported, "unsupported format version ", root_->version(),
                 " (this build reads versions ", kMinFormatVersion, " to ", kFormatVersion, ")");
   if (root_->graph() == nullptr) return invalid(error_, "model has no graph");
-  tensors_ = root_->graph()->tensors();
+  for (uint32_t i = 0; i < len(root_->subgraphs()); ++i) {
+    if (root_->subgraphs()->Get(i) == nullptr) return invalid(error_, "subgraph ", i, " is missing");
+  }
   return Status::Ok;
 }
 
@@ -344,8 +348,51 @@ Status Checker::check_coo(uint32_t i, const fb::Tensor& t, const std::string& wh
   return Status::Ok;
 }
 
-Status Checker::check_graph() {
-  const fb::Graph& g = *root_->graph();
+// The subgraphs a control-flow op runs: in range, of lower index than the
+// graph holding the op (self; -1: the main graph, which may use any), with
+// the inputs and outputs the op hands them.
+Status Checker::check_control_op(const fb::Operator& op, const OpParams& params, int self,
+                                 const std::string& where) {
+  const uint32_t n_in = len(op.inputs()), n_out = len(op.outputs());
+  const uint32_t n_sub = len(root_->subgraphs());
+  auto graph_ok = [&](int32_t index, const char* what, uint32_t want_in, uint32_t want_out) -> Status {
+    const bool in_range = index >= 0 && static_cast<uint32_t>(index) < n_sub && (self < 0 || index < self);
+    if (!in_range)
+      return invalid(error_, where, ": ", what, " subgraph index ", index, " out of range (", n_sub, " subgraphs",
+                     self >= 0 ? str_cat(", and a subgraph may only run subgraphs of lower index than its own, ", self)
+                               : std::string(), ")");
+    const fb::Graph& g = *root_->subgraphs()->Get(static_cast<uint32_t>(index));
+    if (len(g.inputs()) != want_in || len(g.outputs()) != want_out)
+      return invalid(error_, where, ": ", what, " subgraph ", index, " has ", len(g.inputs()), " inputs and ",
+                     len(g.outputs()), " outputs, expected ", want_in, " and ", want_out);
+    return Status::Ok;
+  };
+  if (const auto* p = std::get_if<IfParams>(&params)) {
+    if (n_in < 1) return invalid(error_, where, ": needs its condition input");
+    RT_RETURN_IF_ERROR(graph_ok(p->then_graph, "then", n_in - 1, n_out));
+    return graph_ok(p->else_graph, "else", n_in - 1, n_out);
+  }
+  if (const auto* p = std::get_if<LoopParams>(&params)) {
+    const uint32_t carried = static_cast<uint32_t>(p->carried);
+    if (n_in < 2 + carried || n_out < carried)
+      return invalid(error_, where, ": ", carried, " carried values need at least ", 2 + carried, " inputs and ",
+                     carried, " outputs, got ", n_in, " and ", n_out);
+    return graph_ok(p->body, "body", n_in, n_out + 1);
+  }
+  if (const auto* p = std::get_if<ScanLoopParams>(&params)) {
+    const uint32_t state = static_cast<uint32_t>(p->state), scans = static_cast<uint32_t>(p->scan_inputs);
+    if (n_in < state + scans || n_out < state || n_out - state > static_cast<uint32_t>(kMaxScanValues))
+      return invalid(error_, where, ": ", state, " states and ", scans, " scan inputs do not fit ", n_in,
+                     " inputs and ", n_out, " outputs (at most ", kMaxScanValues, " scan outputs)");
+    for (uint32_t j = 0; j < state + scans; ++j) {
+      if (op.inputs()->Get(j) == -1) return invalid(error_, where, ": input ", j, " is missing");
+    }
+    return graph_ok(p->body, "body", n_in, n_out);
+  }
+  return Status::Ok;
+}
+
+Status Checker::check_graph(const fb::Graph& g, int self) {
   const uint32_t nt = len(tensors_);
   auto in_range = [&](int32_t t) { return t >= 0 && static_cast<uint32_t>(t) < nt; };
   // Unique names.
@@ -407,6 +454,7 @@ Status Checker::check_graph() {
     OpParams params;
     std::string why;
     if (attrs_to_params(op, &params, &why) != Status::Ok) return invalid(error_, where, ": ", why);
+    RT_RETURN_IF_ERROR(check_control_op(op, params, self, where));
   }
   for (uint32_t k = 0; k < len(g.outputs()); ++k) {
     const int32_t t = g.outputs()->Get(k);
@@ -417,12 +465,25 @@ Status Checker::check_graph() {
   return Status::Ok;
 }
 
+Status Checker::check_one_graph(const fb::Graph& g, int self) {
+  tensors_ = g.tensors();
+  facts_.assign(len(tensors_), TensorFacts{});
+  for (uint32_t i = 0; i < len(tensors_); ++i) RT_RETURN_IF_ERROR(check_tensor(i));
+  if (full_) RT_RETURN_IF_ERROR(check_graph(g, self));
+  return Status::Ok;
+}
+
 Status Checker::run() {
   RT_RETURN_IF_ERROR(check_header());
   RT_RETURN_IF_ERROR(check_segments());
-  facts_.assign(len(tensors_), TensorFacts{});
-  for (uint32_t i = 0; i < len(tensors_); ++i) RT_RETURN_IF_ERROR(check_tensor(i));
-  if (full_) RT_RETURN_IF_ERROR(check_graph());
+  RT_RETURN_IF_ERROR(check_one_graph(*root_->graph(), -1));
+  for (uint32_t i = 0; i < len(root_->subgraphs()); ++i) {
+    const Status s = check_one_graph(*root_->subgraphs()->Get(i), static_cast<int>(i));
+    if (s != Status::Ok) {
+      if (error_ != nullptr) *error_ = str_cat("subgraph ", i, ": ", *error_);
+      return s;
+    }
+  }
   return Status::Ok;
 }
 
@@ -446,8 +507,25 @@ Result<Model> Model::init(std::shared_ptr<void> owner, const std::byte* base, si
                           std::string* error) {
   Checker checker(reinterpret_cast<const uint8_t*>(base), size, v, error);
   RT_RETURN_IF_ERROR(checker.run());
-  Model model(std::move(owner), base, size, checker.root());
-  const auto* tensors = model.root_->graph()->tensors();
+  Model model(std::move(owner), base, size, checker.root(), checker.root()->graph());
+  model.init_weights();
+  return model;
+}
+
+Result<Model> Model::subgraph(int index, std::string* error) const {
+  if (index < 0 || index >= num_subgraphs())
+    return report_error(error, Status::InvalidArgument, "subgraph ", index, " out of range (", num_subgraphs(),
+                        " subgraphs)");
+  Model model(owner_, base_, size_, root_, root_->subgraphs()->Get(static_cast<uint32_t>(index)));
+  model.init_weights();
+  return model;
+}
+
+int Model::num_subgraphs() const { return static_cast<int>(len(root_->subgraphs())); }
+
+void Model::init_weights() {
+  Model& model = *this;
+  const auto* tensors = graph_->tensors();
   model.weights_.resize(len(tensors));
   std::vector<int64_t> sizes;
   for (uint32_t i = 0; i < len(tensors); ++i) {
@@ -461,11 +539,10 @@ Result<Model> Model::init(std::shared_ptr<void> owner, const std::byte* base, si
     }
     const fb::Segment* seg = model.root_->segments()->Get(t.data()->segment());
     // Read-only mapping: the const_cast only satisfies from_blob's signature.
-    void* p = const_cast<std::byte*>(base + seg->offset() + t.data()->offset());
+    void* p = const_cast<std::byte*>(base_ + seg->offset() + t.data()->offset());
     std::shared_ptr<void> keep = model.owner_;
     model.weights_[i] = from_blob(p, sizes, static_cast<DType>(t.dtype()), [keep](void*) {});
   }
-  return model;
 }
 
 Result<Model> Model::load(const std::string& path, Verification v, std::string* error) {
@@ -508,7 +585,7 @@ Result<Model> Model::load_from_bytes(const void* data, size_t size, Verification
 
 const fb::Tensor& Model::tensor(int i) const {
   RT_CHECK(i >= 0 && i < num_tensors(), "Model::tensor: index out of range");
-  return *root_->graph()->tensors()->Get(static_cast<uint32_t>(i));
+  return *graph_->tensors()->Get(static_cast<uint32_t>(i));
 }
 
 std::string_view Model::tensor_name(int i) const { return str(tensor(i).name()); }
@@ -525,11 +602,11 @@ int Model::find_tensor(std::string_view name) const {
   return -1;
 }
 
-int Model::num_ops() const { return static_cast<int>(len(root_->graph()->operators())); }
+int Model::num_ops() const { return static_cast<int>(len(graph_->operators())); }
 
 const fb::Operator& Model::op(int i) const {
   RT_CHECK(i >= 0 && i < num_ops(), "Model::op: index out of range");
-  return *root_->graph()->operators()->Get(static_cast<uint32_t>(i));
+  return *graph_->operators()->Get(static_cast<uint32_t>(i));
 }
 
 OpKind Model::op_kind(int i) const { return static_cast<OpKind>(op(i).op()); }
@@ -548,8 +625,8 @@ Span<const int32_t> span_of(const flatbuffers::Vector<int32_t>* v) {
 }
 }  // namespace
 
-Span<const int32_t> Model::inputs() const { return span_of(root_->graph()->inputs()); }
-Span<const int32_t> Model::outputs() const { return span_of(root_->graph()->outputs()); }
+Span<const int32_t> Model::inputs() const { return span_of(graph_->inputs()); }
+Span<const int32_t> Model::outputs() const { return span_of(graph_->outputs()); }
 
 ModelMetadata Model::metadata() const {
   ModelMetadata m;

@@ -87,9 +87,17 @@ class Model {
   Span<const int32_t> outputs() const;
   ModelMetadata metadata() const;
 
+  // The control-flow subgraphs (ember.fbs Model.subgraphs). subgraph(i) is a
+  // Model of its own over the same mapping (its tensors, ops, inputs and
+  // outputs are the subgraph's; metadata and subgraphs are the file's).
+  int num_subgraphs() const;
+  Result<Model> subgraph(int index, std::string* error = nullptr) const;
+
  private:
-  Model(std::shared_ptr<void> owner, const std::byte* base, size_t size, const fb::Model* root)
-      : owner_(std::move(owner)), base_(base), size_(size), root_(root) {}
+  Model(std::shared_ptr<void> owner, const std::byte* base, size_t size, const fb::Model* root,
+        const fb::Graph* graph)
+      : owner_(std::move(owner)), base_(base), size_(size), root_(root), graph_(graph) {}
+  void init_weights();
   static Result<Model> init(std::shared_ptr<void> owner, const std::byte* base, size_t size,
                             Verification v, std::string* error);
 
@@ -97,6 +105,7 @@ class Model {
   const std::byte* base_ = nullptr;
   size_t size_ = 0;
   const fb::Model* root_ = nullptr;
+  const fb::Graph* graph_ = nullptr;  // the main graph or a subgraph
   std::vector<Tensor> weights_;  // one per tensor; undefined for activations
 };
 

@@ -84,6 +84,10 @@ struct ModelDef {
   std::vector<int32_t> inputs;   // tensor indices
   std::vector<int32_t> outputs;
   ModelMetadata metadata;
+  // The control-flow ops' subgraphs (IfParams, LoopParams, ScanLoopParams
+  // index them): closed graphs, each referring only to subgraphs of lower
+  // index. Kept on the top-level ModelDef only (a subgraph's own list is empty).
+  std::vector<ModelDef> subgraphs;
 
   // Appends a tensor and returns its index.
   int32_t add_tensor(TensorDef t) {

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "runtime/core/error.h"
+#include "runtime/model/control_flow.h"
 #include "runtime/model/graph_ops.h"
 #include "runtime/model/model_access.h"
 #include "runtime/ops/dispatch.h"

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/backend/backend.h"
 #include "runtime/graph/op_params.h"
@@ -13,6 +14,8 @@
 #include "runtime/tensor/tensor.h"
 
 namespace ember {
+
+class Executor;
 
 // Per op.
 struct OpState {
@@ -29,6 +32,9 @@ struct OpState {
   // (weights.h; SparseLinear on the CPU: shared with TensorState::prepared_sparse);
   // null otherwise.
   std::shared_ptr<const PreparedWeight> prepared;
+  // Control-flow ops (If: then, else; Loop, Scan: body): the CPU executors of
+  // their subgraphs, made once at create (control_flow.h).
+  std::vector<std::shared_ptr<const Executor>> subgraphs;
 };
 
 // Per tensor.

@@ -33,13 +33,18 @@ Status precheck(const ModelDef& def, std::string* error) {
   return Status::Ok;
 }
 
-// Builds the size-prefixed flatbuffer with the given segment file offsets.
-void build(const ModelDef& def, const std::vector<uint64_t>& seg_offsets, flatbuffers::FlatBufferBuilder& fbb) {
-  fbb.Clear();
-  fbb.ForceDefaults(true);  // the size must not depend on the offsets' values
+// The graphs of a model in file order: the main graph, then the subgraphs.
+std::vector<const ModelDef*> graphs_of(const ModelDef& def) {
+  std::vector<const ModelDef*> graphs = {&def};
+  for (const ModelDef& g : def.subgraphs) graphs.push_back(&g);
+  return graphs;
+}
+
+// One graph's table; its weights take the next segments (*seg counts them).
+flatbuffers::Offset<fb::Graph> build_graph(const ModelDef& def, const std::vector<uint64_t>& seg_offsets,
+                                           flatbuffers::FlatBufferBuilder& fbb, uint32_t* seg,
+                                           std::vector<flatbuffers::Offset<fb::Segment>>* segments) {
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
-  std::vector<flatbuffers::Offset<fb::Segment>> segments;
-  uint32_t seg = 0;
   for (const TensorDef& t : def.tensors) {
     auto name = fbb.CreateString(t.name);
     auto shape = fbb.CreateVector(t.shape);
@@ -48,9 +53,9 @@ void build(const ModelDef& def, const std::vector<uint64_t>& seg_offsets, flatbu
     flatbuffers::Offset<fb::DataRef> data;
     if (is_weight(t)) {
       const uint64_t size = t.byte_size();
-      data = fb::CreateDataRef(fbb, seg, 0, size);
-      segments.push_back(fb::CreateSegment(fbb, seg_offsets[seg], size));
-      ++seg;
+      data = fb::CreateDataRef(fbb, *seg, 0, size);
+      segments->push_back(fb::CreateSegment(fbb, seg_offsets[*seg], size));
+      ++*seg;
     }
     flatbuffers::Offset<fb::QuantParams> quant;
     if (t.quant) {
@@ -73,15 +78,28 @@ void build(const ModelDef& def, const std::vector<uint64_t>& seg_offsets, flatbu
     ops.push_back(fb::CreateOperator(fbb, static_cast<uint16_t>(op.op), op.version, inputs, outputs, name, type,
                                      attrs));
   }
-  auto graph = fb::CreateGraph(fbb, fbb.CreateVector(tensors), fbb.CreateVector(ops), fbb.CreateVector(def.inputs),
-                               fbb.CreateVector(def.outputs));
+  return fb::CreateGraph(fbb, fbb.CreateVector(tensors), fbb.CreateVector(ops), fbb.CreateVector(def.inputs),
+                         fbb.CreateVector(def.outputs));
+}
+
+// Builds the size-prefixed flatbuffer with the given segment file offsets.
+void build(const ModelDef& def, const std::vector<uint64_t>& seg_offsets, flatbuffers::FlatBufferBuilder& fbb) {
+  fbb.Clear();
+  fbb.ForceDefaults(true);  // the size must not depend on the offsets' values
+  std::vector<flatbuffers::Offset<fb::Segment>> segments;
+  uint32_t seg = 0;
+  auto graph = build_graph(def, seg_offsets, fbb, &seg, &segments);
+  std::vector<flatbuffers::Offset<fb::Graph>> subgraphs;
+  for (const ModelDef& g : def.subgraphs) subgraphs.push_back(build_graph(g, seg_offsets, fbb, &seg, &segments));
   std::vector<flatbuffers::Offset<fb::KeyValue>> options;
   for (const auto& kv : def.metadata.converter_options)
     options.push_back(fb::CreateKeyValue(fbb, fbb.CreateString(kv.first), fbb.CreateString(kv.second)));
   auto metadata = fb::CreateMetadata(fbb, fbb.CreateString(def.metadata.producer),
                                      fbb.CreateString(def.metadata.producer_version),
                                      fbb.CreateString(def.metadata.source_hash), fbb.CreateVector(options));
-  auto model = fb::CreateModel(fbb, kFormatVersion, graph, metadata, fbb.CreateVector(segments));
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Graph>>> subs;
+  if (!subgraphs.empty()) subs = fbb.CreateVector(subgraphs);  // files without control flow: as before
+  auto model = fb::CreateModel(fbb, kFormatVersion, graph, metadata, fbb.CreateVector(segments), subs);
   fb::FinishSizePrefixedModelBuffer(fbb, model);
 }
 
@@ -89,10 +107,12 @@ void build(const ModelDef& def, const std::vector<uint64_t>& seg_offsets, flatbu
 
 namespace detail {
 Status serialize_model_unverified(const ModelDef& def, std::vector<std::byte>* out, std::string* error) {
-  RT_RETURN_IF_ERROR(precheck(def, error));
   std::vector<const TensorDef*> weights;
-  for (const TensorDef& t : def.tensors)
-    if (is_weight(t)) weights.push_back(&t);
+  for (const ModelDef* g : graphs_of(def)) {
+    RT_RETURN_IF_ERROR(precheck(*g, error));
+    for (const TensorDef& t : g->tensors)
+      if (is_weight(t)) weights.push_back(&t);
+  }
   // The flatbuffer's size does not depend on the offsets (ForceDefaults), so
   // one sizing pass gives the layout; the second pass writes the real offsets.
   std::vector<uint64_t> offsets(weights.size(), 0);

@@ -11,6 +11,7 @@
 #include "converter/passes.h"
 #include "runtime/model/executor.h"
 #include "runtime/model/loader.h"
+#include "runtime/model/writer.h"
 #include "tests/harness/testing.h"
 
 namespace ember::converter {
@@ -120,18 +121,37 @@ TEST_CASE("control flow: inlining keeps the If's output names and leaves no If")
   CHECK(g->op_histogram().count("If") == 0);
   CHECK(g->value(g->outputs[0]).name == "y");
   CHECK(g->value(g->outputs[1]).name == "z");
-  CHECK(check_control_flow(*g, "m").ok());
 }
 
-TEST_CASE("control flow: an If whose condition is not a constant names the node and the inputs to fix") {
-  CHECK(convert_error(kIf, {}) ==
-        "'" + kIf + "' uses ops the converter does not support (control flow it cannot resolve at conversion, "
-        "1 node): If 'outer_if': its condition 'c' is not a constant; bind the inputs it depends on with "
-        "--fix-input (sr)");
-  // --no-optimize: nothing is folded, so nothing is inlined.
-  ConvertOptions o = fixed({{"sr", {8000}}});
-  o.optimize = false;
-  CHECK(convert_error(kIf, o).find("If 'outer_if': its condition 'c' is not a constant") != std::string::npos);
+TEST_CASE("control flow: an If whose condition is not a constant runs at run time (nested If, captures)") {
+  const std::string out = tmp_path("if_runtime.ember");
+  const Diag d = convert_file(kIf, out, {});
+  REQUIRE_MESSAGE(d.ok(), d.message);
+  std::string error;
+  Result<Model> model = Model::load(out, Verification::Full, &error);
+  REQUIRE_MESSAGE(model.ok(), error);
+  CHECK(model.get().num_subgraphs() == 4);  // the nested If's two branches, then the outer If's
+  auto ex = Executor::create(std::make_shared<const Model>(std::move(model.get())), &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  ExecutionContext ctx(ex.get());
+  auto run = [&](int64_t sr) {
+    Result<std::vector<Tensor>> r =
+        ctx.run({tensor({1.f, 2.f, 3.f}), scalar_tensor(Scalar(sr), TensorOptions(DType::Int64))}, {}, &error);
+    REQUIRE_MESSAGE(r.ok(), error);
+    REQUIRE(r.get().size() == 2);
+    return std::vector<Tensor>{r.get()[0].clone(), r.get()[1].clone()};
+  };
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass runs from the arena plan
+    auto r = run(24000);
+    check_equal(r[0], tensor({22.f, 48.f, 78.f}));
+    check_equal(r[1], tensor({1.f, 4.f, 9.f}));
+    r = run(16000);
+    check_equal(r[0], tensor({10.f, 22.f, 36.f}));
+    check_equal(r[1], tensor({1.f, 4.f, 9.f}));
+    r = run(8000);
+    check_equal(r[0], tensor({0.f, 2.f, 6.f}));
+    check_equal(r[1], tensor({7.f, 8.f, 9.f}));
+  }
 }
 
 TEST_CASE("control flow: --fix-input errors") {
@@ -140,8 +160,8 @@ TEST_CASE("control flow: --fix-input errors") {
         "--fix-input sr: the input has 1 element (shape []), 2 values given");
   CHECK(convert_error(kIf, fixed({{"sr", {1.5}}})) == "--fix-input sr: the input is int64; 1.500000 is not an integer");
   CHECK(convert_error(kIf, fixed({{"x", {1, 2}}})) == "--fix-input x: the input has 3 elements (shape [3]), 2 values given");
-  // A float input: fixed to float32 values; the If still depends on sr.
-  CHECK(convert_error(kIf, fixed({{"x", {1, 2, 3}}})).find("(sr)") != std::string::npos);
+  // A float input: fixed to float32 values; the If still depends on sr (a run-time If).
+  CHECK(convert_file(kIf, tmp_path("control_x_fixed.ember"), fixed({{"x", {1, 2, 3}}})).ok());
 }
 
 TEST_CASE("control flow: fix_inputs infers one dynamic dim from the count, refuses two") {
@@ -165,69 +185,6 @@ TEST_CASE("control flow: fix_inputs infers one dynamic dim from the count, refus
   k.inputs.push_back(k.add_value(v));
   CHECK(fix_inputs(k, {{"v", {1, 2, 3}}}).message ==
         "--fix-input v: 3 values do not fill a whole number of the input's other dims (4)");
-}
-
-TEST_CASE("control flow: a Loop is imported (its body parsed) and refused by name") {
-  auto g = import_onnx(kLoop);
-  REQUIRE_MESSAGE(g.ok(), g.diag().message);
-  REQUIRE(g->nodes.size() == 1);
-  const Node& loop = g->nodes[0];
-  REQUIRE(loop.graphs.size() == 1);
-  CHECK(loop.graph_attrs[0] == "body");
-  CHECK(loop.captured == 1);  // "one", an outer initializer
-  CHECK(loop.graphs[0].inputs.size() == 4);  // i, cond_in, acc, then the capture
-  CHECK(convert_error(kLoop, {}) ==
-        "'" + kLoop + "' uses ops the converter does not support (control flow it cannot resolve at conversion, "
-        "1 node): Loop 'loop_0': run-time loops are not supported (ember has no Loop op; its body cannot be "
-        "unrolled at conversion)");
-}
-
-TEST_CASE("control flow: an unsupported op or an undefined name inside a branch is reported at import") {
-  auto model_with = [](const std::string& branch_op, const std::string& branch_input) {
-    onnx::ModelProto m;
-    m.set_ir_version(8);
-    m.add_opset_import()->set_version(13);
-    onnx::GraphProto* g = m.mutable_graph();
-    for (const char* name : {"c", "x", "y"}) {
-      onnx::ValueInfoProto* v = std::string(name) == "y" ? g->add_output() : g->add_input();
-      v->set_name(name);
-      auto* tt = v->mutable_type()->mutable_tensor_type();
-      tt->set_elem_type(std::string(name) == "c" ? onnx::TensorProto::BOOL : onnx::TensorProto::FLOAT);
-      tt->mutable_shape();
-    }
-    onnx::NodeProto* n = g->add_node();
-    n->set_op_type("If");
-    n->set_name("if_0");
-    n->add_input("c");
-    n->add_output("y");
-    for (const char* attr : {"then_branch", "else_branch"}) {
-      onnx::AttributeProto* a = n->add_attribute();
-      a->set_name(attr);
-      a->set_type(onnx::AttributeProto::GRAPH);
-      onnx::NodeProto* b = a->mutable_g()->add_node();
-      b->set_op_type(branch_op);
-      b->set_name(std::string("inner_") + attr);
-      b->add_input(branch_input);
-      b->add_output(std::string("out_") + attr);
-      a->mutable_g()->add_output()->set_name(std::string("out_") + attr);
-    }
-    std::string bytes;
-    REQUIRE(m.SerializeToString(&bytes));
-    return bytes;
-  };
-  auto bad_op = import_onnx_bytes(model_with("Bernoulli", "x"), "m.onnx");
-  REQUIRE(!bad_op.ok());
-  CHECK(bad_op.diag().message ==
-        "'m.onnx' uses ops the converter does not support (2 nodes of 1 type): Bernoulli x2 (inner_then_branch, "
-        "inner_else_branch)");
-  auto bad_name = import_onnx_bytes(model_with("Relu", "nowhere"), "m.onnx");
-  REQUIRE(!bad_name.ok());
-  CHECK(bad_name.diag().message ==
-        "Relu 'inner_then_branch' reads 'nowhere', which is no initializer (missing initializer), graph input or "
-        "earlier node's output (in If 'if_0' then_branch)");
-  auto ok = import_onnx_bytes(model_with("Relu", "x"), "m.onnx");
-  REQUIRE_MESSAGE(ok.ok(), ok.diag().message);
-  CHECK(ok->nodes[0].captured == 1);
 }
 
 TEST_CASE("control flow: fix_input_shapes makes an If on a dim foldable (torch's squeeze(dim) pattern)") {
@@ -286,9 +243,7 @@ TEST_CASE("control flow: fix_input_shapes makes an If on a dim foldable (torch's
 
   Graph dynamic = g;
   REQUIRE(run_passes(dynamic).ok());
-  CHECK(check_control_flow(dynamic, "m").message ==
-        "'m' uses ops the converter does not support (control flow it cannot resolve at conversion, 1 node): "
-        "If 'squeeze_if': its condition 'c' is not a constant; bind the inputs it depends on with --fix-input (x)");
+  CHECK(dynamic.op_histogram().at("If") == 1);  // left to run time
   CHECK(fix_input_shapes(g, {{"x", {1, 3, 1}}}).message == "--input-shape x: the input has rank 2, 3 dims given");
   CHECK(fix_input_shapes(g, {{"x", {1, 4}}}).message == "--input-shape x: dim 1 of the input is 3, not 4");
   CHECK(fix_input_shapes(g, {{"z", {1}}}).message == "--input-shape: the model has no input 'z' (its inputs: x)");
@@ -296,7 +251,6 @@ TEST_CASE("control flow: fix_input_shapes makes an If on a dim foldable (torch's
   auto rep = run_passes(g);
   REQUIRE_MESSAGE(rep.ok(), rep.diag().message);
   CHECK(rep->ifs_inlined == 1);
-  CHECK(check_control_flow(g, "m").ok());
   REQUIRE(g.nodes.size() == 1);
   CHECK(g.nodes[0].op_type == "Squeeze");
   CHECK(g.value(g.outputs[0]).name == "y");
@@ -334,6 +288,121 @@ TEST_CASE("control flow: shapes inferred for Conv (spatial sizes), Pad (constant
   CHECK(g.value(g.nodes[2].outputs[0]).static_shape() == Shape{5, 1, 2, 8});
   CHECK(g.value(g.nodes[2].outputs[1]).static_shape() == Shape{1, 2, 8});
   CHECK(g.value(g.nodes[2].outputs[2]).static_shape() == Shape{1, 2, 8});
+}
+
+}  // namespace ember::converter
+
+namespace ember::converter {
+namespace {
+
+// `onnx` converted and loaded into an executor.
+std::shared_ptr<const Executor> convert_to_executor(const std::string& onnx, const std::string& name) {
+  const std::string out = tmp_path(name + ".ember");
+  const Diag d = convert_file(onnx, out, {});
+  REQUIRE_MESSAGE(d.ok(), d.message);
+  std::string error;
+  Result<Model> model = Model::load(out, Verification::Full, &error);
+  REQUIRE_MESSAGE(model.ok(), error);
+  auto ex = Executor::create(std::make_shared<const Model>(std::move(model.get())), &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  return ex.get();
+}
+
+}  // namespace
+
+TEST_CASE("control flow: Scan with a reversed scan input (onnxruntime's values)") {
+  ExecutionContext ctx(convert_to_executor("tests/golden/onnx/control_scan.onnx", "scan"));
+  std::string error;
+  Result<std::vector<Tensor>> r =
+      ctx.run({tensor({0.f, 0.f}), tensor({1.f, 2.f, 3.f, 4.f, 5.f, 6.f}).reshape({3, 2})}, {}, &error);
+  REQUIRE_MESSAGE(r.ok(), error);
+  check_equal(r.get()[0], tensor({9.f, 12.f}));
+  check_equal(r.get()[1], tensor({5.f, 6.f, 8.f, 10.f, 9.f, 12.f}).reshape({3, 2}));
+}
+
+TEST_CASE("control flow: a while Loop (condition from the body, no trip count) with a scan output") {
+  ExecutionContext ctx(convert_to_executor("tests/golden/onnx/control_while.onnx", "while"));
+  std::string error;
+  for (int pass = 0; pass < 2; ++pass) {  // trip counts 6 then 1, twice: the plan is not fooled
+    Result<std::vector<Tensor>> r = ctx.run({tensor({3.f}), tensor({100.f})}, {}, &error);
+    REQUIRE_MESSAGE(r.ok(), error);
+    check_equal(r.get()[0], tensor({192.f}));
+    check_equal(r.get()[1], tensor({6.f, 12.f, 24.f, 48.f, 96.f, 192.f}).reshape({6, 1}));
+    Result<std::vector<Tensor>> once = ctx.run({tensor({3.f}), tensor({5.f})}, {}, &error);
+    REQUIRE_MESSAGE(once.ok(), error);
+    check_equal(once.get()[0], tensor({6.f}));
+    check_equal(once.get()[1], tensor({6.f}).reshape({1, 1}));
+  }
+}
+
+TEST_CASE("control flow: torch.jit.script's for and if (Loop with a run-time trip count, If on the data)") {
+  ExecutionContext ctx(convert_to_executor("tests/golden/onnx/control_script.onnx", "script"));
+  std::string error;
+  auto run = [&](const Tensor& x, int64_t n) {
+    Result<std::vector<Tensor>> r = ctx.run({x, scalar_tensor(Scalar(n), TensorOptions(DType::Int64))}, {}, &error);
+    REQUIRE_MESSAGE(r.ok(), error);
+    return r.get()[0].clone();
+  };
+  check_equal(run(tensor({1.f, 2.f}), 3), tensor({11.f, 19.f}));  // PyTorch's values
+  check_equal(run(tensor({0.f, 0.f}), 1), tensor({1.f, 1.f}));
+  check_equal(run(tensor({1.f, 2.f}), 0), tensor({2.f, 3.f}));    // no iteration: x + 1
+}
+
+TEST_CASE("control flow: a file whose If names a subgraph it does not have is refused at load") {
+  ModelDef def;
+  TensorDef c;
+  c.name = "c";
+  c.dtype = DType::Bool;
+  TensorDef y = c;
+  y.name = "y";
+  def.tensors = {c, y};
+  def.inputs = {0};
+  def.outputs = {1};
+  OpDef op;
+  op.op = OpKind::If;
+  op.name = "if_0";
+  op.inputs = {0};
+  op.outputs = {1};
+  IfParams p;
+  p.then_graph = 0;
+  p.else_graph = 5;
+  op.params = p;
+  def.ops = {op};
+  ModelDef branch;  // no inputs, one output: a constant
+  TensorDef k = y;
+  k.name = "k";
+  k.tensor = scalar_tensor(Scalar(true), TensorOptions(DType::Bool));
+  k.has_data = true;
+  branch.tensors = {k};
+  branch.outputs = {0};
+  def.subgraphs = {branch};
+  std::vector<std::byte> bytes;
+  std::string error;
+  REQUIRE(detail::serialize_model_unverified(def, &bytes, &error) == Status::Ok);
+  Result<Model> m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
+  REQUIRE(!m.ok());
+  CHECK(error == "operator 0 'if_0' (if_then_else): else subgraph index 5 out of range (1 subgraphs)");
+  // The right index loads, and runs.
+  def.ops[0].params = IfParams{0, 0};
+  REQUIRE(detail::serialize_model_unverified(def, &bytes, &error) == Status::Ok);
+  Result<Model> good = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
+  REQUIRE_MESSAGE(good.ok(), error);
+  auto ex = Executor::create(std::make_shared<const Model>(std::move(good.get())), &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  ExecutionContext ctx(ex.get());
+  Result<std::vector<Tensor>> r = ctx.run({scalar_tensor(Scalar(true), TensorOptions(DType::Bool))}, {}, &error);
+  REQUIRE_MESSAGE(r.ok(), error);
+  CHECK(r.get()[0].item().to_double() == 1.0);
+  // A subgraph's If may only name subgraphs of lower index (no cycles).
+  ModelDef cycle = def;  // subgraph 1 runs itself
+  cycle.subgraphs.clear();
+  cycle.ops[0].params = IfParams{1, 1};
+  def.subgraphs.push_back(cycle);
+  REQUIRE(detail::serialize_model_unverified(def, &bytes, &error) == Status::Ok);
+  Result<Model> cyclic = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Full, &error);
+  REQUIRE(!cyclic.ok());
+  CHECK(error == "subgraph 1: operator 0 'if_0' (if_then_else): then subgraph index 1 out of range (2 subgraphs, "
+                 "and a subgraph may only run subgraphs of lower index than its own, 1)");
 }
 
 }  // namespace ember::converter

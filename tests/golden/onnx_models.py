@@ -197,6 +197,60 @@ def control_loop_model(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def control_scan_model(path):
+    """Scan: a running sum over xs [3, 2] read backwards (scan_input_directions 1):
+    final s = s0 + sum(xs), ys = each step's sum, stacked along axis 0."""
+    f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "x"], ["s_out"], name="acc"),
+         helper.make_node("Identity", ["s_out"], ["y"], name="emit")],
+        "body", [f("s", [2]), f("x", [2])], [f("s_out", [2]), f("y", [2])])
+    nodes = [helper.make_node("Scan", ["s0", "xs"], ["s_final", "ys"], name="scan_0", body=body,
+                              num_scan_inputs=1, scan_input_directions=[1])]
+    graph = helper.make_graph(nodes, "control_scan", [f("s0", [2]), f("xs", [3, 2])],
+                              [f("s_final", [2]), f("ys", [3, 2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def control_while_model(path):
+    """A while loop (no trip count): acc doubles while it is below `limit`
+    (a graph input the body captures); every acc is a scan output."""
+    f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["acc", "two"], ["acc_out"], name="double"),
+         helper.make_node("Less", ["acc_out", "limit"], ["below"], name="below_limit"),
+         helper.make_node("Squeeze", ["below"], ["cond_out"], name="to_scalar"),
+         helper.make_node("Identity", ["acc_out"], ["seen"], name="emit")],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []), f("acc", [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), f("acc_out", [1]), f("seen", [1])],
+        initializer=[helper.make_tensor("two", TensorProto.FLOAT, [1], [2.0])])
+    nodes = [helper.make_node("Loop", ["", "go", "x"], ["y", "all"], name="while_0", body=body)]
+    graph = helper.make_graph(nodes, "control_while", [f("x", [1]), f("limit", [1])],
+                              [f("y", [1]), f("all", ["n", 1])],
+                              initializer=[helper.make_tensor("go", TensorProto.BOOL, [], [True])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+class _ScriptedLoopIf(torch.nn.Module):
+    def forward(self, x, n: int):
+        y = x
+        for i in range(n):
+            y = y * 2 + i
+        if bool(y.sum() > 10):
+            y = y - 1
+        else:
+            y = y + 1
+        return y
+
+
+def control_script_model(path):
+    """torch.jit.script's for loop and if: ONNX Loop (trip count an input) and If
+    (condition from the data). x=[1, 2], n=3: [11, 19]; x=[0, 0], n=1: [1, 1]."""
+    torch.onnx.export(torch.jit.script(_ScriptedLoopIf()), (torch.tensor([1.0, 2.0]), 3), path,
+                      input_names=["x", "n"], output_names=["y"], opset_version=13)
+
+
 def main(out_dir):
     torch.set_num_threads(1)
     os.makedirs(out_dir, exist_ok=True)
@@ -250,6 +304,9 @@ def main(out_dir):
     typed_fields_model(os.path.join(out_dir, "typed_fields.onnx"))
     control_if_model(os.path.join(out_dir, "control_if.onnx"))
     control_loop_model(os.path.join(out_dir, "control_loop.onnx"))
+    control_scan_model(os.path.join(out_dir, "control_scan.onnx"))
+    control_while_model(os.path.join(out_dir, "control_while.onnx"))
+    control_script_model(os.path.join(out_dir, "control_script.onnx"))
     expected.close()
 
 

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
     return 2;
   }
-  std::vector<ModelDef> defs(5);
+  std::vector<ModelDef> defs(6);
   {  // MLP-like with a symbolic batch, a quantized weight and metadata.
     ModelDef& d = defs[0];
     TensorDef x = make_tensor("x", {-1, 4}, DType::Float32, 0, false);
@@ -139,6 +139,32 @@ int main(int argc, char** argv) {
     d.inputs = {0};
     d.outputs = {5};
     d.ops.push_back(make_op(OpKind::Linear, {0, 1, -1}, {5}, LinearParams{}));
+  }
+  {  // Control flow: a Loop whose body (subgraph 1) runs an If (subgraph 0 both ways) with a weight.
+    ModelDef& d = defs[5];
+    d.add_tensor(make_tensor("n", {}, DType::Int64, 8, true));
+    d.add_tensor(make_tensor("x", {3}, DType::Float32, 0, false));
+    d.add_tensor(make_tensor("y", {3}, DType::Float32, 0, false));
+    d.add_tensor(make_tensor("ys", {-1, 3}, DType::Float32, 0, false));
+    d.inputs = {1};
+    d.outputs = {2, 3};
+    d.ops.push_back(make_op(OpKind::Loop, {0, -1, 1}, {2, 3}, LoopParams{1, 1}));
+    ModelDef branch;  // (a) -> a + w
+    branch.add_tensor(make_tensor("a", {3}, DType::Float32, 0, false));
+    branch.add_tensor(make_tensor("w", {3}, DType::Float32, 12, true));
+    branch.add_tensor(make_tensor("b", {3}, DType::Float32, 0, false));
+    branch.inputs = {0};
+    branch.outputs = {2};
+    branch.ops.push_back(make_op(OpKind::Add, {0, 1}, {2}));
+    ModelDef body;  // (i, cond, acc) -> (cond, If(cond, acc), acc)
+    body.add_tensor(make_tensor("i", {}, DType::Int64, 0, false));
+    body.add_tensor(make_tensor("cond", {}, DType::Bool, 0, false));
+    body.add_tensor(make_tensor("acc", {3}, DType::Float32, 0, false));
+    body.add_tensor(make_tensor("acc_out", {3}, DType::Float32, 0, false));
+    body.inputs = {0, 1, 2};
+    body.outputs = {1, 3, 2};
+    body.ops.push_back(make_op(OpKind::If, {1, 2}, {3}, IfParams{0, 0}));
+    d.subgraphs = {branch, body};
   }
   for (size_t k = 0; k < defs.size(); ++k) {
     std::string error;
