@@ -121,15 +121,20 @@ void uk_vnni(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w, int64_t
 // 2 x 255 x 128: no saturation). Six rows x 16 columns: 12 int32 accumulators
 // in named registers (as gemm.cc's tiles).
 #define EMBER_QGEMM_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+// Row i's two accumulators and activation pointer; the tile's store.
+#define EMBER_QGEMM_INIT(i)                 \
+  __m256i c##i##_0 = zero, c##i##_1 = zero; \
+  const uint8_t* a##i = a + (i < MR ? i : 0) * lda;
+#define EMBER_QGEMM_STORE(i)                                                            \
+  if (i < MR) {                                                                         \
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + i * kTileCols), c##i##_0);     \
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + i * kTileCols + 8), c##i##_1); \
+  }
 template <int MR>
 __attribute__((target("avx2"))) void uk_avx2_t(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w,
                                                int32_t* tile) {
   const __m256i zero = _mm256_setzero_si256();
-#define EMBER_QGEMM_INIT(i)                                  \
-  __m256i c##i##_0 = zero, c##i##_1 = zero;                  \
-  const uint8_t* a##i = a + (i < MR ? i : 0) * lda;
   EMBER_QGEMM_ROWS6(EMBER_QGEMM_INIT)
-#undef EMBER_QGEMM_INIT
   const int64_t pairs = k4 / 2;
 #pragma GCC unroll 2
   for (int64_t g = 0; g < pairs; ++g) {
@@ -144,13 +149,7 @@ __attribute__((target("avx2"))) void uk_avx2_t(int64_t k4, const uint8_t* a, int
     EMBER_QGEMM_ROWS6(EMBER_QGEMM_STEP)
 #undef EMBER_QGEMM_STEP
   }
-#define EMBER_QGEMM_STORE(i)                                                               \
-  if (i < MR) {                                                                            \
-    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + i * kTileCols), c##i##_0);        \
-    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + i * kTileCols + 8), c##i##_1);    \
-  }
   EMBER_QGEMM_ROWS6(EMBER_QGEMM_STORE)
-#undef EMBER_QGEMM_STORE
 }
 // --- AVX2 on weights within [-64, 64]: vpmaddubsw is exact there -----------
 // (a pair of uint8 x int8 products is at most 2 x 255 x 64 = 32640 < 2^15), so
@@ -163,11 +162,7 @@ __attribute__((target("avx2"))) void uk_avx2_w7_t(int64_t k4, const uint8_t* a, 
                                                   int32_t* tile) {
   const __m256i zero = _mm256_setzero_si256();
   const __m256i ones = _mm256_set1_epi16(1);
-#define EMBER_QGEMM_INIT(i)                                  \
-  __m256i c##i##_0 = zero, c##i##_1 = zero;                  \
-  const uint8_t* a##i = a + (i < MR ? i : 0) * lda;
   EMBER_QGEMM_ROWS6(EMBER_QGEMM_INIT)
-#undef EMBER_QGEMM_INIT
   const int64_t groups = k4 / 4;
 #pragma GCC unroll 2
   for (int64_t g = 0; g < groups; ++g) {
@@ -182,14 +177,10 @@ __attribute__((target("avx2"))) void uk_avx2_w7_t(int64_t k4, const uint8_t* a, 
     EMBER_QGEMM_ROWS6(EMBER_QGEMM_STEP)
 #undef EMBER_QGEMM_STEP
   }
-#define EMBER_QGEMM_STORE(i)                                                               \
-  if (i < MR) {                                                                            \
-    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + i * kTileCols), c##i##_0);        \
-    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + i * kTileCols + 8), c##i##_1);    \
-  }
   EMBER_QGEMM_ROWS6(EMBER_QGEMM_STORE)
-#undef EMBER_QGEMM_STORE
 }
+#undef EMBER_QGEMM_STORE
+#undef EMBER_QGEMM_INIT
 #undef EMBER_QGEMM_ROWS6
 
 using UkAvx2 = void (*)(int64_t, const uint8_t*, int64_t, const int8_t*, int32_t*);

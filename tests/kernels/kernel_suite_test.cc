@@ -1629,16 +1629,21 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::NonZero:
     case OpKind::Unique:
     // NonMaxSuppression runs on the host (no kernel); RoiAlign, DFT, STFT,
-    // AffineGrid, Col2Im and MaxUnpool have only reference kernels (checked by
-    // tests/converter/lower_detect_test.cc and the ONNX conformance cases), which
-    // the suite compares nothing against.
+    // AffineGrid, Col2Im, MaxUnpool and MaxPool2dIndices have only reference
+    // kernels (checked by tests/converter/lower_detect_test.cc,
+    // tests/ops/pooling_test.cc and the ONNX conformance cases), which the suite
+    // compares nothing against. If, Loop and Scan run subgraphs on the host.
     case OpKind::NonMaxSuppression:
     case OpKind::RoiAlign:
     case OpKind::DFT:
     case OpKind::STFT:
     case OpKind::AffineGrid:
     case OpKind::Col2Im:
-    case OpKind::MaxUnpool: return {};
+    case OpKind::MaxUnpool:
+    case OpKind::MaxPool2dIndices:
+    case OpKind::If:
+    case OpKind::Loop:
+    case OpKind::Scan: return {};
     case OpKind::GatherElements:
     case OpKind::ScatterElements: return index_cases(op, dt);
     case OpKind::CumSum:
