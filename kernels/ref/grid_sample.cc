@@ -21,7 +21,6 @@ void grid_sample_loop(const TensorView& x, const TensorView& grid, const TensorV
   const T* px = x.ptr<const T>();
   const T* pg = grid.ptr<const T>();
   T* po = o.ptr<T>();
-  const int nd = x.rank - 2;
   int64_t out[3] = {1, 1, 1};
   for (int i = 0; i < nd; ++i) out[i] = o.sizes[2 + i];
   for (int64_t n = 0; n < o.sizes[0]; ++n) {
@@ -55,7 +54,6 @@ Status grid_sample(const KernelContext&, Span<const TensorView> in, Span<TensorV
   const auto* p = std::get_if<GridSampleParams>(&params);
   RT_RETURN_IF_ERROR(check_grid_sample_args(in, out, p, kFloatingTypes));
   const TensorView &x = in[0], &grid = in[1], &o = out[0];
-  const int nd = x.rank - 2;
   if (o.numel() == 0) return Status::Ok;
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -25,7 +25,11 @@ const char* cpp_type_name(DType d) {
     case DType::Int16: return "short int";
     case DType::Int8: return "signed char";
     case DType::UInt8: return "unsigned char";
+    case DType::UInt16: return "unsigned short";
+    case DType::UInt32: return "unsigned int";
+    case DType::UInt64: return "unsigned long";
     case DType::Bool: return "bool";
+    default: break;  // the storage-only types: never a conv's dtype
   }
   return "unknown";
 }
