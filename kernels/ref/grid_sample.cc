@@ -21,6 +21,7 @@ void grid_sample_loop(const TensorView& x, const TensorView& grid, const TensorV
   const T* px = x.ptr<const T>();
   const T* pg = grid.ptr<const T>();
   T* po = o.ptr<T>();
+  const int nd = x.rank - 2;
   int64_t out[3] = {1, 1, 1};
   for (int i = 0; i < nd; ++i) out[i] = o.sizes[2 + i];
   for (int64_t n = 0; n < o.sizes[0]; ++n) {
