@@ -517,8 +517,21 @@ Result<Model> Model::subgraph(int index, std::string* error) const {
     return report_error(error, Status::InvalidArgument, "subgraph ", index, " out of range (", num_subgraphs(),
                         " subgraphs)");
   Model model(owner_, base_, size_, root_, root_->subgraphs()->Get(static_cast<uint32_t>(index)));
+  model.file_mapped_ = file_mapped_;
   model.init_weights();
   return model;
+}
+
+void Model::release(const Tensor& t) const {
+  if (!file_mapped_ || !t.defined()) return;
+  const auto* begin = static_cast<const std::byte*>(t.data_ptr());
+  const auto* end = begin + t.nbytes();
+  if (begin < base_ || end > base_ + size_) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t last = reinterpret_cast<uintptr_t>(end) / page * page;
+  // Clean pages of a PROT_READ file mapping: dropping them loses nothing.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 int Model::num_subgraphs() const { return static_cast<int>(len(root_->subgraphs())); }
@@ -570,6 +583,7 @@ Result<Model> Model::load(const std::string& path, Verification v, std::string* 
   std::string why;
   auto model = init(std::move(mapping), base, size, v, &why);
   if (!model.ok() && error != nullptr) *error = str_cat(path, ": ", why);
+  if (model.ok()) model.get().file_mapped_ = true;
   return model;
 }
 

@@ -75,6 +75,12 @@ class Model {
   const Tensor& weight(int i) const { return weights_.at(static_cast<size_t>(i)); }
   // Index of the tensor named `name`, or -1.
   int find_tensor(std::string_view name) const;
+  // Hands the mapped file's whole pages inside `t`'s bytes back to the OS
+  // (madvise MADV_DONTNEED): for a weight packed into a private copy, so that
+  // the original stops counting in the resident set. Reading it again faults
+  // it back in from the file. A no-op for a model loaded from bytes or a
+  // tensor outside the mapping.
+  void release(const Tensor& t) const;
 
   int num_ops() const;
   const fb::Operator& op(int i) const;
@@ -104,6 +110,7 @@ class Model {
   std::shared_ptr<void> owner_;  // the mapping (or aligned copy); weights hold it too
   const std::byte* base_ = nullptr;
   size_t size_ = 0;
+  bool file_mapped_ = false;  // load(): a read-only file mapping, so release() may drop pages
   const fb::Model* root_ = nullptr;
   const fb::Graph* graph_ = nullptr;  // the main graph or a subgraph
   std::vector<Tensor> weights_;  // one per tensor; undefined for activations

@@ -240,6 +240,7 @@ Status prepare_quantized_op(const Model& m, int k, OpState& op, std::string* err
   if (!r.ok())
     return report_error(error, r.status(), "operator ", k, " ", op_ref(m, k), ": preparing the int8 weight failed (",
                         status_name(r.status()), ")");
+  m.release(src.weight);  // the packed copy is what runs
   op.kind = kind;
   if (is_conv) {
     QConv2dParams p;
@@ -321,6 +322,7 @@ Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vect
         return report_error(error, r.status(), "operator ", k, " ", op_ref(m, k), ": packing the weight failed: ",
                             cpu->last_error());
       p = std::move(r.get());
+      m.release(w);  // the packed copy is what runs
     }
     use_prepared(op, p);
   }

@@ -7,8 +7,14 @@
 // stride-1 convolution whose output size the model fixes, large enough for
 // pre-transformed Winograd, holds the Winograd-transformed weight instead of
 // the panels: its outputs are the Winograd kernel's bits and close to the
-// float64 reference.
+// float64 reference. Packing a weight of a mapped file hands its pages back
+// to the OS (Model::release): they leave the resident set and read back the
+// same from the file.
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
@@ -261,4 +267,60 @@ TEST_CASE("winograd at load: a 3x3 conv of a fixed output size holds the transfo
     }
   }
   set_num_threads(1);
+}
+
+namespace {
+
+// The resident kB of this process's mapping that holds `p` (/proc/self/smaps), or -1.
+long resident_kb(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2 && line.find(':') > line.find('-')) {
+      inside = begin <= addr && addr < end;
+    } else if (inside && line.rfind("Rss:", 0) == 0) {
+      return std::atol(line.c_str() + 4);
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("packed weights of a mapped file: the originals' pages leave the resident set; reading them still works") {
+  manual_seed(3);
+  const Tensor w = randn({512, 600}), b = randn({512});
+  Graph g;
+  const int x = g.input("x", {-1, 600}, DType::Float32, {"n", ""});
+  const int y = g.act("y", {-1, 512});
+  const int wi = g.weight("w", w);
+  g.op(OpKind::Linear, {x, wi, g.weight("b", b)}, {y}, "fc", LinearParams{});
+  g.output(y);
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/packed_release.ember";
+  std::string error;
+  REQUIRE_MESSAGE(write_model(g.def, path, &error) == Status::Ok, error);
+  Result<Model> loaded = Model::load(path, Verification::Full, &error);
+  REQUIRE_MESSAGE(loaded.ok(), error);
+  const auto model = std::make_shared<const Model>(std::move(loaded.get()));
+  check_equal(model->weight(wi), w);  // reads every page of the weight: all resident
+  const long before = resident_kb(model->data());
+  REQUIRE(before >= static_cast<long>(w.nbytes() / 1024));
+
+  Result<std::shared_ptr<const Executor>> ex = Executor::create(model, &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  const long after = resident_kb(model->data());
+  CAPTURE(before);
+  CAPTURE(after);
+  // All of the weight's whole pages are gone (at most two partial pages stay).
+  CHECK(after <= before - static_cast<long>(w.nbytes() / 1024) + 8);
+
+  ExecutionContext ctx(ex.get());
+  const Tensor in = randn({100, 600});
+  check_equal(run_ok(ctx, {in})[0], linear(in, w, b));  // the packed copy
+  check_equal(model->weight(wi), w);                     // the original, faulted back in from the file
+  check_equal(run_ok(ctx, {in.narrow(0, 0, 3)})[0], linear(in.narrow(0, 0, 3), w, b));  // the unpacked path
+  std::remove(path.c_str());
 }
