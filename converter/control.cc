@@ -95,6 +95,20 @@ std::vector<Node> splice_branch(Graph& graph, const Node& node, const Graph& bra
 
 }  // namespace
 
+void inline_captured_constants(const Graph& outer, const Node& node, Graph& sg) {
+  const size_t n_in = node.inputs.size(), n_cap = static_cast<size_t>(node.captured);
+  if (sg.inputs.size() < n_cap || n_in < n_cap) return;
+  for (size_t i = 0; i < n_cap; ++i) {
+    const int o = node.inputs[n_in - n_cap + i];
+    if (!outer.is_constant(o) || outer.value(o).constant.numel() > kMaxInlinedCapture) continue;
+    const int in = sg.inputs[sg.inputs.size() - n_cap + i];
+    if (sg.users_of(in).empty()) continue;
+    const int c = sg.add_constant(sg.value(in).name + "__captured", outer.value(o).constant);
+    for (Node& n : sg.nodes)  // node inputs only: a subgraph output stays the input
+      std::replace(n.inputs.begin(), n.inputs.end(), in, c);
+    }
+}
+
 int inline_constant_ifs(Graph& graph) {
   int inlined = 0;
   std::set<std::string> taken;

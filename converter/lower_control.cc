@@ -2,6 +2,7 @@
 // inlined by control.cc): ember's If / Loop / Scan ops, each subgraph lowered
 // by a Lowerer of its own into the model's subgraphs (ModelDef::subgraphs).
 #include "converter/lowerer.h"
+#include "converter/pass_util.h"
 #include "converter/passes.h"
 
 namespace ember::converter::lowering {
@@ -65,6 +66,7 @@ int32_t Lowerer::lower_subgraph(const Node& n, Graph sg, const std::string& attr
       complete(sg.value(sg.inputs[j]), dt, shape);
     }
   }
+  inline_captured_constants(g_, n, sg);
   auto passes = run_passes(sg);
   if (!passes.ok()) refuse(attr + ": " + passes.diag().message);
   infer_missing_shapes(sg);

@@ -430,7 +430,16 @@ class Importer {
       found = true;
       graph_.opset = o.version();
     }
-    if (!found) return fail(Status::InvalidModel, "'" + source_ + "' has no opset_import for the default ONNX domain");
+    if (!found) {
+      // A model of another domain only (ai.onnx.ml, ai.onnx.preview.training): name its ops.
+      std::map<std::string, int> ops;
+      for (const auto& n : model_.graph().node())
+        ++ops[(n.domain().empty() ? std::string("ai.onnx") : n.domain()) + "." + n.op_type()];
+      std::string listed;
+      for (const auto& [op, count] : ops) listed += (listed.empty() ? "" : ", ") + op + " x" + std::to_string(count);
+      return fail(Status::NotSupported, "'" + source_ + "' has no opset_import for the default ONNX domain; " +
+                                            "it uses ops the converter does not support: " + listed);
+    }
     if (graph_.opset < kMinOnnxOpset || graph_.opset > kMaxOnnxOpset) {
       return fail(Status::NotSupported, "'" + source_ + "' uses ONNX opset " + std::to_string(graph_.opset) +
                                             "; supported opsets are " + std::to_string(kMinOnnxOpset) + " to " +

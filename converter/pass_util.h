@@ -26,4 +26,16 @@ inline void set_constant(Value& v, Tensor t) {
   v.constant = std::move(t);
 }
 
+// If, Loop, Scan (shape_control.cc): the dtype and shape of the node's outputs
+// from its subgraphs' outputs (nullopt where unknown; empty when it cannot tell).
+std::vector<std::pair<std::optional<DType>, std::optional<std::vector<Dim>>>> infer_control_flow_outputs(
+    const Graph& g, const Node& n);
+
+// A small constant (at most kMaxInlinedCapture elements: axes, shapes, scalars)
+// that control-flow node `node` of `outer` captures becomes a constant of its
+// subgraph `sg`, so that the subgraph's shapes can be folded; the subgraph
+// input that stood for it stays (unread). control.cc.
+constexpr int64_t kMaxInlinedCapture = 64;
+void inline_captured_constants(const Graph& outer, const Node& node, Graph& sg);
+
 }  // namespace ember::converter

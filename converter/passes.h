@@ -42,7 +42,7 @@ Expected<std::vector<Tensor>> evaluate_node(const Node& node, const std::vector<
 // to run time, so folding never bloats a model. Returns the nodes folded.
 Expected<int> fold_constants(Graph& graph, int64_t max_elements = int64_t{1} << 20);
 
-// Shape of a value whose shape is static becomes a constant, and so does
+// Shape (or Size) of a value whose shape is static becomes a constant, and so does
 // Gather(Shape(v), constant indices) when the gathered dims are static (the
 // x.size(i) pattern with a symbolic batch). Returns the nodes replaced.
 int fold_shapes(Graph& graph);

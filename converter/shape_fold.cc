@@ -16,7 +16,7 @@ int fold_shapes(Graph& graph) {
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = graph.nodes[i];
     if (node.outputs.empty() || node.outputs[0] < 0 || graph.is_constant(node.outputs[0])) continue;
-    if (node.op_type == "Shape" && !graph.is_constant(node.inputs[0])) {
+    if ((node.op_type == "Shape" || node.op_type == "Size") && !graph.is_constant(node.inputs[0])) {
       const auto s = graph.value(node.inputs[0]).static_shape();
       if (!s) continue;
       // Evaluate on a zero-stride stand-in of that shape (no data needed).
@@ -405,6 +405,7 @@ std::vector<Out> infer_combine(const Graph& g, const Node& n) {
     out.insert(out.end(), x->begin() + axis + 1, x->end());
     return {Out{dtype(0), out}};
   }
+  if (op == "GatherElements") return {Out{dtype(0), dims_of(g, in(1))}};  // the indices' shape
   if (op == "Expand") {
     std::optional<Dims> t = shape_elements(g, in(1));
     if (!t || !x) return {Out{dtype(0), std::nullopt}};
@@ -641,82 +642,9 @@ std::vector<Out> infer_conv_pad_lstm(const Graph& g, const Node& n) {
   return {};
 }
 
-// If, Loop, Scan: their outputs from the subgraphs' outputs; a dim two
-// sources (the branches; a loop's initial and final values) disagree on is unknown.
-std::vector<Out> infer_control_flow(const Graph& g, const Node& n) {
-  auto sub = [&](const std::string& attr) -> const Graph* {
-    for (size_t k = 0; k < n.graphs.size() && k < n.graph_attrs.size(); ++k)
-      if (n.graph_attrs[k] == attr) return &n.graphs[k];
-    return nullptr;
-  };
-  auto of = [](const Graph& sg, int id) -> Out {
-    if (id < 0) return {};
-    const Value& v = sg.value(id);
-    if (v.is_constant()) {
-      Dims d;
-      for (int64_t s : v.constant.sizes()) d.push_back(Dim::fixed(s));
-      return {v.constant.dtype(), d};
-    }
-    return {v.dtype, v.shape};
-  };
-  auto join = [](Out a, const Out& b) -> Out {
-    if (!a.first) a.first = b.first;
-    if (!a.second || !b.second || a.second->size() != b.second->size()) return {a.first, std::nullopt};
-    for (size_t d = 0; d < a.second->size(); ++d)
-      if (!((*a.second)[d] == (*b.second)[d])) (*a.second)[d] = Dim{};
-    return a;
-  };
-  std::vector<Out> outs;
-  if (n.op_type == "If") {
-    const Graph* t = sub("then_branch");
-    const Graph* e = sub("else_branch");
-    if (t == nullptr || e == nullptr || t->outputs.size() != n.outputs.size() || e->outputs.size() != n.outputs.size())
-      return {};
-    for (size_t k = 0; k < n.outputs.size(); ++k) outs.push_back(join(of(*t, t->outputs[k]), of(*e, e->outputs[k])));
-    return outs;
-  }
-  const Graph* body = sub("body");
-  if (body == nullptr) return {};
-  const bool loop = n.op_type == "Loop";
-  if (!loop && n.op_type != "Scan") return {};
-  const int64_t scan_inputs = loop ? 0 : n.get_int("num_scan_inputs", 0);
-  const int64_t first = loop ? 2 : 0;  // the first state input
-  const int64_t states = static_cast<int64_t>(n.inputs.size()) - n.captured - first - scan_inputs;
-  const int64_t body_first = loop ? 1 : 0;  // the body's first state output
-  if (states < 0 || static_cast<int64_t>(body->outputs.size()) != body_first + static_cast<int64_t>(n.outputs.size()))
-    return {};
-  Dim steps;  // Scan: the sequences' length
-  if (!loop && scan_inputs > 0) {
-    const std::optional<Dims> x = dims_of(g, n.inputs[static_cast<size_t>(states)]);
-    const std::vector<int64_t> axes = n.get_ints("scan_input_axes", {0});
-    if (x && !axes.empty()) {
-      const int64_t a = axes[0] < 0 ? axes[0] + static_cast<int64_t>(x->size()) : axes[0];
-      if (a >= 0 && a < static_cast<int64_t>(x->size())) steps = (*x)[static_cast<size_t>(a)];
-    }
-  }
-  const std::vector<int64_t> out_axes = n.get_ints("scan_output_axes", {});
-  for (size_t k = 0; k < n.outputs.size(); ++k) {
-    Out b = of(*body, body->outputs[static_cast<size_t>(body_first) + k]);
-    if (static_cast<int64_t>(k) < states) {
-      const int init = n.inputs[static_cast<size_t>(first) + k];
-      outs.push_back(join(b, init >= 0 ? Out{g.value(init).dtype, dims_of(g, init)} : Out{}));
-      continue;
-    }
-    if (b.second) {
-      const size_t j = k - static_cast<size_t>(states);
-      int64_t a = loop || j >= out_axes.size() ? 0 : out_axes[j];
-      if (a < 0) a += static_cast<int64_t>(b.second->size()) + 1;
-      if (a < 0 || a > static_cast<int64_t>(b.second->size())) return {};
-      b.second->insert(b.second->begin() + a, loop ? Dim{} : steps);
-    }
-    outs.push_back(b);
-  }
-  return outs;
-}
-
 // The dtype and shape of `node`'s outputs (nullopt entries where unknown).
 std::vector<Out> infer_node(const Graph& g, const Node& n) {
-  for (auto infer : {infer_control_flow, infer_conv_pad_lstm, infer_elementwise, infer_matmul, infer_reshapes, infer_combine,
+  for (auto infer : {infer_control_flow_outputs, infer_conv_pad_lstm, infer_elementwise, infer_matmul, infer_reshapes, infer_combine,
                      infer_reduce_and_nn, infer_attention_family, infer_resize_family}) {
     std::vector<Out> outs = infer(g, n);
     if (!outs.empty()) return outs;

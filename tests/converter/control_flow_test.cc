@@ -348,6 +348,20 @@ TEST_CASE("control flow: torch.jit.script's for and if (Loop with a run-time tri
   check_equal(run(tensor({1.f, 2.f}), 0), tensor({2.f, 3.f}));    // no iteration: x + 1
 }
 
+TEST_CASE("control flow: a Loop whose body declares no shapes (ONNX's Range function) is lowered") {
+  // The carried scalar and the body's values have no declared shape: they come
+  // from the Loop's inputs, and the outer constant `axes` the body's Unsqueeze
+  // reads is inlined into the body (its rank is known at conversion).
+  ExecutionContext ctx(convert_to_executor("tests/golden/onnx/control_range.onnx", "range"));
+  std::string error;
+  Result<std::vector<Tensor>> r = ctx.run({scalar_tensor(Scalar(int64_t{3}), TensorOptions(DType::Int64)),
+                                           scalar_tensor(1.0, DType::Float32), scalar_tensor(0.5, DType::Float32)},
+                                          {}, &error);
+  REQUIRE_MESSAGE(r.ok(), error);
+  check_equal(r.get()[0], scalar_tensor(2.5, DType::Float32));  // numpy: 1 + 3 * 0.5
+  check_equal(r.get()[1], tensor({1.f, 1.5f, 2.f}).reshape({3, 1}));
+}
+
 TEST_CASE("control flow: a file whose If names a subgraph it does not have is refused at load") {
   ModelDef def;
   TensorDef c;

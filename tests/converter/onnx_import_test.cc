@@ -675,4 +675,40 @@ TEST_CASE("dim_param '?' is an anonymous dim, not one symbol shared by every '?'
   CHECK(*x.shape == std::vector<Dim>{Dim::named("batch"), Dim{}, Dim::fixed(48), Dim{}});
 }
 
+TEST_CASE("infer_missing_shapes: GatherElements has its indices' shape; fold_shapes: Size of a static shape") {
+  Graph g;
+  Value x;
+  x.name = "x";
+  x.dtype = DType::Float32;
+  x.shape = std::vector<Dim>{Dim::fixed(3), Dim::fixed(5), Dim::fixed(2)};
+  const int ix = g.add_value(x);
+  Value idx;
+  idx.name = "idx";
+  idx.dtype = DType::Int64;
+  idx.shape = std::vector<Dim>{Dim::named("n"), Dim::fixed(1), Dim::fixed(2)};
+  const int ii = g.add_value(idx);
+  g.inputs = {ix, ii};
+  Value gathered, size;
+  gathered.name = "gathered";
+  size.name = "size";
+  const int ig = g.add_value(gathered), iz = g.add_value(size);
+  Node ge;
+  ge.op_type = "GatherElements";
+  ge.inputs = {ix, ii};
+  ge.outputs = {ig};
+  ge.attrs["axis"] = int64_t{1};
+  Node sz;
+  sz.op_type = "Size";
+  sz.inputs = {ix};
+  sz.outputs = {iz};
+  g.nodes = {ge, sz};
+  g.outputs = {ig, iz};
+  CHECK(infer_missing_shapes(g) >= 1);
+  CHECK(g.value(ig).dtype == DType::Float32);
+  CHECK(*g.value(ig).shape == std::vector<Dim>{Dim::named("n"), Dim::fixed(1), Dim::fixed(2)});
+  CHECK(fold_shapes(g) == 1);  // Size: 3 * 5 * 2
+  REQUIRE(g.is_constant(iz));
+  CHECK(g.value(iz).constant.to_vector<int64_t>() == std::vector<int64_t>{30});
+}
+
 }  // namespace ember::converter

@@ -232,6 +232,32 @@ def control_while_model(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def control_range_model(path):
+    """ONNX's Range function body: a Loop (trip count n, an input) carrying a
+    scalar whose body reads the outer `delta` and an outer constant `axes` (for
+    Unsqueeze): final = start + n * delta, ys[i] = [start + i * delta]. Neither the
+    carried scalar nor the body's values have a declared shape."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
+         helper.make_node("Add", ["prev", "delta"], ["current"], name="step"),
+         helper.make_node("Unsqueeze", ["prev", "axes"], ["seen"], name="emit")],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_value_info("prev", onnx.TypeProto())],
+        [helper.make_value_info("cond_out", onnx.TypeProto()), helper.make_value_info("current", onnx.TypeProto()),
+         helper.make_value_info("seen", onnx.TypeProto())])
+    nodes = [helper.make_node("Loop", ["n", "go", "start"], ["final", "ys"], name="range_loop", body=body)]
+    scalar = lambda name, t: helper.make_tensor_value_info(name, t, [])
+    graph = helper.make_graph(nodes, "control_range",
+                              [scalar("n", TensorProto.INT64), scalar("start", TensorProto.FLOAT),
+                               scalar("delta", TensorProto.FLOAT)],
+                              [helper.make_tensor_value_info("final", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("ys", TensorProto.FLOAT, None)],
+                              initializer=[helper.make_tensor("go", TensorProto.BOOL, [], [True]),
+                                           helper.make_tensor("axes", TensorProto.INT64, [1], [0])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
 class _ScriptedLoopIf(torch.nn.Module):
     def forward(self, x, n: int):
         y = x
@@ -307,6 +333,7 @@ def main(out_dir):
     control_scan_model(os.path.join(out_dir, "control_scan.onnx"))
     control_while_model(os.path.join(out_dir, "control_while.onnx"))
     control_script_model(os.path.join(out_dir, "control_script.onnx"))
+    control_range_model(os.path.join(out_dir, "control_range.onnx"))
     expected.close()
 
 
