@@ -11,6 +11,7 @@
 // softmax_precision, rows whose bias is all -inf set to 0; the optional
 // qk_matmul_output of each qk_matmul_output_mode. float16 is computed in
 // float32 (ember's CPU has no float16 MatMul), the output cast back.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -322,7 +323,9 @@ void Lowerer::lower_attention(const Node& n) {
 
 void Lowerer::lower_flex_attention(const Node& n) {
   for (const char* mod : {"score_mod", "prob_mod"}) {
-    if (n.has(mod)) refuse(std::string("the ") + mod + " graph is not supported");
+    // GRAPH attributes are kept in graph_attrs, not attrs.
+    if (std::find(n.graph_attrs.begin(), n.graph_attrs.end(), mod) != n.graph_attrs.end())
+      refuse(std::string("the ") + mod + " graph is not supported");
   }
   if (n.inputs.size() != 3) refuse("has " + std::to_string(n.inputs.size()) + " inputs, expected 3 (Q, K, V)");
   if (rank_of(n.inputs[0], "Q") != 4) refuse("Q " + vname(n.inputs[0]) + " is not 4-D");
