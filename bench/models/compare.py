@@ -7,6 +7,7 @@ Driven by bench/models/run.sh, which exports the models, converts them with
 
     compare.py --dir DIR --ember BIN [--threads 1,2] [--iterations 50] [--warmup 10]
     compare.py --dir DIR --ember BIN --baseline OLD_BIN [--baseline-dir BDIR] [--rounds 5]
+        [--cases mobilenet_v2,resnet18] (latency cases: any of LATENCY_CASES; default all)
         (two builds, alternating rounds; the baseline runs BDIR/<model>.ember, converted by
         OLD_BIN so that converter changes count too, else DIR's)
     compare.py --dir DIR --ember BIN --int8 [--rounds 5]
@@ -140,6 +141,14 @@ def ember_measure(args, ember_model, threads, feeds=()):
     return {"median_ms": median, "peak_rss_mib": rss, "load_ms": load}
 
 
+def latency_cases(args):
+    """LATENCY_CASES, restricted to --cases when given."""
+    if not args.cases:
+        return LATENCY_CASES
+    wanted = args.cases.split(",")
+    return [c for c in LATENCY_CASES if c[0] in wanted]
+
+
 def median(values):
     v = sorted(values)
     return v[len(v) // 2]
@@ -150,7 +159,7 @@ def compare_builds(args):
     the median over rounds of each round's ember/ORT ratio, for both builds."""
     print(f"{'model':14s} {'threads':>7s} {'base ms':>9s} {'ember ms':>9s} {'ORT ms':>8s} "
           f"{'base/ORT':>9s} {'ember/ORT':>9s} {'ember/base':>10s}   (median of {args.rounds} rounds)")
-    for name, model, inputs in LATENCY_CASES:
+    for name, model, inputs in latency_cases(args):
         onnx_path = os.path.join(args.dir, model + ".onnx")
         ember_model = os.path.join(args.dir, model + ".ember")
         base_model = os.path.join(args.baseline_dir or args.dir, model + ".ember")
@@ -238,6 +247,7 @@ def main():
     ap.add_argument("--baseline", help="a second ember binary (e.g. main before a change): compare builds")
     ap.add_argument("--baseline-dir", help="the baseline's .ember files (converted by the baseline binary)")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--cases", help="latency cases to run, comma-separated (default: all of LATENCY_CASES)")
     ap.add_argument("--int8", action="store_true", help="dynamic int8 models only (INT8_CASES)")
     args = ap.parse_args()
     if args.ort_worker:
@@ -252,7 +262,7 @@ def main():
     if args.baseline:
         return compare_builds(args)
     print(f"{'model':14s} {'threads':>7s} {'ember ms':>10s} {'ORT ms':>10s} {'ember/ORT':>10s}")
-    for name, model, inputs in LATENCY_CASES:
+    for name, model, inputs in latency_cases(args):
         onnx_path = os.path.join(args.dir, model + ".onnx")
         feeds = feeds_of(args, name, inputs)
         for threads in [int(t) for t in args.threads.split(",")]:

@@ -58,9 +58,8 @@ void winograd_case(const Shape4& s, int threads, int repeats) {
   Conv2dParams prm;
   prm.padding[0] = prm.padding[1] = 1;
   const TensorView xv = x.kernel_view(), wv = w.kernel_view(), bv = b.kernel_view(), yv = y.kernel_view();
-  std::vector<float> u(cpu::winograd_weight_bytes(s.cout, s.c) / sizeof(float));
-  cpu::winograd_transform_weight(w.data_ptr<float>(), s.cout, s.c, u.data(), threads);
-  for (const float* pre : {static_cast<const float*>(nullptr), static_cast<const float*>(u.data())}) {
+  const std::vector<cpu::PackedOperand> u = cpu::winograd_pack_weight(w.data_ptr<float>(), s.cout, s.c, threads);
+  for (const cpu::PackedOperand* pre : {static_cast<const cpu::PackedOperand*>(nullptr), u.data()}) {
     std::vector<char> ws(cpu::winograd_workspace(xv, yv, pre != nullptr, threads));
     report(threads, s.name, pre != nullptr ? "winograd pretransformed" : "winograd per call", repeats, [&] {
       if (!cpu::winograd_conv2d(xv, wv, bv, yv, prm, pre, ws.data(), ws.size(), threads)) std::abort();

@@ -100,17 +100,20 @@ const PackedOperand* packed_weight(const Conv2dParams& prm, const TensorView& wt
   return &w->packed;
 }
 
-// The Winograd-transformed weight the kernel may read (of this weight), or nullptr.
-const float* winograd_weight(const Conv2dParams& prm, const TensorView& wt) {
+// The packed Winograd-transformed weight the kernel may read (of this weight,
+// for the GEMM kernel in use), or nullptr.
+const PackedOperand* winograd_weight(const Conv2dParams& prm, const TensorView& wt) {
   const auto* w = dynamic_cast<const CpuPackedWeight*>(prm.weight);
-  if (w == nullptr || w->source != wt.data || w->winograd_u.empty()) return nullptr;
+  if (w == nullptr || w->source != wt.data || w->winograd_u.empty() || !sgemm_packed_current(w->winograd_u[0])) {
+    return nullptr;
+  }
   return w->winograd_u.data();
 }
 
 // The Winograd kernel runs this convolution (F(4x4, 3x3) where it beats
 // im2col, winograd.h); `u`: its pre-transformed weight or nullptr.
 bool use_winograd(const TensorView& x, const TensorView& wt, const TensorView& o, const Conv2dParams& prm,
-                  const float* u) {
+                  const PackedOperand* u) {
   return winograd_applies(x, wt, o, prm) && winograd_profitable(x, wt, o, u != nullptr);
 }
 
@@ -194,7 +197,7 @@ size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> ou
       out[0].rank != 4 || prm->groups <= 0) {
     return 0;
   }
-  const float* u = winograd_weight(*prm, in[1]);
+  const PackedOperand* u = winograd_weight(*prm, in[1]);
   if (use_winograd(in[0], in[1], out[0], *prm, u))
     return winograd_workspace(in[0], out[0], /*pretransformed=*/u != nullptr, get_num_threads());
   const ConvPlan p = plan_for(in[0], in[1], out[0], *prm, get_num_threads());
@@ -215,7 +218,7 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
                          (bias.data == nullptr || (bias.rank == 1 && bias.sizes[0] == o.sizes[1])),
                      Status::ShapeMismatch);
   // Winograd F(4x4, 3x3) where it beats im2col; without enough scratch, the paths below.
-  const float* u = winograd_weight(*prm, wt);
+  const PackedOperand* u = winograd_weight(*prm, wt);
   if (use_winograd(x, wt, o, *prm, u) &&
       winograd_conv2d(x, wt, bias, o, *prm, u, ctx.scratch, ctx.scratch_bytes, ctx.num_threads)) {
     return Status::Ok;

@@ -34,16 +34,20 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const We
 // for MatMul: the B panels of its constant b [K, N]). A 3x3 stride-1 Conv2d
 // whose output size the model fixes and for which Winograd beats im2col
 // (winograd_profitable, pretransformed) holds the Winograd-transformed weight
-// U (winograd_transform_weight) instead of the panels.
+// U (winograd_pack_weight: packed per frequency) instead of the panels.
 // The kernel reads it only while its op's weight is still `source` (the data
 // it was packed from) and it is current (sgemm_packed_current); else it reads
 // the weight itself.
 struct CpuPackedWeight final : PreparedWeight {
   PackedOperand packed;
-  std::vector<float> winograd_u;  // U[36, C_out, C_in], or empty
+  std::vector<PackedOperand> winograd_u;  // U (winograd_pack_weight: 36 A operands), or empty
   const void* source = nullptr;
   int64_t rs = 0, cs = 0;  // the packed operand's strides in `source` (B: weight^T or MatMul's b)
-  size_t bytes() const override { return packed.bytes() + winograd_u.size() * sizeof(float); }
+  size_t bytes() const override {
+    size_t n = packed.bytes();
+    for (const PackedOperand& q : winograd_u) n += q.bytes();
+    return n;
+  }
 };
 
 // Why this thread's last prepare_weight failed ("" when it did not).

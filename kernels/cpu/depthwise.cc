@@ -139,14 +139,13 @@ inline Vec vload(const float* s) {
   std::memcpy(&v, s, sizeof(v));
   return v;
 }
-inline Vec vload_s2(const float* s) {
-  const Vec a = vload(s), b = vload(s + 4);
 #if defined(__clang__)
-  return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+inline Vec veven(Vec a, Vec b) { return __builtin_shufflevector(a, b, 0, 2, 4, 6); }
+inline Vec vodd(Vec a, Vec b) { return __builtin_shufflevector(a, b, 1, 3, 5, 7); }
 #else
-  return __builtin_shuffle(a, b, Veci{0, 2, 4, 6});
+inline Vec veven(Vec a, Vec b) { return __builtin_shuffle(a, b, Veci{0, 2, 4, 6}); }
+inline Vec vodd(Vec a, Vec b) { return __builtin_shuffle(a, b, Veci{1, 3, 5, 7}); }
 #endif
-}
 inline Vec vset1(float f) { return Vec{f, f, f, f}; }
 inline Vec vfma(Vec a, Vec b, Vec acc) { return acc + a * b; }
 inline Vec vmax(Vec lo, Vec v) { return lo > v ? lo : v; }
@@ -163,10 +162,13 @@ namespace avx2 {
 using Vec = __m256;
 constexpr int64_t kL = 8;
 inline Vec vload(const float* s) { return _mm256_loadu_ps(s); }
-inline Vec vload_s2(const float* s) {
-  const __m256 a = _mm256_loadu_ps(s), b = _mm256_loadu_ps(s + 8);
+inline Vec veven(Vec a, Vec b) {
   const __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+inline Vec vodd(Vec a, Vec b) {
+  const __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));  // a1 a3 b1 b3 | a5 a7 b5 b7
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 inline Vec vset1(float f) { return _mm256_set1_ps(f); }
 inline Vec vfma(Vec a, Vec b, Vec acc) { return _mm256_fmadd_ps(a, b, acc); }
@@ -187,9 +189,11 @@ namespace avx512 {
 using Vec = __m512;
 constexpr int64_t kL = 16;
 inline Vec vload(const float* s) { return _mm512_loadu_ps(s); }
-inline Vec vload_s2(const float* s) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  return _mm512_permutex2var_ps(_mm512_loadu_ps(s), even, _mm512_loadu_ps(s + 16));
+inline Vec veven(Vec a, Vec b) {
+  return _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b);
+}
+inline Vec vodd(Vec a, Vec b) {
+  return _mm512_permutex2var_ps(a, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), b);
 }
 inline Vec vset1(float f) { return _mm512_set1_ps(f); }
 inline Vec vfma(Vec a, Vec b, Vec acc) { return _mm512_fmadd_ps(a, b, acc); }

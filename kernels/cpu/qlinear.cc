@@ -81,8 +81,7 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_gemm(OpKind op, const Weig
                         w.out_h > 0 && w.out_w > 0 &&
                         winograd_profitable(w.weight.sizes[1], rows, 1, w.out_h, w.out_w, /*pretransformed=*/true);
   if (winograd) {
-    p->winograd_u.resize(winograd_weight_bytes(rows, w.weight.sizes[1]) / sizeof(float));
-    winograd_transform_weight(data, rows, w.weight.sizes[1], p->winograd_u.data(), get_num_threads());
+    p->winograd_u = winograd_pack_weight(data, rows, w.weight.sizes[1], get_num_threads());
   } else if (conv) {
     p->packed = sgemm_pack_a(rows, depth, MatrixRef<const float>{data, depth, 1});
   } else {

@@ -175,6 +175,17 @@ void winograd_transform_weight(const float* w, int64_t cout, int64_t cin, float*
   });
 }
 
+std::vector<PackedOperand> winograd_pack_weight(const float* w, int64_t cout, int64_t cin, int threads) {
+  std::vector<float> u(winograd_weight_bytes(cout, cin) / sizeof(float));
+  winograd_transform_weight(w, cout, cin, u.data(), threads);
+  std::vector<PackedOperand> packed;
+  packed.reserve(kWinogradFreqs);
+  for (int64_t q = 0; q < kWinogradFreqs; ++q) {
+    packed.push_back(sgemm_pack_a(cout, cin, MatrixRef<const float>{u.data() + q * cout * cin, cin, 1}));
+  }
+  return packed;
+}
+
 size_t winograd_workspace(const TensorView& x, const TensorView& o, bool pretransformed, int threads) {
   const Geo g = geo_of(x, o, nullptr);
   const size_t u = pretransformed ? 0 : aligned(winograd_weight_bytes(g.cout, g.cin));
@@ -185,16 +196,19 @@ size_t winograd_workspace(const TensorView& x, const TensorView& o, bool pretran
 }
 
 bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
-                     const Conv2dParams& prm, const float* u, void* scratch, size_t scratch_bytes, int threads) {
+                     const Conv2dParams& prm, const PackedOperand* u, void* scratch, size_t scratch_bytes,
+                     int threads) {
   if (scratch_bytes < winograd_workspace(x, o, u != nullptr, threads)) return false;
+  if (u != nullptr && !sgemm_packed_current(u[0])) return false;
   const Geo g = geo_of(x, o, &prm);
   if (o.numel() == 0) return true;
   const Fns& f = fns();
   char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
+  const float* uw = nullptr;  // U transformed per call (when not pre-packed)
   if (u == nullptr) {
-    float* uw = reinterpret_cast<float*>(base);
-    winograd_transform_weight(w.ptr<const float>(), g.cout, g.cin, uw, threads);
-    u = uw;
+    float* t = reinterpret_cast<float*>(base);
+    winograd_transform_weight(w.ptr<const float>(), g.cout, g.cin, t, threads);
+    uw = t;
     base += aligned(winograd_weight_bytes(g.cout, g.cin));
   }
   float* v = reinterpret_cast<float*>(base);
@@ -214,10 +228,14 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
   run(slots, 1, threads, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) {
       for (int64_t q = kWinogradFreqs * s / slots; q < kWinogradFreqs * (s + 1) / slots; ++q) {
-        const MatrixRef<const float> a{u + q * g.cout * g.cin, g.cin, 1};
+        // (the blocked product either way: bitwise the same whether U comes packed or not)
+        const GemmOperand a{{uw != nullptr ? uw + q * g.cout * g.cin : nullptr, g.cin, 1}, u != nullptr ? u + q : nullptr};
         const MatrixRef<const float> b{v + q * g.cin * g.tp, g.tp, 1};
         const MatrixRef<float> c{m + q * g.cout * g.tp, g.tp, 1};
-        if (!sgemm(g.cout, g.tiles, g.cin, a, b, c, false, gemm_base + s * gemm_bytes, gemm_bytes, 1)) ok = false;
+        if (!sgemm_fused(g.cout, g.tiles, g.cin, a, {b, nullptr}, c, GemmEpilogue{}, gemm_base + s * gemm_bytes,
+                         gemm_bytes, 1)) {
+          ok = false;
+        }
       }
     }
   });

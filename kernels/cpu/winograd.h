@@ -16,7 +16,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
+#include "kernels/cpu/gemm.h"
 #include "runtime/backend/backend.h"
 
 namespace ember::cpu {
@@ -44,14 +46,21 @@ size_t winograd_weight_bytes(int64_t cout, int64_t cin);
 // winograd_weight_bytes(cout, cin) bytes.
 void winograd_transform_weight(const float* w, int64_t cout, int64_t cin, float* u, int threads);
 
+// U packed for the GEMM as it reads it: one A operand (sgemm_pack_a) of
+// [cout, cin] per frequency, 36 in all. The per-call packing of U cost about
+// as much as the GEMM itself for few tiles (ResNet-18's 256@14x14: 16 tiles).
+std::vector<PackedOperand> winograd_pack_weight(const float* w, int64_t cout, int64_t cin, int threads);
+
 // Scratch bytes winograd_conv2d needs (without U when `pretransformed`).
 size_t winograd_workspace(const TensorView& x, const TensorView& o, bool pretransformed, int threads);
 
 // out = act(bias + conv(x, w)) for a convolution winograd_applies to. bias:
-// [Cout] or none (data == nullptr). `u`: the weight transformed by
-// winograd_transform_weight, or nullptr to transform it into the workspace.
-// False (nothing written) when the workspace is too small.
+// [Cout] or none (data == nullptr). `u`: the 36 operands of
+// winograd_pack_weight, or nullptr to transform the weight into the workspace.
+// False (nothing written) when the workspace is too small, or when `u` was
+// packed for another GEMM kernel (sgemm_packed_current).
 bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
-                     const Conv2dParams& prm, const float* u, void* scratch, size_t scratch_bytes, int threads);
+                     const Conv2dParams& prm, const PackedOperand* u, void* scratch, size_t scratch_bytes,
+                     int threads);
 
 }  // namespace ember::cpu

@@ -37,6 +37,9 @@ TEST_CASE("depthwise conv2d: vector kernel matches the float64 reference") {
       {1, 3, 112, 40, 3, 3, 2, 1, 1},  {1, 2, 9, 50, 5, 5, 1, 2, 1},   {1, 2, 17, 19, 3, 3, 1, 2, 2},
       {1, 2, 11, 13, 3, 3, 3, 1, 1},   {1, 3, 6, 5, 1, 1, 1, 0, 1},    {1, 2, 8, 9, 3, 1, 2, 0, 1},
       {1, 2, 1, 1, 3, 3, 1, 1, 1},     {1, 3, 10, 64, 3, 3, 1, 0, 1},  {1, 3, 10, 65, 3, 3, 2, 3, 1},
+      // stride 2, rows that end exactly on a (two-vector) deinterleave step, and odd / even tails
+      {1, 2, 5, 32, 3, 3, 2, 1, 1},    {1, 2, 7, 112, 3, 3, 2, 1, 1},  {1, 2, 6, 14, 3, 3, 2, 0, 1},
+      {1, 2, 6, 47, 3, 3, 2, 1, 1},
   };
   const int saved = get_num_threads();
   for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {

@@ -250,6 +250,10 @@ TEST_CASE("sgemm: tile sweep against the reference kernel for each micro-kernel"
     check_sgemm(300, 20, 50, 0, 3, false);    // threads over M only
     check_sgemm(20, 500, 300, 1, 2, true);    // threads over N, two K blocks, accumulating
     check_sgemm(50, 9000, 20, 2, 2, false);   // several NC blocks per thread
+    // Shallow (k <= 64) with large C blocks: B blocks capped to L2, row panels outer; several
+    // blocks, partial tiles.
+    for (int t = 0; t < 4; ++t) check_sgemm(70, 5000, 64, t, 1, t % 2 == 1);
+    check_sgemm(97, 3001, 27, 0, 2, false);
     {
       ThreadLimitGuard one(1);                // a 4-thread workspace run as one chunk
       check_sgemm(200, 300, 270, 0, 4, false);

@@ -96,6 +96,7 @@ TEST_CASE("sgemm_fused: packed operands give the unpacked product bit for bit, e
       check_packed(64, 100, 256, threads);     // exactly one K block
       check_packed(150, 70, 600, threads);     // several M blocks (mc), threads over M
       check_packed(24, 600, 33, threads);      // threads over N
+      check_packed(100, 3000, 40, threads);    // shallow: several L2-sized B blocks, row panels outer
     }
   }
 }

@@ -37,8 +37,8 @@ struct Case {
 
 // The kernel on (x, w, b) into a fresh [N, Cout, OH, OW] tensor (channels_last
 // when asked), u: the pre-transformed weight or nullptr.
-Tensor winograd(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& prm, const float* u,
-                int threads, bool channels_last = false) {
+Tensor winograd(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& prm,
+                const cpu::PackedOperand* u, int threads, bool channels_last = false) {
   const int64_t oh = x.size(2) + 2 * prm.padding[0] - 2, ow = x.size(3) + 2 * prm.padding[1] - 2;
   Tensor out = empty({x.size(0), w.size(0), oh, ow});
   if (channels_last) out = out.contiguous(MemoryFormat::ChannelsLast);
@@ -123,14 +123,24 @@ TEST_CASE("winograd: the pre-transformed weight gives the per-call bits on every
   prm.padding[0] = prm.padding[1] = 1;
   REQUIRE(cpu::sgemm_set_isa(cpu::GemmIsa::Portable));
   const std::vector<float> u0 = weight_transform(w, 1);
-  const Tensor y0 = winograd(x, w, b, prm, u0.data(), 1);
+  const std::vector<cpu::PackedOperand> p0 = cpu::winograd_pack_weight(w.data_ptr<float>(), 12, 20, 1);
+  REQUIRE(p0.size() == 36);
+  const Tensor y0 = winograd(x, w, b, prm, p0.data(), 1);
   for (cpu::GemmIsa isa : supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
     CAPTURE(std::string(cpu::sgemm_kernel_name()));
     for (int threads : {1, 2}) {
       const std::vector<float> u = weight_transform(w, threads);
       CHECK(std::memcmp(u.data(), u0.data(), u.size() * sizeof(float)) == 0);
-      CHECK(same_bits(winograd(x, w, b, prm, u.data(), threads), winograd(x, w, b, prm, nullptr, threads)));
+      const std::vector<cpu::PackedOperand> packed = cpu::winograd_pack_weight(w.data_ptr<float>(), 12, 20, threads);
+      CHECK(same_bits(winograd(x, w, b, prm, packed.data(), threads), winograd(x, w, b, prm, nullptr, threads)));
+    }
+    if (isa != cpu::GemmIsa::Portable) {  // U packed for another kernel is refused, nothing written
+      Tensor out = empty({2, 12, 11, 9});
+      const TensorView xv = x.kernel_view(), ov = out.kernel_view();
+      std::vector<char> scratch(cpu::winograd_workspace(xv, ov, true, 1));
+      CHECK_FALSE(cpu::winograd_conv2d(xv, w.kernel_view(), b.kernel_view(), ov, prm, p0.data(), scratch.data(),
+                                       scratch.size(), 1));
     }
   }
   // The transforms agree across ISAs too; only the GEMM's summation order differs.
