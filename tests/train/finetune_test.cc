@@ -285,17 +285,20 @@ TEST_CASE("LoRA on an int8 Linear merges into a float32 Linear on request: dequa
   const fb::QuantParams* qp = base->tensor(q1).quant();
   REQUIRE(qp != nullptr);
   REQUIRE(qp->scales()->size() == 16);  // per channel, axis 0
-  const Tensor& a = t->parameters()[0];
-  const Tensor& b = t->parameters()[1];
+  const Tensor a = t->parameters()[0].detach().contiguous();  // [2, 8]
+  const Tensor b = t->parameters()[1].detach().contiguous();  // [16, 2]
   Tensor w = empty({16, 8});
   const Tensor q = base->weight(q1).contiguous();
   for (int64_t o = 0; o < 16; ++o) {
-    const double zp = qp->zero_points() != nullptr && qp->zero_points()->size() == 16 ? qp->zero_points()->Get(o) : 0;
+    const uint32_t uo = static_cast<uint32_t>(o);
+    const double zp =
+        qp->zero_points() != nullptr && qp->zero_points()->size() == 16 ? static_cast<double>(qp->zero_points()->Get(uo)) : 0;
     for (int64_t i = 0; i < 8; ++i) {
       double ba = 0;
-      for (int64_t r = 0; r < 2; ++r) ba += b[o][r].item<double>() * a[r][i].item<double>();
+      for (int64_t r = 0; r < 2; ++r)
+        ba += static_cast<double>(b.data_ptr<float>()[o * 2 + r]) * static_cast<double>(a.data_ptr<float>()[r * 8 + i]);
       w.data_ptr<float>()[o * 8 + i] =
-          static_cast<float>((q.data_ptr<int8_t>()[o * 8 + i] - zp) * qp->scales()->Get(static_cast<uint32_t>(o)) + 2.0 * ba);
+          static_cast<float>((q.data_ptr<int8_t>()[o * 8 + i] - zp) * static_cast<double>(qp->scales()->Get(uo)) + 2.0 * ba);
     }
   }
   check_close(merged->weight(w1), w, 1e-6, 1e-6);
