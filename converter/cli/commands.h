@@ -61,7 +61,7 @@ Diag bench(const BenchArgs& args, std::ostream& out);
 //   --loss cross-entropy|mse|bce-logits|l1 --optimizer sgd|adam|adamw --lr F [--momentum F] [--weight-decay F]
 //   [--clip-grad-norm F] [--scheduler step:SIZE:GAMMA|cosine:TMAX] --epochs N --batch-size B
 //   [--no-shuffle | --shuffle-seed S] [--train PATTERN,... | --freeze PATTERN,...] -o OUT.ember
-//   [--save-delta D.safetensors] [--lora RANK[:ALPHA] --lora-targets PATTERN,...]
+//   [--save-delta D.safetensors] [--lora RANK[:ALPHA] --lora-targets PATTERN,... [--merge-lora]]
 //   [--checkpoint C --checkpoint-every N] [--resume C]
 //   [--log loss.csv] [--json] [--threads N] (runtime/train/finetune.h)
 struct FinetuneArgs {
@@ -72,6 +72,7 @@ struct FinetuneArgs {
   std::vector<std::string> train, freeze;  // comma-separated glob patterns
   std::string lora;                         // "RANK" or "RANK:ALPHA"
   std::vector<std::string> lora_targets;    // comma-separated glob patterns
+  bool merge_lora = false;  // -o merges adapters on int8 weights into float32 ones (SaveOptions::merge_int8_lora)
   std::string output;
   std::string delta;  // --save-delta D.safetensors: the trained tensors only
   std::string log;

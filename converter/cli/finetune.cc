@@ -129,6 +129,9 @@ Diag finetune(const FinetuneArgs& args, std::ostream& json_out) {
   } else if (!args.lora_targets.empty()) {
     return {Status::InvalidArgument, "--lora-targets needs --lora RANK"};
   }
+  if (args.merge_lora && (args.lora.empty() || args.output.empty()))
+    return {Status::InvalidArgument, "--merge-lora needs --lora RANK and -o OUT.ember (it merges the adapters into the "
+                                     "written model)"};
   Result<std::unique_ptr<Trainer>> made = Trainer::create(loaded->model, topts, &error);
   if (!made.ok()) return {made.status(), error};
   Trainer& trainer = *made.get();
@@ -195,7 +198,10 @@ Diag finetune(const FinetuneArgs& args, std::ostream& json_out) {
   d = report_eval("after:");
   if (!d.ok()) return d;
   if (!args.output.empty()) {
-    if (trainer.save(args.output, &error) != Status::Ok) return {Status::IoError, error};
+    SaveOptions save;
+    save.merge_int8_lora = args.merge_lora;
+    const Status st = trainer.save(args.output, save, &error);
+    if (st != Status::Ok) return {st == Status::NotSupported ? st : Status::IoError, error};
   }
   if (!args.delta.empty()) {
     if (save_delta(trainer, args.delta, &error) != Status::Ok) return {Status::IoError, error};

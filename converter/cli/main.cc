@@ -57,6 +57,9 @@ CLI::App* add_finetune(CLI::App& app, ember::cli::FinetuneArgs& ft) {
   cmd->add_option("-o,--output", ft.output, "Write the fine-tuned model here (atomically)");
   cmd->add_option("--lora", ft.lora, "LoRA adapters of rank R (alpha A, default R) on --lora-targets: R[:A]");
   cmd->add_option("--lora-targets", ft.lora_targets, "Linear weights that get adapters: glob patterns");
+  cmd->add_flag("--merge-lora", ft.merge_lora,
+                "With -o: write each int8 Linear that has LoRA adapters as a float32 Linear, "
+                "dequant(W) + scale B A (without it such a model saves only as a delta)");
   cmd->add_option("--save-delta", ft.delta, "Write the trained tensors only (safetensors, bound to MODEL)");
   cmd->add_option("--checkpoint", ft.config.checkpoint, "Write a checkpoint (weights, optimizer, position) here");
   cmd->add_option("--checkpoint-every", ft.config.checkpoint_every, "Steps between checkpoints")
@@ -198,7 +201,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--precision", run_args.precision,
                       "fp32, fp16 or bf16 (device only: float weights and activations stored as float16 / bfloat16)")
       ->capture_default_str();
-  run_cmd->add_option("--weights", run_args.weights, "A fine-tuning delta (ember finetune --save-delta) to apply");
+  run_cmd->add_option("--weights", run_args.weights, "A fine-tuning delta (ember finetune --save-delta) to apply (LoRA adapters on int8 weights run unmerged)");
   run_cmd->add_option("--threads", run_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
   run_cmd->add_flag("--profile", run_args.profile, "Print per-op-type times and devices (a flush per op on a device)");
 

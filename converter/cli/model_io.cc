@@ -45,14 +45,16 @@ Expected<LoadedModel> load_model(const std::string& path, const ExecutorOptions&
   Result<Model> m = Model::load(path, Verification::Full, &error);
   if (!m.ok()) return Diag{m.status(), error};
   LoadedModel loaded;
+  ExecutorOptions with_adapters = options;
   if (delta.empty()) {
     loaded.model = std::make_shared<const Model>(std::move(m.get()));
   } else {
-    Result<Model> tuned = apply_delta(m.get(), delta, &error);
+    Result<TunedModel> tuned = load_delta(m.get(), delta, &error);
     if (!tuned.ok()) return Diag{tuned.status(), error};
-    loaded.model = std::make_shared<const Model>(std::move(tuned.get()));
+    loaded.model = std::make_shared<const Model>(std::move(tuned->model));
+    with_adapters.adapters = std::move(tuned->adapters);  // on int8 Linears: run unmerged
   }
-  Result<std::shared_ptr<const Executor>> e = Executor::create(loaded.model, options, &error);
+  Result<std::shared_ptr<const Executor>> e = Executor::create(loaded.model, with_adapters, &error);
   if (!e.ok()) return Diag{e.status(), str_cat("'", path, "': ", error)};
   loaded.executor = e.get();
   return loaded;

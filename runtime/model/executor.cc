@@ -79,6 +79,38 @@ Status check_options(const ExecutorOptions& options, std::string* error) {
     return report_error(error, Status::InvalidArgument, "fp16/bf16 precision needs a device (vulkan, cuda); the CPU executor "
                         "runs float32 (convert with --weights fp16 for float16 weights)");
   if (options.device != DeviceType::CPU) RT_RETURN_IF_ERROR(check_device(options, error));
+  if (!options.adapters.empty() && options.device != DeviceType::CPU)
+    return report_error(error, Status::NotSupported, "LoRA adapters run on the cpu executor, not ",
+                        device_type_name(options.device));
+  return Status::Ok;
+}
+
+// ExecutorOptions::adapters: each on a Linear op (run as Linear or QLinear)
+// whose weight is [out, in], A float32 [r, in], B float32 [out, r], one per op.
+Status check_adapters(const Model& m, const std::vector<OpState>& ops,
+                      const std::vector<std::pair<int, LoraAdapter>>& adapters, std::string* error) {
+  std::vector<bool> seen(static_cast<size_t>(m.num_ops()), false);
+  for (const auto& [k, a] : adapters) {
+    if (k < 0 || k >= m.num_ops())
+      return report_error(error, Status::InvalidArgument, "LoRA adapter on op ", k, ": the model has ", m.num_ops(),
+                          " ops");
+    const OpKind kind = ops[static_cast<size_t>(k)].kind;
+    if (kind != OpKind::Linear && kind != OpKind::QLinear)
+      return report_error(error, Status::NotSupported, "LoRA adapter on ", op_ref(m, k), ": runs as ", op_name(kind),
+                          " (adapters go on float32 or int8 Linear layers)");
+    if (seen[static_cast<size_t>(k)])
+      return report_error(error, Status::InvalidArgument, "two LoRA adapters on ", op_ref(m, k));
+    seen[static_cast<size_t>(k)] = true;
+    const std::vector<int64_t> w = m.tensor_shape(m.op(k).inputs()->Get(1));
+    const bool fits = a.a.defined() && a.b.defined() && a.a.dtype() == DType::Float32 &&
+                      a.b.dtype() == DType::Float32 && a.a.dim() == 2 && a.b.dim() == 2 && w.size() == 2 &&
+                      a.a.size(1) == w[1] && a.b.size(0) == w[0] && a.b.size(1) == a.a.size(0);
+    if (!fits)
+      return report_error(error, Status::ShapeMismatch, "LoRA adapter on ", op_ref(m, k), ": A ",
+                          a.a.defined() ? shape_str(a.a.sizes()) : "(none)", ", B ",
+                          a.b.defined() ? shape_str(a.b.sizes()) : "(none)", " do not fit its weight ", shape_str(w),
+                          " (A float32 [rank, in], B float32 [out, rank])");
+  }
   return Status::Ok;
 }
 
@@ -240,6 +272,7 @@ Result<std::shared_ptr<const Executor>> Executor::create_graph(
   upcast_fp16_weights(m, ex->tensors_);
   RT_RETURN_IF_ERROR(prepare_quantized(m, ex->ops_, error));
   if (options.device == DeviceType::CPU) RT_RETURN_IF_ERROR(prepare_packed(m, ex->ops_, ex->tensors_, error));
+  RT_RETURN_IF_ERROR(check_adapters(m, ex->ops_, options.adapters, error));
   ex->options_ = options;
   if (options.device != DeviceType::CPU) {
     RT_RETURN_IF_ERROR(place_ops(m, options.device, device_float_dtype(options.precision), options.allow_fallback,
@@ -332,6 +365,7 @@ class Run {
         if (!on_cpu_) other_[i] = tensors[i].device_weight;
       }
     }
+    for (const auto& [k, a] : options.adapters) bind_adapter(k, &a);  // the executor's: live as long as it
   }
 
   void bind_value(int32_t t, const Tensor& value) { values_[static_cast<size_t>(t)] = value; }
@@ -503,7 +537,7 @@ class Run {
   std::vector<Tensor> values_;
   std::vector<Tensor> other_;  // other_[t]: value t on the other device than values_[t]
   bool keep_ = false;           // a captured run: nothing is dropped
-  std::vector<const LoraAdapter*> lora_;  // per op (run_recording's adapters), or empty
+  std::vector<const LoraAdapter*> lora_;  // per op (ExecutorOptions::adapters, run_recording's), or empty
 };
 
 }  // namespace

@@ -90,6 +90,13 @@ struct ExecutorOptions {
   // first real run does not pay for them. A model that cannot run on those
   // inputs is not an error: its pipelines are created at first use instead.
   bool warm_up = true;
+  // LoRA adapters applied unmerged at run time (op index, adapter): op k, a
+  // Linear (float32 or int8, run as QLinear), computes act(W x + b + scale *
+  // B (A x)) through the same runner code as the trainer's forward
+  // (run_recording). Fine-tuning deltas with adapters on int8 weights load
+  // into this (runtime/train/delta.h, load_delta). CPU executor only; create()
+  // checks the ops and the adapters' shapes ([rank, in], [out, rank], float32).
+  std::vector<std::pair<int, LoraAdapter>> adapters;
 };
 
 struct RunOptions {

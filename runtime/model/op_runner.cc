@@ -40,6 +40,23 @@ DType OpContext::declared_dtype(size_t j) const {
   return d == DType::Float32 ? low : d;
 }
 
+Tensor dequantize_weight(const Model& m, int t) {
+  const fb::QuantParams* q = m.tensor(t).quant();
+  const Tensor& w = m.weight(t);
+  EMBER_CHECK(q != nullptr && q->scales() != nullptr && q->scales()->size() > 0, Status::InvalidModel,
+              "int8 weight '", m.tensor_name(t), "' has no scales");
+  Shape along(static_cast<size_t>(w.dim()), 1);
+  const int64_t n = q->scales()->size();
+  if (n > 1) along[static_cast<size_t>(q->axis() < 0 ? 0 : q->axis())] = n;
+  Tensor scale = empty({n}, DType::Float32), zero = zeros({n}, DType::Float32);
+  for (int64_t i = 0; i < n; ++i) {
+    scale.data_ptr<float>()[i] = q->scales()->Get(static_cast<uint32_t>(i));
+    if (q->zero_points() != nullptr && q->zero_points()->size() == static_cast<uint32_t>(n))
+      zero.data_ptr<float>()[i] = static_cast<float>(q->zero_points()->Get(static_cast<uint32_t>(i)));
+  }
+  return (w.to(DType::Float32) - zero.reshape(along)) * scale.reshape(along);
+}
+
 namespace {
 
 // --- helpers ----------------------------------------------------------------------
@@ -374,24 +391,9 @@ Tensor in_float32(const Tensor& x, F f) {
   return f(x.to(DType::Float32)).to(x.dtype());
 }
 
-// The float32 weight an int8 op approximates: (q - zero_point) * scale, per
-// tensor or along the weight's quantization axis.
+// The float32 weight an int8 op approximates (dequantize_weight).
 Tensor dequantized_weight(const OpContext& c) {
-  const int32_t t = c.model.op(c.index).inputs()->Get(1);
-  const fb::QuantParams* q = c.model.tensor(t).quant();
-  const Tensor& w = c.model.weight(t);
-  EMBER_CHECK(q != nullptr && q->scales() != nullptr && q->scales()->size() > 0, Status::InvalidModel,
-              "int8 weight '", c.model.tensor_name(t), "' has no scales");
-  Shape along(static_cast<size_t>(w.dim()), 1);
-  const int64_t n = q->scales()->size();
-  if (n > 1) along[static_cast<size_t>(q->axis() < 0 ? 0 : q->axis())] = n;
-  Tensor scale = empty({n}, DType::Float32), zero = zeros({n}, DType::Float32);
-  for (int64_t i = 0; i < n; ++i) {
-    scale.data_ptr<float>()[i] = q->scales()->Get(static_cast<uint32_t>(i));
-    if (q->zero_points() != nullptr && q->zero_points()->size() == static_cast<uint32_t>(n))
-      zero.data_ptr<float>()[i] = static_cast<float>(q->zero_points()->Get(static_cast<uint32_t>(i)));
-  }
-  return (w.to(DType::Float32) - zero.reshape(along)) * scale.reshape(along);
+  return dequantize_weight(c.model, c.model.op(c.index).inputs()->Get(1));
 }
 
 // An int8 or sparse kernel has no backward. When x carries a gradient (the

@@ -50,6 +50,11 @@ struct OpContext {
   }
 };
 
+// The float32 weight that int8 weight t of `m` stands for: (q - zero_point) *
+// scale, per tensor or along its quantization axis (what the trainer's
+// straight-through gradient and a merged LoRA save use).
+Tensor dequantize_weight(const Model& m, int t);
+
 // Runs op ctx.index: the runner fills ctx.out, then each output is checked
 // against the model's declared dtype and shape and stored in values[tensor].
 // Raises ember::Error (backward ops: NotSupported).

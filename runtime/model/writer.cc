@@ -103,7 +103,64 @@ void build(const ModelDef& def, const std::vector<uint64_t>& seg_offsets, flatbu
   fb::FinishSizePrefixedModelBuffer(fbb, model);
 }
 
+// One graph of a loaded model (its subgraphs are the caller's).
+Status graph_def_of(const Model& m, ModelDef* def, std::string* error) {
+  for (int t = 0; t < m.num_tensors(); ++t) {
+    const fb::Tensor& ft = m.tensor(t);
+    TensorDef td;
+    td.name = std::string(m.tensor_name(t));
+    td.shape = m.tensor_shape(t);
+    if (ft.dim_names() != nullptr) {
+      for (const auto* n : *ft.dim_names()) td.dim_names.emplace_back(n != nullptr ? n->str() : std::string());
+    }
+    td.dtype = m.tensor_dtype(t);
+    td.has_data = ft.data() != nullptr;
+    if (m.weight(t).defined() && m.weight(t).nbytes() > 0) td.tensor = m.weight(t);
+    if (const fb::QuantParams* q = ft.quant()) {
+      QuantDef qd;
+      if (q->scales() != nullptr) qd.scales.assign(q->scales()->begin(), q->scales()->end());
+      if (q->zero_points() != nullptr) qd.zero_points.assign(q->zero_points()->begin(), q->zero_points()->end());
+      qd.axis = q->axis();
+      qd.activations = static_cast<ActivationQuant>(q->activations());
+      td.quant = qd;
+    }
+    if (const fb::SparseCoo* sp = ft.sparse()) td.sparse = SparseCooDef{sp->indices(), sp->nnz()};
+    td.trainable = ft.trainable();
+    def->tensors.push_back(std::move(td));
+  }
+  for (int k = 0; k < m.num_ops(); ++k) {
+    const fb::Operator& op = m.op(k);
+    OpDef od;
+    od.op = m.op_kind(k);
+    od.version = op.version();
+    if (op.inputs() != nullptr) od.inputs.assign(op.inputs()->begin(), op.inputs()->end());
+    if (op.outputs() != nullptr) od.outputs.assign(op.outputs()->begin(), op.outputs()->end());
+    od.name = op.name() != nullptr ? op.name()->str() : std::string();
+    Result<OpParams> params = m.op_params(k, error);
+    if (!params.ok()) return params.status();
+    od.params = params.get();
+    def->ops.push_back(std::move(od));
+  }
+  def->inputs.assign(m.inputs().begin(), m.inputs().end());
+  def->outputs.assign(m.outputs().begin(), m.outputs().end());
+  return Status::Ok;
+}
+
 }  // namespace
+
+Result<ModelDef> model_def_of(const Model& model, std::string* error) {
+  ModelDef def;
+  RT_RETURN_IF_ERROR(graph_def_of(model, &def, error));
+  def.metadata = model.metadata();
+  for (int i = 0; i < model.num_subgraphs(); ++i) {
+    Result<Model> sub = model.subgraph(i, error);
+    if (!sub.ok()) return sub.status();
+    ModelDef g;
+    RT_RETURN_IF_ERROR(graph_def_of(sub.get(), &g, error));
+    def.subgraphs.push_back(std::move(g));
+  }
+  return def;
+}
 
 namespace detail {
 Status serialize_model_unverified(const ModelDef& def, std::vector<std::byte>* out, std::string* error) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/result.h"
 #include "runtime/core/status.h"
 #include "runtime/model/model_def.h"
 
@@ -21,6 +22,15 @@ Status serialize_model(const ModelDef& def, std::vector<std::byte>* out, std::st
 // ("<path>.tmp.<pid>"), fsync, rename. On any failure the temporary is removed
 // and `path` is left as it was.
 Status write_model(const ModelDef& def, const std::string& path, std::string* error = nullptr);
+
+class Model;
+
+// The ModelDef of a loaded model, every graph, tensor (weights referenced, not
+// copied: they keep the mapping alive), op and metadata field as the file has
+// them: write_model() of it writes the same model. For rewriting a file
+// (Trainer::save merging LoRA adapters into int8 weights replaces those
+// tensors). Fails only on op attributes of a file loaded with Minimal checks.
+Result<ModelDef> model_def_of(const Model& model, std::string* error = nullptr);
 
 namespace detail {
 // serialize_model() without the final verification: for tests and fuzz seeds

@@ -44,7 +44,11 @@ Status save_delta(const Trainer& trainer, const std::string& path, std::string* 
   }
   try {
     nn::Metadata meta{{"format", kFormat}, {"base", model_fingerprint(trainer.executor().model())}};
-    if (!trainer.adapters().empty()) meta["lora_scale"] = std::to_string(trainer.adapters().front().second.scale);
+    if (!trainer.adapters().empty()) {
+      char scale[32];  // every digit: the run-time adapter computes what the trainer did
+      std::snprintf(scale, sizeof(scale), "%.17g", trainer.adapters().front().second.scale);
+      meta["lora_scale"] = scale;
+    }
     nn::save_safetensors(path, tensors, meta);
   } catch (const Error& e) {
     return report_error(error, e.status(), "writing delta '", path, "': ", e.what());
@@ -52,7 +56,7 @@ Status save_delta(const Trainer& trainer, const std::string& path, std::string* 
   return Status::Ok;
 }
 
-Result<Model> apply_delta(const Model& base, const std::string& path, std::string* error) {
+Result<TunedModel> load_delta(const Model& base, const std::string& path, std::string* error) {
   nn::Metadata meta;
   nn::NamedTensors tensors;
   NoGradGuard no_grad;
@@ -68,7 +72,6 @@ Result<Model> apply_delta(const Model& base, const std::string& path, std::strin
   if (meta["base"] != mine)
     return report_error(error, Status::InvalidArgument, "delta '", path, "' was trained from another model (its base ",
                         meta["base"], ", this model ", mine, ")");
-  // Adapters first become weight deltas: W += scale * B A (float32 weights only).
   const double scale = meta.count("lora_scale") ? std::atof(meta["lora_scale"].c_str()) : 1.0;
   std::map<std::string, Tensor> weights;
   std::map<std::string, std::pair<Tensor, Tensor>> adapters;
@@ -81,24 +84,42 @@ Result<Model> apply_delta(const Model& base, const std::string& path, std::strin
     auto& ab = adapters[name.substr(0, name.size() - 7)];
     (a ? ab.first : ab.second) = value;
   }
+  std::vector<std::pair<int, LoraAdapter>> unmerged;
   for (const auto& [name, ab] : adapters) {
-    const int t = base.find_tensor(name);
-    if (t >= 0 && base.tensor_dtype(t) != DType::Float32)
-      return report_error(error, Status::NotSupported, "delta '", path, "': LoRA adapters on the ",
-                          dtype_name(base.tensor_dtype(t)), " weight '", name,
-                          "' cannot be merged into it (run them through the trainer)");
     if (!ab.first.defined() || !ab.second.defined())
       return report_error(error, Status::InvalidArgument, "delta '", path, "': adapter '", name, "' lacks its ",
                           ab.first.defined() ? "lora_B" : "lora_A");
-    Tensor& w = weights[name];
-    if (!w.defined() && t >= 0) w = base.weight(t);
-    if (!w.defined()) continue;  // reported below
-    if (w.dim() != 2 || ab.second.dim() != 2 || ab.first.dim() != 2 || ab.second.size(0) != w.size(0) ||
-        ab.first.size(1) != w.size(1) || ab.second.size(1) != ab.first.size(0))
+    const int t = base.find_tensor(name);
+    if (t < 0 || !base.weight(t).defined())
+      return report_error(error, Status::InvalidArgument, "delta '", path, "': adapter '", name,
+                          "' is not on a weight of the model");
+    const std::vector<int> ops = lora_ops(base, t);
+    if (ops.empty())
+      return report_error(error, Status::InvalidArgument, "delta '", path, "': adapter '", name,
+                          "': no Linear layer reads it as its weight");
+    const std::vector<int64_t> w = base.tensor_shape(t);
+    if (w.size() != 2 || ab.second.dim() != 2 || ab.first.dim() != 2 || ab.second.size(0) != w[0] ||
+        ab.first.size(1) != w[1] || ab.second.size(1) != ab.first.size(0) || ab.first.dtype() != DType::Float32 ||
+        ab.second.dtype() != DType::Float32)
       return report_error(error, Status::ShapeMismatch, "delta '", path, "': adapter '", name, "' (A ",
-                          shape_str(ab.first.sizes()), ", B ", shape_str(ab.second.sizes()), ") does not fit ",
-                          shape_str(w.sizes()));
-    w = w + matmul(ab.second, ab.first) * scale;
+                          dtype_name(ab.first.dtype()), " ", shape_str(ab.first.sizes()), ", B ",
+                          dtype_name(ab.second.dtype()), " ", shape_str(ab.second.sizes()), ") does not fit ",
+                          dtype_name(base.tensor_dtype(t)), " ", shape_str(w), " (A float32 [rank, ", w.size() == 2 ? w[1] : -1,
+                          "], B float32 [", w.empty() ? -1 : w[0], ", rank])");
+    if (base.tensor_dtype(t) == DType::Float32 && base.tensor(t).sparse() == nullptr) {
+      // Merged: W += scale * B A.
+      Tensor& merged = weights[name];
+      if (!merged.defined()) merged = base.weight(t);
+      if (merged.sizes() != base.weight(t).sizes()) continue;  // reported below
+      merged = merged + matmul(ab.second, ab.first) * scale;
+    } else if (base.tensor(t).quant() != nullptr && base.tensor(t).sparse() == nullptr) {
+      // Unmerged: the int8 kernel plus the adapter at run time (on every Linear reading the weight).
+      for (int k : ops) unmerged.emplace_back(k, LoraAdapter{ab.first, ab.second, scale});
+    } else {
+      return report_error(error, Status::NotSupported, "delta '", path, "': LoRA adapters on the ",
+                          base.tensor(t).sparse() != nullptr ? "sparse COO" : dtype_name(base.tensor_dtype(t)),
+                          " weight '", name, "' (float32 or int8 weights only)");
+    }
   }
   std::vector<std::byte> bytes(base.data(), base.data() + base.size());
   for (const auto& [name, value] : weights) {
@@ -113,7 +134,22 @@ Result<Model> apply_delta(const Model& base, const std::string& path, std::strin
                           shape_str(w.sizes()), (base.tensor(t).quant() != nullptr ? " (int8)" : ""));
     RT_RETURN_IF_ERROR(patch_weight(bytes, base, t, value, error));
   }
-  return Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Minimal, error);
+  Result<Model> m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Minimal, error);
+  if (!m.ok()) return m.status();
+  return TunedModel{std::move(m.get()), std::move(unmerged)};
+}
+
+Result<Model> apply_delta(const Model& base, const std::string& path, std::string* error) {
+  Result<TunedModel> tuned = load_delta(base, path, error);
+  if (!tuned.ok()) return tuned.status();
+  if (!tuned->adapters.empty()) {
+    const int k = tuned->adapters.front().first;
+    return report_error(error, Status::NotSupported, "delta '", path, "': LoRA adapters on the int8 weight '",
+                        base.tensor_name(base.op(k).inputs()->Get(1)),
+                        "' stay unmerged: load the delta with load_delta and run its adapters "
+                        "(ExecutorOptions::adapters), as ember run --weights does");
+  }
+  return std::move(tuned->model);
 }
 
 }  // namespace ember

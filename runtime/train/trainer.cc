@@ -11,6 +11,7 @@
 #include "runtime/core/file.h"
 #include "runtime/model/model_access.h"
 #include "runtime/model/placement.h"
+#include "runtime/model/writer.h"
 #include "runtime/nn/init.h"
 #include "runtime/ops/ops.h"
 
@@ -89,6 +90,15 @@ std::vector<WeightInfo> list_weights(const Executor& ex) {
   }
   std::sort(out.begin(), out.end(), [](const WeightInfo& a, const WeightInfo& b) { return a.tensor < b.tensor; });
   return out;
+}
+
+std::vector<int> lora_ops(const Model& m, int t) {
+  std::vector<int> ops;
+  for (int k = 0; k < m.num_ops(); ++k) {
+    if (m.op_kind(k) == OpKind::Linear && vlen(m.op(k).inputs()) >= 2 && m.op(k).inputs()->Get(1) == t)
+      ops.push_back(k);
+  }
+  return ops;
 }
 
 Result<std::unique_ptr<Trainer>> Trainer::create(std::shared_ptr<const Model> model, const TrainerOptions& options,
@@ -213,12 +223,12 @@ int64_t Trainer::trainable_elements() const {
   return n;
 }
 
-Status Trainer::save(const std::string& path, std::string* error) const {
+Status Trainer::save(const std::string& path, const SaveOptions& options, std::string* error) const {
   const Model& m = executor_->model();
   std::vector<std::byte> bytes(m.data(), m.data() + m.size());
   NoGradGuard no_grad;
   // The value of each written weight: trained, then with its adapter merged.
-  std::vector<std::pair<int, Tensor>> values;
+  std::vector<std::pair<int, Tensor>> values, widened;  // widened: int8 weights merged into float32
   const auto value_of = [&](int t) -> Tensor& {
     for (auto& [u, v] : values) {
       if (u == t) return v;
@@ -231,15 +241,45 @@ Status Trainer::save(const std::string& path, std::string* error) const {
   }
   for (const auto& [k, a] : adapters_) {
     const int t = m.op(k).inputs()->Get(1);
-    if (m.tensor_dtype(t) != DType::Float32)
+    if (m.tensor_dtype(t) == DType::Float32) {
+      Tensor& w = value_of(t);
+      w = w + matmul(a.b, a.a) * a.scale;
+      continue;
+    }
+    const std::string name(m.tensor_name(t));
+    if (m.tensor(t).quant() == nullptr || m.tensor(t).sparse() != nullptr)
       return report_error(error, Status::NotSupported, "LoRA adapters on the ", dtype_name(m.tensor_dtype(t)),
-                          " weight '", m.tensor_name(t), "' cannot be merged into it: save them as a delta "
-                          "(--save-delta)");
-    Tensor& w = value_of(t);
-    w = w + matmul(a.b, a.a) * a.scale;
+                          " weight '", name, "' cannot be merged into it");
+    if (!options.merge_int8_lora)
+      return report_error(error, Status::NotSupported, "LoRA adapters on the int8 weight '", name,
+                          "' cannot be merged into it: save them as a delta (--save-delta), or merge them into a "
+                          "float32 weight (--merge-lora)");
+    for (int other = 0; other < m.num_ops(); ++other) {
+      if (other == k) continue;
+      for (uint32_t j = 0; j < vlen(m.op(other).inputs()); ++j) {
+        if (m.op(other).inputs()->Get(j) == t)
+          return report_error(error, Status::NotSupported, "LoRA adapters on the int8 weight '", name,
+                              "': ", op_ref(m, other), " reads it too, so it cannot become float32 (save a delta)");
+      }
+    }
+    widened.emplace_back(t, (dequantize_weight(m, t) + matmul(a.b, a.a) * a.scale).contiguous());
   }
   for (const auto& [t, v] : values) RT_RETURN_IF_ERROR(patch_weight(bytes, m, t, v, error));
-  return write_file_atomic(path, bytes.data(), bytes.size(), error);
+  if (widened.empty()) return write_file_atomic(path, bytes.data(), bytes.size(), error);
+  // A weight changes dtype and size: the file is rewritten from its ModelDef.
+  Result<Model> patched = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Minimal, error);
+  if (!patched.ok()) return patched.status();
+  Result<ModelDef> def = model_def_of(patched.get(), error);
+  if (!def.ok()) return def.status();
+  for (const auto& [t, v] : widened) {
+    TensorDef& td = def->tensors[static_cast<size_t>(t)];
+    td.dtype = DType::Float32;
+    td.tensor = v;
+    td.data.clear();
+    td.quant.reset();
+    td.trainable = true;  // a float32 parameter now: a later fine-tuning may train it
+  }
+  return write_model(def.get(), path, error);
 }
 
 bool Trainer::is_adapter(size_t i) const {

@@ -56,6 +56,10 @@ Status patch_weight(std::vector<std::byte>& bytes, const Model& m, int t, const 
 // Every weight that an op reads, in tensor order.
 std::vector<WeightInfo> list_weights(const Executor& ex);
 
+// The Linear ops that read weight t as their weight (input 1): where a LoRA
+// adapter on t goes.
+std::vector<int> lora_ops(const Model& m, int t);
+
 struct TrainerOptions {
   // Glob patterns (fnmatch) over the weights' names: "fc2.*", "*". Empty: the
   // weights of the last layer (those the last op reading a trainable weight reads).
@@ -71,6 +75,14 @@ struct TrainerOptions {
   int64_t lora_rank = 0;
   double lora_alpha = 0;  // 0: alpha = rank (scale 1)
   std::vector<std::string> lora_targets;
+};
+
+struct SaveOptions {
+  // LoRA adapters on int8 Linear weights: merge them, writing each such
+  // weight as float32 dequant(W_q) + scale B A (its quantization parameters
+  // dropped: the Linear then runs in float32). Without it, saving them is an
+  // error (save a delta instead, or merge: `ember finetune --merge-lora`).
+  bool merge_int8_lora = false;
 };
 
 class Trainer {
@@ -93,9 +105,12 @@ class Trainer {
   // Writes the model with the trained weights in place of the originals
   // (every other byte copied from the loaded file), atomically: a failure or
   // a kill leaves `path` as it was. LoRA adapters on float32 weights are
-  // merged into them (W + scale B A); on int8 weights they cannot be (the
-  // error says to save a delta instead).
-  Status save(const std::string& path, std::string* error = nullptr) const;
+  // merged into them (W + scale B A); on int8 weights only with
+  // options.merge_int8_lora (then the file is rewritten: those weights become
+  // float32, everything else as it was), else the error says to save a delta
+  // or merge.
+  Status save(const std::string& path, std::string* error = nullptr) const { return save(path, {}, error); }
+  Status save(const std::string& path, const SaveOptions& options, std::string* error = nullptr) const;
 
   // The adapters by op index (run_recording's form).
   const std::vector<std::pair<int, LoraAdapter>>& adapters() const { return adapters_; }

@@ -326,7 +326,31 @@ run_ember 0 finetune ft_int8.ember --data "$ft_dir/data.npz" --target y --lora 2
   --optimizer adam --lr 0.01 --epochs 2 --save-delta lora.safetensors
 has_line "$out" "^fine-tuning ft_int8.ember: 2 tensors, 48 trainable elements \(fc1.weight.lora_A, fc1.weight.lora_B\)$"
 run_ember 1 finetune ft_int8.ember --data "$ft_dir/data.npz" --target y --lora 2 --lora-targets 'fc1.*' -o never.ember
-has "$err" "LoRA adapters on the int8 weight 'fc1.weight' cannot be merged into it: save them as a delta (--save-delta)"
+has "$err" "LoRA adapters on the int8 weight 'fc1.weight' cannot be merged into it: save them as a delta (--save-delta), or merge them into a float32 weight (--merge-lora)"
+[[ ! -e never.ember ]] || fail "a refused LoRA save wrote never.ember"
+# The delta's adapters run unmerged on the int8 kernel (ember run --weights).
+run_ember 0 run ft_int8.ember --weights lora.safetensors --input x=ftx.npy -d out_lora
+run_ember 0 run ft_int8.ember --input x=ftx.npy -d out_int8
+! cmp -s out_lora/y.npy out_int8/y.npy || fail "run --weights with int8 LoRA adapters gave the base's outputs"
+# --merge-lora: the same training (same flags and seed) written as a float32 fc1.
+run_ember 0 finetune ft_int8.ember --data "$ft_dir/data.npz" --target y --lora 2:4 --lora-targets 'fc1.*' \
+  --optimizer adam --lr 0.01 --epochs 2 --save-delta lora2.safetensors -o merged.ember --merge-lora
+has_line "$out" "^wrote merged.ember$"
+cmp -s lora.safetensors lora2.safetensors || fail "the same LoRA run wrote another delta"
+run_ember 0 inspect merged.ember --trainable
+has_line "$out" "^  fc1.weight +float32 +\[16, 8\] +trainable$"
+run_ember 0 run merged.ember --input x=ftx.npy -d out_merged
+$py - out_merged/y.npy out_lora/y.npy <<'PY' || fail "merged LoRA model vs the int8 model with its adapters"
+import sys, numpy as np
+m, d = np.load(sys.argv[1]), np.load(sys.argv[2])
+diff = np.abs(m - d).max()
+# float32 dequant(W) + 2 B A vs the int8 kernel (activations quantized at run time) + the adapter
+assert 0 < diff < 2e-2, diff
+PY
+run_ember 1 finetune ft_int8.ember --data "$ft_dir/data.npz" --target y -o never.ember --merge-lora
+has "$err" "--merge-lora needs --lora RANK and -o OUT.ember"
+run_ember 0 finetune --help
+has "$out" "--merge-lora"
 run_ember 1 finetune ft.ember --data "$ft_dir/data.npz" --target y --lora x2 --lora-targets 'fc1.*'
 has "$err" "--lora 'x2': expected RANK or RANK:ALPHA (e.g. 8 or 8:16)"
 # 6 steps + resume + 6 = 12 straight (the CSV logs agree to the last digit).

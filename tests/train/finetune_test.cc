@@ -11,6 +11,7 @@
 #include "runtime/nn/loss.h"
 #include "runtime/model/npy.h"
 #include "runtime/model/npz.h"
+#include "runtime/nn/safetensors.h"
 #include "runtime/train/delta.h"
 #include "runtime/train/finetune.h"
 #include "runtime/train/trainer.h"
@@ -184,7 +185,178 @@ TEST_CASE("LoRA on an int8 Linear (only the adapter trains) matches PyTorch's qu
   // An adapter on an int8 weight cannot be merged into the file: save says to write a delta.
   CHECK(t.save(tmp_path("never.ember"), &error) == Status::NotSupported);
   CHECK(error == "LoRA adapters on the int8 weight 'fc1.weight' cannot be merged into it: save them as a delta "
-                 "(--save-delta)");
+                 "(--save-delta), or merge them into a float32 weight (--merge-lora)");
+}
+
+// The mlp with fc1 int8 (per channel) and a rank-2 LoRA on it (alpha 4: scale 2), trained so that B is not zero.
+std::unique_ptr<Trainer> int8_lora_trainer(std::shared_ptr<const Model> base) {
+  TrainerOptions o;
+  o.lora_rank = 2;
+  o.lora_alpha = 4;
+  o.lora_targets = {"fc1.weight"};
+  std::string error;
+  auto made = Trainer::create(std::move(base), o, &error);
+  REQUIRE_MESSAGE(made.ok(), error);
+  FinetuneConfig c = on_x("y");
+  c.optimizer = "adam";
+  c.lr = 0.05;
+  c.batch_size = 5;
+  c.epochs = 2;
+  REQUIRE_MESSAGE(finetune(*made.get(), data(), "data.npz", c, {}, &error).ok(), error);
+  return std::move(made.get());
+}
+
+std::shared_ptr<const Model> int8_fc1() {
+  converter::ConvertOptions q;
+  q.quantize = "dynamic-int8";
+  q.min_weight_elements = 100;  // fc1 (128 elements) int8, fc2 (64) float32
+  return convert("mlp", q, "_int8_fc1");
+}
+
+Tensor run_model(std::shared_ptr<const Model> m, const Tensor& x, ExecutorOptions options = {}) {
+  std::string error;
+  auto ex = Executor::create(std::move(m), options, &error);
+  REQUIRE_MESSAGE(ex.ok(), error);
+  ExecutionContext ctx(ex.get());
+  Result<std::vector<Tensor>> out = ctx.run(Span<const Tensor>(&x, 1), {}, &error);
+  REQUIRE_MESSAGE(out.ok(), error);
+  return out.get()[0].clone();
+}
+
+TEST_CASE("LoRA on an int8 Linear: a delta runs its adapters unmerged on the int8 kernel, as the trainer's forward") {
+  auto base = int8_fc1();
+  auto t = int8_lora_trainer(base);
+  const Tensor x = data()[0].value;
+  const Tensor expected = outputs(*t, x);
+  std::string error;
+  const std::string path = tmp_path("lora_int8.safetensors");
+  REQUIRE_MESSAGE(save_delta(*t, path, &error) == Status::Ok, error);
+  Result<TunedModel> tuned = load_delta(*base, path, &error);
+  REQUIRE_MESSAGE(tuned.ok(), error);
+  REQUIRE(tuned->adapters.size() == 1);
+  CHECK(tuned->adapters[0].first == t->adapters()[0].first);  // fc1's op
+  CHECK(tuned->adapters[0].second.scale == 2.0);
+  CHECK(max(abs(tuned->adapters[0].second.b)).item<double>() > 1e-3);  // trained
+  ExecutorOptions options;
+  options.adapters = tuned->adapters;
+  // The same runner code (QLinear: the int8 kernel, then + scale B (A x), then the ReLU): the same values.
+  const Tensor out = run_model(std::make_shared<const Model>(std::move(tuned->model)), x, options);
+  testing::check_equal(out, expected);
+  // Without the adapters the int8 base gives other outputs.
+  CHECK(max(abs(run_model(base, x) - expected)).item<double>() > 1e-3);
+  // apply_delta (a model alone) cannot hold unmerged adapters.
+  CHECK(apply_delta(*base, path, &error).status() == Status::NotSupported);
+  CHECK(error == "delta '" + path + "': LoRA adapters on the int8 weight 'fc1.weight' stay unmerged: load the delta "
+                 "with load_delta and run its adapters (ExecutorOptions::adapters), as ember run --weights does");
+}
+
+TEST_CASE("LoRA on an int8 Linear merges into a float32 Linear on request: dequant(W) + scale B A") {
+  auto base = int8_fc1();
+  auto t = int8_lora_trainer(base);
+  const Tensor x = data()[0].value;
+  std::string error;
+  const std::string path = tmp_path("lora_int8_merged.ember");
+  CHECK(t->save(path, &error) == Status::NotSupported);  // not without asking
+  SaveOptions merge;
+  merge.merge_int8_lora = true;
+  REQUIRE_MESSAGE(t->save(path, merge, &error) == Status::Ok, error);
+  Result<Model> loaded = Model::load(path, Verification::Full, &error);
+  REQUIRE_MESSAGE(loaded.ok(), error);
+  auto merged = std::make_shared<const Model>(std::move(loaded.get()));
+  // fc1.weight is float32 now (no quant params, a parameter); everything else as in the base file.
+  const int w1 = merged->find_tensor("fc1.weight");
+  REQUIRE(w1 >= 0);
+  CHECK(merged->tensor_dtype(w1) == DType::Float32);
+  CHECK(merged->tensor(w1).quant() == nullptr);
+  CHECK(merged->tensor(w1).trainable());
+  REQUIRE(merged->num_tensors() == base->num_tensors());
+  REQUIRE(merged->num_ops() == base->num_ops());
+  for (int i = 0; i < base->num_tensors(); ++i) {
+    CAPTURE(base->tensor_name(i));
+    CHECK(merged->tensor_name(i) == base->tensor_name(i));
+    CHECK(merged->tensor_shape(i) == base->tensor_shape(i));
+    if (i == w1 || !base->weight(i).defined()) continue;
+    CHECK(merged->tensor_dtype(i) == base->tensor_dtype(i));
+    testing::check_equal(merged->weight(i), base->weight(i));
+  }
+  for (int k = 0; k < base->num_ops(); ++k) CHECK(merged->op_kind(k) == base->op_kind(k));  // a Linear stays a Linear
+  // The merged weight, computed here from the int8 file: per output channel (q - zero_point) * scale + 2 B A.
+  const int q1 = base->find_tensor("fc1.weight");
+  const fb::QuantParams* qp = base->tensor(q1).quant();
+  REQUIRE(qp != nullptr);
+  REQUIRE(qp->scales()->size() == 16);  // per channel, axis 0
+  const Tensor a = t->parameters()[0].detach().contiguous();  // [2, 8]
+  const Tensor b = t->parameters()[1].detach().contiguous();  // [16, 2]
+  Tensor w = empty({16, 8});
+  const Tensor q = base->weight(q1).contiguous();
+  for (int64_t o = 0; o < 16; ++o) {
+    const uint32_t uo = static_cast<uint32_t>(o);
+    const double zp =
+        qp->zero_points() != nullptr && qp->zero_points()->size() == 16 ? static_cast<double>(qp->zero_points()->Get(uo)) : 0;
+    for (int64_t i = 0; i < 8; ++i) {
+      double ba = 0;
+      for (int64_t r = 0; r < 2; ++r)
+        ba += static_cast<double>(b.data_ptr<float>()[o * 2 + r]) * static_cast<double>(a.data_ptr<float>()[r * 8 + i]);
+      w.data_ptr<float>()[o * 8 + i] =
+          static_cast<float>((q.data_ptr<int8_t>()[o * 8 + i] - zp) * static_cast<double>(qp->scales()->Get(uo)) + 2.0 * ba);
+    }
+  }
+  check_close(merged->weight(w1), w, 1e-6, 1e-6);
+  // Its outputs: the float32 model's, by hand, within float32 rounding.
+  const Tensor out = run_model(merged, x);
+  {
+    NoGradGuard no_grad;
+    const auto weight = [&](const char* n) { return merged->weight(merged->find_tensor(n)); };
+    const Tensor h = relu(linear(x, w, weight("fc1.bias")));
+    check_close(out, linear(h, weight("fc2.weight"), weight("fc2.bias")), 1e-5, 1e-5);
+  }
+  // The trainer's forward runs the int8 kernel (activations quantized at run
+  // time): the float32 merge differs from it by that quantization's error only.
+  const Tensor expected = outputs(*t, x);
+  const double diff = max(abs(out - expected)).item<double>();
+  CHECK(diff > 0);
+  CHECK(diff < 2e-2);
+  // A trainer of the merged file (float32 fc1 now, nothing trained) has the executor's outputs exactly.
+  testing::check_equal(outputs(*trainer(merged, {"fc2.*"}), x), out);
+}
+
+TEST_CASE("LoRA deltas on int8 weights: an adapter without its pair, wrong shapes, a weight that is not a Linear's") {
+  auto base = int8_fc1();
+  std::string error;
+  const std::string fp = model_fingerprint(*base);
+  const auto write = [&](const char* file, nn::NamedTensors tensors) {
+    const std::string path = tmp_path(file);
+    nn::save_safetensors(path, tensors, {{"format", "ember-delta"}, {"base", fp}, {"lora_scale", "2"}});
+    return path;
+  };
+  std::string p = write("only_a.safetensors", {{"fc1.weight.lora_A", zeros({2, 8})}});
+  CHECK(!load_delta(*base, p, &error).ok());
+  CHECK(error == "delta '" + p + "': adapter 'fc1.weight' lacks its lora_B");
+  p = write("only_b.safetensors", {{"fc1.weight.lora_B", zeros({16, 2})}});
+  CHECK(!load_delta(*base, p, &error).ok());
+  CHECK(error == "delta '" + p + "': adapter 'fc1.weight' lacks its lora_A");
+  p = write("bad_shape.safetensors", {{"fc1.weight.lora_A", zeros({2, 7})}, {"fc1.weight.lora_B", zeros({16, 2})}});
+  CHECK(load_delta(*base, p, &error).status() == Status::ShapeMismatch);
+  CHECK(error == "delta '" + p + "': adapter 'fc1.weight' (A float32 [2, 7], B float32 [16, 2]) does not fit int8 "
+                 "[16, 8] (A float32 [rank, 8], B float32 [16, rank])");
+  p = write("bad_rank.safetensors", {{"fc1.weight.lora_A", zeros({2, 8})}, {"fc1.weight.lora_B", zeros({16, 3})}});
+  CHECK(load_delta(*base, p, &error).status() == Status::ShapeMismatch);
+  p = write("bias.safetensors", {{"fc1.bias.lora_A", zeros({2, 8})}, {"fc1.bias.lora_B", zeros({16, 2})}});
+  CHECK(!load_delta(*base, p, &error).ok());
+  CHECK(error == "delta '" + p + "': adapter 'fc1.bias': no Linear layer reads it as its weight");
+  p = write("nope.safetensors", {{"fc9.weight.lora_A", zeros({2, 8})}, {"fc9.weight.lora_B", zeros({16, 2})}});
+  CHECK(!load_delta(*base, p, &error).ok());
+  CHECK(error == "delta '" + p + "': adapter 'fc9.weight' is not on a weight of the model");
+  // The executor checks adapters it is given directly too.
+  ExecutorOptions options;
+  const int fc1 = lora_ops(*base, base->find_tensor("fc1.weight")).at(0);
+  options.adapters = {{fc1, LoraAdapter{zeros({2, 8}), zeros({15, 2}), 1.0}}};
+  CHECK(Executor::create(base, options, &error).status() == Status::ShapeMismatch);
+  CHECK(error.find("do not fit its weight [16, 8]") != std::string::npos);
+  options.adapters = {{base->num_ops(), LoraAdapter{zeros({2, 8}), zeros({16, 2}), 1.0}}};
+  CHECK(Executor::create(base, options, &error).status() == Status::InvalidArgument);
+  CHECK(error == "LoRA adapter on op " + std::to_string(base->num_ops()) + ": the model has " +
+                     std::to_string(base->num_ops()) + " ops");
 }
 
 TEST_CASE("a sparse COO weight trains its nonzeros only, and gradients flow back through a frozen one") {
