@@ -128,6 +128,35 @@ int fuse_activations(Graph& graph) {
   return fused;
 }
 
+int fuse_matmul_bias(Graph& graph) {
+  int fused = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    Node& mm = graph.nodes[i];
+    if (mm.op_type != "MatMul" || mm.inputs.size() != 2 || mm.outputs.empty() || mm.outputs[0] < 0) continue;
+    const Value& x = graph.value(mm.inputs[0]);
+    if (!x.shape || x.shape->size() < 2 || !graph.is_constant(mm.inputs[1])) continue;
+    const Tensor& w = graph.value(mm.inputs[1]).constant;
+    if (w.dim() != 2 || w.dtype() != DType::Float32 || x.dtype != DType::Float32) continue;
+    const int u = sole_user(graph, mm.outputs[0]);
+    if (u < 0) continue;
+    const Node& add = graph.nodes[static_cast<size_t>(u)];
+    if (add.op_type != "Add" || add.inputs.size() != 2 || add.inputs[0] == add.inputs[1]) continue;
+    const int c = add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
+    if (!graph.is_constant(c)) continue;
+    const Tensor& bias = graph.value(c).constant;
+    if (bias.dim() != 1 || bias.dtype() != DType::Float32 || bias.size(0) != w.size(1)) continue;
+    mm.op_type = "Gemm";
+    mm.kind = map_onnx_op("Gemm");
+    mm.inputs.push_back(c);
+    mm.outputs[0] = add.outputs[0];
+    dead[static_cast<size_t>(u)] = true;
+    ++fused;
+  }
+  graph.erase_nodes(dead);
+  return fused;
+}
+
 int conv1d_to_conv2d(Graph& graph) {
   std::vector<Node> nodes;
   int rewritten = 0;

@@ -153,9 +153,12 @@ void Lowerer::lower_gemm(const Node& n) {
     n_out = d[0].value;
   } else {
     if (!is_const(b)) refuse("B " + vname(b) + " with transB = 0 is not a constant (cannot transpose it)");
-    const Tensor bt = val(b).constant.t().contiguous();
-    n_out = bt.size(0);
-    w = new_weight(val(b).name + "/transposed", bt, true);
+    n_out = val(b).constant.size(1);
+    auto it = transposed_of_.find(b);  // one copy for a B several Gemms read
+    if (it == transposed_of_.end()) {
+      it = transposed_of_.emplace(b, new_weight(val(b).name + "/transposed", val(b).constant.t().contiguous(), true)).first;
+    }
+    w = it->second;
   }
   int32_t bias = -1;
   if (has_c) {

@@ -308,6 +308,7 @@ class Lowerer {
   ModelDef def_;
   std::vector<std::optional<DType>> dtypes_;  // per value: the IR's or inferred
   std::vector<int32_t> tensor_of_;            // per value: its tensor index, or -1
+  std::map<int, int32_t> transposed_of_;      // per constant B of a Gemm (transB = 0): its transposed weight
   std::set<std::string> names_;
   std::vector<std::string> errors_;
   std::vector<ModelDef>* subgraphs_;  // the main graph's def_.subgraphs

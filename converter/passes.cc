@@ -19,6 +19,7 @@ std::string PassReport::summary() const {
      << values_dropped << " unused values";
   if (ifs_inlined > 0) os << ", inlined " << ifs_inlined << " Ifs of constant condition";
   if (convs_made_2d > 0) os << ", made " << convs_made_2d << " 1-D convolutions 2-D";
+  if (matmul_biases_fused > 0) os << ", fused " << matmul_biases_fused << " MatMul biases";
   if (layer_norms_fused > 0) os << ", fused " << layer_norms_fused << " LayerNorms";
   return os.str();
 }
@@ -98,6 +99,7 @@ Expected<PassReport> run_passes_or_raise(Graph& graph) {
   auto bn = fold_batchnorm(graph);
   if (!bn.ok()) return bn.diag();
   r.batchnorms_folded = *bn;
+  r.matmul_biases_fused = fuse_matmul_bias(graph);
   r.activations_fused = fuse_activations(graph);
   r.layer_norms_fused = fuse_layer_norms(graph);
   r.convs_made_2d = conv1d_to_conv2d(graph);

@@ -24,6 +24,7 @@ struct PassReport {
   int dead_nodes_removed = 0;
   int batchnorms_folded = 0;   // BatchNormalization folded into Conv/Gemm
   int activations_fused = 0;   // Relu/Clip fused into Conv/Gemm
+  int matmul_biases_fused = 0; // MatMul + Add of a constant bias made one Gemm
   int values_dropped = 0;      // unreferenced values (constants, mostly) dropped
   int ifs_inlined = 0;         // If nodes of constant condition replaced by their branch
   int convs_made_2d = 0;       // 1-D Convs rewritten as Unsqueeze, 2-D Conv, Squeeze
@@ -69,6 +70,13 @@ int eliminate_dead_nodes(Graph& graph);
 // Gemm with constant weights (and bias), and has no other reader, is folded
 // into that node's weight and bias. Returns the BatchNorms folded.
 Expected<int> fold_batchnorm(Graph& graph);
+
+// A float32 MatMul(x, W) with a constant 2-D W whose only reader is Add of a
+// constant 1-D bias of W's columns (either operand order) becomes one
+// Gemm(x, W, bias) node (lowered to a Linear: x of any rank >= 2, as
+// torch.nn.Linear takes it), so that the bias, and a Relu fused after it, are
+// applied by the GEMM as it stores C. Returns the MatMuls fused.
+int fuse_matmul_bias(Graph& graph);
 
 // A Conv or Gemm whose only reader is Relu or Clip (constant bounds) takes the
 // activation as attributes: "activation" = "Relu" or "Clip", and for Clip
