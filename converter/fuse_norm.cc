@@ -1,6 +1,8 @@
 // LayerNorm as exported below opset 17 (passes.h, fuse_layer_norms): nine
-// nodes become one LayerNormalization node, lowered to ember's LayerNorm.
+// nodes become one LayerNormalization node, lowered to ember's LayerNorm; and
+// the erf GELU torch exports below opset 20 (fuse_gelus): five nodes, one Gelu.
 #include <algorithm>
+#include <cmath>
 
 #include "converter/onnx_import.h"
 #include "converter/pass_util.h"
@@ -120,6 +122,56 @@ int fuse_layer_norms(Graph& graph) {
     last->kind = map_onnx_op("LayerNormalization");
     last->inputs = bias >= 0 ? std::vector<int>{x, weight, bias} : std::vector<int>{x, weight};
     last->attrs = {{"axis", int64_t{-1}}, {"epsilon", epsilon}};
+    ++fused;
+  }
+  graph.erase_nodes(dead);
+  return fused;
+}
+
+}  // namespace ember::converter
+
+namespace ember::converter {
+
+namespace {
+
+// The sole reader of `id` when it is `op` (and `id` not a graph output), else nullptr.
+Node* sole_reader(Graph& graph, int id, const char* op) {
+  const std::vector<int> users = graph.users_of(id);
+  if (users.size() != 1 || graph.is_graph_output(id)) return nullptr;
+  Node& n = graph.nodes[static_cast<size_t>(users[0])];
+  return n.op_type == op ? &n : nullptr;
+}
+
+// Whether `id` is a one-element float constant within 1e-6 of v.
+bool near_constant(const Graph& graph, int id, double v) {
+  const Tensor* t = scalar_constant(graph, id);
+  return t != nullptr && std::abs(t->item().to_double() - v) <= 1e-6 * std::abs(v);
+}
+
+}  // namespace
+
+int fuse_gelus(Graph& graph) {
+  int fused = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& erf = graph.nodes[i];
+    if (erf.op_type != "Erf" || erf.inputs.size() != 1 || erf.outputs.empty() || erf.outputs[0] < 0) continue;
+    const Node* div = producer_if(graph, erf.inputs[0], "Div", {static_cast<int>(i)});
+    if (div == nullptr || div->inputs.size() != 2 || !near_constant(graph, div->inputs[1], std::sqrt(2.0))) continue;
+    const int x = div->inputs[0];
+    Node* add = sole_reader(graph, erf.outputs[0], "Add");
+    if (add == nullptr || !near_constant(graph, other_input(*add, erf.outputs[0]), 1.0)) continue;
+    Node* mul = sole_reader(graph, add->outputs[0], "Mul");
+    if (mul == nullptr || other_input(*mul, add->outputs[0]) != x) continue;
+    Node* half = sole_reader(graph, mul->outputs[0], "Mul");
+    if (half == nullptr || !near_constant(graph, other_input(*half, mul->outputs[0]), 0.5)) continue;
+    for (const Node* n : {div, &erf, static_cast<const Node*>(add), static_cast<const Node*>(mul)}) {
+      dead[static_cast<size_t>(index_of(graph, n))] = true;
+    }
+    half->op_type = "Gelu";
+    half->kind = map_onnx_op("Gelu");
+    half->inputs = {x};
+    half->attrs = {};
     ++fused;
   }
   graph.erase_nodes(dead);

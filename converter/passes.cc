@@ -21,6 +21,7 @@ std::string PassReport::summary() const {
   if (convs_made_2d > 0) os << ", made " << convs_made_2d << " 1-D convolutions 2-D";
   if (matmul_biases_fused > 0) os << ", fused " << matmul_biases_fused << " MatMul biases";
   if (layer_norms_fused > 0) os << ", fused " << layer_norms_fused << " LayerNorms";
+  if (gelus_fused > 0) os << ", fused " << gelus_fused << " GELUs";
   return os.str();
 }
 
@@ -102,6 +103,7 @@ Expected<PassReport> run_passes_or_raise(Graph& graph) {
   r.matmul_biases_fused = fuse_matmul_bias(graph);
   r.activations_fused = fuse_activations(graph);
   r.layer_norms_fused = fuse_layer_norms(graph);
+  r.gelus_fused = fuse_gelus(graph);
   r.convs_made_2d = conv1d_to_conv2d(graph);
   r.dead_nodes_removed += eliminate_dead_nodes(graph);
   r.values_dropped = graph.compact();

@@ -29,6 +29,7 @@ struct PassReport {
   int ifs_inlined = 0;         // If nodes of constant condition replaced by their branch
   int convs_made_2d = 0;       // 1-D Convs rewritten as Unsqueeze, 2-D Conv, Squeeze
   int layer_norms_fused = 0;   // LayerNorms exported as 9 nodes made one LayerNormalization
+  int gelus_fused = 0;         // GELUs exported as 5 nodes made one Gelu
   // "folded 12 constants, 3 shapes, ..." for the converter's report.
   std::string summary() const;
 };
@@ -98,6 +99,12 @@ int conv1d_to_conv2d(Graph& graph);
 // -1, epsilon eps) when no intermediate value has other readers. Returns the
 // LayerNorms fused.
 int fuse_layer_norms(Graph& graph);
+
+// GELU as torch exports it below opset 20 (fuse_norm.cc):
+// Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5), constants within 1e-6,
+// becomes one Gelu(x) (approximate "none") when no intermediate value has
+// other readers. Returns the GELUs fused.
+int fuse_gelus(Graph& graph);
 
 // Control flow (control.cc). If, Loop and Scan: imported with their subgraphs
 // (Node::graphs); an If whose condition folds to a constant is inlined, the

@@ -452,7 +452,7 @@ const TileEpilogue* tile_epilogue(const Product& pr, int64_t i, int64_t j, int64
   const GemmEpilogue& e = *pr.epilogue;
   const bool first = pc == 0, last = pc + kc >= pr.k;
   *t = TileEpilogue{first && e.row_bias != nullptr ? e.row_bias + i : nullptr,
-                    first && e.col_bias != nullptr ? e.col_bias + j : nullptr, last && e.clamp, e.lo, e.hi};
+                    last && e.col_bias != nullptr ? e.col_bias + j : nullptr, last && e.clamp, e.lo, e.hi};
   return t->row_bias != nullptr || t->col_bias != nullptr || t->clamp ? t : nullptr;
 }
 
@@ -645,6 +645,16 @@ bool sgemm_fused(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, 
                    c, false, &epilogue};
   if ((pr.a_packed == nullptr && a.m.data == nullptr) || (pr.b_packed == nullptr && b.m.data == nullptr)) return false;
   return sgemm_blocked(u, pr, workspace, workspace_bytes, threads);
+}
+
+bool sgemm_linear(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c,
+                  const GemmEpilogue& epilogue, void* workspace, size_t workspace_bytes, int threads) {
+  if (m > 0 && n > 0 && k > 0 && epilogue.row_bias == nullptr && a.m.data != nullptr && b.m.data != nullptr &&
+      sgemm_direct(kernel(), m, n, k, a.m, b.m, c, false, threads)) {
+    sgemm_empty_depth(m, n, c, /*accumulate=*/true, &epilogue);  // the epilogue on C as a pass
+    return true;
+  }
+  return sgemm_fused(m, n, k, a, b, c, epilogue, workspace, workspace_bytes, threads);
 }
 
 PackedOperand sgemm_pack_a(int64_t m, int64_t k, MatrixRef<const float> a) { return pack_operand(true, m, k, a); }

@@ -37,8 +37,9 @@ bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<
 
 // What the micro-kernel applies to C as it stores it (sgemm_fused): a bias per
 // row (conv weights: one per output channel) or per column (Linear: one per
-// output feature) added with the first K block, the clamp (ReLU: lo 0, hi
-// +inf) with the last one. C is written once per K block.
+// output feature) added with the first K block (row) or the last one
+// (column: C rounds as the product with the bias added after it), the clamp
+// (ReLU: lo 0, hi +inf) with the last one. C is written once per K block.
 struct GemmEpilogue {
   const float* row_bias = nullptr;  // m values, or none
   const float* col_bias = nullptr;  // n values, or none
@@ -86,6 +87,13 @@ bool sgemm_packed(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b,
 // is bitwise the same whether an operand comes packed or not.
 bool sgemm_fused(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c,
                  const GemmEpilogue& epilogue, void* workspace, size_t workspace_bytes, int threads);
+
+// A Linear's product: sgemm_packed() then, on C, the column bias and the clamp,
+// bitwise the same as that product followed by those passes (no row bias):
+// the few-row paths of sgemm_packed() apply them as a pass, the blocked
+// product in the micro-kernel's store (sgemm_fused). False as sgemm_fused.
+bool sgemm_linear(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c,
+                  const GemmEpilogue& epilogue, void* workspace, size_t workspace_bytes, int threads);
 
 // Selects the micro-kernel family (for tests and benchmarks); false when the CPU
 // lacks it (the selection is then unchanged). Not thread-safe against running GEMMs.

@@ -4,9 +4,11 @@
 // A Linear's or a graph MatMul's product (linear_prepacked / matmul_prepacked:
 // params LinearParams, one batch, b = weight^T or the constant b) reads the
 // B panels packed at load (CpuPackedWeight) while b is still what they were
-// packed from (same data, same strides).
+// packed from (same data, same strides); a Linear's bias and activation
+// (LinearParams::bias, ::activation) are applied as C is stored (sgemm_linear).
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemm.h"
@@ -37,6 +39,35 @@ Plan plan_for(const TensorView& a, const TensorView& o, int threads) {
   return p;
 }
 
+// The bias and activation of a Linear's product (LinearParams: linear_prepacked).
+GemmEpilogue epilogue_of(const LinearParams* lp) {
+  GemmEpilogue e;
+  if (lp == nullptr) return e;
+  e.col_bias = lp->bias;
+  const Activation& a = lp->activation;
+  e.clamp = a.kind != ActivationKind::None;
+  e.lo = a.kind == ActivationKind::Relu ? 0.0f : static_cast<float>(a.min);
+  e.hi = a.kind == ActivationKind::Relu ? INFINITY : static_cast<float>(a.max);
+  return e;
+}
+
+// The epilogue as a pass over C [B, M, N] (after the reference kernel).
+void apply_epilogue(const TensorView& o, const GemmEpilogue& e) {
+  float* po = o.ptr<float>();
+  for (int64_t bi = 0; bi < o.sizes[0]; ++bi) {
+    for (int64_t i = 0; i < o.sizes[1]; ++i) {
+      for (int64_t j = 0; j < o.sizes[2]; ++j) {
+        float& v = po[bi * o.strides[0] + i * o.strides[1] + j * o.strides[2]];
+        if (e.col_bias != nullptr) v += e.col_bias[j];
+        if (e.clamp) {  // as the micro-kernels' max(lo, v), min(hi, v): NaN stays NaN
+          v = e.lo > v ? e.lo : v;
+          v = e.hi < v ? e.hi : v;
+        }
+      }
+    }
+  }
+}
+
 size_t workspace_of(const Plan& p) {
   if (p.over_batches) return p.per_slot * static_cast<size_t>(std::min<int64_t>(p.threads, p.batches));
   return sgemm_workspace(p.m, p.n, p.k, p.threads);
@@ -60,19 +91,26 @@ Status matmul_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
                          b.sizes[2] == o.sizes[2] && a.sizes[2] == b.sizes[1],
                      Status::ShapeMismatch);
   const Plan p = plan_for(a, o, ctx.num_threads);
-  if (ctx.scratch_bytes < workspace_of(p)) return ref::matmul(ctx, in, out, params);
+  const auto* lp = std::get_if<LinearParams>(&params);
+  const GemmEpilogue epilogue = epilogue_of(lp);
+  const bool fused = epilogue.col_bias != nullptr || epilogue.clamp;
+  if (ctx.scratch_bytes < workspace_of(p)) {
+    const Status s = ref::matmul(ctx, in, out, params);
+    if (s == Status::Ok && fused) apply_epilogue(o, epilogue);
+    return s;
+  }
   const float* pa = a.ptr<const float>();
   const float* pb = b.ptr<const float>();
   float* po = o.ptr<float>();
-  const auto* lp = std::get_if<LinearParams>(&params);
   const auto* pw = lp != nullptr ? dynamic_cast<const CpuPackedWeight*>(lp->weight) : nullptr;
   const bool same_b = pw != nullptr && pw->source == b.data && pw->rs == b.strides[1] && pw->cs == b.strides[2];
   const PackedOperand* packed = same_b && p.batches == 1 ? &pw->packed : nullptr;
   auto one = [&](int64_t bi, void* ws, size_t ws_bytes, int threads) {
-    return sgemm_packed(p.m, p.n, p.k, GemmOperand{{pa + bi * a.strides[0], a.strides[1], a.strides[2]}, nullptr},
-                        GemmOperand{{pb + bi * b.strides[0], b.strides[1], b.strides[2]}, packed},
-                        MatrixRef<float>{po + bi * o.strides[0], o.strides[1], o.strides[2]},
-                        /*accumulate=*/false, ws, ws_bytes, threads);
+    const GemmOperand ga{{pa + bi * a.strides[0], a.strides[1], a.strides[2]}, nullptr};
+    const GemmOperand gb{{pb + bi * b.strides[0], b.strides[1], b.strides[2]}, packed};
+    const MatrixRef<float> c{po + bi * o.strides[0], o.strides[1], o.strides[2]};
+    return fused ? sgemm_linear(p.m, p.n, p.k, ga, gb, c, epilogue, ws, ws_bytes, threads)
+                 : sgemm_packed(p.m, p.n, p.k, ga, gb, c, /*accumulate=*/false, ws, ws_bytes, threads);
   };
   if (!p.over_batches) {
     for (int64_t bi = 0; bi < p.batches; ++bi) {

@@ -142,6 +142,10 @@ struct LinearParams {
   // Conv2dParams::weight), read by the float32 CPU MatMul kernel through
   // linear_prepacked. Not stored in files.
   const PreparedWeight* weight = nullptr;
+  // Kernel calls only (linear_prepacked): a contiguous float32 [N] bias the
+  // float32 CPU MatMul kernel adds to its product before `activation`, both
+  // as it stores C. Not stored in files; graph MatMuls leave it null.
+  const float* bias = nullptr;
 };
 
 // A weight a backend prepared (packed) once for a run-time op

@@ -375,9 +375,12 @@ void run_Pad(OpContext& c) {
 
 void run_Linear(OpContext& c) {
   const Tensor& x = c.need(0, "data");
-  Tensor y = linear_prepacked(x, c.need(1, "weight"), c.opt(2), c.params<LinearParams>());
+  LinearParams p = c.params<LinearParams>();
+  if (c.lora != nullptr) p.activation = {};  // after the adapter's term
+  bool activated = false;
+  Tensor y = linear_prepacked(x, c.need(1, "weight"), c.opt(2), p, &activated);
   if (c.lora != nullptr) y = y + lora_term(*c.lora, x);
-  c.out[0] = activate(y, c.params<LinearParams>().activation);
+  c.out[0] = activated && c.lora == nullptr ? y : activate(y, c.params<LinearParams>().activation);
 }
 
 // --- run-time ops: create() made them of a Linear / Conv2d, the weight prepared ---

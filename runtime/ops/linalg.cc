@@ -216,18 +216,17 @@ namespace {
 
 // x [*, K] @ b [K, N] as linear() and matmul() compute it for a float32 CPU
 // x of 2 dims or contiguous (addmm, or the batch dims folded into the rows of
-// mm: the MatMul kernel on x [rows, K] and b), the kernel reading `packed`
-// (its params' weight); undefined when the inputs are not such (or need a
-// gradient).
-Tensor product_prepacked(const Tensor& x, const Tensor& b, const PreparedWeight* packed) {
+// mm: the MatMul kernel on x [rows, K] and b), the kernel reading
+// `kernel_params.weight` (packed) and adding its bias, then its activation;
+// undefined when the inputs are not such (or need a gradient).
+Tensor product_prepacked(const Tensor& x, const Tensor& b, const LinearParams& kernel_params) {
+  const PreparedWeight* packed = kernel_params.weight;
   const bool fits = packed != nullptr && x.device().is_cpu() && b.device().is_cpu() && x.dtype() == DType::Float32 &&
                     b.dtype() == DType::Float32 && b.dim() == 2 && (x.dim() == 2 || (x.dim() > 2 && x.is_contiguous())) &&
                     x.size(-1) == b.size(0) && !autograd::needs_grad({x, b});
   if (!fits) return Tensor();
   const Tensor x2 = x.reshape({-1, b.size(0)});
   Tensor out = empty({x2.size(0), b.size(1)}, TensorOptions(x.dtype()));
-  LinearParams kernel_params;
-  kernel_params.weight = packed;
   run_kernel(OpKind::MatMul, {x2.unsqueeze(0), b.unsqueeze(0)}, {out.unsqueeze(0)}, kernel_params);
   Shape shape = x.sizes();
   shape.back() = b.size(1);
@@ -236,20 +235,28 @@ Tensor product_prepacked(const Tensor& x, const Tensor& b, const PreparedWeight*
 
 }  // namespace
 
-Tensor linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p) {
+Tensor linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p,
+                        bool* activated) {
+  *activated = false;
   if (amp::Cast c = amp::autocast(amp::Op::Linear, {x, weight, bias})) return linear(c[0], c[1], c[2]);
   const bool bias_fits = !bias.defined() || (bias.device().is_cpu() && bias.dtype() == DType::Float32 &&
-                                             bias.dim() == 1 && weight.dim() == 2 && bias.size(0) == weight.size(0) &&
-                                             !autograd::needs_grad({bias}));
-  Tensor out = bias_fits && weight.dim() == 2 ? product_prepacked(x, weight.t(), p.weight) : Tensor();
+                                             bias.dim() == 1 && bias.is_contiguous() && weight.dim() == 2 &&
+                                             bias.size(0) == weight.size(0) && !autograd::needs_grad({bias}));
+  // The kernel adds the bias (after the product, as addmm / linear do) and
+  // applies the activation as it stores the product.
+  LinearParams kernel_params = p;
+  kernel_params.bias = bias.defined() && bias_fits ? bias.data_ptr<float>() : nullptr;
+  Tensor out = bias_fits && weight.dim() == 2 ? product_prepacked(x, weight.t(), kernel_params) : Tensor();
   if (!out.defined()) return linear(x, weight, bias);
-  if (bias.defined()) out.add_(bias);  // as addmm / linear add it
+  *activated = true;
   return out;
 }
 
 Tensor matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed) {
   if (amp::autocast(amp::Op::Matmul, {a, b})) return matmul(a, b);
-  const Tensor out = product_prepacked(a, b, packed);
+  LinearParams kernel_params;
+  kernel_params.weight = packed;
+  const Tensor out = product_prepacked(a, b, kernel_params);
   return out.defined() ? out : matmul(a, b);
 }
 

@@ -23,8 +23,11 @@ Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor&
 // linear(x, weight, bias), the product reading p.weight (the weight's B panels
 // the CPU backend packed at load) when it is a float32 CPU product with no
 // autograd graph to record: bitwise linear()'s result (the same MatMul kernel
-// on the same operands, the bias added after). p.activation is not applied.
-Tensor linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p);
+// on the same operands, the bias added after), with p.activation applied
+// after it by the kernel as it stores the product: then *activated is true;
+// else (linear()'s result) false and the caller applies the activation.
+Tensor linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p,
+                        bool* activated);
 // matmul(a, b), reading `packed` (b's B panels, packed at load) likewise:
 // bitwise matmul()'s result.
 Tensor matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed);
