@@ -236,6 +236,26 @@ Status clamp_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tenso
   return Status::Ok;
 }
 
+// Exact GELU (Gelu, approximate "none"): contiguous float32 as a vector loop
+// split across threads, operation for operation the graph torch exports below
+// opset 20 (Div by sqrt 2, Erf, Add 1, Mul by x, Mul by 0.5: bitwise the
+// unfused ops' result here); tanh or other layouts: the reference kernel.
+struct GeluF {
+  float operator()(float x) const { return x * (math::erf(x / 1.41421354f) + 1.0f) * 0.5f; }
+};
+
+Status gelu_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto* p = std::get_if<GeluParams>(&params);
+  if (p == nullptr || p->tanh_approximation || !in[0].is_contiguous() || !out[0].is_contiguous()) {
+    return ref::gelu(ctx, in, out, params);
+  }
+  const float* x = in[0].ptr<const float>();
+  float* o = out[0].ptr<float>();
+  parallel_for(0, out[0].numel(), kElementwiseGrain,
+               [&](int64_t begin, int64_t end) { unary_loop<GeluF>(o + begin, x + begin, end - begin); });
+  return Status::Ok;
+}
+
 // Copy: same-dtype contiguous copies are a parallel memcpy.
 Status copy(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   if (in[0].dtype != out[0].dtype || !in[0].is_contiguous() || !out[0].is_contiguous()) {
