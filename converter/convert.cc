@@ -1,10 +1,13 @@
 // convert_file(): ONNX bytes -> import -> passes -> lower -> `.ember` file.
 #include <openssl/evp.h>
 
+#include <algorithm>
+
 #include <fstream>
 #include <sstream>
 
 #include "converter/convert.h"
+
 #include "converter/onnx_import.h"
 #include "converter/report.h"
 #include "runtime/core/error.h"
@@ -100,7 +103,11 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
   Diag fixed = fix_inputs(g, options.fixed_inputs);
   if (!fixed.ok()) return fixed;
   if (options.optimize) {
-    auto passes = run_passes(g);
+    const auto& ops = options.quantize_ops;
+    const bool quantized_matmuls_only = !options.quantize.empty() &&
+                                        std::find(ops.begin(), ops.end(), "MatMul") != ops.end() &&
+                                        std::find(ops.begin(), ops.end(), "Gemm") == ops.end();
+    auto passes = run_passes(g, !quantized_matmuls_only);
     if (!passes.ok()) return passes.diag();
     r.passes = *passes;
   }

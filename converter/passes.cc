@@ -79,7 +79,7 @@ int eliminate_dead_nodes(Graph& graph) {
 
 namespace {
 
-Expected<PassReport> run_passes_or_raise(Graph& graph) {
+Expected<PassReport> run_passes_or_raise(Graph& graph, bool fuse_matmul_biases) {
   PassReport r;
   for (;;) {
     const int ids = remove_identities(graph);
@@ -100,7 +100,7 @@ Expected<PassReport> run_passes_or_raise(Graph& graph) {
   auto bn = fold_batchnorm(graph);
   if (!bn.ok()) return bn.diag();
   r.batchnorms_folded = *bn;
-  r.matmul_biases_fused = fuse_matmul_bias(graph);
+  r.matmul_biases_fused = fuse_matmul_biases ? fuse_matmul_bias(graph) : 0;
   r.activations_fused = fuse_activations(graph);
   r.layer_norms_fused = fuse_layer_norms(graph);
   r.gelus_fused = fuse_gelus(graph);
@@ -114,9 +114,9 @@ Expected<PassReport> run_passes_or_raise(Graph& graph) {
 
 }  // namespace
 
-Expected<PassReport> run_passes(Graph& graph) {
+Expected<PassReport> run_passes(Graph& graph, bool fuse_matmul_biases) {
   try {
-    return run_passes_or_raise(graph);
+    return run_passes_or_raise(graph, fuse_matmul_biases);
   } catch (const Error& e) {  // an eager op refused what a malformed graph gave it
     return Diag{e.status(), std::string("optimizing the graph: ") + e.what()};
   }

@@ -144,8 +144,10 @@ using InputShapes = std::map<std::string, std::vector<int64_t>>;
 Diag fix_input_shapes(Graph& graph, const InputShapes& shapes);
 
 // Identity removal, shape and constant folding, If inlining (conditions that
-// are constants) and dead-node elimination until nothing changes, then BatchNorm folding, activation fusion, LayerNorm
-// fusion, Conv1d to Conv2d, dead-node elimination and Graph::compact().
-Expected<PassReport> run_passes(Graph& graph);
+// are constants) and dead-node elimination until nothing changes, then BatchNorm folding, MatMul bias fusion,
+// activation fusion, LayerNorm and GELU fusion, Conv1d to Conv2d, dead-node elimination and Graph::compact().
+// fuse_matmul_biases false: MatMuls stay MatMuls (dynamic int8 quantizing
+// MatMuls but not Gemms, --quantize-ops MatMul, must still find them).
+Expected<PassReport> run_passes(Graph& graph, bool fuse_matmul_biases = true);
 
 }  // namespace ember::converter
