@@ -1,9 +1,24 @@
 // Lowering of the ONNX neural-network, reduction and elementwise ops with attributes (see lowerer.h).
+#include <algorithm>
 #include <cmath>
 
 #include "converter/lowerer.h"
 
 namespace ember::converter::lowering {
+
+// The name of a Gemm's transposed constant B (transB = 0): B's own where
+// every reader of B is such a Gemm, so the weight keeps its ONNX name (what
+// `finetune --train` patterns and LoRA targets match; MatMul + bias fused
+// into Gemm lands here), "<B>/transposed" where B is also read as it is.
+std::string Lowerer::transposed_name(int b) const {
+  bool only_gemms = std::find(g_.outputs.begin(), g_.outputs.end(), b) == g_.outputs.end();
+  for (const Node& r : g_.nodes) {
+    for (size_t i = 0; i < r.inputs.size() && only_gemms; ++i) {
+      if (r.inputs[i] == b) only_gemms = r.op_type == "Gemm" && i == 1 && r.get_int("transB", 0) == 0;
+    }
+  }
+  return only_gemms ? val(b).name : val(b).name + "/transposed";
+}
 
 void Lowerer::lower_gelu(const Node& n) {
   const std::string approx = n.get_string("approximate", "none");
@@ -156,7 +171,7 @@ void Lowerer::lower_gemm(const Node& n) {
     n_out = val(b).constant.size(1);
     auto it = transposed_of_.find(b);  // one copy for a B several Gemms read
     if (it == transposed_of_.end()) {
-      it = transposed_of_.emplace(b, new_weight(val(b).name + "/transposed", val(b).constant.t().contiguous(), true)).first;
+      it = transposed_of_.emplace(b, new_weight(transposed_name(b), val(b).constant.t().contiguous(), true)).first;
     }
     w = it->second;
   }

@@ -95,6 +95,7 @@ class Lowerer {
 
   // A new weight that is no IR value (a transposed Gemm weight, a reshaped bias).
   int32_t new_weight(const std::string& name, const Tensor& data, bool trainable);
+  std::string transposed_name(int b) const;  // lower_nn.cc
 
   // A new activation (an intermediate of a Max/Min chain).
   int32_t new_activation(const std::string& name, DType dtype, const std::vector<Dim>& shape);

@@ -262,7 +262,7 @@ TEST_CASE("Gemm forms: transB = 0 transposes a constant B, C [1, N] becomes [N],
   const ModelDef d = lowered(b.g);
   REQUIRE(kinds(d) == std::vector<OpKind>{OpKind::Linear});
   const TensorDef& wt = tensor_at(d, d.ops[0].inputs[1]);
-  CHECK(wt.name == "B/transposed");
+  CHECK(wt.name == "B");  // its only reader takes the transposed copy: the ONNX name stays
   CHECK(wt.trainable);
   check_equal(wt.tensor, tensor({{1.f, 3.f, 5.f}, {2.f, 4.f, 6.f}}));
   CHECK(wt.tensor.is_contiguous());
@@ -285,6 +285,19 @@ TEST_CASE("Gemm forms: transB = 0 transposes a constant B, C [1, N] becomes [N],
   const ModelDef d2 = lowered(b2.g);
   CHECK(d2.ops[0].inputs == std::vector<int32_t>{0, 1, -1});
   CHECK(tensor_at(d2, 1).name == "W");
+}
+
+TEST_CASE("Gemm transB = 0: a B also read as it is keeps its name, the transposed copy is B/transposed") {
+  Builder b;
+  const int x = b.input("x", {Dim::fixed(2), Dim::fixed(3)});
+  const int w = b.constant("B", tensor({{1.f, 2.f}, {3.f, 4.f}, {5.f, 6.f}}));
+  const int y = b.node1("Gemm", "gemm", {x, w}, {Dim::fixed(2), Dim::fixed(2)});
+  const int z = b.node1("MatMul", "mm", {x, w}, {Dim::fixed(2), Dim::fixed(2)});
+  b.g.outputs = {y, z};
+  const ModelDef d = lowered(b.g);
+  REQUIRE(kinds(d) == std::vector<OpKind>{OpKind::Linear, OpKind::MatMul});
+  CHECK(tensor_at(d, d.ops[0].inputs[1]).name == "B/transposed");
+  CHECK(tensor_at(d, d.ops[1].inputs[1]).name == "B");
 }
 
 TEST_CASE("every lowering error is collected in one message, with op types and node names") {
