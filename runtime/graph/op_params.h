@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "runtime/core/host_device.h"
 #include "runtime/tensor/scalar.h"
 #include "runtime/tensor/tensor_view.h"
 
@@ -78,7 +79,7 @@ struct Activation {
 };
 
 // The activation of one value: the scalar form kernel epilogues apply.
-inline float activate(float v, const Activation& a) {
+EMBER_HD inline float activate(float v, const Activation& a) {
   switch (a.kind) {
     case ActivationKind::None:
       return v;
