@@ -183,6 +183,26 @@ TEST_CASE("a CNN with max, average and adaptive pooling fine-tuned on vulkan mat
   check_same_run(cnn(), d, c);
 }
 
+TEST_CASE("a node without a Vulkan kernel is an error at create naming it, never a CPU fallback") {
+  manual_seed(4);
+  ModelDef def;
+  const int32_t x = activation(def, "x", {-1, 8});
+  const int32_t w = weight(def, "fc.weight", {4, 8}, 0.3);
+  const int32_t h = activation(def, "h", {-1, 4}), y = activation(def, "y", {-1, 4});
+  op(def, OpKind::Linear, {x, w, -1}, h, LinearParams{});
+  ScanParams scan;
+  scan.axis = 1;
+  op(def, OpKind::CumSum, {h, -1}, y, scan);
+  def.inputs = {x};
+  def.outputs = {y};
+  TrainerOptions o;
+  o.train = {"*"};
+  o.device = DeviceType::Vulkan;
+  std::string error;
+  CHECK(!Trainer::create(load(def), o, &error).ok());
+  CHECK_MESSAGE(error.find("(cumsum, float32): not implemented for vulkan") != std::string::npos, error);
+}
+
 }  // namespace
 }  // namespace ember
 
