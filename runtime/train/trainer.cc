@@ -105,7 +105,6 @@ Result<std::unique_ptr<Trainer>> Trainer::create(std::shared_ptr<const Model> mo
                                                  std::string* error) {
   ExecutorOptions eo;
   eo.device = options.device;
-  eo.graphs = false;  // every forward records its own autograd graph
   Result<std::shared_ptr<const Executor>> ex = Executor::create(std::move(model), eo, error);
   if (!ex.ok()) return ex.status();
   const std::vector<WeightInfo> weights = list_weights(*ex.get());
