@@ -9,6 +9,7 @@
 
 #include "runtime/model/executor.h"
 #include "runtime/model/writer.h"
+#include "runtime/ops/ops.h"
 #include "runtime/train/finetune.h"
 #include "runtime/train/trainer.h"
 #include "tests/harness/testing.h"
@@ -181,6 +182,35 @@ TEST_CASE("a CNN with max, average and adaptive pooling fine-tuned on vulkan mat
   c.optimizer = "adam";
   c.lr = 0.01;
   check_same_run(cnn(), d, c);
+}
+
+// Eager autograd on Vulkan leaves: the gradients of embedding (padding_idx's
+// row learns nothing) and of reflect / replicate / circular padding equal the
+// CPU's (the same float32 sums in the same order: exactly).
+TEST_CASE("eager backward on vulkan: embedding with padding_idx, and padding of every mode") {
+  manual_seed(5);
+  const Tensor w = randn({7, 5});
+  const Tensor idx = tensor(std::vector<int64_t>{3, 1, 3, 6, 1, 1, 0, 3}, {2, 4});
+  const Tensor g = randn({2, 4, 5});
+  auto embedding_grad = [&](const Device& d) {
+    Tensor leaf = w.to(d).detach().requires_grad_(true);
+    (embedding(leaf, idx.to(d), 1) * g.to(d)).sum().backward();
+    return testing::to_cpu(leaf.grad());
+  };
+  const Tensor want = embedding_grad(Device("cpu"));
+  CHECK(want.select(0, 1).abs().sum().item<double>() == 0.0);
+  testing::check_equal(embedding_grad(testing::kVulkan), want);
+  const Tensor x = randn({2, 3, 5, 6});
+  const Tensor gy = randn({2, 3, 8, 10});
+  for (const char* mode : {"reflect", "replicate", "circular"}) {
+    CAPTURE(mode);
+    auto pad_grad = [&](const Device& d) {
+      Tensor leaf = x.to(d).detach().requires_grad_(true);
+      (pad(leaf, {2, 2, 1, 2}, mode) * gy.to(d)).sum().backward();
+      return testing::to_cpu(leaf.grad());
+    };
+    testing::check_equal(pad_grad(testing::kVulkan), pad_grad(Device("cpu")));
+  }
 }
 
 TEST_CASE("a node without a Vulkan kernel is an error at create naming it, never a CPU fallback") {
