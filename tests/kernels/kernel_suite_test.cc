@@ -1642,9 +1642,10 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::NonZero:
     case OpKind::Unique:
     // NonMaxSuppression runs on the host (no kernel); RoiAlign, DFT, STFT,
-    // AffineGrid, Col2Im, MaxUnpool and MaxPool2dIndices have only reference
-    // kernels (checked by tests/converter/lower_detect_test.cc,
-    // tests/ops/pooling_test.cc and the ONNX conformance cases), which the suite
+    // AffineGrid, Col2Im, MaxUnpool, MaxPool2dIndices and DeformConv have only
+    // reference kernels (checked by tests/converter/lower_detect_test.cc,
+    // tests/ops/pooling_test.cc, tests/ops/spatial_test.cc and the ONNX
+    // conformance cases), which the suite
     // compares nothing against. If, Loop and Scan run subgraphs on the host.
     case OpKind::NonMaxSuppression:
     case OpKind::RoiAlign:
@@ -1654,6 +1655,7 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::Col2Im:
     case OpKind::MaxUnpool:
     case OpKind::MaxPool2dIndices:
+    case OpKind::DeformConv:
     case OpKind::If:
     case OpKind::Loop:
     case OpKind::Scan: return {};
