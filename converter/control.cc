@@ -15,15 +15,65 @@ bool is_control_flow_op(const std::string& op_type) {
   return op_type == "If" || op_type == "Loop" || op_type == "Scan";
 }
 
-namespace {
-
-// A name no value of `taken` has: `name`, else `name`__1, __2, ...
 std::string unique_name(const std::string& name, std::set<std::string>& taken) {
   std::string out = name;
   for (int i = 1; taken.count(out); ++i) out = name + "__" + std::to_string(i);
   taken.insert(out);
   return out;
 }
+
+std::vector<Node> splice_graph(Graph& graph, const Graph& sg, const std::vector<int>& inputs,
+                               const std::vector<int>& outputs, const std::string& name,
+                               std::set<std::string>& taken) {
+  std::vector<int> map(sg.values.size(), -1);
+  for (size_t k = 0; k < inputs.size() && k < sg.inputs.size(); ++k) {
+    map[static_cast<size_t>(sg.inputs[k])] = inputs[k];
+  }
+  std::vector<bool> produced(sg.values.size(), false);
+  for (const Node& n : sg.nodes) {
+    for (int o : n.outputs) {
+      if (o >= 0) produced[static_cast<size_t>(o)] = true;
+    }
+  }
+  std::vector<std::pair<int, int>> copies;  // (subgraph value, outer output) copied by an Identity
+  for (size_t k = 0; k < sg.outputs.size() && k < outputs.size(); ++k) {
+    const int b = sg.outputs[k], o = outputs[k];
+    if (o < 0) continue;
+    if (produced[static_cast<size_t>(b)] && map[static_cast<size_t>(b)] < 0) {
+      map[static_cast<size_t>(b)] = o;
+    } else {
+      copies.emplace_back(b, o);
+    }
+  }
+  auto mapped = [&](int id) {
+    if (id < 0) return -1;
+    int& m = map[static_cast<size_t>(id)];
+    if (m >= 0) return m;
+    Value v = sg.value(id);
+    v.name = unique_name(v.name, taken);
+    m = graph.add_value(std::move(v));
+    return m;
+  };
+  std::vector<Node> out;
+  for (const Node& n : sg.nodes) {
+    Node c = n;
+    for (int& i : c.inputs) i = mapped(i);
+    for (int& o : c.outputs) o = mapped(o);
+    out.push_back(std::move(c));
+  }
+  for (const auto& [b, o] : copies) {
+    Node id;
+    id.name = name + "/output_copy";
+    id.op_type = "Identity";
+    id.kind = map_onnx_op("Identity");
+    id.inputs = {mapped(b)};
+    id.outputs = {o};
+    out.push_back(std::move(id));
+  }
+  return out;
+}
+
+namespace {
 
 // The branch of If node `node` its constant condition takes, or nullptr.
 const Graph* taken_branch(const Graph& graph, const Node& node) {
@@ -38,59 +88,15 @@ const Graph* taken_branch(const Graph& graph, const Node& node) {
   return nullptr;
 }
 
-// The nodes that replace If `node` (its branch `branch`), with values added
-// to `graph`.
+// The nodes that replace If `node` (its branch `branch`): the captured values
+// are the node's last inputs and the branch's last inputs.
 std::vector<Node> splice_branch(Graph& graph, const Node& node, const Graph& branch, std::set<std::string>& taken) {
-  std::vector<int> map(branch.values.size(), -1);
-  // Captured values: the node's last inputs, the branch's last inputs.
+  std::vector<int> inputs(branch.inputs.size(), -1);
   const size_t n_cap = static_cast<size_t>(node.captured);
   for (size_t i = 0; i < n_cap && i < branch.inputs.size(); ++i) {
-    map[static_cast<size_t>(branch.inputs[branch.inputs.size() - n_cap + i])] =
-        node.inputs[node.inputs.size() - n_cap + i];
+    inputs[branch.inputs.size() - n_cap + i] = node.inputs[node.inputs.size() - n_cap + i];
   }
-  // A branch output produced by a branch node is written as the If's output.
-  std::vector<bool> produced(branch.values.size(), false);
-  for (const Node& n : branch.nodes) {
-    for (int o : n.outputs) {
-      if (o >= 0) produced[static_cast<size_t>(o)] = true;
-    }
-  }
-  std::vector<std::pair<int, int>> copies;  // (branch value, If output) copied by an Identity
-  for (size_t k = 0; k < branch.outputs.size() && k < node.outputs.size(); ++k) {
-    const int b = branch.outputs[k], o = node.outputs[k];
-    if (o < 0) continue;
-    if (produced[static_cast<size_t>(b)] && map[static_cast<size_t>(b)] < 0) {
-      map[static_cast<size_t>(b)] = o;
-    } else {
-      copies.emplace_back(b, o);
-    }
-  }
-  auto mapped = [&](int id) {
-    if (id < 0) return -1;
-    int& m = map[static_cast<size_t>(id)];
-    if (m >= 0) return m;
-    Value v = branch.value(id);
-    v.name = unique_name(v.name, taken);
-    m = graph.add_value(std::move(v));
-    return m;
-  };
-  std::vector<Node> out;
-  for (const Node& n : branch.nodes) {
-    Node c = n;
-    for (int& i : c.inputs) i = mapped(i);
-    for (int& o : c.outputs) o = mapped(o);
-    out.push_back(std::move(c));
-  }
-  for (const auto& [b, o] : copies) {
-    Node id;
-    id.name = node.name + "/output_copy";
-    id.op_type = "Identity";
-    id.kind = map_onnx_op("Identity");
-    id.inputs = {mapped(b)};
-    id.outputs = {o};
-    out.push_back(std::move(id));
-  }
-  return out;
+  return splice_graph(graph, branch, inputs, node.outputs, node.name, taken);
 }
 
 }  // namespace

@@ -323,9 +323,11 @@ void Lowerer::lower_attention(const Node& n) {
 
 void Lowerer::lower_flex_attention(const Node& n) {
   for (const char* mod : {"score_mod", "prob_mod"}) {
-    // GRAPH attributes are kept in graph_attrs, not attrs.
+    // GRAPH attributes are kept in graph_attrs, not attrs; a node with one is
+    // expanded by the passes (expand_flex_attention_mods) where it can be.
     if (std::find(n.graph_attrs.begin(), n.graph_attrs.end(), mod) != n.graph_attrs.end())
-      refuse(std::string("the ") + mod + " graph is not supported");
+      refuse(std::string("the ") + mod + " graph needs Q, K and V of one known float dtype, rank 4, static head "
+             "counts and a static head size for the default scale or GQA");
   }
   if (n.inputs.size() != 3) refuse("has " + std::to_string(n.inputs.size()) + " inputs, expected 3 (Q, K, V)");
   if (rank_of(n.inputs[0], "Q") != 4) refuse("Q " + vname(n.inputs[0]) + " is not 4-D");

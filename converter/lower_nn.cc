@@ -274,6 +274,41 @@ void Lowerer::lower_conv(const Node& n) {
        {out0(n)}, p);
 }
 
+// DeformConv (19+): 2-D only (a 4-D input), as torchvision's deform_conv2d.
+void Lowerer::lower_deform_conv(const Node& n) {
+  require_inputs(n, 3);
+  if (rank_of(n.inputs[0], "input") != 4) refuse("only 2-D deformable convolution is supported (input is not 4-D)");
+  const DType dt = float_input(n, 0);
+  for (size_t i = 1; i < 5; ++i) {
+    if (has_input(n, i) && dtype_of(n.inputs[i]) != dt) {
+      refuse("input " + vname(n.inputs[i]) + " is not " + std::string(dtype_name(dt)));
+    }
+  }
+  auto pair = [&](const char* attr, int64_t fallback, size_t count) {
+    std::vector<int64_t> v = n.get_ints(attr, std::vector<int64_t>(count, fallback));
+    if (v.size() != count) {
+      refuse(std::string(attr) + " " + join_ints(v) + " does not have " + std::to_string(count) + " values");
+    }
+    return v;
+  };
+  const std::vector<int64_t> st = pair("strides", 1, 2), dil = pair("dilations", 1, 2), pads = pair("pads", 0, 4);
+  if (n.has("kernel_shape")) {
+    const std::vector<int64_t> k = pair("kernel_shape", 1, 2);
+    const std::vector<Dim> wd = dims_of(n.inputs[1], "weight");
+    if (wd.size() != 4 || !wd[2].is_static() || !wd[3].is_static() || wd[2].value != k[0] || wd[3].value != k[1])
+      refuse("kernel_shape " + join_ints(k) + " is not the weight's (or its shape is not static)");
+  }
+  DeformConvParams p;
+  p.stride_h = st[0], p.stride_w = st[1], p.dilation_h = dil[0], p.dilation_w = dil[1];
+  p.pad_top = pads[0], p.pad_left = pads[1], p.pad_bottom = pads[2], p.pad_right = pads[3];
+  p.groups = n.get_int("group", 1);
+  p.offset_groups = n.get_int("offset_group", 1);
+  if (!p.valid()) refuse("strides, dilations, group and offset_group must be positive and pads not negative");
+  auto opt = [&](size_t i) { return has_input(n, i) ? tensor(n.inputs[i]) : -1; };
+  emit(OpKind::DeformConv, n, {tensor(n.inputs[0]), tensor(n.inputs[1]), tensor(n.inputs[2]), opt(3), opt(4)},
+       {out0(n)}, p);
+}
+
 void Lowerer::lower_pool(const Node& n) {
   if (!plain_pool(n)) return lower_pool_nd(n);  // lower_pool.cc
   const bool is_max = n.op_type == "MaxPool";

@@ -1,6 +1,7 @@
 // Helpers the converter's passes share (passes.cc, fold.cc, shape_fold.cc, fuse.cc).
 #pragma once
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,5 +38,18 @@ std::vector<std::pair<std::optional<DType>, std::optional<std::vector<Dim>>>> in
 // input that stood for it stays (unread). control.cc.
 constexpr int64_t kMaxInlinedCapture = 64;
 void inline_captured_constants(const Graph& outer, const Node& node, Graph& sg);
+
+// A name no value of `taken` has: `name`, else `name`__1, __2, ... (added to
+// `taken`). control.cc.
+std::string unique_name(const std::string& name, std::set<std::string>& taken);
+
+// The nodes computing subgraph `sg` inside `graph`, with values added to
+// `graph` (named uniquely with `taken`): sg's k-th input reads `inputs[k]`
+// (-1: left unbound), its k-th output is written as `outputs[k]` (-1: not
+// needed). A subgraph output that no subgraph node produces (an input, a
+// constant) is copied by an Identity named `name`/output_copy. control.cc.
+std::vector<Node> splice_graph(Graph& graph, const Graph& sg, const std::vector<int>& inputs,
+                               const std::vector<int>& outputs, const std::string& name,
+                               std::set<std::string>& taken);
 
 }  // namespace ember::converter

@@ -81,6 +81,7 @@ namespace {
 
 Expected<PassReport> run_passes_or_raise(Graph& graph, bool fuse_matmul_biases) {
   PassReport r;
+  expand_flex_attention_mods(graph);
   for (;;) {
     const int ids = remove_identities(graph);
     const int shapes = fold_shapes(graph);

@@ -121,6 +121,13 @@ bool is_control_flow_op(const std::string& op_type);
 // next run. Returns the Ifs inlined.
 int inline_constant_ifs(Graph& graph);
 
+// Every ai.onnx.preview::FlexAttention with a score_mod or prob_mod graph
+// becomes ONNX ops with the mods' nodes spliced in (flex_attention.cc):
+// Q·Kᵀ·scale, score_mod, Softmax, prob_mod, MatMul with V. One that cannot
+// (dtypes or head counts not known) stays, and the lowering refuses it.
+// Returns the nodes expanded.
+int expand_flex_attention_mods(Graph& graph);
+
 // Graph input name -> the values it is fixed to (ember convert --fix-input).
 using FixedInputs = std::map<std::string, std::vector<double>>;
 

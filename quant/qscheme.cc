@@ -7,8 +7,6 @@
 namespace ember::quant {
 namespace {
 
-constexpr float kSmallScale = 6.1e-5f;  // ATen's SMALL_SCALE_THRESHOLD
-
 // min and max of n floats (lane-wise selects the compiler vectorizes).
 void min_max(const float* x, int64_t n, float* mn, float* mx) {
   constexpr int kL = 16;
@@ -57,45 +55,6 @@ void quantize_row_u8(const float* x, int64_t n, QParams p, int32_t qmin, int32_t
 }
 
 }  // namespace
-
-QParams choose_qparams(float min, float max, int32_t qmin, int32_t qmax, bool reduce_range) {
-  if (reduce_range) {
-    qmin /= 2;
-    qmax /= 2;
-  }
-  min = std::min(min, 0.0f);
-  max = std::max(max, 0.0f);
-  double scale = (static_cast<double>(max) - min) / (qmax - qmin);
-  if (static_cast<float>(scale) == 0.0f || std::isinf(1.0f / static_cast<float>(scale))) scale = 0.1;
-  if (scale < kSmallScale) {
-    const float org_scale = static_cast<float>(scale);
-    scale = kSmallScale;
-    if (min == 0.0f) {
-      max = kSmallScale * (qmax - qmin);
-    } else if (max == 0.0f) {
-      min = -kSmallScale * (qmax - qmin);
-    } else {
-      const float amplifier = kSmallScale / org_scale;
-      min *= amplifier;
-      max *= amplifier;
-    }
-  }
-  const double s = static_cast<float>(scale);  // the scale used is the float one
-  const double zp_from_min = qmin - min / s;
-  const double zp_from_max = qmax - max / s;
-  const double zp_from_min_error = std::abs(qmin) - std::abs(min / s);
-  const double zp_from_max_error = std::abs(qmax) - std::abs(max / s);
-  const double initial = zp_from_min_error < zp_from_max_error ? zp_from_min : zp_from_max;
-  int32_t zp;
-  if (initial < qmin) {
-    zp = qmin;
-  } else if (initial > qmax) {
-    zp = qmax;
-  } else {
-    zp = static_cast<int32_t>(std::nearbyint(initial));
-  }
-  return QParams{static_cast<float>(scale), zp};
-}
 
 float symmetric_scale(float min, float max, int32_t qmin, int32_t qmax) {
   const float m = std::max(-std::min(min, 0.0f), std::max(max, 0.0f));

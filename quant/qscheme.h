@@ -11,11 +11,14 @@
 //    fbgemm / onednn engines do; qnnpack (and ONNX Runtime) use the full range.
 //  * quantize: q = clamp(nearbyint(x * (1.0f / scale)) + zero_point, qmin, qmax)
 //    (round half to even, the float reciprocal as ATen's quantize_val).
-// Plain C++17, no dependency on the tensor library: it builds everywhere.
+// Plain C++17, no dependency on the tensor library: it builds everywhere
+// (choose_qparams also in CUDA device code: kernels/cuda/qlinear.cu.cc).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+
+#include "runtime/core/host_device.h"
 
 namespace ember::quant {
 
@@ -24,9 +27,42 @@ struct QParams {
   int32_t zero_point = 0;
 };
 
+constexpr float kSmallScale = 6.1e-5f;  // ATen's SMALL_SCALE_THRESHOLD
+
 // ATen's ChooseQuantizationParams (preserve_sparsity and power-of-two off).
 // Requires min <= max (NaN-free inputs).
-QParams choose_qparams(float min, float max, int32_t qmin, int32_t qmax, bool reduce_range = false);
+EMBER_HD inline QParams choose_qparams(float min, float max, int32_t qmin, int32_t qmax, bool reduce_range = false) {
+  if (reduce_range) {
+    qmin /= 2;
+    qmax /= 2;
+  }
+  min = 0.0f < min ? 0.0f : min;  // std::min(min, 0.0f), std::max(max, 0.0f)
+  max = max < 0.0f ? 0.0f : max;
+  double scale = (static_cast<double>(max) - min) / (qmax - qmin);
+  if (static_cast<float>(scale) == 0.0f || std::isinf(1.0f / static_cast<float>(scale))) scale = 0.1;
+  if (scale < kSmallScale) {
+    const float org_scale = static_cast<float>(scale);
+    scale = kSmallScale;
+    if (min == 0.0f) {
+      max = kSmallScale * (qmax - qmin);
+    } else if (max == 0.0f) {
+      min = -kSmallScale * (qmax - qmin);
+    } else {
+      const float amplifier = kSmallScale / org_scale;
+      min *= amplifier;
+      max *= amplifier;
+    }
+  }
+  const double s = static_cast<float>(scale);  // the scale used is the float one
+  const double zp_from_min = qmin - min / s;
+  const double zp_from_max = qmax - max / s;
+  const double zp_from_min_error = std::fabs(static_cast<double>(qmin)) - std::fabs(min / s);
+  const double zp_from_max_error = std::fabs(static_cast<double>(qmax)) - std::fabs(max / s);
+  const double initial = zp_from_min_error < zp_from_max_error ? zp_from_min : zp_from_max;
+  if (initial < qmin) return QParams{static_cast<float>(scale), qmin};
+  if (initial > qmax) return QParams{static_cast<float>(scale), qmax};
+  return QParams{static_cast<float>(scale), static_cast<int32_t>(std::nearbyint(initial))};
+}
 
 // The symmetric observer scale for [min, max] (zero point 0).
 float symmetric_scale(float min, float max, int32_t qmin = -128, int32_t qmax = 127);

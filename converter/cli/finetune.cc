@@ -67,9 +67,13 @@ void loss_curve(const std::vector<double>& losses, std::ostream& out, int rows =
 Diag check_args(const FinetuneArgs& a) {
   std::string error;
   if (check_config(a.config, &error) != Status::Ok) return {Status::InvalidArgument, error};
-  if (a.device != "cpu")
-    return {Status::NotSupported, "--device " + a.device + ": fine-tuning runs on the cpu (no backward kernels on "
-                                  "other devices yet)"};
+  if (a.device == "cpu") return {};
+  Diag d = check_device(a.device);
+  if (!d.ok()) return d;
+  if (Device(a.device).type() != DeviceType::Vulkan)
+    return {Status::NotSupported, "--device " + a.device + ": fine-tuning runs on the cpu or vulkan"};
+  if (!a.lora.empty())
+    return {Status::NotSupported, "--lora with --device " + a.device + ": LoRA adapters train on the cpu only"};
   return {};
 }
 
@@ -115,10 +119,13 @@ Diag finetune(const FinetuneArgs& args, std::ostream& json_out) {
   std::ostream& out = args.json ? sink : json_out;
   Diag d = check_args(args);
   if (!d.ok()) return d;
+  Expected<ExecutorOptions> device = executor_options(args.device, false, "fp32");  // selects vulkan:N
+  if (!device.ok()) return device.diag();
   Expected<LoadedModel> loaded = load_model(args.model);
   if (!loaded.ok()) return loaded.diag();
   std::string error;
   TrainerOptions topts{split_commas(args.train), split_commas(args.freeze)};
+  topts.device = device->device;
   if (!args.lora.empty()) {
     char* end = nullptr;
     topts.lora_rank = std::strtoll(args.lora.c_str(), &end, 10);

@@ -122,6 +122,10 @@ class CudaBackend final : public Backend {
   }
   Result<std::vector<std::string>> devices() override { return cuda::Context::list_devices(); }
   Status select_device(const std::string& spec) override { return cuda::Context::select_device(spec); }
+  Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w) override {
+    if (op == OpKind::QLinear) return cuda::prepare_qlinear(w);
+    return Status::NotSupported;
+  }
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Declarations of the CUDA kernels (from kernels/cuda/kernels.inc).
 #pragma once
 
+#include <memory>
+
 #include "runtime/backend/backend.h"
 
 namespace ember::cuda {
@@ -24,5 +26,8 @@ constexpr DTypeSet kCudaAll = kCudaNumeric | dtype_bit(DType::Bool);
 #undef RT_KERNEL
 #undef RT_KERNEL_DENSE
 #undef RT_KERNEL_WS
+
+// QLinear's weight on the device (Backend::prepare_weight): int8 [N, K], row sums, scales, bias.
+Result<std::shared_ptr<const PreparedWeight>> prepare_qlinear(const WeightDesc& w);
 
 }  // namespace ember::cuda

@@ -91,3 +91,85 @@ Status embedding(const KernelContext&, Span<const TensorView> in, Span<TensorVie
 }
 
 }  // namespace ember::vk
+
+namespace ember::vk {
+namespace {
+
+struct EmbeddingBackwardPush {
+  uint32_t g_first, i_first, gw_first;
+  uint32_t V, D, n;
+  uint32_t index64;
+  uint32_t rank;
+  uint32_t gw_stride0, gw_stride1, g_step;
+  uint32_t size[kDims], istride[kDims], gstride[kDims];
+};
+static_assert(sizeof(EmbeddingBackwardPush) == 116, "mirrors the push block of shaders/embedding_backward_body.glsl");
+
+}  // namespace
+
+// EmbeddingBackward: grad_weight [V, D] (zeroed by the front-end, any
+// strides) += grad [*indices.shape, D] rows at their indices, float32 and
+// float16, one invocation per grad_weight element looping over the indices
+// (shaders/embedding_backward_body.glsl; no atomics: deterministic, in the
+// reference's order). The indices are not read back: one outside [0, V) adds
+// nowhere (the forward's front-end rejected it).
+Status embedding_backward(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
+  if (in.size() != 2 || out.size() != 1) return Status::InvalidArgument;
+  const TensorView& grad = in[0];
+  const TensorView& indices = in[1];
+  const TensorView& gw = out[0];
+  if (gw.rank != 2 || grad.rank != indices.rank + 1 || gw.dtype != grad.dtype) return Status::InvalidArgument;
+  if (indices.dtype != DType::Int32 && indices.dtype != DType::Int64) return Status::DTypeMismatch;
+  for (int d = 0; d < indices.rank; ++d) {
+    if (grad.sizes[d] != indices.sizes[d]) return Status::ShapeMismatch;
+  }
+  if (grad.sizes[indices.rank] != gw.sizes[1]) return Status::ShapeMismatch;
+  const bool half = gw.dtype == DType::Float16;
+  if (gw.dtype != DType::Float32 && !half) {
+    Context::set_why("embedding backward on vulkan: float32 and float16 only");
+    return Status::DTypeMismatch;
+  }
+  if (half && !float16_supported("embedding backward")) return Status::NotSupported;
+  if (indices.numel() == 0 || gw.numel() == 0) return Status::Ok;
+  if (gw.numel() >= (int64_t{1} << 32) || extent(gw) >= (int64_t{1} << 32) || extent(grad) >= (int64_t{1} << 32) ||
+      extent(indices) >= (int64_t{1} << 31)) {
+    Context::set_why("embedding backward on vulkan: more than 2^32 elements");
+    return Status::NotSupported;
+  }
+  // The index dims, size-1 dims dropped, merged where both strides allow.
+  EmbeddingBackwardPush push{};
+  int rank = 0;
+  for (int d = 0; d < indices.rank; ++d) {
+    const int64_t n = indices.sizes[d], is = indices.strides[d], gs = grad.strides[d];
+    if (n == 1) continue;
+    if (rank > 0 && push.istride[rank - 1] == is * n && push.gstride[rank - 1] == gs * n) {
+      push.size[rank - 1] *= static_cast<uint32_t>(n);
+      push.istride[rank - 1] = static_cast<uint32_t>(is);
+      push.gstride[rank - 1] = static_cast<uint32_t>(gs);
+      continue;
+    }
+    if (rank == kDims) {
+      Context::set_why("embedding backward on vulkan: the strides leave more than 6 dims that cannot be merged");
+      return Status::NotSupported;
+    }
+    push.size[rank] = static_cast<uint32_t>(n);
+    push.istride[rank] = static_cast<uint32_t>(is);
+    push.gstride[rank++] = static_cast<uint32_t>(gs);
+  }
+  push.rank = static_cast<uint32_t>(rank);
+  push.V = static_cast<uint32_t>(gw.sizes[0]);
+  push.D = static_cast<uint32_t>(gw.sizes[1]);
+  push.n = static_cast<uint32_t>(indices.numel());
+  push.index64 = indices.dtype == DType::Int64 ? 1 : 0;
+  push.gw_stride0 = static_cast<uint32_t>(gw.strides[0]);
+  push.gw_stride1 = static_cast<uint32_t>(gw.strides[1]);
+  push.g_step = static_cast<uint32_t>(grad.strides[indices.rank]);
+  Dispatch dsp(half ? shaders::embedding_backward_f16 : shaders::embedding_backward);
+  push.g_first = dsp.bind(grad);
+  push.i_first = dsp.bind(indices);
+  push.gw_first = dsp.bind(gw);
+  const Grid g = grid(gw.numel(), 256);
+  return dsp.run(push, g.x, g.y, 1, {256});
+}
+
+}  // namespace ember::vk

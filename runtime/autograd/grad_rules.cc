@@ -147,7 +147,10 @@ Grads unary_rule(const Node& n, const Tensor& g) {
       if (n.ints[1]) keep = keep * (x <= n.reals[1]);
       return unary(n, where(keep, g, 0.0));
     }
-    case GradRule::ToCopy:
+    case GradRule::ToCopy: {  // Tensor::to(Device) records the source's device in ints: the gradient goes back
+      if (n.ints.size() != 2) return unary(n, g);
+      return unary(n, g.to(Device(static_cast<DeviceType>(n.ints[0]), static_cast<int>(n.ints[1]))));
+    }
     case GradRule::Clone: return unary(n, g);
     default:
       RT_CHECK(false, "not a unary rule");

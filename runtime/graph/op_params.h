@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "runtime/core/host_device.h"
 #include "runtime/tensor/scalar.h"
 #include "runtime/tensor/tensor_view.h"
 
@@ -78,7 +79,7 @@ struct Activation {
 };
 
 // The activation of one value: the scalar form kernel epilogues apply.
-inline float activate(float v, const Activation& a) {
+EMBER_HD inline float activate(float v, const Activation& a) {
   switch (a.kind) {
     case ActivationKind::None:
       return v;
@@ -400,6 +401,38 @@ struct Col2ImParams {
   }
 };
 
+// DeformConv (ONNX, torchvision's deform_conv2d), 2-D: x [N, C, H, W],
+// weight [OC, C / groups, kh, kw], offset [N, offset_groups * kh * kw * 2, oh,
+// ow] (dy, dx per tap), bias [OC] or none, mask [N, offset_groups * kh * kw,
+// oh, ow] or none. Tap (i, j) of output (y, x) reads input channel c at
+// (y * stride_h - pad_top + i * dilation_h + dy, x * stride_w - pad_left +
+// j * dilation_w + dx), bilinearly, zero outside, times its mask; c's offset
+// group is c / (C / offset_groups).
+struct DeformConvParams {
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1, offset_groups = 1;
+  static constexpr auto fields() {
+    return std::make_tuple(&DeformConvParams::stride_h, &DeformConvParams::stride_w, &DeformConvParams::pad_top,
+                           &DeformConvParams::pad_left, &DeformConvParams::pad_bottom, &DeformConvParams::pad_right,
+                           &DeformConvParams::dilation_h, &DeformConvParams::dilation_w, &DeformConvParams::groups,
+                           &DeformConvParams::offset_groups);
+  }
+  bool valid() const {
+    return stride_h >= 1 && stride_w >= 1 && pad_top >= 0 && pad_left >= 0 && pad_bottom >= 0 && pad_right >= 0 &&
+           dilation_h >= 1 && dilation_w >= 1 && groups >= 1 && offset_groups >= 1;
+  }
+  // The output height / width of input size `in` and kernel size `k` (-1: the
+  // kernel does not fit).
+  int64_t out_h(int64_t in, int64_t k) const { return out_size(in + pad_top + pad_bottom, k, dilation_h, stride_h); }
+  int64_t out_w(int64_t in, int64_t k) const { return out_size(in + pad_left + pad_right, k, dilation_w, stride_w); }
+  static int64_t out_size(int64_t padded, int64_t k, int64_t dilation, int64_t stride) {
+    const int64_t span = padded - dilation * (k - 1) - 1;
+    return span < 0 ? -1 : span / stride + 1;
+  }
+};
+
 // MaxUnpool (ONNX): x [N, C, *in] written at its flat indices (MaxPool's:
 // over the whole [N, C, *unpooled] tensor) into zeros of the unpooled shape,
 // unpooled = (in - 1) * stride - pad_begin - pad_end + kernel per spatial dim;
@@ -475,6 +508,6 @@ using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, R
                               UnaryParams, ScatterParams, ScanParams, TopKParams, UniqueParams,
                               ResizeParams, ConvTransposeParams, GridSampleParams, NmsParams,
                               RoiAlignParams, DftParams, StftParams, AffineGridParams, Col2ImParams,
-                              MaxUnpoolParams, IfParams, LoopParams, ScanLoopParams>;
+                              MaxUnpoolParams, IfParams, LoopParams, ScanLoopParams, DeformConvParams>;
 
 }  // namespace ember

@@ -368,7 +368,12 @@ class Run {
     for (const auto& [k, a] : options.adapters) bind_adapter(k, &a);  // the executor's: live as long as it
   }
 
-  void bind_value(int32_t t, const Tensor& value) { values_[static_cast<size_t>(t)] = value; }
+  // A value read in place of tensor t (the trainer's parameters): on a device
+  // executor it is copied there at its first read, not the uploaded weight.
+  void bind_value(int32_t t, const Tensor& value) {
+    values_[static_cast<size_t>(t)] = value;
+    if (!on_cpu_) other_[static_cast<size_t>(t)] = Tensor();
+  }
   void bind_adapter(int k, const LoraAdapter* adapter) {
     lora_.resize(static_cast<size_t>(m_.num_ops()), nullptr);
     lora_[static_cast<size_t>(k)] = adapter;
@@ -420,7 +425,9 @@ class Run {
       for (size_t o = 0; o < declared.size(); ++o) {
         const int32_t t = declared[o].tensor;
         const Tensor& v = values_[static_cast<size_t>(t)];
-        if (on_cpu_ || !v.defined() || v.device() == cpu_ || other_[static_cast<size_t>(t)].defined()) {
+        // A value with a gradient history (run_recording) comes back through a recorded copy.
+        if (on_cpu_ || !v.defined() || v.device() == cpu_ || other_[static_cast<size_t>(t)].defined() ||
+            v.requires_grad()) {
           results->push_back(value_on(t, cpu_));
           continue;
         }
@@ -745,9 +752,6 @@ std::vector<Tensor> run_subgraph(const Executor& ex, const std::vector<Tensor>& 
 Result<std::vector<Tensor>> run_recording(const Executor& ex, Span<const Tensor> inputs,
                                           const std::vector<std::pair<int, Tensor>>& weights,
                                           const std::vector<std::pair<int, LoraAdapter>>& adapters, std::string* error) {
-  if (ex.options_.device != DeviceType::CPU)
-    return report_error(error, Status::NotSupported, "training runs on the cpu executor, not ",
-                        device_type_name(ex.options_.device));
   RT_RETURN_IF_ERROR(check_inputs(ex.inputs_, inputs, error));
   Run run(*ex.model_, ex.options_, ex.ops_, ex.tensors_);
   for (const auto& [t, w] : weights) run.bind_value(t, w);

@@ -128,7 +128,8 @@ struct MemoryPlan {
 
 class Executor;
 
-// Training (runtime/train/trainer.h): runs `ex` (a CPU executor) through the
+// Training (runtime/train/trainer.h): runs `ex` (on the CPU or a device: the
+// CPU values bound are copied there, recorded, so gradients come back) through the
 // same op dispatch with autograd recording: no NoGradGuard and no arena
 // (every value is its own heap tensor, kept alive by the autograd graph), the
 // tensors in `weights` (model tensor index, value) read in place of the

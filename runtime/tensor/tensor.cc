@@ -531,7 +531,10 @@ Tensor Tensor::to(Device device, bool copy) const {
   if (storage_device(device) == this->device() && !copy) return *this;
   Tensor out = empty_like(*this, TensorOptions(dtype()).device(device));
   copy_into(out, *this);
-  autograd::record(GradRule::ToCopy, out, {*this});
+  // The backward copies the gradient back to this tensor's device.
+  if (Node* n = autograd::record(GradRule::ToCopy, out, {*this})) {
+    n->ints = {static_cast<int64_t>(this->device().type()), this->device().index()};
+  }
   return out;
 }
 

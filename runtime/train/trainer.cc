@@ -103,7 +103,9 @@ std::vector<int> lora_ops(const Model& m, int t) {
 
 Result<std::unique_ptr<Trainer>> Trainer::create(std::shared_ptr<const Model> model, const TrainerOptions& options,
                                                  std::string* error) {
-  Result<std::shared_ptr<const Executor>> ex = Executor::create(std::move(model), error);
+  ExecutorOptions eo;
+  eo.device = options.device;
+  Result<std::shared_ptr<const Executor>> ex = Executor::create(std::move(model), eo, error);
   if (!ex.ok()) return ex.status();
   const std::vector<WeightInfo> weights = list_weights(*ex.get());
   std::vector<const WeightInfo*> chosen;

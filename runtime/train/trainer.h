@@ -75,6 +75,11 @@ struct TrainerOptions {
   int64_t lora_rank = 0;
   double lora_alpha = 0;  // 0: alpha = rank (scale 1)
   std::vector<std::string> lora_targets;
+  // Where the forward and backward run (CPU or Vulkan): the parameters and the
+  // optimizer stay on the CPU; each forward copies them to the device
+  // (recorded: their gradients come back); the outputs come back to the CPU.
+  // A node the device cannot run is an error at create, naming it.
+  DeviceType device = DeviceType::CPU;
 };
 
 struct SaveOptions {

@@ -299,11 +299,26 @@ has_line "$out" "^before: eval loss 1\.47[0-9]+, accuracy 40\.00 %$"
 has_line "$out" "^after: eval loss 0\.[0-2][0-9]+, accuracy 100\.00 %$"
 has_line "$out" "^steps: 90 in "
 [[ -s tuned.ember ]] || fail "finetune did not write tuned.ember"
+# The same run on vulkan (lavapipe): the forward and backward on the device, the same losses and weights.
+vk 0 finetune ft.ember --data "$ft_dir/data.npz" --eval-data "$ft_dir/data.npz" --input x=x --target y \
+  --optimizer adam --lr 0.01 --epochs 30 --batch-size 4 --train '*' -o tuned_vk.ember --log loss_vk.csv --device vulkan
+has_line "$out" "^after: eval loss 0\.[0-2][0-9]+, accuracy 100\.00 %$"
+$py - loss.csv loss_vk.csv <<'PY' || fail "finetune --device vulkan: the losses differ from the cpu run's"
+import csv, sys
+cpu, vk = ([float(r["loss"]) for r in csv.DictReader(open(f))] for f in sys.argv[1:])
+assert len(cpu) == len(vk) == 90, (len(cpu), len(vk))
+assert all(abs(a - b) <= 1e-4 * abs(a) for a, b in zip(cpu, vk)), max(abs(a - b) / abs(a) for a, b in zip(cpu, vk))
+PY
+run_ember 1 finetune ft.ember --data "$ft_dir/data.npz" --target y --device cuda
+has "$err" "device 'cuda' is not available in this build"
 run_ember 0 finetune ft.ember --data "$ft_dir/data.npz" --target y --no-shuffle --epochs 3 -o head.ember \
   --save-delta head.safetensors
 has_line "$out" "^wrote head.safetensors \(the trained tensors; ember run --weights\)$"
 $py -c "import numpy as np; np.save('ftx.npy', np.load('$ft_dir/data.npz')['x'])"
 run_ember 0 run head.ember --input x=ftx.npy -d out_full
+run_ember 0 run tuned.ember --input x=ftx.npy -d out_tuned
+run_ember 0 run tuned_vk.ember --input x=ftx.npy -d out_tuned_vk
+$py "$ref" compare out_tuned_vk/y.npy out_tuned/y.npy || fail "the model fine-tuned on vulkan differs from the cpu one"
 run_ember 0 run ft.ember --weights head.safetensors --input x=ftx.npy -d out_delta
 cmp -s out_full/y.npy out_delta/y.npy || fail "run --weights differs from the fine-tuned file"
 run_ember 1 run tuned.ember --weights head.safetensors --input x=ftx.npy -d out_bad
@@ -328,6 +343,8 @@ has_line "$out" "^fine-tuning ft_int8.ember: 2 tensors, 48 trainable elements \(
 run_ember 1 finetune ft_int8.ember --data "$ft_dir/data.npz" --target y --lora 2 --lora-targets 'fc1.*' -o never.ember
 has "$err" "LoRA adapters on the int8 weight 'fc1.weight' cannot be merged into it: save them as a delta (--save-delta), or merge them into a float32 weight (--merge-lora)"
 [[ ! -e never.ember ]] || fail "a refused LoRA save wrote never.ember"
+vk 1 finetune ft_int8.ember --data "$ft_dir/data.npz" --target y --lora 2 --lora-targets 'fc1.*' --device vulkan
+has "$err" "--lora with --device vulkan: LoRA adapters train on the cpu only"
 # The delta's adapters run unmerged on the int8 kernel (ember run --weights).
 run_ember 0 run ft_int8.ember --weights lora.safetensors --input x=ftx.npy -d out_lora
 run_ember 0 run ft_int8.ember --input x=ftx.npy -d out_int8

@@ -15,6 +15,7 @@
 // the float16 MatMul's by hand (exact in float16).
 #include <cmath>
 
+#include "converter/passes.h"
 #include "tests/converter/one_node.h"
 
 namespace ember::converter {
@@ -81,6 +82,57 @@ TEST_CASE("FlexAttention (ai.onnx.preview): GQA, scale") {
           {input(f32({-1.29999995f, -1.89999998f, -1.70000005f, 1.89999998f, 0.600000024f, 1.79999995f, -0.600000024f, 1.0f}, {1, 2, 2, 2})), input(f32({-1.70000005f, -1.29999995f, -0.899999976f, 0.200000003f, 0.200000003f, -0.0f}, {1, 1, 3, 2})), input(f32({-0.300000012f, 0.300000012f, 1.89999998f, -0.200000003f, 1.29999995f, -1.79999995f}, {1, 1, 3, 2}))},
           {{"scale", 0.5}}}
       .check({f32({0.0665020645f, 0.0970613435f, 1.21131706f, -0.356762677f, 1.4157002f, -0.942667007f, 1.13971913f, -0.528993845f}, {1, 2, 2, 2})});
+}
+
+namespace {
+
+// A one-input graph: `out` = op(in, c) for each (op) in `ops` applied in turn,
+// c a float32 scalar constant (Tanh takes no constant).
+Graph mod_graph(const std::vector<std::string>& ops, float c) {
+  Graph g;
+  Value in;
+  in.name = "in";
+  in.dtype = DType::Float32;
+  int x = g.add_value(in);
+  g.inputs = {x};
+  const int k = g.add_constant("c", scalar_tensor(static_cast<double>(c), DType::Float32));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Node n;
+    n.op_type = ops[i];
+    n.kind = map_onnx_op(ops[i]);
+    n.inputs = ops[i] == "Tanh" ? std::vector<int>{x} : std::vector<int>{x, k};
+    Value v;
+    v.name = "v" + std::to_string(i);
+    v.dtype = DType::Float32;
+    x = g.add_value(v);
+    n.outputs = {x};
+    g.nodes.push_back(n);
+  }
+  g.outputs = {x};
+  return g;
+}
+
+}  // namespace
+
+// Expected values: onnx.reference with score_mod = Mul(Tanh(Div(s, 0.5)), 0.5)
+// (a soft cap) and prob_mod = Mul(p, 0.5), on the GQA case above.
+TEST_CASE("FlexAttention (ai.onnx.preview): score_mod and prob_mod graphs spliced in, GQA") {
+  const Tensor q = f32({-1.29999995f, -1.89999998f, -1.70000005f, 1.89999998f, 0.600000024f, 1.79999995f,
+                        -0.600000024f, 1.0f}, {1, 2, 2, 2});
+  const Tensor k = f32({-1.70000005f, -1.29999995f, -0.899999976f, 0.200000003f, 0.200000003f, -0.0f}, {1, 1, 3, 2});
+  const Tensor v = f32({-0.300000012f, 0.300000012f, 1.89999998f, -0.200000003f, 1.29999995f, -1.79999995f},
+                       {1, 1, 3, 2});
+  const Tensor want = f32({0.419866145f, -0.174594209f, 0.516518533f, -0.201647714f, 0.568189025f, -0.369937152f,
+                           0.559848607f, -0.268181324f}, {1, 2, 2, 2});
+  Graph g = OneNode{"ai.onnx.preview::FlexAttention", {input(q), input(k), input(v)}, {{"scale", 0.5}}}.graph({want});
+  g.nodes[0].graphs = {mod_graph({"Div", "Tanh", "Mul"}, 0.5f), mod_graph({"Mul"}, 0.5f)};
+  g.nodes[0].graph_attrs = {"score_mod", "prob_mod"};
+  REQUIRE(expand_flex_attention_mods(g) == 1);
+  for (const Node& n : g.nodes) CHECK(n.op_type != "ai.onnx.preview::FlexAttention");
+  REQUIRE(run_passes(g).ok());
+  const std::vector<Tensor> got = testing::lower_and_run(g, {q, k, v});
+  REQUIRE(got.size() == 1);
+  ember::testing::check_close(got[0], want, 1e-5, 1e-5);
 }
 
 TEST_CASE("RMSNormalization") {

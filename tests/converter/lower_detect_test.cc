@@ -11,7 +11,8 @@
 // and STFT (complex signal two-sided with a window; frame_length without a
 // window) against onnx.reference; MaxUnpool (pads, strides, output_shape)
 // against torch's max_unpool2d and Col2Im (dilations, pads and strides
-// together) against torch's fold; the forms refused, with their messages.
+// together) against torch's fold; DeformConv (2-D) against onnx.reference;
+// the forms refused, with their messages.
 //
 // Expected values: tests/converter/lower_detect_golden_torch.py (Debian's
 // /usr/bin/python3: torch 1.13.1, torchvision 0.14), tests/converter/lower_detect_golden_unpool.py
@@ -407,6 +408,37 @@ TEST_CASE("Col2Im: dilations, pads and strides together vs torch's fold") {
                 {input(x), input(i64({6, 5}, {2})), input(i64({2, 3}, {2}))},
                 {{"dilations", std::vector<int64_t>{2, 1}}, {"strides", std::vector<int64_t>{2}}}}
             .error({x}) == kPrefix + "Col2Im 'n': dilations [2, 1], pads [] and strides [2] disagree in length");
+}
+
+// ((i * a) % m - c) / d for i in [0, count), float32 (as in tests/ops/spatial_test.cc).
+Tensor pattern(const std::vector<int64_t>& shape, int64_t a, int64_t m, int64_t c, double d) {
+  int64_t count = 1;
+  for (int64_t s : shape) count *= s;
+  std::vector<float> v;
+  for (int64_t i = 0; i < count; ++i) v.push_back(static_cast<float>(static_cast<double>((i * a) % m - c) / d));
+  return f32(v, shape);
+}
+
+// Expected values: onnx.reference's DeformConv on these inputs (the first case
+// of tests/ops/spatial_test.cc's deform_conv test).
+TEST_CASE("DeformConv: group, offset_group, bias, mask, pads, strides vs onnx.reference") {
+  const Tensor x = pattern({1, 4, 3, 3}, 37, 23, 11, 8);
+  check_at(OneNode{"DeformConv",
+                   {input(x), input(pattern({2, 2, 2, 2}, 17, 13, 6, 4)), input(pattern({1, 16, 2, 2}, 53, 29, 14, 10)),
+                    input(f32({0.5f, -0.25f}, {2})), input(pattern({1, 8, 2, 2}, 11, 7, 0, 6))},
+                   {{"group", int64_t{2}},
+                    {"offset_group", int64_t{2}},
+                    {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                    {"strides", std::vector<int64_t>{2, 2}},
+                    {"kernel_shape", std::vector<int64_t>{2, 2}}}},
+           19,
+           f32({0.6475000381469727f, 1.8937500715255737f, 0.468437522649765f, 1.8492708206176758f, -0.25f,
+                0.08687503635883331f, -0.39135417342185974f, -0.41624993085861206f},
+               {1, 2, 2, 2}));
+  const Tensor x3 = pattern({1, 2, 5}, 37, 23, 11, 8);
+  CHECK(OneNode{"DeformConv", {input(x3), input(pattern({1, 2, 2}, 17, 13, 6, 4)), input(pattern({1, 4, 4}, 1, 7, 3, 2))}}
+            .error({x3}) ==
+        kPrefix + "DeformConv 'n': only 2-D deformable convolution is supported (input is not 4-D)");
 }
 
 }  // namespace ember::converter

@@ -1,7 +1,8 @@
 // Spatial ops against PyTorch (tests/golden/golden_spatial.py):
 // interpolate (nearest, nearest-exact, linear, bilinear, bicubic, trilinear,
 // area; size or scale_factor; align_corners) over the Resize op, and
-// conv_transpose1d/2d/3d over the ConvTranspose op; their argument errors.
+// conv_transpose1d/2d/3d over the ConvTranspose op; their argument errors;
+// grid_sample; ONNX DeformConv against onnx.reference.
 #include "runtime/ops/dispatch.h"
 #include "tests/harness/testing.h"
 
@@ -158,4 +159,63 @@ TEST_CASE("grid_sample matches torch.nn.functional.grid_sample (2-D and 3-D; bil
               "grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes [1, 3, 3, 3]");
   check_error([] { grid_sample(zeros({1, 1, 2, 2}), zeros({1, 3, 3, 2}), "area"); },
               "nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: 'area'");
+}
+
+namespace {
+
+// ((i * a) % m - c) / d for i in [0, count): the same inputs as the
+// onnx.reference script in the test below.
+Tensor pattern(const Shape& shape, int64_t a, int64_t m, int64_t c, double d) {
+  int64_t count = 1;
+  for (int64_t s : shape) count *= s;
+  std::vector<float> v;
+  for (int64_t i = 0; i < count; ++i) v.push_back(static_cast<float>(static_cast<double>((i * a) % m - c) / d));
+  return tensor(v, shape);
+}
+
+}  // namespace
+
+// Expected values from onnx.reference (op_deform_conv.py), with
+//   seq(n, a, m, c, d) = [((i*a) % m - c) / d for i in range(n)] (float32):
+// case 1: x seq(36,37,23,11,8) [1,4,3,3], w seq(16,17,13,6,4) [2,2,2,2],
+//   offset seq(64,53,29,14,10) [1,16,2,2], bias [0.5, -0.25],
+//   mask seq(32,11,7,0,6) [1,8,2,2]; group 2, offset_group 2, pads 1, strides 2.
+// case 2: x seq(40,...) [1,2,4,5], w seq(24,...) [3,2,2,2], offset
+//   seq(96,...) [1,8,3,4], no bias or mask; dilations 2, pads [0,1,1,0].
+TEST_CASE("deform_conv matches onnx.reference's DeformConv (torchvision's deform_conv2d)") {
+  DeformConvParams p;
+  p.groups = 2, p.offset_groups = 2, p.stride_h = 2, p.stride_w = 2;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  const Tensor y = deform_conv(pattern({1, 4, 3, 3}, 37, 23, 11, 8), pattern({2, 2, 2, 2}, 17, 13, 6, 4),
+                               pattern({1, 16, 2, 2}, 53, 29, 14, 10), tensor<float>({0.5f, -0.25f}),
+                               pattern({1, 8, 2, 2}, 11, 7, 0, 6), p);
+  check_close(y,
+              tensor(std::vector<float>{0.6475000381469727f, 1.8937500715255737f, 0.468437522649765f,
+                                        1.8492708206176758f, -0.25f, 0.08687503635883331f, -0.39135417342185974f,
+                                        -0.41624993085861206f},
+                     {1, 2, 2, 2}),
+              1e-5, 1e-6);
+
+  DeformConvParams q;
+  q.dilation_h = q.dilation_w = 2, q.pad_left = 1, q.pad_bottom = 1;
+  const Tensor y2 = deform_conv(pattern({1, 2, 4, 5}, 37, 23, 11, 8), pattern({3, 2, 2, 2}, 17, 13, 6, 4),
+                                pattern({1, 8, 3, 4}, 53, 29, 14, 10), Tensor(), Tensor(), q);
+  check_close(
+      y2,
+      tensor(std::vector<float>{-0.5703125f, -2.718750238418579f, -1.628125548362732f, 3.508749485015869f,
+                                0.23468755185604095f, 0.02999989688396454f, 3.0849997997283936f, 1.081874966621399f,
+                                -0.3349999189376831f, 3.2665624618530273f, 1.4843751192092896f, -0.2906251847743988f,
+                                0.6703124642372131f, 3.356250286102295f, 3.418750524520874f, -0.7625000476837158f,
+                                0.4975000321865082f, 1.0593751668930054f, -1.178749918937683f, -1.233437418937683f,
+                                -0.9737499952316284f, -1.5878124237060547f, -0.8062499761581421f, 0.34687507152557373f,
+                                -0.6484375596046448f, -1.9437501430511475f, -1.2031254768371582f, 1.6774996519088745f,
+                                0.8415625691413879f, 0.05343741178512573f, 2.4875001907348633f, 3.1625001430511475f,
+                                -0.9137498736381531f, 0.614374577999115f, -0.8625000715255737f, -0.5187499523162842f},
+             {1, 3, 3, 4}),
+      1e-5, 1e-6);
+
+  check_error([&] { deform_conv(zeros({1, 2, 4, 5}), zeros({3, 2, 2, 2}), zeros({1, 8, 3, 3}), Tensor(), Tensor(), q); },
+              "DeformConv: offset must be [1, 8, 3, 4], got [1, 8, 3, 3]");
+  check_error([&] { deform_conv(zeros({1, 3, 4, 5}), zeros({2, 2, 2, 2}), zeros({1, 8, 3, 4}), Tensor(), Tensor(), p); },
+              "DeformConv: input [1, 3, 4, 5] and weight [2, 2, 2, 2] do not fit groups=2");
 }

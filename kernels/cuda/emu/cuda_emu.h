@@ -197,6 +197,9 @@ T atomicCAS(T* p, T compare, T v) {
 }
 inline float rsqrtf(float x) { return 1.0f / __builtin_sqrtf(x); }
 inline float __fdividef(float a, float b) { return a / b; }
+// Round-to-nearest products and sums that are never contracted into an FMA.
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
 inline unsigned __float_as_uint(float f) {
   unsigned u;
   std::memcpy(&u, &f, 4);

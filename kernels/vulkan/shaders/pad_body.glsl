@@ -20,24 +20,7 @@ layout(push_constant) uniform Push {
   float value;
 } p;
 
-// The input index read for output index o along dim d; -1: the constant value.
-int source(int d, int o) {
-  const int size = p.isize[d];
-  const int b = p.before[d];
-  const int a = p.osize[d] - size - b;
-  const int x = o - b;
-  if (p.mode == 0u) return x >= 0 && x < size ? x : -1;
-  if (p.mode == 1u) {
-    int r = abs(x);
-    if (r >= size) r = 2 * (size - 1) - r;
-    return r;
-  }
-  if (p.mode == 2u) return clamp(x, 0, size - 1);
-  const int crop_l = max(-b, 0);
-  const int kept = size - crop_l - max(-a, 0);
-  const int j = o - max(b, 0);
-  return crop_l + ((j % kept) + kept) % kept;
-}
+#include "pad_source.glsl"
 
 void main() {
   const uint f = flat_index();

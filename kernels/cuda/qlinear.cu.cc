@@ -1,0 +1,216 @@
+// Dynamic int8 Linear (QLinear) on CUDA, bit for bit the reference kernel
+// (kernels/ref/qlinear.cc) and the CPU's: x is quantized to uint8 per tensor
+// or per row by quant/qscheme.h's formulas (ATen's ChooseQuantizationParams,
+// round half to even), the int8 weight's products are summed exactly in
+// int32, and the epilogue is the CPU's, without contraction into an FMA:
+//   y = act(float(acc - zp * rowsum(w_j)) * (a_scale * w_scale_j) + bias_j).
+// Three launches: min/max and the (scale, zero point) per group (one block per
+// row, or one for the tensor) into the workspace, then a 16 x 16 tiled int
+// GEMM that quantizes x as it loads it.
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda/kernel_util.h"
+#include "quant/qscheme.h"
+
+namespace ember::cuda {
+namespace {
+
+constexpr int kTile = 16;
+constexpr int kStatThreads = 256;
+
+// The weight on the device: int8 [N, K], its row sums, N (or 1) scales and the optional bias.
+struct CudaQWeight final : PreparedWeight {
+  int8_t* q = nullptr;
+  int32_t* rowsum = nullptr;
+  float* scales = nullptr;
+  float* bias = nullptr;
+  bool per_channel = false;
+  size_t total = 0;
+  ~CudaQWeight() override {
+    Result<Context*> c = Context::get();
+    if (!c.ok()) return;
+    for (void* p : {static_cast<void*>(q), static_cast<void*>(rowsum), static_cast<void*>(scales),
+                    static_cast<void*>(bias)})
+      if (p != nullptr) c.get()->release(p);
+  }
+  size_t bytes() const override { return total; }
+};
+
+// Per group g (a row, or the whole tensor): min and max as the CPU's min_max
+// (NaN never wins a comparison), then ATen's parameters, into scale[g], zp[g].
+__global__ void qparams_kernel(const float* x, int64_t groups, int64_t len, float* scale, int32_t* zp) {
+  __shared__ float lo_s[kStatThreads];
+  __shared__ float hi_s[kStatThreads];
+  for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
+    float lo = INFINITY, hi = -INFINITY;
+    const float* xg = x + g * len;
+    for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
+      const float v = xg[i];
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
+    lo_s[threadIdx.x] = lo;
+    hi_s[threadIdx.x] = hi;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+      if (threadIdx.x < s) {
+        const float a = lo_s[threadIdx.x + s], b = hi_s[threadIdx.x + s];
+        lo_s[threadIdx.x] = a < lo_s[threadIdx.x] ? a : lo_s[threadIdx.x];
+        hi_s[threadIdx.x] = b > hi_s[threadIdx.x] ? b : hi_s[threadIdx.x];
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      // ATen: an empty input quantizes over [0, 0].
+      const quant::QParams p =
+          len > 0 ? quant::choose_qparams(lo_s[0], hi_s[0], 0, 255) : quant::choose_qparams(0.0f, 0.0f, 0, 255);
+      scale[g] = p.scale;
+      zp[g] = p.zero_point;
+    }
+    __syncthreads();
+  }
+}
+
+// x's uint8 code as quant::quantize_activations_u8 computes it (clamp, then round half to even).
+__device__ inline int32_t quantize_u8(float v, float inv, int32_t zp) {
+  float t = v * inv;
+  const float lo = static_cast<float>(-zp), hi = static_cast<float>(255 - zp);
+  t = t < lo ? lo : t;
+  t = t > hi ? hi : t;
+  return static_cast<int32_t>(rintf(t)) + zp;
+}
+
+struct QGemmArgs {
+  const float* x;
+  float* y;
+  int64_t m, n, k;
+  bool per_row;
+  Activation act;
+};
+
+// Row tiles beyond the grid's y limit are taken in turns by the same blocks.
+__global__ void qgemm_kernel(QGemmArgs a, const int8_t* w, const int32_t* rowsum, const float* w_scale,
+                             bool per_channel, const float* bias, const float* a_scale, const int32_t* a_zp) {
+  __shared__ int32_t xs[kTile][kTile + 1];
+  __shared__ int32_t ws[kTile][kTile + 1];
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kTile + tx;     // output column
+  const int64_t wrow = static_cast<int64_t>(blockIdx.x) * kTile + ty;  // weight row this thread loads
+  for (int64_t i0 = static_cast<int64_t>(blockIdx.y) * kTile; i0 < a.m; i0 += static_cast<int64_t>(gridDim.y) * kTile) {
+    const int64_t i = i0 + ty;  // output row
+    const int64_t g = a.per_row && i < a.m ? i : 0;
+    const float inv = 1.0f / a_scale[g];
+    const int32_t zp = a_zp[g];
+    int32_t acc = 0;
+    for (int64_t k0 = 0; k0 < a.k; k0 += kTile) {
+      const int64_t kk = k0 + tx;
+      xs[ty][tx] = i < a.m && kk < a.k ? quantize_u8(a.x[i * a.k + kk], inv, zp) : 0;
+      ws[ty][tx] = wrow < a.n && kk < a.k ? static_cast<int32_t>(w[wrow * a.k + kk]) : 0;
+      __syncthreads();
+      for (int t = 0; t < kTile; ++t) acc += xs[ty][t] * ws[tx][t];
+      __syncthreads();
+    }
+    if (i < a.m && j < a.n) {
+      const float o = __fmul_rn(static_cast<float>(acc - zp * rowsum[j]),
+                                __fmul_rn(a_scale[g], w_scale[per_channel ? j : 0]));
+      a.y[i * a.n + j] = activate(bias != nullptr ? __fadd_rn(o, bias[j]) : o, a.act);
+    }
+  }
+}
+
+// The workspace: a (scale, zero point) per group, float and int32 arrays.
+int64_t groups_of(const QLinearParams& p, int64_t m) { return p.per_row_activations ? m : 1; }
+
+Result<void*> upload(Context* c, const void* src, size_t bytes, size_t* total) {
+  RT_ASSIGN_OR_RETURN(void* p, c->allocate(bytes));
+  *total += bytes;
+  RT_RETURN_IF_ERROR(Context::check(cudaMemcpyAsync(p, src, bytes, cudaMemcpyHostToDevice, c->stream()),
+                                    "cudaMemcpyAsync (int8 weight)"));
+  return p;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const PreparedWeight>> prepare_qlinear(const WeightDesc& d) {
+  const TensorView& v = d.weight;
+  if (v.data == nullptr || v.dtype != DType::Int8 || v.rank != 2 || !v.is_contiguous() || d.scales == nullptr ||
+      d.num_scales != static_cast<size_t>(d.per_channel ? v.sizes[0] : 1) ||
+      (d.bias.data != nullptr && (d.bias.dtype != DType::Float32 || d.bias.numel() != v.sizes[0]))) {
+    Context::set_why("int8 linear on cuda: the weight must be a contiguous int8 [N, K] with N (per channel) or 1 "
+                     "scales and a float32 [N] bias or none");
+    return Status::InvalidArgument;
+  }
+  RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+  const int64_t n = v.sizes[0], k = v.sizes[1];
+  const int8_t* q = v.ptr<const int8_t>();
+  std::vector<int32_t> rowsum(static_cast<size_t>(n), 0);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t t = 0; t < k; ++t) rowsum[static_cast<size_t>(j)] += q[j * k + t];
+  auto w = std::make_shared<CudaQWeight>();
+  w->shape = {n, k};
+  w->device = DeviceType::CUDA;
+  w->per_channel = d.per_channel;
+  // Nothing is allocated for an empty weight: the kernel does not run.
+  if (n * k > 0) {
+    RT_ASSIGN_OR_RETURN(void* pq, upload(c, q, static_cast<size_t>(n * k), &w->total));
+    w->q = static_cast<int8_t*>(pq);
+  }
+  if (n > 0) {
+    RT_ASSIGN_OR_RETURN(void* pr, upload(c, rowsum.data(), rowsum.size() * sizeof(int32_t), &w->total));
+    w->rowsum = static_cast<int32_t*>(pr);
+  }
+  RT_ASSIGN_OR_RETURN(void* ps, upload(c, d.scales, d.num_scales * sizeof(float), &w->total));
+  w->scales = static_cast<float*>(ps);
+  if (d.bias.data != nullptr && n > 0) {
+    RT_ASSIGN_OR_RETURN(void* pb, upload(c, d.bias.data, static_cast<size_t>(n) * sizeof(float), &w->total));
+    w->bias = static_cast<float*>(pb);
+  }
+  // The host copies (rowsum) go out of scope: wait for the uploads.
+  RT_RETURN_IF_ERROR(c->synchronize());
+  return std::shared_ptr<const PreparedWeight>(std::move(w));
+}
+
+size_t qlinear_workspace(Span<const TensorView> in, Span<const TensorView>, const OpParams& params) {
+  const auto* p = std::get_if<QLinearParams>(&params);
+  if (p == nullptr || p->weight == nullptr || in.size() < 1 || p->weight->shape.size() != 2) return 0;
+  const int64_t k = p->weight->shape[1];
+  const int64_t m = k > 0 ? in[0].numel() / k : 0;
+  return static_cast<size_t>(groups_of(*p, m)) * (sizeof(float) + sizeof(int32_t));
+}
+
+Status qlinear(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto* p = std::get_if<QLinearParams>(&params);
+  RT_CHECK_OR_RETURN(p != nullptr && in.size() >= 1 && out.size() == 1, Status::InvalidArgument);
+  const auto* w = dynamic_cast<const CudaQWeight*>(p->weight);
+  RT_CHECK_OR_RETURN(w != nullptr && w->shape.size() == 2, Status::InvalidArgument);
+  const TensorView& x = in[0];
+  const TensorView& y = out[0];
+  const int64_t n = w->shape[0], k = w->shape[1];
+  RT_CHECK_OR_RETURN(x.dtype == DType::Float32 && y.dtype == DType::Float32, Status::DTypeMismatch);
+  RT_CHECK_OR_RETURN(x.rank >= 1 && x.sizes[x.rank - 1] == k, Status::ShapeMismatch);
+  RT_CHECK_OR_RETURN(x.numel() == 0 || x.is_contiguous(), Status::InvalidArgument);
+  RT_CHECK_OR_RETURN(y.numel() == 0 || y.is_contiguous(), Status::InvalidArgument);
+  const int64_t m = k > 0 ? x.numel() / k : 0;
+  if (m <= 0 || n <= 0) return Status::Ok;
+  const int64_t groups = groups_of(*p, m);
+  RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= qlinear_workspace(in, {}, params),
+                     Status::InvalidArgument);
+  auto* a_scale = static_cast<float*>(ctx.scratch);
+  auto* a_zp = reinterpret_cast<int32_t*>(a_scale + groups);
+  RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+  const unsigned stat_blocks = static_cast<unsigned>(groups < 65535 ? groups : 65535);
+  EMBER_LAUNCH(qparams_kernel, dim3(stat_blocks), dim3(kStatThreads), 0, c->stream(), x.ptr<const float>(), groups,
+               p->per_row_activations ? k : m * k, a_scale, a_zp);
+  RT_RETURN_IF_ERROR(Context::check(cudaGetLastError(), "int8 linear (activation parameters)"));
+  const QGemmArgs args{x.ptr<const float>(), y.ptr<float>(), m, n, k, p->per_row_activations, p->activation};
+  const int64_t row_tiles = (m + kTile - 1) / kTile;
+  RT_CHECK_OR_RETURN((n + kTile - 1) / kTile <= 0x7fffffff, Status::OutOfRange);
+  const dim3 grid(static_cast<unsigned>((n + kTile - 1) / kTile),
+                  static_cast<unsigned>(row_tiles < 65535 ? row_tiles : 65535));
+  EMBER_LAUNCH(qgemm_kernel, grid, dim3(kTile, kTile), 0, c->stream(), args, w->q, w->rowsum, w->scales,
+               w->per_channel, w->bias, a_scale, a_zp);
+  return Context::check(cudaGetLastError(), "int8 linear");
+}
+
+}  // namespace ember::cuda
