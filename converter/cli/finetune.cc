@@ -124,7 +124,9 @@ Diag finetune(const FinetuneArgs& args, std::ostream& json_out) {
   Expected<LoadedModel> loaded = load_model(args.model);
   if (!loaded.ok()) return loaded.diag();
   std::string error;
-  TrainerOptions topts{split_commas(args.train), split_commas(args.freeze)};
+  TrainerOptions topts;
+  topts.train = split_commas(args.train);
+  topts.freeze = split_commas(args.freeze);
   topts.device = device->device;
   if (!args.lora.empty()) {
     char* end = nullptr;

@@ -119,7 +119,7 @@ __global__ void qgemm_kernel(QGemmArgs a, const int8_t* w, const int32_t* rowsum
   }
 }
 
-// The workspace: a (scale, zero point) per group, float and int32 arrays.
+// Activation quantization groups: one per row, or one for the tensor.
 int64_t groups_of(const QLinearParams& p, int64_t m) { return p.per_row_activations ? m : 1; }
 
 Result<void*> upload(Context* c, const void* src, size_t bytes, size_t* total) {
@@ -171,6 +171,7 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_qlinear(const WeightDesc& 
   return std::shared_ptr<const PreparedWeight>(std::move(w));
 }
 
+// The workspace: a (scale, zero point) per group, float and int32 arrays.
 size_t qlinear_workspace(Span<const TensorView> in, Span<const TensorView>, const OpParams& params) {
   const auto* p = std::get_if<QLinearParams>(&params);
   if (p == nullptr || p->weight == nullptr || in.size() < 1 || p->weight->shape.size() != 2) return 0;

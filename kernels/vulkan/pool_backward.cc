@@ -7,6 +7,7 @@
 // shaderFloat16 and 16-bit storage). grad_in is zeroed by the front-end; the
 // gradients are added to it.
 #include "kernels/vulkan/dispatch.h"
+#include "kernels/vulkan/pool_window.h"
 #include "kernels/vulkan/vk_kernels.h"
 
 namespace ember::vk {
@@ -18,13 +19,9 @@ struct PoolBackwardPush {
   uint32_t total;
   int32_t C, H, W, OH, OW;
   int32_t gs[4], xs[4], gis[4];
-  int32_t kh, kw, sh, sw, ph, pw, dh, dw;
-  int32_t count_include_pad;
-  int32_t divisor_override;
+  PoolWindow win;
 };
 static_assert(sizeof(PoolBackwardPush) == 128, "mirrors the push block of shaders/pool_backward_body.glsl");
-
-enum PoolMode : uint32_t { kMaxPool = 0, kAvgPool = 1, kAdaptiveAvgPool = 2 };
 
 constexpr int64_t kLimit = int64_t{1} << 31;  // the shader indexes with int32
 
@@ -53,21 +50,7 @@ Status pool_backward(Span<const TensorView> in, Span<TensorView> out, const Pool
   if (half && !float16_supported("pooling backward")) return Status::NotSupported;
   PoolBackwardPush push{};
   if (mode != kAdaptiveAvgPool) {
-    if (p == nullptr) return Status::InvalidArgument;
-    if (p->kernel[0] <= 0 || p->kernel[1] <= 0 || p->stride[0] <= 0 || p->stride[1] <= 0 || p->divisor_override < 0 ||
-        (mode == kMaxPool && (p->dilation[0] <= 0 || p->dilation[1] <= 0))) {
-      return Status::InvalidArgument;
-    }
-    push.kh = static_cast<int32_t>(p->kernel[0]);
-    push.kw = static_cast<int32_t>(p->kernel[1]);
-    push.sh = static_cast<int32_t>(p->stride[0]);
-    push.sw = static_cast<int32_t>(p->stride[1]);
-    push.ph = static_cast<int32_t>(p->padding[0]);
-    push.pw = static_cast<int32_t>(p->padding[1]);
-    push.dh = static_cast<int32_t>(p->dilation[0]);
-    push.dw = static_cast<int32_t>(p->dilation[1]);
-    push.count_include_pad = p->count_include_pad ? 1 : 0;
-    push.divisor_override = static_cast<int32_t>(p->divisor_override);
+    if (!pool_window(p, mode == kMaxPool, &push.win)) return Status::InvalidArgument;
   } else if (grad.numel() > 0 && (gi.sizes[2] == 0 || gi.sizes[3] == 0)) {
     return Status::InvalidArgument;
   }
