@@ -29,5 +29,7 @@ constexpr DTypeSet kCudaAll = kCudaNumeric | dtype_bit(DType::Bool);
 
 // QLinear's weight on the device (Backend::prepare_weight): int8 [N, K], row sums, scales, bias.
 Result<std::shared_ptr<const PreparedWeight>> prepare_qlinear(const WeightDesc& w);
+// SparseLinear's: the COO weight as CSR by output row (float32 or double values).
+Result<std::shared_ptr<const PreparedWeight>> prepare_sparse_linear(const WeightDesc& w);
 
 }  // namespace ember::cuda
