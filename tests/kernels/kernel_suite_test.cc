@@ -881,6 +881,8 @@ std::vector<Case> qconv2d_cases(DType dt) {
   add("3x3 padding", {1, 3, 7, 9}, 5, 3, 3, 1, 1, 1, false, true, 1);
   add("3x3 stride 2", {2, 3, 9, 7}, 6, 3, 3, 2, 1, 1, true, false, 2);
   add("3x3 dilation 2", {1, 4, 9, 9}, 3, 3, 3, 1, 2, 2, true, true, 0);
+  add("3x2 stride 3", {2, 5, 8, 11}, 7, 3, 2, 3, 2, 1, false, false, 1);
+  add("5x5 padding 2", {1, 16, 12, 10}, 32, 5, 5, 1, 2, 1, true, true, 2);
   add("empty batch", {0, 3, 7, 9}, 5, 3, 3, 1, 1, 1, true, true, 0);
   return cs;
 }
@@ -951,7 +953,6 @@ std::vector<Case> sparse_linear_cases(DType dt) {
   add("all zeros, no bias", {2, 20}, sparse_weight(8, 20, 0.0, DType::Float32, DType::Int16), false);
   add("empty batch", {0, 20}, sparse_weight(8, 20, 0.3, DType::Float32, DType::Int16), true);
   add("no columns", {3, 0}, sparse_weight(5, 0, 0.3, DType::Float32, DType::Int16), true);
-  add("no rows", {3, 10}, sparse_weight(0, 10, 0.3, DType::Float32, DType::Int16), false);
   return cs;
 }
 
