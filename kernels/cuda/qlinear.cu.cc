@@ -29,7 +29,6 @@ struct CudaQWeight final : PreparedWeight {
   float* scales = nullptr;
   float* bias = nullptr;
   bool per_channel = false;
-  Conv2dParams conv;  // QConv2d: the geometry, shape [C_out, C_in, kh, kw]
   size_t total = 0;
   ~CudaQWeight() override {
     Result<Context*> c = Context::get();
@@ -202,7 +201,6 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_int8(const WeightDesc& d, 
   w->shape.assign(v.sizes, v.sizes + v.rank);
   w->device = DeviceType::CUDA;
   w->per_channel = d.per_channel;
-  w->conv = d.conv;
   // Nothing is allocated for an empty weight: the kernel does not run.
   if (n * k > 0) {
     RT_ASSIGN_OR_RETURN(void* pq, upload(c, q, static_cast<size_t>(n * k), &w->total));
@@ -290,6 +288,7 @@ Status qconv2d(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
   const int64_t co = w->shape[0], ci = w->shape[1], kh = w->shape[2], kw = w->shape[3];
   RT_CHECK_OR_RETURN(x.rank == 4 && x.sizes[1] == ci && y.rank == 4, Status::ShapeMismatch);
   const Conv2dParams& c = p->conv;
+  RT_CHECK_OR_RETURN(c.groups == 1, Status::InvalidArgument);
   const QConvArgs a{x.ptr<const float>(), y.ptr<float>(), x.sizes[0], ci, x.sizes[2], x.sizes[3], co, kh, kw,
                     conv_out(x.sizes[2], kh, c, 0), conv_out(x.sizes[3], kw, c, 1), c};
   RT_CHECK_OR_RETURN(y.sizes[0] == a.nb && y.sizes[1] == co && y.sizes[2] == a.oh && y.sizes[3] == a.ow,
