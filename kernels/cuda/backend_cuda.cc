@@ -124,6 +124,8 @@ class CudaBackend final : public Backend {
   Status select_device(const std::string& spec) override { return cuda::Context::select_device(spec); }
   Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w) override {
     if (op == OpKind::QLinear) return cuda::prepare_qlinear(w);
+    if (op == OpKind::QConv2d) return cuda::prepare_qconv2d(w);
+    if (op == OpKind::SparseLinear) return cuda::prepare_sparse_linear(w);
     return Status::NotSupported;
   }
 };

@@ -29,5 +29,9 @@ constexpr DTypeSet kCudaAll = kCudaNumeric | dtype_bit(DType::Bool);
 
 // QLinear's weight on the device (Backend::prepare_weight): int8 [N, K], row sums, scales, bias.
 Result<std::shared_ptr<const PreparedWeight>> prepare_qlinear(const WeightDesc& w);
+// QConv2d's: int8 [C_out, C_in, kh, kw], row sums, scales, bias and the geometry.
+Result<std::shared_ptr<const PreparedWeight>> prepare_qconv2d(const WeightDesc& w);
+// SparseLinear's: the COO weight as CSR by output row (float32 or double values).
+Result<std::shared_ptr<const PreparedWeight>> prepare_sparse_linear(const WeightDesc& w);
 
 }  // namespace ember::cuda

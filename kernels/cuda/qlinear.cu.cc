@@ -7,6 +7,9 @@
 // Three launches: min/max and the (scale, zero point) per group (one block per
 // row, or one for the tensor) into the workspace, then a 16 x 16 tiled int
 // GEMM that quantizes x as it loads it.
+// The int8 Conv2d (QConv2d, groups 1) is the reference's direct convolution:
+// x quantized per tensor (the same first launch, one group), padding read as
+// the zero point (real 0), one thread per output, the same epilogue.
 #include <memory>
 #include <vector>
 
@@ -119,6 +122,48 @@ __global__ void qgemm_kernel(QGemmArgs a, const int8_t* w, const int32_t* rowsum
   }
 }
 
+// The reference's output size: 0 when the window does not fit.
+int64_t conv_out(int64_t in, int64_t k, const Conv2dParams& c, int d) {
+  const int64_t span = c.dilation[d] * (k - 1) + 1;
+  const int64_t padded = in + 2 * c.padding[d];
+  return padded < span ? 0 : (padded - span) / c.stride[d] + 1;
+}
+
+struct QConvArgs {
+  const float* x;
+  float* y;
+  int64_t nb, ci, h, w, co, kh, kw, oh, ow;
+  Conv2dParams conv;
+};
+
+__global__ void qconv2d_kernel(QConvArgs a, const int8_t* wq, const int32_t* rowsum, const float* w_scale,
+                               bool per_channel, const float* bias, const float* a_scale, const int32_t* a_zp) {
+  const Conv2dParams& c = a.conv;
+  const float inv = 1.0f / a_scale[0];
+  const int32_t zp = a_zp[0];
+  const int64_t total = a.nb * a.co * a.oh * a.ow;
+  for (int64_t e = thread_index(); e < total; e += thread_count()) {
+    const int64_t ox = e % a.ow, oy = e / a.ow % a.oh, o = e / (a.ow * a.oh) % a.co, b = e / (a.ow * a.oh * a.co);
+    const int8_t* wo = wq + o * a.ci * a.kh * a.kw;
+    int32_t acc = 0;
+    for (int64_t cc = 0; cc < a.ci; ++cc) {
+      for (int64_t ky = 0; ky < a.kh; ++ky) {
+        const int64_t iy = oy * c.stride[0] - c.padding[0] + ky * c.dilation[0];
+        for (int64_t kx = 0; kx < a.kw; ++kx) {
+          const int64_t ix = ox * c.stride[1] - c.padding[1] + kx * c.dilation[1];
+          const int32_t v = iy < 0 || iy >= a.h || ix < 0 || ix >= a.w
+                                ? zp
+                                : quantize_u8(a.x[((b * a.ci + cc) * a.h + iy) * a.w + ix], inv, zp);
+          acc += v * static_cast<int32_t>(wo[(cc * a.kh + ky) * a.kw + kx]);
+        }
+      }
+    }
+    const float out = __fmul_rn(static_cast<float>(acc - zp * rowsum[o]),
+                                __fmul_rn(a_scale[0], w_scale[per_channel ? o : 0]));
+    a.y[e] = activate(bias != nullptr ? __fadd_rn(out, bias[o]) : out, c.activation);
+  }
+}
+
 // Activation quantization groups: one per row, or one for the tensor.
 int64_t groups_of(const QLinearParams& p, int64_t m) { return p.per_row_activations ? m : 1; }
 
@@ -130,25 +175,30 @@ Result<void*> upload(Context* c, const void* src, size_t bytes, size_t* total) {
   return p;
 }
 
-}  // namespace
-
-Result<std::shared_ptr<const PreparedWeight>> prepare_qlinear(const WeightDesc& d) {
+// QLinear's weight int8 [N, K], QConv2d's [C_out, C_in, kh, kw] (its rows: K = C_in * kh * kw).
+Result<std::shared_ptr<const PreparedWeight>> prepare_int8(const WeightDesc& d, bool conv) {
   const TensorView& v = d.weight;
-  if (v.data == nullptr || v.dtype != DType::Int8 || v.rank != 2 || !v.is_contiguous() || d.scales == nullptr ||
-      d.num_scales != static_cast<size_t>(d.per_channel ? v.sizes[0] : 1) ||
+  if (v.data == nullptr || v.dtype != DType::Int8 || v.rank != (conv ? 4 : 2) || !v.is_contiguous() ||
+      d.scales == nullptr || d.num_scales != static_cast<size_t>(d.per_channel ? v.sizes[0] : 1) ||
       (d.bias.data != nullptr && (d.bias.dtype != DType::Float32 || d.bias.numel() != v.sizes[0]))) {
-    Context::set_why("int8 linear on cuda: the weight must be a contiguous int8 [N, K] with N (per channel) or 1 "
-                     "scales and a float32 [N] bias or none");
+    Context::set_why(conv ? "int8 conv2d on cuda: the weight must be a contiguous int8 [C_out, C_in, kh, kw] with "
+                            "C_out (per channel) or 1 scales and a float32 [C_out] bias or none"
+                          : "int8 linear on cuda: the weight must be a contiguous int8 [N, K] with N (per channel) or "
+                            "1 scales and a float32 [N] bias or none");
+    return Status::InvalidArgument;
+  }
+  if (conv && d.conv.groups != 1) {
+    Context::set_why("int8 conv2d on cuda: groups must be 1");
     return Status::InvalidArgument;
   }
   RT_ASSIGN_OR_RETURN(Context * c, Context::get());
-  const int64_t n = v.sizes[0], k = v.sizes[1];
+  const int64_t n = v.sizes[0], k = n > 0 ? v.numel() / n : 0;
   const int8_t* q = v.ptr<const int8_t>();
   std::vector<int32_t> rowsum(static_cast<size_t>(n), 0);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t t = 0; t < k; ++t) rowsum[static_cast<size_t>(j)] += q[j * k + t];
   auto w = std::make_shared<CudaQWeight>();
-  w->shape = {n, k};
+  w->shape.assign(v.sizes, v.sizes + v.rank);
   w->device = DeviceType::CUDA;
   w->per_channel = d.per_channel;
   // Nothing is allocated for an empty weight: the kernel does not run.
@@ -170,6 +220,12 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_qlinear(const WeightDesc& 
   RT_RETURN_IF_ERROR(c->synchronize());
   return std::shared_ptr<const PreparedWeight>(std::move(w));
 }
+
+}  // namespace
+
+Result<std::shared_ptr<const PreparedWeight>> prepare_qlinear(const WeightDesc& d) { return prepare_int8(d, false); }
+
+Result<std::shared_ptr<const PreparedWeight>> prepare_qconv2d(const WeightDesc& d) { return prepare_int8(d, true); }
 
 // The workspace: a (scale, zero point) per group, float and int32 arrays.
 size_t qlinear_workspace(Span<const TensorView> in, Span<const TensorView>, const OpParams& params) {
@@ -212,6 +268,45 @@ Status qlinear(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
   EMBER_LAUNCH(qgemm_kernel, grid, dim3(kTile, kTile), 0, c->stream(), args, w->q, w->rowsum, w->scales,
                w->per_channel, w->bias, a_scale, a_zp);
   return Context::check(cudaGetLastError(), "int8 linear");
+}
+
+// The workspace: x's (scale, zero point), one group.
+size_t qconv2d_workspace(Span<const TensorView>, Span<const TensorView>, const OpParams&) {
+  return sizeof(float) + sizeof(int32_t);
+}
+
+// in: x float32 [N, C_in, H, W] contiguous, (weight); out: [N, C_out, OH, OW].
+Status qconv2d(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const auto* p = std::get_if<QConv2dParams>(&params);
+  const auto* w = p != nullptr ? dynamic_cast<const CudaQWeight*>(p->weight) : nullptr;
+  if (w == nullptr || w->shape.size() != 4 || in.size() < 1 || out.size() != 1) {
+    Context::set_why("int8 conv2d on cuda: no weight prepared for cuda (Backend::prepare_weight)");
+    return Status::InvalidArgument;
+  }
+  const TensorView& x = in[0];
+  const TensorView& y = out[0];
+  RT_CHECK_OR_RETURN(x.dtype == DType::Float32 && y.dtype == DType::Float32, Status::DTypeMismatch);
+  const int64_t co = w->shape[0], ci = w->shape[1], kh = w->shape[2], kw = w->shape[3];
+  RT_CHECK_OR_RETURN(x.rank == 4 && x.sizes[1] == ci && y.rank == 4, Status::ShapeMismatch);
+  const Conv2dParams& c = p->conv;
+  RT_CHECK_OR_RETURN(c.groups == 1, Status::InvalidArgument);
+  const QConvArgs a{x.ptr<const float>(), y.ptr<float>(), x.sizes[0], ci, x.sizes[2], x.sizes[3], co, kh, kw,
+                    conv_out(x.sizes[2], kh, c, 0), conv_out(x.sizes[3], kw, c, 1), c};
+  RT_CHECK_OR_RETURN(y.sizes[0] == a.nb && y.sizes[1] == co && y.sizes[2] == a.oh && y.sizes[3] == a.ow,
+                     Status::ShapeMismatch);
+  RT_CHECK_OR_RETURN(x.numel() == 0 || x.is_contiguous(), Status::InvalidArgument);
+  RT_CHECK_OR_RETURN(y.numel() == 0 || y.is_contiguous(), Status::InvalidArgument);
+  if (y.numel() == 0) return Status::Ok;
+  RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= qconv2d_workspace(in, {}, params),
+                     Status::InvalidArgument);
+  auto* a_scale = static_cast<float*>(ctx.scratch);
+  auto* a_zp = reinterpret_cast<int32_t*>(a_scale + 1);
+  RT_ASSIGN_OR_RETURN(Context * cx, Context::get());
+  EMBER_LAUNCH(qparams_kernel, dim3(1), dim3(kStatThreads), 0, cx->stream(), x.ptr<const float>(), int64_t{1},
+               x.numel(), a_scale, a_zp);
+  RT_RETURN_IF_ERROR(Context::check(cudaGetLastError(), "int8 conv2d (activation parameters)"));
+  return launch_1d(qconv2d_kernel, y.numel(), "int8 conv2d", a, w->q, w->rowsum, w->scales, w->per_channel, w->bias,
+                   static_cast<const float*>(a_scale), static_cast<const int32_t*>(a_zp));
 }
 
 }  // namespace ember::cuda

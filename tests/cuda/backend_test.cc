@@ -106,3 +106,35 @@ TEST_CASE("TF32 is off unless asked for, as torch.backends.cuda.matmul.allow_tf3
   CHECK(cuda::allow_tf32());
   cuda::set_allow_tf32(false);
 }
+
+TEST_CASE("a sparse Linear weight the CUDA backend cannot pack is refused in words") {
+  Backend* b = get_backend(DeviceType::CUDA);
+  REQUIRE(b != nullptr);
+  const Tensor values = tensor<float>({1.0f, 2.0f, 3.0f});
+  auto refused = [&](const std::vector<int64_t>& coo, const std::string& why, Status want) {
+    const Tensor idx = tensor<int64_t>(coo, {2, 3});
+    WeightDesc d;
+    d.weight = values.kernel_view();
+    d.indices = idx.kernel_view();
+    d.rows = 4;
+    d.cols = 5;
+    Result<std::shared_ptr<const PreparedWeight>> r = b->prepare_weight(OpKind::SparseLinear, d);
+    CHECK(r.status() == want);
+    CHECK(b->last_error().find(why) != std::string::npos);
+  };
+  refused({0, 2, 1, 0, 1, 0}, "nonzero 2 at (1, 0) is not sorted in row-major order or repeats a coordinate",
+          Status::InvalidArgument);
+  refused({0, 2, 2, 0, 1, 1}, "nonzero 2 at (2, 1) is not sorted", Status::InvalidArgument);  // repeated
+  refused({0, 2, 4, 0, 1, 1}, "nonzero 2 at (4, 1) is outside [4, 5]", Status::OutOfRange);
+  refused({0, 2, 3, 0, 1, 5}, "nonzero 2 at (3, 5) is outside [4, 5]", Status::OutOfRange);
+  // int8 values need their scales.
+  const Tensor q = tensor({1, 2, 3}).to(DType::Int8);
+  const Tensor idx = tensor<int64_t>({0, 1, 2, 0, 0, 0}, {2, 3});
+  WeightDesc d;
+  d.weight = q.kernel_view();
+  d.indices = idx.kernel_view();
+  d.rows = 4;
+  d.cols = 5;
+  CHECK(b->prepare_weight(OpKind::SparseLinear, d).status() == Status::InvalidArgument);
+  CHECK(b->last_error().find("int8 values need 1 or N scales") != std::string::npos);
+}

@@ -2,7 +2,9 @@
 // build): outputs equal to the CPU executor's, fp16 and bf16 precision, and
 // CUDA graphs — the second run of an input signature is captured, later runs
 // replay it, new input values included; a model a replay could not serve
-// (a host op reading an input's data) runs op by op.
+// (a host op reading an input's data) runs op by op. A Linear with a sparse
+// COO weight runs the device's SparseLinear.
+#include "quant/coo.h"
 #include "runtime/model/executor.h"
 
 #include "tests/harness/testing.h"
@@ -98,5 +100,32 @@ TEST_CASE("fp16 and bf16 precision: float32 weights and activations stored 16-bi
       const double tol = p == Precision::Float16 ? 5e-3 : 4e-2;
       check_close(got, want, tol, tol);
     }
+  }
+}
+
+TEST_CASE("a Linear with a sparse COO weight runs on the device, as the CPU executor") {
+  manual_seed(5);
+  Graph g;
+  const int x = g.input("x", {5, 40});
+  const Tensor dense = where(gt(randn({24, 40}), 1.0), randn({24, 40}), zeros({24, 40}));  // about 16% nonzero
+  const sparse::CooParts coo = sparse::dense_to_coo(dense, DType::Int16);
+  const int w = g.weight("fc.weight", coo.values);
+  g.def.tensors[static_cast<size_t>(w)].shape = {24, 40};
+  g.def.tensors[static_cast<size_t>(w)].sparse = SparseCooDef{w + 1, coo.values.numel()};
+  g.weight("fc.weight.indices", coo.indices);
+  const int b = g.weight("fc.bias", randn({24}));
+  const int y = g.act("y", {5, 24});
+  LinearParams p;
+  p.activation.kind = ActivationKind::Relu;
+  g.op(OpKind::Linear, {x, w, b}, {y}, "fc", p);
+  g.output(y);
+  const auto ex = g.build(on_cuda());
+  CHECK(ex->placement(0) == Placement::Device);
+  ExecutionContext ctx(ex), cpu_ctx(g.build());
+  for (int run = 0; run < 3; ++run) {
+    const Tensor in = randn({5, 40});
+    const Tensor got = run_ok(ctx, {in})[0];
+    check_close(got, run_ok(cpu_ctx, {in})[0], 1e-5, 1e-6);
+    check_close(got, relu(matmul(in, dense.t()) + g.def.tensors[static_cast<size_t>(b)].tensor), 1e-5, 1e-6);
   }
 }
