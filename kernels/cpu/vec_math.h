@@ -70,7 +70,7 @@ inline float fast_expm1(float x) {
   p = p * x + 1.0f / 24;
   p = p * x + 1.0f / 6;
   p = p * x + 0.5f;
-  const float small = x + x * x * p;
+  const float small = x * x == 0.0f ? x : x + x * x * p;  // x itself when x * x underflows: -0 kept
   const float big = fast_exp(x) - 1.0f;
   return (x < 0.5f && x > -0.5f) ? small : big;
 }
@@ -81,7 +81,7 @@ inline float fast_expm1(float x) {
 // NaN, +inf gives +inf.
 inline float fast_log1p(float x) {
   const float u = 1.0f + x;
-  const bool finite_pos = u > 0.0f && u < 3.0e38f;
+  const bool finite_pos = u > 0.0f && u < __builtin_inff();
   const float uc = finite_pos ? u : 1.0f;  // other lanes compute log(1) and are replaced at the end
   uint32_t bits;
   std::memcpy(&bits, &uc, 4);
@@ -121,7 +121,7 @@ inline float fast_tanh(float x) {
   p = p * s + -5.37397155531e-2f;
   p = p * s + 1.33314422036e-1f;
   p = p * s + -3.33332819422e-1f;
-  const float small = x + x * s * p;
+  const float small = s == 0.0f ? x : x + x * s * p;  // x itself when x * x underflows: -0 kept
   const float t = 1.0f - 2.0f / (fast_exp(a + a) + 1.0f);
   const float big = x < 0.0f ? -t : t;
   return x != x ? x : (a < 0.625f ? small : big);
