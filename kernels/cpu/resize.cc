@@ -3,7 +3,7 @@
 // column (kernels/ref/resize_taps.h: nearest, linear, cubic, antialiased) are
 // computed once into the workspace, then each output element is the sum of
 // its row taps times its column taps. Nearest takes one tap per dim (a
-// gather). Other ranks, resized N or C, and layouts whose W is not unit-strided
+// gather; an output row with the source row of the one above is a copy of it). Other ranks, resized N or C, and layouts whose W is not unit-strided
 // use the reference kernel.
 #include <algorithm>
 
@@ -103,6 +103,9 @@ Status resize_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   const float extrapolated = static_cast<float>(p->extrapolation_value);
   const float* px = x.ptr<const float>();
   float* po = o.ptr<float>();
+  // Nearest: whether every column tap is inside with weight 1 (the gather needs no multiply).
+  bool plain_cols = cols.n == 1;
+  for (int64_t j = 0; plain_cols && j < ow; ++j) plain_cols = !cols.outside[j] && cols.weight[j] == 1.0f;
   parallel_for(0, o.sizes[0] * channels * oh, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, ow * n[0] * n[1])),
                [&](int64_t r0, int64_t r1) {
                  for (int64_t r = r0; r < r1; ++r) {
@@ -116,7 +119,16 @@ Status resize_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
                    const int64_t* ro = rows.offset + y * rows.n;
                    const float* rw = rows.weight + y * rows.n;
                    if (rows.n == 1 && cols.n == 1) {  // nearest: a gather (exclude_outside may zero a tap)
+                     if (r > r0 && y > 0 && !rows.outside[y - 1] && ro[0] == rows.offset[y - 1] &&
+                         rw[0] == rows.weight[y - 1]) {  // the row above, done by this thread: the same source row
+                       std::copy(dst - o.strides[2], dst - o.strides[2] + ow, dst);
+                       continue;
+                     }
                      const float* src = plane + ro[0];
+                     if (rw[0] == 1.0f && plain_cols) {
+                       for (int64_t j = 0; j < ow; ++j) dst[j] = src[cols.offset[j]];
+                       continue;
+                     }
                      for (int64_t j = 0; j < ow; ++j) {
                        dst[j] = cols.outside[j] ? extrapolated : rw[0] * cols.weight[j] * src[cols.offset[j]];
                      }
