@@ -1445,6 +1445,7 @@ std::vector<Case> resize_cases(DType dt) {
     add("linear coord " + std::to_string(static_cast<int>(c)), {2, 3, 5, 6}, scales(p, {1, 1, 1.6, 0.7}));
   }
   add("linear sizes channels_last", {1, 4, 5, 6}, sizes(lin, {1, 4, 9, 4}), 1);
+  add("linear x2, 240 output rows", {1, 3, 40, 50}, scales(lin, {1, 1, 2, 2}));  // the CPU kernel's row cache
   add("linear 5-D", {1, 2, 3, 4, 5}, scales(lin, {1, 1, 2, 1.5, 0.5}), 0, 8);
   add("linear resized channels", {1, 4, 3, 3}, scales(lin, {1, 1.5, 1, 2}));
   ResizeParams cub;
