@@ -3,8 +3,10 @@
 // column (kernels/ref/resize_taps.h: nearest, linear, cubic, antialiased) are
 // computed once into the workspace, then each output element is the sum of
 // its row taps times its column taps. Nearest takes one tap per dim (a
-// gather; an output row with the source row of the one above is a copy of it). Other ranks, resized N or C, and layouts whose W is not unit-strided
-// use the reference kernel.
+// gather; an output row with the source row of the one above is a copy of
+// it); linear and cubic interpolate source rows along W once (RowCache), then
+// blend them over H. Other ranks, resized N or C, and layouts whose W is not
+// unit-strided use the reference kernel.
 #include <algorithm>
 
 #include "kernels/cpu/cpu_kernels.h"
