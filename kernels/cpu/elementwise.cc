@@ -111,8 +111,9 @@ Status binary_f32(Span<const TensorView> in, Span<TensorView> out) {
 }  // namespace
 
 // The helpers the formulas of ops.def's RT_UNARY lines may call, for the
-// float32 vector loops: branch-free forms GCC vectorizes (exp, erf: vec_math.h's
-// polynomials; the others as the reference kernels compute them).
+// float32 vector loops: branch-free forms GCC vectorizes (exp, erf, expm1,
+// log1p, tanh: vec_math.h's polynomials; the others as the reference kernels
+// compute them).
 namespace math {
 using std::acos;
 using std::acosh;
@@ -122,14 +123,11 @@ using std::atan;
 using std::atanh;
 using std::cos;
 using std::cosh;
-using std::expm1;
 using std::log;
-using std::log1p;
 using std::sin;
 using std::sinh;
 using std::sqrt;
 using std::tan;
-using std::tanh;
 using ref::wrap_sub;
 using ref::math::abs_value;
 using ref::math::ceil_value;
@@ -138,6 +136,9 @@ using ref::math::round_even;
 using ref::math::sign_value;
 inline float exp(float x) { return fast_exp(x); }
 inline float erf(float x) { return fast_erf(x); }
+inline float expm1(float x) { return fast_expm1(x); }
+inline float log1p(float x) { return fast_log1p(x); }
+inline float tanh(float x) { return fast_tanh(x); }
 inline bool is_nan(float x) { return x != x; }
 
 #define RT_OP(Name, name, n_in, n_out, Params)

@@ -3,8 +3,10 @@
 // column (kernels/ref/resize_taps.h: nearest, linear, cubic, antialiased) are
 // computed once into the workspace, then each output element is the sum of
 // its row taps times its column taps. Nearest takes one tap per dim (a
-// gather). Other ranks, resized N or C, and layouts whose W is not unit-strided
-// use the reference kernel.
+// gather; an output row with the source row of the one above is a copy of
+// it); linear and cubic interpolate source rows along W once (RowCache), then
+// blend them over H. Other ranks, resized N or C, and layouts whose W is not
+// unit-strided use the reference kernel.
 #include <algorithm>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -75,6 +77,64 @@ TapTable fill_table(const ResizeParams& p, const ref::ResizeAxis& a, int n, int6
   return t;
 }
 
+// Source rows already interpolated along W, on the thread's stack: 2 * (row
+// taps) slots, each tagged with its source row, so an output row reuses those
+// of the row before it (2x linear: each source row is interpolated once
+// instead of four times).
+struct RowCache {
+  static constexpr int64_t kFloats = 8192;
+  static constexpr int kSlots = 2 * ref::kMaxResizeTaps;
+  float data[kFloats];
+  const float* tag[kSlots];
+  int slots = 0;
+  int64_t width = 0;
+
+  void init(int n, int64_t w) {
+    slots = std::min(n, kSlots);
+    width = w;
+    std::fill(tag, tag + kSlots, nullptr);
+  }
+  // The W-interpolated row `src`: from a slot when tagged with it, else computed
+  // into a slot that `keep` (this output row's source rows) does not name.
+  const float* row(const float* src, const TapTable& cols, const float* const* keep, int n_keep) {
+    for (int s = 0; s < slots; ++s) {
+      if (tag[s] == src) return data + s * width;
+    }
+    int s = 0;
+    while (std::find(keep, keep + n_keep, tag[s]) != keep + n_keep) ++s;
+    float* h = data + s * width;
+    tag[s] = src;
+    for (int64_t j = 0; j < width; ++j) {
+      const int64_t* co = cols.offset + j * cols.n;
+      const float* cw = cols.weight + j * cols.n;
+      float acc = 0.0f;
+      for (int k = 0; k < cols.n; ++k) acc += cw[k] * src[co[k]];
+      h[j] = acc;
+    }
+    return h;
+  }
+};
+
+// One output row of a linear or cubic resize, W first then H: the same sums,
+// in the same order, as tap by tap (sum over row taps of weight times the row's
+// W-sum), so the results are the same bits.
+RT_SIMD_CLONES void blend_row(RowCache& cache, const float* plane, const int64_t* ro, const float* rw, int n,
+                              const TapTable& cols, int64_t ow, float extrapolated, float* dst) {
+  const float* src[ref::kMaxResizeTaps];
+  const float* h[ref::kMaxResizeTaps];
+  for (int i = 0; i < n; ++i) src[i] = plane + ro[i];
+  for (int i = 0; i < n; ++i) h[i] = cache.row(src[i], cols, src, n);
+  for (int64_t j = 0; j < ow; ++j) dst[j] = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float* hi = h[i];
+    const float wi = rw[i];
+    for (int64_t j = 0; j < ow; ++j) dst[j] += wi * hi[j];
+  }
+  for (int64_t j = 0; j < ow; ++j) {
+    if (cols.outside[j]) dst[j] = extrapolated;
+  }
+}
+
 }  // namespace
 
 size_t resize_f32_workspace(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params) {
@@ -103,8 +163,14 @@ Status resize_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   const float extrapolated = static_cast<float>(p->extrapolation_value);
   const float* px = x.ptr<const float>();
   float* po = o.ptr<float>();
+  // Nearest: whether every column tap is inside with weight 1 (the gather needs no multiply).
+  bool plain_cols = cols.n == 1;
+  for (int64_t j = 0; plain_cols && j < ow; ++j) plain_cols = !cols.outside[j] && cols.weight[j] == 1.0f;
+  const bool separable = rows.n > 1 && 2 * rows.n * ow <= RowCache::kFloats;
   parallel_for(0, o.sizes[0] * channels * oh, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, ow * n[0] * n[1])),
                [&](int64_t r0, int64_t r1) {
+                 RowCache cache;
+                 cache.init(2 * rows.n, ow);
                  for (int64_t r = r0; r < r1; ++r) {
                    const int64_t y = r % oh, c = (r / oh) % channels, b = r / (oh * channels);
                    const float* plane = px + b * x.strides[0] + c * x.strides[1];
@@ -116,10 +182,23 @@ Status resize_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
                    const int64_t* ro = rows.offset + y * rows.n;
                    const float* rw = rows.weight + y * rows.n;
                    if (rows.n == 1 && cols.n == 1) {  // nearest: a gather (exclude_outside may zero a tap)
+                     if (r > r0 && y > 0 && !rows.outside[y - 1] && ro[0] == rows.offset[y - 1] &&
+                         rw[0] == rows.weight[y - 1]) {  // the row above, done by this thread: the same source row
+                       std::copy(dst - o.strides[2], dst - o.strides[2] + ow, dst);
+                       continue;
+                     }
                      const float* src = plane + ro[0];
+                     if (rw[0] == 1.0f && plain_cols) {
+                       for (int64_t j = 0; j < ow; ++j) dst[j] = src[cols.offset[j]];
+                       continue;
+                     }
                      for (int64_t j = 0; j < ow; ++j) {
                        dst[j] = cols.outside[j] ? extrapolated : rw[0] * cols.weight[j] * src[cols.offset[j]];
                      }
+                     continue;
+                   }
+                   if (separable) {
+                     blend_row(cache, plane, ro, rw, rows.n, cols, ow, extrapolated, dst);
                      continue;
                    }
                    for (int64_t j = 0; j < ow; ++j) {

@@ -58,4 +58,73 @@ inline float fast_erf(float x) {
   return c * p / q;
 }
 
+// expm1(x) to a few ulp: a degree-9 Taylor polynomial for |x| < 0.5 (its
+// truncation is below 3e-10 there), exp(x) - 1 elsewhere (no cancellation
+// worth a bit once |x| >= 0.5). NaN, +-inf and overflow as fast_exp.
+inline float fast_expm1(float x) {
+  float p = 1.0f / 362880;
+  p = p * x + 1.0f / 40320;
+  p = p * x + 1.0f / 5040;
+  p = p * x + 1.0f / 720;
+  p = p * x + 1.0f / 120;
+  p = p * x + 1.0f / 24;
+  p = p * x + 1.0f / 6;
+  p = p * x + 0.5f;
+  const float small = x * x == 0.0f ? x : x + x * x * p;  // x itself when x * x underflows: -0 kept
+  const float big = fast_exp(x) - 1.0f;
+  return (x < 0.5f && x > -0.5f) ? small : big;
+}
+
+// log1p(x) to a few ulp: u = 1 + x, Cephes' logf polynomial on u's mantissa,
+// then the rounding of 1 + x corrected (log(u) - ((u - 1) - x) / u); x itself
+// where u rounds to 1 (tiny x, -0 kept). -1 gives -inf, x < -1 and NaN give
+// NaN, +inf gives +inf.
+inline float fast_log1p(float x) {
+  const float u = 1.0f + x;
+  const bool finite_pos = u > 0.0f && u < __builtin_inff();
+  const float uc = finite_pos ? u : 1.0f;  // other lanes compute log(1) and are replaced at the end
+  uint32_t bits;
+  std::memcpy(&bits, &uc, 4);
+  float e = static_cast<float>(static_cast<int32_t>(bits >> 23) - 126);
+  const uint32_t mbits = (bits & 0x007fffffu) | 0x3f000000u;  // mantissa in [0.5, 1)
+  float m;
+  std::memcpy(&m, &mbits, 4);
+  const bool low = m < 0.707106781186547524f;
+  e = low ? e - 1.0f : e;
+  const float f = low ? m + m - 1.0f : m - 1.0f;
+  const float z = f * f;
+  float y = 7.0376836292e-2f;
+  y = y * f + -1.1514610310e-1f;
+  y = y * f + 1.1676998740e-1f;
+  y = y * f + -1.2420140846e-1f;
+  y = y * f + 1.4249322787e-1f;
+  y = y * f + -1.6668057665e-1f;
+  y = y * f + 2.0000714765e-1f;
+  y = y * f + -2.4999993993e-1f;
+  y = y * f + 3.3333331174e-1f;
+  y = y * f * z;
+  y = y + -2.12194440e-4f * e;
+  y = y + -0.5f * z;
+  const float log_u = f + y + 0.693359375f * e;
+  const float r = log_u - ((uc - 1.0f) - x) / uc;
+  const float special = u == 0.0f ? -__builtin_inff() : (u > 0.0f ? u : __builtin_nanf(""));  // -1, +inf, else NaN
+  return u == 1.0f ? x : (finite_pos ? r : special);
+}
+
+// tanh(x) to a few ulp: Cephes' tanhf (an odd polynomial for |x| < 0.625,
+// else 1 - 2 / (exp(2|x|) + 1) with x's sign). +-inf give +-1, NaN stays NaN.
+inline float fast_tanh(float x) {
+  const float a = x < 0.0f ? -x : x;
+  const float s = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * s + 2.06390887954e-2f;
+  p = p * s + -5.37397155531e-2f;
+  p = p * s + 1.33314422036e-1f;
+  p = p * s + -3.33332819422e-1f;
+  const float small = s == 0.0f ? x : x + x * s * p;  // x itself when x * x underflows: -0 kept
+  const float t = 1.0f - 2.0f / (fast_exp(a + a) + 1.0f);
+  const float big = x < 0.0f ? -t : t;
+  return x != x ? x : (a < 0.625f ? small : big);
+}
+
 }  // namespace ember::cpu

@@ -1434,6 +1434,15 @@ std::vector<Case> resize_cases(DType dt) {
     add("nearest half_pixel mode " + std::to_string(static_cast<int>(m)), {1, 2, 5, 7}, sizes(p, {1, 2, 8, 3}));
   }
   add("nearest 3-D, stepped", {2, 3, 6}, sizes(nearest, {2, 3, 13}), 2);
+  // The CPU kernel's row copies (rows sharing a source row) across thread chunks, and
+  // extrapolated rows and columns next to gathered ones.
+  add("nearest x2, 240 output rows", {1, 3, 40, 50}, scales(nearest, {1, 1, 2, 2}));
+  ResizeParams tfn = nearest;
+  tfn.coord = ResizeCoord::TfCropAndResize;
+  tfn.extrapolation_value = 10.0;
+  for (int i = 0; i < 4; ++i) tfn.roi_end[i] = 1.0;
+  tfn.roi_start[2] = 0.4, tfn.roi_end[2] = 1.2, tfn.roi_start[3] = -0.2, tfn.roi_end[3] = 0.6;
+  add("nearest tf_crop_and_resize", {1, 2, 4, 5}, sizes(tfn, {1, 2, 7, 9}));
   if (!is_float(dt)) return cs;
   ResizeParams lin;
   lin.mode = ResizeMode::Linear;
@@ -1444,6 +1453,7 @@ std::vector<Case> resize_cases(DType dt) {
     add("linear coord " + std::to_string(static_cast<int>(c)), {2, 3, 5, 6}, scales(p, {1, 1, 1.6, 0.7}));
   }
   add("linear sizes channels_last", {1, 4, 5, 6}, sizes(lin, {1, 4, 9, 4}), 1);
+  add("linear x2, 240 output rows", {1, 3, 40, 50}, scales(lin, {1, 1, 2, 2}));  // the CPU kernel's row cache
   add("linear 5-D", {1, 2, 3, 4, 5}, scales(lin, {1, 1, 2, 1.5, 0.5}), 0, 8);
   add("linear resized channels", {1, 4, 3, 3}, scales(lin, {1, 1.5, 1, 2}));
   ResizeParams cub;
