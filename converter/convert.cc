@@ -2,12 +2,10 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
-
 #include <fstream>
 #include <sstream>
 
 #include "converter/convert.h"
-
 #include "converter/onnx_import.h"
 #include "converter/report.h"
 #include "runtime/core/error.h"

@@ -11,13 +11,6 @@ namespace ember::converter {
 
 namespace {
 
-// The single reader of value `id` (and `id` not a graph output), or -1.
-int sole_user(const Graph& graph, int id) {
-  if (graph.is_graph_output(id)) return -1;
-  const std::vector<int> users = graph.users_of(id);
-  return users.size() == 1 ? users[0] : -1;
-}
-
 // A folded constant in place of `old`: the old value itself, updated, when
 // `reader` is its only reader (its ONNX name survives, so `ember finetune
 // --train 'conv1.*'` still finds a Conv's weight with a BatchNorm folded

@@ -33,6 +33,19 @@ const Tensor* scalar_constant(const Graph& graph, int id) {
   return t.numel() == 1 && is_floating(t.dtype()) ? &t : nullptr;
 }
 
+// The sole reader of `id` when it is `op` (and `id` not a graph output), else nullptr.
+Node* sole_reader(Graph& graph, int id, const char* op) {
+  const int u = sole_user(graph, id);
+  Node* n = u >= 0 ? &graph.nodes[static_cast<size_t>(u)] : nullptr;
+  return n != nullptr && n->op_type == op ? n : nullptr;
+}
+
+// Whether `id` is a one-element float constant within 1e-6 of v.
+bool near_constant(const Graph& graph, int id, double v) {
+  const Tensor* t = scalar_constant(graph, id);
+  return t != nullptr && std::abs(t->item().to_double() - v) <= 1e-6 * std::abs(v);
+}
+
 // ReduceMean over the last axis only (axes as attribute, or as a constant
 // input from opset 18), keeping dims.
 bool mean_of_last_axis(const Graph& graph, const Node& n, int64_t rank) {
@@ -127,28 +140,6 @@ int fuse_layer_norms(Graph& graph) {
   graph.erase_nodes(dead);
   return fused;
 }
-
-}  // namespace ember::converter
-
-namespace ember::converter {
-
-namespace {
-
-// The sole reader of `id` when it is `op` (and `id` not a graph output), else nullptr.
-Node* sole_reader(Graph& graph, int id, const char* op) {
-  const std::vector<int> users = graph.users_of(id);
-  if (users.size() != 1 || graph.is_graph_output(id)) return nullptr;
-  Node& n = graph.nodes[static_cast<size_t>(users[0])];
-  return n.op_type == op ? &n : nullptr;
-}
-
-// Whether `id` is a one-element float constant within 1e-6 of v.
-bool near_constant(const Graph& graph, int id, double v) {
-  const Tensor* t = scalar_constant(graph, id);
-  return t != nullptr && std::abs(t->item().to_double() - v) <= 1e-6 * std::abs(v);
-}
-
-}  // namespace
 
 int fuse_gelus(Graph& graph) {
   int fused = 0;

@@ -12,6 +12,13 @@ namespace ember::converter {
 
 inline Diag fail(Status s, std::string message) { return {s, std::move(message)}; }
 
+// The single reader of value `id` (and `id` not a graph output), or -1.
+inline int sole_user(const Graph& graph, int id) {
+  if (graph.is_graph_output(id)) return -1;
+  const std::vector<int> users = graph.users_of(id);
+  return users.size() == 1 ? users[0] : -1;
+}
+
 // The values of a constant int tensor (axes, shapes, pads...).
 inline std::vector<int64_t> ints_of(const Tensor& t) {
   if (!t.defined()) return {};
