@@ -9,10 +9,10 @@
 // and the GEMM (depthwise.h: vectorized over output rows). The bias and the
 // fused activation of Conv2dParams are the GEMM's epilogue (applied as the
 // micro-kernel stores C; by the depthwise kernel before its store). A weight
-// packed at load (Conv2dParams::weight: CpuPackedWeight, groups 1) is read
+// packed once (Conv2dParams::weight: CpuPackedWeight, groups 1; at its first use) is read
 // as the GEMM's pre-packed A operand. 3x3 stride-1 convolutions large enough
 // (winograd_profitable) take Winograd F(4x4, 3x3) (winograd.h), with the
-// weight transformed at load where CpuPackedWeight holds it (then the bar is
+// weight transformed once where CpuPackedWeight holds it (then the bar is
 // lower: no transform per call). Layouts
 // that do not flatten (a non-contiguous weight, an output whose spatial dims
 // do not merge) use the reference kernel.
@@ -96,18 +96,17 @@ GemmEpilogue epilogue_of(const Activation& a) {
 // The packed weight the kernel may read: packed from this weight (groups 1).
 const PackedOperand* packed_weight(const Conv2dParams& prm, const TensorView& wt) {
   const auto* w = dynamic_cast<const CpuPackedWeight*>(prm.weight);
-  if (w == nullptr || prm.groups != 1 || w->source != wt.data || w->packed.data.empty()) return nullptr;
-  return &w->packed;
+  if (w == nullptr || prm.groups != 1 || w->source != wt.data) return nullptr;
+  return w->gemm_operand();
 }
 
 // The packed Winograd-transformed weight the kernel may read (of this weight,
 // for the GEMM kernel in use), or nullptr.
 const PackedOperand* winograd_weight(const Conv2dParams& prm, const TensorView& wt) {
   const auto* w = dynamic_cast<const CpuPackedWeight*>(prm.weight);
-  if (w == nullptr || w->source != wt.data || w->winograd_u.empty() || !sgemm_packed_current(w->winograd_u[0])) {
-    return nullptr;
-  }
-  return w->winograd_u.data();
+  if (w == nullptr || w->source != wt.data) return nullptr;
+  const PackedOperand* u = w->winograd();
+  return u != nullptr && sgemm_packed_current(u[0]) ? u : nullptr;
 }
 
 // The Winograd kernel runs this convolution (F(4x4, 3x3) where it beats

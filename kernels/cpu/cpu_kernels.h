@@ -1,6 +1,8 @@
 // Declarations of the CPU kernels (from kernels/cpu/kernels.inc).
 #pragma once
 
+#include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -35,19 +37,32 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const We
 // whose output size the model fixes and for which Winograd beats im2col
 // (winograd_profitable, pretransformed) holds the Winograd-transformed weight
 // U (winograd_pack_weight: packed per frequency) instead of the panels.
-// The kernel reads it only while its op's weight is still `source` (the data
-// it was packed from) and it is current (sgemm_packed_current); else it reads
-// the weight itself.
+// prepare_weight only decides the layout: the packing runs when a kernel first
+// asks for it (gemm_operand, winograd; thread-safe, once), so loading a model
+// stays O(1) in its size; then `release_source` (if set) is called, so the
+// file's pages of the weight can be dropped. The kernel reads it only while
+// its op's weight is still `source` (the data it was packed from) and it is
+// current (sgemm_packed_current); else it reads the weight itself.
 struct CpuPackedWeight final : PreparedWeight {
-  PackedOperand packed;
-  std::vector<PackedOperand> winograd_u;  // U (winograd_pack_weight: 36 A operands), or empty
+  enum class Layout { ConvA, Winograd, LinearB, MatMulB };
+  Layout layout = Layout::ConvA;
   const void* source = nullptr;
-  int64_t rs = 0, cs = 0;  // the packed operand's strides in `source` (B: weight^T or MatMul's b)
-  size_t bytes() const override {
-    size_t n = packed.bytes();
-    for (const PackedOperand& q : winograd_u) n += q.bytes();
-    return n;
-  }
+  int64_t rows = 0, depth = 0;  // the weight as [rows, depth] (Winograd: C_out, C_in)
+  int64_t rs = 0, cs = 0;       // the packed B operand's strides in `source` (weight^T or MatMul's b)
+  std::function<void()> release_source;
+
+  // The packed GEMM operand, or null for a Winograd weight; packs on first use.
+  const PackedOperand* gemm_operand() const;
+  // The 36 packed U operands, or null unless Winograd; packs on first use.
+  const PackedOperand* winograd() const;
+  // What the packed form holds (before it is packed too).
+  size_t bytes() const override;
+
+ private:
+  void pack() const;
+  mutable std::once_flag once_;
+  mutable PackedOperand packed_;
+  mutable std::vector<PackedOperand> winograd_u_;
 };
 
 // Why this thread's last prepare_weight failed ("" when it did not).

@@ -657,6 +657,12 @@ bool sgemm_linear(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b,
   return sgemm_fused(m, n, k, a, b, c, epilogue, workspace, workspace_bytes, threads);
 }
 
+size_t sgemm_packed_bytes(bool is_a, int64_t outer, int64_t k) {
+  const UkernelInfo& u = kernel();
+  return static_cast<size_t>(round_up(std::max<int64_t>(outer, 0), is_a ? u.mr : u.nr) * std::max<int64_t>(k, 0)) *
+         sizeof(float);
+}
+
 PackedOperand sgemm_pack_a(int64_t m, int64_t k, MatrixRef<const float> a) { return pack_operand(true, m, k, a); }
 PackedOperand sgemm_pack_b(int64_t k, int64_t n, MatrixRef<const float> b) { return pack_operand(false, n, k, b); }
 

@@ -64,6 +64,8 @@ struct PackedOperand {
 // Packs A (m x k) / B (k x n), any strides, for the kernel in use.
 PackedOperand sgemm_pack_a(int64_t m, int64_t k, MatrixRef<const float> a);
 PackedOperand sgemm_pack_b(int64_t k, int64_t n, MatrixRef<const float> b);
+// The bytes sgemm_pack_a(outer, k) (is_a) or sgemm_pack_b(k, outer) hold.
+size_t sgemm_packed_bytes(bool is_a, int64_t outer, int64_t k);
 // Whether `p` was packed for the kernel in use.
 bool sgemm_packed_current(const PackedOperand& p);
 

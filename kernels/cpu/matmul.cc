@@ -3,7 +3,7 @@
 // inside the GEMM; many small ones run one GEMM per thread over the batches.
 // A Linear's or a graph MatMul's product (linear_prepacked / matmul_prepacked:
 // params LinearParams, one batch, b = weight^T or the constant b) reads the
-// B panels packed at load (CpuPackedWeight) while b is still what they were
+// B panels packed once (CpuPackedWeight, at the first use) while b is still what they were
 // packed from (same data, same strides); a Linear's bias and activation
 // (LinearParams::bias, ::activation) are applied as C is stored (sgemm_linear).
 #include <algorithm>
@@ -104,7 +104,7 @@ Status matmul_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   float* po = o.ptr<float>();
   const auto* pw = lp != nullptr ? dynamic_cast<const CpuPackedWeight*>(lp->weight) : nullptr;
   const bool same_b = pw != nullptr && pw->source == b.data && pw->rs == b.strides[1] && pw->cs == b.strides[2];
-  const PackedOperand* packed = same_b && p.batches == 1 ? &pw->packed : nullptr;
+  const PackedOperand* packed = same_b && p.batches == 1 ? pw->gemm_operand() : nullptr;
   auto one = [&](int64_t bi, void* ws, size_t ws_bytes, int threads) {
     const GemmOperand ga{{pa + bi * a.strides[0], a.strides[1], a.strides[2]}, nullptr};
     const GemmOperand gb{{pb + bi * b.strides[0], b.strides[1], b.strides[2]}, packed};

@@ -73,25 +73,20 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_gemm(OpKind op, const Weig
     return Status::InvalidArgument;
   }
   const int64_t rows = w.weight.sizes[0], depth = w.weight.numel() / std::max<int64_t>(rows, 1);
-  const float* data = w.weight.ptr<const float>();
   auto p = std::make_shared<CpuPackedWeight>();
   const Conv2dParams& c = w.conv;
   const bool winograd = conv && w.weight.sizes[2] == 3 && w.weight.sizes[3] == 3 && c.groups == 1 &&
                         c.stride[0] == 1 && c.stride[1] == 1 && c.dilation[0] == 1 && c.dilation[1] == 1 &&
                         w.out_h > 0 && w.out_w > 0 &&
                         winograd_profitable(w.weight.sizes[1], rows, 1, w.out_h, w.out_w, /*pretransformed=*/true);
-  if (winograd) {
-    p->winograd_u = winograd_pack_weight(data, rows, w.weight.sizes[1], get_num_threads());
-  } else if (conv) {
-    p->packed = sgemm_pack_a(rows, depth, MatrixRef<const float>{data, depth, 1});
-  } else {
-    const bool linear = op == OpKind::Linear;  // B = weight^T [K, N] (else weight [K, N])
-    p->rs = linear ? 1 : depth;
-    p->cs = linear ? depth : 1;
-    p->packed = linear ? sgemm_pack_b(depth, rows, MatrixRef<const float>{data, p->rs, p->cs})
-                       : sgemm_pack_b(rows, depth, MatrixRef<const float>{data, p->rs, p->cs});
-  }
-  p->source = data;
+  using Layout = CpuPackedWeight::Layout;
+  p->layout = winograd ? Layout::Winograd : conv ? Layout::ConvA : op == OpKind::Linear ? Layout::LinearB : Layout::MatMulB;
+  p->rows = rows;
+  p->depth = winograd ? w.weight.sizes[1] : depth;
+  p->rs = p->layout == Layout::LinearB ? 1 : depth;  // B = weight^T [K, N] (else weight [K, N])
+  p->cs = p->layout == Layout::LinearB ? depth : 1;
+  p->release_source = w.release_source;
+  p->source = w.weight.data;
   p->shape.assign(w.weight.sizes, w.weight.sizes + w.weight.rank);
   return std::shared_ptr<const PreparedWeight>(std::move(p));
 }
@@ -99,6 +94,39 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_gemm(OpKind op, const Weig
 }  // namespace
 
 std::string last_prepare_error() { return t_last_error; }
+
+void CpuPackedWeight::pack() const {
+  const auto* data = static_cast<const float*>(source);
+  switch (layout) {
+    case Layout::Winograd: winograd_u_ = winograd_pack_weight(data, rows, depth, get_num_threads()); break;
+    case Layout::ConvA: packed_ = sgemm_pack_a(rows, depth, MatrixRef<const float>{data, depth, 1}); break;
+    case Layout::LinearB: packed_ = sgemm_pack_b(depth, rows, MatrixRef<const float>{data, rs, cs}); break;
+    case Layout::MatMulB: packed_ = sgemm_pack_b(rows, depth, MatrixRef<const float>{data, rs, cs}); break;
+  }
+  if (release_source) release_source();
+}
+
+const PackedOperand* CpuPackedWeight::gemm_operand() const {
+  if (layout == Layout::Winograd) return nullptr;
+  std::call_once(once_, [this] { pack(); });
+  return &packed_;
+}
+
+const PackedOperand* CpuPackedWeight::winograd() const {
+  if (layout != Layout::Winograd) return nullptr;
+  std::call_once(once_, [this] { pack(); });
+  return winograd_u_.data();
+}
+
+size_t CpuPackedWeight::bytes() const {
+  switch (layout) {
+    case Layout::Winograd: return static_cast<size_t>(kWinogradFreqs) * sgemm_packed_bytes(true, rows, depth);
+    case Layout::ConvA: return sgemm_packed_bytes(true, rows, depth);
+    case Layout::LinearB: return sgemm_packed_bytes(false, rows, depth);
+    case Layout::MatMulB: return sgemm_packed_bytes(false, depth, rows);
+  }
+  return 0;
+}
 
 Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w) {
   t_last_error.clear();

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -88,6 +89,10 @@ struct WeightDesc {
   // row-major, contiguous) of the [rows, cols] weight.
   TensorView indices;
   int64_t rows = 0, cols = 0;
+  // Called once the backend no longer reads `weight` (it holds a packed copy),
+  // if it packs later than prepare_weight: the owner may drop the weight's
+  // pages then. Null: nothing to call.
+  std::function<void()> release_source;
 };
 
 class Backend {

@@ -101,8 +101,8 @@ struct Conv2dParams {
   int64_t dilation[2] = {1, 1};
   int64_t groups = 1;
   Activation activation;  // graph ops only; the float32 CPU kernel applies it (conv2d_activated), others ignore it
-  // Graph ops only: the weight packed once at Executor::create by the CPU
-  // backend (prepare_weight); the float32 CPU kernel reads it while it was
+  // Graph ops only: the weight the CPU backend prepares at Executor::create
+  // (prepare_weight; packed once, at its first use); the float32 CPU kernel reads it while it was
   // packed from the op's weight input, other kernels ignore it. Not stored in files.
   const PreparedWeight* weight = nullptr;
 };

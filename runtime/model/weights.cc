@@ -317,12 +317,14 @@ Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vect
           desc.out_w = out[3];
         }
       }
+      // Packed at its first use; then the packed copy is what runs. The
+      // model outlives the executor's prepared weights.
+      desc.release_source = [&m, w] { m.release(w); };
       Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(op.kind, desc);
       if (!r.ok())
         return report_error(error, r.status(), "operator ", k, " ", op_ref(m, k), ": packing the weight failed: ",
                             cpu->last_error());
       p = std::move(r.get());
-      m.release(w);  // the packed copy is what runs
     }
     use_prepared(op, p);
   }

@@ -1,14 +1,15 @@
-// Float32 Conv2d weights packed once at Executor::create (weights.h
-// prepare_packed): the ops read the packed copy (shown by overwriting the
-// model's weight after create), give the eager convolution's outputs bit for
+// Float32 Conv2d weights packed once (weights.h prepare_packed decides the
+// layout at Executor::create, the first run packs): the ops read the packed
+// copy (shown by overwriting the model's weight after a run), give the eager convolution's outputs bit for
 // bit, fall back to the weight itself when sgemm_set_isa made the copy stale,
 // and the packed bytes are what Executor::prepared_bytes (inspect's memory
 // line) reports; grouped and depthwise convolutions are not packed. A 3x3
 // stride-1 convolution whose output size the model fixes, large enough for
 // pre-transformed Winograd, holds the Winograd-transformed weight instead of
 // the panels: its outputs are the Winograd kernel's bits and close to the
-// float64 reference. Packing a weight of a mapped file hands its pages back
-// to the OS (Model::release): they leave the resident set and read back the
+// float64 reference. Creating the executor leaves a mapped file's pages as
+// they are; packing a weight hands its pages back to the OS (Model::release)
+// at the first run: they leave the resident set and read back the
 // same from the file.
 #include <cstdio>
 #include <cstdlib>
@@ -248,7 +249,8 @@ TEST_CASE("winograd at load: a 3x3 conv of a fixed output size holds the transfo
   };
   ExecutionContext ctx(ex.get());
   const Tensor w_orig = w.clone();
-  model->weight(wi).data_ptr<float>()[0] += 100.0f;  // read after create: the transformed copy is what runs
+  run_ok(ctx, {randn({1, 16, 16, 16})});  // the first run transforms the weight
+  model->weight(wi).data_ptr<float>()[0] += 100.0f;  // read after it: the transformed copy is what runs
   for (int64_t n : {1, 2}) {
     for (int threads : {1, 2}) {
       CAPTURE(n);
@@ -291,7 +293,7 @@ long resident_kb(const void* p) {
 
 }  // namespace
 
-TEST_CASE("packed weights of a mapped file: the originals' pages leave the resident set; reading them still works") {
+TEST_CASE("packed weights of a mapped file: at the first run the originals' pages leave the resident set; reading them still works") {
   manual_seed(3);
   const Tensor w = randn({512, 600}), b = randn({512});
   Graph g;
@@ -313,15 +315,16 @@ TEST_CASE("packed weights of a mapped file: the originals' pages leave the resid
 
   Result<std::shared_ptr<const Executor>> ex = Executor::create(model, &error);
   REQUIRE_MESSAGE(ex.ok(), error);
+  CHECK(resident_kb(model->data()) == before);  // loading packs nothing: packing waits for the first use
+
+  ExecutionContext ctx(ex.get());
+  const Tensor in = randn({100, 600});
+  check_equal(run_ok(ctx, {in})[0], linear(in, w, b));  // packs, then runs the packed copy
   const long after = resident_kb(model->data());
   CAPTURE(before);
   CAPTURE(after);
   // All of the weight's whole pages are gone (at most two partial pages stay).
   CHECK(after <= before - static_cast<long>(w.nbytes() / 1024) + 8);
-
-  ExecutionContext ctx(ex.get());
-  const Tensor in = randn({100, 600});
-  check_equal(run_ok(ctx, {in})[0], linear(in, w, b));  // the packed copy
   check_equal(model->weight(wi), w);                     // the original, faulted back in from the file
   check_equal(run_ok(ctx, {in.narrow(0, 0, 3)})[0], linear(in.narrow(0, 0, 3), w, b));  // the unpacked path
   std::remove(path.c_str());
