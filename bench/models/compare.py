@@ -32,8 +32,9 @@ import time
 # (case, model, input names: DIR/<case>.<name>.npy, or None: random inputs at batch 1)
 LATENCY_CASES = [("mobilenet_v2", "mobilenet_v2", None), ("resnet18", "resnet18", None),
                  ("transformer", "transformer", None),
-                 ("bert_b1", "bert", ["ids", "mask"]), ("bert_b8", "bert", ["ids", "mask"])]
-MEMORY_MODELS = ["mlp", "mobilenet_v2", "resnet18", "transformer"]
+                 ("bert_b1", "bert", ["ids", "mask"]), ("bert_b8", "bert", ["ids", "mask"]),
+                 ("mobilenet_v3", "mobilenet_v3", ["input"]), ("lraspp", "lraspp", ["input"])]
+MEMORY_MODELS = ["mlp", "mobilenet_v2", "resnet18", "transformer", "mobilenet_v3", "lraspp"]
 # Dynamic int8: (row, case (its inputs DIR/<case>.<name>.npy), fp32 model, int8 model
 # (DIR/<name>.ember and .onnx), input names). _rr: weights within [-64, 64] in both
 # (ember convert --reduce-range, quantize_dynamic(reduce_range=True)).

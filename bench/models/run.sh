@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ember vs ONNX Runtime on mobilenet_v2, resnet18, a 2-layer transformer
-# encoder (latency at 1 and 2 threads, batch 1) and a BERT-style sentence
+# encoder, MobileNetV3-Large and LR-ASPP segmentation (export_vision.py)
+# (latency at 1 and 2 threads, batch 1) and a BERT-style sentence
 # encoder (MiniLM-L6 sized, random weights: export_bert.py; batch 1 and 8, seq
 # 128), plus load time and peak RSS vs model size (mlp too). Not part of CI. Usage, from the repository root:
 #     bash bench/models/run.sh [OUT_DIR]          (default /tmp/ember_bench_models)
@@ -32,12 +33,21 @@ fi
 mkdir -p "$OUT"
 /usr/bin/python3 -W ignore tests/golden/model_zoo.py "$OUT" --only mlp,mobilenet_v2,resnet18,transformer >/dev/null
 /usr/bin/python3 -W ignore bench/models/export_bert.py "$OUT"
+/usr/bin/python3 -W ignore bench/models/export_vision.py "$OUT"
 
 # ember: convert with the CLI (its `bench --json` is run by compare.py).
 bazel build //converter/cli:ember_cli >/dev/null 2>&1
 EMBER=bazel-bin/converter/cli/ember_cli
-for m in mlp mobilenet_v2 resnet18 transformer bert; do
+for m in mlp mobilenet_v2 resnet18 transformer bert mobilenet_v3 lraspp; do
   "$EMBER" convert "$OUT/$m.onnx" -o "$OUT/$m.ember" >/dev/null
+done
+# The torchvision models' outputs against torch's (max abs difference).
+for m in mobilenet_v3 lraspp; do
+  mkdir -p "$OUT/run_$m"
+  "$EMBER" run "$OUT/$m.ember" -i "input=$OUT/$m.input.npy" -d "$OUT/run_$m" >/dev/null
+  /usr/bin/python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[2]), np.load(sys.argv[3])
+print(f'{sys.argv[1]}: ember vs torch max abs diff {np.abs(a - b).max():.3g} (max |y| {np.abs(b).max():.3g})')" \
+    "$m" "$OUT/run_$m/output.npy" "$OUT/$m.out.npy"
 done
 
 # Dynamic int8: ember's converter and ORT's quantize_dynamic, the same scheme
@@ -65,7 +75,7 @@ fi
 # changes count in the comparison too.
 if [ -n "${EMBER_BASELINE:-}" ]; then
   mkdir -p "$OUT/baseline"
-  for m in mobilenet_v2 resnet18 transformer bert; do
+  for m in mobilenet_v2 resnet18 transformer bert mobilenet_v3 lraspp; do
     "$EMBER_BASELINE" convert "$OUT/$m.onnx" -o "$OUT/baseline/$m.ember" >/dev/null
   done
   exec "$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --baseline "$EMBER_BASELINE" \
