@@ -81,7 +81,8 @@ CLI::App* add_bench(CLI::App& app, ember::cli::BenchArgs& b) {
   bench_cmd->add_option("--device", b.device, "Device: cpu, vulkan[:N] or cuda[:N]")->capture_default_str();
   bench_cmd->add_flag("--allow-fallback", b.allow_fallback,
                       "Run nodes the device has no kernel for on the CPU instead of failing");
-  bench_cmd->add_option("--precision", b.precision, "fp32, fp16 or bf16 (device only)")->capture_default_str();
+  bench_cmd->add_option("--precision", b.precision, "fp32, fp16 (device only) or bf16 (device; cpu: as ember run)")
+      ->capture_default_str();
   bench_cmd->add_option("--threads", b.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
   bench_cmd->add_option("--warmup", b.warmup, "Untimed runs first")
       ->check(CLI::NonNegativeNumber)
@@ -199,7 +200,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--allow-fallback", run_args.allow_fallback,
                     "Run nodes the device has no kernel for on the CPU (listed on stderr) instead of failing");
   run_cmd->add_option("--precision", run_args.precision,
-                      "fp32, fp16 or bf16 (device only: float weights and activations stored as float16 / bfloat16)")
+                      "fp32, fp16 or bf16 (device: float weights and activations stored as float16 / bfloat16; cpu, "
+                      "bf16 only, with AVX-512 BF16: Conv/Linear/MatMul weights and inputs rounded to bf16, float32 sums)")
       ->capture_default_str();
   run_cmd->add_option("--weights", run_args.weights, "A fine-tuning delta (ember finetune --save-delta) to apply (LoRA adapters on int8 weights run unmerged)");
   run_cmd->add_option("--threads", run_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);

@@ -89,9 +89,9 @@ Expected<ExecutorOptions> executor_options(const std::string& device, bool allow
     return diag(Status::InvalidArgument, "--precision: unknown precision '", precision,
                 "' (supported: fp32, fp16, bf16)");
   }
-  if (dev.is_cpu() && options.precision != Precision::Float32)
-    return diag(Status::InvalidArgument, "--precision ", precision, " needs --device vulkan or cuda (the CPU executor "
-                "runs fp32; convert with --weights fp16 for fp16 weights)");
+  if (dev.is_cpu() && options.precision == Precision::Float16)
+    return diag(Status::InvalidArgument, "--precision fp16 needs --device vulkan or cuda (the CPU executor "
+                "runs fp32 or bf16; convert with --weights fp16 for fp16 weights)");
   if (dev.is_cpu() && allow_fallback)
     return diag(Status::InvalidArgument, "--allow-fallback needs a device other than cpu");
   if (!dev.is_cpu() && dev.has_index()) {

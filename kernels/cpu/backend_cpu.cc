@@ -26,6 +26,8 @@ class CpuBackend final : public Backend {
  public:
   std::string_view name() const override { return "cpu"; }
   DeviceType device_type() const override { return DeviceType::CPU; }
+  // bfloat16: the GEMM's bf16 kernel (Precision::BFloat16 packs weights for it).
+  Result<DeviceInfo> open() override { return DeviceInfo{"cpu", false, cpu::sgemm_bf16_supported()}; }
   Span<const KernelEntry> kernels() const override {
     return Span<const KernelEntry>(kCpuKernels, sizeof(kCpuKernels) / sizeof(kCpuKernels[0]));
   }

@@ -49,6 +49,7 @@ struct CpuPackedWeight final : PreparedWeight {
   const void* source = nullptr;
   int64_t rows = 0, depth = 0;  // the weight as [rows, depth] (Winograd: C_out, C_in)
   int64_t rs = 0, cs = 0;       // the packed B operand's strides in `source` (weight^T or MatMul's b)
+  bool bf16 = false;            // packed as bfloat16 (WeightDesc::bf16): the GEMM runs its bf16 kernel
   std::function<void()> release_source;
 
   // The packed GEMM operand, or null for a Winograd weight; packs on first use.

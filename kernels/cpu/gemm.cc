@@ -15,22 +15,24 @@
 #include <atomic>
 #include <cstring>
 
+#include "kernels/cpu/gemm_tile.h"
 #include "kernels/cpu/gemv.h"
 #include "runtime/core/thread_pool.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define RT_GEMM_X86 1
-#else
-#define RT_GEMM_X86 0
-#endif
 
 namespace ember::cpu {
 namespace {
 
+using detail::epilogue;
 using detail::load4;
 using detail::store4;
+using detail::store_tile;
+using detail::TileEpilogue;
+using detail::Ukernel;
 using detail::v4f;
+#if RT_GEMM_X86
+using detail::epilogue_avx2;
+using detail::store_12x32_avx512;
+#endif
 
 constexpr int64_t kKC = 256;   // depth of a packed block (A and B panels stay in L1/L2)
 constexpr int64_t kNC = 4096;  // columns of a packed B block (L3)
@@ -55,69 +57,14 @@ constexpr int64_t kDotMaxM = 64;
 constexpr int64_t kAxpyMaxM = 8;
 constexpr int64_t kDirectChunk = 64;  // columns per thread chunk of the unpacked paths
 
-// The epilogue of one micro-tile: GemmEpilogue's biases offset to the tile,
-// each applied only at the K block it belongs to (none: null, clamp false).
-struct TileEpilogue {
-  const float* row_bias;
-  const float* col_bias;
-  bool clamp;
-  float lo, hi;
-};
-
-using Ukernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
-                         bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
-
 struct UkernelInfo {
   int64_t mr, nr, mc;  // tile rows and columns; rows of a packed A block (a multiple of mr)
   Ukernel fn;
   const char* name;
   GemmIsa isa;
+  bool bf16 = false;  // bf16 panels (gemm_tile.h: K pairs per 32-bit slot)
 };
 
-// The micro-kernels keep their accumulators in named variables c<row>_<0|1>:
-// GCC keeps an accumulator array indexed in the k loop in memory and stores it
-// back on every step (three times slower on AVX2), even with the loop unrolled.
-#define EMBER_GEMM_ROWS6(X, V, init) X(0, V, init) X(1, V, init) X(2, V, init) X(3, V, init) X(4, V, init) X(5, V, init)
-#define EMBER_GEMM_ROWS8(X, V, init) EMBER_GEMM_ROWS6(X, V, init) X(6, V, init) X(7, V, init)
-#define EMBER_GEMM_ROWS12(X, V, init) \
-  EMBER_GEMM_ROWS8(X, V, init) X(8, V, init) X(9, V, init) X(10, V, init) X(11, V, init)
-#define EMBER_GEMM_ZERO(i, V, init) V c##i##_0 = init, c##i##_1 = init;
-#define EMBER_GEMM_PAIR(i, V, init) {c##i##_0, c##i##_1},
-
-// v = clamp(v + row bias + column bias): the scalar form of the vector
-// epilogues below, operation for operation (so every tile rounds alike).
-inline float epilogue(float v, const TileEpilogue& e, int64_t i, int64_t j) {
-  if (e.row_bias != nullptr) v += e.row_bias[i];
-  if (e.col_bias != nullptr) v += e.col_bias[j];
-  if (e.clamp) {
-    v = e.lo > v ? e.lo : v;  // _mm*_max_ps(lo, v)
-    v = e.hi < v ? e.hi : v;  // _mm*_min_ps(hi, v)
-  }
-  return v;
-}
-
-// Writes the valid mv x nv part of a row-major mr x nr tile to C.
-inline void store_tile(const float* t, int64_t nr, float* c, int64_t rs, int64_t cs, bool accumulate,
-                       int64_t mv, int64_t nv, const TileEpilogue* e) {
-  if (e != nullptr) {
-    for (int64_t i = 0; i < mv; ++i) {
-      for (int64_t j = 0; j < nv; ++j) {
-        float& cij = c[i * rs + j * cs];
-        cij = epilogue(accumulate ? t[i * nr + j] + cij : t[i * nr + j], *e, i, j);
-      }
-    }
-    return;
-  }
-  for (int64_t i = 0; i < mv; ++i) {
-    float* ci = c + i * rs;
-    const float* ti = t + i * nr;
-    if (accumulate) {
-      for (int64_t j = 0; j < nv; ++j) ci[j * cs] += ti[j];
-    } else {
-      for (int64_t j = 0; j < nv; ++j) ci[j * cs] = ti[j];
-    }
-  }
-}
 
 // --- portable 8x8 (GCC/Clang vector extensions: SSE on x86, NEON on ARM) ----
 
@@ -160,34 +107,6 @@ void ukernel_8x8_portable(int64_t kc, const float* __restrict a, const float* __
 }
 
 #if RT_GEMM_X86
-// The epilogue on row i of a full tile (two vectors), as epilogue() does it.
-#define EMBER_GEMM_EPILOGUE(V, add, set1, loadu, max, min, width)                                  \
-  if (e.row_bias != nullptr) {                                                                     \
-    const V r = set1(e.row_bias[i]);                                                               \
-    row[0] = add(row[0], r);                                                                       \
-    row[1] = add(row[1], r);                                                                       \
-  }                                                                                                \
-  if (e.col_bias != nullptr) {                                                                     \
-    row[0] = add(row[0], loadu(e.col_bias));                                                       \
-    row[1] = add(row[1], loadu(e.col_bias + width));                                               \
-  }                                                                                                \
-  if (e.clamp) {                                                                                   \
-    const V lo = set1(e.lo), hi = set1(e.hi);                                                      \
-    row[0] = min(hi, max(lo, row[0]));                                                             \
-    row[1] = min(hi, max(lo, row[1]));                                                             \
-  }
-
-__attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m256* row, const TileEpilogue& e,
-                                                                              int i) {
-  EMBER_GEMM_EPILOGUE(__m256, _mm256_add_ps, _mm256_set1_ps, _mm256_loadu_ps, _mm256_max_ps, _mm256_min_ps, 8)
-}
-
-__attribute__((target("avx512f"), always_inline)) inline void epilogue_avx512(__m512* row, const TileEpilogue& e,
-                                                                               int i) {
-  EMBER_GEMM_EPILOGUE(__m512, _mm512_add_ps, _mm512_set1_ps, _mm512_loadu_ps, _mm512_max_ps, _mm512_min_ps, 16)
-}
-#undef EMBER_GEMM_EPILOGUE
-
 // --- AVX2 + FMA 6x16: 12 accumulators, 2 B vectors, 1 broadcast --------------
 __attribute__((target("avx2,fma"))) void ukernel_6x16_avx2(int64_t kc, const float* __restrict a,
                                                             const float* __restrict b, float* c,
@@ -251,25 +170,7 @@ __attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const f
     b += 32;
   }
   __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_PAIR, , )};
-  if (mv == 12 && nv == 32 && cs == 1) {
-    for (int i = 0; i < 12; ++i) {
-      float* ci = c + i * rs;
-      if (accumulate) {
-        acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(ci));
-        acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(ci + 16));
-      }
-      if (e != nullptr) epilogue_avx512(acc[i], *e, i);
-      _mm512_storeu_ps(ci, acc[i][0]);
-      _mm512_storeu_ps(ci + 16, acc[i][1]);
-    }
-    return;
-  }
-  alignas(kAlign) float t[12 * 32];
-  for (int i = 0; i < 12; ++i) {
-    _mm512_store_ps(t + i * 32, acc[i][0]);
-    _mm512_store_ps(t + i * 32 + 16, acc[i][1]);
-  }
-  store_tile(t, 32, c, rs, cs, accumulate, mv, nv, e);
+  store_12x32_avx512(acc, c, rs, cs, accumulate, mv, nv, e);
 }
 #endif  // RT_GEMM_X86
 
@@ -278,6 +179,8 @@ constexpr UkernelInfo kPortable{8, 8, 128, &ukernel_8x8_portable, "portable 8x8"
 constexpr UkernelInfo kAvx2{6, 16, 120, &ukernel_6x16_avx2, "avx2 6x16", GemmIsa::Avx2};
 constexpr UkernelInfo kAvx512{12, 32, 144, &ukernel_12x32_avx512, "avx512 12x32", GemmIsa::Avx512};
 #endif
+// Runs only products with a bf16-packed operand (where detail::bf16_supported()).
+constexpr UkernelInfo kBf16{12, 32, 144, &detail::ukernel_12x32_bf16, "avx512-bf16 12x32", GemmIsa::Avx512, true};
 
 bool isa_supported(GemmIsa isa) {
   switch (isa) {
@@ -325,11 +228,14 @@ const UkernelInfo& kernel() {
 }
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+// The 32-bit slots a depth of k takes in u's packed panels, per row or column.
+int64_t slots(const UkernelInfo& u, int64_t k) { return u.bf16 ? (k + 1) / 2 : k; }
 size_t floats_bytes(int64_t n) { return static_cast<size_t>(round_up(n * 4, kAlign)); }
 
 // Packs rows [0, mc) x depth [0, kc) of A into MR-tall panels: panel r holds, for
 // each p, the MR values A[r*MR + i, p] (zero past mc).
 void pack_a(const UkernelInfo& u, int64_t mc, int64_t kc, MatrixRef<const float> a, float* dst) {
+  if (u.bf16) return detail::pack_a_bf16(u.mr, mc, kc, a, dst);
   const int64_t mr = u.mr;
   for (int64_t r = 0; r < mc; r += mr) {
     const int64_t rows = std::min(mr, mc - r);
@@ -363,6 +269,7 @@ void copy_rows(int64_t rows, const float* src, int64_t rs, float* dst) {
 // columns in all) of the kc x nc block of B: for each p, NR values B[p, j].
 void pack_b_panel(const UkernelInfo& u, int64_t panel, int64_t nc, int64_t kc, MatrixRef<const float> b,
                   float* dst) {
+  if (u.bf16) return detail::pack_b_panel_bf16(u.nr, panel, nc, kc, b, dst);
   const int64_t nr = u.nr;
   const int64_t j0 = panel * nr;
   const int64_t cols = std::min(nr, nc - j0);
@@ -471,7 +378,7 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
       const bool acc = pr.accumulate || pc > 0;
       const float* bblock_packed = bpack;
       if (pr.b_packed != nullptr) {
-        bblock_packed = pr.b_packed + pc * n_pad + jc * kc;
+        bblock_packed = pr.b_packed + slots(u, pc) * n_pad + jc * slots(u, kc);
       } else {
         const MatrixRef<const float> bblock{b.data + pc * b.rs + jc * b.cs, b.rs, b.cs};
         for (int64_t jp = 0; jp < n_panels; ++jp) pack_b_panel(u, jp, nc, kc, bblock, bpack);
@@ -480,14 +387,14 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
         const int64_t mc = std::min(s.mc, m1 - ic);
         const float* ablock = apack;
         if (pr.a_packed != nullptr) {
-          ablock = pr.a_packed + pc * m_pad + ic * kc;
+          ablock = pr.a_packed + slots(u, pc) * m_pad + ic * slots(u, kc);
         } else {
           pack_a(u, mc, kc, MatrixRef<const float>{a.data + ic * a.rs + pc * a.cs, a.rs, a.cs}, apack);
         }
         auto micro = [&](int64_t jp, int64_t ir) {
           const int64_t jr = jp * u.nr;
           TileEpilogue te;
-          u.fn(kc, ablock + ir * kc, bblock_packed + jp * u.nr * kc,
+          u.fn(kc, ablock + ir * slots(u, kc), bblock_packed + jp * u.nr * slots(u, kc),
                pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs, pr.c.cs, acc,
                std::min(u.mr, mc - ir), std::min(u.nr, nc - jr), tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te));
         };
@@ -528,8 +435,13 @@ bool sgemm_direct(const UkernelInfo& u, int64_t m, int64_t n, int64_t k, MatrixR
 
 size_t sgemm_workspace(int64_t m, int64_t n, int64_t k, int threads) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
-  const Plan s = plan_for(kernel(), m, n, k, threads_for(m, n, k, std::max(1, threads)));
-  return kAlign + static_cast<size_t>(s.threads) * s.slot_bytes;
+  size_t bytes = 0;
+  for (const UkernelInfo* u : {&kernel(), detail::bf16_supported() ? &kBf16 : nullptr}) {  // either may run
+    if (u == nullptr) continue;
+    const Plan s = plan_for(*u, m, n, k, threads_for(m, n, k, std::max(1, threads)));
+    bytes = std::max(bytes, kAlign + static_cast<size_t>(s.threads) * s.slot_bytes);
+  }
+  return bytes;
 }
 
 namespace {
@@ -578,24 +490,31 @@ void sgemm_empty_depth(int64_t m, int64_t n, MatrixRef<float> c, bool accumulate
 
 // The packed data of `op` when it fits an operand of `outer` x k for kernel u, else null.
 const float* packed_data(const PackedOperand* op, bool is_a, int64_t outer, int64_t k, const UkernelInfo& u) {
-  if (op == nullptr || op->is_a != is_a || op->isa != u.isa || op->outer != outer || op->k != k ||
+  if (op == nullptr || op->is_a != is_a || op->isa != u.isa || op->bf16 != u.bf16 || op->outer != outer || op->k != k ||
       op->panel != (is_a ? u.mr : u.nr) || op->kc != std::min(k, kKC)) {
     return nullptr;
   }
   return op->data.data();
 }
 
-PackedOperand pack_operand(bool is_a, int64_t outer, int64_t k, MatrixRef<const float> src) {
-  const UkernelInfo& u = kernel();
+// The bf16 family where an operand comes packed as bf16 (and the CPU has it), else the kernel in use.
+const UkernelInfo& kernel_for(const PackedOperand* a, const PackedOperand* b) {
+  const bool bf16 = (a != nullptr && a->bf16) || (b != nullptr && b->bf16);
+  return bf16 && detail::bf16_supported() ? kBf16 : kernel();
+}
+
+PackedOperand pack_operand(bool is_a, int64_t outer, int64_t k, MatrixRef<const float> src, bool bf16) {
+  const UkernelInfo& u = bf16 ? kBf16 : kernel();
   PackedOperand p;
   p.isa = u.isa;
+  p.bf16 = u.bf16;
   p.is_a = is_a;
   p.outer = std::max<int64_t>(outer, 0);
   p.k = std::max<int64_t>(k, 0);
   p.panel = is_a ? u.mr : u.nr;
   p.kc = std::min(p.k, kKC);
   const int64_t pad = round_up(p.outer, p.panel);
-  p.data.assign(static_cast<size_t>(pad * p.k), 0.0f);
+  p.data.assign(static_cast<size_t>(pad * slots(u, p.k)), 0.0f);
   float* dst = p.data.data();
   for (int64_t pc = 0; pc < p.k; pc += kKC) {
     const int64_t kc = std::min(kKC, p.k - pc);
@@ -605,7 +524,7 @@ PackedOperand pack_operand(bool is_a, int64_t outer, int64_t k, MatrixRef<const 
       const MatrixRef<const float> block{src.data + pc * src.rs, src.rs, src.cs};
       for (int64_t jp = 0; jp < pad / p.panel; ++jp) pack_b_panel(u, jp, p.outer, kc, block, dst);
     }
-    dst += pad * kc;
+    dst += pad * slots(u, kc);
   }
   return p;
 }
@@ -625,9 +544,9 @@ bool sgemm_packed(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b,
     sgemm_empty_depth(m, n, c, accumulate, nullptr);
     return true;
   }
-  const UkernelInfo& u = kernel();
   if (a.m.data == nullptr || b.m.data == nullptr) return false;
-  if (sgemm_direct(u, m, n, k, a.m, b.m, c, accumulate, threads)) return true;
+  if (sgemm_direct(kernel(), m, n, k, a.m, b.m, c, accumulate, threads)) return true;
+  const UkernelInfo& u = kernel_for(a.packed, b.packed);
   const Product pr{m, n, k, a.m, b.m, packed_data(a.packed, true, m, k, u), packed_data(b.packed, false, n, k, u),
                    c, accumulate, nullptr};
   return sgemm_blocked(u, pr, workspace, workspace_bytes, threads);
@@ -640,7 +559,7 @@ bool sgemm_fused(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, 
     sgemm_empty_depth(m, n, c, false, &epilogue);
     return true;
   }
-  const UkernelInfo& u = kernel();
+  const UkernelInfo& u = kernel_for(a.packed, b.packed);
   const Product pr{m, n, k, a.m, b.m, packed_data(a.packed, true, m, k, u), packed_data(b.packed, false, n, k, u),
                    c, false, &epilogue};
   if ((pr.a_packed == nullptr && a.m.data == nullptr) || (pr.b_packed == nullptr && b.m.data == nullptr)) return false;
@@ -657,16 +576,25 @@ bool sgemm_linear(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b,
   return sgemm_fused(m, n, k, a, b, c, epilogue, workspace, workspace_bytes, threads);
 }
 
-size_t sgemm_packed_bytes(bool is_a, int64_t outer, int64_t k) {
-  const UkernelInfo& u = kernel();
-  return static_cast<size_t>(round_up(std::max<int64_t>(outer, 0), is_a ? u.mr : u.nr) * std::max<int64_t>(k, 0)) *
+size_t sgemm_packed_bytes(bool is_a, int64_t outer, int64_t k, bool bf16) {
+  const UkernelInfo& u = bf16 ? kBf16 : kernel();
+  return static_cast<size_t>(round_up(std::max<int64_t>(outer, 0), is_a ? u.mr : u.nr) *
+                             slots(u, std::max<int64_t>(k, 0))) *
          sizeof(float);
 }
 
-PackedOperand sgemm_pack_a(int64_t m, int64_t k, MatrixRef<const float> a) { return pack_operand(true, m, k, a); }
-PackedOperand sgemm_pack_b(int64_t k, int64_t n, MatrixRef<const float> b) { return pack_operand(false, n, k, b); }
+PackedOperand sgemm_pack_a(int64_t m, int64_t k, MatrixRef<const float> a, bool bf16) {
+  return pack_operand(true, m, k, a, bf16 && detail::bf16_supported());
+}
+PackedOperand sgemm_pack_b(int64_t k, int64_t n, MatrixRef<const float> b, bool bf16) {
+  return pack_operand(false, n, k, b, bf16 && detail::bf16_supported());
+}
 
-bool sgemm_packed_current(const PackedOperand& p) { return p.isa == kernel().isa; }
+bool sgemm_packed_current(const PackedOperand& p) {
+  return p.bf16 ? detail::bf16_supported() : p.isa == kernel().isa;
+}
+
+bool sgemm_bf16_supported() { return detail::bf16_supported(); }
 
 bool sgemm_isa_supported(GemmIsa isa) { return isa_supported(isa); }
 

@@ -57,17 +57,25 @@ struct PackedOperand {
   bool is_a = true;          // A panels (else B panels)
   int64_t outer = 0, k = 0;  // rows of A (columns of B); depth
   int64_t panel = 0, kc = 0; // MR (NR); K block
+  bool bf16 = false;         // bfloat16 pairs along K (two per float slot): the bf16 kernel reads it
   std::vector<float> data;
   size_t bytes() const { return data.size() * sizeof(float); }
 };
 
-// Packs A (m x k) / B (k x n), any strides, for the kernel in use.
-PackedOperand sgemm_pack_a(int64_t m, int64_t k, MatrixRef<const float> a);
-PackedOperand sgemm_pack_b(int64_t k, int64_t n, MatrixRef<const float> b);
+// Packs A (m x k) / B (k x n), any strides, for the kernel in use. With
+// `bf16` (where sgemm_bf16_supported()) the values are rounded to bfloat16
+// (to nearest even; denormals to zero) for the bf16 kernel (AVX-512 BF16):
+// a product with a bf16-packed operand rounds the other operand to bf16 as it
+// packs it and accumulates in float32 (its few-row paths, which do not pack,
+// stay float32).
+PackedOperand sgemm_pack_a(int64_t m, int64_t k, MatrixRef<const float> a, bool bf16 = false);
+PackedOperand sgemm_pack_b(int64_t k, int64_t n, MatrixRef<const float> b, bool bf16 = false);
 // The bytes sgemm_pack_a(outer, k) (is_a) or sgemm_pack_b(k, outer) hold.
-size_t sgemm_packed_bytes(bool is_a, int64_t outer, int64_t k);
-// Whether `p` was packed for the kernel in use.
+size_t sgemm_packed_bytes(bool is_a, int64_t outer, int64_t k, bool bf16 = false);
+// Whether `p` was packed for the kernel in use (a bf16 one: the CPU runs the bf16 kernel).
 bool sgemm_packed_current(const PackedOperand& p);
+// Whether this CPU has the bf16 kernel (AVX-512 F, BW and BF16).
+bool sgemm_bf16_supported();
 
 // A GEMM operand: the matrix, and optionally its packed copy (read instead).
 struct GemmOperand {

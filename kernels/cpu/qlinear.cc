@@ -75,7 +75,8 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_gemm(OpKind op, const Weig
   const int64_t rows = w.weight.sizes[0], depth = w.weight.numel() / std::max<int64_t>(rows, 1);
   auto p = std::make_shared<CpuPackedWeight>();
   const Conv2dParams& c = w.conv;
-  const bool winograd = conv && w.weight.sizes[2] == 3 && w.weight.sizes[3] == 3 && c.groups == 1 &&
+  const bool bf16 = w.bf16 && sgemm_bf16_supported();
+  const bool winograd = !bf16 && conv && w.weight.sizes[2] == 3 && w.weight.sizes[3] == 3 && c.groups == 1 &&
                         c.stride[0] == 1 && c.stride[1] == 1 && c.dilation[0] == 1 && c.dilation[1] == 1 &&
                         w.out_h > 0 && w.out_w > 0 &&
                         winograd_profitable(w.weight.sizes[1], rows, 1, w.out_h, w.out_w, /*pretransformed=*/true);
@@ -85,6 +86,7 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_gemm(OpKind op, const Weig
   p->depth = winograd ? w.weight.sizes[1] : depth;
   p->rs = p->layout == Layout::LinearB ? 1 : depth;  // B = weight^T [K, N] (else weight [K, N])
   p->cs = p->layout == Layout::LinearB ? depth : 1;
+  p->bf16 = bf16;
   p->release_source = w.release_source;
   p->source = w.weight.data;
   p->shape.assign(w.weight.sizes, w.weight.sizes + w.weight.rank);
@@ -99,9 +101,9 @@ void CpuPackedWeight::pack() const {
   const auto* data = static_cast<const float*>(source);
   switch (layout) {
     case Layout::Winograd: winograd_u_ = winograd_pack_weight(data, rows, depth, get_num_threads()); break;
-    case Layout::ConvA: packed_ = sgemm_pack_a(rows, depth, MatrixRef<const float>{data, depth, 1}); break;
-    case Layout::LinearB: packed_ = sgemm_pack_b(depth, rows, MatrixRef<const float>{data, rs, cs}); break;
-    case Layout::MatMulB: packed_ = sgemm_pack_b(rows, depth, MatrixRef<const float>{data, rs, cs}); break;
+    case Layout::ConvA: packed_ = sgemm_pack_a(rows, depth, MatrixRef<const float>{data, depth, 1}, bf16); break;
+    case Layout::LinearB: packed_ = sgemm_pack_b(depth, rows, MatrixRef<const float>{data, rs, cs}, bf16); break;
+    case Layout::MatMulB: packed_ = sgemm_pack_b(rows, depth, MatrixRef<const float>{data, rs, cs}, bf16); break;
   }
   if (release_source) release_source();
 }
@@ -121,9 +123,9 @@ const PackedOperand* CpuPackedWeight::winograd() const {
 size_t CpuPackedWeight::bytes() const {
   switch (layout) {
     case Layout::Winograd: return static_cast<size_t>(kWinogradFreqs) * sgemm_packed_bytes(true, rows, depth);
-    case Layout::ConvA: return sgemm_packed_bytes(true, rows, depth);
-    case Layout::LinearB: return sgemm_packed_bytes(false, rows, depth);
-    case Layout::MatMulB: return sgemm_packed_bytes(false, depth, rows);
+    case Layout::ConvA: return sgemm_packed_bytes(true, rows, depth, bf16);
+    case Layout::LinearB: return sgemm_packed_bytes(false, rows, depth, bf16);
+    case Layout::MatMulB: return sgemm_packed_bytes(false, depth, rows, bf16);
   }
   return 0;
 }

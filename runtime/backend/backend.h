@@ -93,6 +93,9 @@ struct WeightDesc {
   // if it packs later than prepare_weight: the owner may drop the weight's
   // pages then. Null: nothing to call.
   std::function<void()> release_source;
+  // Float32 GEMM weights (Conv2d, Linear, MatMul) packed as bfloat16 for a
+  // bf16 kernel (Precision::BFloat16 on the CPU); ignored where none runs.
+  bool bf16 = false;
 };
 
 class Backend {

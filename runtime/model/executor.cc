@@ -75,9 +75,15 @@ Status check_device(const ExecutorOptions& options, std::string* error) {
 }
 
 Status check_options(const ExecutorOptions& options, std::string* error) {
-  if (options.device == DeviceType::CPU && options.precision != Precision::Float32)
-    return report_error(error, Status::InvalidArgument, "fp16/bf16 precision needs a device (vulkan, cuda); the CPU executor "
-                        "runs float32 (convert with --weights fp16 for float16 weights)");
+  if (options.device == DeviceType::CPU && options.precision == Precision::Float16)
+    return report_error(error, Status::InvalidArgument, "fp16 precision needs a device (vulkan, cuda); the CPU executor "
+                        "runs float32 or bf16 (convert with --weights fp16 for float16 weights)");
+  if (options.device == DeviceType::CPU && options.precision == Precision::BFloat16) {
+    Result<Backend::DeviceInfo> cpu = get_backend(DeviceType::CPU)->open();
+    if (!cpu.ok() || !cpu->bfloat16)
+      return report_error(error, Status::UnsupportedHardware, "bf16 precision on the cpu needs AVX-512 BF16 "
+                          "(avx512_bf16), which this CPU lacks");
+  }
   if (options.device != DeviceType::CPU) RT_RETURN_IF_ERROR(check_device(options, error));
   if (!options.adapters.empty() && options.device != DeviceType::CPU)
     return report_error(error, Status::NotSupported, "LoRA adapters run on the cpu executor, not ",
@@ -271,7 +277,8 @@ Result<std::shared_ptr<const Executor>> Executor::create_graph(
   RT_RETURN_IF_ERROR(prepare_sparse(m, ex->ops_, ex->tensors_, error));
   upcast_fp16_weights(m, ex->tensors_);
   RT_RETURN_IF_ERROR(prepare_quantized(m, ex->ops_, error));
-  if (options.device == DeviceType::CPU) RT_RETURN_IF_ERROR(prepare_packed(m, ex->ops_, ex->tensors_, error));
+  if (options.device == DeviceType::CPU)
+    RT_RETURN_IF_ERROR(prepare_packed(m, ex->ops_, ex->tensors_, options.precision == Precision::BFloat16, error));
   RT_RETURN_IF_ERROR(check_adapters(m, ex->ops_, options.adapters, error));
   ex->options_ = options;
   if (options.device != DeviceType::CPU) {
@@ -353,7 +360,7 @@ class Run {
         ops_(ops),
         tensors_(tensors),
         on_cpu_(options.device == DeviceType::CPU),
-        low_(device_float_dtype(options.precision)),
+        low_(on_cpu_ ? DType::Float32 : device_float_dtype(options.precision)),
         device_(storage_device(Device(options.device))),
         backend_(on_cpu_ ? nullptr : get_backend(options.device)),
         values_(static_cast<size_t>(m.num_tensors())),

@@ -295,7 +295,7 @@ Tensor gemm_weight(const Model& m, int k, const OpState& op, const std::vector<T
 
 }  // namespace
 
-Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vector<TensorState>& tensors,
+Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vector<TensorState>& tensors, bool bf16,
                       std::string* error) {
   Backend* cpu = get_backend(DeviceType::CPU);
   // By weight data and op kind (the layout): a weight several ops read is packed once.
@@ -320,6 +320,7 @@ Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vect
       // Packed at its first use; then the packed copy is what runs. The
       // model outlives the executor's prepared weights.
       desc.release_source = [&m, w] { m.release(w); };
+      desc.bf16 = bf16;
       Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(op.kind, desc);
       if (!r.ok())
         return report_error(error, r.status(), "operator ", k, " ", op_ref(m, k), ": packing the weight failed: ",

@@ -329,3 +329,41 @@ TEST_CASE("packed weights of a mapped file: at the first run the originals' page
   check_equal(run_ok(ctx, {in.narrow(0, 0, 3)})[0], linear(in.narrow(0, 0, 3), w, b));  // the unpacked path
   std::remove(path.c_str());
 }
+
+TEST_CASE("bf16 precision on the cpu: Conv2d / Linear weights packed as bf16, products of bf16-rounded operands") {
+  manual_seed(6);
+  const Tensor w = randn({24, 8, 3, 3}), b = randn({24}), fw = randn({40, 96}), fb = randn({40});
+  Graph g;
+  const int x = g.input("x", {1, 8, 10, 10}), v = g.input("v", {70, 96});
+  const int y = g.act("y", {1, 24, 8, 8}), z = g.act("z", {70, 40});
+  g.op(OpKind::Conv2d, {x, g.weight("w", w), g.weight("b", b)}, {y}, "conv", Conv2dParams{});
+  g.op(OpKind::Linear, {v, g.weight("fw", fw), g.weight("fb", fb)}, {z}, "fc", LinearParams{});
+  g.output(y);
+  g.output(z);
+  ExecutorOptions options;
+  options.precision = Precision::BFloat16;
+  std::string error;
+  Result<std::shared_ptr<const Executor>> ex = g.create(options, &error);
+  if (!cpu::sgemm_bf16_supported()) {
+    REQUIRE(!ex.ok());
+    CHECK(ex.status() == Status::UnsupportedHardware);
+    CHECK(error == "bf16 precision on the cpu needs AVX-512 BF16 (avx512_bf16), which this CPU lacks");
+    return;
+  }
+  REQUIRE_MESSAGE(ex.ok(), error);
+  // Half the float32 panels: two bf16 values per slot (no Winograd U for the 3x3).
+  CHECK(ex.get()->prepared_bytes() ==
+        cpu::sgemm_packed_bytes(true, 24, 72, true) + cpu::sgemm_packed_bytes(false, 40, 96, true));
+  const Tensor in_x = randn({1, 8, 10, 10}), in_v = randn({70, 96});
+  ExecutionContext ctx(ex.get());
+  const std::vector<Tensor> out = run_ok(ctx, {in_x, in_v});
+  // The float64 results of the bf16-rounded operands (biases float32), to float32 sums' error.
+  auto rounded = [](const Tensor& t) { return t.to(DType::BFloat16).to(DType::Float64); };
+  const Tensor conv_ref = conv2d(rounded(in_x), rounded(w), b.to(DType::Float64), {1, 1}, {0, 0}, {1, 1}, 1);
+  const Tensor fc_ref = linear(rounded(in_v), rounded(fw), fb.to(DType::Float64));
+  check_close(out[0].to(DType::Float64), conv_ref, 1e-5, 1e-5);
+  check_close(out[1].to(DType::Float64), fc_ref, 1e-5, 1e-5);
+  // Not the float32 results: those differ from these by bf16's rounding.
+  const Tensor fc32 = linear(in_v, fw, fb);
+  CHECK((out[1] - fc32).abs().max().item<float>() > 1e-3f);
+}

@@ -257,7 +257,7 @@ TEST_CASE("fp16 precision: float values are float16 on the device, outputs come 
   Result<std::shared_ptr<const Executor>> bad = fill_model().create(cpu16, &error);
   REQUIRE(!bad.ok());
   CHECK(bad.status() == Status::InvalidArgument);
-  CHECK(error.find("fp16/bf16 precision needs a device (vulkan, cuda)") == 0);
+  CHECK(error.find("fp16 precision needs a device (vulkan, cuda)") == 0);
 }
 
 TEST_CASE("fp16 with a fallback node: inputs and device values convert at the boundary") {

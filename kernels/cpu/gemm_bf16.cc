@@ -1,0 +1,158 @@
+// The bfloat16 GEMM family (gemm_tile.h): bf16 operands, float32 accumulators,
+// for products whose constant operand was packed as bf16
+// (sgemm_pack_a / sgemm_pack_b with bf16: Precision::BFloat16 on the CPU).
+// The micro-kernel is the AVX-512 12x32 one with VDPBF16PS (two products of
+// a K pair per float32 lane) in place of the FMA, and the same stores and
+// epilogue. Rounding to bf16 is to nearest even; zeros and denormals become
+// signed zeros and NaNs stay NaN, as VCVTNEPS2BF16 does (the vector packers
+// use it, the scalar ones follow it bit for bit).
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/gemm_tile.h"
+
+namespace ember::cpu::detail {
+namespace {
+
+// float32 -> bfloat16 bits, as VCVTNEPS2BF16 rounds.
+uint32_t bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  if ((u & 0x7f800000u) == 0) return (u >> 16) & 0x8000u;                   // zero, denormal: signed zero
+  if ((u & 0x7fffffffu) > 0x7f800000u) return ((u >> 16) | 0x40u) & 0xffffu;  // NaN: quiet
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+// The slot of a K pair (x0 at 2q, x1 at 2q + 1) as a float's bits.
+float pair_slot(float x0, float x1) {
+  const uint32_t v = bf16_bits(x0) | (bf16_bits(x1) << 16);
+  float f;
+  std::memcpy(&f, &v, sizeof(f));
+  return f;
+}
+
+#if RT_GEMM_X86
+#define EMBER_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+
+// 16 slots of consecutive pairs x[0..32) (n values valid, zeros past them).
+EMBER_BF16_TARGET inline __m512i row_pairs(const float* x, int64_t n) {
+  const __mmask16 m0 = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << std::max<int64_t>(n, 0)) - 1);
+  const __mmask16 m1 = static_cast<__mmask16>(n >= 32 ? 0xffff : n <= 16 ? 0 : (1u << (n - 16)) - 1);
+  const __m512 lo = _mm512_maskz_loadu_ps(m0, x), hi = _mm512_maskz_loadu_ps(m1, x + 16);
+  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);  // lo's 16 values in the low half
+}
+
+// 16 slots pairing the 16 values of r0 with those of r1 (r1 null: zeros).
+EMBER_BF16_TARGET inline __m512i interleave_pairs(const float* r0, const float* r1) {
+  const __m512 x0 = _mm512_loadu_ps(r0), x1 = r1 != nullptr ? _mm512_loadu_ps(r1) : _mm512_setzero_ps();
+  const __m512i both = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);  // x0 low, x1 high
+  // word 2j: x0[j] (word j of both), word 2j + 1: x1[j] (word 16 + j)
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,  //
+                                       23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(idx, both);
+}
+
+// Row i of a packed A panel from a unit-stride row: 32 values at a time.
+EMBER_BF16_TARGET void pack_a_row(const float* row, int64_t kc, int64_t mr, int64_t i, float* dst) {
+  const int64_t pairs = (kc + 1) / 2;
+  alignas(kGemmAlign) float slots[16];
+  for (int64_t q0 = 0; q0 < pairs; q0 += 16) {
+    _mm512_store_si512(slots, row_pairs(row + 2 * q0, kc - 2 * q0));
+    for (int64_t t = 0; t < std::min<int64_t>(16, pairs - q0); ++t) dst[(q0 + t) * mr + i] = slots[t];
+  }
+}
+
+// A full panel of B with unit-stride rows (nr a multiple of 16).
+EMBER_BF16_TARGET void pack_b_rows(int64_t nr, int64_t kc, const float* src, int64_t rs, float* dst) {
+  for (int64_t q = 0; q < (kc + 1) / 2; ++q) {
+    const float* r0 = src + 2 * q * rs;
+    const float* r1 = 2 * q + 1 < kc ? r0 + rs : nullptr;
+    for (int64_t h = 0; h < nr; h += 16) {
+      _mm512_storeu_si512(dst + q * nr + h, interleave_pairs(r0 + h, r1 != nullptr ? r1 + h : nullptr));
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+#if RT_GEMM_X86
+bool bf16_supported() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512bf16");
+  return ok;
+}
+
+EMBER_BF16_TARGET void ukernel_12x32_bf16(int64_t kc, const float* __restrict a, const float* __restrict b, float* c,
+                                          int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv,
+                                          const TileEpilogue* e) {
+  EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO, __m512, _mm512_setzero_ps())
+  const int64_t pairs = (kc + 1) / 2;
+#pragma GCC unroll 2
+  for (int64_t q = 0; q < pairs; ++q) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_ps(b);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_ps(b + 16);
+#define EMBER_GEMM_STEP(i, V, unused)                                           \
+  {                                                                             \
+    const __m512bh ai = (__m512bh)_mm512_set1_ps(a[i]);       \
+    c##i##_0 = _mm512_dpbf16_ps(c##i##_0, ai, b0);                              \
+    c##i##_1 = _mm512_dpbf16_ps(c##i##_1, ai, b1);                              \
+  }
+    EMBER_GEMM_ROWS12(EMBER_GEMM_STEP, , )
+#undef EMBER_GEMM_STEP
+    a += 12;
+    b += 32;
+  }
+  __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_PAIR, , )};
+  store_12x32_avx512(acc, c, rs, cs, accumulate, mv, nv, e);
+}
+#else
+bool bf16_supported() { return false; }
+void ukernel_12x32_bf16(int64_t, const float*, const float*, float*, int64_t, int64_t, bool, int64_t, int64_t,
+                        const TileEpilogue*) {}
+#endif
+
+void pack_a_bf16(int64_t mr, int64_t mc, int64_t kc, MatrixRef<const float> a, float* dst) {
+  const int64_t pairs = (kc + 1) / 2;
+  for (int64_t r = 0; r < mc; r += mr) {
+    const int64_t rows = std::min(mr, mc - r);
+    for (int64_t i = 0; i < mr; ++i) {
+      if (i >= rows) {
+        for (int64_t q = 0; q < pairs; ++q) dst[q * mr + i] = 0.0f;
+        continue;
+      }
+      const float* row = a.data + (r + i) * a.rs;
+#if RT_GEMM_X86
+      if (a.cs == 1) {
+        pack_a_row(row, kc, mr, i, dst);
+        continue;
+      }
+#endif
+      for (int64_t q = 0; q < pairs; ++q) {
+        const int64_t p = 2 * q;
+        dst[q * mr + i] = pair_slot(row[p * a.cs], p + 1 < kc ? row[(p + 1) * a.cs] : 0.0f);
+      }
+    }
+    dst += mr * pairs;
+  }
+}
+
+void pack_b_panel_bf16(int64_t nr, int64_t panel, int64_t nc, int64_t kc, MatrixRef<const float> b, float* dst) {
+  const int64_t pairs = (kc + 1) / 2;
+  const int64_t j0 = panel * nr;
+  const int64_t cols = std::min(nr, nc - j0);
+  dst += panel * nr * pairs;
+  const float* src = b.data + j0 * b.cs;
+#if RT_GEMM_X86
+  if (b.cs == 1 && cols == nr && nr % 16 == 0) return pack_b_rows(nr, kc, src, b.rs, dst);
+#endif
+  for (int64_t q = 0; q < pairs; ++q) {
+    const int64_t p = 2 * q;
+    float* d = dst + q * nr;
+    int64_t j = 0;
+    for (; j < cols; ++j) d[j] = pair_slot(src[p * b.rs + j * b.cs], p + 1 < kc ? src[(p + 1) * b.rs + j * b.cs] : 0.0f);
+    for (; j < nr; ++j) d[j] = 0.0f;
+  }
+}
+
+}  // namespace ember::cpu::detail

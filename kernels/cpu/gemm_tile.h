@@ -1,0 +1,149 @@
+// Internal to kernels/cpu's GEMM (gemm.cc, gemm_bf16.cc): the micro-tile's
+// epilogue and stores, which every micro-kernel family shares, and the
+// bfloat16 family (gemm_bf16.cc: AVX-512 BF16, 12x32, float32 accumulators).
+// A bf16 packed panel holds pairs along K: the 32-bit slot of row (column) i
+// at pair q is bf16(X[i, 2q]) in its low half and bf16(X[i, 2q + 1]) in its
+// high half (0 past K), so a K block of kc takes (kc + 1) / 2 slots per row
+// where float32 takes kc, in the same panel order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/gemm.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define RT_GEMM_X86 1
+#else
+#define RT_GEMM_X86 0
+#endif
+
+namespace ember::cpu::detail {
+
+constexpr size_t kGemmAlign = 64;
+
+// The micro-kernels keep their accumulators in named variables c<row>_<0|1>:
+// GCC keeps an accumulator array indexed in the k loop in memory and stores it
+// back on every step (three times slower on AVX2), even with the loop unrolled.
+#define EMBER_GEMM_ROWS6(X, V, init) X(0, V, init) X(1, V, init) X(2, V, init) X(3, V, init) X(4, V, init) X(5, V, init)
+#define EMBER_GEMM_ROWS8(X, V, init) EMBER_GEMM_ROWS6(X, V, init) X(6, V, init) X(7, V, init)
+#define EMBER_GEMM_ROWS12(X, V, init) \
+  EMBER_GEMM_ROWS8(X, V, init) X(8, V, init) X(9, V, init) X(10, V, init) X(11, V, init)
+#define EMBER_GEMM_ZERO(i, V, init) V c##i##_0 = init, c##i##_1 = init;
+#define EMBER_GEMM_PAIR(i, V, init) {c##i##_0, c##i##_1},
+
+// The epilogue of one micro-tile: GemmEpilogue's biases offset to the tile,
+// each applied only at the K block it belongs to (none: null, clamp false).
+struct TileEpilogue {
+  const float* row_bias;
+  const float* col_bias;
+  bool clamp;
+  float lo, hi;
+};
+
+using Ukernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
+                         bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+
+// v = clamp(v + row bias + column bias): the scalar form of the vector
+// epilogues below, operation for operation (so every tile rounds alike).
+inline float epilogue(float v, const TileEpilogue& e, int64_t i, int64_t j) {
+  if (e.row_bias != nullptr) v += e.row_bias[i];
+  if (e.col_bias != nullptr) v += e.col_bias[j];
+  if (e.clamp) {
+    v = e.lo > v ? e.lo : v;  // _mm*_max_ps(lo, v)
+    v = e.hi < v ? e.hi : v;  // _mm*_min_ps(hi, v)
+  }
+  return v;
+}
+
+// Writes the valid mv x nv part of a row-major mr x nr tile to C.
+inline void store_tile(const float* t, int64_t nr, float* c, int64_t rs, int64_t cs, bool accumulate,
+                       int64_t mv, int64_t nv, const TileEpilogue* e) {
+  if (e != nullptr) {
+    for (int64_t i = 0; i < mv; ++i) {
+      for (int64_t j = 0; j < nv; ++j) {
+        float& cij = c[i * rs + j * cs];
+        cij = epilogue(accumulate ? t[i * nr + j] + cij : t[i * nr + j], *e, i, j);
+      }
+    }
+    return;
+  }
+  for (int64_t i = 0; i < mv; ++i) {
+    float* ci = c + i * rs;
+    const float* ti = t + i * nr;
+    if (accumulate) {
+      for (int64_t j = 0; j < nv; ++j) ci[j * cs] += ti[j];
+    } else {
+      for (int64_t j = 0; j < nv; ++j) ci[j * cs] = ti[j];
+    }
+  }
+}
+
+#if RT_GEMM_X86
+// The epilogue on row i of a full tile (two vectors), as epilogue() does it.
+#define EMBER_GEMM_EPILOGUE(V, add, set1, loadu, max, min, width)                                  \
+  if (e.row_bias != nullptr) {                                                                     \
+    const V r = set1(e.row_bias[i]);                                                               \
+    row[0] = add(row[0], r);                                                                       \
+    row[1] = add(row[1], r);                                                                       \
+  }                                                                                                \
+  if (e.col_bias != nullptr) {                                                                     \
+    row[0] = add(row[0], loadu(e.col_bias));                                                       \
+    row[1] = add(row[1], loadu(e.col_bias + width));                                               \
+  }                                                                                                \
+  if (e.clamp) {                                                                                   \
+    const V lo = set1(e.lo), hi = set1(e.hi);                                                      \
+    row[0] = min(hi, max(lo, row[0]));                                                             \
+    row[1] = min(hi, max(lo, row[1]));                                                             \
+  }
+
+__attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m256* row, const TileEpilogue& e,
+                                                                              int i) {
+  EMBER_GEMM_EPILOGUE(__m256, _mm256_add_ps, _mm256_set1_ps, _mm256_loadu_ps, _mm256_max_ps, _mm256_min_ps, 8)
+}
+
+__attribute__((target("avx512f"), always_inline)) inline void epilogue_avx512(__m512* row, const TileEpilogue& e,
+                                                                               int i) {
+  EMBER_GEMM_EPILOGUE(__m512, _mm512_add_ps, _mm512_set1_ps, _mm512_loadu_ps, _mm512_max_ps, _mm512_min_ps, 16)
+}
+#undef EMBER_GEMM_EPILOGUE
+
+// Stores a 12x32 tile of accumulators (the AVX-512 kernels' tail): C (+)= acc
+// with the epilogue, the valid mv x nv part.
+__attribute__((target("avx512f"), always_inline)) inline void store_12x32_avx512(
+    __m512 (*acc)[2], float* c, int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv,
+    const TileEpilogue* e) {
+  if (mv == 12 && nv == 32 && cs == 1) {
+    for (int i = 0; i < 12; ++i) {
+      float* ci = c + i * rs;
+      if (accumulate) {
+        acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(ci));
+        acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(ci + 16));
+      }
+      if (e != nullptr) epilogue_avx512(acc[i], *e, i);
+      _mm512_storeu_ps(ci, acc[i][0]);
+      _mm512_storeu_ps(ci + 16, acc[i][1]);
+    }
+    return;
+  }
+  alignas(kGemmAlign) float t[12 * 32];
+  for (int i = 0; i < 12; ++i) {
+    _mm512_store_ps(t + i * 32, acc[i][0]);
+    _mm512_store_ps(t + i * 32 + 16, acc[i][1]);
+  }
+  store_tile(t, 32, c, rs, cs, accumulate, mv, nv, e);
+}
+#endif  // RT_GEMM_X86
+
+// Whether the CPU runs the bfloat16 family (AVX-512 F, BW and BF16).
+bool bf16_supported();
+// The bfloat16 micro-kernel, 12 x 32 (as Ukernel: kc is the depth in values,
+// a and b are bf16 panels). Only where bf16_supported().
+void ukernel_12x32_bf16(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
+                        bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+// pack_a / pack_b_panel of gemm.cc into bf16 panels (mr = 12, nr = 32).
+void pack_a_bf16(int64_t mr, int64_t mc, int64_t kc, MatrixRef<const float> a, float* dst);
+void pack_b_panel_bf16(int64_t nr, int64_t panel, int64_t nc, int64_t kc, MatrixRef<const float> b, float* dst);
+
+}  // namespace ember::cpu::detail
