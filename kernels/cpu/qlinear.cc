@@ -75,11 +75,12 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_gemm(OpKind op, const Weig
   const int64_t rows = w.weight.sizes[0], depth = w.weight.numel() / std::max<int64_t>(rows, 1);
   auto p = std::make_shared<CpuPackedWeight>();
   const Conv2dParams& c = w.conv;
-  const bool bf16 = w.bf16 && sgemm_bf16_supported();
-  const bool winograd = !bf16 && conv && w.weight.sizes[2] == 3 && w.weight.sizes[3] == 3 && c.groups == 1 &&
+  const bool winograd = conv && w.weight.sizes[2] == 3 && w.weight.sizes[3] == 3 && c.groups == 1 &&
                         c.stride[0] == 1 && c.stride[1] == 1 && c.dilation[0] == 1 && c.dilation[1] == 1 &&
                         w.out_h > 0 && w.out_w > 0 &&
                         winograd_profitable(w.weight.sizes[1], rows, 1, w.out_h, w.out_w, /*pretransformed=*/true);
+  // bf16 where the GEMM runs it: a Winograd weight stays float32 (measured faster than im2col in bf16).
+  const bool bf16 = w.bf16 && sgemm_bf16_supported() && !winograd;
   using Layout = CpuPackedWeight::Layout;
   p->layout = winograd ? Layout::Winograd : conv ? Layout::ConvA : op == OpKind::Linear ? Layout::LinearB : Layout::MatMulB;
   p->rows = rows;
