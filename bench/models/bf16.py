@@ -32,21 +32,14 @@ def torch_part(out, names):
     import torchvision
     sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "golden"))
     from model_zoo import BertEncoder, calibrate_bn
+    sys.path.insert(0, HERE)
+    from export_vision import Out
 
     def vision(ctor, seed):
         torch.manual_seed(seed)
         net = ctor()
         calibrate_bn(net, (2, 3, 224, 224))
         return net.eval(), (torch.randn(1, 3, 224, 224),), ["input"]
-
-    class Out(torch.nn.Module):
-        def __init__(self, net):
-            super().__init__()
-            self.net = net
-
-        def forward(self, x):
-            y = self.net(x)
-            return y["out"] if isinstance(y, dict) else y
 
     def bert(batch):
         torch.manual_seed(15)
