@@ -7,6 +7,7 @@
 #include "converter/convert.h"
 #include "converter/onnx_import.h"
 #include "converter/passes.h"
+#include "runtime/model/writer.h"
 #include "tests/harness/testing.h"
 
 namespace ember::converter {
@@ -190,6 +191,233 @@ TEST_CASE("Shape of a rank-0 value folds to an empty shape") {
   REQUIRE(g.is_constant(yid));
   CHECK(g.value(yid).constant.sizes() == Shape{0});
   CHECK(g.value(yid).constant.dtype() == DType::Int64);
+}
+
+}  // namespace
+}  // namespace ember::converter
+
+namespace ember::converter {
+namespace {
+
+// ---- one-node models with bad attributes (found by tools/fuzz.sh onnx) ----
+
+onnx::AttributeProto* add_attr(onnx::NodeProto* n, const std::string& name) {
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  return a;
+}
+
+void set_ints(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+  onnx::AttributeProto* a = add_attr(n, name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+void set_int(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  onnx::AttributeProto* a = add_attr(n, name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+void set_string(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+  onnx::AttributeProto* a = add_attr(n, name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+// A model of one node `op` named `name` reading the float input x of shape
+// `x_dims` (and then `inputs`), writing y (float, shape not declared). A
+// float initializer [1, 1, 1, 1] named "w" is there for a Conv to read.
+struct OneNodeModel {
+  onnx::ModelProto m;
+  onnx::NodeProto* n = nullptr;
+
+  OneNodeModel(const std::string& op, const std::string& name, const std::vector<int64_t>& x_dims,
+               const std::vector<std::string>& inputs = {}) {
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    onnx::GraphProto* g = m.mutable_graph();
+    onnx::ValueInfoProto* x = g->add_input();
+    x->set_name("x");
+    x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : x_dims) x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    onnx::TensorProto* w = g->add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    for (int k = 0; k < 4; ++k) w->add_dims(1);
+    w->add_float_data(1.0f);
+    n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    n->add_input("x");
+    for (const std::string& i : inputs) n->add_input(i);
+    n->add_output("y");
+    onnx::ValueInfoProto* out = g->add_output();
+    out->set_name("y");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+
+  // Whether libonnx's shape inference takes the model (it leaves out what would crash it).
+  bool inferred() const {
+    onnx::ModelProto copy = m;
+    return infer_shapes(copy);
+  }
+
+  // The first error of import, passes, lowering and serialization ("" if none).
+  std::string error() const {
+    auto g = import_onnx_bytes(m.SerializeAsString(), "bad.onnx");
+    if (!g.ok()) return g.diag().message;
+    auto passes = run_passes(*g);
+    if (!passes.ok()) return passes.diag().message;
+    auto def = lower(*g);
+    if (!def.ok()) return def.diag().message;
+    std::vector<std::byte> bytes;
+    std::string error;
+    if (serialize_model(*def, &bytes, &error) != Status::Ok) return error;
+    return "";
+  }
+};
+
+TEST_CASE("an If, Loop or Scan without its graph attribute is an import error; libonnx is not given it") {
+  // Found by tools/fuzz.sh onnx: libonnx 1.12's Scan inference dereferences the missing body.
+  OneNodeModel scan("Scan", "s", {1, 4});
+  set_int(scan.n, "num_scan_inputs", 1);
+  CHECK(!scan.inferred());
+  CHECK(scan.error() == "Scan 's' has no graph attribute 'body'");
+  OneNodeModel loop("Loop", "l", {1, 4});
+  loop.n->set_input(0, "");
+  loop.n->add_input("");
+  loop.n->add_input("x");
+  CHECK(!loop.inferred());
+  CHECK(loop.error() == "Loop 'l' has no graph attribute 'body'");
+  OneNodeModel branch("If", "i", {1});
+  CHECK(!branch.inferred());
+  CHECK(branch.error() == "If 'i' has no graph attribute 'then_branch'");
+}
+
+TEST_CASE("a model with local functions is not given to libonnx's inference") {
+  OneNodeModel relu("Relu", "r", {2, 3});
+  CHECK(relu.inferred());
+  onnx::FunctionProto* f = relu.m.add_functions();
+  f->set_name("f");
+  f->set_domain("local");
+  CHECK(!relu.inferred());
+  CHECK(relu.error().empty());  // the importer takes it all the same
+}
+
+TEST_CASE("strides, dilations, kernel_shape, group or blocksize below 1: a clear error, never a division by zero") {
+  // Found by tools/fuzz.sh onnx: libonnx 1.12's Conv, pooling and
+  // DepthToSpace inference divide by these (SIGFPE), and so did the 2-D
+  // lowering's auto_pad SAME arithmetic.
+  struct Case {
+    std::string op;
+    std::vector<int64_t> x_dims;
+    std::string attr;
+    std::vector<int64_t> value;  // one value: an INT attribute
+    std::string error;
+  };
+  const std::vector<int64_t> x4 = {1, 1, 4, 4}, x3 = {1, 1, 4};
+  const std::vector<Case> cases = {
+      {"Conv", x4, "strides", {0, 1}, ""},
+      {"Conv", x4, "dilations", {1, 0}, ""},
+      {"Conv", x4, "kernel_shape", {0, 1}, ""},
+      {"Conv", x4, "group", {0}, ""},
+      {"ConvTranspose", x4, "strides", {0, 1}, ""},
+      {"ConvTranspose", x4, "dilations", {1, 0}, ""},
+      {"MaxPool", x4, "strides", {0, 1}, ""},
+      {"MaxPool", x4, "dilations", {0, 1}, ""},
+      {"MaxPool", x4, "kernel_shape", {0, 1}, ""},
+      {"AveragePool", x4, "strides", {1, 0}, ""},
+      {"AveragePool", x4, "kernel_shape", {0, 0}, ""},
+      {"LpPool", x4, "strides", {0, 1}, ""},
+      {"MaxPool", x3, "strides", {0}, ""},
+      {"AveragePool", x3, "strides", {0}, ""},
+      {"LpPool", x3, "strides", {0}, ""},
+      {"DepthToSpace", x4, "blocksize", {0}, ""},
+      {"SpaceToDepth", x4, "blocksize", {0}, ""},
+  };
+  for (const std::string& auto_pad : {"NOTSET", "SAME_UPPER"}) {
+    for (const Case& c : cases) {
+      CAPTURE(c.op);
+      CAPTURE(c.attr);
+      CAPTURE(auto_pad);
+      const bool conv = c.op == "Conv" || c.op == "ConvTranspose";
+      OneNodeModel m(c.op, "n", c.x_dims, conv ? std::vector<std::string>{"w"} : std::vector<std::string>{});
+      if (c.x_dims.size() == 3 && conv) continue;
+      const bool pool = c.op.find("Pool") != std::string::npos;
+      if (pool && c.attr != "kernel_shape") set_ints(m.n, "kernel_shape", std::vector<int64_t>(c.x_dims.size() - 2, 1));
+      if (c.attr == "group" || c.attr == "blocksize") set_int(m.n, c.attr, c.value[0]);
+      else set_ints(m.n, c.attr, c.value);
+      if (std::string(auto_pad) != "NOTSET") {
+        if (!conv && !pool) continue;
+        set_string(m.n, "auto_pad", auto_pad);
+      }
+      CHECK(!m.inferred());
+      CHECK(m.error() == c.error);
+    }
+  }
+}
+
+TEST_CASE("an Einsum with an omitted or missing operand is an error naming the input") {
+  // Found by tools/fuzz.sh onnx: operand 1 named "" was read as value -1.
+  OneNodeModel e("Einsum", "e", {2, 2}, {""});
+  set_string(e.n, "equation", "ij,jk->ik");
+  CHECK(e.error() == "Einsum 'e': input 1 is missing");
+  OneNodeModel one("Einsum", "e", {2, 2});
+  set_string(one.n, "equation", "ij,jk->ik");
+  CHECK(one.error() == "Einsum 'e': equation 'ij,jk->ik' has 2 operands, the node 1 inputs");
+}
+
+// A model of one node `op` of constant float x [2, 2] and constant int64
+// inputs `ints` (empty: omitted), writing y.
+std::string constant_node_model(const std::string& op, const std::vector<std::vector<int64_t>>& ints) {
+  OneNodeModel m(op, "big", {2, 2});
+  onnx::GraphProto* g = m.m.mutable_graph();
+  g->clear_input();
+  onnx::TensorProto* x = g->add_initializer();
+  x->set_name("x");
+  x->set_data_type(onnx::TensorProto::FLOAT);
+  x->add_dims(2);
+  x->add_dims(2);
+  for (int k = 0; k < 4; ++k) x->add_float_data(1.0f);
+  for (size_t i = 0; i < ints.size(); ++i) {
+    if (ints[i].empty()) {
+      m.n->add_input("");
+      continue;
+    }
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name("c" + std::to_string(i));
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(ints[i].size()));
+    for (int64_t v : ints[i]) t->add_int64_data(v);
+    m.n->add_input(t->name());
+  }
+  return m.m.SerializeAsString();
+}
+
+TEST_CASE("a Pad, Tile or Resize of constant inputs to an absurd size is not folded: it stays a node") {
+  // Found by tools/fuzz.sh onnx: folding a Pad of 2^30 per side filled memory
+  // for minutes; 2^20 per side (17 TB) failed the conversion with OutOfMemory.
+  const int64_t b20 = int64_t{1} << 20;
+  const std::vector<std::pair<std::string, std::vector<std::vector<int64_t>>>> cases = {
+      {"Pad", {{b20, b20, b20, b20}}},
+      {"Tile", {{b20, b20}}},
+      {"Resize", {{}, {}, {b20, b20}}},
+  };
+  for (const auto& [op, ints] : cases) {
+    CAPTURE(op);
+    auto g = import_onnx_bytes(constant_node_model(op, ints), "big.onnx");
+    REQUIRE_MESSAGE(g.ok(), g.diag().message);
+    auto passes = run_passes(*g);
+    REQUIRE_MESSAGE(passes.ok(), passes.diag().message);
+    REQUIRE(g->nodes.size() == 1);  // not folded: nothing of that size was allocated
+    CHECK(g->nodes[0].op_type == op);
+  }
+  // A small one folds.
+  auto g = import_onnx_bytes(constant_node_model("Pad", {{1, 1, 1, 1}}), "small.onnx");
+  REQUIRE(g.ok());
+  REQUIRE(run_passes(*g).ok());
+  CHECK(g->nodes.empty());
 }
 
 }  // namespace
