@@ -8,6 +8,7 @@
 #include "converter/onnx_import.h"
 #include "converter/passes.h"
 #include "runtime/model/writer.h"
+#include "tests/converter/one_node.h"
 #include "tests/harness/testing.h"
 
 namespace ember::converter {
@@ -399,6 +400,39 @@ TEST_CASE("folding allocates nothing beyond its limit, even where no output shap
   REQUIRE_MESSAGE(passes.ok(), passes.diag().message);
   REQUIRE(graph->nodes.size() == 1);  // not folded: left to run time
   CHECK(graph->nodes[0].op_type == "MatMul");
+}
+
+TEST_CASE("a Pad of run-time pads near 2^62 is an error, not an empty tensor; 2^30 fails before any work") {
+  // Found by tools/fuzz.sh onnx: n + before + after wrapped around int64 (an
+  // output [0, 0]); pads of 2^26 ran for half a minute filling memory before
+  // the last allocation failed (RunOptions::max_tensor_bytes bounds that).
+  OneNodeModel pad("Pad", "pad", {2, 2}, {"pads"});
+  onnx::ValueInfoProto* p = pad.m.mutable_graph()->add_input();
+  p->set_name("pads");
+  p->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  p->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4);
+  auto g = import_onnx_bytes(pad.m.SerializeAsString(), "pad.onnx");
+  REQUIRE(g.ok());
+  REQUIRE(run_passes(*g).ok());
+  auto def = lower(*g);
+  REQUIRE_MESSAGE(def.ok(), def.diag().message);
+  ExecutionContext ctx(testing::executor_of(*def));
+  const Tensor x = ones({2, 2});
+  RunOptions options;
+  options.max_tensor_bytes = size_t{1} << 20;
+  std::string error;
+  auto r = ctx.run({x, full({4}, 1, DType::Int64)}, options, &error);
+  REQUIRE_MESSAGE(r.ok(), error);
+  CHECK(r.get()[0].sizes() == Shape{4, 4});
+  for (int e : {30, 62}) {
+    CAPTURE(e);
+    auto big = ctx.run({x, full({4}, int64_t{1} << e, DType::Int64)}, options, &error);
+    REQUIRE(!big.ok());
+    CHECK(big.status() == Status::OutOfMemory);
+    const int64_t length = 2 + 2 * (int64_t{1} << std::min(e, 40));  // the pads are bounded by 2^40
+    CHECK(error == "node 'y/axis0/j/range' (range): a tensor of " + std::to_string(length * 8) +
+                       " bytes is over RunOptions::max_tensor_bytes (1048576)");
+  }
 }
 
 }  // namespace
