@@ -941,19 +941,28 @@ TEST_CASE("an arena block that cannot be allocated: the run's results stand and 
   run_ok(ctx, {tensor({n})});  // served by the heap (the plan no longer matches): plans again next run
   const size_t used = address_space_bytes();
   REQUIRE(used > 0);
-  rlimit old{};
-  REQUIRE(getrlimit(RLIMIT_AS, &old) == 0);
-  rlimit limited = old;
-  limited.rlim_cur = static_cast<rlim_t>(used + (size_t{384} << 20));
-  if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < limited.rlim_cur) limited.rlim_cur = old.rlim_cur;
-  REQUIRE(setrlimit(RLIMIT_AS, &limited) == 0);
+  struct AddressSpaceLimit {  // restored even when run() throws (as it did)
+    rlimit old{};
+    explicit AddressSpaceLimit(size_t bytes) {
+      REQUIRE(getrlimit(RLIMIT_AS, &old) == 0);
+      rlimit limited = old;
+      limited.rlim_cur = static_cast<rlim_t>(bytes);
+      if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < limited.rlim_cur) limited.rlim_cur = old.rlim_cur;
+      REQUIRE(setrlimit(RLIMIT_AS, &limited) == 0);
+    }
+    ~AddressSpaceLimit() { setrlimit(RLIMIT_AS, &old); }
+  };
   std::string error;
-  Result<std::vector<Tensor>> r = ctx.run({tensor({n})}, {}, &error);  // records; its arena fails
-  const bool planned_after = ctx.memory_plan().plans == 2;
   std::vector<Tensor> kept;
-  if (r.ok()) kept = r.get();
-  REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
-  REQUIRE_MESSAGE(r.ok(), error);
+  bool ok = false, planned_after = true;
+  {
+    AddressSpaceLimit limit(used + (size_t{384} << 20));
+    Result<std::vector<Tensor>> r = ctx.run({tensor({n})}, {}, &error);  // records; its arena fails
+    planned_after = ctx.memory_plan().plans == 2;
+    ok = r.ok();
+    if (ok) kept = r.get();
+  }
+  REQUIRE_MESSAGE(ok, error);
   CHECK(!planned_after);  // no arena: still the first plan
   REQUIRE(kept[0].numel() == n);
   CHECK(kept[0][n - 1].item().to_double() == 1.0);
