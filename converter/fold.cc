@@ -13,6 +13,7 @@
 #include "converter/passes.h"
 #include "runtime/model/graph_ops.h"
 #include "runtime/ops/ops.h"
+#include "runtime/tensor/storage.h"
 
 namespace ember::converter {
 namespace {
@@ -222,6 +223,24 @@ bool too_large_to_fold(const Graph& graph, const Node& node, const std::vector<T
   return over(dims);
 }
 
+// While a node is folded: an allocation above `limit` bytes is refused
+// (NotSupported, so the node is left to run time). The checks above foresee
+// the output sizes of ConstantOfShape, Expand and Range; this catches what
+// they cannot (a Pad, Tile or Resize of constant but absurd sizes, which ran
+// for minutes filling memory under tools/fuzz.sh onnx).
+class FoldAllocator : public StorageAllocator {
+ public:
+  explicit FoldAllocator(size_t limit) : limit_(limit) {}
+  Storage allocate(size_t bytes) override {
+    if (bytes > limit_) throw Error(Status::NotSupported, "an allocation of " + std::to_string(bytes) +
+                                                              " bytes is too large to fold");
+    return allocate_storage(bytes, Device(DeviceType::CPU));  // the hook is off inside allocate()
+  }
+
+ private:
+  size_t limit_;
+};
+
 }  // namespace
 
 Expected<std::vector<Tensor>> evaluate_node(const Node& node, const std::vector<Tensor>& inputs) {
@@ -246,7 +265,12 @@ Expected<int> fold_constants(Graph& graph, int64_t max_elements) {
       inputs.push_back(id >= 0 ? graph.value(id).constant : Tensor());
     }
     if (!all_constant || too_large_to_fold(graph, node, inputs, max_elements)) continue;
-    auto out = evaluate_node(node, inputs);
+    // 16 bytes an element (the widest dtype, twice) bounds what folding allocates.
+    FoldAllocator cap(static_cast<size_t>(std::clamp<int64_t>(max_elements, 0, int64_t{1} << 40)) * 16);
+    Expected<std::vector<Tensor>> out = [&] {
+      StorageAllocatorGuard guard(&cap);
+      return evaluate_node(node, inputs);
+    }();
     if (!out.ok()) {
       if (out.diag().status == Status::NotSupported) continue;  // left to run time
       return out.diag();

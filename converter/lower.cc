@@ -277,6 +277,7 @@ void Lowerer::spatial_pads(const Node& n, int id_x, const int64_t kernel[2], con
 void Lowerer::pair_attr(const Node& n, const std::string& attr, int64_t fallback, int64_t out[2]) {
   const std::vector<int64_t> v = n.get_ints(attr, {fallback, fallback});
   if (v.size() != 2) refuse(attr + " " + join_ints(v) + " must have 2 values (2-D only)");
+  if (v[0] < 1 || v[1] < 1) refuse(attr + " " + join_ints(v) + " must be >= 1");  // strides, dilations, kernel_shape
   out[0] = v[0];
   out[1] = v[1];
 }

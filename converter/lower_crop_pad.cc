@@ -97,7 +97,15 @@ void Lowerer::lower_pad_window(const Node& n) {
   else if (mode_name != "constant") refuse("mode '" + mode_name + "' is not supported");
   const int32_t out = tensor(out0(n));
   const std::string base = def_.tensors[static_cast<size_t>(out)].name;
-  const int32_t p = tensor(pads);
+  // Pads beyond +-2^40 cannot give a tensor that fits in memory: clamped
+  // there, n + before + after cannot wrap around (pads of 2^62 gave an empty
+  // output; found by fuzzing) and the window's allocation fails as it would.
+  ClampParams bound;
+  bound.has_min = bound.has_max = true;
+  bound.min = Scalar(-(int64_t{1} << 40));
+  bound.max = Scalar(int64_t{1} << 40);
+  const int32_t p = emit_new(OpKind::Clamp, {tensor(pads)}, DType::Int64, tensor_dims(tensor(pads)), bound,
+                             base + "/pads_bounded");
   // The pads of every axis in order: the axes input (constant or not) picks them.
   std::vector<int64_t> axes;
   int32_t axes_t = -1;
@@ -143,8 +151,11 @@ void Lowerer::lower_pad_window(const Node& n) {
     Dim out_dim;  // static where the pads and the input dim are
     if (is_const(pads) && axes_t < 0 && xs[static_cast<size_t>(a)].is_static()) {
       const std::vector<int64_t> pv = *const_ints(n, 1, "pads");
-      if (static_cast<int64_t>(pv.size()) == 2 * k) {
-        out_dim = Dim::fixed(xs[static_cast<size_t>(a)].value + pv[static_cast<size_t>(i)] + pv[static_cast<size_t>(k + i)]);
+      int64_t d = 0;
+      if (static_cast<int64_t>(pv.size()) == 2 * k &&
+          !__builtin_add_overflow(xs[static_cast<size_t>(a)].value, pv[static_cast<size_t>(i)], &d) &&
+          !__builtin_add_overflow(d, pv[static_cast<size_t>(k + i)], &d)) {
+        out_dim = Dim::fixed(d);
       }
     }
     cur = window(cur, a, offset, grown, out_dim, mode, fill, nm, i + 1 == k ? out : -1);

@@ -161,7 +161,7 @@ void Lowerer::lower_space_depth(const Node& n) {
     if (!xs[i].is_static()) refuse("input " + vname(x) + " needs static C, H and W");
   }
   const int64_t b = n.get_int("blocksize", 0), c = xs[1].value, h = xs[2].value, w = xs[3].value;
-  if (b < 1) refuse("blocksize " + std::to_string(b) + " is not positive");
+  if (b < 1) refuse("blocksize " + std::to_string(b) + " must be >= 1");
   const std::string mode = n.get_string("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") refuse("mode '" + mode + "' is unknown");
   if (to_depth ? (h % b != 0 || w % b != 0) : c % (b * b) != 0) {

@@ -184,12 +184,15 @@ void Lowerer::lower_conv1d(const Node& n) {
   auto one = [&](const char* attr, int64_t fallback) {
     const std::vector<int64_t> v = n.get_ints(attr, {fallback});
     if (v.size() != 1) refuse(std::string(attr) + " " + join_ints(v) + " must have 1 value (1-D)");
+    if (v[0] < 1) refuse(std::string(attr) + " " + join_ints(v) + " must be >= 1");
     return v[0];
   };
   Conv2dParams p;
   p.stride[1] = one("strides", 1);
   p.dilation[1] = one("dilations", 1);
   p.groups = n.get_int("group", 1);
+  if (p.groups < 1) refuse("group " + std::to_string(p.groups) + " must be >= 1");
+  if (n.has("kernel_shape")) one("kernel_shape", 1);  // checked only: the weight gives the kernel
   const std::string auto_pad = n.get_string("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
     const std::vector<int64_t> pads = n.get_ints("pads", {0, 0});

@@ -159,6 +159,7 @@ void Lowerer::lower_einsum(const Node& n) {
            std::to_string(n.inputs.size()) + " inputs");
   }
   if (terms.size() > 2) refuse("equation '" + eq + "': more than 2 operands are not supported");
+  require_inputs(n, terms.size());  // an omitted operand ("")
   const std::optional<DType> dt = dtype_of(n.inputs[0]);
   if (!dt) refuse("input " + vname(n.inputs[0]) + " has an unknown dtype");
   std::vector<std::vector<int>> labels;

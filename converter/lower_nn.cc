@@ -252,6 +252,7 @@ Conv2dParams Lowerer::conv_params(const Node& n, int x, int w) const {
   pair_attr(n, "strides", 1, p.stride);
   pair_attr(n, "dilations", 1, p.dilation);
   p.groups = n.get_int("group", 1);
+  if (p.groups < 1) refuse("group " + std::to_string(p.groups) + " must be >= 1");
   int64_t kernel[2];
   if (n.has("kernel_shape")) {
     pair_attr(n, "kernel_shape", 1, kernel);

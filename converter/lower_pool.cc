@@ -34,7 +34,7 @@ Lowerer::PoolGeometry Lowerer::pool_geometry(const Node& n, const std::vector<Di
     const std::vector<int64_t> v = n.get_ints(attr, std::vector<int64_t>(count, fallback));
     if (v.size() != count) refuse(attr + " " + join_ints(v) + " must have " + std::to_string(count) + " values");
     for (size_t i = 0; i < count; ++i) {
-      if (v[i] < (attr == "pads" ? 0 : 1)) refuse(attr + " " + join_ints(v) + " has a value out of range");
+      if (v[i] < (attr == "pads" ? 0 : 1)) refuse(attr + " " + join_ints(v) + (attr == "pads" ? " must be >= 0" : " must be >= 1"));
     }
     for (size_t i = 0; i < count; ++i) out[i] = v[i];
   };

@@ -208,9 +208,11 @@ void Lowerer::lower_conv_transpose(const Node& n) {
   const std::vector<int64_t> op = attr("output_padding", 0, ns);
   ConvTransposeParams p;
   p.groups = n.get_int("group", 1);
-  if (p.groups < 1) refuse("group " + std::to_string(p.groups) + " is not positive");
+  if (p.groups < 1) refuse("group " + std::to_string(p.groups) + " must be >= 1");
   for (size_t i = 0; i < ns; ++i) {
-    if (st[i] < 1 || dil[i] < 1 || op[i] < 0) refuse("strides, dilations or output_padding out of range");
+    if (st[i] < 1) refuse("strides " + join_ints(st) + " must be >= 1");
+    if (dil[i] < 1) refuse("dilations " + join_ints(dil) + " must be >= 1");
+    if (op[i] < 0) refuse("output_padding " + join_ints(op) + " must be >= 0");
     p.stride[i] = st[i], p.dilation[i] = dil[i], p.output_padding[i] = op[i];
   }
   const std::string auto_pad = n.get_string("auto_pad", "NOTSET");

@@ -83,7 +83,11 @@ class Lowerer {
 
   // ---- values and tensors ----
 
-  const Value& val(int id) const { return g_.value(id); }
+  // Value `id`; an omitted input (-1) or an id out of range is a NodeError.
+  const Value& val(int id) const {
+    if (id < 0 || static_cast<size_t>(id) >= g_.values.size()) refuse("reads an input that is missing");
+    return g_.value(id);
+  }
   bool is_const(int id) const { return g_.is_constant(id); }
   // The name of a value for messages.
   std::string vname(int id) const { return "'" + val(id).name + "'"; }
@@ -159,7 +163,8 @@ class Lowerer {
   void spatial_pads(const Node& n, int id_x, const int64_t kernel[2], const int64_t stride[2],
                     const int64_t dilation[2], int64_t out[2]) const;
 
-  // Reads a 2-value attribute (default `fallback`) into out[2].
+  // Reads a 2-value attribute (default `fallback`) into out[2]: strides,
+  // dilations or kernel_shape, each value >= 1 (else a NodeError).
   static void pair_attr(const Node& n, const std::string& attr, int64_t fallback, int64_t out[2]);
 
   // Lowers `n` by its entry of the ONNX op table (OnnxOpTable, below).

@@ -1,7 +1,6 @@
 #include "converter/onnx_import.h"
 
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
 #include <cstring>
@@ -382,6 +381,22 @@ class Importer {
     return id;
   }
 
+  // An If without its branches, a Loop or Scan without its body: an error
+  // here (libonnx's inference, which would crash on them, is not given such
+  // a node: onnx_infer.cc).
+  static Diag check_graph_attrs(const Node& node, bool default_domain) {
+    if (!default_domain) return Diag::success();
+    std::vector<std::string> required;
+    if (node.op_type == "If") required = {"then_branch", "else_branch"};
+    if (node.op_type == "Loop" || node.op_type == "Scan") required = {"body"};
+    for (const std::string& attr : required) {
+      if (std::find(node.graph_attrs.begin(), node.graph_attrs.end(), attr) == node.graph_attrs.end()) {
+        return fail(Status::InvalidModel, node.label() + " has no graph attribute '" + attr + "'");
+      }
+    }
+    return Diag::success();
+  }
+
   // The GRAPH attributes of `n` into node.graphs; what they capture becomes
   // the node's last inputs (the same order in every subgraph).
   Diag add_subgraphs(const onnx::NodeProto& n, Node& node) {
@@ -598,6 +613,8 @@ class Importer {
     }
     Diag sd = add_subgraphs(n, node);
     if (!sd.ok()) return sd;
+    sd = check_graph_attrs(node, default_domain);
+    if (!sd.ok()) return sd;
     Diag d = normalize(node);
     if (!d.ok()) return d;
     for (const std::string& out : n.output()) {
@@ -625,137 +642,6 @@ class Importer {
 };
 
 }  // namespace
-
-namespace {
-
-// The default-domain ops whose schema changed after opset 17 (onnx 1.23's
-// operator changelog, opsets 18 to 28), less those that infer_with_opset_17
-// treats as type-only changes.
-const std::set<std::string>& changed_after_opset_17() {
-  static const std::set<std::string> ops = {
-      "AffineGrid", "Attention", "AveragePool", "Bernoulli", "BitCast", "BitShift", "BitwiseAnd", "BitwiseNot",
-      "BitwiseOr", "BitwiseXor", "CastLike", "CausalConvWithState", "Celu", "CenterCropPad", "Col2Im", "Compress",
-      "ConvTranspose", "CumProd", "DFT", "DeformConv", "DepthToSpace", "DequantizeLinear", "Det", "Einsum", "EyeLike",
-      "GRU", "GlobalLpPool", "GlobalMaxPool", "GridSample", "GroupNormalization", "If", "ImageDecoder",
-      "InstanceNormalization", "IsInf", "IsNaN", "LSTM", "LinearAttention", "Loop", "LpNormalization", "LpPool",
-      "MaxRoiPool", "MaxUnpool", "Mod", "Multinomial", "NegativeLogLikelihoodLoss", "OneHot", "Optional",
-      "OptionalGetElement", "OptionalHasElement", "Pad", "QLinearMatMul", "QuantizeLinear", "RMSNormalization",
-      "RNN", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Range", "ReduceL1",
-      "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
-      "ReduceSumSquare", "RegexFullMatch", "Resize", "ReverseSequence", "RoiAlign", "RotaryEmbedding", "Scan",
-      "ScatterElements", "ScatterND", "Size", "SpaceToDepth", "Split", "SplitToSequence", "StringConcat",
-      "StringSplit", "SwiGLU", "Swish", "TensorScatter", "TopK", "Unique"};
-  return ops;
-}
-
-// Whether libonnx's opset-17 schema of node `n` infers what its schema at the
-// model's newer opset does. True where the op did not change after 17 or
-// changed only its types (Cast, Reshape, Shape, Squeeze, Conv, the unary ops:
-// new dtypes such as float8 or int4, which the importer refuses anyway; ops
-// new after 17, such as Gelu, are unknown to libonnx and skipped), and for
-// the changed forms that keep the opset-17 meaning: AveragePool without
-// "dilations" (19), Pad without an "axes" input (18), Split without
-// "num_outputs" (18).
-bool same_inference_as_opset_17(const onnx::NodeProto& n) {
-  if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
-  const std::string& op = n.op_type();
-  auto has_attr = [&](const char* name) {
-    for (const auto& a : n.attribute()) {
-      if (a.name() == name) return true;
-    }
-    return false;
-  };
-  if (op == "AveragePool") return !has_attr("dilations");
-  if (op == "Pad") return n.input_size() < 4 || n.input(3).empty();
-  if (op == "Split") return !has_attr("num_outputs");
-  return changed_after_opset_17().count(op) == 0;
-}
-
-// ONNX inference under libonnx's newest opset (17), for a model of opset
-// > 17 whose every node infers the same there; the opset is restored after.
-bool infer_with_opset_17(onnx::ModelProto& model) {
-  for (const auto& n : model.graph().node()) {
-    if (!same_inference_as_opset_17(n)) return false;
-  }
-  onnx::ModelProto inferred = model;
-  int64_t opset = 0;
-  for (auto& o : *inferred.mutable_opset_import()) {
-    if (!o.domain().empty() && o.domain() != "ai.onnx") return false;  // other domains: no inference
-    opset = o.version();
-    o.set_version(kLibOnnxOpset);
-  }
-  try {
-    onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(),
-                                       onnx::ShapeInferenceOptions(false, 0, true));
-  } catch (const std::exception&) {
-    return false;
-  }
-  for (auto& o : *inferred.mutable_opset_import()) o.set_version(opset);
-  model = std::move(inferred);
-  return true;
-}
-
-}  // namespace
-
-// True when every node reads only values defined before it (graph inputs,
-// initializers, earlier outputs), no node holds a subgraph and every declared
-// value has a type: libonnx 1.12's inference dereferences the type of an
-// undefined or untyped value (crashes the ONNX importer's fuzz target found),
-// so a graph that fails this is not given to it; the importer then reports
-// the problem itself.
-bool safe_for_libonnx(const onnx::GraphProto& g) {
-  // It also dereferences a graph input's, output's or value_info's missing type.
-  auto typed = [](const onnx::ValueInfoProto& v) {
-    return v.has_type() && v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET;
-  };
-  for (const auto& v : g.input()) {
-    if (!typed(v)) return false;
-  }
-  for (const auto& v : g.output()) {
-    if (!typed(v)) return false;
-  }
-  for (const auto& v : g.value_info()) {
-    if (!typed(v)) return false;
-  }
-  std::set<std::string> defined;
-  for (const auto& i : g.input()) defined.insert(i.name());
-  for (const auto& i : g.initializer()) defined.insert(i.name());
-  for (const auto& n : g.node()) {
-    for (const auto& i : n.input()) {
-      if (!i.empty() && defined.count(i) == 0) return false;
-    }
-    for (const auto& a : n.attribute()) {
-      if (a.has_g() || a.graphs_size() > 0) return false;
-    }
-    for (const auto& o : n.output()) defined.insert(o);
-  }
-  return true;
-}
-
-bool infer_shapes(onnx::ModelProto& model) {
-  if (!safe_for_libonnx(model.graph())) return false;
-  // Data propagation folds Shape sub-graphs (x.view(x.size(0), -1)) into
-  // inferred shapes. Node-level failures are skipped (error_mode 0); what
-  // still throws (a value_info that contradicts what ONNX infers, an
-  // unknown opset) leaves the model as it was. libonnx 1.12 knows the
-  // schemas up to opset 17 and would apply them to newer nodes: a newer
-  // model is inferred only where that is sound (infer_with_opset_17);
-  // otherwise infer_missing_shapes() does it all.
-  for (const auto& o : model.opset_import()) {
-    if ((o.domain().empty() || o.domain() == "ai.onnx") && o.version() > kLibOnnxOpset) {
-      return infer_with_opset_17(model);
-    }
-  }
-  onnx::ModelProto inferred = model;
-  try {
-    onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(),
-                                       onnx::ShapeInferenceOptions(false, 0, true));
-  } catch (const std::exception&) {
-    return false;
-  }
-  model = std::move(inferred);
-  return true;
-}
 
 Expected<Graph> import_onnx_bytes(const std::string& bytes, const std::string& source) {
   if (bytes.empty()) return fail(Status::InvalidModel, "'" + source + "' is empty: not an ONNX model");

@@ -53,8 +53,12 @@ inline constexpr int64_t kLibOnnxOpset = 17;
 // converter's ONNX op table (converter/lower.cc).
 const std::vector<std::string>& supported_onnx_ops();
 
-// Runs ONNX shape inference on `model` in place (what import_onnx does first).
-// Returns false, leaving `model` unchanged, when inference throws.
+// Runs ONNX shape inference on `model` in place (what import_onnx does first;
+// converter/onnx_infer.cc). Returns false, leaving `model` unchanged, when
+// inference throws or the model is not given to libonnx because it would
+// crash it: a node its schema does not verify (a Scan without "body"), a
+// stride, dilation, kernel_shape, group or blocksize below 1, an undefined or
+// untyped value, a subgraph, or model-local functions.
 bool infer_shapes(onnx::ModelProto& model);
 
 // The ember dtype of an ONNX TensorProto.DataType code (Cast's "to"), or none

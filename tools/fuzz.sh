@@ -6,11 +6,12 @@
 #                                    (seeds: the tests' and the model zoo's .onnx files)
 #   tools/fuzz.sh npz [SECONDS]      the .npz and .npy readers (seeds: the tests' data sets)
 #   tools/fuzz.sh safetensors [SECONDS]  the safetensors reader (seeds: fine-tuning deltas and checkpoints)
+#   tools/fuzz.sh shape_ops [SECONDS]    the executor's shape ops on shapes from the bytes (seeds: one per op)
 # SECONDS defaults to 30; -runs=N as a third argument bounds by executions instead.
 # Exit status: 0 when no crash was found, non-zero otherwise (crash files in $WORK).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGET="${1:?usage: tools/fuzz.sh loader|onnx|npz|safetensors [SECONDS] [LIBFUZZER_FLAGS...]}"
+TARGET="${1:?usage: tools/fuzz.sh loader|onnx|npz|safetensors|shape_ops [SECONDS] [LIBFUZZER_FLAGS...]}"
 SECONDS_TO_RUN="${2:-30}"
 shift $(( $# < 2 ? $# : 2 ))
 WORK="${FUZZ_WORK:-$(mktemp -d /tmp/ember_fuzz_$TARGET.XXXXXX)}"
@@ -47,7 +48,15 @@ case "$TARGET" in
       -tc='*checkpoints*,*delta*,*LoRA on a float32*' > /dev/null 2>&1 || true)
     find "$WORK/seeds" -type f ! -name '*.safetensors' -delete
     ;;
-  *) echo "tools/fuzz.sh: unknown target '$TARGET' (loader, onnx, npz or safetensors)" >&2; exit 2 ;;
+  shape_ops)
+    FUZZ_TARGET=//tests:shape_ops_fuzz
+    MAX_LEN=256
+    # Seeds: one small input per op (tests/model/shape_ops_fuzz.cc's byte layout).
+    for op in 0 1 2 3 4 5 6 7; do
+      printf "\\x02\\x02\\x03\\x02\\x$(printf %02x $op)\\x66\\x67\\x65\\x64\\x66\\x67\\x64\\x65" > "$WORK/seeds/op$op"
+    done
+    ;;
+  *) echo "tools/fuzz.sh: unknown target '$TARGET' (loader, onnx, npz, safetensors or shape_ops)" >&2; exit 2 ;;
 esac
 
 # The fuzzer with clang, in its own output directory.

@@ -675,6 +675,11 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
     recorder = std::make_unique<RecordingAllocator>();
     allocator = recorder.get();
   }
+  std::unique_ptr<CappedAllocator> capped;
+  if (options.max_tensor_bytes > 0) {
+    capped = std::make_unique<CappedAllocator>(allocator, options.max_tensor_bytes);
+    allocator = capped.get();
+  }
 
   // An input that lives in this context's arena (an output of an earlier run
   // fed back) would be overwritten by this run: copy it to the heap first.
@@ -728,7 +733,15 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
   if (recorder != nullptr) {
     arena.plan = plan_arena(recorder->finish());
     arena.memory = std::make_shared<ArenaMemory>(arena.plan.arena_bytes);
-    arena.planned = true;
+    // An arena that cannot be allocated (a huge run-time shape, memory
+    // nearly full): this run's results stand (they are on the heap) and the
+    // next run records again, per tensor, until the block can be had.
+    arena.planned = arena.memory->data() != nullptr;
+    if (!arena.planned) {
+      arena.memory.reset();
+      plan_.plans = arena.replans;
+      return results;
+    }
     ++arena.replans;
     plan_.arena_bytes = arena.plan.arena_bytes;
     plan_.naive_bytes = arena.plan.naive_bytes;

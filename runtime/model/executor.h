@@ -105,6 +105,10 @@ struct RunOptions {
   // op is submitted and waited for before its time is taken (so the times
   // are the ops' own, and the run submits once per op).
   bool profile = false;
+  // A CPU tensor of more bytes than this (0: no limit) is not allocated: the
+  // op fails with OutOfMemory naming the size, before any work on it. Bounds
+  // what a run on untrusted shapes may take (the shape-op fuzz target uses it).
+  size_t max_tensor_bytes = 0;
 };
 
 // One op of a profiled run.

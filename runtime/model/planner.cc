@@ -1,6 +1,7 @@
 #include "runtime/model/planner.h"
 
 #include <algorithm>
+#include <new>
 #include <numeric>
 
 #include "runtime/backend/backend.h"
@@ -92,8 +93,13 @@ std::vector<AllocationRecord> RecordingAllocator::finish() {
 }
 
 ArenaMemory::ArenaMemory(size_t bytes) : size_(bytes) {
-  // Aligned, with kTensorTailPadding readable bytes after the last block.
-  data_ = static_cast<std::byte*>(::operator new(bytes + kTensorTailPadding, std::align_val_t(kArenaAlignment)));
+  // Aligned, with kTensorTailPadding readable bytes after the last block. A
+  // block that cannot be had leaves data() null (never std::bad_alloc); more
+  // than any address space ember runs in is not asked of the allocator
+  // (sanitizers abort on such requests instead of returning null).
+  if (bytes > kMaxArenaBytes) return;
+  data_ = static_cast<std::byte*>(
+      ::operator new(bytes + kTensorTailPadding, std::align_val_t(kArenaAlignment), std::nothrow));
 }
 
 ArenaMemory::~ArenaMemory() {
@@ -112,6 +118,12 @@ Storage ArenaAllocator::allocate(size_t bytes) {
   }
   ++fallbacks_;
   return allocate_storage(bytes, Device(DeviceType::CPU));  // the hook is off inside allocate()
+}
+
+Storage CappedAllocator::allocate(size_t bytes) {
+  EMBER_CHECK(bytes <= limit_, Status::OutOfMemory, "a tensor of ", bytes, " bytes is over RunOptions::max_tensor_bytes (",
+              limit_, ")");
+  return inner_->allocate(bytes);
 }
 
 }  // namespace ember

@@ -59,7 +59,12 @@ class RecordingAllocator : public StorageAllocator {
   std::shared_ptr<State> state_;
 };
 
+// The largest arena ArenaMemory asks for (2^47 bytes: x86-64 and aarch64
+// user space); a larger plan is never allocated.
+constexpr size_t kMaxArenaBytes = size_t{1} << 47;
+
 // One block of memory holding a plan's allocations (plus tail padding).
+// data() is null when the block could not be allocated.
 class ArenaMemory {
  public:
   explicit ArenaMemory(size_t bytes);
@@ -92,6 +97,19 @@ class ArenaAllocator : public StorageAllocator {
   const ArenaPlan* plan_;
   size_t next_ = 0;
   int fallbacks_ = 0;
+};
+
+// Refuses an allocation of more than `limit` bytes (ember::Error,
+// OutOfMemory, naming both: RunOptions::max_tensor_bytes); passes the others
+// to `inner`.
+class CappedAllocator : public StorageAllocator {
+ public:
+  CappedAllocator(StorageAllocator* inner, size_t limit) : inner_(inner), limit_(limit) {}
+  Storage allocate(size_t bytes) override;
+
+ private:
+  StorageAllocator* inner_;
+  size_t limit_;
 };
 
 }  // namespace ember

@@ -7,6 +7,8 @@
 #include "converter/convert.h"
 #include "converter/onnx_import.h"
 #include "converter/passes.h"
+#include "runtime/model/writer.h"
+#include "tests/converter/one_node.h"
 #include "tests/harness/testing.h"
 
 namespace ember::converter {
@@ -190,6 +192,247 @@ TEST_CASE("Shape of a rank-0 value folds to an empty shape") {
   REQUIRE(g.is_constant(yid));
   CHECK(g.value(yid).constant.sizes() == Shape{0});
   CHECK(g.value(yid).constant.dtype() == DType::Int64);
+}
+
+}  // namespace
+}  // namespace ember::converter
+
+namespace ember::converter {
+namespace {
+
+// ---- one-node models with bad attributes (found by tools/fuzz.sh onnx) ----
+
+onnx::AttributeProto* add_attr(onnx::NodeProto* n, const std::string& name) {
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  return a;
+}
+
+void set_ints(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+  onnx::AttributeProto* a = add_attr(n, name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+void set_int(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  onnx::AttributeProto* a = add_attr(n, name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+void set_string(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+  onnx::AttributeProto* a = add_attr(n, name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+// A model of one node `op` named `name` reading the float input x of shape
+// `x_dims` (and then `inputs`), writing y (float, shape not declared). A
+// float initializer [1, 1, 1, 1] named "w" is there for a Conv to read.
+struct OneNodeModel {
+  onnx::ModelProto m;
+  onnx::NodeProto* n = nullptr;
+
+  OneNodeModel(const std::string& op, const std::string& name, const std::vector<int64_t>& x_dims,
+               const std::vector<std::string>& inputs = {}) {
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    onnx::GraphProto* g = m.mutable_graph();
+    onnx::ValueInfoProto* x = g->add_input();
+    x->set_name("x");
+    x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : x_dims) x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    onnx::TensorProto* w = g->add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    for (int k = 0; k < 4; ++k) w->add_dims(1);
+    w->add_float_data(1.0f);
+    n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    n->add_input("x");
+    for (const std::string& i : inputs) n->add_input(i);
+    n->add_output("y");
+    onnx::ValueInfoProto* out = g->add_output();
+    out->set_name("y");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+
+  // Whether libonnx's shape inference takes the model (it leaves out what would crash it).
+  bool inferred() const {
+    onnx::ModelProto copy = m;
+    return infer_shapes(copy);
+  }
+
+  // The first error of import, passes, lowering and serialization ("" if none).
+  std::string error() const {
+    auto g = import_onnx_bytes(m.SerializeAsString(), "bad.onnx");
+    if (!g.ok()) return g.diag().message;
+    auto passes = run_passes(*g);
+    if (!passes.ok()) return passes.diag().message;
+    auto def = lower(*g);
+    if (!def.ok()) return def.diag().message;
+    std::vector<std::byte> bytes;
+    std::string error;
+    if (serialize_model(*def, &bytes, &error) != Status::Ok) return error;
+    return "";
+  }
+};
+
+constexpr const char* kLowered1 = "the graph cannot be lowered to ember ops (1 problem): ";
+constexpr const char* kLowered2 = "the graph cannot be lowered to ember ops (2 problems): ";
+
+TEST_CASE("an If, Loop or Scan without its graph attribute is an import error; libonnx is not given it") {
+  // Found by tools/fuzz.sh onnx: libonnx 1.12's Scan inference dereferences the missing body.
+  OneNodeModel scan("Scan", "s", {1, 4});
+  set_int(scan.n, "num_scan_inputs", 1);
+  CHECK(!scan.inferred());
+  CHECK(scan.error() == "Scan 's' has no graph attribute 'body'");
+  OneNodeModel loop("Loop", "l", {1, 4});
+  loop.n->set_input(0, "");
+  loop.n->add_input("");
+  loop.n->add_input("x");
+  CHECK(!loop.inferred());
+  CHECK(loop.error() == "Loop 'l' has no graph attribute 'body'");
+  OneNodeModel branch("If", "i", {1});
+  CHECK(!branch.inferred());
+  CHECK(branch.error() == "If 'i' has no graph attribute 'then_branch'");
+}
+
+TEST_CASE("a model with local functions is not given to libonnx's inference") {
+  OneNodeModel relu("Relu", "r", {2, 3});
+  CHECK(relu.inferred());
+  onnx::FunctionProto* f = relu.m.add_functions();
+  f->set_name("f");
+  f->set_domain("local");
+  CHECK(!relu.inferred());
+  CHECK(relu.error().empty());  // the importer takes it all the same
+}
+
+TEST_CASE("strides, dilations, kernel_shape, group or blocksize below 1: a clear error, never a division by zero") {
+  // Found by tools/fuzz.sh onnx: libonnx 1.12's Conv, pooling and
+  // DepthToSpace inference divide by these (SIGFPE), and so did the 2-D
+  // lowering's auto_pad SAME arithmetic.
+  struct Case {
+    std::string op;
+    std::vector<int64_t> x_dims;
+    std::string attr;
+    std::vector<int64_t> value;  // one value: an INT attribute
+    std::string error;
+  };
+  const std::vector<int64_t> x4 = {1, 1, 4, 4}, x3 = {1, 1, 4};
+  const std::string kRankUnknown = "; value 'y': rank unknown";
+  const std::vector<Case> cases = {
+      {"Conv", x4, "strides", {0, 1}, "Conv 'n': strides [0, 1] must be >= 1"},
+      {"Conv", x4, "dilations", {1, 0}, "Conv 'n': dilations [1, 0] must be >= 1"},
+      {"Conv", x4, "kernel_shape", {0, 1}, "Conv 'n': kernel_shape [0, 1] must be >= 1"},
+      {"Conv", x4, "group", {0}, "Conv 'n': group 0 must be >= 1"},
+      {"ConvTranspose", x4, "strides", {0, 1}, "ConvTranspose 'n': strides [0, 1] must be >= 1"},
+      {"ConvTranspose", x4, "dilations", {1, 0}, "ConvTranspose 'n': dilations [1, 0] must be >= 1"},
+      {"MaxPool", x4, "strides", {0, 1}, "MaxPool 'n': strides [0, 1] must be >= 1"},
+      {"MaxPool", x4, "dilations", {0, 1}, "MaxPool 'n': dilations [0, 1] must be >= 1"},
+      {"MaxPool", x4, "kernel_shape", {0, 1}, "MaxPool 'n': kernel_shape [0, 1] must be >= 1"},
+      {"AveragePool", x4, "strides", {1, 0}, "AveragePool 'n': strides [1, 0] must be >= 1"},
+      {"AveragePool", x4, "kernel_shape", {0, 0}, "AveragePool 'n': kernel_shape [0, 0] must be >= 1"},
+      {"LpPool", x4, "strides", {0, 1}, "LpPool 'n': strides [0, 1] must be >= 1" + kRankUnknown},
+      {"MaxPool", x3, "strides", {0}, "MaxPool 'n': strides [0] must be >= 1"},
+      {"AveragePool", x3, "strides", {0}, "AveragePool 'n': strides [0] must be >= 1"},
+      {"LpPool", x3, "strides", {0}, "LpPool 'n': strides [0] must be >= 1" + kRankUnknown},
+      {"DepthToSpace", x4, "blocksize", {0}, "DepthToSpace 'n': blocksize 0 must be >= 1" + kRankUnknown},
+      {"SpaceToDepth", x4, "blocksize", {0}, "SpaceToDepth 'n': blocksize 0 must be >= 1" + kRankUnknown},
+  };
+  for (const std::string& auto_pad : {"NOTSET", "SAME_UPPER"}) {
+    for (const Case& c : cases) {
+      CAPTURE(c.op);
+      CAPTURE(c.attr);
+      CAPTURE(auto_pad);
+      const bool conv = c.op == "Conv" || c.op == "ConvTranspose";
+      OneNodeModel m(c.op, "n", c.x_dims, conv ? std::vector<std::string>{"w"} : std::vector<std::string>{});
+      if (c.x_dims.size() == 3 && conv) continue;
+      const bool pool = c.op.find("Pool") != std::string::npos;
+      if (pool && c.attr != "kernel_shape") set_ints(m.n, "kernel_shape", std::vector<int64_t>(c.x_dims.size() - 2, 1));
+      if (c.attr == "group" || c.attr == "blocksize") set_int(m.n, c.attr, c.value[0]);
+      else set_ints(m.n, c.attr, c.value);
+      if (std::string(auto_pad) != "NOTSET") {
+        if (!conv && !pool) continue;
+        set_string(m.n, "auto_pad", auto_pad);
+      }
+      CHECK(!m.inferred());
+      const bool two = c.error.find(kRankUnknown) != std::string::npos;
+      CHECK(m.error() == std::string(two ? kLowered2 : kLowered1) + c.error);
+    }
+  }
+}
+
+TEST_CASE("an Einsum with an omitted or missing operand is an error naming the input") {
+  // Found by tools/fuzz.sh onnx: operand 1 named "" was read as value -1.
+  OneNodeModel e("Einsum", "e", {2, 2}, {""});
+  set_string(e.n, "equation", "ij,jk->ik");
+  CHECK(e.error() == std::string(kLowered2) + "Einsum 'e': input 1 is missing; value 'y': rank unknown");
+  OneNodeModel one("Einsum", "e", {2, 2});
+  set_string(one.n, "equation", "ij,jk->ik");
+  CHECK(one.error() == std::string(kLowered2) +
+                           "Einsum 'e': equation 'ij,jk->ik' has 2 operands, the node 1 inputs; value 'y': rank unknown");
+}
+
+TEST_CASE("folding allocates nothing beyond its limit, even where no output shape was inferred") {
+  // A MatMul of constant [2^20, 1] x [1, 2^20] (2^40 floats: 4 TiB) in a model
+  // libonnx does not infer (it has local functions): no static output shape
+  // tells folding the size, so it used to allocate it (a conversion failing
+  // with OutOfMemory; under the fuzzer's ASan, a crash).
+  const int64_t big = int64_t{1} << 20;
+  OneNodeModel m("MatMul", "big", {1}, {"b"});
+  onnx::GraphProto* g = m.m.mutable_graph();
+  g->clear_input();
+  for (const char* name : {"x", "b"}) {
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(name == std::string("x") ? big : 1);
+    t->add_dims(name == std::string("x") ? 1 : big);
+    t->set_raw_data(std::string(static_cast<size_t>(big) * 4, '\0'));
+  }
+  m.m.add_functions()->set_name("f");
+  CHECK(!m.inferred());
+  auto graph = import_onnx_bytes(m.m.SerializeAsString(), "big.onnx");
+  REQUIRE_MESSAGE(graph.ok(), graph.diag().message);
+  auto passes = run_passes(*graph);
+  REQUIRE_MESSAGE(passes.ok(), passes.diag().message);
+  REQUIRE(graph->nodes.size() == 1);  // not folded: left to run time
+  CHECK(graph->nodes[0].op_type == "MatMul");
+}
+
+TEST_CASE("a Pad of run-time pads near 2^62 is an error, not an empty tensor; 2^30 fails before any work") {
+  // Found by tools/fuzz.sh onnx: n + before + after wrapped around int64 (an
+  // output [0, 0]); pads of 2^26 ran for half a minute filling memory before
+  // the last allocation failed (RunOptions::max_tensor_bytes bounds that).
+  OneNodeModel pad("Pad", "pad", {2, 2}, {"pads"});
+  onnx::ValueInfoProto* p = pad.m.mutable_graph()->add_input();
+  p->set_name("pads");
+  p->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  p->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4);
+  auto g = import_onnx_bytes(pad.m.SerializeAsString(), "pad.onnx");
+  REQUIRE(g.ok());
+  REQUIRE(run_passes(*g).ok());
+  auto def = lower(*g);
+  REQUIRE_MESSAGE(def.ok(), def.diag().message);
+  ExecutionContext ctx(testing::executor_of(*def));
+  const Tensor x = ones({2, 2});
+  RunOptions options;
+  options.max_tensor_bytes = size_t{1} << 20;
+  std::string error;
+  auto r = ctx.run({x, full({4}, 1, DType::Int64)}, options, &error);
+  REQUIRE_MESSAGE(r.ok(), error);
+  CHECK(r.get()[0].sizes() == Shape{4, 4});
+  for (int e : {30, 62}) {
+    CAPTURE(e);
+    auto big = ctx.run({x, full({4}, int64_t{1} << e, DType::Int64)}, options, &error);
+    REQUIRE(!big.ok());
+    CHECK(big.status() == Status::OutOfMemory);
+    const int64_t length = 2 + 2 * (int64_t{1} << std::min(e, 40));  // the pads are bounded by 2^40
+    CHECK(error == "node 'y/axis0/j/range' (range): a tensor of " + std::to_string(length * 8) +
+                       " bytes is over RunOptions::max_tensor_bytes (1048576)");
+  }
 }
 
 }  // namespace

@@ -4,9 +4,13 @@
 // per-run thread limit; concurrent runs.
 #include "runtime/model/executor.h"
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <thread>
 
 #include "runtime/core/thread_pool.h"
@@ -878,4 +882,92 @@ TEST_CASE("arena allocator: a size mismatch falls back to the heap for the rest 
   CHECK(again.heap_fallbacks() == 0);
   Storage e = again.allocate(64);  // past the plan
   CHECK(again.heap_fallbacks() == 1);
+}
+
+namespace {
+
+// ConstantOfShape of the run-time shape input s (int64 [rank]).
+Graph constant_of_run_time_shape(int64_t rank) {
+  Graph g;
+  const int s = g.input("s", {rank}, DType::Int64);
+  const int y = g.act("y", std::vector<int64_t>(static_cast<size_t>(rank), -1));
+  g.op(OpKind::ConstantOfShape, {s}, {y}, "op", ScalarParams{Scalar(1.0)});
+  g.output(y);
+  return g;
+}
+
+// This process's address space in bytes (VmSize), or 0.
+size_t address_space_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmSize:", 0) == 0) {
+      std::istringstream ls(line.substr(7));
+      size_t kb = 0;
+      ls >> kb;
+      return kb * 1024;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("RunOptions::max_tensor_bytes: a larger tensor fails its op with OutOfMemory, before any work") {
+  ExecutionContext ctx(constant_of_run_time_shape(2).build());
+  RunOptions options;
+  options.max_tensor_bytes = size_t{1} << 20;
+  std::string error;
+  // [2^20, 2^16] float32: 256 GiB.
+  Result<std::vector<Tensor>> r = ctx.run({tensor({int64_t{1} << 20, int64_t{1} << 16})}, options, &error);
+  REQUIRE(!r.ok());
+  CHECK(r.status() == Status::OutOfMemory);
+  CHECK(error == "node 'op' (constant_of_shape): a tensor of 274877906944 bytes is over "
+                 "RunOptions::max_tensor_bytes (1048576)");
+  Result<std::vector<Tensor>> again = ctx.run({tensor({int64_t{2}, int64_t{3}})}, options, &error);
+  REQUIRE_MESSAGE(again.ok(), error);  // the context runs again
+  check_equal(again.get()[0], ones({2, 3}));
+}
+
+TEST_CASE("an arena block that cannot be allocated: the run's results stand and the context plans later") {
+  // Found by fuzzing: ArenaMemory's operator new threw std::bad_alloc out of
+  // run() (an abort) when the plan of a large run-time shape did not fit.
+  // Here the address space is limited so that a 256 MiB output fits on the
+  // heap but the arena of the same size beside it does not.
+  const int64_t n = int64_t{1} << 26;  // floats: 256 MiB
+  ExecutionContext ctx(constant_of_run_time_shape(1).build());
+  run_ok(ctx, {tensor({int64_t{4}})});  // plans a small arena, starts the thread pool
+  CHECK(ctx.memory_plan().plans == 1);
+  run_ok(ctx, {tensor({n})});  // served by the heap (the plan no longer matches): plans again next run
+  const size_t used = address_space_bytes();
+  REQUIRE(used > 0);
+  struct AddressSpaceLimit {  // restored even when run() throws (as it did)
+    rlimit old{};
+    explicit AddressSpaceLimit(size_t bytes) {
+      REQUIRE(getrlimit(RLIMIT_AS, &old) == 0);
+      rlimit limited = old;
+      limited.rlim_cur = static_cast<rlim_t>(bytes);
+      if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < limited.rlim_cur) limited.rlim_cur = old.rlim_cur;
+      REQUIRE(setrlimit(RLIMIT_AS, &limited) == 0);
+    }
+    ~AddressSpaceLimit() { setrlimit(RLIMIT_AS, &old); }
+  };
+  std::string error;
+  std::vector<Tensor> kept;
+  bool ok = false, planned_after = true;
+  {
+    AddressSpaceLimit limit(used + (size_t{384} << 20));
+    Result<std::vector<Tensor>> r = ctx.run({tensor({n})}, {}, &error);  // records; its arena fails
+    planned_after = ctx.memory_plan().plans == 2;
+    ok = r.ok();
+    if (ok) kept = r.get();
+  }
+  REQUIRE_MESSAGE(ok, error);
+  CHECK(!planned_after);  // no arena: still the first plan
+  REQUIRE(kept[0].numel() == n);
+  CHECK(kept[0][n - 1].item().to_double() == 1.0);
+  kept.clear();
+  run_ok(ctx, {tensor({n})});  // memory back: records and plans
+  CHECK(ctx.memory_plan().plans == 2);
+  CHECK(ctx.memory_plan().arena_bytes >= static_cast<size_t>(n) * 4);
 }

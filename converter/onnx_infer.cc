@@ -1,0 +1,195 @@
+// ONNX shape inference by libonnx 1.12 (Debian's) and the guards that keep
+// from it what crashes it: libonnx trusts a model it is given, so a node its
+// schema does not verify (a Scan, If or Loop without its graph attribute: a
+// null dereference), a stride, dilation, kernel size or block size below 1 (a
+// division by zero), a value read before it is defined or a value without a
+// type, a subgraph or a model-local function never reach it. The importer
+// reports such models' problems itself, naming the node.
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "converter/onnx_import.h"
+
+namespace ember::converter {
+
+namespace {
+
+// The default-domain ops whose schema changed after opset 17 (onnx 1.23's
+// operator changelog, opsets 18 to 28), less those that infer_with_opset_17
+// treats as type-only changes.
+const std::set<std::string>& changed_after_opset_17() {
+  static const std::set<std::string> ops = {
+      "AffineGrid", "Attention", "AveragePool", "Bernoulli", "BitCast", "BitShift", "BitwiseAnd", "BitwiseNot",
+      "BitwiseOr", "BitwiseXor", "CastLike", "CausalConvWithState", "Celu", "CenterCropPad", "Col2Im", "Compress",
+      "ConvTranspose", "CumProd", "DFT", "DeformConv", "DepthToSpace", "DequantizeLinear", "Det", "Einsum", "EyeLike",
+      "GRU", "GlobalLpPool", "GlobalMaxPool", "GridSample", "GroupNormalization", "If", "ImageDecoder",
+      "InstanceNormalization", "IsInf", "IsNaN", "LSTM", "LinearAttention", "Loop", "LpNormalization", "LpPool",
+      "MaxRoiPool", "MaxUnpool", "Mod", "Multinomial", "NegativeLogLikelihoodLoss", "OneHot", "Optional",
+      "OptionalGetElement", "OptionalHasElement", "Pad", "QLinearMatMul", "QuantizeLinear", "RMSNormalization",
+      "RNN", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Range", "ReduceL1",
+      "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
+      "ReduceSumSquare", "RegexFullMatch", "Resize", "ReverseSequence", "RoiAlign", "RotaryEmbedding", "Scan",
+      "ScatterElements", "ScatterND", "Size", "SpaceToDepth", "Split", "SplitToSequence", "StringConcat",
+      "StringSplit", "SwiGLU", "Swish", "TensorScatter", "TopK", "Unique"};
+  return ops;
+}
+
+// Whether libonnx's opset-17 schema of node `n` infers what its schema at the
+// model's newer opset does. True where the op did not change after 17 or
+// changed only its types (Cast, Reshape, Shape, Squeeze, Conv, the unary ops:
+// new dtypes such as float8 or int4, which the importer refuses anyway; ops
+// new after 17, such as Gelu, are unknown to libonnx and skipped), and for
+// the changed forms that keep the opset-17 meaning: AveragePool without
+// "dilations" (19), Pad without an "axes" input (18), Split without
+// "num_outputs" (18).
+bool same_inference_as_opset_17(const onnx::NodeProto& n) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
+  const std::string& op = n.op_type();
+  auto has_attr = [&](const char* name) {
+    for (const auto& a : n.attribute()) {
+      if (a.name() == name) return true;
+    }
+    return false;
+  };
+  if (op == "AveragePool") return !has_attr("dilations");
+  if (op == "Pad") return n.input_size() < 4 || n.input(3).empty();
+  if (op == "Split") return !has_attr("num_outputs");
+  return changed_after_opset_17().count(op) == 0;
+}
+
+// ONNX inference under libonnx's newest opset (17), for a model of opset
+// > 17 whose every node infers the same there; the opset is restored after.
+bool infer_with_opset_17(onnx::ModelProto& model) {
+  for (const auto& n : model.graph().node()) {
+    if (!same_inference_as_opset_17(n)) return false;
+  }
+  onnx::ModelProto inferred = model;
+  int64_t opset = 0;
+  for (auto& o : *inferred.mutable_opset_import()) {
+    if (!o.domain().empty() && o.domain() != "ai.onnx") return false;  // other domains: no inference
+    opset = o.version();
+    o.set_version(kLibOnnxOpset);
+  }
+  try {
+    onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, true));
+  } catch (const std::exception&) {
+    return false;
+  }
+  for (auto& o : *inferred.mutable_opset_import()) o.set_version(opset);
+  model = std::move(inferred);
+  return true;
+}
+
+
+// The attributes whose every value libonnx divides by or loops over: a value
+// below 1 makes its inference divide by zero (SIGFPE) or misbehave.
+bool positive_attrs_ok(const onnx::NodeProto& n) {
+  static const std::set<std::string> positive = {"strides", "dilations", "kernel_shape", "blocksize", "group"};
+  for (const auto& a : n.attribute()) {
+    if (positive.count(a.name()) == 0) continue;
+    if (a.has_i() && a.i() < 1) return false;
+    for (int64_t v : a.ints()) {
+      if (v < 1) return false;
+    }
+  }
+  return true;
+}
+
+// Whether every node of `g` that libonnx knows passes its schema's Verify at
+// `opset` (the one inference will use): required attributes present and of
+// their type, input and output counts in range. A node of another domain is
+// left to libonnx as before (it skips what it does not know).
+bool nodes_verify(const onnx::GraphProto& g, int64_t opset) {
+  for (const auto& n : g.node()) {
+    if (!positive_attrs_ok(n)) return false;
+    if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(std::min(opset, kLibOnnxOpset)), "");
+    if (schema == nullptr) continue;
+    try {
+      schema->Verify(n);
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The model's default-domain opset (0 if it imports none).
+int64_t default_opset(const onnx::ModelProto& model) {
+  for (const auto& o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  }
+  return 0;
+}
+
+// True when every node reads only values defined before it (graph inputs,
+// initializers, earlier outputs), no node holds a subgraph and every declared
+// value has a type: libonnx 1.12's inference dereferences the type of an
+// undefined or untyped value (crashes the ONNX importer's fuzz target found),
+// so a graph that fails this is not given to it; the importer then reports
+// the problem itself.
+bool safe_for_libonnx(const onnx::GraphProto& g) {
+  // It also dereferences a graph input's, output's or value_info's missing type.
+  auto typed = [](const onnx::ValueInfoProto& v) {
+    return v.has_type() && v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET;
+  };
+  for (const auto& v : g.input()) {
+    if (!typed(v)) return false;
+  }
+  for (const auto& v : g.output()) {
+    if (!typed(v)) return false;
+  }
+  for (const auto& v : g.value_info()) {
+    if (!typed(v)) return false;
+  }
+  std::set<std::string> defined;
+  for (const auto& i : g.input()) defined.insert(i.name());
+  for (const auto& i : g.initializer()) defined.insert(i.name());
+  for (const auto& n : g.node()) {
+    for (const auto& i : n.input()) {
+      if (!i.empty() && defined.count(i) == 0) return false;
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() || a.graphs_size() > 0) return false;
+    }
+    for (const auto& o : n.output()) defined.insert(o);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool infer_shapes(onnx::ModelProto& model) {
+  // Local functions: libonnx would infer through their bodies, unchecked.
+  if (model.functions_size() > 0 || !safe_for_libonnx(model.graph())) return false;
+  if (!nodes_verify(model.graph(), default_opset(model))) return false;
+  // Data propagation folds Shape sub-graphs (x.view(x.size(0), -1)) into
+  // inferred shapes. Node-level failures are skipped (error_mode 0); what
+  // still throws (a value_info that contradicts what ONNX infers, an
+  // unknown opset) leaves the model as it was. libonnx 1.12 knows the
+  // schemas up to opset 17 and would apply them to newer nodes: a newer
+  // model is inferred only where that is sound (infer_with_opset_17);
+  // otherwise infer_missing_shapes() does it all.
+  for (const auto& o : model.opset_import()) {
+    if ((o.domain().empty() || o.domain() == "ai.onnx") && o.version() > kLibOnnxOpset) {
+      return infer_with_opset_17(model);
+    }
+  }
+  onnx::ModelProto inferred = model;
+  try {
+    onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, true));
+  } catch (const std::exception&) {
+    return false;
+  }
+  model = std::move(inferred);
+  return true;
+}
+}  // namespace ember::converter
