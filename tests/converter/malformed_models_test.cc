@@ -435,5 +435,23 @@ TEST_CASE("a Pad of run-time pads near 2^62 is an error, not an empty tensor; 2^
   }
 }
 
+TEST_CASE("an AveragePool that excludes padding on a huge input allocates no mask at conversion") {
+  // Found by tools/fuzz.sh onnx: a Pad of 2^30 before an AveragePool with
+  // pads; the mask of ones over the input's spatial size was a weight made at
+  // conversion (17 GB). It is a ConstantOfShape at run time now.
+  const int64_t big = int64_t{1} << 20;  // [2^20, 2^20]: a 4 TiB float32 mask
+  OneNodeModel pool("AveragePool", "p", {1, 1, big, big});
+  set_ints(pool.n, "kernel_shape", {2, 2});
+  set_ints(pool.n, "pads", {1, 1, 1, 1});
+  CHECK(pool.error() == "");
+  // The window of a dilated AveragePool is a weight: bounded.
+  OneNodeModel dilated("AveragePool", "p", {1, big, 128, 128});
+  set_ints(dilated.n, "kernel_shape", {64, 64});
+  set_ints(dilated.n, "dilations", {2, 2});
+  CHECK(dilated.error() == std::string(kLowered1) +
+                               "AveragePool 'p': the averaging window of shape [1048576, 1, 64, 64] would hold more "
+                               "than 2^24 elements");
+}
+
 }  // namespace
 }  // namespace ember::converter
