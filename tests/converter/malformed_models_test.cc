@@ -453,5 +453,15 @@ TEST_CASE("an AveragePool that excludes padding on a huge input allocates no mas
                                "than 2^24 elements");
 }
 
+TEST_CASE("a Concat of rank-0 values is an error, not a read past the end of their dims") {
+  // Found by tools/fuzz.sh onnx: infer_missing_shapes indexed the dims of a
+  // scalar at axis 0 (wrap_dim accepts it for rank 0); so did Gather,
+  // Split, Squeeze, Unsqueeze, Transpose and the reductions.
+  OneNodeModel concat("Concat", "c", {}, {"x"});
+  concat.m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  set_int(concat.n, "axis", 0);
+  CHECK(concat.error() == "'bad.onnx': Concat 'c': axis 0 of a rank-0 value");
+}
+
 }  // namespace
 }  // namespace ember::converter
