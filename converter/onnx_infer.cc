@@ -10,6 +10,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 
@@ -101,13 +102,68 @@ bool positive_attrs_ok(const onnx::NodeProto& n) {
   return true;
 }
 
+// Whether every input of `n` named "" (omitted) is an optional one of its
+// schema: libonnx's inference functions read the type of a required input
+// without a check (convPoolShapeInference of a ConvInteger or QLinearConv
+// whose weight is "": a null dereference found by tools/fuzz.sh onnx), and
+// Verify lets an empty name pass.
+bool omitted_inputs_optional(const onnx::OpSchema& schema, const onnx::NodeProto& n) {
+  const auto& formal = schema.inputs();
+  for (int i = 0; i < n.input_size(); ++i) {
+    if (!n.input(i).empty()) continue;
+    if (formal.empty()) return false;
+    const size_t k = std::min(static_cast<size_t>(i), formal.size() - 1);  // the last one may be variadic
+    if (formal[k].GetOption() != onnx::OpSchema::Optional) return false;
+  }
+  return true;
+}
+
+// The declared rank of every value of `g` that has one (inputs, value_info,
+// initializers).
+std::map<std::string, int> declared_ranks(const onnx::GraphProto& g) {
+  std::map<std::string, int> ranks;
+  auto add = [&](const onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape()) {
+      ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+    }
+  };
+  for (const auto& v : g.input()) add(v);
+  for (const auto& v : g.value_info()) add(v);
+  for (const auto& t : g.initializer()) ranks[t.name()] = t.dims_size();
+  return ranks;
+}
+
+// Whether a convolution's or pooling's data (and weight) ranks are ones
+// libonnx's convPoolShapeInference survives: data of rank >= 3 and, for a
+// convolution, a weight of the same rank (a Conv of a [1, 5] input by a 4-D
+// weight: a null dereference, found by tools/fuzz.sh onnx).
+bool conv_pool_ranks_ok(const onnx::NodeProto& n, const std::map<std::string, int>& ranks) {
+  static const std::set<std::string> pools = {"AveragePool", "MaxPool", "LpPool", "MaxUnpool", "MaxRoiPool"};
+  static const std::map<std::string, int> convs = {
+      {"Conv", 1}, {"ConvInteger", 1}, {"ConvTranspose", 1}, {"QLinearConv", 3}, {"DeformConv", 1}};
+  const auto conv = convs.find(n.op_type());
+  if (conv == convs.end() && pools.count(n.op_type()) == 0) return true;
+  auto rank = [&](int i) {
+    if (i >= n.input_size()) return -1;
+    const auto it = ranks.find(n.input(i));
+    return it == ranks.end() ? -1 : it->second;
+  };
+  const int x = rank(0);
+  if (x >= 0 && x < 3) return false;
+  if (conv == convs.end()) return true;
+  const int w = rank(conv->second);
+  return x < 0 || w < 0 || x == w;
+}
+
 // Whether every node of `g` that libonnx knows passes its schema's Verify at
 // `opset` (the one inference will use): required attributes present and of
 // their type, input and output counts in range. A node of another domain is
 // left to libonnx as before (it skips what it does not know).
 bool nodes_verify(const onnx::GraphProto& g, int64_t opset) {
+  const std::map<std::string, int> ranks = declared_ranks(g);
   for (const auto& n : g.node()) {
     if (!positive_attrs_ok(n)) return false;
+    if (!conv_pool_ranks_ok(n, ranks)) return false;
     if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
     const onnx::OpSchema* schema =
         onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(std::min(opset, kLibOnnxOpset)), "");
@@ -117,6 +173,7 @@ bool nodes_verify(const onnx::GraphProto& g, int64_t opset) {
     } catch (const std::exception&) {
       return false;
     }
+    if (!omitted_inputs_optional(*schema, n)) return false;
   }
   return true;
 }

@@ -463,5 +463,16 @@ TEST_CASE("a Concat of rank-0 values is an error, not a read past the end of the
   CHECK(concat.error() == "'bad.onnx': Concat 'c': axis 0 of a rank-0 value");
 }
 
+TEST_CASE("a Conv whose input rank is not its weight's is an error, not a crash in libonnx's inference") {
+  // Found by tools/fuzz.sh onnx: libonnx 1.12's convPoolShapeInference
+  // dereferences null for a [1, 5] input and a 4-D weight.
+  OneNodeModel conv("Conv", "c", {1, 5}, {"w"});
+  CHECK(!conv.inferred());
+  CHECK(conv.error() == std::string(kLowered1) + "Conv 'c': input 'x' has rank 2, the 4-D weight needs 4");
+  OneNodeModel pool("MaxPool", "p", {1, 5});
+  set_ints(pool.n, "kernel_shape", {1});
+  CHECK(!pool.inferred());
+}
+
 }  // namespace
 }  // namespace ember::converter
