@@ -118,6 +118,39 @@ bool omitted_inputs_optional(const onnx::OpSchema& schema, const onnx::NodeProto
   return true;
 }
 
+// Whether tensor `t`'s data is what its dims and dtype need: libonnx's
+// ParseData copies numel elements out of raw_data without checking its size
+// (a Constant of int64 [1] with 7 bytes: a wild memcpy, found by
+// tools/fuzz.sh onnx). External data is not read here: not consistent.
+bool tensor_data_consistent(const onnx::TensorProto& t) {
+  using T = onnx::TensorProto;
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return false;
+  }
+  if (t.data_location() == T::EXTERNAL) return false;
+  static const std::map<int, int64_t> bytes = {{T::FLOAT, 4},  {T::UINT8, 1},   {T::INT8, 1},    {T::UINT16, 2},
+                                               {T::INT16, 2},  {T::INT32, 4},   {T::INT64, 8},   {T::BOOL, 1},
+                                               {T::FLOAT16, 2}, {T::DOUBLE, 8}, {T::UINT32, 4},  {T::UINT64, 8},
+                                               {T::BFLOAT16, 2}};
+  if (t.has_raw_data()) {
+    const auto it = bytes.find(t.data_type());
+    int64_t need = 0;
+    return it != bytes.end() && !__builtin_mul_overflow(n, it->second, &need) &&
+           static_cast<int64_t>(t.raw_data().size()) == need;
+  }
+  switch (t.data_type()) {
+    case T::FLOAT: return t.float_data_size() == n;
+    case T::INT64: return t.int64_data_size() == n;
+    case T::DOUBLE: return t.double_data_size() == n;
+    case T::UINT32: case T::UINT64: return t.uint64_data_size() == n;
+    case T::STRING: return t.string_data_size() == n;
+    case T::UINT8: case T::INT8: case T::UINT16: case T::INT16: case T::INT32: case T::BOOL: case T::FLOAT16:
+    case T::BFLOAT16: return t.int32_data_size() == n;
+    default: return false;
+  }
+}
+
 // The declared rank of every value of `g` that has one (inputs, value_info,
 // initializers).
 std::map<std::string, int> declared_ranks(const onnx::GraphProto& g) {
@@ -161,9 +194,15 @@ bool conv_pool_ranks_ok(const onnx::NodeProto& n, const std::map<std::string, in
 // left to libonnx as before (it skips what it does not know).
 bool nodes_verify(const onnx::GraphProto& g, int64_t opset) {
   const std::map<std::string, int> ranks = declared_ranks(g);
+  for (const auto& t : g.initializer()) {
+    if (!tensor_data_consistent(t)) return false;
+  }
   for (const auto& n : g.node()) {
     if (!positive_attrs_ok(n)) return false;
     if (!conv_pool_ranks_ok(n, ranks)) return false;
+    for (const auto& a : n.attribute()) {
+      if (a.has_t() && !tensor_data_consistent(a.t())) return false;
+    }
     if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
     const onnx::OpSchema* schema =
         onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(std::min(opset, kLibOnnxOpset)), "");

@@ -474,5 +474,19 @@ TEST_CASE("a Conv whose input rank is not its weight's is an error, not a crash 
   CHECK(!pool.inferred());
 }
 
+TEST_CASE("a Constant whose raw_data is shorter than its shape needs is an error, never read by libonnx") {
+  // Found by tools/fuzz.sh onnx: libonnx 1.12's ParseData copied 8 bytes out
+  // of a 7-byte raw_data (an Unsqueeze's axes).
+  OneNodeModel m("Constant", "k", {1});
+  m.n->clear_input();
+  onnx::AttributeProto* a = add_attr(m.n, "value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  a->mutable_t()->add_dims(1);
+  a->mutable_t()->set_raw_data(std::string(7, '\0'));
+  CHECK(!m.inferred());
+  CHECK(m.error() == "Constant 'k' value: raw_data holds 7 bytes, shape [1] of int64 needs 8");
+}
+
 }  // namespace
 }  // namespace ember::converter
