@@ -17,6 +17,9 @@ int32_t Lowerer::int_scalar(const std::string& name, int64_t v) {
 
 int32_t Lowerer::dim_size(int32_t x, int64_t axis, const std::string& name) {
   const std::vector<Dim> s = tensor_dims(x);
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) {  // a fuzzed NegativeLogLikelihoodLoss read past the end
+    refuse("axis " + std::to_string(axis) + " is out of range for a value of rank " + std::to_string(s.size()));
+  }
   const Dim& d = s[static_cast<size_t>(axis)];
   if (d.is_static()) return int_scalar(name, d.value);
   const int32_t dims = emit_new(OpKind::ShapeOf, {x}, DType::Int64, {Dim::fixed(static_cast<int64_t>(s.size()))},

@@ -248,6 +248,9 @@ void Lowerer::lower_gemm_matmul(const Node& n) {
 Conv2dParams Lowerer::conv_params(const Node& n, int x, int w) const {
   const std::vector<Dim> wd = dims_of(w, "weight");
   if (wd.size() != 4) refuse("only 2-D convolutions are supported (weight " + vname(w) + " is not 4-D)");
+  if (val(x).shape && val(x).shape->size() != 4) {
+    refuse("input " + vname(x) + " has rank " + std::to_string(val(x).shape->size()) + ", the 4-D weight needs 4");
+  }
   Conv2dParams p;
   pair_attr(n, "strides", 1, p.stride);
   pair_attr(n, "dilations", 1, p.dilation);

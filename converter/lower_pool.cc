@@ -14,6 +14,22 @@
 
 namespace ember::converter::lowering {
 
+namespace {
+
+// A weight the lowering makes from shapes and attributes (an averaging
+// window, an index table) holds at most 2^24 elements: a larger one is a
+// NodeError, not an allocation at conversion time (found by fuzzing).
+void check_made_weight(const std::vector<int64_t>& dims, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > (int64_t{1} << 24)) {
+      refuse(what + " of shape " + join_ints(dims) + " would hold more than 2^24 elements");
+    }
+  }
+}
+
+}  // namespace
+
 // The geometry of one pool node: per spatial dim its kernel, stride,
 // dilation, pads before and after (with ceil_mode's extra end pad in
 // `extra`), the static input size (-1: dynamic) and output size.
@@ -118,6 +134,7 @@ int32_t Lowerer::pool_step(int32_t t, bool max, const int64_t k[2], const int64_
   }
   const Dim& c = shape[1];
   if (!c.is_static()) refuse("AveragePool with dilations needs a static channel count");
+  check_made_weight({c.value, 1, k[0], k[1]}, "the averaging window");
   const Tensor w = full({c.value, 1, k[0], k[1]}, 1.0 / static_cast<double>(k[0] * k[1]), TensorOptions(dt));
   Conv2dParams p;
   for (int i = 0; i < 2; ++i) p.stride[i] = s[i], p.dilation[i] = d[i];
@@ -198,6 +215,7 @@ void Lowerer::lower_max_pool_indices(const Node& n, const Pool2dParams& p) {
   const std::string base = def_.tensors[static_cast<size_t>(out)].name;
   const std::vector<Dim> ys = tensor_dims(tensor(out0(n)));
   int32_t idx = emit_new(OpKind::MaxPool2dIndices, {tensor(n.inputs[0])}, DType::Int64, ys, p, base + "/in_plane");
+  check_made_weight({N, C, H, W}, "the index offsets");
   if (n.get_int("storage_order", 0) != 0) {
     Tensor column = empty({H * W}, DType::Int64);
     for (int64_t h = 0; h < H; ++h) {
@@ -264,7 +282,12 @@ void Lowerer::lower_pool_nd(const Node& n) {
     if (g.in[i] < 0) refuse("AveragePool that excludes padding needs static spatial dims");
     mask_shape.push_back(g.in[i]);
   }
-  int32_t mask = new_weight(base + "/ones", ones(mask_shape, TensorOptions(dt)), false);
+  // Made at run time: a weight of the input's spatial size would be allocated
+  // at conversion (a Pad of 2^30 before it took 17 GB; found by fuzzing).
+  std::vector<Dim> mask_dims;
+  for (int64_t d : mask_shape) mask_dims.push_back(Dim::fixed(d));
+  int32_t mask = emit_new(OpKind::ConstantOfShape, {ints_weight(base + "/ones_shape", mask_shape)}, dt, mask_dims,
+                          ScalarParams{Scalar(1.0)}, base + "/ones");
   if (include_pad) mask = pool_pad(mask, g, true, false, 1.0, base + "/ones_padded");
   mask = pool_pad(mask, g, !include_pad, true, 0.0, base + "/mask");
   binary_new(OpKind::Div, mean, pool_windows(mask, g, false, base + "/share"), dt, base, out);

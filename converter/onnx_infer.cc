@@ -10,6 +10,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 
@@ -101,13 +102,107 @@ bool positive_attrs_ok(const onnx::NodeProto& n) {
   return true;
 }
 
+// Whether every input of `n` named "" (omitted) is an optional one of its
+// schema: libonnx's inference functions read the type of a required input
+// without a check (convPoolShapeInference of a ConvInteger or QLinearConv
+// whose weight is "": a null dereference found by tools/fuzz.sh onnx), and
+// Verify lets an empty name pass.
+bool omitted_inputs_optional(const onnx::OpSchema& schema, const onnx::NodeProto& n) {
+  const auto& formal = schema.inputs();
+  for (int i = 0; i < n.input_size(); ++i) {
+    if (!n.input(i).empty()) continue;
+    if (formal.empty()) return false;
+    const size_t k = std::min(static_cast<size_t>(i), formal.size() - 1);  // the last one may be variadic
+    if (formal[k].GetOption() != onnx::OpSchema::Optional) return false;
+  }
+  return true;
+}
+
+// Whether tensor `t`'s data is what its dims and dtype need: libonnx's
+// ParseData copies numel elements out of raw_data without checking its size
+// (a Constant of int64 [1] with 7 bytes: a wild memcpy, found by
+// tools/fuzz.sh onnx). External data is not read here: not consistent.
+bool tensor_data_consistent(const onnx::TensorProto& t) {
+  using T = onnx::TensorProto;
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return false;
+  }
+  if (t.data_location() == T::EXTERNAL) return false;
+  static const std::map<int, int64_t> bytes = {{T::FLOAT, 4},  {T::UINT8, 1},   {T::INT8, 1},    {T::UINT16, 2},
+                                               {T::INT16, 2},  {T::INT32, 4},   {T::INT64, 8},   {T::BOOL, 1},
+                                               {T::FLOAT16, 2}, {T::DOUBLE, 8}, {T::UINT32, 4},  {T::UINT64, 8},
+                                               {T::BFLOAT16, 2}};
+  if (t.has_raw_data()) {
+    const auto it = bytes.find(t.data_type());
+    int64_t need = 0;
+    return it != bytes.end() && !__builtin_mul_overflow(n, it->second, &need) &&
+           static_cast<int64_t>(t.raw_data().size()) == need;
+  }
+  switch (t.data_type()) {
+    case T::FLOAT: return t.float_data_size() == n;
+    case T::INT64: return t.int64_data_size() == n;
+    case T::DOUBLE: return t.double_data_size() == n;
+    case T::UINT32: case T::UINT64: return t.uint64_data_size() == n;
+    case T::STRING: return t.string_data_size() == n;
+    case T::UINT8: case T::INT8: case T::UINT16: case T::INT16: case T::INT32: case T::BOOL: case T::FLOAT16:
+    case T::BFLOAT16: return t.int32_data_size() == n;
+    default: return false;
+  }
+}
+
+// The declared rank of every value of `g` that has one (inputs, value_info,
+// initializers).
+std::map<std::string, int> declared_ranks(const onnx::GraphProto& g) {
+  std::map<std::string, int> ranks;
+  auto add = [&](const onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape()) {
+      ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+    }
+  };
+  for (const auto& v : g.input()) add(v);
+  for (const auto& v : g.value_info()) add(v);
+  for (const auto& t : g.initializer()) ranks[t.name()] = t.dims_size();
+  return ranks;
+}
+
+// Whether a convolution's or pooling's data (and weight) ranks are ones
+// libonnx's convPoolShapeInference survives: data of rank >= 3 and, for a
+// convolution, a weight of the same rank (a Conv of a [1, 5] input by a 4-D
+// weight: a null dereference, found by tools/fuzz.sh onnx).
+bool conv_pool_ranks_ok(const onnx::NodeProto& n, const std::map<std::string, int>& ranks) {
+  static const std::set<std::string> pools = {"AveragePool", "MaxPool", "LpPool", "MaxUnpool", "MaxRoiPool"};
+  static const std::map<std::string, int> convs = {
+      {"Conv", 1}, {"ConvInteger", 1}, {"ConvTranspose", 1}, {"QLinearConv", 3}, {"DeformConv", 1}};
+  const auto conv = convs.find(n.op_type());
+  if (conv == convs.end() && pools.count(n.op_type()) == 0) return true;
+  auto rank = [&](int i) {
+    if (i >= n.input_size()) return -1;
+    const auto it = ranks.find(n.input(i));
+    return it == ranks.end() ? -1 : it->second;
+  };
+  const int x = rank(0);
+  if (x >= 0 && x < 3) return false;
+  if (conv == convs.end()) return true;
+  const int w = rank(conv->second);
+  return x < 0 || w < 0 || x == w;
+}
+
 // Whether every node of `g` that libonnx knows passes its schema's Verify at
 // `opset` (the one inference will use): required attributes present and of
 // their type, input and output counts in range. A node of another domain is
 // left to libonnx as before (it skips what it does not know).
 bool nodes_verify(const onnx::GraphProto& g, int64_t opset) {
+  const std::map<std::string, int> ranks = declared_ranks(g);
+  for (const auto& t : g.initializer()) {
+    if (!tensor_data_consistent(t)) return false;
+  }
   for (const auto& n : g.node()) {
     if (!positive_attrs_ok(n)) return false;
+    if (!conv_pool_ranks_ok(n, ranks)) return false;
+    for (const auto& a : n.attribute()) {
+      if (a.has_t() && !tensor_data_consistent(a.t())) return false;
+    }
     if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
     const onnx::OpSchema* schema =
         onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(std::min(opset, kLibOnnxOpset)), "");
@@ -117,6 +212,7 @@ bool nodes_verify(const onnx::GraphProto& g, int64_t opset) {
     } catch (const std::exception&) {
       return false;
     }
+    if (!omitted_inputs_optional(*schema, n)) return false;
   }
   return true;
 }

@@ -57,6 +57,14 @@ int fold_shapes(Graph& graph) {
 
 namespace {
 
+// wrap_dim for an index into the `rank` dims of a value: a rank-0 value has
+// none (wrap_dim accepts 0 and -1 there, as PyTorch does, and the dims were
+// read past their end: a Concat of scalars, found by tools/fuzz.sh onnx).
+size_t axis_index(int64_t axis, int64_t rank) {
+  EMBER_CHECK(rank > 0, Status::OutOfRange, "axis ", axis, " of a rank-0 value");
+  return static_cast<size_t>(wrap_dim(axis, rank));
+}
+
 using Dims = std::vector<Dim>;
 
 std::optional<Dims> dims_of(const Graph& g, int id) {
@@ -253,7 +261,7 @@ std::vector<Out> infer_reshapes(const Graph& g, const Node& n) {
     }
     if (static_cast<int64_t>(perm.size()) != rank) return {Out{dtype(0), std::nullopt}};
     Dims out;
-    for (int64_t p : perm) out.push_back((*x)[static_cast<size_t>(wrap_dim(p, rank))]);
+    for (int64_t p : perm) out.push_back((*x)[axis_index(p, rank)]);
     return {Out{dtype(0), out}};
   }
   if (op == "Slice") {
@@ -267,7 +275,7 @@ std::vector<Out> infer_reshapes(const Graph& g, const Node& n) {
     }
     if (!axes) return {Out{dtype(0), unknown(out.size())}};
     for (size_t i = 0; i < axes->size(); ++i) {
-      const size_t a = static_cast<size_t>(wrap_dim((*axes)[i], rank));
+      const size_t a = axis_index((*axes)[i], rank);
       const int64_t step = in(4) < 0 ? 1 : (steps && i < steps->size() ? (*steps)[i] : 0);
       const Dim d = out[a];
       out[a] = Dim{};
@@ -333,13 +341,13 @@ std::vector<Out> infer_reshapes(const Graph& g, const Node& n) {
     if (op == "Unsqueeze") {
       const int64_t r = rank + static_cast<int64_t>(axes->size());
       std::vector<bool> added(static_cast<size_t>(r), false);
-      for (int64_t a : *axes) added[static_cast<size_t>(wrap_dim(a, r))] = true;
+      for (int64_t a : *axes) added[axis_index(a, r)] = true;
       size_t k = 0;
       for (int64_t d = 0; d < r; ++d) out.push_back(added[static_cast<size_t>(d)] ? Dim::fixed(1) : (*x)[k++]);
     } else {
       std::vector<bool> gone(static_cast<size_t>(rank), false);
       if (axes) {
-        for (int64_t a : *axes) gone[static_cast<size_t>(wrap_dim(a, rank))] = true;
+        for (int64_t a : *axes) gone[axis_index(a, rank)] = true;
       } else {
         for (int64_t d = 0; d < rank; ++d) {
           const Dim& dim = (*x)[static_cast<size_t>(d)];
@@ -365,7 +373,7 @@ std::vector<Out> infer_combine(const Graph& g, const Node& n) {
   [[maybe_unused]] const int64_t rank = x ? static_cast<int64_t>(x->size()) : -1;
   if (op == "Concat") {
     if (!x) return {Out{dtype(0), std::nullopt}};
-    const size_t axis = static_cast<size_t>(wrap_dim(n.get_int("axis", 0), rank));
+    const size_t axis = axis_index(n.get_int("axis", 0), rank);
     Dims out = *x;
     int64_t total = 0;
     for (int id : n.inputs) {
@@ -385,7 +393,7 @@ std::vector<Out> infer_combine(const Graph& g, const Node& n) {
         continue;
       }
       Dims out = *x;
-      const size_t axis = static_cast<size_t>(wrap_dim(n.get_int("axis", 0), rank));
+      const size_t axis = axis_index(n.get_int("axis", 0), rank);
       out[axis] = sizes && k < sizes->size() ? Dim::fixed((*sizes)[k]) : Dim{};
       if (!sizes && in(1) < 0 && (*x)[axis].is_static()) {  // ceil(dim / n) each, the last one smaller
         const int64_t dim = (*x)[axis].value, parts = static_cast<int64_t>(n.outputs.size());
@@ -399,7 +407,7 @@ std::vector<Out> infer_combine(const Graph& g, const Node& n) {
   if (op == "Gather") {
     const auto idx = dims_of(g, in(1));
     if (!x || !idx) return {Out{dtype(0), std::nullopt}};
-    const int64_t axis = wrap_dim(n.get_int("axis", 0), rank);
+    const int64_t axis = static_cast<int64_t>(axis_index(n.get_int("axis", 0), rank));
     Dims out(x->begin(), x->begin() + axis);
     out.insert(out.end(), idx->begin(), idx->end());
     out.insert(out.end(), x->begin() + axis + 1, x->end());
@@ -448,7 +456,7 @@ std::vector<Out> infer_reduce_and_nn(const Graph& g, const Node& n) {
     std::vector<bool> reduced(static_cast<size_t>(rank), !axes || axes->empty());
     if ((!axes || axes->empty()) && n.get_int("noop_with_empty_axes", 0) != 0) return {Out{dtype(0), x}};
     if (axes) {
-      for (int64_t a : *axes) reduced[static_cast<size_t>(wrap_dim(a, rank))] = true;
+      for (int64_t a : *axes) reduced[axis_index(a, rank)] = true;
     }
     Dims out;
     for (int64_t d = 0; d < rank; ++d) {
@@ -689,7 +697,12 @@ int infer_missing_shapes(Graph& graph) {
                 std::any_of(v.shape->begin(), v.shape->end(), [](const Dim& d) { return d == Dim{}; });
     }
     if (!missing) continue;
-    const auto outs = infer_node(graph, node);
+    std::vector<Out> outs;
+    try {
+      outs = infer_node(graph, node);
+    } catch (const Error& e) {  // a malformed node: named
+      raise_error(e.status(), node.label() + ": " + e.what());
+    }
     for (size_t k = 0; k < node.outputs.size() && k < outs.size(); ++k) {
       if (node.outputs[k] < 0) continue;
       if (merge(graph.value(node.outputs[k]), outs[k].first, outs[k].second)) ++completed;

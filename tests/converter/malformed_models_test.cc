@@ -435,5 +435,58 @@ TEST_CASE("a Pad of run-time pads near 2^62 is an error, not an empty tensor; 2^
   }
 }
 
+TEST_CASE("an AveragePool that excludes padding on a huge input allocates no mask at conversion") {
+  // Found by tools/fuzz.sh onnx: a Pad of 2^30 before an AveragePool with
+  // pads; the mask of ones over the input's spatial size was a weight made at
+  // conversion (17 GB). It is a ConstantOfShape at run time now.
+  const int64_t big = int64_t{1} << 20;  // [2^20, 2^20]: a 4 TiB float32 mask
+  OneNodeModel pool("AveragePool", "p", {1, 1, big, big});
+  set_ints(pool.n, "kernel_shape", {2, 2});
+  set_ints(pool.n, "pads", {1, 1, 1, 1});
+  CHECK(pool.error() == "");
+  // The window of a dilated AveragePool is a weight: bounded.
+  OneNodeModel dilated("AveragePool", "p", {1, big, 128, 128});
+  set_ints(dilated.n, "kernel_shape", {64, 64});
+  set_ints(dilated.n, "dilations", {2, 2});
+  CHECK(dilated.error() == std::string(kLowered1) +
+                               "AveragePool 'p': the averaging window of shape [1048576, 1, 64, 64] would hold more "
+                               "than 2^24 elements");
+}
+
+TEST_CASE("a Concat of rank-0 values is an error, not a read past the end of their dims") {
+  // Found by tools/fuzz.sh onnx: infer_missing_shapes indexed the dims of a
+  // scalar at axis 0 (wrap_dim accepts it for rank 0); so did Gather,
+  // Split, Squeeze, Unsqueeze, Transpose and the reductions.
+  OneNodeModel concat("Concat", "c", {}, {"x"});
+  concat.m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  set_int(concat.n, "axis", 0);
+  CHECK(concat.error() == "'bad.onnx': Concat 'c': axis 0 of a rank-0 value");
+}
+
+TEST_CASE("a Conv whose input rank is not its weight's is an error, not a crash in libonnx's inference") {
+  // Found by tools/fuzz.sh onnx: libonnx 1.12's convPoolShapeInference
+  // dereferences null for a [1, 5] input and a 4-D weight.
+  OneNodeModel conv("Conv", "c", {1, 5}, {"w"});
+  CHECK(!conv.inferred());
+  CHECK(conv.error() == std::string(kLowered1) + "Conv 'c': input 'x' has rank 2, the 4-D weight needs 4");
+  OneNodeModel pool("MaxPool", "p", {1, 5});
+  set_ints(pool.n, "kernel_shape", {1});
+  CHECK(!pool.inferred());
+}
+
+TEST_CASE("a Constant whose raw_data is shorter than its shape needs is an error, never read by libonnx") {
+  // Found by tools/fuzz.sh onnx: libonnx 1.12's ParseData copied 8 bytes out
+  // of a 7-byte raw_data (an Unsqueeze's axes).
+  OneNodeModel m("Constant", "k", {1});
+  m.n->clear_input();
+  onnx::AttributeProto* a = add_attr(m.n, "value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  a->mutable_t()->add_dims(1);
+  a->mutable_t()->set_raw_data(std::string(7, '\0'));
+  CHECK(!m.inferred());
+  CHECK(m.error() == "Constant 'k' value: raw_data holds 7 bytes, shape [1] of int64 needs 8");
+}
+
 }  // namespace
 }  // namespace ember::converter
