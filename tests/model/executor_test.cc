@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <new>
 #include <sstream>
 #include <thread>
 
@@ -934,6 +935,13 @@ TEST_CASE("an arena block that cannot be allocated: the run's results stand and 
   // run() (an abort) when the plan of a large run-time shape did not fit.
   // Here the address space is limited so that a 256 MiB output fits on the
   // heap but the arena of the same size beside it does not.
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer maps terabytes of shadow and its own allocator's memory
+  // under the same limit, and aborts when that runs out: the default build
+  // runs this case.
+  MESSAGE("not run under AddressSanitizer (RLIMIT_AS)");
+  return;
+#endif
   const int64_t n = int64_t{1} << 26;  // floats: 256 MiB
   ExecutionContext ctx(constant_of_run_time_shape(1).build());
   run_ok(ctx, {tensor({int64_t{4}})});  // plans a small arena, starts the thread pool
@@ -957,6 +965,13 @@ TEST_CASE("an arena block that cannot be allocated: the run's results stand and 
   bool ok = false, planned_after = true;
   {
     AddressSpaceLimit limit(used + (size_t{384} << 20));
+    // qemu-user accepts RLIMIT_AS without enforcing it (aarch64 runs): nothing to stage there.
+    void* probe = ::operator new(size_t{512} << 20, std::nothrow);
+    ::operator delete(probe);
+    if (probe != nullptr) {
+      MESSAGE("RLIMIT_AS is not enforced here (qemu-user?): case not run");
+      return;
+    }
     Result<std::vector<Tensor>> r = ctx.run({tensor({n})}, {}, &error);  // records; its arena fails
     planned_after = ctx.memory_plan().plans == 2;
     ok = r.ok();
