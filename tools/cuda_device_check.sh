@@ -7,7 +7,8 @@
 # or a session that ends early still leaves what ran.
 #   1 environment: GPU, driver, cuBLAS found, ember's view of the devices
 #   2 the CUDA kernel suite (every kernels/cuda entry against the reference on
-#     fresh random inputs) and the backend tests
+#     fresh random inputs), the backend, executor and training tests, and an
+#     AMP loop against PyTorch's torch.amp (bench/cuda/torch_amp.py records it)
 #   --- `quick` stops here ---
 #   3 every converted zoo model on cuda vs PyTorch's outputs: fp32 within the
 #     manifest's tolerances (1e-4), fp16 and bf16 within 1e-2
@@ -16,6 +17,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [[ -d .device/bin ]] || { echo "no .device/: run tools/cuda_device_prepare.sh on the build machine first" >&2; exit 2; }
+for packed in .device/bin/*.xz; do  # tools/cuda_device_prepare.sh compresses the binaries
+  [[ -e "$packed" ]] || continue
+  python3 -c 'import lzma, sys; open(sys.argv[1][:-3], "wb").write(lzma.decompress(open(sys.argv[1], "rb").read()))' "$packed" &&
+    chmod +x "${packed%.xz}" && rm -f "$packed"
+done
 LOG=${OUT:-.device}/cuda_check.log
 mkdir -p "$(dirname "$LOG")"
 : >"$LOG"
@@ -43,57 +49,20 @@ say "cuBLAS from: ${cublas_dir:-not found}"
 step environment 30 bash -c 'nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; .device/bin/ember_run devices' || failed=1
 
 # --- 2. kernel suite and backend tests ----------------------------------------------
-step kernel-suite 240 .device/bin/cuda_device_tests || failed=1
+step torch-amp 60 python3 .device/torch_amp.py .device/torch_amp || failed=1
+export EMBER_TORCH_AMP_DIR=.device/torch_amp  # tests/cuda/torch_amp_test.cc follows that loop
+step kernel-suite 200 .device/bin/cuda_device_tests || failed=1
 if [[ "${1:-}" == quick ]]; then
   say "quick: steps 1-2 only; failed=$failed"
   exit "$failed"
 fi
 
 # --- 3. the zoo on cuda vs PyTorch --------------------------------------------------
-zoo_check() {
-  local bad=0 n=0
-  while read -r name rest; do
-    local ins=() k=0
-    local in_names
-    in_names=$(sed -n 's/.*inputs=\([^ ]*\).*/\1/p' <<<"$rest" | tr ',' ' ')
-    for input in $in_names; do ins+=(--input "$input=.device/zoo/$name.in$k.npy"); k=$((k + 1)); done
-    for precision in fp32 fp16 bf16; do
-      rm -rf ".device/out/$name.$precision"
-      if ! .device/bin/ember_run run ".device/zoo/$name.ember" "${ins[@]}" --device cuda --precision "$precision" \
-          -d ".device/out/$name.$precision" >/dev/null 2>".device/out.err"; then
-        say "  $name $precision: FAILED: $(tail -1 .device/out.err)"; bad=$((bad + 1)); continue
-      fi
-      python3 - "$name" "$precision" "$rest" <<'PY' | tee -a "$LOG" || bad=$((bad + 1))
-import sys, glob, numpy as np
-name, precision, rest = sys.argv[1:4]
-kv = dict(f.split("=", 1) for f in rest.split() if "=" in f)
-rtol, atol = (float(kv.get("rtol", 1e-4)), float(kv.get("atol", 1e-4))) if precision == "fp32" else (1e-2, 1e-2)
-worst, ok = 0.0, True
-for k, out in enumerate(kv["outputs"].split(",")):
-    want = np.load(f".device/zoo/{name}.out{k}.npy")
-    got = np.load(f".device/out/{name}.{precision}/{out}.npy")
-    if want.dtype.kind == "f":
-        scale = 1.0 if precision == "fp32" else max(1.0, float(np.abs(want).max(initial=0)))
-        err = float(np.abs(got.astype(np.float64) - want).max(initial=0))
-        worst = max(worst, err)
-        ok &= bool(np.allclose(got, want, rtol=rtol, atol=atol * scale))
-    else:
-        ok &= bool(np.array_equal(got, want))
-print(f"  {name} {precision}: {'ok' if ok else 'MISMATCH'} (max abs diff {worst:.3g})")
-sys.exit(0 if ok else 1)
-PY
-    done
-    n=$((n + 1))
-  done <.device/zoo/manifest.txt
-  say "zoo: $n models x 3 precisions, $bad failed"
-  return $((bad > 0))
-}
-mkdir -p .device/out
-step zoo 150 bash -c "$(declare -f say zoo_check); LOG='$LOG'; zoo_check" || failed=1
+step zoo 200 python3 .device/zoo_check.py --ember .device/bin/ember_run --zoo .device/zoo --out .device/out || failed=1
 
 # --- 4. memcheck --------------------------------------------------------------------
 if command -v compute-sanitizer >/dev/null; then
-  step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 1 .device/bin/cuda_device_tests \
+  step memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 1 .device/bin/cuda_device_tests \
     --test-case='*allocator*,*ops on CUDA*,*to(cuda)*' || failed=1
 else
   say "memcheck: compute-sanitizer not found"
