@@ -231,6 +231,9 @@ void Lowerer::Recurrence::check_inputs() {
   if (rs.size() != 3) refuse("R " + l_.vname(n_.inputs[2]) + " is not 3-D");
   hidden_ = n_.get_int("hidden_size", rs[2].is_static() ? rs[2].value : -1);
   if (hidden_ <= 0) refuse("hidden_size is unknown (no attribute, R's last dim is dynamic)");
+  const int64_t b = batch_.is_static() ? batch_.value : -1;
+  const std::vector<int64_t> state = layout1_ ? std::vector<int64_t>{b, dirs_, hidden_}
+                                              : std::vector<int64_t>{dirs_, b, hidden_};  // initial_h / _c
   // input index, what, the dims it must have (-1: any)
   const struct {
     size_t i;
@@ -239,6 +242,9 @@ void Lowerer::Recurrence::check_inputs() {
   } expected[] = {{1, "W", {dirs_, gates_ * hidden_, xs[2].is_static() ? xs[2].value : -1}},
                   {2, "R", {dirs_, gates_ * hidden_, hidden_}},
                   {3, "B", {dirs_, 2 * gates_ * hidden_}},
+                  {4, "sequence_lens", {b}},
+                  {5, "initial_h", state},
+                  {6, "initial_c", state},
                   {7, "P", {dirs_, 3 * hidden_}}};
   for (const auto& e : expected) {
     if (!l_.has_input(n_, e.i)) continue;

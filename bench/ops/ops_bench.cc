@@ -32,6 +32,15 @@ std::vector<Case> cases() {
          return [=] { return layer_norm(a, {768}, w, b); };
        }},
       {"matmul_256", [] { Tensor a = randn({256, 256}), b = randn({256, 256}); return [=] { return matmul(a, b); }; }},
+      // Attention's two products on permuted heads ([batch, seq, heads, dim] views), as a BERT runs them.
+      {"matmul_attn_qk_8x12x128x32", [] {
+         Tensor q = randn({8, 128, 12, 32}).permute({0, 2, 1, 3}), k = randn({8, 128, 12, 32}).permute({0, 2, 3, 1});
+         return [=] { return matmul(q, k); };
+       }},
+      {"matmul_attn_pv_8x12x128x128", [] {
+         Tensor p = randn({8, 12, 128, 128}), v = randn({8, 128, 12, 32}).permute({0, 2, 1, 3});
+         return [=] { return matmul(p, v); };
+       }},
       {"conv2d_64x56x56_3x3", [] {
          Tensor x = randn({1, 64, 56, 56}), w = randn({64, 64, 3, 3});
          return [=] { return conv2d(x, w, Tensor(), {1, 1}, {1, 1}); };

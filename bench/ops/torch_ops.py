@@ -16,6 +16,8 @@ def cases():
     ln, w, b = r(256, 768), r(768), r(768)
     g1, g2 = r(256, 256), r(256, 256)
     x, cw = r(1, 64, 56, 56), r(64, 64, 3, 3)
+    q, k = r(8, 128, 12, 32).permute(0, 2, 1, 3), r(8, 128, 12, 32).permute(0, 2, 3, 1)
+    p, pv = r(8, 12, 128, 128), r(8, 128, 12, 32).permute(0, 2, 1, 3)
     return {
         "add_1M": lambda: a1 + b1,
         "mul_scalar_1M": lambda: a1 * 1.5,
@@ -27,6 +29,8 @@ def cases():
         "softmax_256x1000": lambda: torch.softmax(s, 1),
         "layer_norm_256x768": lambda: F.layer_norm(ln, (768,), w, b),
         "matmul_256": lambda: g1 @ g2,
+        "matmul_attn_qk_8x12x128x32": lambda: q @ k,
+        "matmul_attn_pv_8x12x128x128": lambda: p @ pv,
         "conv2d_64x56x56_3x3": lambda: F.conv2d(x, cw, None, 1, 1),
         "max_pool2d_64x56x56": lambda: F.max_pool2d(x, 3, 2, 1),
     }

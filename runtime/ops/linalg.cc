@@ -126,6 +126,50 @@ Tensor unsafe_view(const Tensor& product, IntArrayRef shape) {
   return out;
 }
 
+// How many leading batch dims of t ([batch..., rows, cols]) keep the rest from
+// merging into one stride (0: reshape to [batch, rows, cols] is a view).
+size_t unmerged_batch_dims(const Tensor& t) {
+  size_t lead = 0;
+  for (int64_t i = 0; i + 3 < t.dim(); ++i) {
+    if (t.stride(i) != t.stride(i + 1) * t.size(i + 1)) lead = static_cast<size_t>(i) + 1;
+  }
+  return lead;
+}
+
+// matmul's batched product when the batch dims do not merge (attention's heads
+// read through a permute: [B, H, S, D] with H and S swapped in memory), where
+// reshape would copy both operands: one MatMul kernel call per index of the
+// first `lead` batch dims, each reading its [rest, rows, cols] block where it
+// lies (the kernels take any strides). e1, e2: the operands expanded to
+// `batch_shape` + their matrix dims. Returns [batch_shape..., n, p].
+Tensor bmm_in_place(const Tensor& e1, const Tensor& e2, size_t lead, const Shape& batch_shape) {
+  const int64_t nb = static_cast<int64_t>(batch_shape.size());
+  const int64_t n = e1.size(-2), m = e1.size(-1), p = e2.size(-1);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < nb; ++d) (static_cast<size_t>(d) < lead ? outer : inner) *= batch_shape[d];
+  EMBER_CHECK(e2.size(-2) == m, Status::ShapeMismatch, "Expected size for first two dimensions of batch2 tensor to be: [",
+              outer * inner, ", ", m, "] but got: [", outer * inner, ", ", e2.size(-2), "].");
+  check_gemm_dtype("bmm", e1, e2);
+  Shape full = batch_shape;
+  full.insert(full.end(), {n, p});
+  Tensor out = empty(full, TensorOptions(e1.dtype()));
+  // The stride of the merged inner batch dims (any value when there are none).
+  auto inner_stride = [&](const Tensor& t) { return static_cast<size_t>(nb) > lead ? t.stride(nb - 1) : 0; };
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t off1 = e1.storage_offset(), off2 = e2.storage_offset(), rest = o;
+    for (int64_t d = static_cast<int64_t>(lead) - 1; d >= 0; --d) {
+      const int64_t i = rest % batch_shape[d];
+      rest /= batch_shape[d];
+      off1 += i * e1.stride(d);
+      off2 += i * e2.stride(d);
+    }
+    run_matmul(e1.as_strided({inner, n, m}, {inner_stride(e1), e1.stride(-2), e1.stride(-1)}, off1),
+               e2.as_strided({inner, m, p}, {inner_stride(e2), e2.stride(-2), e2.stride(-1)}, off2),
+               out.view({outer, inner, n, p}).select(0, o));
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -192,11 +236,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape expand1 = out_shape, expand2 = out_shape;
   expand1.insert(expand1.end(), {n, m1});
   expand2.insert(expand2.end(), {m2, p});
-  const Tensor a3 = a.expand(expand1).reshape({batch, n, m1});
-  const Tensor b3 = b.expand(expand2).reshape({batch, m2, p});
-  if (dim1 > 1) out_shape.push_back(n);
-  if (dim2 > 1) out_shape.push_back(p);
-  return unsafe_view(bmm(a3, b3), out_shape);
+  const Tensor e1 = a.expand(expand1), e2 = b.expand(expand2);
+  Shape result_shape = out_shape;
+  if (dim1 > 1) result_shape.push_back(n);
+  if (dim2 > 1) result_shape.push_back(p);
+  const size_t lead = std::max(unmerged_batch_dims(e1), unmerged_batch_dims(e2));
+  if (lead > 0 && a.device().is_cpu() && b.device().is_cpu() && !autograd::needs_grad({a, b})) {
+    return bmm_in_place(e1, e2, lead, out_shape).view(result_shape);
+  }
+  return unsafe_view(bmm(e1.reshape({batch, n, m1}), e2.reshape({batch, m2, p})), result_shape);
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {

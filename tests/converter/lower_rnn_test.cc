@@ -243,6 +243,18 @@ TEST_CASE("LSTM, GRU, RNN: refused forms name the node and the problem") {
   CHECK(OneNode{"RNN", {input(ref_x()), constant(w), constant(r)},
                 {{"hidden_size", int64_t{2}}, {"direction", std::string("sideways")}}}
             .error({Tensor(), yh}) == kPrefix + "RNN 'n': direction 'sideways' is unknown");
+  // initial_h / initial_c / sequence_lens of the wrong shape (a rank-0 initial_h crashed the lowering: fuzzing).
+  const In gru_w = constant(zeros({1, 6, 3})), gru_r = constant(zeros({1, 6, 2}));
+  CHECK(OneNode{"GRU", {input(ref_x()), gru_w, gru_r, kNone, kNone, constant(scalar_tensor(0.0))},
+                {{"hidden_size", int64_t{2}}, {"linear_before_reset", int64_t{1}}}}
+            .error({Tensor(), yh}) == kPrefix + "GRU 'n': initial_h 'in5' has shape [], expected [1, 2, 2] (-1: any)");
+  CHECK(OneNode{"LSTM", {input(ref_x()), constant(zeros({1, 8, 3})), constant(zeros({1, 8, 2})), kNone, kNone, kNone,
+                         constant(zeros({1, 3, 2}))},
+                {{"hidden_size", int64_t{2}}}}
+            .error({Tensor(), yh}) ==
+        kPrefix + "LSTM 'n': initial_c 'in6' has shape [1, 3, 2], expected [1, 2, 2] (-1: any)");
+  CHECK(OneNode{"GRU", {input(ref_x()), gru_w, gru_r, kNone, constant(tensor({3, 3, 3}))}, {{"hidden_size", int64_t{2}}}}
+            .error({Tensor(), yh}) == kPrefix + "GRU 'n': sequence_lens 'in4' has shape [3], expected [2] (-1: any)");
 }
 
 }  // namespace ember::converter

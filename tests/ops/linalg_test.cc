@@ -61,6 +61,36 @@ TEST_CASE("matmul: transposed, sliced and permuted operands") {
   check_close(matmul(a, b), golden("linalg.slice.out"), 1e-5, 1e-6);
 }
 
+TEST_CASE("matmul: batch dims that do not merge (attention's permuted heads) give the contiguous operands' values") {
+  manual_seed(5);
+  // [B, H, S, D] views of [B, S, H, D]: B and H do not merge into one stride.
+  const Tensor q = randn({2, 5, 3, 4}).permute({0, 2, 1, 3});
+  const Tensor k = randn({2, 6, 3, 4}).permute({0, 2, 3, 1});
+  const Tensor v = randn({2, 6, 3, 7}).permute({0, 2, 1, 3});
+  const Tensor s = matmul(q, k);
+  CHECK(s.sizes() == Shape{2, 3, 5, 6});
+  CHECK(s.is_contiguous());
+  // Within rounding: a product this small may sum in another order for another layout.
+  check_close(s, matmul(q.contiguous(), k.contiguous()), 1e-6, 1e-6);
+  check_close(s, matmul(q.to(DType::Float64), k.to(DType::Float64)).to(DType::Float32), 1e-5, 1e-6);
+  check_close(matmul(softmax(s, -1), v), matmul(softmax(s, -1), v.contiguous()), 1e-6, 1e-6);
+  // A broadcast (stride-0) batch dim beside a permuted one, and a 2-D second operand.
+  const Tensor a = randn({2, 5, 1, 4}).permute({0, 2, 1, 3});  // [2, 1, 5, 4]
+  const Tensor b = randn({3, 4, 6});
+  check_close(matmul(a, b), matmul(a.contiguous().expand({2, 3, 5, 4}).contiguous(), b.expand({2, 3, 4, 6})), 1e-6,
+              1e-6);
+  const Tensor i = randint(-5, 5, {2, 5, 3, 4}).permute({0, 2, 1, 3});
+  check_equal(matmul(i, i.transpose(-2, -1)), matmul(i.contiguous(), i.transpose(-2, -1).contiguous()));
+  // With a gradient to record, the copying path (one bmm): the same values within rounding.
+  const Tensor qg = q.detach().requires_grad_(true);
+  const Tensor sg = matmul(qg, k);
+  check_close(sg.detach(), s, 1e-6, 1e-6);
+  sg.sum().backward();
+  check_close(qg.grad(), k.sum({-1}).unsqueeze(2).expand({2, 3, 5, 4}), 1e-5, 1e-6);
+  check_error([&] { matmul(q, randn({2, 3, 5, 6})); },
+              "Expected size for first two dimensions of batch2 tensor to be: [6, 4] but got: [6, 5].");
+}
+
 TEST_CASE("bmm and dtypes against PyTorch") {
   check_close(bmm(golden("linalg.bmm.a"), golden("linalg.bmm.b")), golden("linalg.bmm.out"), 1e-5, 1e-6);
   check_close(matmul(golden("linalg.dtype.f64.a"), golden("linalg.dtype.f64.b")), golden("linalg.dtype.f64.out"),
