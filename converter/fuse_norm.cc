@@ -1,6 +1,7 @@
 // LayerNorm as exported below opset 17 (passes.h, fuse_layer_norms): nine
 // nodes become one LayerNormalization node, lowered to ember's LayerNorm; and
-// the erf GELU torch exports below opset 20 (fuse_gelus): five nodes, one Gelu.
+// the erf GELU torch exports below opset 20 (fuse_gelus): five nodes, one Gelu;
+// and its Hardswish below opset 14 (fuse_hardswishes): two nodes, one HardSwish.
 #include <algorithm>
 #include <cmath>
 
@@ -163,6 +164,29 @@ int fuse_gelus(Graph& graph) {
     half->kind = map_onnx_op("Gelu");
     half->inputs = {x};
     half->attrs = {};
+    ++fused;
+  }
+  graph.erase_nodes(dead);
+  return fused;
+}
+
+int fuse_hardswishes(Graph& graph) {
+  int fused = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& hs = graph.nodes[i];
+    if (hs.op_type != "HardSigmoid" || hs.inputs.size() != 1 || hs.outputs.size() != 1 || hs.outputs[0] < 0) continue;
+    if (std::abs(hs.get_float("alpha", 0.2) - 1.0 / 6.0) > 1e-6 || std::abs(hs.get_float("beta", 0.5) - 0.5) > 1e-6) {
+      continue;
+    }
+    const int x = hs.inputs[0];
+    Node* mul = sole_reader(graph, hs.outputs[0], "Mul");
+    if (mul == nullptr || other_input(*mul, hs.outputs[0]) != x) continue;
+    dead[i] = true;
+    mul->op_type = "HardSwish";
+    mul->kind = map_onnx_op("HardSwish");
+    mul->inputs = {x};
+    mul->attrs = {};
     ++fused;
   }
   graph.erase_nodes(dead);

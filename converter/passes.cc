@@ -22,6 +22,7 @@ std::string PassReport::summary() const {
   if (matmul_biases_fused > 0) os << ", fused " << matmul_biases_fused << " MatMul biases";
   if (layer_norms_fused > 0) os << ", fused " << layer_norms_fused << " LayerNorms";
   if (gelus_fused > 0) os << ", fused " << gelus_fused << " GELUs";
+  if (hardswishes_fused > 0) os << ", fused " << hardswishes_fused << " Hardswishes";
   return os.str();
 }
 
@@ -105,6 +106,7 @@ Expected<PassReport> run_passes_or_raise(Graph& graph, bool fuse_matmul_biases) 
   r.activations_fused = fuse_activations(graph);
   r.layer_norms_fused = fuse_layer_norms(graph);
   r.gelus_fused = fuse_gelus(graph);
+  r.hardswishes_fused = fuse_hardswishes(graph);
   r.convs_made_2d = conv1d_to_conv2d(graph);
   r.dead_nodes_removed += eliminate_dead_nodes(graph);
   r.values_dropped = graph.compact();

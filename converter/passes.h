@@ -30,6 +30,7 @@ struct PassReport {
   int convs_made_2d = 0;       // 1-D Convs rewritten as Unsqueeze, 2-D Conv, Squeeze
   int layer_norms_fused = 0;   // LayerNorms exported as 9 nodes made one LayerNormalization
   int gelus_fused = 0;         // GELUs exported as 5 nodes made one Gelu
+  int hardswishes_fused = 0;   // Mul(x, HardSigmoid(x)) made one HardSwish
   // "folded 12 constants, 3 shapes, ..." for the converter's report.
   std::string summary() const;
 };
@@ -105,6 +106,12 @@ int fuse_layer_norms(Graph& graph);
 // becomes one Gelu(x) (approximate "none") when no intermediate value has
 // other readers. Returns the GELUs fused.
 int fuse_gelus(Graph& graph);
+
+// Hardswish as torch exports it below opset 14 (fuse_norm.cc): Mul(x,
+// HardSigmoid(x)) with alpha 1/6 and beta 0.5 (within 1e-6), the HardSigmoid's
+// output read by that Mul alone, becomes one HardSwish(x): one pass over the
+// tensor instead of two. Returns the Hardswishes fused.
+int fuse_hardswishes(Graph& graph);
 
 // Control flow (control.cc). If, Loop and Scan: imported with their subgraphs
 // (Node::graphs); an If whose condition folds to a constant is inlined, the

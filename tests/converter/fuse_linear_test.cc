@@ -1,7 +1,7 @@
-// fuse_matmul_bias and fuse_gelus (converter/fuse.cc, fuse_norm.cc): MatMul +
+// fuse_matmul_bias, fuse_gelus and fuse_hardswishes (converter/fuse.cc, fuse_norm.cc): MatMul +
 // Add of a constant bias (+ Relu) becomes one Gemm -> Linear whose bias and
 // activation the GEMM applies as it stores C, and torch's 5-node erf GELU one
-// Gelu; both run to the unfused graph's values exactly (the CPU kernels
+// Gelu, Mul(x, HardSigmoid(x)) one HardSwish; the first two run to the unfused graph's values exactly (the CPU kernels
 // compute the same operations in the same order; a product of few rows within
 // 1e-4). Other patterns stay.
 #include "converter/convert.h"
@@ -77,6 +77,21 @@ Graph gelu_graph(float half) {
   return gb.g;
 }
 
+// y = Mul(x, HardSigmoid(x; alpha, beta 0.5)) (operands swapped: Mul(hs, x));
+// `extra_reader`: the HardSigmoid's output is also a graph output.
+Graph hardswish_graph(float alpha, bool swapped, bool extra_reader) {
+  Builder gb;
+  const int x = gb.value("x", {2, 70, 16});
+  gb.g.inputs.push_back(x);
+  const int hs = gb.value("hs", {2, 70, 16}), y = gb.value("y", {2, 70, 16});
+  gb.node("HardSigmoid", {x}, hs);
+  gb.g.nodes.back().attrs = {{"alpha", static_cast<double>(alpha)}, {"beta", 0.5}};
+  gb.node("Mul", swapped ? std::vector<int>{hs, x} : std::vector<int>{x, hs}, y);
+  gb.g.outputs.push_back(y);
+  if (extra_reader) gb.g.outputs.push_back(hs);
+  return gb.g;
+}
+
 }  // namespace
 
 TEST_CASE("fuse_matmul_bias: MatMul + Add (+ Relu) -> one Linear, exactly the unfused graph's values") {
@@ -139,6 +154,29 @@ TEST_CASE("fuse_gelus: another constant than 0.5 stays five nodes") {
   Graph g = gelu_graph(0.25f);
   CHECK(fuse_gelus(g) == 0);
   CHECK(g.nodes.size() == 5);
+}
+
+TEST_CASE("fuse_hardswishes: Mul(x, HardSigmoid(x)) with alpha 1/6 -> one HardSwish; other forms stay") {
+  manual_seed(10);
+  const Tensor x = randn({2, 70, 16}) * 4.0;
+  for (const bool swapped : {false, true}) {
+    CAPTURE(swapped);
+    const Graph unfused = hardswish_graph(1.0f / 6.0f, swapped, false);
+    Graph fused = unfused;
+    REQUIRE(fuse_hardswishes(fused) == 1);
+    REQUIRE(fused.nodes.size() == 1);
+    CHECK(fused.nodes[0].op_type == "HardSwish");
+    CHECK(fused.nodes[0].inputs == std::vector<int>{unfused.inputs[0]});
+    const Tensor got = testing::lower_and_run(fused, {x})[0];
+    check_equal(got, hardswish(x));
+    // x * clamp(x / 6 + 0.5, 0, 1) and x * relu6(x + 3) / 6 round differently.
+    ember::testing::check_close(got, testing::lower_and_run(unfused, {x})[0], 1e-6, 1e-6);
+  }
+  Graph other_alpha = hardswish_graph(0.2f, false, false);
+  CHECK(fuse_hardswishes(other_alpha) == 0);
+  Graph read_twice = hardswish_graph(1.0f / 6.0f, false, true);
+  CHECK(fuse_hardswishes(read_twice) == 0);
+  CHECK(read_twice.nodes.size() == 2);
 }
 
 }  // namespace ember::converter
