@@ -258,11 +258,64 @@ Status gelu_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tensor
 }
 
 // Copy: same-dtype contiguous copies are a parallel memcpy.
+namespace {
+
+// Whether src (copied into a contiguous dst of the same shape) reads its last
+// two dims transposed: stride 1 down the rows, a row stride across them.
+bool transposed_last_two(const TensorView& src) {
+  const int r = src.rank;
+  return r >= 2 && src.sizes[r - 2] > 1 && src.sizes[r - 1] > 1 && src.strides[r - 2] == 1 && src.strides[r - 1] != 1;
+}
+
+// dst (contiguous) = src whose last two dims are transposed in memory (a
+// .t().contiguous(), a transposed gradient accumulated into .grad): 32x32
+// tiles, so that each tile's source lines stay in L1 while its rows are written
+// whole; the reference loop reads one cache line per element. Threads split
+// the (leading index, tile row) pairs.
+template <typename T>
+void transpose_copy(const TensorView& src, const TensorView& dst) {
+  constexpr int64_t kTile = 32;
+  const int r = src.rank;
+  const int64_t rows = src.sizes[r - 2], cols = src.sizes[r - 1], cs = src.strides[r - 1];
+  const int64_t outer = dst.numel() / (rows * cols), row_tiles = (rows + kTile - 1) / kTile;
+  const T* s0 = src.ptr<const T>();
+  T* d0 = dst.ptr<T>();
+  parallel_for(0, outer * row_tiles, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t w = begin; w < end; ++w) {
+      int64_t o = w / row_tiles, offset = 0;
+      const int64_t i0 = w % row_tiles * kTile, i1 = std::min(rows, i0 + kTile);
+      for (int d = r - 3; d >= 0; --d) {  // the leading index's source offset
+        offset += o % src.sizes[d] * src.strides[d];
+        o /= src.sizes[d];
+      }
+      const T* s = s0 + offset;
+      T* d = d0 + w / row_tiles * rows * cols;
+      for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+        const int64_t j1 = std::min(cols, j0 + kTile);
+        for (int64_t i = i0; i < i1; ++i) {
+          for (int64_t j = j0; j < j1; ++j) d[i * cols + j] = s[i + j * cs];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
 Status copy(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+  const size_t es = element_size(in[0].dtype);
+  if (in[0].dtype == out[0].dtype && out[0].is_contiguous() && transposed_last_two(in[0]) && in[0].data != out[0].data) {
+    switch (es) {
+      case 1: transpose_copy<uint8_t>(in[0], out[0]); return Status::Ok;
+      case 2: transpose_copy<uint16_t>(in[0], out[0]); return Status::Ok;
+      case 4: transpose_copy<uint32_t>(in[0], out[0]); return Status::Ok;
+      case 8: transpose_copy<uint64_t>(in[0], out[0]); return Status::Ok;
+      default: break;
+    }
+  }
   if (in[0].dtype != out[0].dtype || !in[0].is_contiguous() || !out[0].is_contiguous()) {
     return ref::copy(ctx, in, out, params);
   }
-  const size_t es = element_size(in[0].dtype);
   const char* src = static_cast<const char*>(in[0].data);
   char* dst = static_cast<char*>(out[0].data);
   if (src == dst) return Status::Ok;

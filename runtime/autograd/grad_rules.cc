@@ -292,8 +292,21 @@ Grads matmul_rule(const Node& n, const Tensor& g) {
   if (a.dim() == 1) g2 = g2.unsqueeze(-1 - (b.dim() == 1 ? 0 : 1));
   if (b.dim() == 1) g2 = g2.unsqueeze(-1);
   Grads out(2);
-  if (wants(n, 0)) out[0] = autograd::sum_to(matmul(g2, b2.transpose(-1, -2)), a2.sizes()).reshape(a.sizes());
-  if (wants(n, 1)) out[1] = autograd::sum_to(matmul(a2.transpose(-1, -2), g2), b2.sizes()).reshape(b.sizes());
+  // Matrices: an operand that is a transposed view (a Linear's weight.t())
+  // gets its gradient in that layout, as PyTorch's mm_mat1/mat2_backward do,
+  // so that it reaches the leaf contiguous instead of through a transposing copy.
+  const bool matrices = a.dim() == 2 && b.dim() == 2;
+  auto transposed = [](const Tensor& t) {
+    return t.size(0) > 1 && t.size(1) > 1 && t.stride(0) == 1 && t.stride(1) == t.size(0);
+  };
+  if (wants(n, 0)) {
+    out[0] = matrices && transposed(a) ? matmul(b, g.t()).t()
+                                       : autograd::sum_to(matmul(g2, b2.transpose(-1, -2)), a2.sizes()).reshape(a.sizes());
+  }
+  if (wants(n, 1)) {
+    out[1] = matrices && transposed(b) ? matmul(g.t(), a).t()
+                                       : autograd::sum_to(matmul(a2.transpose(-1, -2), g2), b2.sizes()).reshape(b.sizes());
+  }
   return out;
 }
 

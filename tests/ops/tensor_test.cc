@@ -243,6 +243,38 @@ TEST_CASE("contiguous, channels_last and clone") {
               "required rank 4 tensor to use channels_last format");
 }
 
+TEST_CASE("contiguous() of views whose last two dims are transposed in memory (the CPU's tiled copy)") {
+  // y = x.permute({1, 2, 0}).contiguous() for x = arange(A*B*C).view({A, B, C}):
+  // y[b][c][a] = x[a][b][c] = (a*B + b)*C + c; sizes off the 32x32 tiles, 1 and 2 threads.
+  const int saved = get_num_threads();
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const DType dt : {DType::Float32, DType::Int64, DType::Int16, DType::UInt8, DType::Float64}) {
+      for (const Shape& abc : {Shape{37, 3, 70}, Shape{64, 1, 32}, Shape{5, 4, 2}, Shape{33, 2, 65}}) {
+        const int64_t a_n = abc[0], b_n = abc[1], c_n = abc[2];
+        CAPTURE(dtype_name(dt));
+        CAPTURE(shape_str(abc));
+        const Tensor x = arange(static_cast<double>(a_n * b_n * c_n)).view(abc).to(dt);
+        const Tensor y = x.permute({1, 2, 0}).contiguous().to(DType::Int64);
+        const Tensor t = x[0].t().contiguous().to(DType::Int64);  // [C, B] from [B, C]
+        REQUIRE(y.sizes() == Shape{b_n, c_n, a_n});
+        const int64_t* py = y.data_ptr<int64_t>();
+        const int64_t* pt = t.data_ptr<int64_t>();
+        const int64_t wrap = dt == DType::UInt8 ? 256 : int64_t{1} << 40;
+        bool ok = true;
+        for (int64_t b = 0; b < b_n; ++b) {
+          for (int64_t c = 0; c < c_n; ++c) {
+            for (int64_t a = 0; a < a_n; ++a) ok &= py[(b * c_n + c) * a_n + a] == ((a * b_n + b) * c_n + c) % wrap;
+            ok &= pt[c * b_n + b] == (b * c_n + c) % wrap;
+          }
+        }
+        CHECK(ok);
+      }
+    }
+  }
+  set_num_threads(saved);
+}
+
 TEST_CASE("to(dtype) converts like PyTorch, to(device) checks availability") {
   check_equal(tensor({1.7, -1.7, 2.5}).to(DType::Int32), tensor({1, -1, 2}, DType::Int32));
   check_equal(tensor({0.0, 0.5}).to(DType::Bool), tensor({false, true}));
