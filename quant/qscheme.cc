@@ -16,32 +16,35 @@
 namespace ember::quant {
 namespace {
 
-// min and max of n floats: 16 lanes of selects in a GCC vector (a plain
-// 16-float array was compiled to scalar vmaxss).
-typedef float Lanes16 __attribute__((vector_size(64)));
+// min and max of n floats: 16 lanes in two 32-byte GCC vectors (a plain
+// 16-float array was compiled to scalar vmaxss; wider generic vectors become
+// scalars in the AVX2 clone).
+typedef float Lanes8 __attribute__((vector_size(32)));
 
 RT_QSCHEME_CLONES void min_max(const float* x, int64_t n, float* mn, float* mx) {
   constexpr int kL = 16;
-  Lanes16 lo, hi;
-  for (int j = 0; j < kL; ++j) {
-    lo[j] = std::numeric_limits<float>::infinity();
-    hi[j] = -std::numeric_limits<float>::infinity();
+  Lanes8 lo[2], hi[2];
+  for (int h = 0; h < 2; ++h) {
+    lo[h] = std::numeric_limits<float>::infinity() - Lanes8{};
+    hi[h] = -std::numeric_limits<float>::infinity() - Lanes8{};
   }
   int64_t i = 0;
   for (; i + kL <= n; i += kL) {
-    Lanes16 v;
-    std::memcpy(&v, x + i, sizeof(v));
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
+    for (int h = 0; h < 2; ++h) {
+      Lanes8 v;
+      std::memcpy(&v, x + i + 8 * h, sizeof(v));
+      lo[h] = v < lo[h] ? v : lo[h];
+      hi[h] = v > hi[h] ? v : hi[h];
+    }
   }
-  float a = lo[0], b = hi[0];
+  float a = lo[0][0], b = hi[0][0];
   for (; i < n; ++i) {
     a = x[i] < a ? x[i] : a;
     b = x[i] > b ? x[i] : b;
   }
   for (int j = 1; j < kL; ++j) {
-    a = lo[j] < a ? lo[j] : a;
-    b = hi[j] > b ? hi[j] : b;
+    a = lo[j / 8][j % 8] < a ? lo[j / 8][j % 8] : a;
+    b = hi[j / 8][j % 8] > b ? hi[j / 8][j % 8] : b;
   }
   *mn = a;
   *mx = b;
