@@ -232,6 +232,30 @@ Status min_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
   return extreme<false>(ctx, in, out, params);
 }
 
+// AdaptiveAvgPool2d to 1 x 1 (GlobalAveragePool: squeeze-excite blocks, the
+// head of most CNNs) over contiguous planes: each plane summed in double
+// (row_sum), divided by H then W as the reference does. Other cases: the
+// reference kernel (which sums in float).
+Status adaptive_avg_pool2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                               const OpParams& params) {
+  const TensorView& x = in[0];
+  const TensorView& y = out[0];
+  if (x.dtype != DType::Float32 || y.dtype != DType::Float32 || x.rank != 4 || y.rank != 4 || y.sizes[2] != 1 ||
+      y.sizes[3] != 1 || y.sizes[0] != x.sizes[0] || y.sizes[1] != x.sizes[1] || x.sizes[2] < 1 || x.sizes[3] < 1 ||
+      !x.is_contiguous() || !y.is_contiguous()) {
+    return ref::adaptive_avg_pool2d(ctx, in, out, params);
+  }
+  const int64_t planes = x.sizes[0] * x.sizes[1], h = x.sizes[2], w = x.sizes[3], n = h * w;
+  const float* xp = x.ptr<const float>();
+  float* yp = y.ptr<float>();
+  parallel_for(0, planes, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      yp[r] = static_cast<float>(row_sum(xp + r * n, n) / static_cast<double>(h) / static_cast<double>(w));
+    }
+  });
+  return Status::Ok;
+}
+
 Status softmax_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                    const OpParams& params) {
   return softmax_rows<false>(ctx, in, out, params);
