@@ -27,6 +27,14 @@ const Node* producer_if(const Graph& graph, int id, const char* op, std::vector<
 
 int index_of(const Graph& graph, const Node* n) { return static_cast<int>(n - graph.nodes.data()); }
 
+// Whether n has exactly `count` inputs, all present: a malformed graph reaches
+// the passes before the lowering checks arity (an Add of one input read past
+// its inputs here: found by tools/fuzz.sh onnx).
+bool inputs_are(const Node* n, size_t count) {
+  if (n == nullptr || n->inputs.size() != count) return false;
+  return std::all_of(n->inputs.begin(), n->inputs.end(), [](int id) { return id >= 0; });
+}
+
 // One-element float constant, or nullptr.
 const Tensor* scalar_constant(const Graph& graph, int id) {
   if (!graph.is_constant(id)) return nullptr;
@@ -85,30 +93,32 @@ int fuse_layer_norms(Graph& graph) {
   std::vector<bool> dead(graph.nodes.size(), false);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& div = graph.nodes[i];
-    if (div.op_type != "Div" || div.inputs.size() != 2 || div.outputs.empty()) continue;
+    if (div.op_type != "Div" || !inputs_are(&div, 2) || div.outputs.size() != 1 || div.outputs[0] < 0) continue;
     const int me = static_cast<int>(i);
     const Node* sub = graph.producer_of(div.inputs[0]) >= 0
                           ? &graph.nodes[static_cast<size_t>(graph.producer_of(div.inputs[0]))]
                           : nullptr;
     const Node* sqrt = producer_if(graph, div.inputs[1], "Sqrt", {me});
-    if (sub == nullptr || sub->op_type != "Sub" || sqrt == nullptr) continue;
+    if (!inputs_are(sub, 2) || sub->op_type != "Sub" || !inputs_are(sqrt, 1)) continue;
     const int x = sub->inputs[0], d = div.inputs[0];
     const auto& shape = graph.value(x).shape;
     if (!shape || shape->empty() || !shape->back().is_static()) continue;
     const int64_t rank = static_cast<int64_t>(shape->size()), dim = shape->back().value;
     const Node* mean = producer_if(graph, sub->inputs[1], "ReduceMean", {index_of(graph, sub)});
-    if (mean == nullptr || mean->inputs[0] != x || !mean_of_last_axis(graph, *mean, rank)) continue;
+    if (mean == nullptr || mean->inputs.empty() || mean->inputs[0] != x || !mean_of_last_axis(graph, *mean, rank)) {
+      continue;
+    }
     const Node* add_eps = producer_if(graph, sqrt->inputs[0], "Add", {index_of(graph, sqrt)});
-    if (add_eps == nullptr) continue;
+    if (!inputs_are(add_eps, 2)) continue;
     const Node* var = nullptr;
     const Tensor* eps = nullptr;
     for (int k = 0; k < 2 && var == nullptr; ++k) {
       eps = scalar_constant(graph, add_eps->inputs[static_cast<size_t>(1 - k)]);
       var = producer_if(graph, add_eps->inputs[static_cast<size_t>(k)], "ReduceMean", {index_of(graph, add_eps)});
     }
-    if (var == nullptr || eps == nullptr || !mean_of_last_axis(graph, *var, rank)) continue;
+    if (var == nullptr || var->inputs.empty() || eps == nullptr || !mean_of_last_axis(graph, *var, rank)) continue;
     const Node* pow = producer_if(graph, var->inputs[0], "Pow", {index_of(graph, var)});
-    if (pow == nullptr || pow->inputs[0] != d) continue;
+    if (!inputs_are(pow, 2) || pow->inputs[0] != d) continue;
     const Tensor* two = scalar_constant(graph, pow->inputs[1]);
     if (two == nullptr || two->item().to_double() != 2.0) continue;
     if (producer_if(graph, d, "Sub", {index_of(graph, pow), me}) == nullptr) continue;
@@ -117,7 +127,7 @@ int fuse_layer_norms(Graph& graph) {
     if (mul_users.size() != 1 || graph.is_graph_output(div.outputs[0])) continue;
     Node& mul = graph.nodes[static_cast<size_t>(mul_users[0])];
     const int weight = mul.op_type == "Mul" ? affine_param(graph, other_input(mul, div.outputs[0]), dim) : -1;
-    if (weight < 0) continue;
+    if (weight < 0 || mul.outputs.size() != 1 || mul.outputs[0] < 0) continue;
     Node* last = &mul;
     int bias = -1;
     const std::vector<int> add_users = graph.users_of(mul.outputs[0]);
@@ -180,6 +190,7 @@ int fuse_hardswishes(Graph& graph) {
       continue;
     }
     const int x = hs.inputs[0];
+    if (x < 0) continue;
     Node* mul = sole_reader(graph, hs.outputs[0], "Mul");
     if (mul == nullptr || other_input(*mul, hs.outputs[0]) != x) continue;
     dead[i] = true;

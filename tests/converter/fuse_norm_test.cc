@@ -21,6 +21,7 @@ struct Pattern {
   bool bias = true;           // the final Add of beta
   int64_t mean_axis = -1;     // the first ReduceMean's axis
   bool sub_is_output = false; // x - mean also a graph output (another reader)
+  bool one_input_add = false; // the eps Add has one input (malformed: crashed the pass, fuzzing)
 };
 
 // x [2, 3, kD] -> (x - mean) / sqrt(mean((x - mean)^2) + eps) * gamma (+ beta).
@@ -56,7 +57,8 @@ Graph layer_norm_graph(const Pattern& p) {
   node("Sub", {x, mean}, d);
   node("Pow", {d, two}, sq);
   node("ReduceMean", {sq}, var, {{"axes", std::vector<int64_t>{-1}}});
-  node("Add", p.eps_first ? std::vector<int>{eps, var} : std::vector<int>{var, eps}, ve);
+  node("Add", p.one_input_add ? std::vector<int>{var} : p.eps_first ? std::vector<int>{eps, var} : std::vector<int>{var, eps},
+       ve);
   node("Sqrt", {ve}, s);
   node("Div", {d, s}, n);
   node("Mul", {n, gamma}, y1);
@@ -101,12 +103,14 @@ TEST_CASE("fuse_layer_norms: 9 nodes -> one LayerNormalization with the unfused 
   }
 }
 
-TEST_CASE("fuse_layer_norms: another reader of an intermediate or a mean over another axis: no fusion") {
+TEST_CASE("fuse_layer_norms: another reader of an intermediate, a mean over another axis, a malformed Add: no fusion") {
   Pattern other_reader;
   other_reader.sub_is_output = true;
   Pattern other_axis;
   other_axis.mean_axis = 1;
-  for (const Pattern& p : {other_reader, other_axis}) {
+  Pattern one_input_add;
+  one_input_add.one_input_add = true;
+  for (const Pattern& p : {other_reader, other_axis, one_input_add}) {
     Graph g = layer_norm_graph(p);
     CHECK(fuse_layer_norms(g) == 0);
     CHECK(g.nodes.size() == 9);
