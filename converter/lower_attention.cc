@@ -288,6 +288,7 @@ void Lowerer::Attention::run() {
     if (!qd[1].is_static() || !kd[1].is_static()) refuse("the head counts of Q and K must be static");
     hq_ = qd[1].value;
     hkv_ = kd[1].value;
+    if (hq_ <= 0 || hkv_ <= 0) refuse("Q and K need at least one head");  // (0 heads divided by zero below)
   }
   if (!(kd[1] == vd[1])) refuse("K and V have different head counts");
   if (hq_ % hkv_ != 0) refuse("q heads " + std::to_string(hq_) + " are not a multiple of kv heads " + std::to_string(hkv_));

@@ -206,6 +206,9 @@ TEST_CASE("The attention family's refusals") {
   const Tensor k4 = f32({0.f, 1.f, 2.f, 3.f, 4.f, 5.f}, {1, 3, 1, 2});
   CHECK(OneNode{"Attention", {input(q4), input(k4), input(k4)}, {}}.error({q4}) ==
         kPrefix + "Attention 'n': q heads 2 are not a multiple of kv heads 3");
+  const Tensor k0 = zeros({1, 0, 1, 2});  // no heads: a division by zero found by fuzzing
+  CHECK(OneNode{"Attention", {input(q4), input(k0), input(k0)}, {}}.error({q4}) ==
+        kPrefix + "Attention 'n': Q and K need at least one head");
   CHECK(OneNode{"Attention", {input(q4), input(q4), input(q4)}, {{"qk_matmul_output_mode", i(4)}}}.error({q4}) ==
         kPrefix + "Attention 'n': qk_matmul_output_mode 4 is not 0, 1, 2 or 3");
   CHECK(OneNode{"Attention", {input(q4), input(q4), input(q4), {}, input(q4)}, {}}.error({q4}) ==
