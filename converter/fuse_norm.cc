@@ -185,12 +185,11 @@ int fuse_hardswishes(Graph& graph) {
   std::vector<bool> dead(graph.nodes.size(), false);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& hs = graph.nodes[i];
-    if (hs.op_type != "HardSigmoid" || hs.inputs.size() != 1 || hs.outputs.size() != 1 || hs.outputs[0] < 0) continue;
+    if (hs.op_type != "HardSigmoid" || !inputs_are(&hs, 1) || hs.outputs.size() != 1 || hs.outputs[0] < 0) continue;
     if (std::abs(hs.get_float("alpha", 0.2) - 1.0 / 6.0) > 1e-6 || std::abs(hs.get_float("beta", 0.5) - 0.5) > 1e-6) {
       continue;
     }
     const int x = hs.inputs[0];
-    if (x < 0) continue;
     Node* mul = sole_reader(graph, hs.outputs[0], "Mul");
     if (mul == nullptr || other_input(*mul, hs.outputs[0]) != x) continue;
     dead[i] = true;

@@ -257,7 +257,6 @@ Status gelu_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tensor
   return Status::Ok;
 }
 
-// Copy: same-dtype contiguous copies are a parallel memcpy.
 namespace {
 
 // Whether src (copied into a contiguous dst of the same shape) reads its last
@@ -302,6 +301,8 @@ void transpose_copy(const TensorView& src, const TensorView& dst) {
 
 }  // namespace
 
+// Copy: same-dtype contiguous copies are a parallel memcpy, transposed ones
+// tiled (transpose_copy); conversions and other layouts the reference loop.
 Status copy(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const size_t es = element_size(in[0].dtype);
   if (in[0].dtype == out[0].dtype && out[0].is_contiguous() && transposed_last_two(in[0]) && in[0].data != out[0].data) {

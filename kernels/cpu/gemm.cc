@@ -36,7 +36,7 @@ using detail::store_12x32_avx512;
 
 constexpr int64_t kKC = 256;   // depth of a packed block (A and B panels stay in L1/L2)
 constexpr int64_t kNC = 4096;  // columns of a packed B block (L3)
-constexpr size_t kAlign = 64;
+constexpr size_t kAlign = detail::kGemmAlign;
 // Shallow products (depth up to kShallowK: 1x1 convolutions with few input
 // channels) with a C block too large for L2 are bound by C's traffic, not by
 // the multiply-adds. Their packed B block is capped at kShallowBlock floats
@@ -234,16 +234,15 @@ size_t floats_bytes(int64_t n) { return static_cast<size_t>(round_up(n * 4, kAli
 
 // Four rows of four floats transposed in place (GCC/clang vector shuffles:
 // SSE on x86, NEON on ARM).
-typedef float Float4 __attribute__((vector_size(16)));
-typedef int32_t Int4 __attribute__((vector_size(16)));
 #if defined(__clang__)
 #define RT_SHUFFLE2(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
 #else
-#define RT_SHUFFLE2(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, Int4{i0, i1, i2, i3})
+typedef int32_t v4i __attribute__((vector_size(16)));
+#define RT_SHUFFLE2(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, v4i{i0, i1, i2, i3})
 #endif
-inline void transpose4(Float4* r) {
-  const Float4 t0 = RT_SHUFFLE2(r[0], r[1], 0, 4, 1, 5), t1 = RT_SHUFFLE2(r[2], r[3], 0, 4, 1, 5);
-  const Float4 t2 = RT_SHUFFLE2(r[0], r[1], 2, 6, 3, 7), t3 = RT_SHUFFLE2(r[2], r[3], 2, 6, 3, 7);
+inline void transpose4(v4f* r) {
+  const v4f t0 = RT_SHUFFLE2(r[0], r[1], 0, 4, 1, 5), t1 = RT_SHUFFLE2(r[2], r[3], 0, 4, 1, 5);
+  const v4f t2 = RT_SHUFFLE2(r[0], r[1], 2, 6, 3, 7), t3 = RT_SHUFFLE2(r[2], r[3], 2, 6, 3, 7);
   r[0] = RT_SHUFFLE2(t0, t1, 0, 1, 4, 5);
   r[1] = RT_SHUFFLE2(t0, t1, 2, 3, 6, 7);
   r[2] = RT_SHUFFLE2(t2, t3, 0, 1, 4, 5);
@@ -258,10 +257,10 @@ void pack_a_rows(int64_t mr, int64_t kc, const float* src, int64_t rs, float* ds
   int64_t p = 0;
   for (; p + 4 <= kc; p += 4) {
     for (int64_t i0 = 0; i0 < mr; i0 += 4) {
-      Float4 r[4];
-      for (int q = 0; q < 4; ++q) std::memcpy(&r[q], src + (i0 + q) * rs + p, sizeof(Float4));
+      v4f r[4];
+      for (int q = 0; q < 4; ++q) r[q] = load4(src + (i0 + q) * rs + p);
       transpose4(r);
-      for (int q = 0; q < 4; ++q) std::memcpy(dst + (p + q) * mr + i0, &r[q], sizeof(Float4));
+      for (int q = 0; q < 4; ++q) store4(dst + (p + q) * mr + i0, r[q]);
     }
   }
   for (; p < kc; ++p) {
