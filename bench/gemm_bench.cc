@@ -2,7 +2,9 @@
 // same row-major square products, single-threaded and on all threads, with
 // GFLOP/s as a counter; and the small-batch Linear products y = x @ W^T (x [M, K],
 // W [N, K] row-major) beside cblas_sgemm(NoTrans, Trans) and, for M = 1,
-// cblas_sgemv. Run: bazel run -c opt //bench:gemm_bench
+// cblas_sgemv; ember's twice: as the eager API runs them (sgemm, W read where
+// it lies) and as the executor does (W packed once at load, sgemm_fused).
+// Run: bazel run -c opt //bench:gemm_bench
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -91,6 +93,25 @@ void BM_ember_linear(benchmark::State& state) {
   state.SetLabel(ember::cpu::sgemm_kernel_name());
 }
 
+// The same product through the blocked kernel with W packed once (as the
+// executor packs a constant weight at load): sgemm_fused with no epilogue.
+void BM_ember_linear_packed(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const int threads = state.range(3) != 0 ? all_threads() : 1;
+  ember::set_num_threads(threads);
+  LinearOperands op(m, k, n);
+  const ember::cpu::MatrixRef<const float> w{op.w.data(), 1, k};
+  const ember::cpu::PackedOperand packed = ember::cpu::sgemm_pack_b(k, n, w);
+  std::vector<char> ws(ember::cpu::sgemm_workspace(m, n, k, threads));
+  for (auto _ : state) {
+    ember::cpu::sgemm_fused(m, n, k, {{op.x.data(), k, 1}}, {w, &packed}, {op.y.data(), n, 1}, {}, ws.data(),
+                            ws.size(), threads);
+    benchmark::DoNotOptimize(op.y.data());
+  }
+  set_linear_flops(state, m, k, n);
+  state.SetLabel(ember::cpu::sgemm_kernel_name());
+}
+
 void BM_openblas_linear(benchmark::State& state) {
   const int m = static_cast<int>(state.range(0)), k = static_cast<int>(state.range(1)),
             n = static_cast<int>(state.range(2));
@@ -120,10 +141,13 @@ void BM_openblas_gemv(benchmark::State& state) {
 // Args: {M, K, N, all_threads}: BERT-base's feed-forward shapes.
 void linear_shapes(benchmark::internal::Benchmark* b) {
   for (int threads : {0, 1}) {
-    for (int m : {1, 4, 16, 64}) {
+    for (int m : {1, 4, 8, 16, 32, 64}) {
       b->Args({m, 768, 3072, threads});
       b->Args({m, 3072, 768, threads});
     }
+    b->Args({64, 64, 512, threads});    // an LSTM's input projection (hidden 128, 64 steps)
+    b->Args({64, 256, 1024, threads});  // bench/train's wide MLP, batch 64
+    b->Args({64, 1024, 1024, threads});
   }
 }
 void gemv_shapes(benchmark::internal::Benchmark* b) {
@@ -146,6 +170,7 @@ BENCHMARK(BM_ember_sgemm)->Apply(sizes)->ArgNames({"n", "all_threads"})->UseReal
 BENCHMARK(BM_openblas_sgemm)->Apply(sizes)->ArgNames({"n", "all_threads"})->UseRealTime();
 
 BENCHMARK(BM_ember_linear)->Apply(linear_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
+BENCHMARK(BM_ember_linear_packed)->Apply(linear_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
 BENCHMARK(BM_openblas_linear)->Apply(linear_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
 BENCHMARK(BM_openblas_gemv)->Apply(gemv_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
 

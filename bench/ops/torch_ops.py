@@ -1,11 +1,15 @@
 """PyTorch side of the op benchmark (same ops and shapes as ops_bench.cc).
 Prints JSON {"<name>/threads:<n>": microseconds per call}."""
 import json
+import os
 import sys
 import timeit
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_threads import set_threads  # noqa: E402
 
 
 def cases():
@@ -41,7 +45,7 @@ def main():
     out = {}
     with torch.no_grad():
         for threads in (1, 2):
-            torch.set_num_threads(threads)
+            set_threads(threads)
             for name, fn in cases().items():
                 fn()
                 timer = timeit.Timer(fn)

@@ -3,17 +3,21 @@ Linear (engines qnnpack and onednn) on the cases of quant_bench.cc.
 Prints "M K N threads fp32_us qnnpack_us onednn_us" (median of runs).
 Usage: /usr/bin/python3 torch_quant.py [threads ...]
 """
+import os
 import sys
 
 import torch
 
 from timing import median_us
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_threads import set_threads  # noqa: E402
+
 
 def main(threads):
     torch.manual_seed(0)
     for th in threads:
-        torch.set_num_threads(th)
+        set_threads(th)
         for k, n in ((768, 3072), (3072, 768)):
             lin = torch.nn.Linear(k, n).eval()
             q = {}

@@ -27,6 +27,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_threads import set_threads  # noqa: E402
+
 EPOCHS, BATCH, N = 4, 64, 2048
 MODELS = {"mlp": (64, 256, 128), "wide": (256, 1024, 1024)}
 
@@ -40,7 +43,7 @@ def torch_child(onnx_path, data_path, case, threads):
     """Runs PyTorch's loop in this process; prints JSON (seconds, steps, peak RSS)."""
     import onnx
     from onnx import numpy_helper
-    torch.set_num_threads(threads)
+    set_threads(threads)
     w = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy()) for i in onnx.load(onnx_path).graph.initializer}
     d = np.load(data_path)
     x, y = torch.from_numpy(d["x"]), torch.from_numpy(d["y"])

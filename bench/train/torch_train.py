@@ -1,12 +1,16 @@
 """PyTorch side of the training-step benchmark (see train_bench.cc). Prints
 JSON {"<case>/threads:<n>": microseconds per step}."""
 import json
+import os
 import sys
 import timeit
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_threads import set_threads  # noqa: E402
 
 
 def mlp():
@@ -22,7 +26,7 @@ def cnn():
 def main():
     out = {}
     for threads in (1, 2):
-        torch.set_num_threads(threads)
+        set_threads(threads)
         for name, build in (("mlp_step_b64", mlp), ("cnn_step_b64", cnn)):
             torch.manual_seed(0)
             model = build()

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemm_tile.h"
 #include "kernels/cpu/gemv.h"
 #include "runtime/core/thread_pool.h"
@@ -250,10 +251,13 @@ inline void transpose4(v4f* r) {
 }
 #undef RT_SHUFFLE2
 
-// A full MR-row panel of row-major A (columns contiguous): 4x4 blocks
-// transposed in registers, so each store writes four values of a p (a scalar
-// store per value, stride MR, was 9% of a BERT int8 run's attention products).
-void pack_a_rows(int64_t mr, int64_t kc, const float* src, int64_t rs, float* dst) {
+// A full panel of `mr` rows, each contiguous along p (row-major A, or the
+// columns of B = W^T, a Linear's weight): dst[p * mr + i] = src[i * rs + p],
+// 4x4 blocks transposed in registers so that each store writes four values of
+// a p (a scalar store per value was 9% of a BERT int8 run's attention
+// products; a strided gather per value made packing W^T cost more than a
+// 64-row product with it).
+void pack_panel_rows(int64_t mr, int64_t kc, const float* src, int64_t rs, float* dst) {
   int64_t p = 0;
   for (; p + 4 <= kc; p += 4) {
     for (int64_t i0 = 0; i0 < mr; i0 += 4) {
@@ -279,7 +283,7 @@ void pack_a(const UkernelInfo& u, int64_t mc, int64_t kc, MatrixRef<const float>
     if (a.rs == 1 && rows == mr) {  // column-major A: each p is a contiguous run of MR
       for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * mr, src + p * a.cs, sizeof(float) * mr);
     } else if (a.cs == 1 && rows == mr && mr % 4 == 0) {
-      pack_a_rows(mr, kc, src, a.rs, dst);
+      pack_panel_rows(mr, kc, src, a.rs, dst);
     } else {
       for (int64_t i = 0; i < rows; ++i) {
         const float* row = src + i * a.rs;
@@ -324,6 +328,10 @@ void pack_b_panel(const UkernelInfo& u, int64_t panel, int64_t nc, int64_t kc, M
         for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * nr, src + p * b.rs, sizeof(float) * nr);
         return;
     }
+  }
+  if (b.rs == 1 && cols == nr && nr % 4 == 0) {  // B = W^T (a Linear's weight): columns contiguous along p
+    pack_panel_rows(nr, kc, src, b.cs, dst);
+    return;
   }
   for (int64_t p = 0; p < kc; ++p) {
     const float* row = src + p * b.rs;
@@ -514,10 +522,30 @@ bool sgemm_blocked(const UkernelInfo& u, const Product& pr, void* workspace, siz
   return true;
 }
 
+// One contiguous row of C through epilogue() (row bias `rb`, where e has one),
+// as a loop the compiler vectorizes per ISA clone: the pass a Linear's bias
+// and activation take after the few-row products.
+RT_SIMD_CLONES void epilogue_row(float* __restrict c, int64_t n, bool accumulate, float rb, const TileEpilogue e) {
+  for (int64_t j = 0; j < n; ++j) {
+    float v = accumulate ? c[j] : 0.0f;
+    if (e.row_bias != nullptr) v += rb;
+    if (e.col_bias != nullptr) v += e.col_bias[j];
+    if (e.clamp) {
+      v = e.lo > v ? e.lo : v;
+      v = e.hi < v ? e.hi : v;
+    }
+    c[j] = v;
+  }
+}
+
 // Zeros C for an empty depth (k <= 0) unless accumulating, then the epilogue.
 void sgemm_empty_depth(int64_t m, int64_t n, MatrixRef<float> c, bool accumulate, const GemmEpilogue* ep) {
   const TileEpilogue e{ep != nullptr ? ep->row_bias : nullptr, ep != nullptr ? ep->col_bias : nullptr,
                        ep != nullptr && ep->clamp, ep != nullptr ? ep->lo : 0.0f, ep != nullptr ? ep->hi : 0.0f};
+  if (c.cs == 1) {
+    for (int64_t i = 0; i < m; ++i) epilogue_row(c.data + i * c.rs, n, accumulate, e.row_bias ? e.row_bias[i] : 0.0f, e);
+    return;
+  }
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       float& cij = c.data[i * c.rs + j * c.cs];
