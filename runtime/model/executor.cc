@@ -480,11 +480,11 @@ class Run {
     return other_[i];
   }
 
-  // Op k's inputs, on the device where it runs (host slots on the CPU).
-  std::vector<Tensor> op_inputs(int k, bool on_device) {
+  // Sets `in` to op k's inputs, on the device where it runs (host slots on the CPU).
+  void op_inputs(int k, bool on_device, std::vector<Tensor>& in) {
     const fb::Operator& op = m_.op(k);
     const OpKind kind = m_.op_kind(k);
-    std::vector<Tensor> in(vlen(op.inputs()));
+    in.assign(vlen(op.inputs()), Tensor());
     for (uint32_t j = 0; j < vlen(op.inputs()); ++j) {
       const int32_t t = op.inputs()->Get(j);
       if (t < 0) continue;
@@ -494,17 +494,24 @@ class Run {
         in[j] = value_on(t, on_device && !reads_on_host(kind, j) ? device_ : cpu_);
       }
     }
-    return in;
   }
 
   Status run_one(int k, bool profile, std::string* message) {
     const OpState& state = ops_[static_cast<size_t>(k)];
     const bool on_device = !on_cpu_ && state.placement == Placement::Device;
     try {
-      const std::vector<Tensor> in = op_inputs(k, on_device);
+      // The input and output lists keep their capacity from op to op (taken,
+      // not shared: a nested run allocates its own).
+      std::vector<Tensor> in = std::move(in_buf_);
+      op_inputs(k, on_device, in);
       OpContext ctx{m_, k, state.kind, state, tensors_, in, on_device ? device_ : cpu_, on_device,
-                    on_device ? low_ : DType::Float32, {}, lora_.empty() ? nullptr : lora_[static_cast<size_t>(k)]};
+                    on_device ? low_ : DType::Float32, std::move(out_buf_),
+                    lora_.empty() ? nullptr : lora_[static_cast<size_t>(k)]};
       run_op(ctx, values_);
+      in.clear();
+      ctx.out.clear();
+      in_buf_ = std::move(in);
+      out_buf_ = std::move(ctx.out);
       if (profile && on_device) {
         const Status st = backend_->synchronize();
         EMBER_CHECK(st == Status::Ok, st, "synchronize", backend_error_detail(*backend_));
@@ -549,6 +556,7 @@ class Run {
   const Device device_;
   Backend* const backend_;
   std::vector<Tensor> values_;
+  std::vector<Tensor> in_buf_, out_buf_;  // run_one's lists, reused
   std::vector<Tensor> other_;  // other_[t]: value t on the other device than values_[t]
   bool keep_ = false;           // a captured run: nothing is dropped
   std::vector<const LoraAdapter*> lora_;  // per op (ExecutorOptions::adapters, run_recording's), or empty

@@ -155,7 +155,9 @@ Tensor binary(OpKind op, const Tensor& a, const Tensor& b, DType common, Categor
     NoGradGuard no_grad;
     const Tensor ca = a.to(compute), cb = b.to(compute);
     out = new_output(shape, out_dtype, {ca, cb});
-    run_kernel(op, {ca.expand(shape), cb.expand(shape)}, {out});
+    // No view for an operand already of the broadcast shape (most calls).
+    auto broadcast = [&](const Tensor& t) { return t.sizes() == shape ? t : t.expand(shape); };
+    run_kernel(op, {broadcast(ca), broadcast(cb)}, {out});
   }
   if (category != Category::Compare && records(op)) {
     if (Node* n = autograd::record(grad_rule_of(op), out, {a, b})) {
