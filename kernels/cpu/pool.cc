@@ -1,7 +1,7 @@
 // float32 max pooling (MaxPool2d) with the windows of kernels/ref/pool_window.h.
 // Per output row: the elementwise maximum of the window's input rows (a
-// vector loop over W), then for each output the maximum over its window's
-// columns of that row. NaN propagates as in the reference (a window holding a
+// vector loop over W), then the maximum over each window's columns of that
+// row (pool_plane). NaN propagates as in the reference (a window holding a
 // NaN gives NaN). Threads split the (image, channel) planes. Rows wider than
 // kMaxRow, or an input whose W stride is not 1, use the reference kernel.
 #include <algorithm>
@@ -26,18 +26,34 @@ RT_SIMD_CLONES void row_max(float* __restrict acc, const float* __restrict src, 
 
 void pool_plane(const Pool2dParams& p, const float* x, int64_t h, int64_t w, int64_t xs_h, float* y, int64_t oh_n,
                 int64_t ow_n, int64_t ys_h, int64_t ys_w) {
-  float row[kMaxRow];
+  float row[kMaxRow], hmax[kMaxRow];
+  // Columns: hmax[i] is the maximum over the window starting at input column
+  // i, for every i whose window fits in the row (vector loops); outputs whose
+  // window lies inside the row read it, the others (at the padding) walk
+  // their clipped window. A scalar walk per output, with a branch per
+  // compare, was most of the time: 4.8 ms of resnet18's 64x112x112 pooling.
+  const int64_t s = p.stride[1], d = p.dilation[1], pad = p.padding[1];
+  const int64_t span = (p.kernel[1] - 1) * d + 1, fits = w - span + 1;
+  const int64_t ow_lo = std::min(ow_n, (pad + s - 1) / s);
+  const int64_t ow_hi = fits > 0 ? std::max(ow_lo, std::min(ow_n, (fits - 1 + pad) / s + 1)) : ow_lo;
   for (int64_t oh = 0; oh < oh_n; ++oh) {
     const ref::PoolWindow rows = ref::max_pool_window(p, oh, 0, h, w);
     std::fill(row, row + w, -std::numeric_limits<float>::infinity());
     for (int64_t ih = rows.h0; ih < rows.h1; ih += p.dilation[0]) row_max(row, x + ih * xs_h, w);
     float* dst = y + oh * ys_h;
-    for (int64_t ow = 0; ow < ow_n; ++ow) {
+    if (ow_hi > ow_lo) {
+      std::copy(row, row + fits, hmax);
+      for (int64_t kw = 1; kw < p.kernel[1]; ++kw) row_max(hmax, row + kw * d, fits);
+      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) dst[ow * ys_w] = hmax[ow * s - pad];
+    }
+    auto clipped = [&](int64_t ow) {
       const ref::PoolWindow win = ref::max_pool_window(p, oh, ow, h, w);
       float best = -std::numeric_limits<float>::infinity();
-      for (int64_t iw = win.w0; iw < win.w1; iw += p.dilation[1]) best = max_nan(best, row[iw]);
+      for (int64_t iw = win.w0; iw < win.w1; iw += d) best = max_nan(best, row[iw]);
       dst[ow * ys_w] = best;
-    }
+    };
+    for (int64_t ow = 0; ow < ow_lo; ++ow) clipped(ow);
+    for (int64_t ow = ow_hi; ow < ow_n; ++ow) clipped(ow);
   }
 }
 
