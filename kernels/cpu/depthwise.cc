@@ -210,21 +210,45 @@ inline void vstore_n(float* d, Vec v, int64_t n) {
 #endif  // RT_DW_X86
 
 using PlaneFn = void (*)(const Plane&, const float*, float*, const float*, const int64_t*, float, float*);
+using GroupFn = void (*)(const Plane&, int64_t, const float*, int64_t, const float*, const float*, int64_t, float*,
+                         int64_t, float*, float*);
+
+struct Kernels {
+  PlaneFn plane[2];  // stride 1, stride 2
+  GroupFn group;     // channel_group
+  int64_t lanes;
+};
 
 // The variant of the GEMM's micro-kernel family (gemm.h: the widest the CPU
-// runs, or the one tests select): {stride 1, stride 2}.
-const PlaneFn* plane_fns() {
-  static const PlaneFn portable_fns[2] = {&portable::plane_s1, &portable::plane_s2};
+// runs, or the one tests select).
+const Kernels& kernels() {
+  static const Kernels portable_k{{&portable::plane_s1, &portable::plane_s2}, &portable::channel_group_any,
+                                  portable::kL};
 #if RT_DW_X86
-  static const PlaneFn avx2_fns[2] = {&avx2::plane_s1, &avx2::plane_s2};
-  static const PlaneFn avx512_fns[2] = {&avx512::plane_s1, &avx512::plane_s2};
+  static const Kernels avx2_k{{&avx2::plane_s1, &avx2::plane_s2}, &avx2::channel_group_any, avx2::kL};
+  static const Kernels avx512_k{{&avx512::plane_s1, &avx512::plane_s2}, &avx512::channel_group_any, avx512::kL};
   switch (sgemm_isa()) {
-    case GemmIsa::Avx512: return avx512_fns;
-    case GemmIsa::Avx2: return avx2_fns;
+    case GemmIsa::Avx512: return avx512_k;
+    case GemmIsa::Avx2: return avx2_k;
     default: break;
   }
 #endif
-  return portable_fns;
+  return portable_k;
+}
+
+// channel_group's buffers for kLanes channels: the padded planes and the outputs.
+size_t group_bytes(const Plane& p) {
+  return round_up((p.hp * (p.w + 2 * p.pw) + p.oh * p.ow) * kLanes * 4, kAlign);
+}
+
+// Output rows of at most half a vector put channels in the vector lanes
+// (channel_group): plane_s1 / plane_s2 leave most lanes idle there. Its
+// transposes cost more than the idle lanes on wider rows. Measured on
+// MobileNetV2's depthwise layers (bench/ops/layers.py, AVX-512, min of 300
+// runs): 960x7x7 0.075 -> 0.056 ms, 576x14x14 stride 2 0.080 -> 0.068 ms;
+// rows of 14 and 28 were slower (192x28x28: 0.13 -> 0.27 ms).
+bool channel_lanes(const Plane& p, int64_t channels) {
+  return channels >= kLanes / 2 && p.ow <= kLanes / 2 && group_bytes(p) <= (512u << 10);
 }
 
 }  // namespace
@@ -234,7 +258,8 @@ size_t depthwise_workspace(const TensorView& x, const TensorView& w, const Tenso
   const Plane p = plane_of(x, w, o, prm);
   if (!vectorizable(p)) return 0;
   const int64_t planes = o.sizes[0] * o.sizes[1];
-  return kAlign + slot_bytes(p) * static_cast<size_t>(std::max<int64_t>(1, std::min<int64_t>(threads, planes)));
+  const size_t slot = channel_lanes(p, o.sizes[1]) ? group_bytes(p) : slot_bytes(p);
+  return kAlign + slot * static_cast<size_t>(std::max<int64_t>(1, std::min<int64_t>(threads, planes)));
 }
 
 void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorView& bias, const TensorView& o,
@@ -245,20 +270,36 @@ void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorVie
   const float* pw = wt.ptr<const float>();
   const float* pb = bias.ptr<const float>();
   float* po = o.ptr<float>();
-  const bool vec = vectorizable(p) && scratch_bytes >= kAlign + slot_bytes(p);
-  const int64_t slots = vec ? static_cast<int64_t>((scratch_bytes - kAlign) / slot_bytes(p)) : planes;
+  const Kernels& k = kernels();
+  const bool lanes = vectorizable(p) && channel_lanes(p, channels);
+  const size_t slot = lanes ? group_bytes(p) : slot_bytes(p);
+  const bool vec = vectorizable(p) && scratch_bytes >= kAlign + slot;
+  // Work units: planes, or groups of k.lanes channels of one image.
+  const int64_t groups = (channels + k.lanes - 1) / k.lanes;
+  const int64_t units = vec && lanes ? o.sizes[0] * groups : planes;
+  const int64_t slots = vec ? static_cast<int64_t>((scratch_bytes - kAlign) / slot) : units;
   // About 2^15 multiply-adds per thread at least.
   const int64_t useful = std::max<int64_t>(1, planes * p.oh * p.ow * taps / 32768);
-  const int64_t parts = std::max<int64_t>(1, std::min({slots, static_cast<int64_t>(std::max(1, threads)), planes, useful}));
+  const int64_t parts = std::max<int64_t>(1, std::min({slots, static_cast<int64_t>(std::max(1, threads)), units, useful}));
   const uintptr_t base = (reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign;
   int64_t tap_off[kMaxTaps];
   for (int64_t t = 0; vec && t < taps; ++t) {
     const int64_t jd = t % p.kw * p.dw;
     tap_off[t] = t / p.kw * p.dh * p.wp + (p.sw == 2 ? (jd % 2 == 1 ? p.half : 0) + jd / 2 : jd);
   }
-  const PlaneFn* fns = plane_fns();
   auto run = [&](int64_t part) {
-    float* pad = reinterpret_cast<float*>(base + static_cast<size_t>(part) * slot_bytes(p));
+    float* pad = reinterpret_cast<float*>(base + static_cast<size_t>(part) * slot);
+    if (vec && lanes) {
+      const int64_t padded = p.hp * (p.w + 2 * p.pw) * k.lanes;
+      std::memset(pad, 0, sizeof(float) * padded);  // the border; groups write the interior
+      for (int64_t u = units * part / parts; u < units * (part + 1) / parts; ++u) {
+        const int64_t n = u / groups, c0 = u % groups * k.lanes;
+        k.group(p, std::min(k.lanes, channels - c0), px + n * x.strides[0] + c0 * x.strides[1], x.strides[1],
+                pw + c0 * taps, pb != nullptr ? pb + c0 * bias.strides[0] : nullptr, bias.strides[0],
+                po + n * o.strides[0] + c0 * o.strides[1], o.strides[1], pad, pad + padded);
+      }
+      return;
+    }
     if (vec) std::memset(pad, 0, sizeof(float) * p.hp * p.wp);  // the border; planes write the interior
     for (int64_t u = planes * part / parts; u < planes * (part + 1) / parts; ++u) {
       const int64_t n = u / channels, c = u % channels;
@@ -269,7 +310,7 @@ void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorVie
         plane_scalar(p, xc, pw + c * taps, b, oc);
         continue;
       }
-      fns[p.sw == 1 ? 0 : 1](p, xc, pad, pw + c * taps, tap_off, b, oc);
+      k.plane[p.sw == 1 ? 0 : 1](p, xc, pad, pw + c * taps, tap_off, b, oc);
     }
   };
   if (parts > 1) {

@@ -40,6 +40,11 @@ TEST_CASE("depthwise conv2d: vector kernel matches the float64 reference") {
       // stride 2, rows that end exactly on a (two-vector) deinterleave step, and odd / even tails
       {1, 2, 5, 32, 3, 3, 2, 1, 1},    {1, 2, 7, 112, 3, 3, 2, 1, 1},  {1, 2, 6, 14, 3, 3, 2, 0, 1},
       {1, 2, 6, 47, 3, 3, 2, 1, 1},
+      // 8 channels or more on output rows of up to 8: channels in the vector lanes (channel_group),
+      // whole and partial groups of 4, 8 and 16, two images, dilation, 5x5 and 1x3 windows
+      {1, 20, 7, 7, 3, 3, 1, 1, 1},    {2, 19, 14, 14, 3, 3, 2, 1, 1}, {1, 33, 9, 11, 5, 5, 1, 2, 2},
+      {1, 16, 15, 15, 3, 3, 2, 1, 1},  {1, 8, 5, 6, 1, 3, 2, 0, 1},    {1, 24, 1, 1, 3, 3, 1, 1, 1},
+      {1, 17, 12, 16, 3, 3, 2, 1, 1},
   };
   const int saved = get_num_threads();
   for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
@@ -83,11 +88,12 @@ TEST_CASE("conv2d_activated: the kernel applies ReLU and clamps, NaN stays NaN")
   for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
     CAPTURE(std::string(cpu::sgemm_kernel_name()));
-    for (int64_t groups : {1, 6}) {  // the GEMM path and the depthwise one
+    for (int64_t groups : {1, 6, 18}) {  // the GEMM path and the depthwise one (planes, channel lanes)
       CAPTURE(groups);
-      Tensor x = randn({1, 6, 9, 21}) * 4.0;
+      const int64_t c = groups == 18 ? 18 : 6;
+      Tensor x = randn({1, c, 9, groups == 18 ? 8 : 21}) * 4.0;
       x.data_ptr<float>()[30] = std::nanf("");
-      const Tensor w = randn({6, 6 / groups, 3, 3}), b = randn({6});
+      const Tensor w = randn({c, c / groups, 3, 3}), b = randn({c});
       const Tensor plain = conv2d(x, w, b, {1, 1}, {1, 1}, {1, 1}, groups);
       for (const Activation& a : acts) {
         Conv2dParams p;
