@@ -36,8 +36,12 @@ int remove_identities(Graph& graph) {
       const int mask = node.outputs[1];
       if (!graph.users_of(mask).empty() || graph.is_graph_output(mask)) continue;
     }
+    // Passes run before the lowering checks arity: a node without its input or
+    // output is left for it to refuse (an Identity with no outputs in a
+    // subgraph crashed here: found by fuzzing).
+    if (node.inputs.empty() || node.outputs.empty()) continue;
     const int in = node.inputs[0], out = node.outputs[0];
-    if (out < 0) continue;
+    if (in < 0 || out < 0) continue;
     if (!graph.is_graph_output(out)) {
       graph.replace_uses(out, in);
     } else if (graph.producer_of(in) >= 0 && !graph.is_graph_output(in)) {

@@ -364,6 +364,36 @@ TEST_CASE("passes on a hand-built graph: identity to a graph output, dead nodes,
   CHECK(g.validate().ok());
 }
 
+TEST_CASE("remove_identities leaves an Identity without its output or input to the lowering") {
+  // Found by tools/fuzz.sh onnx: an Identity with no outputs in a Loop body
+  // (subgraph passes run before any arity check) was read past its outputs.
+  Graph g;
+  Value in;
+  in.name = "x";
+  in.dtype = DType::Float32;
+  const int x = g.add_value(in);
+  g.inputs = {x};
+  g.outputs = {x};
+  Node no_output;
+  no_output.op_type = "Identity";
+  no_output.name = "i0";
+  no_output.inputs = {x};
+  g.nodes.push_back(no_output);
+  Node omitted_input = no_output;
+  omitted_input.name = "i1";
+  omitted_input.inputs = {-1};
+  Value v;
+  v.name = "y";
+  omitted_input.outputs = {g.add_value(v)};
+  g.nodes.push_back(omitted_input);
+  Node no_input = no_output;
+  no_input.name = "i2";
+  no_input.inputs.clear();
+  g.nodes.push_back(no_input);
+  CHECK(remove_identities(g) == 0);
+  CHECK(g.nodes.size() == 3);
+}
+
 }  // namespace ember::converter
 
 namespace ember::converter {
