@@ -226,7 +226,8 @@ int64_t default_opset(const onnx::ModelProto& model) {
 }
 
 // True when every node reads only values defined before it (graph inputs,
-// initializers, earlier outputs), no node holds a subgraph and every declared
+// initializers, earlier outputs), no node holds a subgraph (or is an If, Loop
+// or Scan, or has a graph-typed attribute) and every declared
 // value has a type: libonnx 1.12's inference dereferences the type of an
 // undefined or untyped value (crashes the ONNX importer's fuzz target found),
 // so a graph that fails this is not given to it; the importer then reports
@@ -252,8 +253,17 @@ bool safe_for_libonnx(const onnx::GraphProto& g) {
     for (const auto& i : n.input()) {
       if (!i.empty() && defined.count(i) == 0) return false;
     }
+    // A control-flow node even without its graph: a Scan whose body attribute
+    // is typed GRAPH but holds none crashed libonnx's Scan inference (fuzzing).
+    if ((n.domain().empty() || n.domain() == "ai.onnx") &&
+        (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan")) {
+      return false;
+    }
     for (const auto& a : n.attribute()) {
-      if (a.has_g() || a.graphs_size() > 0) return false;
+      if (a.has_g() || a.graphs_size() > 0 || a.type() == onnx::AttributeProto::GRAPH ||
+          a.type() == onnx::AttributeProto::GRAPHS) {
+        return false;
+      }
     }
     for (const auto& o : n.output()) defined.insert(o);
   }
@@ -265,6 +275,11 @@ bool safe_for_libonnx(const onnx::GraphProto& g) {
 bool infer_shapes(onnx::ModelProto& model) {
   // Local functions: libonnx would infer through their bodies, unchecked.
   if (model.functions_size() > 0 || !safe_for_libonnx(model.graph())) return false;
+  // One default-domain opset, the one nodes_verify checks against (a second
+  // import, or opset 0, left nodes unchecked that libonnx then inferred).
+  int default_imports = 0;
+  for (const auto& o : model.opset_import()) default_imports += o.domain().empty() || o.domain() == "ai.onnx";
+  if (default_imports != 1 || default_opset(model) < 1) return false;
   if (!nodes_verify(model.graph(), default_opset(model))) return false;
   // Data propagation folds Shape sub-graphs (x.view(x.size(0), -1)) into
   // inferred shapes. Node-level failures are skipped (error_mode 0); what

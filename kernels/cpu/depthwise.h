@@ -4,7 +4,10 @@
 // one vector (GCC vector extensions, built per ISA by RT_SIMD_CLONES: AVX-512,
 // AVX2, SSE2 / NEON), up to four vectors share each tap's weight, and the
 // bias and the fused activation (Conv2dParams::activation) are applied before
-// the single store. Threads split the planes.
+// the single store. Output rows of at most 8 (7x7 planes) take the channels
+// into the vector lanes instead: 16 channels' planes transposed into one
+// padded buffer, one output position per vector. Threads split the planes
+// (or the channel groups).
 #pragma once
 
 #include <cstddef>

@@ -297,6 +297,20 @@ TEST_CASE("an If, Loop or Scan without its graph attribute is an import error; l
   OneNodeModel branch("If", "i", {1});
   CHECK(!branch.inferred());
   CHECK(branch.error() == "If 'i' has no graph attribute 'then_branch'");
+  // Found by tools/fuzz.sh onnx: a body attribute typed GRAPH that holds no
+  // graph, in a model importing the default domain twice (opsets 0 and 13:
+  // the schema check looked for opset 0's Scan, found none and passed it),
+  // crashed libonnx's Scan inference.
+  OneNodeModel typed_only("Scan", "s", {1, 4});
+  typed_only.m.mutable_opset_import(0)->set_version(0);
+  typed_only.m.add_opset_import()->set_version(13);
+  set_int(typed_only.n, "num_scan_inputs", 1);
+  onnx::AttributeProto* body = typed_only.n->add_attribute();
+  body->set_name("body");
+  body->set_type(onnx::AttributeProto::GRAPH);
+  CHECK(!typed_only.inferred());
+  CHECK(typed_only.error() ==
+        std::string(kLowered2) + "Scan 's': its subgraph has 0 outputs, expected 1; value 'y': rank unknown");
 }
 
 TEST_CASE("a model with local functions is not given to libonnx's inference") {
