@@ -58,20 +58,12 @@ constexpr int64_t kDotMaxM = 64;
 constexpr int64_t kAxpyMaxM = 8;
 constexpr int64_t kDirectChunk = 64;  // columns per thread chunk of the unpacked paths
 
-// A micro-kernel reading A unpacked: row i of the tile at a + i * lda,
-// contiguous along the depth; otherwise as Ukernel.
-using UkernelRows = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t rs,
-                             int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
-
 struct UkernelInfo {
   int64_t mr, nr, mc;  // tile rows and columns; rows of a packed A block (a multiple of mr)
   Ukernel fn;
   const char* name;
   GemmIsa isa;
   bool bf16 = false;  // bf16 panels (gemm_tile.h: K pairs per 32-bit slot)
-  // fn on a row-major A read where it lies, bitwise the same (or none): a
-  // product whose A is not pre-packed skips packing it.
-  UkernelRows fn_rows = nullptr;
 };
 
 
@@ -159,58 +151,34 @@ __attribute__((target("avx2,fma"))) void ukernel_6x16_avx2(int64_t kc, const flo
 }
 
 // --- AVX-512 12x32: 24 accumulators, 2 B vectors, embedded broadcasts --------
-// A_ROW(i) is row i's value at the current depth; NEXT_A advances A by one depth.
-#define EMBER_GEMM_AVX512_BODY(A_ROW, NEXT_A)                           \
-  EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO, __m512, _mm512_setzero_ps())       \
-  _Pragma("GCC unroll 2") for (int64_t p = 0; p < kc; ++p) {            \
-    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16); \
-    EMBER_GEMM_ROWS12(EMBER_GEMM_AVX512_STEP, A_ROW, )                  \
-    NEXT_A;                                                             \
-    b += 32;                                                            \
-  }                                                                     \
-  __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_PAIR, , )};         \
-  store_12x32_avx512(acc, c, rs, cs, accumulate, mv, nv, e);
-#define EMBER_GEMM_AVX512_STEP(i, A_ROW, unused)  \
-  {                                               \
-    const __m512 ai = _mm512_set1_ps(A_ROW(i));   \
-    c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0); \
-    c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1); \
-  }
-#define EMBER_GEMM_PACKED_A(i) a[i]
-#define EMBER_GEMM_ROW_A(i) row##i[p]
-
-// A packed in MR-tall panels (a[p * 12 + i]).
 __attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const float* __restrict a,
                                                               const float* __restrict b, float* c,
                                                               int64_t rs, int64_t cs, bool accumulate,
                                                               int64_t mv, int64_t nv, const TileEpilogue* e) {
-  EMBER_GEMM_AVX512_BODY(EMBER_GEMM_PACKED_A, a += 12)
+  EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO, __m512, _mm512_setzero_ps())
+#pragma GCC unroll 2
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#define EMBER_GEMM_STEP(i, V, unused)             \
+  {                                               \
+    const __m512 ai = _mm512_set1_ps(a[i]);       \
+    c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0); \
+    c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1); \
+  }
+    EMBER_GEMM_ROWS12(EMBER_GEMM_STEP, , )
+#undef EMBER_GEMM_STEP
+    a += 12;
+    b += 32;
+  }
+  __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_PAIR, , )};
+  store_12x32_avx512(acc, c, rs, cs, accumulate, mv, nv, e);
 }
-
-// The same product reading A where it lies: row i at a + i * lda, contiguous
-// along the depth (row-major A, not packed). Rows past mv read row mv - 1
-// (never stored). The multiply-adds are those of the packed kernel in the same
-// order, so the result is bitwise the same.
-__attribute__((target("avx512f"))) void ukernel_12x32_avx512_rows(int64_t kc, const float* __restrict a, int64_t lda,
-                                                                   const float* __restrict b, float* c, int64_t rs,
-                                                                   int64_t cs, bool accumulate, int64_t mv, int64_t nv,
-                                                                   const TileEpilogue* e) {
-#define EMBER_GEMM_ROW_PTR(i, unused1, unused2) const float* row##i = a + std::min<int64_t>(i, mv - 1) * lda;
-  EMBER_GEMM_ROWS12(EMBER_GEMM_ROW_PTR, , )
-#undef EMBER_GEMM_ROW_PTR
-  EMBER_GEMM_AVX512_BODY(EMBER_GEMM_ROW_A, (void)0)
-}
-#undef EMBER_GEMM_ROW_A
-#undef EMBER_GEMM_PACKED_A
-#undef EMBER_GEMM_AVX512_STEP
-#undef EMBER_GEMM_AVX512_BODY
 #endif  // RT_GEMM_X86
 
 constexpr UkernelInfo kPortable{8, 8, 128, &ukernel_8x8_portable, "portable 8x8", GemmIsa::Portable};
 #if RT_GEMM_X86
 constexpr UkernelInfo kAvx2{6, 16, 120, &ukernel_6x16_avx2, "avx2 6x16", GemmIsa::Avx2};
-constexpr UkernelInfo kAvx512{12, 32, 144, &ukernel_12x32_avx512, "avx512 12x32", GemmIsa::Avx512,
-                              false, &ukernel_12x32_avx512_rows};
+constexpr UkernelInfo kAvx512{12, 32, 144, &ukernel_12x32_avx512, "avx512 12x32", GemmIsa::Avx512};
 #endif
 // Runs only products with a bf16-packed operand (where detail::bf16_supported()).
 constexpr UkernelInfo kBf16{12, 32, 144, &detail::ukernel_12x32_bf16, "avx512-bf16 12x32", GemmIsa::Avx512, true};
@@ -448,11 +416,6 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
   const int64_t k = pr.k;
   const int64_t m_pad = round_up(pr.m, u.mr), n_pad = round_up(pr.n, u.nr);
   const MatrixRef<const float>&a = pr.a, &b = pr.b;
-  // A read where it lies, unless its rows are a multiple of 1 KiB apart: the
-  // tile's 12 rows then fall into a few L1 sets and evict each other (square
-  // 1024 products lost 14%; BERT's K = 384 Linears gained about 5%).
-  const bool a_rows = pr.a_packed == nullptr && u.fn_rows != nullptr && a.cs == 1 &&
-                      (a.rs * static_cast<int64_t>(sizeof(float))) % 1024 != 0;
   for (int64_t jc = n0; jc < n1; jc += s.nc) {
     const int64_t nc = std::min(s.nc, n1 - jc);
     const int64_t n_panels = (nc + u.nr - 1) / u.nr;
@@ -471,21 +434,15 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
         const float* ablock = apack;
         if (pr.a_packed != nullptr) {
           ablock = pr.a_packed + slots(u, pc) * m_pad + ic * slots(u, kc);
-        } else if (!a_rows) {
+        } else {
           pack_a(u, mc, kc, MatrixRef<const float>{a.data + ic * a.rs + pc * a.cs, a.rs, a.cs}, apack);
         }
         auto micro = [&](int64_t jp, int64_t ir) {
           const int64_t jr = jp * u.nr;
           TileEpilogue te;
-          const float* bp = bblock_packed + jp * u.nr * slots(u, kc);
-          float* cp = pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs;
-          const int64_t mv = std::min(u.mr, mc - ir), nv = std::min(u.nr, nc - jr);
-          const TileEpilogue* ep = tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te);
-          if (a_rows) {
-            u.fn_rows(kc, a.data + (ic + ir) * a.rs + pc, a.rs, bp, cp, pr.c.rs, pr.c.cs, acc, mv, nv, ep);
-          } else {
-            u.fn(kc, ablock + ir * slots(u, kc), bp, cp, pr.c.rs, pr.c.cs, acc, mv, nv, ep);
-          }
+          u.fn(kc, ablock + ir * slots(u, kc), bblock_packed + jp * u.nr * slots(u, kc),
+               pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs, pr.c.cs, acc,
+               std::min(u.mr, mc - ir), std::min(u.nr, nc - jr), tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te));
         };
         if (s.kc <= kShallowK && mc * nc > kShallowBlock) {
           for (int64_t ir = 0; ir < mc; ir += u.mr) {
