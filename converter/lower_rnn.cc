@@ -222,7 +222,8 @@ void Lowerer::Recurrence::check_inputs() {
   if (!t.is_static()) {
     refuse("X " + l_.vname(x) + " has a dynamic sequence length (dim " + std::to_string(layout1_ ? 1 : 0) +
            (t.symbol.empty() ? "" : " '" + t.symbol + "'") +
-           "): the recurrence is unrolled over its time steps, which must be static");
+           "): such a recurrence runs as a Scan over its steps only without sequence_lens and, bidirectional, "
+           "with constant W, R, B, P and no activation_alpha/beta (--input-shape can fix the length)");
   }
   steps_ = t.value;
   if (steps_ < 1) refuse("X " + l_.vname(x) + " has no time steps");

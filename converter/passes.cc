@@ -23,6 +23,7 @@ std::string PassReport::summary() const {
   if (layer_norms_fused > 0) os << ", fused " << layer_norms_fused << " LayerNorms";
   if (gelus_fused > 0) os << ", fused " << gelus_fused << " GELUs";
   if (hardswishes_fused > 0) os << ", fused " << hardswishes_fused << " Hardswishes";
+  if (recurrences_scanned > 0) os << ", made " << recurrences_scanned << " recurrences over a dynamic length Scans";
   return os.str();
 }
 
@@ -103,6 +104,12 @@ Expected<PassReport> run_passes_or_raise(Graph& graph, bool fuse_matmul_biases) 
     if (ids + shapes + *consts + ifs + dead == 0) break;
   }
   infer_missing_shapes(graph);  // Slice starts and Reshape targets may be constants now
+  r.recurrences_scanned = recurrences_to_scans(graph);
+  if (r.recurrences_scanned > 0) {
+    auto sliced = fold_constants(graph);  // a bidirectional node's initial states, when constants
+    if (!sliced.ok()) return sliced.diag();
+    infer_missing_shapes(graph);
+  }
   auto bn = fold_batchnorm(graph);
   if (!bn.ok()) return bn.diag();
   r.batchnorms_folded = *bn;

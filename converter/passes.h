@@ -31,6 +31,7 @@ struct PassReport {
   int layer_norms_fused = 0;   // LayerNorms exported as 9 nodes made one LayerNormalization
   int gelus_fused = 0;         // GELUs exported as 5 nodes made one Gelu
   int hardswishes_fused = 0;   // Mul(x, HardSigmoid(x)) made one HardSwish
+  int recurrences_scanned = 0; // LSTM/GRU/RNN over a dynamic sequence length made Scans
   // "folded 12 constants, 3 shapes, ..." for the converter's report.
   std::string summary() const;
 };
@@ -127,6 +128,11 @@ bool is_control_flow_op(const std::string& op_type);
 // captured value or constant). Nested Ifs come along and are inlined on the
 // next run. Returns the Ifs inlined.
 int inline_constant_ifs(Graph& graph);
+
+// An LSTM, GRU or RNN whose sequence length is not static becomes one Scan per
+// direction whose body is the recurrence over one step (recurrence_scan.cc
+// says what is left to lower_rnn.cc's refusal). Returns the nodes rewritten.
+int recurrences_to_scans(Graph& graph);
 
 // Every ai.onnx.preview::FlexAttention with a score_mod or prob_mod graph
 // becomes ONNX ops with the mods' nodes spliced in (flex_attention.cc):

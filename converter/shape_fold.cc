@@ -603,7 +603,7 @@ std::vector<Out> infer_resize_family(const Graph& g, const Node& n) {
 }
 
 // Conv (explicit pads) and Pad (constant pads) with their spatial sizes, and
-// LSTM's three outputs (layout 0): what ONNX's inference gives them when a
+// the outputs of LSTM, GRU and RNN: what ONNX's inference gives them when a
 // model's subgraphs kept it from running (an If inlined after --fix-input).
 std::vector<Out> infer_conv_pad_lstm(const Graph& g, const Node& n) {
   const std::string& op = n.op_type;
@@ -640,12 +640,19 @@ std::vector<Out> infer_conv_pad_lstm(const Graph& g, const Node& n) {
     }
     return {Out{dt, out}};
   }
-  if (op == "LSTM" && rank == 3 && n.get_int("layout", 0) == 0) {
+  if ((op == "LSTM" || op == "GRU" || op == "RNN") && rank == 3) {
     const int64_t hidden = n.get_int("hidden_size", 0);
-    if (hidden <= 0) return {};
+    const int64_t layout = n.get_int("layout", 0);
+    if (hidden <= 0 || (layout != 0 && layout != 1)) return {};
     const Dim dirs = Dim::fixed(n.get_string("direction", "forward") == "bidirectional" ? 2 : 1);
     const Dim h = Dim::fixed(hidden);
-    return {Out{dt, Dims{(*x)[0], dirs, (*x)[1], h}}, Out{dt, Dims{dirs, (*x)[1], h}}, Out{dt, Dims{dirs, (*x)[1], h}}};
+    // layout 0: X [T, B, I], Y [T, D, B, H], states [D, B, H]; layout 1: X [B, T, I], Y [B, T, D, H], states [B, D, H].
+    const Dim& t = (*x)[layout == 0 ? 0 : 1];
+    const Dim& b = (*x)[layout == 0 ? 1 : 0];
+    const Out y{dt, layout == 0 ? Dims{t, dirs, b, h} : Dims{b, t, dirs, h}};
+    const Out state{dt, layout == 0 ? Dims{dirs, b, h} : Dims{b, dirs, h}};
+    if (op == "LSTM") return {y, state, state};
+    return {y, state};
   }
   return {};
 }

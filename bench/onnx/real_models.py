@@ -39,8 +39,15 @@ CASES = [
      SILERO_FIXED),
     ("silero_vad-*.whl", "silero_vad/data/silero_vad.onnx",
      {"input": (1, 576), "state": (2, 1, 128), "sr": np.array(16000, np.int64)}, "silero-vad", SILERO_FIXED),
+    ("silero_vad-*.whl", "silero_vad/data/silero_vad_half.onnx",
+     {"input": (1, 576), "state": (2, 1, 128)}, "silero-vad half",
+     ["--input-shape", "input=1,576", "--input-shape", "state=2,1,128"]),
+    # Chunks of 576 samples in, one probability per chunk out: the LSTM runs
+    # over a dynamic number of steps (a Scan, converter/recurrence_scan.cc).
     ("silero_vad-*.whl", "silero_vad/data/silero_vad_16k_sequence.onnx",
-     {"input": (4, 576), "h": (1, 1, 128), "c": (1, 1, 128)}, "silero-vad 16k sequence"),
+     {"input": (4, 576), "h": (1, 1, 128), "c": (1, 1, 128)}, "silero-vad 16k sequence, 4 chunks"),
+    ("silero_vad-*.whl", "silero_vad/data/silero_vad_16k_sequence.onnx",
+     {"input": (37, 576), "h": (1, 1, 128), "c": (1, 1, 128)}, "silero-vad 16k sequence, 37 chunks"),
 ]
 
 

@@ -8,8 +8,12 @@ cross-entropy, batch 64 in file order over 2,048 random samples, 4 epochs.
 Each round runs ember's CLI and a PyTorch process (same data, same steps) one
 after the other; ROUNDS rounds alternate which goes first; the table gives the
 median per-round ratio ember/PyTorch (< 1: ember faster / smaller).
-  bazel build //:ember
-  /usr/bin/python3 bench/train/finetune_bench.py [--threads N] [--rounds 3]
+With --eager (bench/train/train_bench), each round also times the same step
+written with ember's eager API (train_bench's finetune_* cases: same layers,
+batch and optimizer, one fixed batch) and the table adds `ember finetune` /
+eager, issue 14's "at most 1.1x ember's own eager step".
+  bazel build //:ember //bench/train:train_bench
+  /usr/bin/python3 bench/train/finetune_bench.py [--threads N] [--rounds 3] [--eager bazel-bin/bench/train/train_bench]
 Measure on a quiet machine (no build running).
 """
 import argparse
@@ -82,11 +86,21 @@ def run_json(cmd):
     return json.loads(out.strip().splitlines()[-1])
 
 
+def eager_ms(binary, name, case, threads):
+    """train_bench's eager twin of one case: milliseconds per step."""
+    out = subprocess.run([binary, f"--benchmark_filter=^finetune_{name}_{case}/threads:{threads}/",
+                          "--benchmark_format=json"], check=True, capture_output=True, text=True).stdout
+    b = json.loads(out)["benchmarks"][0]
+    assert b["time_unit"] == "us", b["time_unit"]
+    return b["real_time"] / 1000
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ember", default="bazel-bin/converter/cli/ember_cli")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--eager", help="bench/train/train_bench binary: adds the eager-step column")
     ap.add_argument("--child", nargs=3)
     a = ap.parse_args()
     if a.child:
@@ -109,7 +123,7 @@ def main():
                          "--momentum", "0.9", "--batch-size", str(BATCH), "--epochs", str(EPOCHS), "--no-shuffle",
                          "--threads", str(a.threads), "--json", "--train", "4.*" if case == "head" else "*"]
             torch_cmd = [sys.executable, __file__, "--threads", str(a.threads), "--child", onnx_path, data, case]
-            t_ratio, m_ratio, e_ms, t_ms, e_mb, t_mb = [], [], [], [], [], []
+            t_ratio, m_ratio, e_ms, t_ms, e_mb, t_mb, g_ms, g_ratio = [], [], [], [], [], [], [], []
             for r in range(a.rounds):
                 order = [ember_cmd, torch_cmd] if r % 2 == 0 else [torch_cmd, ember_cmd]
                 res = {id(c): run_json(c) for c in order}
@@ -120,13 +134,22 @@ def main():
                 t_mb.append(t["peak_rss_bytes"] / 2**20)
                 t_ratio.append(e_ms[-1] / t_ms[-1])
                 m_ratio.append(e_mb[-1] / t_mb[-1])
-            rows.append((name, case, statistics.median(e_ms), statistics.median(t_ms), statistics.median(t_ratio),
-                         statistics.median(e_mb), statistics.median(t_mb), statistics.median(m_ratio)))
+                if a.eager:
+                    g_ms.append(eager_ms(a.eager, name, case, a.threads))
+                    g_ratio.append(e_ms[-1] / g_ms[-1])
+            med = statistics.median
+            row = (name, case, med(e_ms), med(t_ms), med(t_ratio), med(e_mb), med(t_mb), med(m_ratio))
+            rows.append(row + ((med(g_ms), med(g_ratio)) if a.eager else ()))
     print(f"ember finetune vs PyTorch, {a.threads} thread(s), batch {BATCH}, {a.rounds} alternating rounds (medians)")
-    print("| model | trained | ember ms/step | PyTorch ms/step | time ratio | ember peak RSS MiB | PyTorch MiB | RSS ratio |")
-    print("|---|---|---|---|---|---|---|---|")
+    head = "| model | trained | ember ms/step | PyTorch ms/step | time ratio | ember peak RSS MiB | PyTorch MiB | RSS ratio |"
+    fmt = "| %s | %s | %.3f | %.3f | %.2f | %.1f | %.1f | %.2f |"
+    if a.eager:
+        head += " eager ms/step | finetune / eager |"
+        fmt += " %.3f | %.2f |"
+    print(head)
+    print("|---" * head.count(" |") + "|")
     for r in rows:
-        print("| %s | %s | %.3f | %.3f | %.2f | %.1f | %.1f | %.2f |" % r)
+        print(fmt % r)
 
 
 if __name__ == "__main__":

@@ -112,6 +112,18 @@ TEST_CASE("LSTM bidirectional with initial_h / initial_c matches torch.nn.LSTM")
                    input(h0.permute({1, 0, 2}).contiguous()), input(c0.permute({1, 0, 2}).contiguous())},
           {{"hidden_size", int64_t{2}}, {"direction", std::string("bidirectional")}, {"layout", int64_t{1}}}}
       .check({Tensor(), Tensor(), yc.permute({1, 0, 2}).contiguous()});
+  // The sequence length dynamic (recurrence_scan.cc: one Scan per direction, the body one step): the same values.
+  OneNode dynamic{"LSTM", {input(torch_x()), constant(w), constant(r), constant(b), kNone, input(h0), input(c0)}, attrs};
+  dynamic.x_shape = std::vector<Dim>{Dim::named("seq"), Dim::fixed(2), Dim::fixed(3)};
+  dynamic.optimize = true;
+  dynamic.check({y, yh, yc});
+  OneNode dynamic1{"LSTM",
+                   {input(torch_x().permute({1, 0, 2}).contiguous()), constant(w), constant(r), constant(b), kNone,
+                    input(h0.permute({1, 0, 2}).contiguous()), input(c0.permute({1, 0, 2}).contiguous())},
+                   {{"hidden_size", int64_t{2}}, {"direction", std::string("bidirectional")}, {"layout", int64_t{1}}}};
+  dynamic1.x_shape = std::vector<Dim>{Dim::fixed(2), Dim::named("seq"), Dim::fixed(3)};
+  dynamic1.optimize = true;
+  dynamic1.check({y.permute({2, 0, 1, 3}).contiguous(), Tensor(), yc.permute({1, 0, 2}).contiguous()});
 }
 
 TEST_CASE("GRU bidirectional, layout 1, sequence_lens matches torch.nn.GRU on a packed sequence") {
@@ -181,6 +193,11 @@ TEST_CASE("GRU (linear_before_reset 0) and reverse RNN match onnx.reference") {
   const Tensor yh = f32({-0.0726691f, -0.9080888f, -0.3535379f, -0.7040032f}, {1, 2, 2});
   OneNode{"GRU", {input(ref_x()), input(w), input(r), input(b), kNone, input(h0)}, {{"hidden_size", int64_t{2}}}}
       .check({y, yh});
+  // The sequence length dynamic: a Scan whose body captures the graph-input weights.
+  OneNode gru{"GRU", {input(ref_x()), input(w), input(r), input(b), kNone, input(h0)}, {{"hidden_size", int64_t{2}}}};
+  gru.x_shape = std::vector<Dim>{Dim::named("seq"), Dim::fixed(2), Dim::fixed(3)};
+  gru.optimize = true;
+  gru.check({y, yh});
   // No initial_h (zeros): the first step reads only the biases; every sequence full length (no mask).
   OneNode{"RNN",
           {input(ref_x()), constant(f32({-0.4f, 0.34f, -0.6f, 0.88f, -0.27f, -0.79f}, {1, 2, 3})),
@@ -191,6 +208,22 @@ TEST_CASE("GRU (linear_before_reset 0) and reverse RNN match onnx.reference") {
                    -0.5623066f, 0.8746421f, 0.6044947f, 0.007699933f},
                   {3, 1, 2, 2}),
               f32({0.9055774f, 0.9909307f, 0.8747795f, -0.03743966f}, {1, 2, 2})});
+  // The same over a dynamic length and batch (every sequence is full length, so without sequence_lens): a
+  // reverse Scan, its zero initial state made at run time from X's batch.
+  for (bool dynamic_batch : {false, true}) {
+    OneNode rnn{"RNN",
+                {input(ref_x()), constant(f32({-0.4f, 0.34f, -0.6f, 0.88f, -0.27f, -0.79f}, {1, 2, 3})),
+                 constant(f32({0.26f, 0.85f, -0.12f, 0.91f}, {1, 2, 2})),
+                 constant(f32({-0.f, -0.15f, 0.24f, 0.99f}, {1, 4}))},
+                {{"hidden_size", int64_t{2}}, {"direction", std::string("reverse")}}};
+    rnn.x_shape = std::vector<Dim>{Dim::named("seq"), dynamic_batch ? Dim::named("batch") : Dim::fixed(2),
+                                   Dim::fixed(3)};
+    rnn.optimize = true;
+    rnn.check({f32({0.9055774f, 0.9909307f, 0.8747795f, -0.03743966f, 0.6940076f, 0.9345157f, 0.6982686f, 0.9733351f,
+                    -0.5623066f, 0.8746421f, 0.6044947f, 0.007699933f},
+                   {3, 1, 2, 2}),
+               f32({0.9055774f, 0.9909307f, 0.8747795f, -0.03743966f}, {1, 2, 2})});
+  }
 }
 
 TEST_CASE("LSTM peepholes (onnx.reference); clip, input_forget, HardSigmoid/LeakyRelu/Affine (the spec by hand)") {
@@ -221,16 +254,45 @@ TEST_CASE("LSTM peepholes (onnx.reference); clip, input_forget, HardSigmoid/Leak
                   {3, 1, 2, 2}),
               f32({0.04426047f, 0.1676051f, 0.1255649f, 0.03113418f}, {1, 2, 2}),
               f32({0.02852497f, 0.409473f, 0.2565997f, 0.04907347f}, {1, 2, 2})});
+  // Peepholes, clip, input_forget and the activations reach the Scan's one-step body.
+  OneNode dynamic{"LSTM",
+                  {input(ref_x()), constant(ref_lstm_w()), constant(ref_lstm_r()), kNone, kNone,
+                   input(f32({-0.48f, -0.52f, 0.78f, -0.55f}, {1, 2, 2})),
+                   input(f32({-0.75f, -0.42f, 0.17f, 0.11f}, {1, 2, 2})),
+                   constant(f32({0.68f, -0.87f, -0.31f, -0.14f, 0.93f, 0.12f}, {1, 6}))},
+                  {{"hidden_size", int64_t{2}}}};
+  dynamic.x_shape = std::vector<Dim>{Dim::named("seq"), Dim::fixed(2), Dim::fixed(3)};
+  dynamic.optimize = true;
+  dynamic.check({f32({-0.1651061f, 0.105858f, 0.2331477f, 0.0149985f, -0.09475426f, 0.01667956f, 0.02650774f,
+                      0.1294277f, -0.2446926f, 0.08076666f, 0.2148139f, -0.0108906f},
+                     {3, 1, 2, 2}),
+                 Tensor(), f32({-0.5913214f, 0.09706099f, 0.3623759f, -0.04182851f}, {1, 2, 2})});
+  OneNode clipped{"LSTM",
+                  {input(ref_x()), constant(ref_lstm_w()), constant(ref_lstm_r()), constant(b)},
+                  {{"hidden_size", int64_t{2}},
+                   {"clip", 0.5},
+                   {"input_forget", int64_t{1}},
+                   {"activations", strings({"HardSigmoid", "LeakyRelu", "Affine"})},
+                   {"activation_alpha", floats({0.3, 0.2, 0.5})},
+                   {"activation_beta", floats({0.4, 0.1})}}};
+  clipped.x_shape = std::vector<Dim>{Dim::named("seq"), Dim::fixed(2), Dim::fixed(3)};
+  clipped.optimize = true;
+  clipped.check({Tensor(), f32({0.04426047f, 0.1676051f, 0.1255649f, 0.03113418f}, {1, 2, 2}),
+                 f32({0.02852497f, 0.409473f, 0.2565997f, 0.04907347f}, {1, 2, 2})});
 }
 
 TEST_CASE("LSTM, GRU, RNN: refused forms name the node and the problem") {
   const Tensor yh = zeros({1, 2, 2});
   const Tensor w = zeros({1, 2, 3}), r = zeros({1, 2, 2});
-  OneNode dynamic{"RNN", {input(ref_x()), constant(w), constant(r)}, {{"hidden_size", int64_t{2}}}};
+  // A dynamic length with sequence_lens: not made a Scan (the body has no step index to mask with).
+  OneNode dynamic{"RNN", {input(ref_x()), constant(w), constant(r), kNone, input(tensor({3, 3}, DType::Int32))},
+                  {{"hidden_size", int64_t{2}}}};
   dynamic.x_shape = std::vector<Dim>{Dim::named("seq"), Dim::fixed(2), Dim::fixed(3)};
+  dynamic.optimize = true;
   CHECK(dynamic.error({Tensor(), yh}) ==
-        kPrefix + "RNN 'n': X 'in0' has a dynamic sequence length (dim 0 'seq'): the recurrence is unrolled over its "
-                  "time steps, which must be static");
+        kPrefix + "RNN 'n': X 'in0' has a dynamic sequence length (dim 0 'seq'): such a recurrence runs as a Scan over "
+                  "its steps only without sequence_lens and, bidirectional, with constant W, R, B, P and no "
+                  "activation_alpha/beta (--input-shape can fix the length)");
   CHECK(OneNode{"RNN", {input(ref_x()), constant(w), constant(r)},
                 {{"hidden_size", int64_t{2}}, {"activations", strings({"Gelu"})}}}
             .error({Tensor(), yh}) == kPrefix + "RNN 'n': activation 'Gelu' is not supported");

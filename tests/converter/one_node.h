@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "converter/convert.h"
+#include "converter/passes.h"
 #include "runtime/model/executor.h"
 #include "runtime/model/writer.h"
 #include "tests/harness/testing.h"
@@ -59,6 +60,7 @@ struct OneNode {
   std::vector<In> inputs;
   std::map<std::string, Attr> attrs;
   std::optional<std::vector<Dim>> x_shape = std::nullopt;  // input 0's declared shape, if not its own
+  bool optimize = false;  // run_passes() before lowering (as ember convert does)
 
   Graph graph(const std::vector<Tensor>& like) const {
     Graph g;
@@ -96,6 +98,10 @@ struct OneNode {
       g.outputs.push_back(n.outputs.back());
     }
     g.nodes.push_back(n);
+    if (optimize) {
+      auto passes = run_passes(g);
+      REQUIRE_MESSAGE(passes.ok(), passes.diag().message);
+    }
     return g;
   }
 
