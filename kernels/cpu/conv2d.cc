@@ -2,9 +2,13 @@
 //   out[n, g] (Cout/g x OH*OW) = weight[g] (Cout/g x Cg*KH*KW) @ col (Cg*KH*KW x OH*OW)
 // The output may be NCHW or channels_last: the GEMM writes through its strides
 // (rows step by the channel stride, columns by the W stride). 1x1 convolutions
-// with stride 1 and no padding read the input directly (no im2col). Many small
-// (image, group) products (small batches of small images) run one
-// single-threaded GEMM per thread; large ones thread inside the GEMM. Depthwise
+// with stride 1 and no padding read the input directly (no im2col). A batch
+// of images with few output positions each (groups 1: a 1-D convolution over
+// many short frames) is one GEMM over several images' columns at a time
+// (their im2col side by side, the product scattered back to NCHW), not a
+// GEMM of a few columns per image. Many small (image, group) products
+// (small batches of small images) run one single-threaded GEMM per thread;
+// large ones thread inside the GEMM. Depthwise
 // convolutions (one input and one output channel per group) skip both im2col
 // and the GEMM (depthwise.h: vectorized over output rows). The bias and the
 // fused activation of Conv2dParams are the GEMM's epilogue (applied as the
@@ -31,6 +35,10 @@ namespace ember::cpu {
 namespace {
 
 constexpr size_t kAlign = 64;
+// Images with fewer output positions than this (groups 1) share GEMMs of
+// about kBatchedColumns columns.
+constexpr int64_t kBatchedBelow = 64;
+constexpr int64_t kBatchedColumns = 512;
 
 size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
@@ -44,8 +52,9 @@ struct ConvPlan {
   int64_t kdim, p;          // GEMM depth (Cg*KH*KW) and columns (OH*OW)
   bool direct;              // 1x1, stride 1, no padding, input H and W merge: no im2col
   bool over_units;          // one single-threaded GEMM per thread over (image, group)
+  int64_t images;           // > 1: images whose columns one GEMM takes together (groups 1)
   int threads;
-  size_t bias_bytes, col_bytes, gemm_bytes, slot_bytes;
+  size_t bias_bytes, col_bytes, out_bytes, gemm_bytes, slot_bytes;
   int64_t slots;
 };
 
@@ -71,10 +80,15 @@ ConvPlan plan_for(const TensorView& x, const TensorView& wt, const TensorView& o
              prm.padding[1] == 0 && merges(p.h, x.strides[2], p.w, x.strides[3]);
   const int64_t units = p.batch * p.groups;
   const double work = static_cast<double>(p.cout_g) * static_cast<double>(p.kdim) * static_cast<double>(p.p);
-  p.over_units = units > 1 && p.threads > 1 && work < 128.0 * 128.0 * 128.0;
-  p.col_bytes = p.direct ? 0 : aligned(static_cast<size_t>(p.kdim * p.p) * sizeof(float));
-  p.gemm_bytes = sgemm_workspace(p.cout_g, p.p, p.kdim, p.over_units ? 1 : p.threads);
-  p.slot_bytes = p.col_bytes + aligned(p.gemm_bytes);
+  p.images = p.groups == 1 && p.batch > 1 && p.p > 0 && p.p < kBatchedBelow
+                 ? std::min(p.batch, std::max<int64_t>(2, kBatchedColumns / p.p))
+                 : 1;
+  p.over_units = p.images == 1 && units > 1 && p.threads > 1 && work < 128.0 * 128.0 * 128.0;
+  const int64_t cols = p.images * p.p;  // the GEMM's columns
+  p.col_bytes = p.direct && p.images == 1 ? 0 : aligned(static_cast<size_t>(p.kdim * cols) * sizeof(float));
+  p.out_bytes = p.images > 1 ? aligned(static_cast<size_t>(p.cout * cols) * sizeof(float)) : 0;
+  p.gemm_bytes = sgemm_workspace(p.cout_g, cols, p.kdim, p.over_units ? 1 : p.threads);
+  p.slot_bytes = p.col_bytes + p.out_bytes + aligned(p.gemm_bytes);
   p.slots = p.over_units ? std::min<int64_t>(p.threads, units) : 1;
   p.bias_bytes = aligned(static_cast<size_t>(p.cout) * sizeof(float));  // a strided bias, made contiguous
   return p;
@@ -116,13 +130,14 @@ bool use_winograd(const TensorView& x, const TensorView& wt, const TensorView& o
   return winograd_applies(x, wt, o, prm) && winograd_profitable(x, wt, o, u != nullptr);
 }
 
-// col[(ci*KH + i)*KW + j, oh*OW + ow] = x[ci, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside).
+// col[(ci*KH + i)*KW + j, oh*OW + ow] = x[ci, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside);
+// col's rows `ld` apart.
 void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const Conv2dParams& prm, float* col,
-                 int64_t r0, int64_t r1) {
+                 int64_t ld, int64_t r0, int64_t r1) {
   const int64_t sc = xv.strides[1], sh = xv.strides[2], sw = xv.strides[3];
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t ci = r / (p.kh * p.kw), i = (r / p.kw) % p.kh, j = r % p.kw;
-    float* dst = col + r * p.p;
+    float* dst = col + r * ld;
     const float* src = x + ci * sc;
     const int64_t off_w = j * prm.dilation[1] - prm.padding[1];
     // ow is valid when 0 <= ow*stride + off_w < W.
@@ -257,9 +272,9 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
       float* col = reinterpret_cast<float*>(slot);
       if (threads > 1 && p.kdim > 1) {
         parallel_for(0, p.kdim, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, p.p)),
-                     [&](int64_t r0, int64_t r1) { im2col_rows(xg, x, p, *prm, col, r0, r1); });
+                     [&](int64_t r0, int64_t r1) { im2col_rows(xg, x, p, *prm, col, p.p, r0, r1); });
       } else {
-        im2col_rows(xg, x, p, *prm, col, 0, p.kdim);
+        im2col_rows(xg, x, p, *prm, col, p.p, 0, p.kdim);
       }
       bmat = MatrixRef<const float>{col, p.p, 1};
     }
@@ -270,6 +285,35 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
                        p.gemm_bytes, threads);
   };
 
+  if (p.images > 1) {
+    // Images [n0, n0 + nb): their columns side by side, one GEMM into
+    // out (Cout x nb*OH*OW, the epilogue applied), scattered to NCHW.
+    char* slot = reinterpret_cast<char*>(base);
+    float* col = reinterpret_cast<float*>(slot);
+    float* prod = reinterpret_cast<float*>(slot + p.col_bytes);
+    GemmEpilogue e = epilogue;
+    e.row_bias = pb;
+    for (int64_t n0 = 0; n0 < p.batch; n0 += p.images) {
+      const int64_t nb = std::min(p.images, p.batch - n0), cols = nb * p.p;
+      parallel_for(0, nb, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i)
+          im2col_rows(px + (n0 + i) * x.strides[0], x, p, *prm, col + i * p.p, cols, 0, p.kdim);
+      });
+      if (!sgemm_fused(p.cout, cols, p.kdim, GemmOperand{{pw, p.kdim, 1}, packed}, GemmOperand{{col, cols, 1}, nullptr},
+                       MatrixRef<float>{prod, cols, 1}, e, slot + p.col_bytes + p.out_bytes, p.gemm_bytes, p.threads))
+        return Status::OutOfMemory;
+      parallel_for(0, nb, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          for (int64_t co = 0; co < p.cout; ++co) {
+            const float* src = prod + co * cols + i * p.p;
+            float* dst = po + (n0 + i) * o.strides[0] + co * o.strides[1];
+            for (int64_t s = 0; s < p.p; ++s) dst[s * o_cs] = src[s];
+          }
+        }
+      });
+    }
+    return Status::Ok;
+  }
   const int64_t units = p.batch * p.groups;
   if (!p.over_units) {
     for (int64_t u = 0; u < units; ++u) {

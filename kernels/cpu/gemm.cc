@@ -522,20 +522,11 @@ bool sgemm_blocked(const UkernelInfo& u, const Product& pr, void* workspace, siz
   return true;
 }
 
-// One contiguous row of C through epilogue() (row bias `rb`, where e has one),
-// as a loop the compiler vectorizes per ISA clone: the pass a Linear's bias
-// and activation take after the few-row products.
-RT_SIMD_CLONES void epilogue_row(float* __restrict c, int64_t n, bool accumulate, float rb, const TileEpilogue e) {
-  for (int64_t j = 0; j < n; ++j) {
-    float v = accumulate ? c[j] : 0.0f;
-    if (e.row_bias != nullptr) v += rb;
-    if (e.col_bias != nullptr) v += e.col_bias[j];
-    if (e.clamp) {
-      v = e.lo > v ? e.lo : v;
-      v = e.hi < v ? e.hi : v;
-    }
-    c[j] = v;
-  }
+// Row i of C, contiguous, through epilogue(), as a loop the compiler
+// vectorizes per ISA clone: the pass a Linear's bias and activation take
+// after the few-row products.
+RT_SIMD_CLONES void epilogue_row(float* __restrict c, int64_t n, bool accumulate, int64_t i, const TileEpilogue e) {
+  for (int64_t j = 0; j < n; ++j) c[j] = epilogue(accumulate ? c[j] : 0.0f, e, i, j);
 }
 
 // Zeros C for an empty depth (k <= 0) unless accumulating, then the epilogue.
@@ -543,7 +534,7 @@ void sgemm_empty_depth(int64_t m, int64_t n, MatrixRef<float> c, bool accumulate
   const TileEpilogue e{ep != nullptr ? ep->row_bias : nullptr, ep != nullptr ? ep->col_bias : nullptr,
                        ep != nullptr && ep->clamp, ep != nullptr ? ep->lo : 0.0f, ep != nullptr ? ep->hi : 0.0f};
   if (c.cs == 1) {
-    for (int64_t i = 0; i < m; ++i) epilogue_row(c.data + i * c.rs, n, accumulate, e.row_bias ? e.row_bias[i] : 0.0f, e);
+    for (int64_t i = 0; i < m; ++i) epilogue_row(c.data + i * c.rs, n, accumulate, i, e);
     return;
   }
   for (int64_t i = 0; i < m; ++i) {

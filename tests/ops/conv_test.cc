@@ -116,6 +116,16 @@ TEST_CASE("conv2d: float32 CPU kernel matches float64 reference, threaded and no
     const Tensor xs = randn({2, 4, 9, 9}).slice(3, std::nullopt, std::nullopt, 2);
     const Tensor w1 = randn({5, 4, 1, 1});
     check_close(conv2d(xs, w1), conv2d(xs.to(DType::Float64), w1.to(DType::Float64)).to(DType::Float32), 1e-4, 1e-5);
+    // Many images of few output positions (a 1-D convolution over short frames): one GEMM takes several images'
+    // columns (37 images of 25 positions: chunks of 20 and 17), the product scattered back to NCHW and to
+    // channels_last.
+    const Tensor xf = randn({37, 3, 1, 200}), wf = randn({6, 3, 1, 16}), bf = randn({6});
+    const Tensor ef = conv2d(xf.to(DType::Float64), wf.to(DType::Float64), bf.to(DType::Float64), {1, 8}, {0, 4})
+                          .to(DType::Float32);
+    check_close(conv2d(xf, wf, bf, {1, 8}, {0, 4}), ef, 1e-4, 1e-5);
+    check_close(conv2d(xf.contiguous(MemoryFormat::ChannelsLast), wf, bf, {1, 8}, {0, 4}), ef, 1e-4, 1e-5);
+    const Tensor x1 = randn({5, 4, 3, 3});
+    check_close(conv2d(x1, w1), conv2d(x1.to(DType::Float64), w1.to(DType::Float64)).to(DType::Float32), 1e-4, 1e-5);
   }
   set_num_threads(saved);
 }
