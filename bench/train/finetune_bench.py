@@ -4,7 +4,8 @@ Models (exported by torch.onnx.export, converted by `ember convert`):
   mlp    64 -> 256 -> ReLU -> 128 -> ReLU -> 10
   wide   256 -> 1024 -> ReLU -> 1024 -> ReLU -> 10
 Cases: head (the last Linear trained) and all (every weight), SGD momentum 0.9,
-cross-entropy, batch 64 in file order over 2,048 random samples, 4 epochs.
+cross-entropy, batch 64 in file order over 2,048 random samples, 4 epochs
+(--epochs).
 Each round runs ember's CLI and a PyTorch process (same data, same steps) one
 after the other; ROUNDS rounds alternate which goes first; the table gives the
 median per-round ratio ember/PyTorch (< 1: ember faster / smaller).
@@ -34,7 +35,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from torch_threads import set_threads  # noqa: E402
 
-EPOCHS, BATCH, N = 4, 64, 2048
+BATCH, N = 64, 2048
 MODELS = {"mlp": (64, 256, 128), "wide": (256, 1024, 1024)}
 
 
@@ -43,7 +44,7 @@ def make(dims):
     return nn.Sequential(nn.Linear(i, h1), nn.ReLU(), nn.Linear(h1, h2), nn.ReLU(), nn.Linear(h2, 10))
 
 
-def torch_child(onnx_path, data_path, case, threads):
+def torch_child(onnx_path, data_path, case, threads, epochs):
     """Runs PyTorch's loop in this process; prints JSON (seconds, steps, peak RSS)."""
     import onnx
     from onnx import numpy_helper
@@ -61,7 +62,7 @@ def torch_child(onnx_path, data_path, case, threads):
             p.requires_grad_(True)
     opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
     start, steps = time.perf_counter(), 0
-    for _ in range(EPOCHS):
+    for _ in range(epochs):
         for i in range(0, len(x), BATCH):
             opt.zero_grad()
             F.cross_entropy(model(x[i:i + BATCH]), y[i:i + BATCH]).backward()
@@ -100,11 +101,12 @@ def main():
     ap.add_argument("--ember", default="bazel-bin/converter/cli/ember_cli")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=4, help="epochs of 32 steps per timed run")
     ap.add_argument("--eager", help="bench/train/train_bench binary: adds the eager-step column")
     ap.add_argument("--child", nargs=3)
     a = ap.parse_args()
     if a.child:
-        torch_child(*a.child, a.threads)
+        torch_child(*a.child, a.threads, a.epochs)
         return
     tmp = tempfile.mkdtemp()
     rows = []
@@ -120,9 +122,10 @@ def main():
         np.savez(data, x=g.standard_normal((N, dims[0])).astype(np.float32), y=g.integers(0, 10, N).astype(np.int64))
         for case in ["head", "all"]:
             ember_cmd = [a.ember, "finetune", ember_path, "--data", data, "--target", "y", "--lr", "0.01",
-                         "--momentum", "0.9", "--batch-size", str(BATCH), "--epochs", str(EPOCHS), "--no-shuffle",
+                         "--momentum", "0.9", "--batch-size", str(BATCH), "--epochs", str(a.epochs), "--no-shuffle",
                          "--threads", str(a.threads), "--json", "--train", "4.*" if case == "head" else "*"]
-            torch_cmd = [sys.executable, __file__, "--threads", str(a.threads), "--child", onnx_path, data, case]
+            torch_cmd = [sys.executable, __file__, "--threads", str(a.threads), "--epochs", str(a.epochs), "--child",
+                         onnx_path, data, case]
             t_ratio, m_ratio, e_ms, t_ms, e_mb, t_mb, g_ms, g_ratio = [], [], [], [], [], [], [], []
             for r in range(a.rounds):
                 order = [ember_cmd, torch_cmd] if r % 2 == 0 else [torch_cmd, ember_cmd]
@@ -140,7 +143,8 @@ def main():
             med = statistics.median
             row = (name, case, med(e_ms), med(t_ms), med(t_ratio), med(e_mb), med(t_mb), med(m_ratio))
             rows.append(row + ((med(g_ms), med(g_ratio)) if a.eager else ()))
-    print(f"ember finetune vs PyTorch, {a.threads} thread(s), batch {BATCH}, {a.rounds} alternating rounds (medians)")
+    print(f"ember finetune vs PyTorch, {a.threads} thread(s), batch {BATCH}, {a.epochs} epochs, {a.rounds} alternating "
+          "rounds (medians)")
     head = "| model | trained | ember ms/step | PyTorch ms/step | time ratio | ember peak RSS MiB | PyTorch MiB | RSS ratio |"
     fmt = "| %s | %s | %.3f | %.3f | %.2f | %.1f | %.1f | %.2f |"
     if a.eager:
