@@ -178,9 +178,12 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
 
   r.ops = static_cast<int>(def->ops.size());
   r.tensors = static_cast<int>(def->tensors.size());
-  for (const TensorDef& t : def->tensors) {
-    if (t.has_data) r.weight_bytes += static_cast<int64_t>(t.byte_size());
-  }
+  auto add_weights = [&r](const ModelDef& g) {
+    for (const TensorDef& t : g.tensors)
+      if (t.has_data) r.weight_bytes += static_cast<int64_t>(t.byte_size());
+  };
+  add_weights(*def);
+  for (const ModelDef& g : def->subgraphs) add_weights(g);  // If / Loop / Scan bodies
   if (report != nullptr) *report = r;
   return Diag::success();
 }

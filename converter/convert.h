@@ -125,7 +125,7 @@ struct ConvertReport {
   int onnx_nodes = 0;   // nodes imported
   int ops = 0;          // ops written
   int tensors = 0;
-  int64_t weight_bytes = 0;
+  int64_t weight_bytes = 0;  // every tensor with data, the subgraphs' included
   std::string source_hash;  // "sha256:<hex>" of the ONNX file
   std::vector<SparseLayerReport> sparse_layers;  // with prune or sparse_coo
   std::vector<std::string> warnings;              // e.g. pruning loses accuracy

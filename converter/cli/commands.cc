@@ -249,34 +249,50 @@ Diag inspect(const InspectArgs& args, std::ostream& out) {
   size_t ow = 0;
   for (const auto& h : hist) ow = std::max(ow, h.first.size());
   for (const auto& h : hist) out << "  " << pad_right(h.first, ow) << "  " << pad_left(std::to_string(h.second), 5) << "\n";
+  // The If / Loop / Scan bodies: their ops, and their weights in the counts below.
+  std::vector<Model> graphs;
+  int sub_ops = 0;
+  for (int k = 0; k < model.num_subgraphs(); ++k) {
+    std::string error;
+    Result<Model> sg = model.subgraph(k, &error);
+    if (!sg.ok()) return diag(sg.status(), "'", args.model, "': subgraph ", k, ": ", error);
+    sub_ops += sg.get().num_ops();
+    graphs.push_back(std::move(sg.get()));
+  }
+  if (!graphs.empty())
+    out << "subgraphs: " << graphs.size() << " (If/Loop/Scan bodies, " << sub_ops
+        << " ops; their weights count as parameters, not as trainable)\n";
 
-  // Parameters: every tensor with data.
+  // Parameters: every tensor with data, the subgraphs' included.
   struct Count {
     int64_t tensors = 0, elements = 0, bytes = 0;
   };
   std::map<std::string, Count> by_dtype;
   Count total, trainable;
   std::vector<std::string> quantized, sparse;
-  for (int i = 0; i < model.num_tensors(); ++i) {
-    const fb::Tensor& t = model.tensor(i);
-    if (t.data() == nullptr) continue;
-    const Tensor& w = model.weight(i);
+  auto count = [&](const Model& g, int i, bool top) {
+    const fb::Tensor& t = g.tensor(i);
+    if (t.data() == nullptr) return;
+    const Tensor& w = g.weight(i);
     const int64_t n = w.defined() ? w.numel() : 0;
     const int64_t b = w.defined() ? static_cast<int64_t>(w.nbytes()) : 0;
-    Count& c = by_dtype[std::string(dtype_name(model.tensor_dtype(i)))];
+    Count& c = by_dtype[std::string(dtype_name(g.tensor_dtype(i)))];
     for (Count* k : {&c, &total}) {
       ++k->tensors;
       k->elements += n;
       k->bytes += b;
     }
-    if (t.trainable()) {
+    if (t.trainable() && top) {
       ++trainable.tensors;
       trainable.elements += n;
       trainable.bytes += b;
     }
-    if (t.quant() != nullptr) quantized.emplace_back(model.tensor_name(i));
-    if (t.sparse() != nullptr) sparse.emplace_back(model.tensor_name(i));
-  }
+    if (t.quant() != nullptr) quantized.emplace_back(g.tensor_name(i));
+    if (t.sparse() != nullptr) sparse.emplace_back(g.tensor_name(i));
+  };
+  for (int i = 0; i < model.num_tensors(); ++i) count(model, i, true);
+  for (const Model& g : graphs)
+    for (int i = 0; i < g.num_tensors(); ++i) count(g, i, false);
   out << "parameters: " << with_commas(total.elements) << " in " << total.tensors << " tensors ("
       << with_commas(total.bytes) << " bytes)\n";
   for (const auto& [name, c] : by_dtype) {

@@ -224,6 +224,65 @@ TEST_CASE("inspect: quantized layers with their weight and activation schemes") 
                "  fc_tensor  linear  weight int8 per tensor   activations uint8 per tensor\n") != std::string::npos);
 }
 
+TEST_CASE("inspect: an If's branches: their ops on a subgraphs line, their weights among the parameters") {
+  auto weight = [](std::string name, Tensor t, bool trainable) {
+    TensorDef d;
+    d.name = std::move(name);
+    d.shape = t.sizes();
+    d.tensor = t;
+    d.has_data = true;
+    d.trainable = trainable;
+    return d;
+  };
+  // y = If(c, then: x * [1, 2, 3], else: x + [4, 5, 6] - [7, 8, 9]) + b
+  ModelDef then_g, else_g, def;
+  {
+    const int x = then_g.add_tensor(activation("x", {3}));
+    const int w = then_g.add_tensor(weight("w_then", tensor<float>({1, 2, 3}), true));
+    const int y = then_g.add_tensor(activation("y", {3}));
+    then_g.ops.push_back(op(OpKind::Mul, {x, w}, {y}, "mul"));
+    then_g.inputs = {x};
+    then_g.outputs = {y};
+  }
+  {
+    const int x = else_g.add_tensor(activation("x", {3}));
+    const int w = else_g.add_tensor(weight("w_else", tensor<float>({4, 5, 6}), true));
+    const int v = else_g.add_tensor(weight("v_else", tensor<float>({7, 8, 9}), true));
+    const int s = else_g.add_tensor(activation("s", {3}));
+    const int y = else_g.add_tensor(activation("y", {3}));
+    else_g.ops.push_back(op(OpKind::Add, {x, w}, {s}, "add"));
+    else_g.ops.push_back(op(OpKind::Sub, {s, v}, {y}, "sub"));
+    else_g.inputs = {x};
+    else_g.outputs = {y};
+  }
+  def.subgraphs = {then_g, else_g};
+  const int c = def.add_tensor(activation("c", {}));
+  def.tensors[static_cast<size_t>(c)].dtype = DType::Bool;
+  const int x = def.add_tensor(activation("x", {3}));
+  const int b = def.add_tensor(weight("b", tensor<float>({1, 1, 1}), true));
+  const int y = def.add_tensor(activation("y", {3}));
+  const int z = def.add_tensor(activation("z", {3}));
+  OpDef branch = op(OpKind::If, {c, x}, {y}, "if");
+  branch.params = IfParams{0, 1};
+  def.ops.push_back(branch);
+  def.ops.push_back(op(OpKind::Add, {y, b}, {z}, "add"));
+  def.inputs = {c, x};
+  def.outputs = {z};
+  std::string error;
+  cli::InspectArgs args;
+  args.model = tmp_path("if_branches.ember");
+  REQUIRE_MESSAGE(write_model(def, args.model, &error) == Status::Ok, error);
+  std::ostringstream out;
+  const cli::Diag d = cli::inspect(args, out);
+  REQUIRE_MESSAGE(d.ok(), d.message);
+  const std::string text = out.str();
+  INFO(text);
+  CHECK(text.find("\nops: 2\n") != std::string::npos);
+  CHECK(text.find("\nsubgraphs: 2 (If/Loop/Scan bodies, 3 ops; their weights count as parameters, not as "
+                  "trainable)\nparameters: 12 in 4 tensors (48 bytes)\n  float32  12 (48 bytes)\n"
+                  "trainable: 3 in 1 tensors\n") != std::string::npos);
+}
+
 TEST_CASE("inspect: no quantized layers line for a float model") {
   cli::InspectArgs args;
   args.model = two_input_model();

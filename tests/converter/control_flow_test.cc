@@ -125,12 +125,28 @@ TEST_CASE("control flow: inlining keeps the If's output names and leaves no If")
 
 TEST_CASE("control flow: an If whose condition is not a constant runs at run time (nested If, captures)") {
   const std::string out = tmp_path("if_runtime.ember");
-  const Diag d = convert_file(kIf, out, {});
+  ConvertReport report;
+  const Diag d = convert_file(kIf, out, {}, &report);
   REQUIRE_MESSAGE(d.ok(), d.message);
   std::string error;
   Result<Model> model = Model::load(out, Verification::Full, &error);
   REQUIRE_MESSAGE(model.ok(), error);
   CHECK(model.get().num_subgraphs() == 4);  // the nested If's two branches, then the outer If's
+  // The report's weight bytes count the branches' weights too.
+  int64_t weight_bytes = 0, branch_bytes = 0;
+  auto add = [](const Model& g, int64_t& bytes) {
+    for (int i = 0; i < g.num_tensors(); ++i)
+      if (g.weight(i).defined()) bytes += static_cast<int64_t>(g.weight(i).nbytes());
+  };
+  add(model.get(), weight_bytes);
+  for (int k = 0; k < model.get().num_subgraphs(); ++k) {
+    Result<Model> g = model.get().subgraph(k, &error);
+    REQUIRE_MESSAGE(g.ok(), error);
+    add(g.get(), branch_bytes);
+  }
+  CHECK(branch_bytes > 0);
+  weight_bytes += branch_bytes;
+  CHECK(report.weight_bytes == weight_bytes);
   auto ex = Executor::create(std::make_shared<const Model>(std::move(model.get())), &error);
   REQUIRE_MESSAGE(ex.ok(), error);
   ExecutionContext ctx(ex.get());
