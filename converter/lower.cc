@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "converter/lowerer.h"
+#include "converter/pass_util.h"
 
 namespace ember::converter {
 
@@ -49,6 +50,19 @@ std::string Lowerer::unique_name(std::string name, int id) {
   return candidate;
 }
 
+std::string Lowerer::rank_hint(int id) const {
+  const int p = g_.producer_of(id);
+  if (p < 0) return "";
+  const Node& n = g_.nodes[static_cast<size_t>(p)];
+  const size_t k = static_cast<size_t>(std::find(n.outputs.begin(), n.outputs.end(), id) - n.outputs.begin());
+  const auto [then_rank, else_rank] = if_branch_ranks(g_, n, k);
+  if (!then_rank || !else_rank || *then_rank == *else_rank) return "";
+  return " (" + n.label() + " gives it rank " + std::to_string(*then_rank) + " in then_branch and " +
+         std::to_string(*else_rank) +
+         " in else_branch, and its condition is known only at run time: fixing the inputs the condition reads "
+         "(--fix-input NAME=VALUE, --input-shape NAME=DIMS) can fold it)";
+}
+
 int32_t Lowerer::tensor(int id) {
   if (id < 0) return -1;
   int32_t& slot = tensor_of_[static_cast<size_t>(id)];
@@ -74,7 +88,7 @@ int32_t Lowerer::tensor(int id) {
       }
       if (!named) t.dim_names.clear();
     } else {
-      errors_.push_back("value '" + v.name + "': rank unknown");
+      errors_.push_back("value '" + v.name + "': rank unknown" + rank_hint(id));
     }
   }
   slot = def_.add_tensor(std::move(t));

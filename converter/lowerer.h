@@ -96,6 +96,8 @@ class Lowerer {
 
   // The tensor index of value `id` (-1 for an omitted input), created on first use.
   int32_t tensor(int id);
+  // Why value `id` has no rank, where its producer tells (an If whose branches differ): " (...)" or "".
+  std::string rank_hint(int id) const;
 
   // A new weight that is no IR value (a transposed Gemm weight, a reshaped bias).
   int32_t new_weight(const std::string& name, const Tensor& data, bool trainable);

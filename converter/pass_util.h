@@ -38,6 +38,8 @@ inline void set_constant(Value& v, Tensor t) {
 // from its subgraphs' outputs (nullopt where unknown; empty when it cannot tell).
 std::vector<std::pair<std::optional<DType>, std::optional<std::vector<Dim>>>> infer_control_flow_outputs(
     const Graph& g, const Node& n);
+// If node n's output k: its rank in the then and the else branch (nullopt where unknown).
+std::pair<std::optional<size_t>, std::optional<size_t>> if_branch_ranks(const Graph& g, const Node& n, size_t k);
 
 // A small constant (at most kMaxInlinedCapture elements: axes, shapes, scalars)
 // that control-flow node `node` of `outer` captures becomes a constant of its

@@ -85,6 +85,18 @@ Out join(Out a, const Out& b) {
 
 }  // namespace
 
+std::pair<std::optional<size_t>, std::optional<size_t>> if_branch_ranks(const Graph& g, const Node& n, size_t k) {
+  const Graph* t = subgraph(n, "then_branch");
+  const Graph* e = subgraph(n, "else_branch");
+  if (n.op_type != "If" || t == nullptr || e == nullptr || k >= t->outputs.size() || k >= e->outputs.size()) return {};
+  auto rank = [&](const Graph& b) -> std::optional<size_t> {
+    const Graph s = seeded(g, n, b);
+    const std::optional<Dims> d = value_of(s, s.outputs[k]).second;
+    return d ? std::optional<size_t>(d->size()) : std::nullopt;
+  };
+  return {rank(*t), rank(*e)};
+}
+
 std::vector<Out> infer_control_flow_outputs(const Graph& g, const Node& n) {
   std::vector<Out> outs;
   if (n.op_type == "If") {

@@ -260,6 +260,13 @@ TEST_CASE("control flow: fix_input_shapes makes an If on a dim foldable (torch's
   Graph dynamic = g;
   REQUIRE(run_passes(dynamic).ok());
   CHECK(dynamic.op_histogram().at("If") == 1);  // left to run time
+  // Left so, its output has rank 1 or 2: the refusal says why and what folds it.
+  const auto lowered = lower(dynamic);
+  REQUIRE(!lowered.ok());
+  CHECK(lowered.diag().message.find("value 'y': rank unknown (If 'squeeze_if' gives it rank 1 in then_branch and 2 "
+                                    "in else_branch, and its condition is known only at run time: fixing the "
+                                    "inputs the condition reads (--fix-input NAME=VALUE, --input-shape NAME=DIMS) "
+                                    "can fold it)") != std::string::npos);
   CHECK(fix_input_shapes(g, {{"x", {1, 3, 1}}}).message == "--input-shape x: the input has rank 2, 3 dims given");
   CHECK(fix_input_shapes(g, {{"x", {1, 4}}}).message == "--input-shape x: dim 1 of the input is 3, not 4");
   CHECK(fix_input_shapes(g, {{"z", {1}}}).message == "--input-shape: the model has no input 'z' (its inputs: x)");
