@@ -11,13 +11,15 @@
 //   whose scan output, stacked on axis 0, is Y. layout 1 scans axis 1; a
 //   reverse recurrence scans (and stacks) in reverse; a bidirectional one is
 //   two Scans, one per direction, their outputs concatenated as ONNX lays
-//   them out. Omitted initial states are zeros of [1, B, H] (B from X's
-//   shape at run time when it is dynamic).
+//   them out. Omitted initial states are zeros of [1, B, H]: a constant, or
+//   (B dynamic, or more than 64 Ki elements) made at run time from X's shape.
 //
 // Not rewritten (lower_rnn.cc then refuses the node, naming the reason):
 // sequence_lens (the body has no step index to mask with), a bidirectional
 // node whose W, R, B, P are not constants or that gives activation_alpha /
 // activation_beta (their split between the directions is not reproduced here).
+#include <algorithm>
+
 #include "converter/pass_util.h"
 #include "converter/passes.h"
 
@@ -112,7 +114,7 @@ class ScanRewrite {
     if (zeros_ >= 0) return zeros_;
     const Value& x = g_.value(n_.inputs[0]);
     const Dim& b = (*x.shape)[static_cast<size_t>(1 - layout_)];
-    if (b.is_static()) {
+    if (b.is_static() && hidden_ <= (int64_t{1} << 16) / std::max<int64_t>(1, b.value)) {  // larger: at run time
       const std::vector<int64_t> s = layout_ ? std::vector<int64_t>{b.value, 1, hidden_}
                                              : std::vector<int64_t>{1, b.value, hidden_};
       return zeros_ = g_.add_constant(unique_name(base_ + "/zero_state", taken_), ember::zeros(s, *dt_));
@@ -253,8 +255,10 @@ bool rewritable(const Graph& g, const Node& n, int64_t& hidden) {
     rs.emplace();
     for (int64_t s : r.constant.sizes()) rs->push_back(Dim::fixed(s));
   }
-  hidden = n.get_int("hidden_size", rs && rs->size() == 3 && (*rs)[2].is_static() ? (*rs)[2].value : -1);
-  return hidden > 0;
+  const int64_t r_hidden = rs && rs->size() == 3 && (*rs)[2].is_static() ? (*rs)[2].value : -1;
+  hidden = n.get_int("hidden_size", r_hidden);
+  // A hidden_size R contradicts is left to lower_rnn.cc's refusal.
+  return hidden > 0 && (r_hidden < 0 || hidden == r_hidden);
 }
 
 }  // namespace
