@@ -1,7 +1,8 @@
 // The lowerings of lower_rnn.cc: LSTM, GRU and RNN nodes lowered, serialized,
 // loaded and run by the executor, against PyTorch 1.13 (torch.nn.LSTM / GRU /
-// RNN with the same weights) and onnx.reference (onnx 1.23.2); the forms they
-// refuse, with their messages.
+// RNN with the same weights) and onnx.reference (onnx 1.23.2), most of them
+// also with a dynamic sequence length (run_passes then makes the node a Scan
+// per direction, recurrence_scan.cc); the forms they refuse, with their messages.
 //
 // The PyTorch values: /usr/bin/python3, torch.manual_seed(0), x = randn(3, 2, 3),
 // then in this order nn.LSTM(3, 2, bidirectional=True), h0 = randn(2, 2, 2),
@@ -58,6 +59,17 @@ Tensor ref_lstm_r() {
              {1, 8, 2});
 }
 
+// `node` as given, then with X's sequence length dynamic (run_passes makes
+// the recurrence a Scan per direction, recurrence_scan.cc): the same values.
+void check_static_and_dynamic(OneNode node, const std::vector<Tensor>& expected) {
+  node.check(expected);
+  std::vector<Dim> dims = testing::dims_of(node.inputs[0].t.sizes());
+  dims[node.attrs.count("layout") != 0 ? 1 : 0] = Dim::named("seq");
+  node.x_shape = dims;
+  node.optimize = true;
+  node.check(expected);
+}
+
 Attr strings(std::vector<std::string> v) { return v; }
 Attr floats(std::vector<double> v) { return v; }
 
@@ -103,27 +115,18 @@ TEST_CASE("LSTM bidirectional with initial_h / initial_c matches torch.nn.LSTM")
                         {2, 2, 2});
   const std::map<std::string, Attr> attrs = {{"hidden_size", int64_t{2}}, {"direction", std::string("bidirectional")}};
   // Constant weights (as exporters write them) and graph-input weights (as the ONNX test models).
-  OneNode{"LSTM", {input(torch_x()), constant(w), constant(r), constant(b), kNone, input(h0), input(c0)}, attrs}
-      .check({y, yh, yc});
+  check_static_and_dynamic(
+      {"LSTM", {input(torch_x()), constant(w), constant(r), constant(b), kNone, input(h0), input(c0)}, attrs},
+      {y, yh, yc});
   OneNode{"LSTM", {input(torch_x()), input(w), input(r), input(b), kNone, input(h0), input(c0)}, attrs}
       .check({y, yh, yc});
-  // Only Y_c used; layout 1 (batch first: x [B, T, I], states [B, D, H]).
-  OneNode{"LSTM", {input(torch_x().permute({1, 0, 2}).contiguous()), constant(w), constant(r), constant(b), kNone,
-                   input(h0.permute({1, 0, 2}).contiguous()), input(c0.permute({1, 0, 2}).contiguous())},
-          {{"hidden_size", int64_t{2}}, {"direction", std::string("bidirectional")}, {"layout", int64_t{1}}}}
-      .check({Tensor(), Tensor(), yc.permute({1, 0, 2}).contiguous()});
-  // The sequence length dynamic (recurrence_scan.cc: one Scan per direction, the body one step): the same values.
-  OneNode dynamic{"LSTM", {input(torch_x()), constant(w), constant(r), constant(b), kNone, input(h0), input(c0)}, attrs};
-  dynamic.x_shape = std::vector<Dim>{Dim::named("seq"), Dim::fixed(2), Dim::fixed(3)};
-  dynamic.optimize = true;
-  dynamic.check({y, yh, yc});
-  OneNode dynamic1{"LSTM",
-                   {input(torch_x().permute({1, 0, 2}).contiguous()), constant(w), constant(r), constant(b), kNone,
-                    input(h0.permute({1, 0, 2}).contiguous()), input(c0.permute({1, 0, 2}).contiguous())},
-                   {{"hidden_size", int64_t{2}}, {"direction", std::string("bidirectional")}, {"layout", int64_t{1}}}};
-  dynamic1.x_shape = std::vector<Dim>{Dim::fixed(2), Dim::named("seq"), Dim::fixed(3)};
-  dynamic1.optimize = true;
-  dynamic1.check({y.permute({2, 0, 1, 3}).contiguous(), Tensor(), yc.permute({1, 0, 2}).contiguous()});
+  // Y and Y_c used; layout 1 (batch first: x [B, T, I], Y [B, T, D, H], states [B, D, H]).
+  check_static_and_dynamic(
+      {"LSTM",
+       {input(torch_x().permute({1, 0, 2}).contiguous()), constant(w), constant(r), constant(b), kNone,
+        input(h0.permute({1, 0, 2}).contiguous()), input(c0.permute({1, 0, 2}).contiguous())},
+       {{"hidden_size", int64_t{2}}, {"direction", std::string("bidirectional")}, {"layout", int64_t{1}}}},
+      {y.permute({2, 0, 1, 3}).contiguous(), Tensor(), yc.permute({1, 0, 2}).contiguous()});
 }
 
 TEST_CASE("GRU bidirectional, layout 1, sequence_lens matches torch.nn.GRU on a packed sequence") {
@@ -191,13 +194,10 @@ TEST_CASE("GRU (linear_before_reset 0) and reverse RNN match onnx.reference") {
                         -0.622094f, -0.0726691f, -0.9080888f, -0.3535379f, -0.7040032f},
                        {3, 1, 2, 2});
   const Tensor yh = f32({-0.0726691f, -0.9080888f, -0.3535379f, -0.7040032f}, {1, 2, 2});
-  OneNode{"GRU", {input(ref_x()), input(w), input(r), input(b), kNone, input(h0)}, {{"hidden_size", int64_t{2}}}}
-      .check({y, yh});
-  // The sequence length dynamic: a Scan whose body captures the graph-input weights.
-  OneNode gru{"GRU", {input(ref_x()), input(w), input(r), input(b), kNone, input(h0)}, {{"hidden_size", int64_t{2}}}};
-  gru.x_shape = std::vector<Dim>{Dim::named("seq"), Dim::fixed(2), Dim::fixed(3)};
-  gru.optimize = true;
-  gru.check({y, yh});
+  // Dynamic: a Scan whose body captures the graph-input weights.
+  check_static_and_dynamic(
+      {"GRU", {input(ref_x()), input(w), input(r), input(b), kNone, input(h0)}, {{"hidden_size", int64_t{2}}}},
+      {y, yh});
   // No initial_h (zeros): the first step reads only the biases; every sequence full length (no mask).
   OneNode{"RNN",
           {input(ref_x()), constant(f32({-0.4f, 0.34f, -0.6f, 0.88f, -0.27f, -0.79f}, {1, 2, 3})),
@@ -227,58 +227,35 @@ TEST_CASE("GRU (linear_before_reset 0) and reverse RNN match onnx.reference") {
 }
 
 TEST_CASE("LSTM peepholes (onnx.reference); clip, input_forget, HardSigmoid/LeakyRelu/Affine (the spec by hand)") {
-  OneNode{"LSTM",
-          {input(ref_x()), constant(ref_lstm_w()), constant(ref_lstm_r()), kNone, kNone,
-           input(f32({-0.48f, -0.52f, 0.78f, -0.55f}, {1, 2, 2})), input(f32({-0.75f, -0.42f, 0.17f, 0.11f}, {1, 2, 2})),
-           constant(f32({0.68f, -0.87f, -0.31f, -0.14f, 0.93f, 0.12f}, {1, 6}))},
-          {{"hidden_size", int64_t{2}}}}
-      .check({f32({-0.1651061f, 0.105858f, 0.2331477f, 0.0149985f, -0.09475426f, 0.01667956f, 0.02650774f, 0.1294277f,
-                   -0.2446926f, 0.08076666f, 0.2148139f, -0.0108906f},
-                  {3, 1, 2, 2}),
-              f32({-0.2446926f, 0.08076666f, 0.2148139f, -0.0108906f}, {1, 2, 2}),
-              f32({-0.5913214f, 0.09706099f, 0.3623759f, -0.04182851f}, {1, 2, 2})});
+  check_static_and_dynamic(
+      {"LSTM",
+       {input(ref_x()), constant(ref_lstm_w()), constant(ref_lstm_r()), kNone, kNone,
+        input(f32({-0.48f, -0.52f, 0.78f, -0.55f}, {1, 2, 2})), input(f32({-0.75f, -0.42f, 0.17f, 0.11f}, {1, 2, 2})),
+        constant(f32({0.68f, -0.87f, -0.31f, -0.14f, 0.93f, 0.12f}, {1, 6}))},
+       {{"hidden_size", int64_t{2}}}},
+      {f32({-0.1651061f, 0.105858f, 0.2331477f, 0.0149985f, -0.09475426f, 0.01667956f, 0.02650774f, 0.1294277f,
+            -0.2446926f, 0.08076666f, 0.2148139f, -0.0108906f},
+           {3, 1, 2, 2}),
+       f32({-0.2446926f, 0.08076666f, 0.2148139f, -0.0108906f}, {1, 2, 2}),
+       f32({-0.5913214f, 0.09706099f, 0.3623759f, -0.04182851f}, {1, 2, 2})});
   // f = HardSigmoid(0.3, 0.4), g = LeakyRelu(0.2), h = Affine(0.5, 0.1): alphas and betas read in that order.
   const Tensor b = f32({0.62f, 0.12f, -0.42f, -0.17f, 0.64f, 0.25f, 0.92f, -0.26f, 0.11f, 0.19f, 0.7f, -0.71f, -0.19f,
                         0.82f, -0.91f, 0.65f},
                        {1, 16});
-  OneNode{"LSTM",
-          {input(ref_x()), constant(ref_lstm_w()), constant(ref_lstm_r()), constant(b)},
-          {{"hidden_size", int64_t{2}},
-           {"clip", 0.5},
-           {"input_forget", int64_t{1}},
-           {"activations", strings({"HardSigmoid", "LeakyRelu", "Affine"})},
-           {"activation_alpha", floats({0.3, 0.2, 0.5})},
-           {"activation_beta", floats({0.4, 0.1})}}}
-      .check({f32({0.02098513f, 0.04541187f, 0.1198257f, 0.018125f, 0.106043f, 0.06293507f, 0.05077335f, 0.04004608f,
-                   0.04426047f, 0.1676051f, 0.1255649f, 0.03113418f},
-                  {3, 1, 2, 2}),
-              f32({0.04426047f, 0.1676051f, 0.1255649f, 0.03113418f}, {1, 2, 2}),
-              f32({0.02852497f, 0.409473f, 0.2565997f, 0.04907347f}, {1, 2, 2})});
-  // Peepholes, clip, input_forget and the activations reach the Scan's one-step body.
-  OneNode dynamic{"LSTM",
-                  {input(ref_x()), constant(ref_lstm_w()), constant(ref_lstm_r()), kNone, kNone,
-                   input(f32({-0.48f, -0.52f, 0.78f, -0.55f}, {1, 2, 2})),
-                   input(f32({-0.75f, -0.42f, 0.17f, 0.11f}, {1, 2, 2})),
-                   constant(f32({0.68f, -0.87f, -0.31f, -0.14f, 0.93f, 0.12f}, {1, 6}))},
-                  {{"hidden_size", int64_t{2}}}};
-  dynamic.x_shape = std::vector<Dim>{Dim::named("seq"), Dim::fixed(2), Dim::fixed(3)};
-  dynamic.optimize = true;
-  dynamic.check({f32({-0.1651061f, 0.105858f, 0.2331477f, 0.0149985f, -0.09475426f, 0.01667956f, 0.02650774f,
-                      0.1294277f, -0.2446926f, 0.08076666f, 0.2148139f, -0.0108906f},
-                     {3, 1, 2, 2}),
-                 Tensor(), f32({-0.5913214f, 0.09706099f, 0.3623759f, -0.04182851f}, {1, 2, 2})});
-  OneNode clipped{"LSTM",
-                  {input(ref_x()), constant(ref_lstm_w()), constant(ref_lstm_r()), constant(b)},
-                  {{"hidden_size", int64_t{2}},
-                   {"clip", 0.5},
-                   {"input_forget", int64_t{1}},
-                   {"activations", strings({"HardSigmoid", "LeakyRelu", "Affine"})},
-                   {"activation_alpha", floats({0.3, 0.2, 0.5})},
-                   {"activation_beta", floats({0.4, 0.1})}}};
-  clipped.x_shape = std::vector<Dim>{Dim::named("seq"), Dim::fixed(2), Dim::fixed(3)};
-  clipped.optimize = true;
-  clipped.check({Tensor(), f32({0.04426047f, 0.1676051f, 0.1255649f, 0.03113418f}, {1, 2, 2}),
-                 f32({0.02852497f, 0.409473f, 0.2565997f, 0.04907347f}, {1, 2, 2})});
+  check_static_and_dynamic(
+      {"LSTM",
+       {input(ref_x()), constant(ref_lstm_w()), constant(ref_lstm_r()), constant(b)},
+       {{"hidden_size", int64_t{2}},
+        {"clip", 0.5},
+        {"input_forget", int64_t{1}},
+        {"activations", strings({"HardSigmoid", "LeakyRelu", "Affine"})},
+        {"activation_alpha", floats({0.3, 0.2, 0.5})},
+        {"activation_beta", floats({0.4, 0.1})}}},
+      {f32({0.02098513f, 0.04541187f, 0.1198257f, 0.018125f, 0.106043f, 0.06293507f, 0.05077335f, 0.04004608f,
+            0.04426047f, 0.1676051f, 0.1255649f, 0.03113418f},
+           {3, 1, 2, 2}),
+       f32({0.04426047f, 0.1676051f, 0.1255649f, 0.03113418f}, {1, 2, 2}),
+       f32({0.02852497f, 0.409473f, 0.2565997f, 0.04907347f}, {1, 2, 2})});
 }
 
 TEST_CASE("LSTM, GRU, RNN: refused forms name the node and the problem") {
