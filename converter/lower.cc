@@ -57,10 +57,26 @@ std::string Lowerer::rank_hint(int id) const {
   const size_t k = static_cast<size_t>(std::find(n.outputs.begin(), n.outputs.end(), id) - n.outputs.begin());
   const auto [then_rank, else_rank] = if_branch_ranks(g_, n, k);
   if (!then_rank || !else_rank || *then_rank == *else_rank) return "";
+  // The graph inputs the condition is computed from.
+  std::set<std::string> reads;
+  std::set<int> seen;
+  std::vector<int> todo = {n.inputs.empty() ? -1 : n.inputs[0]};
+  while (!todo.empty()) {
+    const int v = todo.back();
+    todo.pop_back();
+    if (v < 0 || !seen.insert(v).second) continue;
+    if (g_.is_graph_input(v)) reads.insert("'" + g_.value(v).name + "'");
+    const int q = g_.producer_of(v);
+    if (q >= 0) todo.insert(todo.end(), g_.nodes[static_cast<size_t>(q)].inputs.begin(),
+                            g_.nodes[static_cast<size_t>(q)].inputs.end());
+  }
+  std::string names;
+  for (const std::string& r : reads) names += (names.empty() ? "" : ", ") + r;
   return " (" + n.label() + " gives it rank " + std::to_string(*then_rank) + " in then_branch and " +
-         std::to_string(*else_rank) +
-         " in else_branch, and its condition is known only at run time: fixing the inputs the condition reads "
-         "(--fix-input NAME=VALUE, --input-shape NAME=DIMS) can fold it)";
+         std::to_string(*else_rank) + " in else_branch, and its condition" +
+         (names.empty() ? "" : " (computed from " + names + ")") +
+         " is known only at run time: fixing the inputs it is computed from (--fix-input NAME=VALUE, "
+         "--input-shape NAME=DIMS) can fold it)";
 }
 
 int32_t Lowerer::tensor(int id) {

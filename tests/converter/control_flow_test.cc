@@ -264,9 +264,9 @@ TEST_CASE("control flow: fix_input_shapes makes an If on a dim foldable (torch's
   const auto lowered = lower(dynamic);
   REQUIRE(!lowered.ok());
   CHECK(lowered.diag().message.find("value 'y': rank unknown (If 'squeeze_if' gives it rank 1 in then_branch and 2 "
-                                    "in else_branch, and its condition is known only at run time: fixing the "
-                                    "inputs the condition reads (--fix-input NAME=VALUE, --input-shape NAME=DIMS) "
-                                    "can fold it)") != std::string::npos);
+                                    "in else_branch, and its condition (computed from 'x') is known only at run "
+                                    "time: fixing the inputs it is computed from (--fix-input NAME=VALUE, "
+                                    "--input-shape NAME=DIMS) can fold it)") != std::string::npos);
   CHECK(fix_input_shapes(g, {{"x", {1, 3, 1}}}).message == "--input-shape x: the input has rank 2, 3 dims given");
   CHECK(fix_input_shapes(g, {{"x", {1, 4}}}).message == "--input-shape x: dim 1 of the input is 3, not 4");
   CHECK(fix_input_shapes(g, {{"z", {1}}}).message == "--input-shape: the model has no input 'z' (its inputs: x)");
