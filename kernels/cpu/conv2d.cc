@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/depthwise.h"
@@ -131,21 +132,28 @@ bool use_winograd(const TensorView& x, const TensorView& wt, const TensorView& o
 }
 
 // col[(ci*KH + i)*KW + j, oh*OW + ow] = x[ci, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside);
-// col's rows `ld` apart.
+// col's rows `ld` apart. The row's (ci, i, j) advance with it and each j's
+// valid columns are computed once: with few output positions (a 1-D
+// convolution over short frames) the divisions per row cost more than the copy.
 void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const Conv2dParams& prm, float* col,
                  int64_t ld, int64_t r0, int64_t r1) {
   const int64_t sc = xv.strides[1], sh = xv.strides[2], sw = xv.strides[3];
+  const int64_t st = prm.stride[1];
+  // Kernel column j reads inside the row for ow in [bounds[2j], bounds[2j+1]): 0 <= ow*stride + off_w < W.
+  std::vector<int64_t> bounds(static_cast<size_t>(2 * p.kw));
+  for (int64_t j = 0; j < p.kw; ++j) {
+    const int64_t off_w = j * prm.dilation[1] - prm.padding[1];
+    const int64_t lo = std::min(off_w >= 0 ? 0 : (-off_w + st - 1) / st, p.ow);
+    const int64_t hi = p.w - off_w <= 0 ? 0 : (p.w - off_w + st - 1) / st;
+    bounds[static_cast<size_t>(2 * j)] = lo;
+    bounds[static_cast<size_t>(2 * j + 1)] = std::max(lo, std::min(hi, p.ow));
+  }
+  int64_t ci = r0 / (p.kh * p.kw), i = (r0 / p.kw) % p.kh, j = r0 % p.kw;
   for (int64_t r = r0; r < r1; ++r) {
-    const int64_t ci = r / (p.kh * p.kw), i = (r / p.kw) % p.kh, j = r % p.kw;
     float* dst = col + r * ld;
     const float* src = x + ci * sc;
     const int64_t off_w = j * prm.dilation[1] - prm.padding[1];
-    // ow is valid when 0 <= ow*stride + off_w < W.
-    const int64_t st = prm.stride[1];
-    int64_t lo = off_w >= 0 ? 0 : (-off_w + st - 1) / st;
-    int64_t hi = p.w - off_w <= 0 ? 0 : (p.w - off_w + st - 1) / st;
-    lo = std::min(lo, p.ow);
-    hi = std::max(lo, std::min(hi, p.ow));
+    const int64_t lo = bounds[static_cast<size_t>(2 * j)], hi = bounds[static_cast<size_t>(2 * j + 1)];
     for (int64_t oh = 0; oh < p.oh; ++oh, dst += p.ow) {
       const int64_t ih = oh * prm.stride[0] - prm.padding[0] + i * prm.dilation[0];
       if (ih < 0 || ih >= p.h) {
@@ -160,6 +168,13 @@ void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const 
         for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = row[ow * st * sw];
       }
       for (int64_t ow = hi; ow < p.ow; ++ow) dst[ow] = 0.0f;
+    }
+    if (++j == p.kw) {
+      j = 0;
+      if (++i == p.kh) {
+        i = 0;
+        ++ci;
+      }
     }
   }
 }
