@@ -186,6 +186,14 @@ TEST_CASE("pad: hand-computed values, cropping and aliasing") {
   // A zero-size batch.
   CHECK(pad(zeros({0, 2, 3}), IntArrayRef{1, 1}, "replicate").sizes() == Shape{0, 2, 5});
   CHECK(pad(zeros({1, 0, 3}), IntArrayRef{1, 1}, "circular").sizes() == Shape{1, 0, 5});
+  // Rows wider than 64 Ki: the kernel maps each element rather than the row once; the same values.
+  const Tensor half = arange(0, 70000, 1, DType::Float32).reshape({2, 35000});
+  const Tensor wide = cat({half, half}, 1);
+  const Tensor padded = pad(wide, IntArrayRef{3, 2}, "reflect");
+  REQUIRE(padded.sizes() == Shape{2, 70005});
+  check_equal(padded.narrow(1, 3, 70000), wide);
+  check_equal(padded.narrow(1, 0, 3), tensor({{3.0f, 2.0f, 1.0f}, {35003.0f, 35002.0f, 35001.0f}}));
+  check_equal(padded.narrow(1, 70003, 2), tensor({{34998.0f, 34997.0f}, {69998.0f, 69997.0f}}));
 }
 
 TEST_CASE("the Pad kernel handles constant mode and rejects bad geometry") {
