@@ -185,12 +185,12 @@ class ScanRewrite {
     Node cell = node(n_.op_type, "/step", {x1, w, r, bias, -1}, {});
     cell.attrs = n_.attrs;
     cell.attrs["direction"] = std::string("forward");  // one direction, one step
-    if (dirs_ == 2 && n_.has("activations")) {
-      const std::vector<std::string> a = n_.get_strings("activations");
-      const size_t per = a.size() / 2;
-      cell.attrs["activations"] =
-          std::vector<std::string>(a.begin() + static_cast<std::ptrdiff_t>(per) * d,
-                                   a.begin() + static_cast<std::ptrdiff_t>(per) * (d + 1));
+    // Bidirectional: this direction's half of the activations (one set given serves both, as lower_rnn.cc reads it).
+    const std::vector<std::string> a = n_.get_strings("activations");
+    const size_t per = n_.op_type == "LSTM" ? 3 : n_.op_type == "GRU" ? 2 : 1;
+    if (dirs_ == 2 && a.size() == 2 * per) {
+      const auto first = a.begin() + static_cast<std::ptrdiff_t>(per * static_cast<size_t>(d));
+      cell.attrs["activations"] = std::vector<std::string>(first, first + static_cast<std::ptrdiff_t>(per));
     }
     for (int s = 0; s < states_; ++s) cell.inputs.push_back(state_in[static_cast<size_t>(s)]);
     if (p >= 0) cell.inputs.push_back(p);

@@ -120,6 +120,16 @@ TEST_CASE("LSTM bidirectional with initial_h / initial_c matches torch.nn.LSTM")
       {y, yh, yc});
   OneNode{"LSTM", {input(torch_x()), input(w), input(r), input(b), kNone, input(h0), input(c0)}, attrs}
       .check({y, yh, yc});
+  // The default activations named: one set serving both directions, and one per direction.
+  for (const std::vector<std::string>& names :
+       {std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"},
+        std::vector<std::string>{"Sigmoid", "Tanh", "Tanh", "Sigmoid", "Tanh", "Tanh"}}) {
+    std::map<std::string, Attr> named = attrs;
+    named["activations"] = strings(names);
+    check_static_and_dynamic(
+        {"LSTM", {input(torch_x()), constant(w), constant(r), constant(b), kNone, input(h0), input(c0)}, named},
+        {y, yh, yc});
+  }
   // Y and Y_c used; layout 1 (batch first: x [B, T, I], Y [B, T, D, H], states [B, D, H]).
   check_static_and_dynamic(
       {"LSTM",
