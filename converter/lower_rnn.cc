@@ -1,5 +1,8 @@
-// Lowering of the ONNX recurrences LSTM, GRU and RNN (see lowerer.h): each
-// node is unrolled over its time steps, which must be static, into Linear,
+// Lowering of the ONNX recurrences LSTM, GRU and RNN (see lowerer.h). A node
+// whose activation functions are ONNX's defaults (sigmoid and tanh; an RNN's
+// tanh or relu) becomes one Recurrence op (RecurrenceParams), at any sequence
+// length; layout 1 is permuted around it. Any other node is unrolled over its
+// time steps, which must be static, into Linear,
 // elementwise, Split and Concat ops. One Linear gives x_t W^T + Wb for every
 // step at once; each step adds h_{t-1} R^T + Rb and applies the gates as the
 // ONNX specification writes them (op_lstm.py, op_gru.py, op_rnn.py of
@@ -17,6 +20,7 @@
 #include <cctype>
 
 #include "converter/lowerer.h"
+#include "converter/passes.h"
 
 namespace ember::converter::lowering {
 
@@ -102,7 +106,9 @@ class Lowerer::Recurrence {
   };
 
   void read_attributes();
-  void check_inputs();
+  void check_inputs(bool need_static_steps);
+  bool fusable() const;
+  void emit_fused();
   Weights weights(int64_t d);
   void direction(int64_t d);
   State step(int64_t d, const Weights& w, int32_t x, const State& s, int32_t into_h, int32_t into_c);
@@ -210,7 +216,7 @@ void Lowerer::Recurrence::read_attributes() {
   }
 }
 
-void Lowerer::Recurrence::check_inputs() {
+void Lowerer::Recurrence::check_inputs(bool need_static_steps) {
   l_.require_inputs(n_, 3);
   const int x = n_.inputs[0];
   const std::optional<DType> dt = l_.dtype_of(x);
@@ -219,14 +225,15 @@ void Lowerer::Recurrence::check_inputs() {
   const std::vector<Dim> xs = l_.dims_of(x, "X");
   if (xs.size() != 3) refuse("X " + l_.vname(x) + " is not 3-D");
   const Dim& t = xs[layout1_ ? 1 : 0];
-  if (!t.is_static()) {
+  if (!t.is_static() && need_static_steps) {
     refuse("X " + l_.vname(x) + " has a dynamic sequence length (dim " + std::to_string(layout1_ ? 1 : 0) +
            (t.symbol.empty() ? "" : " '" + t.symbol + "'") +
-           "): such a recurrence runs as a Scan over its steps only without sequence_lens and, bidirectional, "
-           "with constant W, R, B, P and no activation_alpha/beta (--input-shape can fix the length)");
+           "): a recurrence with activation functions other than ONNX's defaults runs as a Scan over its steps only "
+           "without sequence_lens and, bidirectional, with constant W, R, B, P and no activation_alpha/beta "
+           "(--input-shape can fix the length)");
   }
-  steps_ = t.value;
-  if (steps_ < 1) refuse("X " + l_.vname(x) + " has no time steps");
+  steps_ = t.is_static() ? t.value : -1;
+  if (t.is_static() && steps_ < 1) refuse("X " + l_.vname(x) + " has no time steps");
   batch_ = xs[layout1_ ? 0 : 1];
   const std::vector<Dim> rs = l_.dims_of(n_.inputs[2], "R");
   if (rs.size() != 3) refuse("R " + l_.vname(n_.inputs[2]) + " is not 3-D");
@@ -499,9 +506,69 @@ void Lowerer::Recurrence::outputs() {
   }
 }
 
+bool Lowerer::Recurrence::fusable() const {
+  if (!recurrence_fusable(n_)) return false;
+  if (!l_.has_input(n_, 4)) return true;
+  const std::optional<DType> ldt = l_.dtype_of(n_.inputs[4]);
+  return ldt == DType::Int32 || ldt == DType::Int64;
+}
+
+void Lowerer::Recurrence::emit_fused() {
+  RecurrenceParams p;
+  p.cell = cell_ == Cell::Lstm ? 0 : cell_ == Cell::Gru ? 1 : 2;
+  p.directions = dirs_;
+  p.reverse = reverse_;
+  p.hidden = hidden_;
+  p.clip = clip_.value_or(0.0);
+  p.linear_before_reset = lbr_;
+  p.input_forget = input_forget_;
+  p.relu = cell_ == Cell::Rnn && acts_[0].name == "relu";
+  // layout 1 ([B, T, I], states [B, D, H]): permuted to layout 0 and back.
+  auto time_first = [&](size_t i, const std::string& what) {
+    if (!l_.has_input(n_, i)) return -1;
+    const int32_t t = l_.tensor(n_.inputs[i]);
+    if (!layout1_) return t;
+    const std::vector<Dim> s = l_.tensor_dims(t);
+    return op(OpKind::Permute, {t}, {s[1], s[0], s[2]}, what + "_time_first", l_.dims_params({1, 0, 2}, "perm"));
+  };
+  std::vector<int32_t> ins = {time_first(0, "X")};
+  for (size_t i = 1; i <= 4; ++i) ins.push_back(l_.has_input(n_, i) ? l_.tensor(n_.inputs[i]) : -1);
+  ins.push_back(time_first(5, "initial_h"));
+  ins.push_back(cell_ == Cell::Lstm ? time_first(6, "initial_c") : -1);
+  ins.push_back(cell_ == Cell::Lstm && l_.has_input(n_, 7) ? l_.tensor(n_.inputs[7]) : -1);
+  const std::vector<Dim> xd = l_.tensor_dims(ins[0]);
+  const Dim d = Dim::fixed(dirs_), h = Dim::fixed(hidden_);
+  const std::vector<Dim> shapes[3] = {{xd[0], d, xd[1], h}, {d, xd[1], h}, {d, xd[1], h}};
+  std::vector<int32_t> outs(3, -1);
+  std::vector<std::pair<int32_t, size_t>> permuted;  // (time-first value, output k)
+  for (size_t k = 0; k < 3; ++k) {
+    if (!used(k) || (k == 2 && cell_ != Cell::Lstm)) continue;
+    if (!layout1_) {
+      outs[k] = l_.tensor(n_.outputs[k]);
+    } else {
+      outs[k] = l_.new_activation(name(k == 0 ? "Y_time_first" : k == 1 ? "Y_h_time_first" : "Y_c_time_first"), dt_,
+                                  shapes[k]);
+      permuted.emplace_back(outs[k], k);
+    }
+  }
+  l_.emit_tensors(OpKind::Recurrence, std::move(ins), outs, p, base_);
+  for (const auto& [t, k] : permuted) {  // Y [T, D, B, H] -> [B, T, D, H]; states [D, B, H] -> [B, D, H]
+    const std::vector<Dim>& s = shapes[k];
+    if (k == 0) {
+      op(OpKind::Permute, {t}, {s[2], s[0], s[1], s[3]}, "Y_batch_first", l_.dims_params({2, 0, 1, 3}, "perm"),
+         l_.tensor(n_.outputs[k]));
+    } else {
+      op(OpKind::Permute, {t}, {s[1], s[0], s[2]}, k == 1 ? "Y_h_batch_first" : "Y_c_batch_first",
+         l_.dims_params({1, 0, 2}, "perm"), l_.tensor(n_.outputs[k]));
+    }
+  }
+}
+
 void Lowerer::Recurrence::run() {
   read_attributes();
-  check_inputs();
+  const bool fuse = fusable();
+  check_inputs(/*need_static_steps=*/!fuse);
+  if (fuse) return emit_fused();
   x_ = l_.tensor(n_.inputs[0]);
   const std::vector<Dim> xd = l_.tensor_dims(x_);
   if (layout1_) {
@@ -544,3 +611,24 @@ void Lowerer::Recurrence::run() {
 void Lowerer::lower_recurrence(const Node& n) { Recurrence(*this, n).run(); }
 
 }  // namespace ember::converter::lowering
+
+namespace ember::converter {
+
+bool recurrence_fusable(const Node& n) {
+  if (!n.has("activations")) return true;
+  const bool lstm = n.op_type == "LSTM", gru = n.op_type == "GRU";
+  const std::vector<std::string> names = n.get_strings("activations");
+  const size_t per_dir = lstm ? 3 : gru ? 2 : 1;
+  if (names.empty() || names.size() % per_dir != 0) return false;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const std::string a = lowering::lower_case(names[k]);
+    const size_t pos = k % per_dir;
+    const bool ok = lstm ? a == (pos == 0 ? "sigmoid" : "tanh")
+                  : gru  ? a == (pos == 0 ? "sigmoid" : "tanh")
+                         : (a == "tanh" || a == "relu") && a == lowering::lower_case(names[0]);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace ember::converter

@@ -129,10 +129,16 @@ bool is_control_flow_op(const std::string& op_type);
 // next run. Returns the Ifs inlined.
 int inline_constant_ifs(Graph& graph);
 
-// An LSTM, GRU or RNN whose sequence length is not static becomes one Scan per
-// direction whose body is the recurrence over one step (recurrence_scan.cc
-// says what is left to lower_rnn.cc's refusal). Returns the nodes rewritten.
+// An LSTM, GRU or RNN whose sequence length is not static and that is not
+// recurrence_fusable becomes one Scan per direction whose body is the
+// recurrence over one step (recurrence_scan.cc says what is left to
+// lower_rnn.cc's refusal). Returns the nodes rewritten.
 int recurrences_to_scans(Graph& graph);
+
+// Whether lower_rnn.cc lowers the LSTM, GRU or RNN node `n` to one Recurrence
+// op (at any sequence length): its activation functions are ONNX's defaults
+// (an RNN's may be relu).
+bool recurrence_fusable(const Node& n);
 
 // Every ai.onnx.preview::FlexAttention with a score_mod or prob_mod graph
 // becomes ONNX ops with the mods' nodes spliced in (flex_attention.cc):

@@ -1,5 +1,7 @@
 // recurrences_to_scans (passes.h): an LSTM, GRU or RNN whose sequence length
-// is not static (exported with a dynamic time axis) becomes, per direction, a
+// is not static (exported with a dynamic time axis) and whose activation
+// functions are not all ONNX's defaults (those become one Recurrence op at
+// any length: lower_rnn.cc) becomes, per direction, a
 // Scan over the time axis. The Scan's body is the same recurrence over one
 // step, with the node's attributes and weights, which lower_rnn.cc unrolls;
 // its states are the Scan's, so the executor runs one step per element of the
@@ -236,6 +238,7 @@ class ScanRewrite {
 // rewrite handles; its hidden size in `hidden`.
 bool rewritable(const Graph& g, const Node& n, int64_t& hidden) {
   if (n.op_type != "LSTM" && n.op_type != "GRU" && n.op_type != "RNN") return false;
+  if (recurrence_fusable(n)) return false;  // one Recurrence op at any length (lower_rnn.cc)
   if (n.inputs.size() < 3 || n.inputs[0] < 0 || n.inputs[1] < 0 || n.inputs[2] < 0) return false;
   const Value& x = g.value(n.inputs[0]);
   const int64_t layout = n.get_int("layout", 0);

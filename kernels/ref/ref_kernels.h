@@ -19,6 +19,10 @@ namespace ember::ref {
 bool conv_transpose_shapes_ok(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
                               const ConvTransposeParams& p);
 
+// Recurrence's operands (8 inputs, 3 outputs, absent ones with null data)
+// agree with its params (shared with the CPU kernel).
+bool recurrence_shapes_ok(Span<const TensorView> in, Span<const TensorView> out, const RecurrenceParams& p);
+
 // The weights of the reference QLinear / QConv2d kernels: kept unpacked.
 Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w);
 

@@ -502,12 +502,43 @@ struct ScanLoopParams {
   bool valid() const { return body >= 0 && state >= 0 && scan_inputs >= 1 && scan_inputs <= kMaxScanValues; }
 };
 
+// ONNX's LSTM, GRU and RNN over a whole sequence, fused (the Recurrence op):
+// x [T, B, I] (ONNX's layout 0), W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H],
+// sequence_lens [B], initial_h / initial_c [D, B, H], P [D, 3*H] (LSTM
+// peepholes i, o, f), as ONNX names them; G = 4 (LSTM: gates i, o, f, c), 3
+// (GRU: z, r, h) or 1 (RNN). Outputs Y [T, D, B, H], Y_h and Y_c [D, B, H].
+// The activations are ONNX's defaults (sigmoid, tanh; RNN: tanh, or relu);
+// other activation functions are unrolled by the converter. A step t at or
+// past an entry's sequence length outputs zeros and keeps the state.
+struct RecurrenceParams {
+  int64_t cell = 0;                 // 0 LSTM, 1 GRU, 2 RNN
+  int64_t directions = 1;           // 1 or 2 (bidirectional: the second runs backward)
+  bool reverse = false;             // one direction, run backward
+  int64_t hidden = 0;               // H
+  double clip = 0.0;                // > 0: gate inputs clipped to [-clip, clip]
+  bool linear_before_reset = false; // GRU
+  bool input_forget = false;        // LSTM: f = 1 - i
+  bool relu = false;                // RNN: relu instead of tanh
+  static constexpr auto fields() {
+    return std::make_tuple(&RecurrenceParams::cell, &RecurrenceParams::directions, &RecurrenceParams::reverse,
+                           &RecurrenceParams::hidden, &RecurrenceParams::clip,
+                           &RecurrenceParams::linear_before_reset, &RecurrenceParams::input_forget,
+                           &RecurrenceParams::relu);
+  }
+  int64_t gates() const { return cell == 0 ? 4 : cell == 1 ? 3 : 1; }
+  bool valid() const {
+    return cell >= 0 && cell <= 2 && (directions == 1 || directions == 2) && hidden >= 1 && clip >= 0 &&
+           !(directions == 2 && reverse);
+  }
+};
+
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
                               SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams,
                               DimsParams, AxisParams, LinearParams, QLinearParams, QConv2dParams,
                               UnaryParams, ScatterParams, ScanParams, TopKParams, UniqueParams,
                               ResizeParams, ConvTransposeParams, GridSampleParams, NmsParams,
                               RoiAlignParams, DftParams, StftParams, AffineGridParams, Col2ImParams,
-                              MaxUnpoolParams, IfParams, LoopParams, ScanLoopParams, DeformConvParams>;
+                              MaxUnpoolParams, IfParams, LoopParams, ScanLoopParams, DeformConvParams,
+                              RecurrenceParams>;
 
 }  // namespace ember

@@ -585,6 +585,12 @@ void run_TopK(OpContext& c) {
   if (c.num_outputs() > 1) c.out[1] = indices;
 }
 
+void run_Recurrence(OpContext& c) {
+  std::vector<Tensor> y = recurrence(c.need(0, "X"), c.need(1, "W"), c.need(2, "R"), c.opt(3), c.opt(4), c.opt(5),
+                                     c.opt(6), c.opt(7), c.params<RecurrenceParams>());
+  for (size_t j = 0; j < c.num_outputs(); ++j) c.out[j] = std::move(y[j]);
+}
+
 void run_NonZero(OpContext& c) { c.out[0] = onnx_nonzero(c.need(0, "data")); }
 
 void run_Unique(OpContext& c) {

@@ -283,6 +283,13 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
 // torch.take_along_dim: gather with x and indices broadcast (no dim: over the flattened x).
 Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim = std::nullopt);
 
+// --- recurrences (runtime/ops/recurrence.cc) -------------------------------------------
+// ONNX's LSTM, GRU and RNN over x [T, B, I] (RecurrenceParams; optional
+// operands undefined): {Y [T, D, B, H], Y_h [D, B, H], Y_c [D, B, H] (LSTM;
+// else undefined)}. Differentiable (composed of forward ops) in grad mode.
+std::vector<Tensor> recurrence(const Tensor& x, const Tensor& w, const Tensor& r, const Tensor& b, const Tensor& lens,
+                               const Tensor& h0, const Tensor& c0, const Tensor& p, const RecurrenceParams& params);
+
 // --- selection and scans (runtime/ops/sort.cc) ------------------------------------------
 // (values, int64 indices); ties: the lower index first (sort is stable).
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,

@@ -1,8 +1,11 @@
 // The lowerings of lower_rnn.cc: LSTM, GRU and RNN nodes lowered, serialized,
 // loaded and run by the executor, against PyTorch 1.13 (torch.nn.LSTM / GRU /
 // RNN with the same weights) and onnx.reference (onnx 1.23.2), most of them
-// also with a dynamic sequence length (run_passes then makes the node a Scan
-// per direction, recurrence_scan.cc); the forms they refuse, with their messages.
+// also with a dynamic sequence length. A node with ONNX's default activations
+// is one Recurrence op (kernels/ref/recurrence.cc, kernels/cpu/recurrence.cc);
+// the same node with tanh given as ScaledTanh(1, 1) is unrolled (static) or a
+// Scan per direction (dynamic: run_passes, recurrence_scan.cc), and must give
+// the same values; the forms they refuse, with their messages.
 //
 // The PyTorch values: /usr/bin/python3, torch.manual_seed(0), x = randn(3, 2, 3),
 // then in this order nn.LSTM(3, 2, bidirectional=True), h0 = randn(2, 2, 2),
@@ -59,19 +62,67 @@ Tensor ref_lstm_r() {
              {1, 8, 2});
 }
 
-// `node` as given, then with X's sequence length dynamic (run_passes makes
-// the recurrence a Scan per direction, recurrence_scan.cc): the same values.
-void check_static_and_dynamic(OneNode node, const std::vector<Tensor>& expected) {
-  node.check(expected);
-  std::vector<Dim> dims = testing::dims_of(node.inputs[0].t.sizes());
-  dims[node.attrs.count("layout") != 0 ? 1 : 0] = Dim::named("seq");
-  node.x_shape = dims;
-  node.optimize = true;
-  node.check(expected);
-}
-
 Attr strings(std::vector<std::string> v) { return v; }
 Attr floats(std::vector<double> v) { return v; }
+
+// How many ops of `kind` the node lowers to (Scan bodies not counted).
+size_t lowered_count(const OneNode& node, const std::vector<Tensor>& like, OpKind kind) {
+  auto def = lower(node.graph(like));
+  REQUIRE_MESSAGE(def.ok(), def.diag().message);
+  size_t n = 0;
+  for (const OpDef& op : def->ops) n += op.op == kind ? 1 : 0;
+  return n;
+}
+
+// `node` (ONNX's default activations) with its tanh given as ScaledTanh(1, 1):
+// the same function, which lower_rnn.cc unrolls (or recurrence_scan.cc makes a
+// Scan) instead of fusing.
+OneNode unfused(OneNode node) {
+  const bool lstm = node.op == "LSTM", gru = node.op == "GRU";
+  const bool bidirectional = node.attrs.count("direction") != 0 &&
+                             std::get<std::string>(node.attrs.at("direction")) == "bidirectional";
+  std::vector<std::string> names;
+  std::vector<double> alphas, betas;
+  for (int d = 0; d < (bidirectional ? 2 : 1); ++d) {
+    if (lstm || gru) names.push_back("Sigmoid");
+    for (int k = 0; k < (lstm ? 2 : 1); ++k) {
+      names.push_back("ScaledTanh");
+      alphas.push_back(1.0);
+      betas.push_back(1.0);
+    }
+  }
+  node.attrs["activations"] = strings(names);
+  node.attrs["activation_alpha"] = floats(alphas);
+  node.attrs["activation_beta"] = floats(betas);
+  return node;
+}
+
+// `node` as given, then with X's sequence length dynamic: both are one
+// Recurrence op and give the same values. A node with ONNX's default
+// activations is also checked unfused (static: unrolled; dynamic: a Scan per
+// direction, recurrence_scan.cc, where that takes it).
+void check_static_and_dynamic(OneNode node, const std::vector<Tensor>& expected) {
+  const bool fused = node.attrs.count("activation_alpha") == 0;
+  CHECK(lowered_count(node, expected, OpKind::Recurrence) == (fused ? 1 : 0));
+  node.check(expected);
+  OneNode dynamic = node;
+  std::vector<Dim> dims = testing::dims_of(node.inputs[0].t.sizes());
+  dims[node.attrs.count("layout") != 0 ? 1 : 0] = Dim::named("seq");
+  dynamic.x_shape = dims;
+  dynamic.optimize = true;
+  dynamic.check(expected);
+  if (!fused || node.attrs.count("activations") != 0) return;
+  const OneNode other = unfused(node);
+  CHECK(lowered_count(other, expected, OpKind::Recurrence) == 0);
+  other.check(expected);
+  const bool bidirectional = node.attrs.count("direction") != 0 &&
+                             std::get<std::string>(node.attrs.at("direction")) == "bidirectional";
+  const bool lens = node.inputs.size() > 4 && node.inputs[4].t.defined();
+  if (bidirectional || lens) return;  // recurrence_scan.cc leaves these to lower_rnn.cc's refusal
+  OneNode other_dynamic = unfused(dynamic);
+  CHECK(lowered_count(other_dynamic, expected, OpKind::Scan) == 1);
+  other_dynamic.check(expected);
+}
 
 }  // namespace
 
@@ -174,7 +225,7 @@ TEST_CASE("GRU bidirectional, layout 1, sequence_lens matches torch.nn.GRU on a 
                                              {"direction", std::string("bidirectional")},
                                              {"layout", int64_t{1}},
                                              {"linear_before_reset", int64_t{1}}};
-  OneNode{"GRU", {input(xb), constant(w), constant(r), constant(b), input(lens)}, attrs}.check({y, yh});
+  check_static_and_dynamic({"GRU", {input(xb), constant(w), constant(r), constant(b), input(lens)}, attrs}, {y, yh});
   OneNode{"GRU", {input(xb), constant(w), constant(r), constant(b), constant(lens)}, attrs}.check({y, yh});
 }
 
@@ -185,10 +236,10 @@ TEST_CASE("RNN with Relu and an initial state matches torch.nn.RNN(nonlinearity=
   const Tensor y = f32({0.f, 0.f, 0.f, 0.f, 0.997895f, 0.f, 0.f, 0.1098348f, 2.203958f, 0.f, 0.5338255f, 0.2416007f},
                        {3, 1, 2, 2});
   const Tensor yh = f32({2.203958f, 0.f, 0.5338255f, 0.2416007f}, {1, 2, 2});
-  OneNode{"RNN",
-          {input(torch_x()), constant(w), constant(r), kNone, kNone, input(h0)},
-          {{"hidden_size", int64_t{2}}, {"activations", strings({"Relu"})}}}
-      .check({y, yh});
+  check_static_and_dynamic({"RNN",
+                            {input(torch_x()), constant(w), constant(r), kNone, kNone, input(h0)},
+                            {{"hidden_size", int64_t{2}}, {"activations", strings({"Relu"})}}},
+                           {y, yh});
 }
 
 TEST_CASE("GRU (linear_before_reset 0) and reverse RNN match onnx.reference") {
@@ -271,15 +322,17 @@ TEST_CASE("LSTM peepholes (onnx.reference); clip, input_forget, HardSigmoid/Leak
 TEST_CASE("LSTM, GRU, RNN: refused forms name the node and the problem") {
   const Tensor yh = zeros({1, 2, 2});
   const Tensor w = zeros({1, 2, 3}), r = zeros({1, 2, 2});
-  // A dynamic length with sequence_lens: not made a Scan (the body has no step index to mask with).
+  // A dynamic length with sequence_lens and an activation other than ONNX's defaults: not fused, not made a
+  // Scan (the body has no step index to mask with).
   OneNode dynamic{"RNN", {input(ref_x()), constant(w), constant(r), kNone, input(tensor({3, 3}, DType::Int32))},
-                  {{"hidden_size", int64_t{2}}}};
+                  {{"hidden_size", int64_t{2}}, {"activations", strings({"Sigmoid"})}}};
   dynamic.x_shape = std::vector<Dim>{Dim::named("seq"), Dim::fixed(2), Dim::fixed(3)};
   dynamic.optimize = true;
   CHECK(dynamic.error({Tensor(), yh}) ==
-        kPrefix + "RNN 'n': X 'in0' has a dynamic sequence length (dim 0 'seq'): such a recurrence runs as a Scan over "
-                  "its steps only without sequence_lens and, bidirectional, with constant W, R, B, P and no "
-                  "activation_alpha/beta (--input-shape can fix the length)");
+        kPrefix + "RNN 'n': X 'in0' has a dynamic sequence length (dim 0 'seq'): a recurrence with activation "
+                  "functions other than ONNX's defaults runs as a Scan over its steps only without sequence_lens and, "
+                  "bidirectional, with constant W, R, B, P and no activation_alpha/beta (--input-shape can fix the "
+                  "length)");
   CHECK(OneNode{"RNN", {input(ref_x()), constant(w), constant(r)},
                 {{"hidden_size", int64_t{2}}, {"activations", strings({"Gelu"})}}}
             .error({Tensor(), yh}) == kPrefix + "RNN 'n': activation 'Gelu' is not supported");

@@ -1539,6 +1539,58 @@ std::vector<Case> grid_sample_cases(DType dt) {
   return cs;
 }
 
+// LSTM, GRU (both linear_before_reset) and RNN (tanh, relu): one and two
+// directions, reverse, every optional operand given or absent, clip, sequence
+// lengths below the full one (masked steps), batches past the unpacked GEMM
+// path's 64 rows, a stepped x (the CPU kernel's reference fallback).
+std::vector<Case> recurrence_cases(DType dt) {
+  std::vector<Case> cs;
+  struct Form {
+    const char* what;
+    int64_t cell, dirs;
+    bool reverse, lbr, relu, input_forget, bias, lens, h0, c0, peep, stepped;
+    double clip;
+    int64_t T, B, I, H;
+  };
+  const Form forms[] = {
+      {"LSTM", 0, 1, false, false, false, false, true, false, false, false, false, false, 0.0, 5, 2, 3, 4},
+      {"LSTM bidirectional, states, peepholes, lengths", 0, 2, false, false, false, false, true, true, true, true,
+       true, false, 0.0, 4, 3, 5, 3},
+      {"LSTM reverse, clip 0.7, input_forget, no bias", 0, 1, true, false, false, true, false, false, true, false,
+       false, false, 0.7, 6, 2, 2, 5},
+      {"LSTM batch 70 (the blocked GEMM per step)", 0, 1, false, false, false, false, true, false, true, true, false,
+       false, 0.0, 3, 70, 4, 6},
+      {"GRU", 1, 1, false, false, false, false, true, false, true, false, false, false, 0.0, 5, 2, 3, 4},
+      {"GRU linear_before_reset, bidirectional, lengths", 1, 2, false, true, false, false, true, true, true, false,
+       false, false, 0.0, 4, 3, 2, 3},
+      {"GRU reverse, clip 0.5, no bias", 1, 1, true, false, false, false, false, false, false, false, false, false,
+       0.5, 3, 1, 4, 7},
+      {"RNN tanh, stepped x", 2, 1, false, false, false, false, true, false, true, false, false, true, 0.0, 4, 2, 3, 5},
+      {"RNN relu bidirectional, lengths", 2, 2, false, false, true, false, true, true, false, false, false, false, 0.0,
+       5, 3, 2, 4},
+  };
+  for (const Form& f : forms) {
+    RecurrenceParams p;
+    p.cell = f.cell, p.directions = f.dirs, p.reverse = f.reverse, p.hidden = f.H, p.clip = f.clip;
+    p.linear_before_reset = f.lbr, p.input_forget = f.input_forget, p.relu = f.relu;
+    const int64_t GH = p.gates() * f.H;
+    std::vector<int64_t> lens;
+    for (int64_t b = 0; b < f.B; ++b) lens.push_back(std::max<int64_t>(0, f.T - b));  // T, T-1, ... (one full)
+    const Shape xs = {f.T, f.B, f.I};
+    auto scaled = [&](const Shape& s) { return contig(values(s, dt, Dom::Unit) * 0.5); };
+    cs.push_back({f.what,
+                  {f.stepped ? stepped(xs, dt, Dom::Unit) : contig(values(xs, dt, Dom::Unit)), scaled({f.dirs, GH, f.I}),
+                   scaled({f.dirs, GH, f.H}), f.bias ? scaled({f.dirs, 2 * GH}) : absent(),
+                   f.lens ? contig(tensor(lens, {f.B}).to(DType::Int32)) : absent(),
+                   f.h0 ? scaled({f.dirs, f.B, f.H}) : absent(), f.c0 ? scaled({f.dirs, f.B, f.H}) : absent(),
+                   f.peep ? scaled({f.dirs, 3 * f.H}) : absent()},
+                  {out_contig({f.T, f.dirs, f.B, f.H}, dt), out_contig({f.dirs, f.B, f.H}, dt),
+                   f.cell == 0 ? out_contig({f.dirs, f.B, f.H}, dt) : absent()},
+                  p, Family::Accumulate, f.T * (f.I + f.H)});
+  }
+  return cs;
+}
+
 std::vector<Case> cases_for(OpKind op, DType dt) {
   const DType cmp = DType::Bool;
   switch (op) {
@@ -1685,6 +1737,7 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::Resize: return resize_cases(dt);
     case OpKind::ConvTranspose: return conv_transpose_cases(dt);
     case OpKind::GridSample: return grid_sample_cases(dt);
+    case OpKind::Recurrence: return recurrence_cases(dt);
     // Run-time ops: the weight prepared by each backend (Case::qweight).
     case OpKind::QLinear: return qlinear_cases(dt);
     case OpKind::QConv2d: return qconv2d_cases(dt);
@@ -1846,9 +1899,9 @@ Status run_reference(const KernelEntry& ref, const Case& c, std::vector<Tensor>*
     bases.resize(1);
   } else {
     bases.clear();
-    for (const Operand& o : c.out) {
-      bases.push_back(conv(o.base));
-      out.push_back(o.apply(bases.back()));
+    for (const Operand& o : c.out) {  // an absent output (an omitted optional one) stays undefined
+      bases.push_back(o.base.defined() ? conv(o.base) : Tensor());
+      out.push_back(o.base.defined() ? o.apply(bases.back()) : Tensor());
     }
   }
   std::shared_ptr<const PreparedWeight> prepared;
@@ -1860,7 +1913,9 @@ Status run_reference(const KernelEntry& ref, const Case& c, std::vector<Tensor>*
   const Status s = call_entry(ref, in, out, with_weight(c.params, prepared.get()), 1);
   const std::vector<Operand>& outs = c.inplace ? c.in : c.out;
   out_bases->clear();
-  for (size_t k = 0; k < bases.size(); ++k) out_bases->push_back(as ? bases[k].to(outs[k].base.dtype()) : bases[k]);
+  for (size_t k = 0; k < bases.size(); ++k) {
+    out_bases->push_back(as && bases[k].defined() ? bases[k].to(outs[k].base.dtype()) : bases[k]);
+  }
   return s;
 }
 
@@ -1954,8 +2009,8 @@ CaseResult run_case(const KernelEntry& entry, Backend* backend, const Case& c, D
   } else {
     dev_out_base.clear();
     for (const Operand& o : c.out) {
-      dev_out_base.push_back(on_device(o.base, backend));
-      dev_out.push_back(o.apply(dev_out_base.back()));
+      dev_out_base.push_back(o.base.defined() ? on_device(o.base, backend) : Tensor());
+      dev_out.push_back(o.base.defined() ? o.apply(dev_out_base.back()) : Tensor());
     }
   }
   std::shared_ptr<const PreparedWeight> prepared;
@@ -1992,6 +2047,7 @@ CaseResult run_case(const KernelEntry& entry, Backend* backend, const Case& c, D
   }
   // Whole output bases: elements a view does not cover must stay untouched.
   for (size_t k = 0; k < dev_out_base.size(); ++k) {
+    if (!dev_out_base[k].defined()) continue;  // absent
     const Tensor got = dev_out_base[k].to(Device(DeviceType::CPU));
     double err = 0.0;
     std::string why;
