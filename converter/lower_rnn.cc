@@ -532,10 +532,12 @@ void Lowerer::Recurrence::emit_fused() {
     return op(OpKind::Permute, {t}, {s[1], s[0], s[2]}, what + "_time_first", l_.dims_params({1, 0, 2}, "perm"));
   };
   std::vector<int32_t> ins = {time_first(0, "X")};
-  for (size_t i = 1; i <= 4; ++i) ins.push_back(l_.has_input(n_, i) ? l_.tensor(n_.inputs[i]) : -1);
+  // W, R, B, P: trainable weights when constant (weight()); sequence_lens is data.
+  for (size_t i = 1; i <= 3; ++i) ins.push_back(l_.has_input(n_, i) ? l_.weight(n_.inputs[i]) : -1);
+  ins.push_back(l_.has_input(n_, 4) ? l_.tensor(n_.inputs[4]) : -1);
   ins.push_back(time_first(5, "initial_h"));
   ins.push_back(cell_ == Cell::Lstm ? time_first(6, "initial_c") : -1);
-  ins.push_back(cell_ == Cell::Lstm && l_.has_input(n_, 7) ? l_.tensor(n_.inputs[7]) : -1);
+  ins.push_back(cell_ == Cell::Lstm && l_.has_input(n_, 7) ? l_.weight(n_.inputs[7]) : -1);
   const std::vector<Dim> xd = l_.tensor_dims(ins[0]);
   const Dim d = Dim::fixed(dirs_), h = Dim::fixed(hidden_);
   const std::vector<Dim> shapes[3] = {{xd[0], d, xd[1], h}, {d, xd[1], h}, {d, xd[1], h}};

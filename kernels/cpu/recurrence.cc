@@ -3,8 +3,9 @@
 // input part
 //   xw [T*B, D*G*H] = x [T*B, I] @ W^T + Wb (+ Rb where it is additive)
 // then each step is one product of the state with R (B <= 64 rows: sgemm's
-// unpacked dot-product path, which reads R in place) and a vector loop over
-// the gates. GRU without linear_before_reset takes a second product per step,
+// unpacked dot-product path, which reads R in place; R^T transposed per call
+// for the row-axpy path was slower at batch 1, the transpose included) and a
+// vector loop over the gates. GRU without linear_before_reset takes a second product per step,
 // (r h) R_h^T. The GEMMs thread inside; the gate loops run over the batch
 // entries in parallel when there is enough of them. Operands that are not
 // contiguous use the reference kernel.
@@ -69,11 +70,12 @@ inline float clip(float v, float c) {
 
 // One LSTM step of one batch entry: gates i, o, f, c of xw (bias included) and
 // hr, peepholes pi, po, pf (zeros when absent); h and c updated in place, y
-// the output row (may alias nothing). clip: +inf for none.
+// the output row (may alias nothing). clip: +inf for none. The flags are
+// template arguments: a select on a run-time bool keeps GCC from vectorizing.
+template <bool input_forget>
 RT_SIMD_CLONES void lstm_cell(int64_t n, const float* __restrict xw, const float* __restrict hr,
                               const float* __restrict pi, const float* __restrict po, const float* __restrict pf,
-                              float* __restrict h, float* __restrict c, float* __restrict y, float cl,
-                              bool input_forget) {
+                              float* __restrict h, float* __restrict c, float* __restrict y, float cl) {
   for (int64_t j = 0; j < n; ++j) {
     const float i = sigmoid(clip(xw[j] + hr[j] + pi[j] * c[j], cl));
     const float fo = sigmoid(clip(xw[2 * n + j] + hr[2 * n + j] + pf[j] * c[j], cl));
@@ -96,9 +98,10 @@ RT_SIMD_CLONES void gru_gates(int64_t n, const float* __restrict xw, float* __re
 // GRU's new h of one batch entry: zr as gru_gates left it, hh the candidate's
 // hidden part (linear_before_reset: h R_h^T, multiplied by r here plus rb_h;
 // else (r h) R_h^T, with Rb_h in xw's bias and rb_h zeros).
+template <bool before_reset>
 RT_SIMD_CLONES void gru_cell(int64_t n, const float* __restrict xw, const float* __restrict zr,
                              const float* __restrict hh, const float* __restrict rb_h, float* __restrict h,
-                             float* __restrict y, float cl, bool before_reset) {
+                             float* __restrict y, float cl) {
   for (int64_t j = 0; j < n; ++j) {
     const float z = zr[j], r = zr[n + j];
     const float hidden = before_reset ? r * (hh[j] + rb_h[j]) : hh[j];
@@ -109,8 +112,9 @@ RT_SIMD_CLONES void gru_cell(int64_t n, const float* __restrict xw, const float*
   }
 }
 
+template <bool relu>
 RT_SIMD_CLONES void rnn_cell(int64_t n, const float* __restrict xw, const float* __restrict hr, float* __restrict h,
-                             float* __restrict y, float cl, bool relu) {
+                             float* __restrict y, float cl) {
   for (int64_t j = 0; j < n; ++j) {
     const float v = clip(xw[j] + hr[j], cl);
     const float r = v > 0.0f ? v : 0.0f;
@@ -183,6 +187,8 @@ Status recurrence_f32(const KernelContext& ctx, Span<const TensorView> in, Span<
   for (int64_t d = 0; d < pl.D; ++d) {
     const bool backward = p->reverse || d == 1;
     const float* r = in[2].ptr<const float>() + d * GH * H;
+    // Rows j0... of R as the product's B = R^T.
+    auto r_rows = [&](int64_t j0) { return MatrixRef<const float>{r + j0 * H, 1, H}; };
     const float* peep = in[7].data != nullptr ? in[7].ptr<const float>() + d * 3 * H : zeros;
     if (before_reset) {
       for (int64_t j = 0; j < H; ++j) rb_h[j] = pb == nullptr ? 0.0f : pb[d * 2 * GH + GH + 2 * H + j];
@@ -200,7 +206,7 @@ Status recurrence_f32(const KernelContext& ctx, Span<const TensorView> in, Span<
     for (int64_t k = 0; k < T; ++k) {
       const int64_t t = backward ? T - 1 - k : k;
       // hr [B, r_rows] = h @ R[:r_rows]^T
-      if (!sgemm(B, pl.r_rows, H, MatrixRef<const float>{h, H, 1}, MatrixRef<const float>{r, 1, H},
+      if (!sgemm(B, pl.r_rows, H, MatrixRef<const float>{h, H, 1}, r_rows(0),
                  MatrixRef<float>{hr, GH, 1}, false, gemm_ws, pl.gemm, ctx.num_threads)) {
         return Status::OutOfMemory;
       }
@@ -216,14 +222,14 @@ Status recurrence_f32(const KernelContext& ctx, Span<const TensorView> in, Span<
         parallel_for(0, B, grain, [&](int64_t b0, int64_t b1) {
           for (int64_t b = b0; b < b1; ++b) {
             if (masked(b)) continue;
-            lstm_cell(H, xw_t + b * DGH, hr + b * GH, peep, peep + H, peep + 2 * H, h + b * H, c + b * H, row_out(b),
-                      cl, p->input_forget);
+            (p->input_forget ? lstm_cell<true> : lstm_cell<false>)(H, xw_t + b * DGH, hr + b * GH, peep, peep + H,
+                                                                   peep + 2 * H, h + b * H, c + b * H, row_out(b), cl);
           }
         });
       } else if (p->cell == 2) {
         parallel_for(0, B, grain, [&](int64_t b0, int64_t b1) {
           for (int64_t b = b0; b < b1; ++b) {
-            if (!masked(b)) rnn_cell(H, xw_t + b * DGH, hr + b * GH, h + b * H, row_out(b), cl, p->relu);
+            if (!masked(b)) (p->relu ? rnn_cell<true> : rnn_cell<false>)(H, xw_t + b * DGH, hr + b * GH, h + b * H, row_out(b), cl);
           }
         });
       } else {
@@ -235,15 +241,15 @@ Status recurrence_f32(const KernelContext& ctx, Span<const TensorView> in, Span<
             for (int64_t j = 0; j < H; ++j) rh[b * H + j] = hr[b * GH + H + j] * h[b * H + j];
           }
           // (r h) R_h^T into hr's last H columns
-          if (!sgemm(B, H, H, MatrixRef<const float>{rh, H, 1}, MatrixRef<const float>{r + 2 * H * H, 1, H},
+          if (!sgemm(B, H, H, MatrixRef<const float>{rh, H, 1}, r_rows(2 * H),
                      MatrixRef<float>{hr + 2 * H, GH, 1}, false, gemm_ws, pl.gemm, ctx.num_threads)) {
             return Status::OutOfMemory;
           }
         }
         for (int64_t b = 0; b < B; ++b) {
           if (masked(b)) continue;
-          gru_cell(H, xw_t + b * DGH, hr + b * GH, hh + b * GH, before_reset ? rb_h : zeros, h + b * H, row_out(b),
-                   cl, before_reset);
+          (before_reset ? gru_cell<true> : gru_cell<false>)(H, xw_t + b * DGH, hr + b * GH, hh + b * GH,
+                                                            before_reset ? rb_h : zeros, h + b * H, row_out(b), cl);
         }
       }
     }
