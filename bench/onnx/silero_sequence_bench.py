@@ -1,7 +1,8 @@
 """silero-vad's 16k sequence model (a dynamic number of 576-sample chunks, an
 LSTM over them) timed by `ember bench` beside ONNX Runtime in the same run,
-alternating rounds: the file converted as it is (the LSTM a Scan over the
-dynamic length) and with the length fixed (--input-shape, the LSTM unrolled),
+alternating rounds: the file converted as it is (a dynamic length) and with
+the length fixed (--input-shape); both make the LSTM one Recurrence op (before
+it, a Scan over the dynamic length and an unrolled LSTM),
 and optionally a second ember build (--baseline) on the fixed-length form.
   bash tools/real_models.sh   # once: the wheels, tools/.venv-real
   tools/.venv-real/bin/python bench/onnx/silero_sequence_bench.py --ember bazel-bin/converter/cli/ember_cli \\
@@ -54,8 +55,8 @@ def main():
         np.save(inputs[name], v)
     fixed = ["--input-shape", f"input={a.chunks},576"]
     runs = []  # (label, binary, model)
-    for label, binary, flags in [("ember, dynamic length (Scan)", a.ember, []),
-                                 ("ember, length fixed (unrolled)", a.ember, fixed)] + (
+    for label, binary, flags in [("ember, dynamic length", a.ember, []),
+                                 ("ember, length fixed", a.ember, fixed)] + (
                                      [("baseline, length fixed", a.baseline, fixed)] if a.baseline else []):
         model = os.path.join(tmp, f"m{len(runs)}.ember")
         subprocess.run([binary, "convert", onnx_path, "-o", model, *flags], check=True, capture_output=True)
