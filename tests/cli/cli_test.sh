@@ -333,7 +333,7 @@ PY
 run_ember 1 finetune ft.ember --data "$ft_dir/data.npz" --target y --train 'conv*'
 has "$err" "--train 'conv*' matches no weight; trainable weights: fc1.weight, fc1.bias, fc2.weight, fc2.bias"
 run_ember 1 finetune ft.ember --data "$ft_dir/data.npz" --target labels
-has "$err" "has no array 'labels' (it has x, y, t, img, cls)"
+has "$err" "has no array 'labels' (it has x, y, t, img, cls, seq)"
 run_ember 1 finetune ft.ember --data "$ft_dir/data.npz" --target y --loss hinge
 has "$err" "--loss 'hinge': expected cross-entropy, mse, bce-logits or l1"
 run_ember 0 convert "$ft_dir/mlp.onnx" -o ft_int8.ember --quantize dynamic-int8 --min-weight-elements 100

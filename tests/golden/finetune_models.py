@@ -7,8 +7,10 @@ Writes into OUT_DIR:
   mlp.onnx          fc1 (8->16) + ReLU + fc2 (16->4), opset 13, dynamic batch
   mlp_sparse.onnx   the same with the 60 % smallest-magnitude weights of fc1 and fc2 set to zero
   cnn.onnx          Conv(1->4, 3x3, pad 1) + BatchNorm + ReLU + Flatten + fc (144->3), eval mode
+  rnn.onnx          LSTM(4->5) + GRU(5->5) (batch first) + fc (5->3) on the last step, opset 14,
+                    dynamic batch and length (one Recurrence op each)
   data.npz          x [10, 8] float32, y [10] int64 in [0, 4), t [10, 4] float32,
-                    img [10, 1, 6, 6] float32, cls [10] int64 in [0, 3)
+                    img [10, 1, 6, 6] float32, cls [10] int64 in [0, 3), seq [10, 3, 4] float32
   NAME.losses.npy   per-step losses (float64) of scenario NAME
   NAME.out.npy      the fine-tuned model's outputs on the whole data set
 Scenarios:
@@ -21,6 +23,8 @@ Scenarios:
   lora_int8         mlp with fc1 dynamically quantized (quantize_dynamic, per tensor) and a
                     rank-2 LoRA adapter (alpha 4) on it, only the adapter trained: Adam lr 0.01,
                     cross-entropy, batch 4, 2 epochs; lora_int8.A.npy: A's initial values
+  rnn_sgd           rnn, every weight, SGD lr 0.1 momentum 0.9, cross-entropy against cls, batch 4,
+                    2 epochs
   sparse_sgd        mlp_sparse stored as sparse COO: fc1's nonzero weights and bias trained (its
                     zeros stay zero), fc2 frozen but for its bias (the gradient flows through
                     it), SGD lr 0.1 momentum 0.9, cross-entropy, batch 4, 2 epochs
@@ -82,6 +86,17 @@ class MaskedMLP(nn.Module):
         return F.linear(h, self.fc2.weight * self.m2, self.fc2.bias)
 
 
+class RNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 5, batch_first=True)
+        self.gru = nn.GRU(5, 5, batch_first=True)
+        self.fc = nn.Linear(5, 3)
+
+    def forward(self, x):
+        return self.fc(self.gru(self.lstm(x)[0])[0][:, -1])
+
+
 def prune(w, fraction):
     """The 0/1 mask keeping the (1 - fraction) largest-magnitude entries of w."""
     k = int(round(fraction * w.numel()))
@@ -129,10 +144,11 @@ def main(out):
     t = torch.randn(10, 4, generator=g)
     img = torch.randn(10, 1, 6, 6, generator=g)
     cls = torch.randint(0, 3, (10,), generator=g)
+    seq = torch.randn(10, 3, 4, generator=g)
     export(mlp, x[:1], os.path.join(out, "mlp.onnx"))
     export(cnn, img[:1], os.path.join(out, "cnn.onnx"))
     np.savez(os.path.join(out, "data.npz"), x=x.numpy(), y=y.numpy(), t=t.numpy(), img=img.numpy(),
-             cls=cls.numpy())
+             cls=cls.numpy(), seq=seq.numpy())
 
     def save(name, result):
         np.save(os.path.join(out, name + ".losses.npy"), result[0])
@@ -159,6 +175,14 @@ def main(out):
     lq = LoraInt8(copy.deepcopy(mlp), a)
     params = [lq.a, lq.b]
     save("lora_int8", run(lq, params, x, y, F.cross_entropy, torch.optim.Adam(params, lr=0.01), 4, 2))
+
+    torch.manual_seed(7)
+    rnn = RNN()
+    rnn.eval()
+    torch.onnx.export(rnn, seq[:1], os.path.join(out, "rnn.onnx"), opset_version=14, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "batch", 1: "steps"}, "y": {0: "batch"}})
+    params = list(rnn.parameters())
+    save("rnn_sgd", run(rnn, params, seq, cls, F.cross_entropy, torch.optim.SGD(params, lr=0.1, momentum=0.9), 4, 2))
 
     sp = copy.deepcopy(mlp)
     m1, m2 = prune(sp.fc1.weight, 0.6), prune(sp.fc2.weight, 0.6)

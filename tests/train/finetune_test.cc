@@ -152,6 +152,20 @@ TEST_CASE("a CNN with BatchNorm folded at conversion trains as torch's fuse_conv
   check_scenario("cnn_sgd", *t, c, "img");
 }
 
+TEST_CASE("an LSTM and a GRU (Recurrence ops, dynamic length) train every weight as PyTorch does") {
+  auto t = trainer(convert("rnn"), {"*"});
+  CHECK(t->parameters().size() == 8);  // W, R, B of each recurrence, fc.weight, fc.bias
+  FinetuneConfig c;
+  c.inputs = {{"x", "seq"}};
+  c.target = "cls";
+  c.optimizer = "sgd";
+  c.lr = 0.1;
+  c.momentum = 0.9;
+  c.batch_size = 4;
+  c.epochs = 2;
+  check_scenario("rnn_sgd", *t, c, "seq");
+}
+
 TEST_CASE("LoRA on an int8 Linear (only the adapter trains) matches PyTorch's quantize_dynamic model") {
   converter::ConvertOptions q;
   q.quantize = "dynamic-int8";
@@ -627,7 +641,7 @@ TEST_CASE("data checks name the key and the file") {
   c.target = "nope";
   std::string error;
   CHECK(finetune(*t, data(), "data.npz", c, {}, &error).status() == Status::InvalidArgument);
-  CHECK(error == "'data.npz' has no array 'nope' (it has x, y, t, img, cls)");
+  CHECK(error == "'data.npz' has no array 'nope' (it has x, y, t, img, cls, seq)");
   c.target = "t";  // float targets for cross-entropy
   CHECK(finetune(*t, data(), "data.npz", c, {}, &error).status() == Status::DTypeMismatch);
   CHECK(error == "'data.npz': target 't' is float32; cross-entropy takes integer class labels");
