@@ -42,12 +42,8 @@ TEST_CASE("cuda conformance: every zoo case places on CUDA and matches torch") {
       const std::string why = ex.get()->fallback_reason(k);
       lacking.insert(ex.get()->describe_op(k) + ": " + why);
       // Only MatMulInteger / ConvInteger's exact int32 products may run on the
-      // CPU: CUDA has no integer GEMM kernel (neither has PyTorch's CUDA); and
-      // the recurrences (LSTM, GRU, RNN: one Recurrence op, reference and CPU
-      // kernels only so far).
-      const bool recurrence = (c.name == "op_lstm" || c.name == "op_gru" || c.name == "op_rnn_relu") &&
-                              why.find("'recurrence'") != std::string::npos;
-      CHECK_MESSAGE((recurrence || (c.name == "op_integer_ops" && why.find("(no int32 kernel") != std::string::npos)),
+      // CPU: CUDA has no integer GEMM kernel (neither has PyTorch's CUDA).
+      CHECK_MESSAGE((c.name == "op_integer_ops" && why.find("(no int32 kernel") != std::string::npos),
                     ex.get()->describe_op(k) << " falls back: " << why);
     }
     placed += fallback.empty() ? 1 : 0;
