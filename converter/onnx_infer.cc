@@ -247,9 +247,29 @@ bool safe_for_libonnx(const onnx::GraphProto& g) {
     if (!typed(v)) return false;
   }
   std::set<std::string> defined;
-  for (const auto& i : g.input()) defined.insert(i.name());
-  for (const auto& i : g.initializer()) defined.insert(i.name());
+  std::map<std::string, int64_t> ranks;  // of the graph inputs and initializers
+  for (const auto& i : g.input()) {
+    defined.insert(i.name());
+    if (i.type().has_tensor_type() && i.type().tensor_type().has_shape())
+      ranks[i.name()] = i.type().tensor_type().shape().dim_size();
+  }
+  for (const auto& i : g.initializer()) {
+    defined.insert(i.name());
+    ranks[i.name()] = i.dims_size();
+  }
   for (const auto& n : g.node()) {
+    // LayerNormalization's inference indexes the input's dims at axis (+ rank
+    // when negative) without a range check: axis -4 on a rank-3 input, -1 on
+    // a rank-0 one, and 2^63 - 2 crashed it (fuzzing). Given to it only when
+    // the input's rank is known here (a graph input or an initializer) and
+    // covers the axis; otherwise ember's own inference does the graph.
+    if ((n.domain().empty() || n.domain() == "ai.onnx") && n.op_type() == "LayerNormalization") {
+      const auto r = n.input_size() > 0 ? ranks.find(n.input(0)) : ranks.end();
+      if (r == ranks.end() || r->second < 1) return false;
+      for (const auto& a : n.attribute()) {
+        if (a.name() == "axis" && (a.i() < -r->second || a.i() >= r->second)) return false;
+      }
+    }
     for (const auto& i : n.input()) {
       if (!i.empty() && defined.count(i) == 0) return false;
     }

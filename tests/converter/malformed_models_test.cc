@@ -504,3 +504,29 @@ TEST_CASE("a Constant whose raw_data is shorter than its shape needs is an error
 
 }  // namespace
 }  // namespace ember::converter
+
+namespace ember::converter {
+namespace {
+
+TEST_CASE("a LayerNormalization axis outside its input's rank: libonnx is not given it; the lowering names it") {
+  // Found by tools/fuzz.sh onnx: libonnx 1.12's LayerNormalization inference
+  // indexes the input's dims at axis + rank unchecked (axis -4 on a rank-3
+  // input, -1 on a rank-0 one, 2^63 - 2 crashed it).
+  for (const int64_t axis : {int64_t{-4}, int64_t{3}, int64_t{9223372036854775806}}) {
+    CAPTURE(axis);
+    OneNodeModel ln("LayerNormalization", "ln", {2, 3, 4}, {"w"});
+    set_int(ln.n, "axis", axis);
+    CHECK(!ln.inferred());
+    CHECK(ln.error().find("LayerNormalization 'ln'") != std::string::npos);
+  }
+  OneNodeModel scalar("LayerNormalization", "ln", {}, {"w"});
+  CHECK(!scalar.inferred());
+  CHECK(scalar.error().find("LayerNormalization 'ln'") != std::string::npos);
+  // In range, with a known input rank: inferred by libonnx as before.
+  OneNodeModel last("LayerNormalization", "ln", {2, 3, 4}, {"w"});
+  set_int(last.n, "axis", -1);
+  CHECK(last.inferred());
+}
+
+}  // namespace
+}  // namespace ember::converter
