@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/depthwise.h"
@@ -133,27 +132,34 @@ bool use_winograd(const TensorView& x, const TensorView& wt, const TensorView& o
 
 // col[(ci*KH + i)*KW + j, oh*OW + ow] = x[ci, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside);
 // col's rows `ld` apart. The row's (ci, i, j) advance with it and each j's
-// valid columns are computed once: with few output positions (a 1-D
+// valid columns are computed once per call: with few output positions (a 1-D
 // convolution over short frames) the divisions per row cost more than the copy.
 void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const Conv2dParams& prm, float* col,
                  int64_t ld, int64_t r0, int64_t r1) {
   const int64_t sc = xv.strides[1], sh = xv.strides[2], sw = xv.strides[3];
   const int64_t st = prm.stride[1];
-  // Kernel column j reads inside the row for ow in [bounds[2j], bounds[2j+1]): 0 <= ow*stride + off_w < W.
-  std::vector<int64_t> bounds(static_cast<size_t>(2 * p.kw));
-  for (int64_t j = 0; j < p.kw; ++j) {
+  // Kernel column j reads inside the row for ow in [lo, hi): 0 <= ow*stride + off_w < W.
+  auto range_of = [&](int64_t j, int64_t* lo, int64_t* hi) {
     const int64_t off_w = j * prm.dilation[1] - prm.padding[1];
-    const int64_t lo = std::min(off_w >= 0 ? 0 : (-off_w + st - 1) / st, p.ow);
-    const int64_t hi = p.w - off_w <= 0 ? 0 : (p.w - off_w + st - 1) / st;
-    bounds[static_cast<size_t>(2 * j)] = lo;
-    bounds[static_cast<size_t>(2 * j + 1)] = std::max(lo, std::min(hi, p.ow));
-  }
+    *lo = std::min(off_w >= 0 ? 0 : (-off_w + st - 1) / st, p.ow);
+    *hi = std::max(*lo, std::min(p.w - off_w <= 0 ? 0 : (p.w - off_w + st - 1) / st, p.ow));
+  };
+  // Computed once per call for kernels up to kCachedKw columns wide (on the stack), per row beyond.
+  constexpr int64_t kCachedKw = 512;
+  int64_t bounds[2 * kCachedKw];
+  const bool cached = p.kw <= kCachedKw;
+  for (int64_t j = 0; cached && j < p.kw; ++j) range_of(j, &bounds[2 * j], &bounds[2 * j + 1]);
   int64_t ci = r0 / (p.kh * p.kw), i = (r0 / p.kw) % p.kh, j = r0 % p.kw;
   for (int64_t r = r0; r < r1; ++r) {
     float* dst = col + r * ld;
     const float* src = x + ci * sc;
     const int64_t off_w = j * prm.dilation[1] - prm.padding[1];
-    const int64_t lo = bounds[static_cast<size_t>(2 * j)], hi = bounds[static_cast<size_t>(2 * j + 1)];
+    int64_t lo = 0, hi = 0;
+    if (cached) {
+      lo = bounds[2 * j], hi = bounds[2 * j + 1];
+    } else {
+      range_of(j, &lo, &hi);
+    }
     for (int64_t oh = 0; oh < p.oh; ++oh, dst += p.ow) {
       const int64_t ih = oh * prm.stride[0] - prm.padding[0] + i * prm.dilation[0];
       if (ih < 0 || ih >= p.h) {

@@ -74,16 +74,18 @@ size_t lowered_count(const OneNode& node, const std::vector<Tensor>& like, OpKin
   return n;
 }
 
+bool bidirectional(const OneNode& node) {
+  return node.attrs.count("direction") != 0 && std::get<std::string>(node.attrs.at("direction")) == "bidirectional";
+}
+
 // `node` (ONNX's default activations) with its tanh given as ScaledTanh(1, 1):
 // the same function, which lower_rnn.cc unrolls (or recurrence_scan.cc makes a
 // Scan) instead of fusing.
 OneNode unfused(OneNode node) {
   const bool lstm = node.op == "LSTM", gru = node.op == "GRU";
-  const bool bidirectional = node.attrs.count("direction") != 0 &&
-                             std::get<std::string>(node.attrs.at("direction")) == "bidirectional";
   std::vector<std::string> names;
   std::vector<double> alphas, betas;
-  for (int d = 0; d < (bidirectional ? 2 : 1); ++d) {
+  for (int d = 0; d < (bidirectional(node) ? 2 : 1); ++d) {
     if (lstm || gru) names.push_back("Sigmoid");
     for (int k = 0; k < (lstm ? 2 : 1); ++k) {
       names.push_back("ScaledTanh");
@@ -115,10 +117,8 @@ void check_static_and_dynamic(OneNode node, const std::vector<Tensor>& expected)
   const OneNode other = unfused(node);
   CHECK(lowered_count(other, expected, OpKind::Recurrence) == 0);
   other.check(expected);
-  const bool bidirectional = node.attrs.count("direction") != 0 &&
-                             std::get<std::string>(node.attrs.at("direction")) == "bidirectional";
   const bool lens = node.inputs.size() > 4 && node.inputs[4].t.defined();
-  if (bidirectional || lens) return;  // recurrence_scan.cc leaves these to lower_rnn.cc's refusal
+  if (bidirectional(node) || lens) return;  // recurrence_scan.cc leaves these to lower_rnn.cc's refusal
   OneNode other_dynamic = unfused(dynamic);
   CHECK(lowered_count(other_dynamic, expected, OpKind::Scan) == 1);
   other_dynamic.check(expected);

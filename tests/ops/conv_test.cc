@@ -126,6 +126,11 @@ TEST_CASE("conv2d: float32 CPU kernel matches float64 reference, threaded and no
     check_close(conv2d(xf.contiguous(MemoryFormat::ChannelsLast), wf, bf, {1, 8}, {0, 4}), ef, 1e-4, 1e-5);
     const Tensor x1 = randn({5, 4, 3, 3});
     check_close(conv2d(x1, w1), conv2d(x1.to(DType::Float64), w1.to(DType::Float64)).to(DType::Float32), 1e-4, 1e-5);
+    // A kernel wider than im2col's cached column ranges (512): they are computed per row.
+    const Tensor xw = randn({1, 2, 1, 700}), ww = randn({3, 2, 1, 600});
+    check_close(conv2d(xw, ww, Tensor(), {1, 3}, {0, 20}),
+                conv2d(xw.to(DType::Float64), ww.to(DType::Float64), Tensor(), {1, 3}, {0, 20}).to(DType::Float32),
+                1e-4, 1e-3);
   }
   set_num_threads(saved);
 }
