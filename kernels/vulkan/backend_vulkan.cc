@@ -14,10 +14,12 @@ constexpr KernelEntry kVulkanKernels[] = {
 #define RT_KERNEL(op, dtypes, fn) {OpKind::op, dtypes, &vk::fn, nullptr, false},
 #define RT_KERNEL_DENSE(op, dtypes, fn) {OpKind::op, dtypes, &vk::fn, nullptr, true},
 #define RT_KERNEL_WS(op, dtypes, fn, ws) {OpKind::op, dtypes, &vk::fn, &vk::ws, false},
+#define RT_KERNEL_DENSE_WS(op, dtypes, fn, ws) {OpKind::op, dtypes, &vk::fn, &vk::ws, true},
 #include "kernels/vulkan/kernels.inc"
 #undef RT_KERNEL
 #undef RT_KERNEL_DENSE
 #undef RT_KERNEL_WS
+#undef RT_KERNEL_DENSE_WS
 };
 
 class VulkanBackend final : public Backend {

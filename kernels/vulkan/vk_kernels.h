@@ -12,9 +12,11 @@ namespace ember::vk {
 #define RT_KERNEL_WS(op, dtypes, fn, ws)                                        \
   RT_KERNEL(op, dtypes, fn)                                                     \
   size_t ws(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params);
+#define RT_KERNEL_DENSE_WS(op, dtypes, fn, ws) RT_KERNEL_WS(op, dtypes, fn, ws)
 #include "kernels/vulkan/kernels.inc"
 #undef RT_KERNEL
 #undef RT_KERNEL_DENSE
 #undef RT_KERNEL_WS
+#undef RT_KERNEL_DENSE_WS
 
 }  // namespace ember::vk

@@ -46,9 +46,6 @@ const std::set<std::string> kCpuIndexCases = {"op_gather_topk_cumsum", "op_scatt
 // Cases of the spatial ops (Resize, ConvTranspose, GridSample), which have no
 // Vulkan kernels yet: those nodes run on the CPU, the outputs must still match.
 const std::set<std::string> kCpuSpatialCases = {"op_spatial_fpn", "op_upsample_opset9", "op_grid_sample"};
-// Cases of the recurrences (LSTM, GRU, RNN: one Recurrence op each), which
-// have no Vulkan kernel yet: that node runs on the CPU, the outputs must match.
-const std::set<std::string> kCpuRecurrenceCases = {"op_lstm", "op_gru", "op_rnn_relu"};
 bool spatial_fallback(const std::string& why) {
   for (const char* k : {"'resize'", "'conv_transpose'", "'grid_sample'"}) {
     if (why.find(k) != std::string::npos) return true;
@@ -112,15 +109,13 @@ void run_cases(Precision precision, Summary& s) {
     // Only the nodes of a dtype Vulkan does not store may fall back, and only in kCpuDtypeCases.
     const bool dtype_case = kCpuDtypeCases.count(c.name) == 1, index_case = kCpuIndexCases.count(c.name) == 1;
     const bool spatial_case = kCpuSpatialCases.count(c.name) == 1;
-    const bool recurrence_case = kCpuRecurrenceCases.count(c.name) == 1;
-    bool allowed = dtype_case || index_case || spatial_case || recurrence_case;
+    bool allowed = dtype_case || index_case || spatial_case;
     for (int k : fallback) {
       const std::string& why = ex.get()->fallback_reason(k);
       allowed = allowed && ((dtype_case && (why.find("(no float64 kernel") != std::string::npos ||
                                             why.find("(no int32 kernel") != std::string::npos ||
                                             why.find("(no uint8 kernel") != std::string::npos)) ||
-                            (index_case && index_fallback(why)) || (spatial_case && spatial_fallback(why)) ||
-                            (recurrence_case && why.find("'recurrence'") != std::string::npos));
+                            (index_case && index_fallback(why)) || (spatial_case && spatial_fallback(why)));
     }
     CHECK_MESSAGE((fallback.empty() || allowed), fallback.size() << " of " << model->num_ops()
                                                   << " nodes lack Vulkan kernels: " << lacking);
