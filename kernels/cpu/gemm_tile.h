@@ -103,9 +103,18 @@ __attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m
   EMBER_GEMM_EPILOGUE(__m256, _mm256_add_ps, _mm256_set1_ps, _mm256_loadu_ps, _mm256_max_ps, _mm256_min_ps, 8)
 }
 
+// _mm512_max_ps(lo, v) and _mm512_min_ps(hi, v) as compare and blend (a NaN v
+// is kept alike): GCC 12's own trip -Wmaybe-uninitialized in its header.
+__attribute__((target("avx512f"), always_inline)) inline __m512 max_avx512(__m512 lo, __m512 v) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(lo, v, _CMP_GT_OQ), v, lo);
+}
+__attribute__((target("avx512f"), always_inline)) inline __m512 min_avx512(__m512 hi, __m512 v) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(hi, v, _CMP_LT_OQ), v, hi);
+}
+
 __attribute__((target("avx512f"), always_inline)) inline void epilogue_avx512(__m512* row, const TileEpilogue& e,
                                                                                int i) {
-  EMBER_GEMM_EPILOGUE(__m512, _mm512_add_ps, _mm512_set1_ps, _mm512_loadu_ps, _mm512_max_ps, _mm512_min_ps, 16)
+  EMBER_GEMM_EPILOGUE(__m512, _mm512_add_ps, _mm512_set1_ps, _mm512_loadu_ps, max_avx512, min_avx512, 16)
 }
 #undef EMBER_GEMM_EPILOGUE
 
