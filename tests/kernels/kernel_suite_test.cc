@@ -785,6 +785,9 @@ std::vector<Case> conv2d_cases(DType dt) {
   add("3x3", {1, 3, 7, 9}, 5, 3, 3, 1, 1, 1, 1, true);
   add("3x3 no bias", {2, 3, 7, 9}, 4, 3, 3, 1, 0, 1, 1, false);
   add("3x3 stride 2", {2, 3, 9, 7}, 6, 3, 3, 2, 1, 1, 1, true);
+  // Output rows of 38 and 35: im2col's vector stride-2 copy (16 at a time) and its tail.
+  add("3x3 stride 2, wide rows", {1, 3, 5, 75}, 6, 3, 3, 2, 1, 1, 1, true);
+  add("7x7 stride 2 padding 3, wide rows", {1, 2, 8, 70}, 5, 7, 7, 2, 3, 1, 1, false);
   add("3x3 dilation 2", {1, 4, 9, 9}, 3, 3, 3, 1, 2, 2, 1, true);
   add("groups 2", {2, 6, 7, 7}, 4, 3, 3, 1, 1, 1, 2, true);
   add("depthwise", {2, 8, 7, 9}, 8, 3, 3, 1, 1, 1, 8, true);
