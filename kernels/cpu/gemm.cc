@@ -178,83 +178,79 @@ __attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const f
 // --- AVX-512 right edges of the 12x32 tiles ---------------------------------
 // A tile with nv < 32 valid columns (the packed B panel is still 32 wide, zero
 // past nv) need not pay 24 multiply-adds a step: 16 columns take one B vector
-// (12x16, 12 a step), and up to kEdgeColumns more take the 12 A values of a
-// step as one vector, each B value broadcast (one a column). A 7x7 output's
-// 49 columns are then 32 + 16 + 1 (37 a step where a second full tile took
-// 48), 14x14's 196 end with a 4-column tile. Each output is the same chain of
+// (12 a step, V16), and up to kEdgeColumns more (R) take the 12 A values of a
+// step as one vector, each B value broadcast (one a column), in the same loop
+// so that their chains of dependent multiply-adds overlap. A 7x7 output's 49
+// columns are then 32 + (16 + 1): 37 a step where a second full tile took 48;
+// 14x14's 196 end with a 4-column tile. Each output is the same chain of
 // fused multiply-adds over k, stored through the same epilogue: bitwise the
 // results of the full kernel.
 constexpr int64_t kEdgeColumns = 8;
 
-__attribute__((target("avx512f"))) void ukernel_12x16_avx512(int64_t kc, const float* __restrict a,
-                                                              const float* __restrict b, float* c, int64_t rs,
-                                                              int64_t cs, bool accumulate, int64_t mv, int64_t nv,
-                                                              const TileEpilogue* e) {
+template <bool V16, int R>
+__attribute__((target("avx512f"))) void edge_avx512(int64_t kc, const float* __restrict a, const float* __restrict b,
+                                                     float* c, int64_t rs, int64_t cs, bool accumulate, int64_t mv,
+                                                     int64_t nv, const TileEpilogue* e) {
+  constexpr int64_t j0 = V16 ? 16 : 0;  // the first column of the R columns
 #define EMBER_GEMM_ZERO1(i, V, init) V c##i = init;
   EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO1, __m512, _mm512_setzero_ps())
 #undef EMBER_GEMM_ZERO1
-#pragma GCC unroll 2
-  for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_loadu_ps(b);
-#define EMBER_GEMM_STEP(i, V, unused) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c##i);
-    EMBER_GEMM_ROWS12(EMBER_GEMM_STEP, , )
-#undef EMBER_GEMM_STEP
-    a += 12;
-    b += 32;  // the panel's width
-  }
-#define EMBER_GEMM_ONE(i, V, unused) c##i,
-  __m512 acc[12] = {EMBER_GEMM_ROWS12(EMBER_GEMM_ONE, , )};
-#undef EMBER_GEMM_ONE
-  if (nv == 16 && cs == 1) {
-    for (int i = 0; i < mv; ++i) {
-      float* ci = c + i * rs;
-      __m512 v = accumulate ? _mm512_add_ps(acc[i], _mm512_loadu_ps(ci)) : acc[i];
-      if (e != nullptr) {  // as epilogue_avx512
-        if (e->row_bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(e->row_bias[i]));
-        if (e->col_bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(e->col_bias));
-        if (e->clamp) v = detail::min_avx512(_mm512_set1_ps(e->hi), detail::max_avx512(_mm512_set1_ps(e->lo), v));
-      }
-      _mm512_storeu_ps(ci, v);
-    }
-    return;
-  }
-  alignas(kAlign) float t[12 * 16];
-  for (int i = 0; i < 12; ++i) _mm512_store_ps(t + i * 16, acc[i]);
-  store_tile(t, 16, c, rs, cs, accumulate, mv, nv, e);
-}
-
-// The first R (<= kEdgeColumns) columns of a 12-row tile, one accumulator per
-// column holding its 12 rows (lanes 12-15 unused).
-template <int R>
-__attribute__((target("avx512f"))) void columns_12_avx512(int64_t kc, const float* __restrict a,
-                                                           const float* __restrict b, float* c, int64_t rs,
-                                                           int64_t cs, bool accumulate, int64_t mv,
-                                                           const TileEpilogue* e) {
 #define EMBER_GEMM_COLS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#define EMBER_GEMM_ZERO1(j) __m512 c##j = _mm512_setzero_ps();
+#define EMBER_GEMM_ZERO1(j) __m512 d##j = _mm512_setzero_ps();
   EMBER_GEMM_COLS8(EMBER_GEMM_ZERO1)
 #undef EMBER_GEMM_ZERO1
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512 av = _mm512_maskz_loadu_ps(0x0fff, a);
-#define EMBER_GEMM_STEP(j) \
-  if constexpr (R > j) c##j = _mm512_fmadd_ps(av, _mm512_set1_ps(b[j]), c##j);
-    EMBER_GEMM_COLS8(EMBER_GEMM_STEP)
+    if constexpr (V16) {
+      const __m512 b0 = _mm512_loadu_ps(b);
+#define EMBER_GEMM_STEP(i, V, unused) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c##i);
+      EMBER_GEMM_ROWS12(EMBER_GEMM_STEP, , )
 #undef EMBER_GEMM_STEP
+    }
+    if constexpr (R > 0) {
+      const __m512 av = _mm512_maskz_loadu_ps(0x0fff, a);  // lanes 12-15 unused
+#define EMBER_GEMM_STEP(j) \
+  if constexpr (R > j) d##j = _mm512_fmadd_ps(av, _mm512_set1_ps(b[j0 + j]), d##j);
+      EMBER_GEMM_COLS8(EMBER_GEMM_STEP)
+#undef EMBER_GEMM_STEP
+    }
     a += 12;
-    b += 32;
+    b += 32;  // the panel's width
   }
-  alignas(kAlign) float t[kEdgeColumns][16];  // t[j][i]: row i of column j
-#define EMBER_GEMM_PUT(j) _mm512_store_ps(t[j], c##j);
-  EMBER_GEMM_COLS8(EMBER_GEMM_PUT)
-#undef EMBER_GEMM_PUT
-#undef EMBER_GEMM_COLS8
-  for (int64_t i = 0; i < mv; ++i) {
-    for (int64_t j = 0; j < R; ++j) {
-      float& cij = c[i * rs + j * cs];
-      const float v = accumulate ? t[j][i] + cij : t[j][i];
-      cij = e != nullptr ? epilogue(v, *e, i, j) : v;
+  if constexpr (V16) {
+#define EMBER_GEMM_ONE(i, V, unused) c##i,
+    __m512 acc[12] = {EMBER_GEMM_ROWS12(EMBER_GEMM_ONE, , )};
+#undef EMBER_GEMM_ONE
+    if (nv >= 16 && cs == 1) {
+      for (int i = 0; i < mv; ++i) {
+        float* ci = c + i * rs;
+        __m512 v = accumulate ? _mm512_add_ps(acc[i], _mm512_loadu_ps(ci)) : acc[i];
+        if (e != nullptr) {  // as epilogue_avx512
+          if (e->row_bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(e->row_bias[i]));
+          if (e->col_bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(e->col_bias));
+          if (e->clamp) v = detail::min_avx512(_mm512_set1_ps(e->hi), detail::max_avx512(_mm512_set1_ps(e->lo), v));
+        }
+        _mm512_storeu_ps(ci, v);
+      }
+    } else {
+      alignas(kAlign) float t[12 * 16];
+      for (int i = 0; i < 12; ++i) _mm512_store_ps(t + i * 16, acc[i]);
+      store_tile(t, 16, c, rs, cs, accumulate, mv, std::min<int64_t>(nv, 16), e);
     }
   }
+  if constexpr (R > 0) {
+    alignas(kAlign) float t[kEdgeColumns][16];  // t[j][i]: row i of column j0 + j
+#define EMBER_GEMM_PUT(j) _mm512_store_ps(t[j], d##j);
+    EMBER_GEMM_COLS8(EMBER_GEMM_PUT)
+#undef EMBER_GEMM_PUT
+    for (int64_t i = 0; i < mv; ++i) {
+      for (int64_t j = 0; j < R; ++j) {
+        float& cij = c[i * rs + (j0 + j) * cs];
+        const float v = accumulate ? t[j][i] + cij : t[j][i];
+        cij = e != nullptr ? epilogue(v, *e, i, j0 + j) : v;
+      }
+    }
+  }
+#undef EMBER_GEMM_COLS8
 }
 
 // UkernelInfo::edge of the 12x32 kernel: nv < 32.
@@ -262,31 +258,19 @@ __attribute__((target("avx512f"))) void edge_12x32_avx512(int64_t kc, const floa
                                                            const float* __restrict b, float* c, int64_t rs,
                                                            int64_t cs, bool accumulate, int64_t mv, int64_t nv,
                                                            const TileEpilogue* e) {
-  if (nv > 16 + kEdgeColumns) return ukernel_12x32_avx512(kc, a, b, c, rs, cs, accumulate, mv, nv, e);
-  int64_t j0 = 0;
-  if (nv > kEdgeColumns) {
-    ukernel_12x16_avx512(kc, a, b, c, rs, cs, accumulate, mv, std::min<int64_t>(nv, 16), e);
-    j0 = 16;
-    if (nv <= j0) return;
-  }
-  TileEpilogue shifted;
-  if (e != nullptr && e->col_bias != nullptr) {
-    shifted = *e;
-    shifted.col_bias += j0;
-    e = &shifted;
-  }
-  b += j0;
-  c += j0 * cs;
-  switch (nv - j0) {
-    case 1: return columns_12_avx512<1>(kc, a, b, c, rs, cs, accumulate, mv, e);
-    case 2: return columns_12_avx512<2>(kc, a, b, c, rs, cs, accumulate, mv, e);
-    case 3: return columns_12_avx512<3>(kc, a, b, c, rs, cs, accumulate, mv, e);
-    case 4: return columns_12_avx512<4>(kc, a, b, c, rs, cs, accumulate, mv, e);
-    case 5: return columns_12_avx512<5>(kc, a, b, c, rs, cs, accumulate, mv, e);
-    case 6: return columns_12_avx512<6>(kc, a, b, c, rs, cs, accumulate, mv, e);
-    case 7: return columns_12_avx512<7>(kc, a, b, c, rs, cs, accumulate, mv, e);
-    default: return columns_12_avx512<8>(kc, a, b, c, rs, cs, accumulate, mv, e);
-  }
+  using Edge = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, bool, int64_t, int64_t,
+                        const TileEpilogue*);
+  // By nv: 1-8 columns alone, 9-16 one vector, 17-24 one vector and 1-8 columns.
+  static constexpr Edge kEdges[25] = {
+      nullptr,
+      &edge_avx512<false, 1>, &edge_avx512<false, 2>, &edge_avx512<false, 3>, &edge_avx512<false, 4>,
+      &edge_avx512<false, 5>, &edge_avx512<false, 6>, &edge_avx512<false, 7>, &edge_avx512<false, 8>,
+      &edge_avx512<true, 0>,  &edge_avx512<true, 0>,  &edge_avx512<true, 0>,  &edge_avx512<true, 0>,
+      &edge_avx512<true, 0>,  &edge_avx512<true, 0>,  &edge_avx512<true, 0>,  &edge_avx512<true, 0>,
+      &edge_avx512<true, 1>,  &edge_avx512<true, 2>,  &edge_avx512<true, 3>,  &edge_avx512<true, 4>,
+      &edge_avx512<true, 5>,  &edge_avx512<true, 6>,  &edge_avx512<true, 7>,  &edge_avx512<true, 8>};
+  if (nv < 1 || nv > 16 + kEdgeColumns) return ukernel_12x32_avx512(kc, a, b, c, rs, cs, accumulate, mv, nv, e);
+  kEdges[nv](kc, a, b, c, rs, cs, accumulate, mv, nv, e);
 }
 #endif  // RT_GEMM_X86
 
