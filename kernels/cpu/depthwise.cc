@@ -152,6 +152,11 @@ inline Vec vmax(Vec lo, Vec v) { return lo > v ? lo : v; }
 inline Vec vmin(Vec hi, Vec v) { return hi < v ? hi : v; }
 inline void vstore(float* d, Vec v) { std::memcpy(d, &v, sizeof(v)); }
 inline void vstore_n(float* d, Vec v, int64_t n) { std::memcpy(d, &v, sizeof(float) * n); }
+inline Vec vload_n(const float* s, int64_t n) {
+  Vec v = {0, 0, 0, 0};
+  std::memcpy(&v, s, sizeof(float) * n);
+  return v;
+}
 #include "kernels/cpu/depthwise_body.inc"
 }  // namespace portable
 
@@ -179,6 +184,9 @@ alignas(32) constexpr int32_t kMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0,
 inline void vstore_n(float* d, Vec v, int64_t n) {
   _mm256_maskstore_ps(d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMask + 8 - n)), v);
 }
+inline Vec vload_n(const float* s, int64_t n) {
+  return _mm256_maskload_ps(s, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMask + 8 - n)));
+}
 #include "kernels/cpu/depthwise_body.inc"
 }  // namespace avx2
 #pragma GCC pop_options
@@ -204,6 +212,7 @@ inline void vstore(float* d, Vec v) { _mm512_storeu_ps(d, v); }
 inline void vstore_n(float* d, Vec v, int64_t n) {
   _mm512_mask_storeu_ps(d, static_cast<__mmask16>((1u << n) - 1), v);
 }
+inline Vec vload_n(const float* s, int64_t n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), s); }
 #include "kernels/cpu/depthwise_body.inc"
 }  // namespace avx512
 #pragma GCC pop_options
