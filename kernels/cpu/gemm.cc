@@ -64,7 +64,7 @@ struct UkernelInfo {
   const char* name;
   GemmIsa isa;
   bool bf16 = false;  // bf16 panels (gemm_tile.h: K pairs per 32-bit slot)
-  Ukernel edge = nullptr;  // for tiles of fewer than nr valid columns (null: fn)
+  Ukernel edge = nullptr;  // for tiles of fewer than nr valid columns or mr valid rows (null: fn)
 };
 
 
@@ -152,19 +152,23 @@ __attribute__((target("avx2,fma"))) void ukernel_6x16_avx2(int64_t kc, const flo
 }
 
 // --- AVX-512 12x32: 24 accumulators, 2 B vectors, embedded broadcasts --------
-__attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const float* __restrict a,
-                                                              const float* __restrict b, float* c,
-                                                              int64_t rs, int64_t cs, bool accumulate,
-                                                              int64_t mv, int64_t nv, const TileEpilogue* e) {
+// MV < 12: the first MV rows only (a tile at the bottom edge: C_out = 64 is
+// 5 x 12 + 4, and 4 rows cost 8 multiply-adds a step, not 24), each the same
+// chain as in the full tile.
+template <int MV>
+__attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const float* __restrict a,
+                                                           const float* __restrict b, float* c, int64_t rs,
+                                                           int64_t cs, bool accumulate, int64_t mv, int64_t nv,
+                                                           const TileEpilogue* e) {
   EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO, __m512, _mm512_setzero_ps())
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
     const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-#define EMBER_GEMM_STEP(i, V, unused)             \
-  {                                               \
-    const __m512 ai = _mm512_set1_ps(a[i]);       \
-    c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0); \
-    c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1); \
+#define EMBER_GEMM_STEP(i, V, unused)               \
+  if constexpr (i < MV) {                           \
+    const __m512 ai = _mm512_set1_ps(a[i]);         \
+    c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0);   \
+    c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1);   \
   }
     EMBER_GEMM_ROWS12(EMBER_GEMM_STEP, , )
 #undef EMBER_GEMM_STEP
@@ -173,6 +177,13 @@ __attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const f
   }
   __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_PAIR, , )};
   store_12x32_avx512(acc, c, rs, cs, accumulate, mv, nv, e);
+}
+
+__attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const float* __restrict a,
+                                                              const float* __restrict b, float* c,
+                                                              int64_t rs, int64_t cs, bool accumulate,
+                                                              int64_t mv, int64_t nv, const TileEpilogue* e) {
+  rows_12x32_avx512<12>(kc, a, b, c, rs, cs, accumulate, mv, nv, e);
 }
 
 // --- AVX-512 right edges of the 12x32 tiles ---------------------------------
@@ -253,7 +264,8 @@ __attribute__((target("avx512f"))) void edge_avx512(int64_t kc, const float* __r
 #undef EMBER_GEMM_COLS8
 }
 
-// UkernelInfo::edge of the 12x32 kernel: nv < 32.
+// UkernelInfo::edge of the 12x32 kernel: nv < 32 (the right edge), or a full
+// width and mv < 12 (the bottom edge).
 __attribute__((target("avx512f"))) void edge_12x32_avx512(int64_t kc, const float* __restrict a,
                                                            const float* __restrict b, float* c, int64_t rs,
                                                            int64_t cs, bool accumulate, int64_t mv, int64_t nv,
@@ -269,6 +281,12 @@ __attribute__((target("avx512f"))) void edge_12x32_avx512(int64_t kc, const floa
       &edge_avx512<true, 0>,  &edge_avx512<true, 0>,  &edge_avx512<true, 0>,  &edge_avx512<true, 0>,
       &edge_avx512<true, 1>,  &edge_avx512<true, 2>,  &edge_avx512<true, 3>,  &edge_avx512<true, 4>,
       &edge_avx512<true, 5>,  &edge_avx512<true, 6>,  &edge_avx512<true, 7>,  &edge_avx512<true, 8>};
+  static constexpr Edge kRows[12] = {
+      nullptr,
+      &rows_12x32_avx512<1>, &rows_12x32_avx512<2>, &rows_12x32_avx512<3>, &rows_12x32_avx512<4>,
+      &rows_12x32_avx512<5>, &rows_12x32_avx512<6>, &rows_12x32_avx512<7>, &rows_12x32_avx512<8>,
+      &rows_12x32_avx512<9>, &rows_12x32_avx512<10>, &rows_12x32_avx512<11>};
+  if (nv >= 32 && mv >= 1 && mv < 12) return kRows[mv](kc, a, b, c, rs, cs, accumulate, mv, nv, e);
   if (nv < 1 || nv > 16 + kEdgeColumns) return ukernel_12x32_avx512(kc, a, b, c, rs, cs, accumulate, mv, nv, e);
   kEdges[nv](kc, a, b, c, rs, cs, accumulate, mv, nv, e);
 }
@@ -540,11 +558,11 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
         auto micro = [&](int64_t jp, int64_t ir) {
           const int64_t jr = jp * u.nr;
           TileEpilogue te;
-          const int64_t nv = std::min(u.nr, nc - jr);
-          (nv < u.nr && u.edge != nullptr ? u.edge : u.fn)(
+          const int64_t mv = std::min(u.mr, mc - ir), nv = std::min(u.nr, nc - jr);
+          ((nv < u.nr || mv < u.mr) && u.edge != nullptr ? u.edge : u.fn)(
               kc, ablock + ir * slots(u, kc), bblock_packed + jp * u.nr * slots(u, kc),
-              pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs, pr.c.cs, acc, std::min(u.mr, mc - ir),
-              nv, tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te));
+              pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs, pr.c.cs, acc, mv, nv,
+              tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te));
         };
         if (s.kc <= kShallowK && mc * nc > kShallowBlock) {
           for (int64_t ir = 0; ir < mc; ir += u.mr) {

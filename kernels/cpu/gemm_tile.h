@@ -123,8 +123,8 @@ __attribute__((target("avx512f"), always_inline)) inline void epilogue_avx512(__
 __attribute__((target("avx512f"), always_inline)) inline void store_12x32_avx512(
     __m512 (*acc)[2], float* c, int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv,
     const TileEpilogue* e) {
-  if (mv == 12 && nv == 32 && cs == 1) {
-    for (int i = 0; i < 12; ++i) {
+  if (nv == 32 && cs == 1) {
+    for (int i = 0; i < mv; ++i) {
       float* ci = c + i * rs;
       if (accumulate) {
         acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(ci));

@@ -165,36 +165,46 @@ TEST_CASE("sgemm_fused: a packed operand from another kernel is not read") {
                                ws.data(), 16, 1));
 }
 
-TEST_CASE("sgemm_fused: a tile's last columns (the edge kernels) give the full tile's values bit for bit") {
-  // C's first n columns with B padded by zero columns to a multiple of every
-  // kernel's NR (then no tile has an edge) against C of the n columns alone:
-  // AVX-512 runs 49 as 32 + 16 + 1, 196's last tile as 4 columns, 40's as 8,
-  // 58's as 16 + 10 (a full tile), with the conv epilogue over K blocks.
+TEST_CASE("sgemm_fused: edge tiles (the last rows and columns) give the full tiles' values bit for bit") {
+  // C's first m rows and n columns with A and B padded by zero rows and
+  // columns to multiples of every kernel's MR and NR (then no tile has an
+  // edge) against C of m x n alone: AVX-512 runs 49 columns as 32 + 16 + 1,
+  // 196's last tile as 4 columns, 40's as 8, 58's as 16 + 10 (a full tile);
+  // 64 rows as 5 x 12 + 4, 70 as 5 x 12 + 10; with the conv epilogue over K blocks.
   IsaGuard guard;
   manual_seed(2);
   for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
-    for (int64_t n : {1, 4, 9, 16, 17, 24, 25, 40, 49, 58, 196}) {
-      for (int64_t k : {7, 300}) {
-        CAPTURE(cpu::sgemm_kernel_name());
-        CAPTURE(n);
-        CAPTURE(k);
-        const int64_t m = 70, wide = (n + 63) / 64 * 64;
-        const Tensor a = randn({m, k}), b_wide = cat({randn({k, n}), zeros({k, wide - n})}, 1);
-        const Tensor b = b_wide.narrow(1, 0, n).contiguous(), row_bias = randn({m});
-        cpu::GemmEpilogue conv;
-        conv.row_bias = row_bias.data_ptr<float>();
-        conv.clamp = true;
-        conv.lo = -1.0f;
-        conv.hi = 6.0f;
-        const Tensor edge = run(m, n, k, a, b, nullptr, nullptr, conv, 1);
-        const Tensor full = run(m, wide, k, a, b_wide, nullptr, nullptr, conv, 1).narrow(1, 0, n).contiguous();
-        CHECK(bitwise_equal(edge, full));
-        check_close(edge, clamp(mm(a.to(DType::Float64), b.to(DType::Float64)) +
-                                    row_bias.to(DType::Float64).unsqueeze(1),
-                                Scalar(-1.0), Scalar(6.0))
-                              .to(DType::Float32),
-                    1e-4, 1e-4);
+    for (int64_t m : {64, 70}) {
+      for (int64_t n : {1, 4, 9, 16, 17, 24, 25, 32, 40, 49, 58, 196}) {
+        for (int64_t k : {7, 300}) {
+          CAPTURE(cpu::sgemm_kernel_name());
+          CAPTURE(m);
+          CAPTURE(n);
+          CAPTURE(k);
+          const int64_t tall = 72, wide = (n + 63) / 64 * 64;  // multiples of 8, 6, 12 and of 8, 16, 32
+          const Tensor a_tall = cat({randn({m, k}), zeros({tall - m, k})}, 0);
+          const Tensor b_wide = cat({randn({k, n}), zeros({k, wide - n})}, 1);
+          const Tensor bias_tall = cat({randn({m}), zeros({tall - m})}, 0);
+          const Tensor a = a_tall.narrow(0, 0, m).contiguous(), b = b_wide.narrow(1, 0, n).contiguous();
+          const Tensor row_bias = bias_tall.narrow(0, 0, m).contiguous();
+          cpu::GemmEpilogue conv;
+          conv.row_bias = row_bias.data_ptr<float>();
+          conv.clamp = true;
+          conv.lo = -1.0f;
+          conv.hi = 6.0f;
+          const Tensor edge = run(m, n, k, a, b, nullptr, nullptr, conv, 1);
+          cpu::GemmEpilogue conv_tall = conv;
+          conv_tall.row_bias = bias_tall.data_ptr<float>();
+          const Tensor full =
+              run(tall, wide, k, a_tall, b_wide, nullptr, nullptr, conv_tall, 1).narrow(0, 0, m).narrow(1, 0, n).contiguous();
+          CHECK(bitwise_equal(edge, full));
+          check_close(edge, clamp(mm(a.to(DType::Float64), b.to(DType::Float64)) +
+                                      row_bias.to(DType::Float64).unsqueeze(1),
+                                  Scalar(-1.0), Scalar(6.0))
+                                .to(DType::Float32),
+                      1e-4, 1e-4);
+        }
       }
     }
   }
