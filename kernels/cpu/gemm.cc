@@ -8,7 +8,9 @@
 //         pack A[ic:ic+MC, pc:pc+KC] into MR-tall row panels
 //         for each NR panel jr, MR panel ir: micro-kernel MR x NR over KC
 // Partial tiles are zero-padded in the packed panels; the micro-kernel writes
-// only the valid part of its tile.
+// only the valid part of its tile. AVX-512 runs a tile's right or bottom edge
+// through kernels that compute only its valid columns or rows (UkernelInfo::
+// edge), with the same values bit for bit.
 #include "kernels/cpu/gemm.h"
 
 #include <algorithm>
