@@ -1,6 +1,7 @@
-// Internal to kernels/cpu's GEMM (gemm.cc, gemm_bf16.cc): the micro-tile's
-// epilogue and stores, which every micro-kernel family shares, and the
-// bfloat16 family (gemm_bf16.cc: AVX-512 BF16, 12x32, float32 accumulators).
+// Internal to kernels/cpu's GEMM (gemm.cc, gemm_avx512.cc, gemm_bf16.cc): the
+// micro-tile's epilogue and stores, which every micro-kernel family shares,
+// the AVX-512 float32 family and the bfloat16 family (gemm_bf16.cc: AVX-512
+// BF16, 12x32, float32 accumulators).
 // A bf16 packed panel holds pairs along K: the 32-bit slot of row (column) i
 // at pair q is bf16(X[i, 2q]) in its low half and bf16(X[i, 2q + 1]) in its
 // high half (0 past K), so a K block of kc takes (kc + 1) / 2 slots per row
@@ -144,6 +145,16 @@ __attribute__((target("avx512f"), always_inline)) inline void store_12x32_avx512
   store_tile(t, 32, c, rs, cs, accumulate, mv, nv, e);
 }
 #endif  // RT_GEMM_X86
+
+#if RT_GEMM_X86
+// The AVX-512 float32 family (gemm_avx512.cc): the 12x32 micro-kernel and its
+// UkernelInfo::edge, for tiles of fewer than 32 valid columns or 12 valid rows
+// (kernels that compute only those: bitwise the full tile's values).
+void ukernel_12x32_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
+                          bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+void edge_12x32_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
+                       bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+#endif
 
 // Whether the CPU runs the bfloat16 family (AVX-512 F, BW and BF16).
 bool bf16_supported();

@@ -1,0 +1,155 @@
+// The AVX-512 float32 GEMM family (gemm_tile.h): the 12x32 micro-kernel of
+// gemm.cc's blocked product and its edges (UkernelInfo::edge), the tiles with
+// fewer than 32 valid columns or 12 valid rows.
+#include <algorithm>
+
+#include "kernels/cpu/gemm_tile.h"
+
+#if RT_GEMM_X86
+namespace ember::cpu::detail {
+namespace {
+
+// --- AVX-512 12x32: 24 accumulators, 2 B vectors, embedded broadcasts --------
+// MV < 12: the first MV rows only (a tile at the bottom edge: C_out = 64 is
+// 5 x 12 + 4, and 4 rows cost 8 multiply-adds a step, not 24), each the same
+// chain as in the full tile.
+template <int MV>
+__attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const float* __restrict a,
+                                                           const float* __restrict b, float* c, int64_t rs,
+                                                           int64_t cs, bool accumulate, int64_t mv, int64_t nv,
+                                                           const TileEpilogue* e) {
+  EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO, __m512, _mm512_setzero_ps())
+#pragma GCC unroll 2
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#define EMBER_GEMM_STEP(i, V, unused)               \
+  if constexpr (i < MV) {                           \
+    const __m512 ai = _mm512_set1_ps(a[i]);         \
+    c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0);   \
+    c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1);   \
+  }
+    EMBER_GEMM_ROWS12(EMBER_GEMM_STEP, , )
+#undef EMBER_GEMM_STEP
+    a += 12;
+    b += 32;
+  }
+  __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_PAIR, , )};
+  store_12x32_avx512(acc, c, rs, cs, accumulate, mv, nv, e);
+}
+
+// --- AVX-512 right edges of the 12x32 tiles ---------------------------------
+// A tile with nv < 32 valid columns (the packed B panel is still 32 wide, zero
+// past nv) need not pay 24 multiply-adds a step: 16 columns take one B vector
+// (12 a step, V16), and up to kEdgeColumns more (R) take the 12 A values of a
+// step as one vector, each B value broadcast (one a column), in the same loop
+// so that their chains of dependent multiply-adds overlap. A 7x7 output's 49
+// columns are then 32 + (16 + 1): 37 a step where a second full tile took 48;
+// 14x14's 196 end with a 4-column tile. Each output is the same chain of
+// fused multiply-adds over k, stored through the same epilogue: bitwise the
+// results of the full kernel.
+constexpr int64_t kEdgeColumns = 8;
+
+template <bool V16, int R>
+__attribute__((target("avx512f"))) void edge_avx512(int64_t kc, const float* __restrict a, const float* __restrict b,
+                                                     float* c, int64_t rs, int64_t cs, bool accumulate, int64_t mv,
+                                                     int64_t nv, const TileEpilogue* e) {
+  constexpr int64_t j0 = V16 ? 16 : 0;  // the first column of the R columns
+#define EMBER_GEMM_ZERO1(i, V, init) V c##i = init;
+  EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO1, __m512, _mm512_setzero_ps())
+#undef EMBER_GEMM_ZERO1
+#define EMBER_GEMM_COLS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define EMBER_GEMM_ZERO1(j) __m512 d##j = _mm512_setzero_ps();
+  EMBER_GEMM_COLS8(EMBER_GEMM_ZERO1)
+#undef EMBER_GEMM_ZERO1
+  for (int64_t p = 0; p < kc; ++p) {
+    if constexpr (V16) {
+      const __m512 b0 = _mm512_loadu_ps(b);
+#define EMBER_GEMM_STEP(i, V, unused) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c##i);
+      EMBER_GEMM_ROWS12(EMBER_GEMM_STEP, , )
+#undef EMBER_GEMM_STEP
+    }
+    if constexpr (R > 0) {
+      const __m512 av = _mm512_maskz_loadu_ps(0x0fff, a);  // lanes 12-15 unused
+#define EMBER_GEMM_STEP(j) \
+  if constexpr (R > j) d##j = _mm512_fmadd_ps(av, _mm512_set1_ps(b[j0 + j]), d##j);
+      EMBER_GEMM_COLS8(EMBER_GEMM_STEP)
+#undef EMBER_GEMM_STEP
+    }
+    a += 12;
+    b += 32;  // the panel's width
+  }
+  if constexpr (V16) {
+#define EMBER_GEMM_ONE(i, V, unused) c##i,
+    __m512 acc[12] = {EMBER_GEMM_ROWS12(EMBER_GEMM_ONE, , )};
+#undef EMBER_GEMM_ONE
+    if (nv >= 16 && cs == 1) {
+      for (int i = 0; i < mv; ++i) {
+        float* ci = c + i * rs;
+        __m512 v = accumulate ? _mm512_add_ps(acc[i], _mm512_loadu_ps(ci)) : acc[i];
+        if (e != nullptr) {  // as epilogue_avx512
+          if (e->row_bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(e->row_bias[i]));
+          if (e->col_bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(e->col_bias));
+          if (e->clamp) v = min_avx512(_mm512_set1_ps(e->hi), max_avx512(_mm512_set1_ps(e->lo), v));
+        }
+        _mm512_storeu_ps(ci, v);
+      }
+    } else {
+      alignas(kGemmAlign) float t[12 * 16];
+      for (int i = 0; i < 12; ++i) _mm512_store_ps(t + i * 16, acc[i]);
+      store_tile(t, 16, c, rs, cs, accumulate, mv, std::min<int64_t>(nv, 16), e);
+    }
+  }
+  if constexpr (R > 0) {
+    alignas(kGemmAlign) float t[kEdgeColumns][16];  // t[j][i]: row i of column j0 + j
+#define EMBER_GEMM_PUT(j) _mm512_store_ps(t[j], d##j);
+    EMBER_GEMM_COLS8(EMBER_GEMM_PUT)
+#undef EMBER_GEMM_PUT
+    for (int64_t i = 0; i < mv; ++i) {
+      for (int64_t j = 0; j < R; ++j) {
+        float& cij = c[i * rs + (j0 + j) * cs];
+        const float v = accumulate ? t[j][i] + cij : t[j][i];
+        cij = e != nullptr ? epilogue(v, *e, i, j0 + j) : v;
+      }
+    }
+  }
+#undef EMBER_GEMM_COLS8
+}
+
+}  // namespace
+
+__attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const float* __restrict a,
+                                                              const float* __restrict b, float* c,
+                                                              int64_t rs, int64_t cs, bool accumulate,
+                                                              int64_t mv, int64_t nv, const TileEpilogue* e) {
+  rows_12x32_avx512<12>(kc, a, b, c, rs, cs, accumulate, mv, nv, e);
+}
+
+// UkernelInfo::edge of the 12x32 kernel: nv < 32 (the right edge), or a full
+// width and mv < 12 (the bottom edge).
+__attribute__((target("avx512f"))) void edge_12x32_avx512(int64_t kc, const float* __restrict a,
+                                                           const float* __restrict b, float* c, int64_t rs,
+                                                           int64_t cs, bool accumulate, int64_t mv, int64_t nv,
+                                                           const TileEpilogue* e) {
+  using Edge = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, bool, int64_t, int64_t,
+                        const TileEpilogue*);
+  // By nv: 1-8 columns alone, 9-16 one vector, 17-24 one vector and 1-8 columns.
+  static constexpr Edge kEdges[25] = {
+      nullptr,
+      &edge_avx512<false, 1>, &edge_avx512<false, 2>, &edge_avx512<false, 3>, &edge_avx512<false, 4>,
+      &edge_avx512<false, 5>, &edge_avx512<false, 6>, &edge_avx512<false, 7>, &edge_avx512<false, 8>,
+      &edge_avx512<true, 0>,  &edge_avx512<true, 0>,  &edge_avx512<true, 0>,  &edge_avx512<true, 0>,
+      &edge_avx512<true, 0>,  &edge_avx512<true, 0>,  &edge_avx512<true, 0>,  &edge_avx512<true, 0>,
+      &edge_avx512<true, 1>,  &edge_avx512<true, 2>,  &edge_avx512<true, 3>,  &edge_avx512<true, 4>,
+      &edge_avx512<true, 5>,  &edge_avx512<true, 6>,  &edge_avx512<true, 7>,  &edge_avx512<true, 8>};
+  static constexpr Edge kRows[12] = {
+      nullptr,
+      &rows_12x32_avx512<1>, &rows_12x32_avx512<2>, &rows_12x32_avx512<3>, &rows_12x32_avx512<4>,
+      &rows_12x32_avx512<5>, &rows_12x32_avx512<6>, &rows_12x32_avx512<7>, &rows_12x32_avx512<8>,
+      &rows_12x32_avx512<9>, &rows_12x32_avx512<10>, &rows_12x32_avx512<11>};
+  if (nv >= 32 && mv >= 1 && mv < 12) return kRows[mv](kc, a, b, c, rs, cs, accumulate, mv, nv, e);
+  if (nv < 1 || nv > 16 + kEdgeColumns) return ukernel_12x32_avx512(kc, a, b, c, rs, cs, accumulate, mv, nv, e);
+  kEdges[nv](kc, a, b, c, rs, cs, accumulate, mv, nv, e);
+}
+
+}  // namespace ember::cpu::detail
+#endif  // RT_GEMM_X86
