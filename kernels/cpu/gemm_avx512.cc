@@ -86,12 +86,7 @@ __attribute__((target("avx512f"))) void edge_avx512(int64_t kc, const float* __r
       for (int i = 0; i < mv; ++i) {
         float* ci = c + i * rs;
         __m512 v = accumulate ? _mm512_add_ps(acc[i], _mm512_loadu_ps(ci)) : acc[i];
-        if (e != nullptr) {  // as epilogue_avx512
-          if (e->row_bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(e->row_bias[i]));
-          if (e->col_bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(e->col_bias));
-          if (e->clamp) v = min_avx512(_mm512_set1_ps(e->hi), max_avx512(_mm512_set1_ps(e->lo), v));
-        }
-        _mm512_storeu_ps(ci, v);
+        _mm512_storeu_ps(ci, e != nullptr ? epilogue16_avx512(v, *e, i, 0) : v);
       }
     } else {
       alignas(kGemmAlign) float t[12 * 16];

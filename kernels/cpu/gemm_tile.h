@@ -83,41 +83,39 @@ inline void store_tile(const float* t, int64_t nr, float* c, int64_t rs, int64_t
 
 #if RT_GEMM_X86
 // The epilogue on row i of a full tile (two vectors), as epilogue() does it.
-#define EMBER_GEMM_EPILOGUE(V, add, set1, loadu, max, min, width)                                  \
-  if (e.row_bias != nullptr) {                                                                     \
-    const V r = set1(e.row_bias[i]);                                                               \
-    row[0] = add(row[0], r);                                                                       \
-    row[1] = add(row[1], r);                                                                       \
-  }                                                                                                \
-  if (e.col_bias != nullptr) {                                                                     \
-    row[0] = add(row[0], loadu(e.col_bias));                                                       \
-    row[1] = add(row[1], loadu(e.col_bias + width));                                               \
-  }                                                                                                \
-  if (e.clamp) {                                                                                   \
-    const V lo = set1(e.lo), hi = set1(e.hi);                                                      \
-    row[0] = min(hi, max(lo, row[0]));                                                             \
-    row[1] = min(hi, max(lo, row[1]));                                                             \
-  }
-
 __attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m256* row, const TileEpilogue& e,
                                                                               int i) {
-  EMBER_GEMM_EPILOGUE(__m256, _mm256_add_ps, _mm256_set1_ps, _mm256_loadu_ps, _mm256_max_ps, _mm256_min_ps, 8)
+  if (e.row_bias != nullptr) {
+    const __m256 r = _mm256_set1_ps(e.row_bias[i]);
+    row[0] = _mm256_add_ps(row[0], r);
+    row[1] = _mm256_add_ps(row[1], r);
+  }
+  if (e.col_bias != nullptr) {
+    row[0] = _mm256_add_ps(row[0], _mm256_loadu_ps(e.col_bias));
+    row[1] = _mm256_add_ps(row[1], _mm256_loadu_ps(e.col_bias + 8));
+  }
+  if (e.clamp) {
+    const __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
+    row[0] = _mm256_min_ps(hi, _mm256_max_ps(lo, row[0]));
+    row[1] = _mm256_min_ps(hi, _mm256_max_ps(lo, row[1]));
+  }
 }
 
-// _mm512_max_ps(lo, v) and _mm512_min_ps(hi, v) as compare and blend (a NaN v
-// is kept alike): GCC 12's own trip -Wmaybe-uninitialized in its header.
-__attribute__((target("avx512f"), always_inline)) inline __m512 max_avx512(__m512 lo, __m512 v) {
-  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(lo, v, _CMP_GT_OQ), v, lo);
+// The epilogue on 16 values of row i from column j, as epilogue() does it.
+// The clamp is _mm512_max_ps(lo, v) then _mm512_min_ps(hi, v) written as
+// compare and blend (a NaN v is kept alike): GCC 12's own intrinsics trip
+// -Wmaybe-uninitialized in its header.
+__attribute__((target("avx512f"), always_inline)) inline __m512 epilogue16_avx512(__m512 v, const TileEpilogue& e,
+                                                                                   int i, int j) {
+  if (e.row_bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(e.row_bias[i]));
+  if (e.col_bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(e.col_bias + j));
+  if (e.clamp) {
+    const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
+    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(lo, v, _CMP_GT_OQ), v, lo);
+    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(hi, v, _CMP_LT_OQ), v, hi);
+  }
+  return v;
 }
-__attribute__((target("avx512f"), always_inline)) inline __m512 min_avx512(__m512 hi, __m512 v) {
-  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(hi, v, _CMP_LT_OQ), v, hi);
-}
-
-__attribute__((target("avx512f"), always_inline)) inline void epilogue_avx512(__m512* row, const TileEpilogue& e,
-                                                                               int i) {
-  EMBER_GEMM_EPILOGUE(__m512, _mm512_add_ps, _mm512_set1_ps, _mm512_loadu_ps, max_avx512, min_avx512, 16)
-}
-#undef EMBER_GEMM_EPILOGUE
 
 // Stores a 12x32 tile of accumulators (the AVX-512 kernels' tail): C (+)= acc
 // with the epilogue, the valid mv x nv part.
@@ -131,7 +129,10 @@ __attribute__((target("avx512f"), always_inline)) inline void store_12x32_avx512
         acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(ci));
         acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(ci + 16));
       }
-      if (e != nullptr) epilogue_avx512(acc[i], *e, i);
+      if (e != nullptr) {
+        acc[i][0] = epilogue16_avx512(acc[i][0], *e, i, 0);
+        acc[i][1] = epilogue16_avx512(acc[i][1], *e, i, 16);
+      }
       _mm512_storeu_ps(ci, acc[i][0]);
       _mm512_storeu_ps(ci + 16, acc[i][1]);
     }

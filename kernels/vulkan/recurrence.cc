@@ -58,15 +58,13 @@ Status recurrence(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   const int64_t T = in[0].sizes[0], B = in[0].sizes[1], I = in[0].sizes[2], H = p->hidden;
   const int64_t n = B * H;
   if (n == 0) return Status::Ok;  // every output is empty
-  for (const TensorView& v : in) {
-    if (v.data != nullptr && v.numel() >= (int64_t{1} << 31)) {
-      Context::set_why("recurrence on vulkan: an operand of 2^31 elements or more");
-      return Status::NotSupported;
+  for (Span<const TensorView> views : {in, Span<const TensorView>(out.data(), out.size())}) {
+    for (const TensorView& v : views) {
+      if (v.data != nullptr && v.numel() >= (int64_t{1} << 31)) {
+        Context::set_why("recurrence on vulkan: an operand of 2^31 elements or more");
+        return Status::NotSupported;
+      }
     }
-  }
-  if (out[0].data != nullptr && out[0].numel() >= (int64_t{1} << 31)) {
-    Context::set_why("recurrence on vulkan: an output of 2^31 elements or more");
-    return Status::NotSupported;
   }
   if (ctx.scratch == nullptr || ctx.scratch_bytes < recurrence_workspace(in, {}, params)) return Status::Internal;
   TensorView state;

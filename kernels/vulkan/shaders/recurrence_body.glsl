@@ -50,9 +50,12 @@ float f_(float v) {
   return sigmoid_(v);
 }
 
+// G * H: the gate rows of W and R (G = 4 LSTM, 3 GRU, 1 RNN).
+uint gate_rows() { return p.H * (p.cell == 0u ? 4u : p.cell == 1u ? 3u : 1u); }
+
 // Row `row` of x_t W^T + Wb for entry b.
 float x_part(uint b, uint row) {
-  const uint gh = p.H * (p.cell == 0u ? 4u : p.cell == 1u ? 3u : 1u);
+  const uint gh = gate_rows();
   float sum = has(kHasBias) ? float(bias[p.b_first + p.d * 2u * gh + row]) : 0.0;
   const uint xo = p.x_first + (p.t * p.B + b) * p.I, wo = p.w_first + (p.d * gh + row) * p.I;
   for (uint i = 0u; i < p.I; ++i) sum += float(x[xo + i]) * float(w[wo + i]);
@@ -61,7 +64,7 @@ float x_part(uint b, uint row) {
 
 // Row `row` of v R^T + Rb for entry b, v the state [B, H] at s[v_first].
 float h_part(uint v_first, uint b, uint row) {
-  const uint gh = p.H * (p.cell == 0u ? 4u : p.cell == 1u ? 3u : 1u);
+  const uint gh = gate_rows();
   float sum = has(kHasBias) ? float(bias[p.b_first + p.d * 2u * gh + gh + row]) : 0.0;
   const uint vo = v_first + b * p.H, ro = p.r_first + (p.d * gh + row) * p.H;
   for (uint k = 0u; k < p.H; ++k) sum += s[vo + k] * float(r[ro + k]);
@@ -100,7 +103,6 @@ void main() {
   }
   float hn;
   if (p.cell == 0u) {
-    const uint gh = 4u * p.H;
     const float c = s[c_at + i];
     float pi = 0.0, po = 0.0, pf = 0.0;
     if (has(kHasPeep)) {
