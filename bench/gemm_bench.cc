@@ -4,6 +4,7 @@
 // W [N, K] row-major) beside cblas_sgemm(NoTrans, Trans) and, for M = 1,
 // cblas_sgemv; ember's twice: as the eager API runs them (sgemm, W read where
 // it lies) and as the executor does (W packed once at load, sgemm_fused).
+// Also x @ W with W row-major (the unpacked axpy path).
 // Run: bazel run -c opt //bench:gemm_bench
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -112,6 +113,20 @@ void BM_ember_linear_packed(benchmark::State& state) {
   state.SetLabel(ember::cpu::sgemm_kernel_name());
 }
 
+// x [M, K] @ W with W [K, N] row-major: sgemm's unpacked axpy path up to 8
+// rows (an LSTM's step product on R^T; gemv.h).
+void BM_ember_axpy(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  LinearOperands op(m, k, n);
+  std::vector<char> ws(ember::cpu::sgemm_workspace(m, n, k, 1));
+  for (auto _ : state) {
+    ember::cpu::sgemm(m, n, k, {op.x.data(), k, 1}, {op.w.data(), n, 1}, {op.y.data(), n, 1}, false, ws.data(),
+                      ws.size(), 1);
+    benchmark::DoNotOptimize(op.y.data());
+  }
+  set_linear_flops(state, m, k, n);
+}
+
 void BM_openblas_linear(benchmark::State& state) {
   const int m = static_cast<int>(state.range(0)), k = static_cast<int>(state.range(1)),
             n = static_cast<int>(state.range(2));
@@ -146,6 +161,7 @@ void linear_shapes(benchmark::internal::Benchmark* b) {
       b->Args({m, 3072, 768, threads});
     }
     b->Args({64, 64, 512, threads});    // an LSTM's input projection (hidden 128, 64 steps)
+    for (int m : {1, 8}) b->Args({m, 128, 512, threads});  // its per-step product h @ R^T
     b->Args({64, 256, 1024, threads});  // bench/train's wide MLP, batch 64
     b->Args({64, 1024, 1024, threads});
     for (int64_t kn : {384, 1536}) b->Args({1024, 384, kn, threads});  // bench/models' BERT at batch 8: 1024 rows
@@ -156,6 +172,7 @@ void gemv_shapes(benchmark::internal::Benchmark* b) {
   for (int threads : {0, 1}) {
     b->Args({1, 768, 3072, threads});
     b->Args({1, 3072, 768, threads});
+    b->Args({1, 128, 512, threads});
   }
 }
 
@@ -172,6 +189,7 @@ BENCHMARK(BM_ember_sgemm)->Apply(sizes)->ArgNames({"n", "all_threads"})->UseReal
 BENCHMARK(BM_openblas_sgemm)->Apply(sizes)->ArgNames({"n", "all_threads"})->UseRealTime();
 
 BENCHMARK(BM_ember_linear)->Apply(linear_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
+BENCHMARK(BM_ember_axpy)->Args({1, 128, 512})->Args({4, 128, 512})->Args({8, 128, 512})->ArgNames({"M", "K", "N"})->UseRealTime();
 BENCHMARK(BM_ember_linear_packed)->Apply(linear_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
 BENCHMARK(BM_openblas_linear)->Apply(linear_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
 BENCHMARK(BM_openblas_gemv)->Apply(gemv_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();

@@ -161,6 +161,29 @@ __attribute__((target("avx2,fma"))) void axpy_avx2(int64_t k, const float* a, in
   }
 }
 
+// One row of A, 64 columns: 8 accumulators (4 groups of 2 vectors; the 4x4
+// tile's rows are column groups here), so the chains of multiply-adds hide
+// their latency where axpy_avx2<1, NV> has NV of them.
+__attribute__((target("avx2,fma"))) void axpy_row_avx2(int64_t k, const float* a, int64_t acs, const float* b,
+                                                        int64_t ldb, float* c, bool accumulate) {
+  constexpr int MB = 4, NB = 2;
+  RT_GEMV_ZERO(_mm256_setzero_ps())
+  for (int64_t p = 0; p < k; ++p) {
+    const float* bp = b + p * ldb;
+    const __m256 av = _mm256_broadcast_ss(a + p * acs);
+#define RT_GEMV_MAC(i, v, acc) _mm256_fmadd_ps(av, _mm256_loadu_ps(bp + 16 * i + 8 * v), acc)
+    RT_GEMV_TILE(RT_GEMV_STEP)
+#undef RT_GEMV_MAC
+  }
+  RT_GEMV_ARRAY;
+  for (int i = 0; i < MB; ++i) {
+    for (int v = 0; v < NB; ++v) {
+      float* d = c + 16 * i + 8 * v;
+      _mm256_storeu_ps(d, accumulate ? _mm256_add_ps(acc[i][v], _mm256_loadu_ps(d)) : acc[i][v]);
+    }
+  }
+}
+
 // --- AVX-512 --------------------------------------------------------------------
 // (not _mm512_reduce_add_ps: GCC 12's header trips -Wmaybe-uninitialized)
 __attribute__((target("avx512f"))) inline float avx512_sum(__m512 v) {
@@ -223,15 +246,41 @@ __attribute__((target("avx512f"))) void axpy_avx512(int64_t k, const float* a, i
     _mm512_mask_storeu_ps(dl, mask, acc[i][NV - 1]);
   }
 }
+
+// One row of A, 256 columns: 16 accumulators (as axpy_row_avx2).
+__attribute__((target("avx512f"))) void axpy_row_avx512(int64_t k, const float* a, int64_t acs, const float* b,
+                                                         int64_t ldb, float* c, bool accumulate) {
+  constexpr int MB = 4, NB = 4;
+  RT_GEMV_ZERO(_mm512_setzero_ps())
+  for (int64_t p = 0; p < k; ++p) {
+    const float* bp = b + p * ldb;
+    const __m512 av = _mm512_set1_ps(a[p * acs]);
+#define RT_GEMV_MAC(i, v, acc) _mm512_fmadd_ps(av, _mm512_loadu_ps(bp + 64 * i + 16 * v), acc)
+    RT_GEMV_TILE(RT_GEMV_STEP)
+#undef RT_GEMV_MAC
+  }
+  RT_GEMV_ARRAY;
+  for (int i = 0; i < MB; ++i) {
+    for (int v = 0; v < NB; ++v) {
+      float* d = c + 64 * i + 16 * v;
+      _mm512_storeu_ps(d, accumulate ? _mm512_add_ps(acc[i][v], _mm512_loadu_ps(d)) : acc[i][v]);
+    }
+  }
+}
 #endif  // RT_GEMV_X86
 
 // A family: dot kernels [MB - 1][0: NB columns, 1: one column]; axpy kernels
-// [MB - 1][0: the wide block of `wide` columns, 1: one vector of `vec` columns].
+// [MB - 1][0: the wide block of `wide` columns, 1: one vector of `vec` columns];
+// for a single row of A, `row` over blocks of `row_wide` columns (or none).
+using AxpyRowFn = void (*)(int64_t k, const float* a, int64_t acs, const float* b, int64_t ldb, float* c,
+                           bool accumulate);
 struct Family {
   int nb;
   DotFn dot[kMB][2];
   int64_t wide, vec;
   AxpyFn axpy[kMB][2];
+  int64_t row_wide = 0;
+  AxpyRowFn row = nullptr;
 };
 
 #define RT_DOT(f, nb) {f<1, nb>, f<1, 1>}, {f<2, nb>, f<2, 1>}, {f<3, nb>, f<3, 1>}, {f<4, nb>, f<4, 1>}
@@ -239,8 +288,8 @@ struct Family {
 
 const Family kPortableFamily{2, {RT_DOT(dot_portable, 2)}, 8, 4, {RT_AXPY(axpy_portable, 2)}};
 #if RT_GEMV_X86
-const Family kAvx2Family{2, {RT_DOT(dot_avx2, 2)}, 16, 8, {RT_AXPY(axpy_avx2, 2)}};
-const Family kAvx512Family{4, {RT_DOT(dot_avx512, 4)}, 64, 16, {RT_AXPY(axpy_avx512, 4)}};
+const Family kAvx2Family{2, {RT_DOT(dot_avx2, 2)}, 16, 8, {RT_AXPY(axpy_avx2, 2)}, 64, axpy_row_avx2};
+const Family kAvx512Family{4, {RT_DOT(dot_avx512, 4)}, 64, 16, {RT_AXPY(axpy_avx512, 4)}, 256, axpy_row_avx512};
 #endif
 #undef RT_DOT
 #undef RT_AXPY
@@ -278,7 +327,11 @@ void sgemm_direct(GemmIsa isa, DirectKind kind, int64_t m, int64_t j0, int64_t j
     }
     return;
   }
-  for (int64_t j = j0; j < j1;) {
+  int64_t j = j0;
+  if (m == 1 && f.row != nullptr) {
+    for (; j + f.row_wide <= j1; j += f.row_wide) f.row(k, a.data, a.cs, b.data + j, b.rs, c.data + j, accumulate);
+  }
+  while (j < j1) {
     const bool full = j + f.wide <= j1;
     const int64_t nv = full ? f.wide : std::min(f.vec, j1 - j);
     for (int64_t i = 0; i < m; i += kMB) {

@@ -1571,6 +1571,16 @@ std::vector<Case> recurrence_cases(DType dt) {
       {"RNN tanh, stepped x", 2, 1, false, false, false, false, true, false, true, false, false, true, 0.0, 4, 2, 3, 5},
       {"RNN relu bidirectional, lengths", 2, 2, false, false, true, false, true, true, false, false, false, false, 0.0,
        5, 3, 2, 4},
+      // Enough work per step for the CPU kernel's chunks of hidden units (two
+      // on two threads, of 32 + 16, 80 + 70, 16 + 24 and 80 + 80 units).
+      {"LSTM batch 8, hidden 48, peepholes, lengths (chunks of units)", 0, 2, false, false, false, false, true, true,
+       true, true, true, false, 0.0, 4, 8, 3, 48},
+      {"GRU batch 1, hidden 150, lengths (chunks, the second product)", 1, 1, true, false, false, false, true, true,
+       true, false, false, false, 0.0, 3, 1, 4, 150},
+      {"GRU linear_before_reset, batch 70, hidden 40 (chunks, blocked GEMM)", 1, 1, false, true, false, false, true,
+       false, true, false, false, false, 0.0, 2, 70, 3, 40},
+      {"RNN tanh batch 3, hidden 160, lengths (chunks)", 2, 1, false, false, false, false, true, true, false, false,
+       false, false, 0.0, 3, 3, 2, 160},
   };
   for (const Form& f : forms) {
     RecurrenceParams p;
