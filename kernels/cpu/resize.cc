@@ -3,7 +3,8 @@
 // column (kernels/ref/resize_taps.h: nearest, linear, cubic, antialiased) are
 // computed once into the workspace, then each output element is the sum of
 // its row taps times its column taps. Nearest takes one tap per dim (a
-// gather; an output row with the source row of the one above is a copy of
+// gather, or each source value f times for an integer upscale f along W; an
+// output row with the source row of the one above is a copy of
 // it); linear and cubic interpolate source rows along W once (RowCache), then
 // blend them over H. Other ranks, resized N or C, and layouts whose W is not
 // unit-strided use the reference kernel.
@@ -135,6 +136,21 @@ RT_SIMD_CLONES void blend_row(RowCache& cache, const float* plane, const int64_t
   }
 }
 
+// A nearest row whose column taps are j / f (an integer upscale along W):
+// every source value f times. f = 2 is its own loop, which GCC vectorizes
+// (the generic gather made a 2x upsample 3.9x ONNX Runtime's time; 1.3x now).
+RT_SIMD_CLONES void replicate2(const float* __restrict src, int64_t n, float* __restrict dst) {
+  for (int64_t i = 0; i < n; ++i) {
+    dst[2 * i] = src[i];
+    dst[2 * i + 1] = src[i];
+  }
+}
+
+void replicate(const float* src, int64_t n, int64_t f, float* dst) {
+  if (f == 2) return replicate2(src, n, dst);
+  for (int64_t i = 0; i < n; ++i) std::fill(dst + i * f, dst + (i + 1) * f, src[i]);
+}
+
 }  // namespace
 
 size_t resize_f32_workspace(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params) {
@@ -166,6 +182,10 @@ Status resize_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   // Nearest: whether every column tap is inside with weight 1 (the gather needs no multiply).
   bool plain_cols = cols.n == 1;
   for (int64_t j = 0; plain_cols && j < ow; ++j) plain_cols = !cols.outside[j] && cols.weight[j] == 1.0f;
+  // ... and whether they are j / f for an integer f (then a row is each source value f times).
+  const int64_t iw = x.sizes[3], f = iw > 0 && ow % iw == 0 ? ow / iw : 0;
+  bool upscale = plain_cols && f > 1;
+  for (int64_t j = 0; upscale && j < ow; ++j) upscale = cols.offset[j] == j / f;
   const bool separable = rows.n > 1 && 2 * rows.n * ow <= RowCache::kFloats;
   parallel_for(0, o.sizes[0] * channels * oh, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, ow * n[0] * n[1])),
                [&](int64_t r0, int64_t r1) {
@@ -188,6 +208,10 @@ Status resize_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
                        continue;
                      }
                      const float* src = plane + ro[0];
+                     if (rw[0] == 1.0f && upscale) {
+                       replicate(src, iw, f, dst);
+                       continue;
+                     }
                      if (rw[0] == 1.0f && plain_cols) {
                        for (int64_t j = 0; j < ow; ++j) dst[j] = src[cols.offset[j]];
                        continue;

@@ -1440,6 +1440,12 @@ std::vector<Case> resize_cases(DType dt) {
   // The CPU kernel's row copies (rows sharing a source row) across thread chunks, and
   // extrapolated rows and columns next to gathered ones.
   add("nearest x2, 240 output rows", {1, 3, 40, 50}, scales(nearest, {1, 1, 2, 2}));
+  // Integer upscales along W (the CPU kernel replicates each value): x3 with
+  // H x1.5, and PyTorch's half_pixel x2 (round_prefer_floor gives j / 2 too).
+  add("nearest W x3, H x1.5", {1, 2, 6, 7}, scales(nearest, {1, 1, 1.5, 3}));
+  ResizeParams half_pixel;
+  half_pixel.nearest = NearestMode::RoundPreferFloor;
+  add("nearest half_pixel x2", {1, 2, 5, 9}, scales(half_pixel, {1, 1, 2, 2}));
   ResizeParams tfn = nearest;
   tfn.coord = ResizeCoord::TfCropAndResize;
   tfn.extrapolation_value = 10.0;
