@@ -3,7 +3,9 @@
 //   col (Cout/g*K x In) = weight[g]^T (Cout/g*K x Cin/g) @ x[n, g] (Cin/g x In)
 // (K the kernel's taps, In the input's positions), then every column entry is
 // added to the output position its tap lands on (threads over the output
-// channels: each writes its own planes). The GEMM threads inside. Inputs
+// channels: each writes its own planes). The GEMM threads inside. A depthwise
+// one (one input and one output channel per group) skips the GEMM: each tap
+// adds the input plane times its weight, threads over the groups. Inputs
 // whose positions do not flatten (x, weight, output not contiguous past the
 // channel dim) use the reference kernel.
 #include <algorithm>
@@ -72,33 +74,70 @@ bool usable(const TensorView& x, const TensorView& w, const TensorView& bias, co
          flat_past_channels(x) && flat_past_channels(o) && w.is_contiguous();
 }
 
-// Adds the column rows of output channel `co` (taps x input positions) into its output plane.
-void col2im_channel(const float* col, float* plane, const Plan& p) {
+// dst[2i] += fa * a[i], dst[2i + 1] += fb * b[i]: two taps of a stride-2 row
+// whose outputs interleave (GCC vectorizes it; a stride-2 add alone it does not).
+RT_SIMD_CLONES void add_pair(float* __restrict dst, const float* __restrict a, const float* __restrict b, float fa,
+                             float fb, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    dst[2 * i] += fa * a[i];
+    dst[2 * i + 1] += fb * b[i];
+  }
+}
+
+// Adds the column rows of one output channel (taps x input positions; tap t's
+// row at col + t * tap_stride, times scale[t] when scale is not null) into
+// its output plane, tap after tap in order (a stride-2 pair of taps at once:
+// they write different outputs, so every output sums in the same order).
+void col2im_channel(const float* col, int64_t tap_stride, const float* scale, float* plane, const Plan& p) {
+  const int64_t s2 = p.s[2];
+  // Tap k2's valid input columns [lo, hi) (0 <= i2 * s2 - pad + k2 * dil < out) and its output offset.
+  struct Cols {
+    int64_t lo, hi, off;
+  };
+  auto cols = [&](int64_t k2) {
+    const int64_t off = k2 * p.dil[2] - p.pad[2];
+    int64_t lo = off >= 0 ? 0 : (-off + s2 - 1) / s2;
+    int64_t hi = p.out[2] - off <= 0 ? 0 : (p.out[2] - off + s2 - 1) / s2;
+    lo = std::min(lo, p.in[2]);
+    return Cols{lo, std::max(lo, std::min(hi, p.in[2])), off};
+  };
+  auto add = [&](float* dst, const float* src, float f, int64_t lo, int64_t hi) {
+    for (int64_t i2 = lo; i2 < hi; ++i2) dst[i2 * s2] += f * src[i2];
+  };
   for (int64_t k0 = 0; k0 < p.k[0]; ++k0) {
     for (int64_t k1 = 0; k1 < p.k[1]; ++k1) {
-      for (int64_t k2 = 0; k2 < p.k[2]; ++k2) {
-        const float* row = col + ((k0 * p.k[1] + k1) * p.k[2] + k2) * p.in_size;
-        // i2 is valid when 0 <= i2*s - pad + k2*dil < out.
-        const int64_t off2 = k2 * p.dil[2] - p.pad[2], s2 = p.s[2];
-        int64_t lo = off2 >= 0 ? 0 : (-off2 + s2 - 1) / s2;
-        int64_t hi = p.out[2] - off2 <= 0 ? 0 : (p.out[2] - off2 + s2 - 1) / s2;
-        lo = std::min(lo, p.in[2]);
-        hi = std::max(lo, std::min(hi, p.in[2]));
+      for (int64_t k2 = 0; k2 < p.k[2];) {
+        const int64_t tap = (k0 * p.k[1] + k1) * p.k[2] + k2;
+        const bool pair = s2 == 2 && p.dil[2] == 1 && k2 + 1 < p.k[2];
+        // b's offset is a's + 1: its valid columns start and end no later than a's.
+        const Cols a = cols(k2), b = pair ? cols(k2 + 1) : a;
+        const int64_t hi = std::max(a.lo, b.hi);  // both valid in [a.lo, hi)
+        const float fa = scale != nullptr ? scale[tap] : 1.0f;  // x 1 changes no bit
+        const float fb = scale != nullptr && pair ? scale[tap + 1] : 1.0f;
         for (int64_t i0 = 0; i0 < p.in[0]; ++i0) {
           const int64_t o0 = i0 * p.s[0] - p.pad[0] + k0 * p.dil[0];
           if (o0 < 0 || o0 >= p.out[0]) continue;
           for (int64_t i1 = 0; i1 < p.in[1]; ++i1) {
             const int64_t o1 = i1 * p.s[1] - p.pad[1] + k1 * p.dil[1];
             if (o1 < 0 || o1 >= p.out[1]) continue;
-            const float* src = row + (i0 * p.in[1] + i1) * p.in[2];
-            float* dst = plane + (o0 * p.out[1] + o1) * p.out[2] + off2;
-            if (s2 == 1) {
-              for (int64_t i2 = lo; i2 < hi; ++i2) dst[i2] += src[i2];
-            } else {
-              for (int64_t i2 = lo; i2 < hi; ++i2) dst[i2 * s2] += src[i2];
+            const int64_t pos = (i0 * p.in[1] + i1) * p.in[2];
+            const float* src = col + tap * tap_stride + pos;
+            float* dst = plane + (o0 * p.out[1] + o1) * p.out[2] + a.off;
+            if (!pair) {
+              if (s2 == 1) {
+                for (int64_t i2 = a.lo; i2 < a.hi; ++i2) dst[i2] += fa * src[i2];
+              } else {
+                add(dst, src, fa, a.lo, a.hi);
+              }
+              continue;
             }
+            const float* src_b = col + (tap + 1) * tap_stride + pos;  // its outputs: dst + 1 + 2 i2
+            add(dst + 1, src_b, fb, b.lo, std::min(b.hi, a.lo));
+            add_pair(dst + 2 * a.lo, src + a.lo, src_b + a.lo, fa, fb, hi - a.lo);
+            add(dst, src, fa, hi, a.hi);
           }
         }
+        k2 += pair ? 2 : 1;
       }
     }
   }
@@ -130,6 +169,20 @@ Status conv_transpose_f32(const KernelContext& ctx, Span<const TensorView> in, S
   float* po = o.ptr<float>();
   const int64_t m = pl.cog * pl.taps;
   const int64_t x_cs = pl.in_size > 1 ? 1 : 0;
+  auto plane_of = [&](int64_t n, int64_t c) {
+    float* plane = po + n * o.strides[0] + c * o.strides[1];
+    std::fill(plane, plane + pl.out_size, pb != nullptr ? pb[c * bias.strides[0]] : 0.0f);
+    return plane;
+  };
+  if (pl.cig == 1 && pl.cog == 1 && pl.groups > 1) {  // depthwise: tap t's column row is x's plane times w[g, t]
+    parallel_for(0, x.sizes[0] * pl.groups, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t n = i / pl.groups, g = i % pl.groups;
+        col2im_channel(px + n * x.strides[0] + g * x.strides[1], 0, pw + g * w.strides[0], plane_of(n, g), pl);
+      }
+    });
+    return Status::Ok;
+  }
   for (int64_t n = 0; n < x.sizes[0]; ++n) {
     for (int64_t g = 0; g < pl.groups; ++g) {
       const float* xg = px + n * x.strides[0] + g * pl.cig * x.strides[1];
@@ -142,10 +195,7 @@ Status conv_transpose_f32(const KernelContext& ctx, Span<const TensorView> in, S
       }
       parallel_for(0, pl.cog, 1, [&](int64_t c0, int64_t c1) {
         for (int64_t co = c0; co < c1; ++co) {
-          const int64_t c = g * pl.cog + co;
-          float* plane = po + n * o.strides[0] + c * o.strides[1];
-          std::fill(plane, plane + pl.out_size, pb != nullptr ? pb[c * bias.strides[0]] : 0.0f);
-          col2im_channel(col + co * pl.taps * pl.in_size, plane, pl);
+          col2im_channel(col + co * pl.taps * pl.in_size, pl.in_size, nullptr, plane_of(n, g * pl.cog + co), pl);
         }
       });
     }

@@ -1513,6 +1513,11 @@ std::vector<Case> conv_transpose_cases(DType dt) {
   add("2-D 2x2 stride 2 (upsampling)", {1, 8, 4, 4}, 5, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {0, 0}, {1, 1}, 1, false);
   add("2-D asymmetric pads, dilation 2", {1, 2, 4, 5}, 3, {3, 2}, {1, 3}, {0, 2}, {1, 0}, {0, 1}, {2, 1}, 1, true);
   add("2-D groups 2", {2, 4, 3, 3}, 3, {3, 3}, {2, 1}, {1, 0}, {0, 1}, {0, 0}, {1, 1}, 2, true);
+  // The CPU kernel's depthwise path, and its stride-2 tap pairs over rows wide
+  // enough for their vector loop, cut at both edges by the pads.
+  add("2-D depthwise 4x4 stride 2 pad 1", {2, 6, 5, 20}, 1, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 6, true);
+  add("2-D 4x4 stride 2 pads 3 / 2, 33 wide", {1, 3, 3, 33}, 2, {4, 4}, {2, 2}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1,
+      false);
   add("2-D stepped input", {1, 3, 4, 4}, 2, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, true);
   add("1-D", {2, 3, 7}, 2, {4}, {3}, {1}, {2}, {2}, {1}, 1, true);
   add("3-D", {1, 2, 3, 2, 3}, 2, {2, 3, 2}, {2, 1, 2}, {0, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 1, 1}, 1, true);
