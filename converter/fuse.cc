@@ -1,5 +1,5 @@
 // Graph rewrites after folding (passes.h): BatchNorm folded into Conv/Gemm,
-// Relu/Clip fused into Conv/Gemm, 1-D Convs made 2-D.
+// Relu/Clip/HardSwish fused into Conv/Gemm, 1-D Convs made 2-D.
 #include <algorithm>
 
 #include "converter/onnx_import.h"
@@ -101,8 +101,8 @@ int fuse_activations(Graph& graph) {
     const int u = sole_user(graph, prod.outputs[0]);
     if (u < 0) continue;
     const Node& act = graph.nodes[static_cast<size_t>(u)];
-    if (act.op_type == "Relu") {
-      prod.attrs["activation"] = std::string("Relu");
+    if (act.op_type == "Relu" || act.op_type == "HardSwish") {
+      prod.attrs["activation"] = act.op_type;
     } else if (act.op_type == "Clip" && act.inputs[0] == prod.outputs[0]) {
       const bool lo = act.inputs.size() > 1 && act.inputs[1] >= 0;
       const bool hi = act.inputs.size() > 2 && act.inputs[2] >= 0;

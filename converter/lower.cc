@@ -230,6 +230,8 @@ Activation Lowerer::fused_activation(const Node& n) const {
     a.min = n.get_float("activation_min", -INFINITY);
     a.max = n.get_float("activation_max", INFINITY);
     if (!(a.min <= a.max)) refuse("fused Clip bounds are invalid");
+  } else if (kind == "HardSwish") {
+    a.kind = ActivationKind::HardSwish;
   } else {
     refuse("fused activation '" + kind + "' is not supported");
   }

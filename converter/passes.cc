@@ -114,10 +114,10 @@ Expected<PassReport> run_passes_or_raise(Graph& graph, bool fuse_matmul_biases) 
   if (!bn.ok()) return bn.diag();
   r.batchnorms_folded = *bn;
   r.matmul_biases_fused = fuse_matmul_biases ? fuse_matmul_bias(graph) : 0;
+  r.hardswishes_fused = fuse_hardswishes(graph);  // first: a Conv's x * HardSigmoid(x) becomes its activation
   r.activations_fused = fuse_activations(graph);
   r.layer_norms_fused = fuse_layer_norms(graph);
   r.gelus_fused = fuse_gelus(graph);
-  r.hardswishes_fused = fuse_hardswishes(graph);
   r.convs_made_2d = conv1d_to_conv2d(graph);
   r.dead_nodes_removed += eliminate_dead_nodes(graph);
   r.values_dropped = graph.compact();

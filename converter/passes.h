@@ -23,7 +23,7 @@ struct PassReport {
   int identities_removed = 0;  // Identity and inference Dropout nodes
   int dead_nodes_removed = 0;
   int batchnorms_folded = 0;   // BatchNormalization folded into Conv/Gemm
-  int activations_fused = 0;   // Relu/Clip fused into Conv/Gemm
+  int activations_fused = 0;   // Relu/Clip/HardSwish fused into Conv/Gemm
   int matmul_biases_fused = 0; // MatMul + Add of a constant bias made one Gemm
   int values_dropped = 0;      // unreferenced values (constants, mostly) dropped
   int ifs_inlined = 0;         // If nodes of constant condition replaced by their branch

@@ -178,9 +178,7 @@ Tensor linear_dynamic(const Tensor& x, const quant::PackedLinear& w, const Activ
     float* py = y.data_ptr<float>();
     for (int64_t i = 0; i < y.numel(); ++i) {
       float v = w.bias.empty() ? 0.0f : w.bias[static_cast<size_t>(i % w.out_features)];
-      if (act.kind == ActivationKind::Relu && v < 0.0f) v = 0.0f;
-      if (act.kind == ActivationKind::Clamp) v = std::min(std::max(v, static_cast<float>(act.min)), static_cast<float>(act.max));
-      py[i] = v;
+      py[i] = activate(v, act);
     }
     return y;
   }

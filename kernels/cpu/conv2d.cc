@@ -98,15 +98,6 @@ size_t workspace_of(const ConvPlan& p) {
   return kAlign + p.bias_bytes + p.slot_bytes * static_cast<size_t>(p.slots);
 }
 
-// The GEMM epilogue of Conv2dParams::activation (bias: set per product).
-GemmEpilogue epilogue_of(const Activation& a) {
-  GemmEpilogue e;
-  e.clamp = a.kind != ActivationKind::None;
-  e.lo = a.kind == ActivationKind::Relu ? 0.0f : static_cast<float>(a.min);
-  e.hi = a.kind == ActivationKind::Relu ? __builtin_inff() : static_cast<float>(a.max);
-  return e;
-}
-
 // The packed weight the kernel may read: packed from this weight (groups 1).
 const PackedOperand* packed_weight(const Conv2dParams& prm, const TensorView& wt) {
   const auto* w = dynamic_cast<const CpuPackedWeight*>(prm.weight);
@@ -222,13 +213,19 @@ RT_SIMD_CLONES void activate_row(float* __restrict y, int64_t n, float lo, float
   }
 }
 
+RT_SIMD_CLONES void hardswish_row(float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = hardswish_value(y[i]);
+}
+
 void activate_rows(float* y, int64_t rows, int64_t rs, int64_t cols, int64_t cs, const Activation& a) {
   if (a.kind == ActivationKind::None) return;
   const float lo = a.kind == ActivationKind::Relu ? 0.0f : static_cast<float>(a.min);
   const float hi = a.kind == ActivationKind::Relu ? __builtin_inff() : static_cast<float>(a.max);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = y + r * rs;
-    if (cs == 1) {
+    if (cs == 1 && a.kind == ActivationKind::HardSwish) {
+      hardswish_row(row, cols);
+    } else if (cs == 1) {
       activate_row(row, cols, lo, hi);
     } else {
       for (int64_t c = 0; c < cols; ++c) row[c * cs] = activate(row[c * cs], a);
@@ -308,7 +305,7 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
     pb = contiguous;
   }
   const PackedOperand* packed = packed_weight(*prm, wt);
-  const GemmEpilogue epilogue = epilogue_of(prm->activation);
+  const GemmEpilogue epilogue = activation_epilogue(prm->activation);  // bias: set per product
 
   // One (image, group) product; `threads` > 1 only when units run one at a time.
   auto unit = [&](int64_t u, char* slot, int threads) {

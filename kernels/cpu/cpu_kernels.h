@@ -66,6 +66,16 @@ struct CpuPackedWeight final : PreparedWeight {
   mutable std::vector<PackedOperand> winograd_u_;
 };
 
+// The GEMM epilogue of a fused activation (Conv2dParams, LinearParams; no bias).
+inline GemmEpilogue activation_epilogue(const Activation& a) {
+  GemmEpilogue e;
+  e.clamp = a.kind == ActivationKind::Relu || a.kind == ActivationKind::Clamp;
+  e.lo = a.kind == ActivationKind::Relu ? 0.0f : static_cast<float>(a.min);
+  e.hi = a.kind == ActivationKind::Relu ? __builtin_inff() : static_cast<float>(a.max);
+  e.hardswish = a.kind == ActivationKind::HardSwish;
+  return e;
+}
+
 // Why this thread's last prepare_weight failed ("" when it did not).
 std::string last_prepare_error();
 

@@ -39,6 +39,7 @@ struct Plane {
   int64_t wp, hp;                  // padded plane
   int64_t half;                    // stride 2: offset of a row's odd columns (0: stride 1 layout)
   float lo, hi;                    // activation bounds (+-inf: none)
+  bool hardswish;                  // the activation is HardSwish (after the bounds)
 };
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -75,6 +76,7 @@ Plane plane_of(const TensorView& x, const TensorView& wt, const TensorView& o, c
   p.lo = -__builtin_inff();
   p.hi = __builtin_inff();
   const Activation& a = prm.activation;
+  p.hardswish = a.kind == ActivationKind::HardSwish;
   if (a.kind == ActivationKind::Relu) {
     p.lo = 0.0f;
   } else if (a.kind == ActivationKind::Clamp) {
@@ -107,7 +109,8 @@ void plane_scalar(const Plane& p, const float* x, const float* w, float bias, fl
           if (iw >= 0 && iw < p.w) acc += w[i * p.kw + j] * x[ih * p.xs_h + iw * p.xs_w];
         }
       }
-      o[oh * p.os_h + ow * p.os_w] = clampf(acc, p.lo, p.hi);
+      const float v = clampf(acc, p.lo, p.hi);
+      o[oh * p.os_h + ow * p.os_w] = p.hardswish ? hardswish_value(v) : v;
     }
   }
 }

@@ -386,8 +386,9 @@ const TileEpilogue* tile_epilogue(const Product& pr, int64_t i, int64_t j, int64
   const GemmEpilogue& e = *pr.epilogue;
   const bool first = pc == 0, last = pc + kc >= pr.k;
   *t = TileEpilogue{first && e.row_bias != nullptr ? e.row_bias + i : nullptr,
-                    last && e.col_bias != nullptr ? e.col_bias + j : nullptr, last && e.clamp, e.lo, e.hi};
-  return t->row_bias != nullptr || t->col_bias != nullptr || t->clamp ? t : nullptr;
+                    last && e.col_bias != nullptr ? e.col_bias + j : nullptr, last && e.clamp, e.lo, e.hi,
+                    last && e.hardswish};
+  return t->row_bias != nullptr || t->col_bias != nullptr || t->clamp || t->hardswish ? t : nullptr;
 }
 
 // C[m0:m1, n0:n1] (+)= A[m0:m1, :] @ B[:, n0:n1] on the calling thread, with
@@ -515,7 +516,8 @@ RT_SIMD_CLONES void epilogue_row(float* __restrict c, int64_t n, bool accumulate
 // Zeros C for an empty depth (k <= 0) unless accumulating, then the epilogue.
 void sgemm_empty_depth(int64_t m, int64_t n, MatrixRef<float> c, bool accumulate, const GemmEpilogue* ep) {
   const TileEpilogue e{ep != nullptr ? ep->row_bias : nullptr, ep != nullptr ? ep->col_bias : nullptr,
-                       ep != nullptr && ep->clamp, ep != nullptr ? ep->lo : 0.0f, ep != nullptr ? ep->hi : 0.0f};
+                       ep != nullptr && ep->clamp, ep != nullptr ? ep->lo : 0.0f, ep != nullptr ? ep->hi : 0.0f,
+                       ep != nullptr && ep->hardswish};
   if (c.cs == 1) {
     for (int64_t i = 0; i < m; ++i) epilogue_row(c.data + i * c.rs, n, accumulate, i, e);
     return;

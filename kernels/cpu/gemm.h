@@ -39,12 +39,14 @@ bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<
 // row (conv weights: one per output channel) or per column (Linear: one per
 // output feature) added with the first K block (row) or the last one
 // (column: C rounds as the product with the bias added after it), the clamp
-// (ReLU: lo 0, hi +inf) with the last one. C is written once per K block.
+// (ReLU: lo 0, hi +inf) with the last one, then HardSwish x * clamp(x + 3, 0,
+// 6) / 6 (as the Hardswish op rounds it). C is written once per K block.
 struct GemmEpilogue {
   const float* row_bias = nullptr;  // m values, or none
   const float* col_bias = nullptr;  // n values, or none
   bool clamp = false;
   float lo = 0.0f, hi = 0.0f;
+  bool hardswish = false;
 };
 
 // A constant operand packed once for the micro-kernel in use: K blocks of the

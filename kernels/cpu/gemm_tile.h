@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/gemm.h"
+#include "runtime/graph/op_params.h"  // hardswish_value
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -41,13 +42,15 @@ struct TileEpilogue {
   const float* col_bias;
   bool clamp;
   float lo, hi;
+  bool hardswish;
 };
 
 using Ukernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                          bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
 
-// v = clamp(v + row bias + column bias): the scalar form of the vector
-// epilogues below, operation for operation (so every tile rounds alike).
+// v = clamp(v + row bias + column bias), then HardSwish: the scalar form of
+// the vector epilogues below, operation for operation (so every tile rounds
+// alike).
 inline float epilogue(float v, const TileEpilogue& e, int64_t i, int64_t j) {
   if (e.row_bias != nullptr) v += e.row_bias[i];
   if (e.col_bias != nullptr) v += e.col_bias[j];
@@ -55,6 +58,7 @@ inline float epilogue(float v, const TileEpilogue& e, int64_t i, int64_t j) {
     v = e.lo > v ? e.lo : v;  // _mm*_max_ps(lo, v)
     v = e.hi < v ? e.hi : v;  // _mm*_min_ps(hi, v)
   }
+  if (e.hardswish) v = hardswish_value(v);
   return v;
 }
 
@@ -99,6 +103,13 @@ __attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m
     row[0] = _mm256_min_ps(hi, _mm256_max_ps(lo, row[0]));
     row[1] = _mm256_min_ps(hi, _mm256_max_ps(lo, row[1]));
   }
+  if (e.hardswish) {  // as hardswish_value: t < 0 ? 0 : (t > 6 ? 6 : t) is min(6, max(0, t)) for every t but NaN
+    const __m256 zero = _mm256_setzero_ps(), three = _mm256_set1_ps(3.0f), six = _mm256_set1_ps(6.0f);
+    for (int v = 0; v < 2; ++v) {
+      const __m256 t = _mm256_add_ps(row[v], three);
+      row[v] = _mm256_div_ps(_mm256_mul_ps(row[v], _mm256_min_ps(six, _mm256_max_ps(zero, t))), six);
+    }
+  }
 }
 
 // The epilogue on 16 values of row i from column j, as epilogue() does it.
@@ -113,6 +124,13 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 epilogue16_avx51
     const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
     v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(lo, v, _CMP_GT_OQ), v, lo);
     v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(hi, v, _CMP_LT_OQ), v, hi);
+  }
+  if (e.hardswish) {  // as hardswish_value
+    const __m512 zero = _mm512_setzero_ps(), six = _mm512_set1_ps(6.0f);
+    __m512 t = _mm512_add_ps(v, _mm512_set1_ps(3.0f));
+    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, zero, _CMP_LT_OQ), t, zero);
+    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, six, _CMP_GT_OQ), t, six);
+    v = _mm512_div_ps(_mm512_mul_ps(v, t), six);
   }
   return v;
 }

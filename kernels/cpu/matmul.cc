@@ -41,13 +41,9 @@ Plan plan_for(const TensorView& a, const TensorView& o, int threads) {
 
 // The bias and activation of a Linear's product (LinearParams: linear_prepacked).
 GemmEpilogue epilogue_of(const LinearParams* lp) {
-  GemmEpilogue e;
-  if (lp == nullptr) return e;
+  if (lp == nullptr) return GemmEpilogue{};
+  GemmEpilogue e = activation_epilogue(lp->activation);
   e.col_bias = lp->bias;
-  const Activation& a = lp->activation;
-  e.clamp = a.kind != ActivationKind::None;
-  e.lo = a.kind == ActivationKind::Relu ? 0.0f : static_cast<float>(a.min);
-  e.hi = a.kind == ActivationKind::Relu ? INFINITY : static_cast<float>(a.max);
   return e;
 }
 
@@ -63,6 +59,7 @@ void apply_epilogue(const TensorView& o, const GemmEpilogue& e) {
           v = e.lo > v ? e.lo : v;
           v = e.hi < v ? e.hi : v;
         }
+        if (e.hardswish) v = hardswish_value(v);
       }
     }
   }
@@ -93,7 +90,7 @@ Status matmul_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   const Plan p = plan_for(a, o, ctx.num_threads);
   const auto* lp = std::get_if<LinearParams>(&params);
   const GemmEpilogue epilogue = epilogue_of(lp);
-  const bool fused = epilogue.col_bias != nullptr || epilogue.clamp;
+  const bool fused = epilogue.col_bias != nullptr || epilogue.clamp || epilogue.hardswish;
   if (ctx.scratch_bytes < workspace_of(p)) {
     const Status s = ref::matmul(ctx, in, out, params);
     if (s == Status::Ok && fused) apply_epilogue(o, epilogue);

@@ -229,6 +229,10 @@ __attribute__((target("avx2"))) void epilogue16_avx2(const int32_t* t, int32_t a
     } else if (act.kind == ActivationKind::Clamp) {
       o = _mm256_max_ps(_mm256_set1_ps(static_cast<float>(act.min)), o);  // o < lo ? lo : o
       o = _mm256_min_ps(_mm256_set1_ps(static_cast<float>(act.max)), o);  // o > hi ? hi : o
+    } else if (act.kind == ActivationKind::HardSwish) {  // as hardswish_value
+      const __m256 six = _mm256_set1_ps(6.0f);
+      const __m256 t = _mm256_min_ps(six, _mm256_max_ps(_mm256_setzero_ps(), _mm256_add_ps(o, _mm256_set1_ps(3.0f))));
+      o = _mm256_div_ps(_mm256_mul_ps(o, t), six);
     }
     _mm256_storeu_ps(y + h, o);
   }

@@ -41,7 +41,8 @@ struct Geo {
   int64_t cin, h, w, cout, oh, ow, ph, pw;
   int64_t tiles_w, tiles_img, tiles, tp;  // tiles per row, per image, in all; GEMM row stride
   int64_t xs[4], os[4];
-  float lo, hi;  // activation bounds (+-inf: none)
+  float lo, hi;    // activation bounds (+-inf: none)
+  bool hardswish;  // the activation is HardSwish (after the bounds)
 };
 
 Geo geo_of(const TensorView& x, const TensorView& o, const Conv2dParams* prm) {
@@ -64,6 +65,7 @@ Geo geo_of(const TensorView& x, const TensorView& o, const Conv2dParams* prm) {
   }
   g.lo = -__builtin_inff();
   g.hi = __builtin_inff();
+  g.hardswish = prm != nullptr && prm->activation.kind == ActivationKind::HardSwish;
   if (prm != nullptr && prm->activation.kind == ActivationKind::Relu) {
     g.lo = 0.0f;
   } else if (prm != nullptr && prm->activation.kind == ActivationKind::Clamp) {

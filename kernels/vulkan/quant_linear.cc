@@ -67,7 +67,7 @@ struct ActPush {
 };
 ActPush act_push(const Activation& a) {
   ActPush p;
-  p.kind = a.kind == ActivationKind::Relu ? 1u : (a.kind == ActivationKind::Clamp ? 2u : 0u);
+  p.kind = static_cast<uint32_t>(a.kind);  // the shaders' act: 0 none, 1 relu, 2 clamp, 3 hardswish
   p.lo = static_cast<float>(a.min);
   p.hi = static_cast<float>(a.max);
   return p;

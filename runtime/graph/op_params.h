@@ -70,13 +70,21 @@ struct NormParams {
 };
 
 // An activation fused into the op that produces a tensor (the converter fuses
-// Relu and Clip into Conv and Gemm): applied to the op's output in place.
-enum class ActivationKind : uint8_t { None, Relu, Clamp };
+// Relu, Clip and HardSwish into Conv and Gemm): applied to the op's output in
+// place. Stored in model files: append only.
+enum class ActivationKind : uint8_t { None, Relu, Clamp, HardSwish };
 
 struct Activation {
   ActivationKind kind = ActivationKind::None;
   double min = -INFINITY, max = INFINITY;  // Clamp bounds (an infinite bound: none)
 };
+
+// x * clamp(x + 3, 0, 6) / 6, operation for operation as ops.def's Hardswish
+// formula (so a fused HardSwish rounds as the op alone).
+EMBER_HD inline float hardswish_value(float x) {
+  const float t = x + 3.0f;
+  return x * (t < 0.0f ? 0.0f : (t > 6.0f ? 6.0f : t)) / 6.0f;
+}
 
 // The activation of one value: the scalar form kernel epilogues apply.
 EMBER_HD inline float activate(float v, const Activation& a) {
@@ -89,6 +97,8 @@ EMBER_HD inline float activate(float v, const Activation& a) {
       const float lo = static_cast<float>(a.min), hi = static_cast<float>(a.max);
       return v < lo ? lo : (v > hi ? hi : v);
     }
+    case ActivationKind::HardSwish:
+      return hardswish_value(v);
   }
   return v;
 }

@@ -66,7 +66,7 @@ bool pair_from_fb(const flatbuffers::Vector<int64_t>* v, int64_t out[2]) {
 // An absent table is no activation.
 bool activation_from_fb(const fb::ActivationAttrs* a, Activation* out) {
   if (a == nullptr) return true;
-  if (a->kind() > static_cast<uint8_t>(ActivationKind::Clamp)) return false;
+  if (a->kind() > static_cast<uint8_t>(ActivationKind::HardSwish)) return false;
   out->kind = static_cast<ActivationKind>(a->kind());
   out->min = a->min();
   out->max = a->max();

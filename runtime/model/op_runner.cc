@@ -66,9 +66,10 @@ namespace {
 // eager front-ends, whose backward masks the gradient.
 Tensor activate(const Tensor& y, const Activation& a) {
   if (a.kind == ActivationKind::None || y.numel() == 0) return y;
-  if (a.kind == ActivationKind::Relu) {
-    if (y.requires_grad()) return relu(y);
-    run_kernel(OpKind::Relu, {y}, {y});  // elementwise, same index: in == out is safe
+  if (a.kind == ActivationKind::Relu || a.kind == ActivationKind::HardSwish) {
+    const bool relu_kind = a.kind == ActivationKind::Relu;
+    if (y.requires_grad()) return relu_kind ? relu(y) : hardswish(y);
+    run_kernel(relu_kind ? OpKind::Relu : OpKind::Hardswish, {y}, {y});  // elementwise, same index: in == out is safe
     return y;
   }
   ClampParams c;

@@ -15,7 +15,8 @@ namespace {
 
 void add_activation(std::vector<OpKind>& ops, const Activation& a) {
   if (a.kind == ActivationKind::Relu) ops.push_back(OpKind::Relu);
-  if (a.kind != ActivationKind::None && a.kind != ActivationKind::Relu) ops.push_back(OpKind::Clamp);
+  if (a.kind == ActivationKind::Clamp) ops.push_back(OpKind::Clamp);
+  if (a.kind == ActivationKind::HardSwish) ops.push_back(OpKind::Hardswish);
 }
 
 // How a node of one kind is placed.

@@ -92,7 +92,69 @@ Graph hardswish_graph(float alpha, bool swapped, bool extra_reader) {
   return gb.g;
 }
 
+// x [1, 6, 9, 9] -> Conv 3x3 (pad 1; `groups`) or, with gemm, x [5, 40] -> Gemm
+// (transB) with a bias, then HardSwish or its opset < 14 form x * HardSigmoid(x).
+Graph producer_hardswish_graph(bool gemm, int64_t groups, bool decomposed) {
+  Builder gb;
+  manual_seed(12);
+  const std::vector<int64_t> shape = gemm ? std::vector<int64_t>{5, 8} : std::vector<int64_t>{1, 6, 9, 9};
+  const int x = gb.value("x", gemm ? std::vector<int64_t>{5, 40} : std::vector<int64_t>{1, 6, 9, 9});
+  gb.g.inputs.push_back(x);
+  const int w = gb.g.add_constant("w", gemm ? randn({8, 40}) * 0.5 : randn({6, 6 / groups, 3, 3}) * 0.6);
+  const int b = gb.g.add_constant("b", randn({gemm ? 8 : 6}));
+  const int p = gb.value("p", shape), y = gb.value("y", shape);
+  gb.node(gemm ? "Gemm" : "Conv", {x, w, b}, p);
+  if (gemm) {
+    gb.g.nodes.back().attrs = {{"transB", int64_t{1}}};
+  } else {
+    gb.g.nodes.back().attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", groups}};
+  }
+  if (decomposed) {
+    const int hs = gb.value("hs", shape);
+    gb.node("HardSigmoid", {p}, hs);
+    gb.g.nodes.back().attrs = {{"alpha", 1.0 / 6.0}, {"beta", 0.5}};
+    gb.node("Mul", {p, hs}, y);
+  } else {
+    gb.node("HardSwish", {p}, y);
+  }
+  gb.g.outputs.push_back(y);
+  return gb.g;
+}
+
 }  // namespace
+
+TEST_CASE("fuse_activations: a Conv's or Gemm's HardSwish becomes its activation, the op's values bit for bit") {
+  // The GEMM path (groups 1), the depthwise one (groups 6) and a Linear; the
+  // HardSwish alone or as x * HardSigmoid(x) (fuse_hardswishes first, as run_passes).
+  manual_seed(13);
+  for (const bool gemm : {false, true}) {
+    for (const int64_t groups : {int64_t{1}, int64_t{6}}) {
+      if (gemm && groups > 1) continue;
+      for (const bool decomposed : {false, true}) {
+        CAPTURE(gemm);
+        CAPTURE(groups);
+        CAPTURE(decomposed);
+        const Tensor x = randn(gemm ? Shape{5, 40} : Shape{1, 6, 9, 9}) * 2.0;
+        const Graph unfused = producer_hardswish_graph(gemm, groups, decomposed);
+        Graph fused = unfused;
+        CHECK(fuse_hardswishes(fused) == (decomposed ? 1 : 0));
+        REQUIRE(fuse_activations(fused) == 1);
+        REQUIRE(fused.nodes.size() == 1);
+        CHECK(fused.nodes[0].get_string("activation", "") == "HardSwish");
+        auto def = lower(fused);
+        REQUIRE_MESSAGE(def.ok(), def.diag().message);
+        const OpParams& params = def->ops[0].params;
+        const Activation act = gemm ? std::get<LinearParams>(params).activation : std::get<Conv2dParams>(params).activation;
+        CHECK(act.kind == ActivationKind::HardSwish);
+        const Tensor got = testing::lower_and_run(fused, {x})[0];
+        CHECK(got.min().item<float>() < 0.0f);  // the kink is crossed
+        Graph alone = unfused;  // the HardSwish op after the producer (x * HardSigmoid(x) rounds otherwise)
+        fuse_hardswishes(alone);
+        check_equal(got, testing::lower_and_run(alone, {x})[0]);
+      }
+    }
+  }
+}
 
 TEST_CASE("fuse_matmul_bias: MatMul + Add (+ Relu) -> one Linear, exactly the unfused graph's values") {
   // Rows: few (the unpacked few-row product, bias and Relu as a pass) and

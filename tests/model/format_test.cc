@@ -664,7 +664,7 @@ TEST_CASE("model: graph-op params, fused activations, keepdim and variadic count
   lin.activation.kind = ActivationKind::Clamp;
   lin.activation.min = -1.5;  // max stays +inf
   Conv2dParams conv;
-  conv.activation.kind = ActivationKind::Relu;
+  conv.activation.kind = ActivationKind::HardSwish;
   ReduceParams reduce;
   reduce.dims = 0b110;
   reduce.keepdim = false;
@@ -697,7 +697,7 @@ TEST_CASE("model: graph-op params, fused activations, keepdim and variadic count
   CHECK(l.activation.min == -1.5);
   CHECK(l.activation.max == INFINITY);
   const auto c = std::get<Conv2dParams>(m->op_params(6).get());
-  CHECK(c.activation.kind == ActivationKind::Relu);
+  CHECK(c.activation.kind == ActivationKind::HardSwish);
   CHECK(c.stride[0] == 1);
   const auto r = std::get<ReduceParams>(m->op_params(7).get());
   CHECK(r.dims == 0b110u);
@@ -725,6 +725,9 @@ TEST_CASE("model: graph-op params, fused activations, keepdim and variadic count
   bad = def;
   std::get<LinearParams>(bad.ops[5].params).activation.max = -2.0;
   CHECK(def_error(bad) == "operator 5 'linear' (linear): LinearAttrs: invalid activation");
+  bad = def;  // a kind past the last one (HardSwish) this build knows
+  std::get<Conv2dParams>(bad.ops[6].params).activation.kind = static_cast<ActivationKind>(4);
+  CHECK(def_error(bad) == "operator 6 'conv' (conv2d): Conv2dAttrs: invalid activation");
 }
 
 namespace {

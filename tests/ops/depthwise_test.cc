@@ -77,13 +77,14 @@ TEST_CASE("depthwise conv2d: vector kernel matches the float64 reference") {
   set_num_threads(saved);
 }
 
-TEST_CASE("conv2d_activated: the kernel applies ReLU and clamps, NaN stays NaN") {
+TEST_CASE("conv2d_activated: the kernel applies ReLU, clamps and HardSwish, NaN stays NaN") {
   const double inf = std::numeric_limits<double>::infinity();
   const Activation acts[] = {
       {ActivationKind::Relu, -inf, inf},
       {ActivationKind::Clamp, 0.0, 6.0},
       {ActivationKind::Clamp, -0.5, inf},
       {ActivationKind::Clamp, -inf, 0.25},
+      {ActivationKind::HardSwish, -inf, inf},
   };
   for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
@@ -103,9 +104,11 @@ TEST_CASE("conv2d_activated: the kernel applies ReLU and clamps, NaN stays NaN")
         bool fused = false;
         const Tensor y = conv2d_activated(x, w, b, p, &fused);
         CHECK(fused);
-        const Tensor expected = a.kind == ActivationKind::Relu ? relu(plain)
-                                                               : clamp(plain, std::isfinite(a.min) ? std::optional<Scalar>(a.min) : std::nullopt,
-                                                                       std::isfinite(a.max) ? std::optional<Scalar>(a.max) : std::nullopt);
+        Tensor expected = a.kind == ActivationKind::Relu ? relu(plain) : hardswish(plain);
+        if (a.kind == ActivationKind::Clamp) {
+          expected = clamp(plain, std::isfinite(a.min) ? std::optional<Scalar>(a.min) : std::nullopt,
+                           std::isfinite(a.max) ? std::optional<Scalar>(a.max) : std::nullopt);
+        }
         REQUIRE(y.sizes() == expected.sizes());
         const Tensor yc = y.contiguous(), ec = expected.contiguous();
         const float* py = yc.data_ptr<float>();

@@ -4,7 +4,9 @@
 // 2 threads, over sizes that are not multiples of MR, NR or KC; the fused
 // epilogue (row / column bias, clamp) against exact and float64 values; a
 // packed operand made stale by sgemm_set_isa is not read.
+#include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
@@ -208,4 +210,47 @@ TEST_CASE("sgemm_fused: edge tiles (the last rows and columns) give the full til
       }
     }
   }
+}
+
+TEST_CASE("GEMM epilogue HardSwish: the Hardswish op's value of the biased product, bit for bit") {
+  // Every kernel family and edge tile (sgemm_fused), over K blocks, and the
+  // few-row product's pass (sgemm_linear, 2 rows): x * clamp(x + 3, 0, 6) / 6
+  // after the biases, in the op's order of operations.
+  IsaGuard guard;
+  manual_seed(3);
+  int kinks = 0;
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
+    REQUIRE(cpu::sgemm_set_isa(isa));
+    for (int64_t m : {2, 13, 70}) {
+      for (int64_t n : {5, 49, 64}) {
+        for (int64_t k : {7, 300}) {
+          CAPTURE(cpu::sgemm_kernel_name());
+          CAPTURE(m);
+          CAPTURE(n);
+          CAPTURE(k);
+          const Tensor a = randn({m, k}), b = randn({k, n}) * (4.0 / std::sqrt(static_cast<double>(k)));
+          const Tensor row_bias = randn({m}), col_bias = randn({n});
+          cpu::GemmEpilogue plain;
+          plain.row_bias = row_bias.data_ptr<float>();
+          plain.col_bias = col_bias.data_ptr<float>();
+          cpu::GemmEpilogue hs = plain;
+          hs.hardswish = true;
+          const Tensor y = run(m, n, k, a, b, nullptr, nullptr, plain, 1);
+          const Tensor got = run(m, n, k, a, b, nullptr, nullptr, hs, 1);
+          CHECK(bitwise_equal(got, hardswish(y)));
+          kinks += got.min().item<float>() < 0.0f && y.max().item<float>() > 3.0f;  // both sides of each kink
+          // A Linear's product (column bias only): the few-row paths apply it as a pass.
+          plain.row_bias = hs.row_bias = nullptr;
+          Tensor lin = empty({m, n}), lin_hs = empty({m, n});
+          std::vector<char> ws(cpu::sgemm_workspace(m, n, k, 1));
+          for (auto [out, e] : {std::pair<Tensor*, cpu::GemmEpilogue*>{&lin, &plain}, {&lin_hs, &hs}}) {
+            REQUIRE(cpu::sgemm_linear(m, n, k, {ref(a)}, {ref(b)}, {out->data_ptr<float>(), n, 1}, *e, ws.data(),
+                                      ws.size(), 1));
+          }
+          CHECK(bitwise_equal(lin_hs, hardswish(lin)));
+        }
+      }
+    }
+  }
+  CHECK(kinks > 10);
 }

@@ -78,8 +78,9 @@ TEST_CASE("winograd: matches the float64 reference on odd shapes, every ISA, 1 a
       {1, 3, 5, 1, 1, 1},   {1, 4, 3, 2, 2, 1},     {2, 5, 7, 9, 11, 1}, {1, 8, 8, 6, 6, 0},
       {2, 3, 4, 13, 7, 0},  {1, 17, 19, 10, 23, 2}, {1, 2, 2, 3, 3, 0},  {2, 33, 20, 14, 14, 1},
   };
-  Activation relu, clamp;
+  Activation relu, clamp, hardswish;
   relu.kind = ActivationKind::Relu;
+  hardswish.kind = ActivationKind::HardSwish;
   clamp.kind = ActivationKind::Clamp;
   clamp.min = -0.5;
   clamp.max = 0.75;
@@ -110,6 +111,8 @@ TEST_CASE("winograd: matches the float64 reference on odd shapes, every ISA, 1 a
                     reference(x, w, b, k.pad, relu), 1e-5, tol);
         prm.activation = clamp;
         check_close(winograd(x, w, b, prm, nullptr, threads), reference(x, w, b, k.pad, clamp), 1e-5, tol);
+        prm.activation = hardswish;
+        check_close(winograd(x, w, b, prm, nullptr, threads), reference(x, w, b, k.pad, hardswish), 1e-5, tol);
       }
     }
   }

@@ -78,6 +78,10 @@ void main() {
     out_ = out_ < 0.0 ? 0.0 : out_;
   } else if (p.act == 2) {
     out_ = out_ < p.act_lo ? p.act_lo : (out_ > p.act_hi ? p.act_hi : out_);
+  } else if (p.act == 3) {  // HardSwish: x * clamp(x + 3, 0, 6) / 6
+    precise float t = out_ + 3.0;
+    t = t < 0.0 ? 0.0 : (t > 6.0 ? 6.0 : t);
+    out_ = out_ * t / 6.0;
   }
   y[o] = floatBitsToUint(out_);
 }

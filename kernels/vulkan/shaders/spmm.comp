@@ -68,6 +68,9 @@ void main() {
       o = o < 0.0 ? 0.0 : o;
     } else if (p.act == 2) {
       o = o < p.act_lo ? p.act_lo : (o > p.act_hi ? p.act_hi : o);
+    } else if (p.act == 3) {  // HardSwish: x * clamp(x + 3, 0, 6) / 6
+      const float t = o + 3.0;
+      o = o * (t < 0.0 ? 0.0 : (t > 6.0 ? 6.0 : t)) / 6.0;
     }
     y[p.y_first + (i0 + t) * p.n + j] = o;
   }
