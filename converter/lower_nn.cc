@@ -235,6 +235,7 @@ void Lowerer::lower_gemm_matmul(const Node& n) {
     y = binary_new(OpKind::Add, y, c, *dt, base + "/biased", step_out(true));
   }
   if (act.kind == ActivationKind::Relu) emit_tensors(OpKind::Relu, {y}, {out}, NoParams{}, n.name);
+  if (act.kind == ActivationKind::HardSwish) emit_tensors(OpKind::Hardswish, {y}, {out}, NoParams{}, n.name);
   if (act.kind == ActivationKind::Clamp) {
     ClampParams p;
     p.has_min = std::isfinite(act.min);

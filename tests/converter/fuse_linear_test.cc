@@ -93,7 +93,8 @@ Graph hardswish_graph(float alpha, bool swapped, bool extra_reader) {
 }
 
 // x [1, 6, 9, 9] -> Conv 3x3 (pad 1; `groups`) or, with gemm, x [5, 40] -> Gemm
-// (transB) with a bias, then HardSwish or its opset < 14 form x * HardSigmoid(x).
+// (transB; alpha 0.5 when `groups` > 1: not a Linear, composed ops) with a
+// bias, then HardSwish or its opset < 14 form x * HardSigmoid(x).
 Graph producer_hardswish_graph(bool gemm, int64_t groups, bool decomposed) {
   Builder gb;
   manual_seed(12);
@@ -105,7 +106,7 @@ Graph producer_hardswish_graph(bool gemm, int64_t groups, bool decomposed) {
   const int p = gb.value("p", shape), y = gb.value("y", shape);
   gb.node(gemm ? "Gemm" : "Conv", {x, w, b}, p);
   if (gemm) {
-    gb.g.nodes.back().attrs = {{"transB", int64_t{1}}};
+    gb.g.nodes.back().attrs = {{"transB", int64_t{1}}, {"alpha", groups > 1 ? 0.5 : 1.0}};
   } else {
     gb.g.nodes.back().attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", groups}};
   }
@@ -124,12 +125,12 @@ Graph producer_hardswish_graph(bool gemm, int64_t groups, bool decomposed) {
 }  // namespace
 
 TEST_CASE("fuse_activations: a Conv's or Gemm's HardSwish becomes its activation, the op's values bit for bit") {
-  // The GEMM path (groups 1), the depthwise one (groups 6) and a Linear; the
-  // HardSwish alone or as x * HardSigmoid(x) (fuse_hardswishes first, as run_passes).
+  // The GEMM path (groups 1), the depthwise one (groups 6), a Linear and a
+  // Gemm that lowers to MatMul and Mul ops (then a Hardswish op follows them);
+  // the HardSwish alone or as x * HardSigmoid(x) (fuse_hardswishes first, as run_passes).
   manual_seed(13);
   for (const bool gemm : {false, true}) {
     for (const int64_t groups : {int64_t{1}, int64_t{6}}) {
-      if (gemm && groups > 1) continue;
       for (const bool decomposed : {false, true}) {
         CAPTURE(gemm);
         CAPTURE(groups);
@@ -144,8 +145,13 @@ TEST_CASE("fuse_activations: a Conv's or Gemm's HardSwish becomes its activation
         auto def = lower(fused);
         REQUIRE_MESSAGE(def.ok(), def.diag().message);
         const OpParams& params = def->ops[0].params;
-        const Activation act = gemm ? std::get<LinearParams>(params).activation : std::get<Conv2dParams>(params).activation;
-        CHECK(act.kind == ActivationKind::HardSwish);
+        if (gemm && groups > 1) {
+          CHECK(def->ops.back().op == OpKind::Hardswish);
+        } else {
+          const Activation act =
+              gemm ? std::get<LinearParams>(params).activation : std::get<Conv2dParams>(params).activation;
+          CHECK(act.kind == ActivationKind::HardSwish);
+        }
         const Tensor got = testing::lower_and_run(fused, {x})[0];
         CHECK(got.min().item<float>() < 0.0f);  // the kink is crossed
         Graph alone = unfused;  // the HardSwish op after the producer (x * HardSigmoid(x) rounds otherwise)
