@@ -27,6 +27,7 @@ struct Plan {
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
   int64_t s[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
   int64_t cig = 0, cog = 0, taps = 1, in_size = 1, out_size = 1, groups = 1;
+  bool depthwise = false;  // one input and one output channel per group: no GEMM, no workspace
   size_t col_bytes = 0, gemm_bytes = 0;
 };
 
@@ -59,6 +60,8 @@ Plan plan_for(const TensorView& x, const TensorView& w, const TensorView& o, con
   pl.taps = pl.k[0] * pl.k[1] * pl.k[2];
   pl.in_size = pl.in[0] * pl.in[1] * pl.in[2];
   pl.out_size = pl.out[0] * pl.out[1] * pl.out[2];
+  pl.depthwise = pl.cig == 1 && pl.cog == 1 && pl.groups > 1;
+  if (pl.depthwise) return pl;
   const int64_t m = pl.cog * pl.taps;
   pl.col_bytes = aligned(static_cast<size_t>(m * pl.in_size) * sizeof(float));
   pl.gemm_bytes = sgemm_workspace(m, pl.in_size, pl.cig, std::max(1, threads));
@@ -174,7 +177,7 @@ Status conv_transpose_f32(const KernelContext& ctx, Span<const TensorView> in, S
     std::fill(plane, plane + pl.out_size, pb != nullptr ? pb[c * bias.strides[0]] : 0.0f);
     return plane;
   };
-  if (pl.cig == 1 && pl.cog == 1 && pl.groups > 1) {  // depthwise: tap t's column row is x's plane times w[g, t]
+  if (pl.depthwise) {  // tap t's column row is x's plane times w[g, t]
     parallel_for(0, x.sizes[0] * pl.groups, 1, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t n = i / pl.groups, g = i % pl.groups;

@@ -103,7 +103,7 @@ __attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m
     row[0] = _mm256_min_ps(hi, _mm256_max_ps(lo, row[0]));
     row[1] = _mm256_min_ps(hi, _mm256_max_ps(lo, row[1]));
   }
-  if (e.hardswish) {  // as hardswish_value: t < 0 ? 0 : (t > 6 ? 6 : t) is min(6, max(0, t)) for every t but NaN
+  if (e.hardswish) {  // as hardswish_value: min(6, max(0, t)); a NaN t stays NaN (max/min return their second operand)
     const __m256 zero = _mm256_setzero_ps(), three = _mm256_set1_ps(3.0f), six = _mm256_set1_ps(6.0f);
     for (int v = 0; v < 2; ++v) {
       const __m256 t = _mm256_add_ps(row[v], three);
