@@ -9,7 +9,10 @@
 // and its odd columns from `half` on, so that every tap is a plain load too:
 //   padded column c lives at (c odd ? half : 0) + c / 2, and
 //   out[oh, ow ..] reads row oh*sh + i*dh at (j*dw odd ? half : 0) + ow + j*dw / 2.
-// Partial vectors at the end of a row are stored with a mask. Other strides,
+// Partial vectors at the end of a row are stored with a mask. 3x3 windows at
+// dilation 1 take row_block: up to four output rows at once, so that an
+// input row loaded once serves every output row that reads it. Small planes
+// put channels in the vector lanes instead (channel_group). Other strides,
 // and runs without scratch, use the scalar loop.
 #include "kernels/cpu/depthwise.h"
 
@@ -137,6 +140,7 @@ namespace portable {  // 4 lanes in GCC vector extensions: SSE2 on x86, NEON on 
 typedef float Vec __attribute__((vector_size(16)));
 typedef int Veci __attribute__((vector_size(16)));
 constexpr int64_t kL = 4;
+constexpr int kRowVectors = 2;  // 16 registers on SSE2: 4 accumulators, 9 weights, an input
 inline Vec vload(const float* s) {
   Vec v;
   std::memcpy(&v, s, sizeof(v));
@@ -160,6 +164,20 @@ inline Vec vload_n(const float* s, int64_t n) {
   std::memcpy(&v, s, sizeof(float) * n);
   return v;
 }
+#if defined(__clang__)
+#define RT_DW_SHUFFLE(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define RT_DW_SHUFFLE(a, b, i, j, k, l) __builtin_shuffle(a, b, Veci{i, j, k, l})
+#endif
+inline void vtranspose(Vec r[4]) {
+  const Vec t0 = RT_DW_SHUFFLE(r[0], r[1], 0, 4, 1, 5), t1 = RT_DW_SHUFFLE(r[0], r[1], 2, 6, 3, 7);
+  const Vec t2 = RT_DW_SHUFFLE(r[2], r[3], 0, 4, 1, 5), t3 = RT_DW_SHUFFLE(r[2], r[3], 2, 6, 3, 7);
+  r[0] = RT_DW_SHUFFLE(t0, t2, 0, 1, 4, 5);
+  r[1] = RT_DW_SHUFFLE(t0, t2, 2, 3, 6, 7);
+  r[2] = RT_DW_SHUFFLE(t1, t3, 0, 1, 4, 5);
+  r[3] = RT_DW_SHUFFLE(t1, t3, 2, 3, 6, 7);
+}
+#undef RT_DW_SHUFFLE
 #include "kernels/cpu/depthwise_body.inc"
 }  // namespace portable
 
@@ -169,6 +187,7 @@ inline Vec vload_n(const float* s, int64_t n) {
 namespace avx2 {
 using Vec = __m256;
 constexpr int64_t kL = 8;
+constexpr int kRowVectors = 2;  // 16 registers: 4 accumulators, 9 weights, an input
 inline Vec vload(const float* s) { return _mm256_loadu_ps(s); }
 inline Vec veven(Vec a, Vec b) {
   const __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
@@ -190,6 +209,24 @@ inline void vstore_n(float* d, Vec v, int64_t n) {
 inline Vec vload_n(const float* s, int64_t n) {
   return _mm256_maskload_ps(s, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMask + 8 - n)));
 }
+inline void vtranspose(Vec r[8]) {
+  Vec t[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    r[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int j = 0; j < 4; ++j) {
+    t[j] = _mm256_permute2f128_ps(r[j], r[j + 4], 0x20);
+    t[j + 4] = _mm256_permute2f128_ps(r[j], r[j + 4], 0x31);
+  }
+  for (int j = 0; j < 8; ++j) r[j] = t[j];
+}
 #include "kernels/cpu/depthwise_body.inc"
 }  // namespace avx2
 #pragma GCC pop_options
@@ -199,6 +236,7 @@ inline Vec vload_n(const float* s, int64_t n) {
 namespace avx512 {
 using Vec = __m512;
 constexpr int64_t kL = 16;
+constexpr int kRowVectors = 8;  // 32 registers: 16 accumulators, 9 weights, an input
 inline Vec vload(const float* s) { return _mm512_loadu_ps(s); }
 inline Vec veven(Vec a, Vec b) {
   return _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b);
@@ -216,6 +254,34 @@ inline void vstore_n(float* d, Vec v, int64_t n) {
   _mm512_mask_storeu_ps(d, static_cast<__mmask16>((1u << n) - 1), v);
 }
 inline Vec vload_n(const float* s, int64_t n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), s); }
+// Pairs of rows interleaved, then 64-bit pairs, then 128-bit lanes twice.
+// (GCC 12's headers trip -Wmaybe-uninitialized in these shuffles, as in vmax.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+inline void vtranspose(Vec r[16]) {
+  Vec t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + j + 4], 0x88);
+      t[8 * i + j + 4] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + j + 4], 0xdd);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+  }
+}
+#pragma GCC diagnostic pop
 #include "kernels/cpu/depthwise_body.inc"
 }  // namespace avx512
 #pragma GCC pop_options
@@ -253,14 +319,16 @@ size_t group_bytes(const Plane& p) {
   return round_up((p.hp * (p.w + 2 * p.pw) + p.oh * p.ow) * kLanes * 4, kAlign);
 }
 
-// Output rows of at most half a vector put channels in the vector lanes
-// (channel_group): plane_s1 / plane_s2 leave most lanes idle there. Its
-// transposes cost more than the idle lanes on wider rows. Measured on
-// MobileNetV2's depthwise layers (bench/ops/layers.py, AVX-512, min of 300
-// runs): 960x7x7 0.075 -> 0.056 ms, 576x14x14 stride 2 0.080 -> 0.068 ms;
-// rows of 14 and 28 were slower (192x28x28: 0.13 -> 0.27 ms).
+// Output rows of up to two vectors put channels in the vector lanes
+// (channel_group): plane_s1 / plane_s2 leave lanes idle there, or run
+// row_block on few vectors. Contiguous planes are transposed in registers.
+// Measured on MobileNetV2's depthwise layers (bench/ops/layers.py, AVX-512,
+// min of 300 runs, planes -> lanes): 960x7x7 0.054 -> 0.026 ms, 576x14x14
+// stride 2 0.062 -> 0.025, 384x14x14 0.047 -> 0.034, 192x28x28 0.065 ->
+// 0.063, 144x56x56 stride 2 0.092 -> 0.086; wider rows were not measured
+// faster (and take more scratch).
 bool channel_lanes(const Plane& p, int64_t channels) {
-  return channels >= kLanes / 2 && p.ow <= kLanes / 2 && group_bytes(p) <= (512u << 10);
+  return channels >= kLanes / 2 && p.ow <= 2 * kLanes && group_bytes(p) <= (512u << 10);
 }
 
 }  // namespace

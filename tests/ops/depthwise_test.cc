@@ -1,7 +1,8 @@
 // The float32 CPU depthwise convolution (kernels/cpu/depthwise.cc) against the
 // float64 reference kernel: every vector width (the GEMM's ISA selection),
 // strides 1, 2 and 3, padding, dilation, kernel shapes, rows narrower and wider
-// than a vector, channels_last and strided layouts, 1 and 2 threads; and the
+// than a vector, channels_last and strided layouts, 1 and 2 threads (every
+// path: row_block, the generic tap loop, channel lanes); and the
 // fused activation (ReLU, ReLU6, one-sided clamps, NaN kept) of
 // conv2d_activated on both the depthwise and the GEMM paths.
 #include <cmath>
@@ -45,6 +46,10 @@ TEST_CASE("depthwise conv2d: vector kernel matches the float64 reference") {
       {1, 20, 7, 7, 3, 3, 1, 1, 1},    {2, 19, 14, 14, 3, 3, 2, 1, 1}, {1, 33, 9, 11, 5, 5, 1, 2, 2},
       {1, 16, 15, 15, 3, 3, 2, 1, 1},  {1, 8, 5, 6, 1, 3, 2, 0, 1},    {1, 24, 1, 1, 3, 3, 1, 1, 1},
       {1, 17, 12, 16, 3, 3, 2, 1, 1},
+      // row_block: rows of more vectors than it keeps in registers (150 and 151 wide), blocks of
+      // four, two and one rows; channel lanes on rows of up to 32 with a partial last transpose
+      {1, 2, 11, 150, 3, 3, 1, 1, 1},  {1, 2, 9, 301, 3, 3, 2, 1, 1},  {1, 3, 7, 44, 3, 3, 1, 1, 1},
+      {1, 18, 30, 30, 3, 3, 1, 1, 1},  {1, 9, 23, 33, 3, 3, 2, 1, 1},
   };
   const int saved = get_num_threads();
   for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
