@@ -31,6 +31,7 @@ using detail::store4;
 using detail::store_tile;
 using detail::TileEpilogue;
 using detail::Ukernel;
+using detail::InPlaceUkernel;
 using detail::v4f;
 #if RT_GEMM_X86
 using detail::edge_12x32_avx512;
@@ -68,6 +69,7 @@ struct UkernelInfo {
   GemmIsa isa;
   bool bf16 = false;  // bf16 panels (gemm_tile.h: K pairs per 32-bit slot)
   Ukernel edge = nullptr;  // for tiles of fewer than nr valid columns or mr valid rows (null: fn)
+  InPlaceUkernel in_place = nullptr;  // full-width tiles of a B with contiguous rows, unpacked (null: none)
 };
 
 
@@ -159,7 +161,7 @@ constexpr UkernelInfo kPortable{8, 8, 128, &ukernel_8x8_portable, "portable 8x8"
 #if RT_GEMM_X86
 constexpr UkernelInfo kAvx2{6, 16, 120, &ukernel_6x16_avx2, "avx2 6x16", GemmIsa::Avx2};
 constexpr UkernelInfo kAvx512{12, 32, 144, &ukernel_12x32_avx512, "avx512 12x32", GemmIsa::Avx512, false,
-                               &edge_12x32_avx512};
+                               &edge_12x32_avx512, &detail::in_place_12x32_avx512};
 #endif
 // Runs only products with a bf16-packed operand (where detail::bf16_supported()).
 constexpr UkernelInfo kBf16{12, 32, 144, &detail::ukernel_12x32_bf16, "avx512-bf16 12x32", GemmIsa::Avx512, true};
@@ -398,6 +400,9 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
   const int64_t k = pr.k;
   const int64_t m_pad = round_up(pr.m, u.mr), n_pad = round_up(pr.n, u.nr);
   const MatrixRef<const float>&a = pr.a, &b = pr.b;
+  // B with contiguous rows is read in place by the full-width tiles (only a
+  // partial last panel is packed): packing copied all of it once per K block.
+  const bool in_place = u.in_place != nullptr && pr.b_packed == nullptr && b.cs == 1;
   for (int64_t jc = n0; jc < n1; jc += s.nc) {
     const int64_t nc = std::min(s.nc, n1 - jc);
     const int64_t n_panels = (nc + u.nr - 1) / u.nr;
@@ -405,10 +410,12 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
       const int64_t kc = std::min(s.kc, k - pc);
       const bool acc = pr.accumulate || pc > 0;
       const float* bblock_packed = bpack;
+      const MatrixRef<const float> bblock{b.data + pc * b.rs + jc * b.cs, b.rs, b.cs};
       if (pr.b_packed != nullptr) {
         bblock_packed = pr.b_packed + slots(u, pc) * n_pad + jc * slots(u, kc);
+      } else if (in_place) {
+        if (nc % u.nr != 0) pack_b_panel(u, n_panels - 1, nc, kc, bblock, bpack);  // the partial panel only
       } else {
-        const MatrixRef<const float> bblock{b.data + pc * b.rs + jc * b.cs, b.rs, b.cs};
         for (int64_t jp = 0; jp < n_panels; ++jp) pack_b_panel(u, jp, nc, kc, bblock, bpack);
       }
       for (int64_t ic = m0; ic < m1; ic += s.mc) {
@@ -423,6 +430,12 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
           const int64_t jr = jp * u.nr;
           TileEpilogue te;
           const int64_t mv = std::min(u.mr, mc - ir), nv = std::min(u.nr, nc - jr);
+          if (in_place && nv == u.nr) {
+            u.in_place(kc, ablock + ir * slots(u, kc), bblock.data + jr, b.rs,
+                       pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs, pr.c.cs, acc, mv, nv,
+                       tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te));
+            return;
+          }
           ((nv < u.nr || mv < u.mr) && u.edge != nullptr ? u.edge : u.fn)(
               kc, ablock + ir * slots(u, kc), bblock_packed + jp * u.nr * slots(u, kc),
               pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs, pr.c.cs, acc, mv, nv,

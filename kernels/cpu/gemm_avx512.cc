@@ -13,11 +13,13 @@ namespace {
 // MV < 12: the first MV rows only (a tile at the bottom edge: C_out = 64 is
 // 5 x 12 + 4, and 4 rows cost 8 multiply-adds a step, not 24), each the same
 // chain as in the full tile.
+// ldb: the distance between B's rows (32 in a packed panel; B's row stride
+// when it is read in place).
 template <int MV>
-__attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const float* __restrict a,
-                                                           const float* __restrict b, float* c, int64_t rs,
-                                                           int64_t cs, bool accumulate, int64_t mv, int64_t nv,
-                                                           const TileEpilogue* e) {
+__attribute__((target("avx512f"))) inline void rows_12x32_avx512(int64_t kc, const float* __restrict a,
+                                                                  const float* __restrict b, int64_t ldb, float* c,
+                                                                  int64_t rs, int64_t cs, bool accumulate,
+                                                                  int64_t mv, int64_t nv, const TileEpilogue* e) {
   EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO, __m512, _mm512_setzero_ps())
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
@@ -31,7 +33,7 @@ __attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const floa
     EMBER_GEMM_ROWS12(EMBER_GEMM_STEP, , )
 #undef EMBER_GEMM_STEP
     a += 12;
-    b += 32;
+    b += ldb;
   }
   __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_PAIR, , )};
   store_12x32_avx512(acc, c, rs, cs, accumulate, mv, nv, e);
@@ -116,7 +118,37 @@ __attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const f
                                                               const float* __restrict b, float* c,
                                                               int64_t rs, int64_t cs, bool accumulate,
                                                               int64_t mv, int64_t nv, const TileEpilogue* e) {
-  rows_12x32_avx512<12>(kc, a, b, c, rs, cs, accumulate, mv, nv, e);
+  rows_12x32_avx512<12>(kc, a, b, 32, c, rs, cs, accumulate, mv, nv, e);
+}
+
+namespace {
+
+template <int MV>
+__attribute__((target("avx512f"))) void rows_packed(int64_t kc, const float* __restrict a, const float* __restrict b,
+                                                     float* c, int64_t rs, int64_t cs, bool accumulate, int64_t mv,
+                                                     int64_t nv, const TileEpilogue* e) {
+  rows_12x32_avx512<MV>(kc, a, b, 32, c, rs, cs, accumulate, mv, nv, e);
+}
+
+template <int MV>
+__attribute__((target("avx512f"))) void rows_in_place(int64_t kc, const float* __restrict a,
+                                                       const float* __restrict b, int64_t ldb, float* c, int64_t rs,
+                                                       int64_t cs, bool accumulate, int64_t mv, int64_t nv,
+                                                       const TileEpilogue* e) {
+  rows_12x32_avx512<MV>(kc, a, b, ldb, c, rs, cs, accumulate, mv, nv, e);
+}
+
+}  // namespace
+
+__attribute__((target("avx512f"))) void in_place_12x32_avx512(int64_t kc, const float* __restrict a,
+                                                               const float* __restrict b, int64_t ldb, float* c,
+                                                               int64_t rs, int64_t cs, bool accumulate, int64_t mv,
+                                                               int64_t nv, const TileEpilogue* e) {
+  static constexpr InPlaceUkernel kRows[13] = {
+      nullptr,           &rows_in_place<1>, &rows_in_place<2>, &rows_in_place<3>,  &rows_in_place<4>,
+      &rows_in_place<5>, &rows_in_place<6>, &rows_in_place<7>, &rows_in_place<8>,  &rows_in_place<9>,
+      &rows_in_place<10>, &rows_in_place<11>, &rows_in_place<12>};
+  kRows[std::clamp<int64_t>(mv, 1, 12)](kc, a, b, ldb, c, rs, cs, accumulate, mv, nv, e);
 }
 
 // UkernelInfo::edge of the 12x32 kernel: nv < 32 (the right edge), or a full
@@ -138,9 +170,8 @@ __attribute__((target("avx512f"))) void edge_12x32_avx512(int64_t kc, const floa
       &edge_avx512<true, 5>,  &edge_avx512<true, 6>,  &edge_avx512<true, 7>,  &edge_avx512<true, 8>};
   static constexpr Edge kRows[12] = {
       nullptr,
-      &rows_12x32_avx512<1>, &rows_12x32_avx512<2>, &rows_12x32_avx512<3>, &rows_12x32_avx512<4>,
-      &rows_12x32_avx512<5>, &rows_12x32_avx512<6>, &rows_12x32_avx512<7>, &rows_12x32_avx512<8>,
-      &rows_12x32_avx512<9>, &rows_12x32_avx512<10>, &rows_12x32_avx512<11>};
+      &rows_packed<1>, &rows_packed<2>, &rows_packed<3>, &rows_packed<4>,  &rows_packed<5>, &rows_packed<6>,
+      &rows_packed<7>, &rows_packed<8>, &rows_packed<9>, &rows_packed<10>, &rows_packed<11>};
   if (nv >= 32 && mv >= 1 && mv < 12) return kRows[mv](kc, a, b, c, rs, cs, accumulate, mv, nv, e);
   if (nv < 1 || nv > 16 + kEdgeColumns) return ukernel_12x32_avx512(kc, a, b, c, rs, cs, accumulate, mv, nv, e);
   kEdges[nv](kc, a, b, c, rs, cs, accumulate, mv, nv, e);
