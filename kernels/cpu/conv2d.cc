@@ -39,6 +39,10 @@ constexpr size_t kAlign = 64;
 // about kBatchedColumns columns.
 constexpr int64_t kBatchedBelow = 64;
 constexpr int64_t kBatchedColumns = 512;
+// An image's im2col buffer above this many bytes is built and multiplied in
+// blocks of output rows, so that the GEMM reads it from L2 (ResNet-18's 7x7
+// stem wrote and read back 7.4 MB).
+constexpr size_t kColumnBytes = 1 << 20;
 
 size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
@@ -53,6 +57,7 @@ struct ConvPlan {
   bool direct;              // 1x1, stride 1, no padding, input H and W merge: no im2col
   bool over_units;          // one single-threaded GEMM per thread over (image, group)
   int64_t images;           // > 1: images whose columns one GEMM takes together (groups 1)
+  int64_t rows;             // output rows per GEMM of one image (their im2col columns stay in L2)
   int threads;
   size_t bias_bytes, col_bytes, out_bytes, gemm_bytes, slot_bytes;
   int64_t slots;
@@ -84,7 +89,12 @@ ConvPlan plan_for(const TensorView& x, const TensorView& wt, const TensorView& o
                  ? std::min(p.batch, std::max<int64_t>(2, kBatchedColumns / p.p))
                  : 1;
   p.over_units = p.images == 1 && units > 1 && p.threads > 1 && work < 128.0 * 128.0 * 128.0;
-  const int64_t cols = p.images * p.p;  // the GEMM's columns
+  // One image's im2col columns over kColumnBytes take several GEMMs, of p.rows output rows each.
+  p.rows = p.oh;
+  if (!p.direct && p.images == 1 && p.ow > 0 && p.kdim * p.p * sizeof(float) > kColumnBytes) {
+    p.rows = std::max<int64_t>(1, static_cast<int64_t>(kColumnBytes / (p.kdim * p.ow * sizeof(float))));
+  }
+  const int64_t cols = p.images > 1 ? p.images * p.p : p.rows * p.ow;  // the GEMM's columns
   p.col_bytes = p.direct && p.images == 1 ? 0 : aligned(static_cast<size_t>(p.kdim * cols) * sizeof(float));
   p.out_bytes = p.images > 1 ? aligned(static_cast<size_t>(p.cout * cols) * sizeof(float)) : 0;
   p.gemm_bytes = sgemm_workspace(p.cout_g, cols, p.kdim, p.over_units ? 1 : p.threads);
@@ -146,12 +156,12 @@ RT_SIMD_CLONES void copy_even(float* __restrict dst, const float* __restrict src
   for (; i < n; ++i) dst[i] = src[2 * i];
 }
 
-// col[(ci*KH + i)*KW + j, oh*OW + ow] = x[ci, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside);
-// col's rows `ld` apart. The row's (ci, i, j) advance with it and each j's
-// valid columns are computed once per call: with few output positions (a 1-D
+// col[(ci*KH + i)*KW + j, (oh - oh0)*OW + ow] = x[ci, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside)
+// for the output rows oh in [oh0, oh1); col's rows `ld` apart. The row's (ci, i, j) advance with it and
+// each j's valid columns are computed once per call: with few output positions (a 1-D
 // convolution over short frames) the divisions per row cost more than the copy.
 void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const Conv2dParams& prm, float* col,
-                 int64_t ld, int64_t r0, int64_t r1) {
+                 int64_t ld, int64_t r0, int64_t r1, int64_t oh0, int64_t oh1) {
   const int64_t sc = xv.strides[1], sh = xv.strides[2], sw = xv.strides[3];
   const int64_t st = prm.stride[1];
   // Kernel column j reads inside the row for ow in [lo, hi): 0 <= ow*stride + off_w < W.
@@ -176,7 +186,7 @@ void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const 
     } else {
       range_of(j, &lo, &hi);
     }
-    for (int64_t oh = 0; oh < p.oh; ++oh, dst += p.ow) {
+    for (int64_t oh = oh0; oh < oh1; ++oh, dst += p.ow) {
       const int64_t ih = oh * prm.stride[0] - prm.padding[0] + i * prm.dilation[0];
       if (ih < 0 || ih >= p.h) {
         std::memset(dst, 0, sizeof(float) * p.ow);
@@ -312,22 +322,29 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
     const int64_t n = u / p.groups, g = u % p.groups;
     const float* xg = px + n * x.strides[0] + g * p.cg * x.strides[1];
     float* og = po + n * o.strides[0] + g * p.cout_g * o.strides[1];
-    MatrixRef<const float> bmat{xg, x.strides[1], x_cs};
-    if (!p.direct) {
-      float* col = reinterpret_cast<float*>(slot);
-      if (threads > 1 && p.kdim > 1) {
-        parallel_for(0, p.kdim, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, p.p)),
-                     [&](int64_t r0, int64_t r1) { im2col_rows(xg, x, p, *prm, col, p.p, r0, r1); });
-      } else {
-        im2col_rows(xg, x, p, *prm, col, p.p, 0, p.kdim);
-      }
-      bmat = MatrixRef<const float>{col, p.p, 1};
-    }
     GemmEpilogue e = epilogue;
     e.row_bias = pb != nullptr ? pb + g * p.cout_g : nullptr;
-    return sgemm_fused(p.cout_g, p.p, p.kdim, GemmOperand{{pw + g * p.cout_g * p.kdim, p.kdim, 1}, packed},
-                       GemmOperand{bmat, nullptr}, MatrixRef<float>{og, o.strides[1], o_cs}, e, slot + p.col_bytes,
-                       p.gemm_bytes, threads);
+    const GemmOperand a{{pw + g * p.cout_g * p.kdim, p.kdim, 1}, packed};
+    if (p.direct) {
+      return sgemm_fused(p.cout_g, p.p, p.kdim, a, GemmOperand{{xg, x.strides[1], x_cs}, nullptr},
+                         MatrixRef<float>{og, o.strides[1], o_cs}, e, slot + p.col_bytes, p.gemm_bytes, threads);
+    }
+    float* col = reinterpret_cast<float*>(slot);
+    for (int64_t oh0 = 0; oh0 < p.oh; oh0 += p.rows) {
+      const int64_t oh1 = std::min(p.oh, oh0 + p.rows), cols = (oh1 - oh0) * p.ow;
+      if (threads > 1 && p.kdim > 1) {
+        parallel_for(0, p.kdim, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols)),
+                     [&](int64_t r0, int64_t r1) { im2col_rows(xg, x, p, *prm, col, cols, r0, r1, oh0, oh1); });
+      } else {
+        im2col_rows(xg, x, p, *prm, col, cols, 0, p.kdim, oh0, oh1);
+      }
+      if (!sgemm_fused(p.cout_g, cols, p.kdim, a, GemmOperand{{col, cols, 1}, nullptr},
+                       MatrixRef<float>{og + oh0 * p.ow * o_cs, o.strides[1], o_cs}, e, slot + p.col_bytes,
+                       p.gemm_bytes, threads)) {
+        return false;
+      }
+    }
+    return true;
   };
 
   if (p.images > 1) {
@@ -342,7 +359,7 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
       const int64_t nb = std::min(p.images, p.batch - n0), cols = nb * p.p;
       parallel_for(0, nb, 1, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i)
-          im2col_rows(px + (n0 + i) * x.strides[0], x, p, *prm, col + i * p.p, cols, 0, p.kdim);
+          im2col_rows(px + (n0 + i) * x.strides[0], x, p, *prm, col + i * p.p, cols, 0, p.kdim, 0, p.oh);
       });
       if (!sgemm_fused(p.cout, cols, p.kdim, GemmOperand{{pw, p.kdim, 1}, packed}, GemmOperand{{col, cols, 1}, nullptr},
                        MatrixRef<float>{prod, cols, 1}, e, slot + p.col_bytes + p.out_bytes, p.gemm_bytes, p.threads))

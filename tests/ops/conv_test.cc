@@ -126,6 +126,16 @@ TEST_CASE("conv2d: float32 CPU kernel matches float64 reference, threaded and no
     check_close(conv2d(xf.contiguous(MemoryFormat::ChannelsLast), wf, bf, {1, 8}, {0, 4}), ef, 1e-4, 1e-5);
     const Tensor x1 = randn({5, 4, 3, 3});
     check_close(conv2d(x1, w1), conv2d(x1.to(DType::Float64), w1.to(DType::Float64)).to(DType::Float32), 1e-4, 1e-5);
+    // An im2col buffer over 1 MiB (147 x 10000 floats) is built and multiplied in blocks of 17 output rows
+    // (the last of 15), into the output at the block's rows; stride 2 and padding inside the blocks too.
+    const Tensor xb = randn({1, 3, 100, 100}), wb = randn({8, 3, 7, 7}), bb = randn({8});
+    for (int64_t st : {1, 2}) {
+      CAPTURE(st);
+      check_close(conv2d(xb, wb, bb, {st, st}, {3, 3}),
+                  conv2d(xb.to(DType::Float64), wb.to(DType::Float64), bb.to(DType::Float64), {st, st}, {3, 3})
+                      .to(DType::Float32),
+                  1e-4, 1e-5);
+    }
     // A kernel wider than im2col's cached column ranges (512): they are computed per row.
     const Tensor xw = randn({1, 2, 1, 700}), ww = randn({3, 2, 1, 600});
     check_close(conv2d(xw, ww, Tensor(), {1, 3}, {0, 20}),
