@@ -141,6 +141,7 @@ typedef float Vec __attribute__((vector_size(16)));
 typedef int Veci __attribute__((vector_size(16)));
 constexpr int64_t kL = 4;
 constexpr int kRowVectors = 2;  // 16 registers on SSE2: 4 accumulators, 9 weights, an input
+constexpr int64_t kLaneBlock = 2;
 inline Vec vload(const float* s) {
   Vec v;
   std::memcpy(&v, s, sizeof(v));
@@ -188,6 +189,7 @@ namespace avx2 {
 using Vec = __m256;
 constexpr int64_t kL = 8;
 constexpr int kRowVectors = 2;  // 16 registers: 4 accumulators, 9 weights, an input
+constexpr int64_t kLaneBlock = 4;
 inline Vec vload(const float* s) { return _mm256_loadu_ps(s); }
 inline Vec veven(Vec a, Vec b) {
   const __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
@@ -237,6 +239,7 @@ namespace avx512 {
 using Vec = __m512;
 constexpr int64_t kL = 16;
 constexpr int kRowVectors = 8;  // 32 registers: 16 accumulators, 9 weights, an input
+constexpr int64_t kLaneBlock = 4;
 inline Vec vload(const float* s) { return _mm512_loadu_ps(s); }
 inline Vec veven(Vec a, Vec b) {
   return _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b);
