@@ -325,6 +325,16 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
     GemmEpilogue e = epilogue;
     e.row_bias = pb != nullptr ? pb + g * p.cout_g : nullptr;
     const GemmOperand a{{pw + g * p.cout_g * p.kdim, p.kdim, 1}, packed};
+    if (p.direct && p.p == 1 && x.strides[1] == 1) {
+      // One output position (a squeeze-and-excitation block's FC): out^T = x^T W^T, a row
+      // times the weight read in place by gemv's dot kernels; the bias is a column bias there.
+      GemmEpilogue ev = epilogue;
+      ev.col_bias = e.row_bias;
+      return sgemm_linear(1, p.cout_g, p.kdim, GemmOperand{{xg, p.kdim, 1}, nullptr},
+                          GemmOperand{{pw + g * p.cout_g * p.kdim, 1, p.kdim}, nullptr},
+                          MatrixRef<float>{og, o.strides[1], o.strides[1]}, ev, slot + p.col_bytes, p.gemm_bytes,
+                          threads);
+    }
     if (p.direct) {
       return sgemm_fused(p.cout_g, p.p, p.kdim, a, GemmOperand{{xg, x.strides[1], x_cs}, nullptr},
                          MatrixRef<float>{og, o.strides[1], o_cs}, e, slot + p.col_bytes, p.gemm_bytes, threads);

@@ -136,6 +136,11 @@ TEST_CASE("conv2d: float32 CPU kernel matches float64 reference, threaded and no
                       .to(DType::Float32),
                   1e-4, 1e-5);
     }
+    // A 1x1 convolution of a 1x1 input (a squeeze-and-excitation FC): gemv's dot kernels, the bias a column bias.
+    const Tensor xv = randn({1, 300, 1, 1}), wv = randn({77, 300, 1, 1}), bv = randn({77});
+    check_close(conv2d(xv, wv, bv),
+                conv2d(xv.to(DType::Float64), wv.to(DType::Float64), bv.to(DType::Float64)).to(DType::Float32), 1e-4,
+                1e-5);
     // A kernel wider than im2col's cached column ranges (512): they are computed per row.
     const Tensor xw = randn({1, 2, 1, 700}), ww = randn({3, 2, 1, 600});
     check_close(conv2d(xw, ww, Tensor(), {1, 3}, {0, 20}),

@@ -96,16 +96,22 @@ TEST_CASE("conv2d_activated: the kernel applies ReLU, clamps and HardSwish, NaN 
   for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
     CAPTURE(std::string(cpu::sgemm_kernel_name()));
-    for (int64_t groups : {1, 6, 18}) {  // the GEMM path and the depthwise one (planes, channel lanes)
+    // The GEMM path, the depthwise one (planes, channel lanes), and a 1x1 convolution of a 1x1 input (gemv's
+    // dot kernels, the bias and activation as a column epilogue).
+    for (int64_t groups : {1, 6, 18, 0}) {
       CAPTURE(groups);
-      const int64_t c = groups == 18 ? 18 : 6;
-      Tensor x = randn({1, c, 9, groups == 18 ? 8 : 21}) * 4.0;
-      x.data_ptr<float>()[30] = std::nanf("");
-      const Tensor w = randn({c, c / groups, 3, 3}), b = randn({c});
-      const Tensor plain = conv2d(x, w, b, {1, 1}, {1, 1}, {1, 1}, groups);
+      const int64_t c = groups == 18 ? 18 : groups == 0 ? 70 : 6;
+      const bool single = groups == 0;
+      if (single) groups = 1;
+      const Tensor x = (single ? randn({1, c, 1, 1}) : randn({1, c, 9, groups == 18 ? 8 : 21})) * 4.0;
+      const int64_t k = single ? 1 : 3, pad = single ? 0 : 1;
+      const Tensor w = randn({c, c / groups, k, k}), b = randn({c});
+      // A NaN input (in a 1x1 input's every output: there, a NaN bias instead).
+      (single ? b : x).data_ptr<float>()[single ? 5 : 30] = std::nanf("");
+      const Tensor plain = conv2d(x, w, b, {1, 1}, {pad, pad}, {1, 1}, groups);
       for (const Activation& a : acts) {
         Conv2dParams p;
-        p.padding[0] = p.padding[1] = 1;
+        p.padding[0] = p.padding[1] = pad;
         p.groups = groups;
         p.activation = a;
         bool fused = false;
