@@ -314,7 +314,10 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
     for (int64_t co = 0; co < p.cout; ++co) contiguous[co] = pb[co * bias.strides[0]];
     pb = contiguous;
   }
-  const PackedOperand* packed = packed_weight(*prm, wt);
+  // One output position (a squeeze-and-excitation block's FC): out^T = x^T W^T, a row times the
+  // weight read in place by gemv's dot kernels (the bias a column bias there); the weight is not packed.
+  const bool gemv = p.direct && p.p == 1 && p.images == 1 && x.strides[1] == 1;
+  const PackedOperand* packed = gemv ? nullptr : packed_weight(*prm, wt);
   const GemmEpilogue epilogue = activation_epilogue(prm->activation);  // bias: set per product
 
   // One (image, group) product; `threads` > 1 only when units run one at a time.
@@ -325,9 +328,7 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
     GemmEpilogue e = epilogue;
     e.row_bias = pb != nullptr ? pb + g * p.cout_g : nullptr;
     const GemmOperand a{{pw + g * p.cout_g * p.kdim, p.kdim, 1}, packed};
-    if (p.direct && p.p == 1 && x.strides[1] == 1) {
-      // One output position (a squeeze-and-excitation block's FC): out^T = x^T W^T, a row
-      // times the weight read in place by gemv's dot kernels; the bias is a column bias there.
+    if (gemv) {
       GemmEpilogue ev = epilogue;
       ev.col_bias = e.row_bias;
       return sgemm_linear(1, p.cout_g, p.kdim, GemmOperand{{xg, p.kdim, 1}, nullptr},
