@@ -137,7 +137,7 @@ run_ember 0 run mlp.ember --input input=x.npy --output-dir out_prof --profile --
 has_line "$out" "^Name +Device +Calls +Total ms +Mean ms +% run +Input shapes \(most common\)$"
 has_line "$out" "^linear +cpu +2 +[0-9.]+ +[0-9.]+ +[0-9.]+% +\[\[3, 10\], \[16, 10\], \[16\]\]$"
 [[ "$out" != *"flush per op"* ]] || fail "a CPU profile speaks of flushes"
-has_line "$out" "^ops total: [0-9.]+ ms of a [0-9.]+ ms run \(2 ops; profiled after the planning run\)$"
+has_line "$out" "^ops total: [0-9.]+ ms of a [0-9.]+ ms run \(2 ops; profiled after the planning run and 3 warm-up runs\)$"
 $py "$ref" compare out_prof/output.npy expected.npy || fail "profiled mlp output differs from torch"
 
 run_ember 0 convert "$onnx_dir/cnn_opset13.onnx" -o cnn.ember
