@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemv.h"
 #include "runtime/core/thread_pool.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -165,20 +166,7 @@ inline Vec vload_n(const float* s, int64_t n) {
   std::memcpy(&v, s, sizeof(float) * n);
   return v;
 }
-#if defined(__clang__)
-#define RT_DW_SHUFFLE(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
-#else
-#define RT_DW_SHUFFLE(a, b, i, j, k, l) __builtin_shuffle(a, b, Veci{i, j, k, l})
-#endif
-inline void vtranspose(Vec r[4]) {
-  const Vec t0 = RT_DW_SHUFFLE(r[0], r[1], 0, 4, 1, 5), t1 = RT_DW_SHUFFLE(r[0], r[1], 2, 6, 3, 7);
-  const Vec t2 = RT_DW_SHUFFLE(r[2], r[3], 0, 4, 1, 5), t3 = RT_DW_SHUFFLE(r[2], r[3], 2, 6, 3, 7);
-  r[0] = RT_DW_SHUFFLE(t0, t2, 0, 1, 4, 5);
-  r[1] = RT_DW_SHUFFLE(t0, t2, 2, 3, 6, 7);
-  r[2] = RT_DW_SHUFFLE(t1, t3, 0, 1, 4, 5);
-  r[3] = RT_DW_SHUFFLE(t1, t3, 2, 3, 6, 7);
-}
-#undef RT_DW_SHUFFLE
+inline void vtranspose(Vec r[4]) { detail::transpose4(r); }
 #include "kernels/cpu/depthwise_body.inc"
 }  // namespace portable
 

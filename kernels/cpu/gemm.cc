@@ -32,6 +32,7 @@ using detail::store_tile;
 using detail::TileEpilogue;
 using detail::Ukernel;
 using detail::InPlaceUkernel;
+using detail::transpose4;
 using detail::v4f;
 #if RT_GEMM_X86
 using detail::edge_12x32_avx512;
@@ -216,23 +217,6 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 int64_t slots(const UkernelInfo& u, int64_t k) { return u.bf16 ? (k + 1) / 2 : k; }
 size_t floats_bytes(int64_t n) { return static_cast<size_t>(round_up(n * 4, kAlign)); }
 
-// Four rows of four floats transposed in place (GCC/clang vector shuffles:
-// SSE on x86, NEON on ARM).
-#if defined(__clang__)
-#define RT_SHUFFLE2(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
-#else
-typedef int32_t v4i __attribute__((vector_size(16)));
-#define RT_SHUFFLE2(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, v4i{i0, i1, i2, i3})
-#endif
-inline void transpose4(v4f* r) {
-  const v4f t0 = RT_SHUFFLE2(r[0], r[1], 0, 4, 1, 5), t1 = RT_SHUFFLE2(r[2], r[3], 0, 4, 1, 5);
-  const v4f t2 = RT_SHUFFLE2(r[0], r[1], 2, 6, 3, 7), t3 = RT_SHUFFLE2(r[2], r[3], 2, 6, 3, 7);
-  r[0] = RT_SHUFFLE2(t0, t1, 0, 1, 4, 5);
-  r[1] = RT_SHUFFLE2(t0, t1, 2, 3, 6, 7);
-  r[2] = RT_SHUFFLE2(t2, t3, 0, 1, 4, 5);
-  r[3] = RT_SHUFFLE2(t2, t3, 2, 3, 6, 7);
-}
-#undef RT_SHUFFLE2
 
 // A full panel of `mr` rows, each contiguous along p (row-major A, or the
 // columns of B = W^T, a Linear's weight): dst[p * mr + i] = src[i * rs + p],

@@ -26,6 +26,24 @@ inline v4f load4(const float* p) {
 }
 inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof(v)); }
 
+// Four rows of four floats transposed in place (GCC/clang vector shuffles:
+// SSE on x86, NEON on ARM).
+#if defined(__clang__)
+#define RT_SHUFFLE2(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
+#else
+typedef int32_t v4i __attribute__((vector_size(16)));
+#define RT_SHUFFLE2(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, v4i{i0, i1, i2, i3})
+#endif
+inline void transpose4(v4f* r) {
+  const v4f t0 = RT_SHUFFLE2(r[0], r[1], 0, 4, 1, 5), t1 = RT_SHUFFLE2(r[2], r[3], 0, 4, 1, 5);
+  const v4f t2 = RT_SHUFFLE2(r[0], r[1], 2, 6, 3, 7), t3 = RT_SHUFFLE2(r[2], r[3], 2, 6, 3, 7);
+  r[0] = RT_SHUFFLE2(t0, t1, 0, 1, 4, 5);
+  r[1] = RT_SHUFFLE2(t0, t1, 2, 3, 6, 7);
+  r[2] = RT_SHUFFLE2(t2, t3, 0, 1, 4, 5);
+  r[3] = RT_SHUFFLE2(t2, t3, 2, 3, 6, 7);
+}
+#undef RT_SHUFFLE2
+
 enum class DirectKind { None, Dot, Axpy };
 
 // Which unpacked path fits these operands (None: use the packed GEMM).
