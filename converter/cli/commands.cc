@@ -81,6 +81,16 @@ std::string json_string(const std::string& s) {
 // Unprofiled runs before the profiled one (ember run --profile).
 constexpr int kProfileWarmup = 3;
 
+// One line per op of a profiled run, in op order (ember run --profile-ops):
+// its index, type, node name and time, to set beside ORT's per-node profile
+// (bench/models/profile.py).
+void print_op_profile(const std::vector<OpProfile>& profile, std::ostream& out) {
+  out << "per op: index, type, node, ms\n";
+  for (const OpProfile& p : profile) {
+    out << "op " << p.op << " " << p.type << " " << (p.name.empty() ? "-" : p.name) << " " << fixed(p.ms, 4) << "\n";
+  }
+}
+
 // The per-op-type table of a profiled run, like torch.profiler's
 // key_averages().table(): sorted by total time.
 void print_profile(const std::vector<OpProfile>& profile, double run_ms, const std::string& device,
@@ -409,7 +419,7 @@ Diag run(const RunArgs& args, std::ostream& out) {
   if (!r.ok()) return Diag{r.status(), error};
   std::vector<Tensor> outputs = r.get();
   out << "ran '" << args.model << "' in " << fixed(first_ms, 3) << " ms (first run, plans memory)\n";
-  if (args.profile) {
+  if (args.profile || args.profile_ops) {
     // Warm-up runs first: the run after planning still touched its memory for
     // the first time (page faults), which made the first layers' times 2-7x
     // their steady state (MobileNetV2's stem: 1.57 ms, 0.40 after warm-up).
@@ -424,6 +434,7 @@ Diag run(const RunArgs& args, std::ostream& out) {
     if (!p.ok()) return Diag{p.status(), error};
     outputs = p.get();
     print_profile(ctx.profile(), run_ms, args.device, out);
+    if (args.profile_ops) print_op_profile(ctx.profile(), out);
   }
 
   std::error_code ec;

@@ -39,6 +39,7 @@ struct RunArgs {
   std::string precision = "fp32";  // fp32 | fp16 (device only)
   int threads = 0;  // 0: the default thread count
   bool profile = false;
+  bool profile_ops = false;  // also one line per op, in op order (implies profile)
 };
 Diag run(const RunArgs& args, std::ostream& out);
 

@@ -139,6 +139,10 @@ has_line "$out" "^linear +cpu +2 +[0-9.]+ +[0-9.]+ +[0-9.]+% +\[\[3, 10\], \[16,
 [[ "$out" != *"flush per op"* ]] || fail "a CPU profile speaks of flushes"
 has_line "$out" "^ops total: [0-9.]+ ms of a [0-9.]+ ms run \(2 ops; profiled after the planning run and 3 warm-up runs\)$"
 $py "$ref" compare out_prof/output.npy expected.npy || fail "profiled mlp output differs from torch"
+run_ember 0 run mlp.ember --input input=x.npy --output-dir out_prof --profile-ops
+has_line "$out" "^linear +cpu +2 +[0-9.]+ +[0-9.]+ +[0-9.]+% +\[\[3, 10\], \[16, 10\], \[16\]\]$"
+has_line "$out" "^op 0 linear [^ ]+ [0-9]+\.[0-9]{4}$"
+has_line "$out" "^op 1 linear [^ ]+ [0-9]+\.[0-9]{4}$"
 
 run_ember 0 convert "$onnx_dir/cnn_opset13.onnx" -o cnn.ember
 $py "$ref" make cnn "$onnx_dir/cnn_opset13.onnx" "$tmp" || fail "reference.py make cnn"
