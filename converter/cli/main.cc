@@ -205,10 +205,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run_cmd->add_option("--weights", run_args.weights, "A fine-tuning delta (ember finetune --save-delta) to apply (LoRA adapters on int8 weights run unmerged)");
   run_cmd->add_option("--threads", run_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
-  run_cmd->add_flag("--profile", run_args.profile,
-                    "Print per-op-type times and devices of a run after 3 warm-up runs (a flush per op on a device)");
-  run_cmd->add_flag("--profile-ops", run_args.profile_ops,
-                    "--profile, then one line per op: 'op INDEX TYPE NODE MS' in op order");
+  run_cmd->add_flag("--profile", run_args.profile, "Print per-op-type times and devices of a run after 3 warm-up runs (a flush per op on a device)");
+  run_cmd->add_flag("--profile-ops", run_args.profile_ops, "--profile, then one line per op: 'op INDEX TYPE NODE MS' in op order");
 
   BenchArgs bench_args;
   CLI::App* bench_cmd = add_bench(app, bench_args);
