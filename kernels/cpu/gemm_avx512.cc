@@ -16,7 +16,7 @@ namespace {
 // ldb: the distance between B's rows (32 in a packed panel; B's row stride
 // when it is read in place).
 template <int MV>
-__attribute__((target("avx512f"))) inline void rows_12x32_avx512(int64_t kc, const float* __restrict a,
+__attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const float* __restrict a,
                                                                   const float* __restrict b, int64_t ldb, float* c,
                                                                   int64_t rs, int64_t cs, bool accumulate,
                                                                   int64_t mv, int64_t nv, const TileEpilogue* e) {
@@ -130,14 +130,6 @@ __attribute__((target("avx512f"))) void rows_packed(int64_t kc, const float* __r
   rows_12x32_avx512<MV>(kc, a, b, 32, c, rs, cs, accumulate, mv, nv, e);
 }
 
-template <int MV>
-__attribute__((target("avx512f"))) void rows_in_place(int64_t kc, const float* __restrict a,
-                                                       const float* __restrict b, int64_t ldb, float* c, int64_t rs,
-                                                       int64_t cs, bool accumulate, int64_t mv, int64_t nv,
-                                                       const TileEpilogue* e) {
-  rows_12x32_avx512<MV>(kc, a, b, ldb, c, rs, cs, accumulate, mv, nv, e);
-}
-
 }  // namespace
 
 __attribute__((target("avx512f"))) void in_place_12x32_avx512(int64_t kc, const float* __restrict a,
@@ -145,9 +137,10 @@ __attribute__((target("avx512f"))) void in_place_12x32_avx512(int64_t kc, const 
                                                                int64_t rs, int64_t cs, bool accumulate, int64_t mv,
                                                                int64_t nv, const TileEpilogue* e) {
   static constexpr InPlaceUkernel kRows[13] = {
-      nullptr,           &rows_in_place<1>, &rows_in_place<2>, &rows_in_place<3>,  &rows_in_place<4>,
-      &rows_in_place<5>, &rows_in_place<6>, &rows_in_place<7>, &rows_in_place<8>,  &rows_in_place<9>,
-      &rows_in_place<10>, &rows_in_place<11>, &rows_in_place<12>};
+      nullptr,
+      &rows_12x32_avx512<1>, &rows_12x32_avx512<2>,  &rows_12x32_avx512<3>,  &rows_12x32_avx512<4>,
+      &rows_12x32_avx512<5>, &rows_12x32_avx512<6>,  &rows_12x32_avx512<7>,  &rows_12x32_avx512<8>,
+      &rows_12x32_avx512<9>, &rows_12x32_avx512<10>, &rows_12x32_avx512<11>, &rows_12x32_avx512<12>};
   kRows[std::clamp<int64_t>(mv, 1, 12)](kc, a, b, ldb, c, rs, cs, accumulate, mv, nv, e);
 }
 
