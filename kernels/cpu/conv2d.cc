@@ -229,14 +229,13 @@ RT_SIMD_CLONES void hardswish_row(float* __restrict y, int64_t n) {
 
 void activate_rows(float* y, int64_t rows, int64_t rs, int64_t cols, int64_t cs, const Activation& a) {
   if (a.kind == ActivationKind::None) return;
-  const float lo = a.kind == ActivationKind::Relu ? 0.0f : static_cast<float>(a.min);
-  const float hi = a.kind == ActivationKind::Relu ? __builtin_inff() : static_cast<float>(a.max);
+  const GemmEpilogue e = activation_epilogue(a);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = y + r * rs;
-    if (cs == 1 && a.kind == ActivationKind::HardSwish) {
+    if (cs == 1 && e.hardswish) {
       hardswish_row(row, cols);
     } else if (cs == 1) {
-      activate_row(row, cols, lo, hi);
+      activate_row(row, cols, e.lo, e.hi);
     } else {
       for (int64_t c = 0; c < cols; ++c) row[c * cs] = activate(row[c * cs], a);
     }

@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_tile.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/core/thread_pool.h"
 
@@ -49,17 +50,13 @@ GemmEpilogue epilogue_of(const LinearParams* lp) {
 
 // The epilogue as a pass over C [B, M, N] (after the reference kernel).
 void apply_epilogue(const TensorView& o, const GemmEpilogue& e) {
+  const detail::TileEpilogue t{nullptr, e.col_bias, e.clamp, e.lo, e.hi, e.hardswish};
   float* po = o.ptr<float>();
   for (int64_t bi = 0; bi < o.sizes[0]; ++bi) {
     for (int64_t i = 0; i < o.sizes[1]; ++i) {
       for (int64_t j = 0; j < o.sizes[2]; ++j) {
         float& v = po[bi * o.strides[0] + i * o.strides[1] + j * o.strides[2]];
-        if (e.col_bias != nullptr) v += e.col_bias[j];
-        if (e.clamp) {  // as the micro-kernels' max(lo, v), min(hi, v): NaN stays NaN
-          v = e.lo > v ? e.lo : v;
-          v = e.hi < v ? e.hi : v;
-        }
-        if (e.hardswish) v = hardswish_value(v);
+        v = detail::epilogue(v, t, i, j);  // the micro-kernels' scalar form
       }
     }
   }

@@ -143,6 +143,8 @@ run_ember 0 run mlp.ember --input input=x.npy --output-dir out_prof --profile-op
 has_line "$out" "^linear +cpu +2 +[0-9.]+ +[0-9.]+ +[0-9.]+% +\[\[3, 10\], \[16, 10\], \[16\]\]$"
 has_line "$out" "^op 0 linear [^ ]+ [0-9]+\.[0-9]{4}$"
 has_line "$out" "^op 1 linear [^ ]+ [0-9]+\.[0-9]{4}$"
+run_ember nonzero run mlp.ember --input input=x.npy --output-dir out_prof --profile-ops=abc
+has "$err" "Could not convert: --profile-ops = abc"
 
 run_ember 0 convert "$onnx_dir/cnn_opset13.onnx" -o cnn.ember
 $py "$ref" make cnn "$onnx_dir/cnn_opset13.onnx" "$tmp" || fail "reference.py make cnn"
