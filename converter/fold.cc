@@ -96,7 +96,7 @@ std::vector<Tensor> eval_elementwise(const Node& node, const std::vector<Tensor>
   }
   if (op == "Cast") {
     const auto to = dtype_from_onnx(node.get_int("to", 0));
-    EMBER_CHECK(to.has_value(), Status::NotSupported, "Cast to ONNX dtype ", node.get_int("to", 0));
+    EMBER_ENFORCE(to.has_value(), Status::NotSupported, "Cast to ONNX dtype ", node.get_int("to", 0));
     return {x.to(*to, true)};
   }
   if (op == "Identity" || op == "Dropout") {
@@ -107,39 +107,45 @@ std::vector<Tensor> eval_elementwise(const Node& node, const std::vector<Tensor>
   return {};
 }
 
-// Graph ops (graph_ops.h), made contiguous to be stored as constants.
+// Graph ops (graph_ops.h), made contiguous to be stored as constants. They
+// return a Status; unwrap() raises it as ember::Error, which evaluate_node
+// turns into the node's diagnostic as it does the front-ends' errors.
 std::vector<Tensor> eval_graph_op(const Node& node, const std::vector<Tensor>& in) {
   const std::string& op = node.op_type;
   auto input = [&](size_t i) { return i < in.size() ? in[i] : Tensor(); };
   const Tensor x = input(0);
   if (op == "Shape") {
-    return {onnx_shape(x, node.get_int("start", 0), node.get_int("end", std::numeric_limits<int64_t>::max()))};
+    return {unwrap(onnx_shape(x, node.get_int("start", 0), node.get_int("end", std::numeric_limits<int64_t>::max())))};
   }
-  if (op == "Gather") return {onnx_gather(x, in.at(1), node.get_int("axis", 0)).contiguous()};
-  if (op == "Unsqueeze") return {onnx_unsqueeze(x, ints_of(in.at(1))).contiguous()};
-  if (op == "Squeeze") return {onnx_squeeze(x, ints_of(input(1))).contiguous()};
-  if (op == "Concat") return {onnx_concat(in, node.get_int("axis", 0)).contiguous()};
-  if (op == "Reshape") return {onnx_reshape(x, ints_of(in.at(1)), node.get_int("allowzero", 0) != 0).contiguous()};
-  if (op == "Flatten") return {onnx_flatten(x, node.get_int("axis", 1)).contiguous()};
-  if (op == "Transpose") return {onnx_transpose(x, node.get_ints("perm")).contiguous()};
+  if (op == "Gather") return {unwrap(onnx_gather(x, in.at(1), node.get_int("axis", 0))).contiguous()};
+  if (op == "Unsqueeze") return {unwrap(onnx_unsqueeze(x, ints_of(in.at(1)))).contiguous()};
+  if (op == "Squeeze") return {unwrap(onnx_squeeze(x, ints_of(input(1)))).contiguous()};
+  if (op == "Concat") return {unwrap(onnx_concat(in, node.get_int("axis", 0))).contiguous()};
+  if (op == "Reshape") {
+    return {unwrap(onnx_reshape(x, ints_of(in.at(1)), node.get_int("allowzero", 0) != 0)).contiguous()};
+  }
+  if (op == "Flatten") return {unwrap(onnx_flatten(x, node.get_int("axis", 1))).contiguous()};
+  if (op == "Transpose") return {unwrap(onnx_transpose(x, node.get_ints("perm"))).contiguous()};
   if (op == "Slice") {
-    return {onnx_slice(x, ints_of(in.at(1)), ints_of(in.at(2)), ints_of(input(3)), ints_of(input(4))).contiguous()};
+    return {unwrap(onnx_slice(x, ints_of(in.at(1)), ints_of(in.at(2)), ints_of(input(3)), ints_of(input(4))))
+                .contiguous()};
   }
   if (op == "Split") {
     const std::vector<int64_t> sizes = ints_of(input(1));
     const int64_t n = static_cast<int64_t>(node.outputs.size());
-    std::vector<Tensor> parts = onnx_split(x, node.get_int("axis", 0), input(1).defined() ? &sizes : nullptr, n);
+    std::vector<Tensor> parts =
+        unwrap(onnx_split(x, node.get_int("axis", 0), input(1).defined() ? &sizes : nullptr, n));
     for (Tensor& p : parts) p = p.contiguous();
     return parts;
   }
-  if (op == "Expand") return {onnx_expand(x, ints_of(in.at(1))).contiguous()};
-  if (op == "Range") return {onnx_range(x, in.at(1), in.at(2), x.dtype())};
+  if (op == "Expand") return {unwrap(onnx_expand(x, ints_of(in.at(1)))).contiguous()};
+  if (op == "Range") return {unwrap(onnx_range(x, in.at(1), in.at(2), x.dtype()))};
   if (op == "Size") return {scalar_tensor(x.numel(), DType::Int64)};
   if (op == "ConstantOfShape") {
     Tensor value = scalar_tensor(0.0, DType::Float32);
     auto it = node.attrs.find("value");
     if (it != node.attrs.end() && std::holds_alternative<Tensor>(it->second)) value = std::get<Tensor>(it->second);
-    return {onnx_constant_of_shape(ints_of(x), value.reshape({-1})[0].item(), value.dtype())};
+    return {unwrap(onnx_constant_of_shape(ints_of(x), value.reshape({-1})[0].item(), value.dtype()))};
   }
   return {};
 }

@@ -61,7 +61,7 @@ namespace {
 // none (wrap_dim accepts 0 and -1 there, as PyTorch does, and the dims were
 // read past their end: a Concat of scalars, found by tools/fuzz.sh onnx).
 size_t axis_index(int64_t axis, int64_t rank) {
-  EMBER_CHECK(rank > 0, Status::OutOfRange, "axis ", axis, " of a rank-0 value");
+  EMBER_ENFORCE(rank > 0, Status::OutOfRange, "axis ", axis, " of a rank-0 value");
   return static_cast<size_t>(wrap_dim(axis, rank));
 }
 

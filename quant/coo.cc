@@ -21,7 +21,7 @@ DType coo_index_dtype(const Shape& shape) {
 namespace {
 
 void check_index_dtype(DType t) {
-  EMBER_CHECK(t == DType::Int16 || t == DType::Int32 || t == DType::Int64, Status::DTypeMismatch,
+  EMBER_ENFORCE(t == DType::Int16 || t == DType::Int32 || t == DType::Int64, Status::DTypeMismatch,
               "COO indices must be int16, int32 or int64, got ", dtype_name(t));
 }
 
@@ -57,13 +57,13 @@ bool is_nonzero(const std::byte* p, size_t esize) {
 
 CooParts dense_to_coo(const Tensor& dense, DType index_dtype) {
   check_index_dtype(index_dtype);
-  EMBER_CHECK(dense.defined() && dense.device().is_cpu(), Status::InvalidArgument,
+  EMBER_ENFORCE(dense.defined() && dense.device().is_cpu(), Status::InvalidArgument,
               "dense_to_coo needs a defined CPU tensor");
   const Shape& shape = dense.sizes();
   const int64_t rank = dense.dim();
   for (int64_t d : shape) {
     const int64_t limit = index_dtype == DType::Int16 ? 32768 : index_dtype == DType::Int32 ? (int64_t{1} << 31) : INT64_MAX;
-    EMBER_CHECK(d <= limit, Status::InvalidArgument, "dense_to_coo: ", dtype_name(index_dtype),
+    EMBER_ENFORCE(d <= limit, Status::InvalidArgument, "dense_to_coo: ", dtype_name(index_dtype),
                 " indices cannot address shape ", shape_str(shape));
   }
   const Tensor c = dense.contiguous();
@@ -140,7 +140,7 @@ Tensor indices_to_int64(const Tensor& indices) {
 Tensor coo_to_dense(const Tensor& indices, const Tensor& values, const Shape& shape) {
   check_index_dtype(indices.dtype());
   const int64_t rank = static_cast<int64_t>(shape.size());
-  EMBER_CHECK(indices.dim() == 2 && indices.size(0) == rank && values.dim() == 1 &&
+  EMBER_ENFORCE(indices.dim() == 2 && indices.size(0) == rank && values.dim() == 1 &&
                   values.size(0) == indices.size(1),
               Status::ShapeMismatch, "coo_to_dense: indices ", shape_str(indices.sizes()), " and values ",
               shape_str(values.sizes()), " do not describe ", rank, "-D COO data");
@@ -158,7 +158,7 @@ Tensor coo_to_dense(const Tensor& indices, const Tensor& values, const Shape& sh
     int64_t off = 0;
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t c = coo_index(idx, d, k);
-      EMBER_CHECK(c >= 0 && c < shape[static_cast<size_t>(d)], Status::OutOfRange, "COO index ", c, " of value ",
+      EMBER_ENFORCE(c >= 0 && c < shape[static_cast<size_t>(d)], Status::OutOfRange, "COO index ", c, " of value ",
                   k, " out of bounds for dimension ", d, " of size ", shape[static_cast<size_t>(d)]);
       off = off * shape[static_cast<size_t>(d)] + c;
     }
@@ -210,21 +210,21 @@ CsrMatrix pack_csr(const Tensor& indices, const Tensor& values, int64_t rows, in
 }
 
 CsrMatrix pack_csr_dense(const Tensor& dense) {
-  EMBER_CHECK(dense.dim() == 2, Status::ShapeMismatch, "pack_csr_dense needs a 2-D tensor, got ",
+  EMBER_ENFORCE(dense.dim() == 2, Status::ShapeMismatch, "pack_csr_dense needs a 2-D tensor, got ",
               shape_str(dense.sizes()));
   CooParts coo = dense_to_coo(dense.to(DType::Float32), DType::Int64);
   return pack_csr(coo.indices, coo.values, dense.size(0), dense.size(1));
 }
 
 Tensor sparse_linear(const Tensor& x, const CsrMatrix& w, const Tensor& bias) {
-  EMBER_CHECK(x.defined() && x.device().is_cpu(), Status::InvalidArgument, "sparse linear needs a CPU input");
-  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "sparse linear needs a float32 input, got ",
+  EMBER_ENFORCE(x.defined() && x.device().is_cpu(), Status::InvalidArgument, "sparse linear needs a CPU input");
+  EMBER_ENFORCE(x.dtype() == DType::Float32, Status::DTypeMismatch, "sparse linear needs a float32 input, got ",
               dtype_name(x.dtype()));
-  EMBER_CHECK(x.dim() >= 1 && x.size(-1) == w.cols, Status::ShapeMismatch, "sparse linear: input ",
+  EMBER_ENFORCE(x.dim() >= 1 && x.size(-1) == w.cols, Status::ShapeMismatch, "sparse linear: input ",
               shape_str(x.sizes()), " does not end in ", w.cols, " (weight [", w.rows, ", ", w.cols, "])");
   Tensor b;
   if (bias.defined()) {
-    EMBER_CHECK(bias.dim() == 1 && bias.size(0) == w.rows, Status::ShapeMismatch, "sparse linear: bias ",
+    EMBER_ENFORCE(bias.dim() == 1 && bias.size(0) == w.rows, Status::ShapeMismatch, "sparse linear: bias ",
                 shape_str(bias.sizes()), " is not [", w.rows, "]");
     b = bias.to(DType::Float32).contiguous();
   }

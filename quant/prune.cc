@@ -52,10 +52,10 @@ Status parse_prune_spec(const std::string& text, PruneSpec* spec, std::string* e
 }
 
 Tensor magnitude_prune(const Tensor& w, double fraction) {
-  EMBER_CHECK(w.defined() && w.device().is_cpu(), Status::InvalidArgument, "magnitude_prune needs a CPU tensor");
-  EMBER_CHECK(w.is_floating_point(), Status::DTypeMismatch, "magnitude_prune needs a floating tensor, got ",
+  EMBER_ENFORCE(w.defined() && w.device().is_cpu(), Status::InvalidArgument, "magnitude_prune needs a CPU tensor");
+  EMBER_ENFORCE(w.is_floating_point(), Status::DTypeMismatch, "magnitude_prune needs a floating tensor, got ",
               dtype_name(w.dtype()));
-  EMBER_CHECK(fraction >= 0.0 && fraction <= 1.0, Status::InvalidArgument, "magnitude_prune: fraction ", fraction,
+  EMBER_ENFORCE(fraction >= 0.0 && fraction <= 1.0, Status::InvalidArgument, "magnitude_prune: fraction ", fraction,
               " is not in [0, 1]");
   // Through float64 and back: exact for every floating dtype.
   Tensor out = w.contiguous().to(DType::Float64, /*copy=*/true);

@@ -22,18 +22,18 @@ void qrange(DType dtype, const char* fn, int32_t* qmin, int32_t* qmax) {
 }
 
 void check_scale(double scale, const char* fn) {
-  EMBER_CHECK(std::isfinite(scale) && scale > 0.0 && static_cast<float>(scale) > 0.0f, Status::InvalidArgument,
+  EMBER_ENFORCE(std::isfinite(scale) && scale > 0.0 && static_cast<float>(scale) > 0.0f, Status::InvalidArgument,
               fn, ": scale must be positive and finite, got ", scale);
 }
 
 void check_zero_point(int64_t zp, int32_t qmin, int32_t qmax, const char* fn) {
-  EMBER_CHECK(zp >= qmin && zp <= qmax, Status::InvalidArgument, fn, ": zero_point ", zp,
+  EMBER_ENFORCE(zp >= qmin && zp <= qmax, Status::InvalidArgument, fn, ": zero_point ", zp,
               " is out of range [", qmin, ", ", qmax, "] for the dtype");
 }
 
 Tensor float_input(const Tensor& x, const char* fn) {
-  EMBER_CHECK(x.defined(), Status::InvalidArgument, fn, ": the input is undefined");
-  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, fn, ": expected a float32 input, got ",
+  EMBER_ENFORCE(x.defined(), Status::InvalidArgument, fn, ": the input is undefined");
+  EMBER_ENFORCE(x.dtype() == DType::Float32, Status::DTypeMismatch, fn, ": expected a float32 input, got ",
               dtype_name(x.dtype()));
   return x.contiguous();
 }
@@ -79,31 +79,31 @@ QTensor quantize_impl(const Tensor& xc, QScheme scheme, std::vector<float> scale
 }  // namespace
 
 double QTensor::q_scale() const {
-  EMBER_CHECK(scheme_ == QScheme::PerTensorAffine, Status::InvalidState,
+  EMBER_ENFORCE(scheme_ == QScheme::PerTensorAffine, Status::InvalidState,
               "q_scale: the tensor is quantized per channel (use q_per_channel_scales)");
   return scales_[0];
 }
 
 int64_t QTensor::q_zero_point() const {
-  EMBER_CHECK(scheme_ == QScheme::PerTensorAffine, Status::InvalidState,
+  EMBER_ENFORCE(scheme_ == QScheme::PerTensorAffine, Status::InvalidState,
               "q_zero_point: the tensor is quantized per channel (use q_per_channel_zero_points)");
   return zero_points_[0];
 }
 
 Tensor QTensor::q_per_channel_scales() const {
-  EMBER_CHECK(scheme_ == QScheme::PerChannelAffine, Status::InvalidState,
+  EMBER_ENFORCE(scheme_ == QScheme::PerChannelAffine, Status::InvalidState,
               "q_per_channel_scales: the tensor is quantized per tensor (use q_scale)");
   return tensor(scales_, {static_cast<int64_t>(scales_.size())});
 }
 
 Tensor QTensor::q_per_channel_zero_points() const {
-  EMBER_CHECK(scheme_ == QScheme::PerChannelAffine, Status::InvalidState,
+  EMBER_ENFORCE(scheme_ == QScheme::PerChannelAffine, Status::InvalidState,
               "q_per_channel_zero_points: the tensor is quantized per tensor (use q_zero_point)");
   return tensor(zero_points_, {static_cast<int64_t>(zero_points_.size())});
 }
 
 int64_t QTensor::q_per_channel_axis() const {
-  EMBER_CHECK(scheme_ == QScheme::PerChannelAffine, Status::InvalidState,
+  EMBER_ENFORCE(scheme_ == QScheme::PerChannelAffine, Status::InvalidState,
               "q_per_channel_axis: the tensor is quantized per tensor");
   return axis_;
 }
@@ -125,14 +125,14 @@ QTensor quantize_per_channel(const Tensor& x, const Tensor& scales, const Tensor
   int32_t qmin, qmax;
   qrange(dtype, fn, &qmin, &qmax);
   const Tensor xc = float_input(x, fn);
-  EMBER_CHECK(axis >= 0 && axis < xc.dim(), Status::OutOfRange, fn, ": axis ", axis,
+  EMBER_ENFORCE(axis >= 0 && axis < xc.dim(), Status::OutOfRange, fn, ": axis ", axis,
               " is out of range for a tensor of ", xc.dim(), " dimensions");
   const int64_t c = xc.size(axis);
-  EMBER_CHECK(scales.defined() && scales.dim() == 1 && scales.numel() == c, Status::ShapeMismatch, fn,
+  EMBER_ENFORCE(scales.defined() && scales.dim() == 1 && scales.numel() == c, Status::ShapeMismatch, fn,
               ": expected ", c, " scales (the size of axis ", axis, ")");
-  EMBER_CHECK(zero_points.defined() && zero_points.dim() == 1 && zero_points.numel() == c,
+  EMBER_ENFORCE(zero_points.defined() && zero_points.dim() == 1 && zero_points.numel() == c,
               Status::ShapeMismatch, fn, ": expected ", c, " zero points (the size of axis ", axis, ")");
-  EMBER_CHECK(!zero_points.is_floating_point(), Status::DTypeMismatch, fn, ": zero_points must be integers");
+  EMBER_ENFORCE(!zero_points.is_floating_point(), Status::DTypeMismatch, fn, ": zero_points must be integers");
   const std::vector<double> sv = scales.to(DType::Float64).contiguous().to_vector<double>();
   const std::vector<int64_t> zv = zero_points.to(DType::Int64).contiguous().to_vector<int64_t>();
   std::vector<float> sf;
@@ -146,7 +146,7 @@ QTensor quantize_per_channel(const Tensor& x, const Tensor& scales, const Tensor
 
 Tensor dequantize(const QTensor& q) {
   const Tensor& r = q.int_repr();
-  EMBER_CHECK(r.defined(), Status::InvalidArgument, "dequantize: the quantized tensor is empty");
+  EMBER_ENFORCE(r.defined(), Status::InvalidArgument, "dequantize: the quantized tensor is empty");
   const Tensor rc = r.contiguous();
   Tensor y = empty(rc.sizes(), TensorOptions(DType::Float32));
   const bool pc = q.qscheme() == QScheme::PerChannelAffine;
@@ -167,7 +167,7 @@ Tensor linear_dynamic(const Tensor& x, const quant::PackedLinear& w, const Activ
                       const quant::DynamicQuantOptions& options) {
   const char* fn = "linear_dynamic";
   const Tensor xc = float_input(x, fn);
-  EMBER_CHECK(xc.dim() >= 1 && xc.size(-1) == w.in_features, Status::ShapeMismatch, fn,
+  EMBER_ENFORCE(xc.dim() >= 1 && xc.size(-1) == w.in_features, Status::ShapeMismatch, fn,
               ": the input's last dimension must be in_features = ", w.in_features);
   Shape out_shape = xc.sizes();
   out_shape.back() = w.out_features;
@@ -191,7 +191,7 @@ DynamicQuantizedLinear::DynamicQuantizedLinear(const Tensor& weight, const Tenso
                                                quant::DynamicQuantOptions options)
     : Module("DynamicQuantizedLinear"), options_(options) {
   const char* fn = "DynamicQuantizedLinear";
-  EMBER_CHECK(weight.defined() && weight.dim() == 2, Status::ShapeMismatch, fn, ": weight must be 2-D [out, in]");
+  EMBER_ENFORCE(weight.defined() && weight.dim() == 2, Status::ShapeMismatch, fn, ": weight must be 2-D [out, in]");
   const Tensor w = float_input(weight.detach(), fn);
   out_features = w.size(0);
   in_features = w.size(1);
@@ -201,7 +201,7 @@ DynamicQuantizedLinear::DynamicQuantizedLinear(const Tensor& weight, const Tenso
                               scales.data());
   std::vector<int64_t> zps(scales.size(), 0);
   if (bias.defined()) {
-    EMBER_CHECK(bias.dim() == 1 && bias.numel() == out_features, Status::ShapeMismatch, fn,
+    EMBER_ENFORCE(bias.dim() == 1 && bias.numel() == out_features, Status::ShapeMismatch, fn,
                 ": bias must be 1-D of out_features = ", out_features);
     bias_ = float_input(bias.detach(), fn).clone();
   }
@@ -218,11 +218,11 @@ Tensor DynamicQuantizedLinear::forward(const Tensor& input) {
 std::shared_ptr<nn::Module> quantize_dynamic(const std::shared_ptr<nn::Module>& module,
                                              const std::set<std::string>& types, DType dtype,
                                              const QuantizeDynamicOptions& options) {
-  EMBER_CHECK(module != nullptr, Status::InvalidArgument, "quantize_dynamic: the module is null");
-  EMBER_CHECK(dtype == DType::Int8, Status::NotSupported,
+  EMBER_ENFORCE(module != nullptr, Status::InvalidArgument, "quantize_dynamic: the module is null");
+  EMBER_ENFORCE(dtype == DType::Int8, Status::NotSupported,
               "quantize_dynamic: only dtype int8 (torch.qint8) is supported, got ", dtype_name(dtype));
   for (const auto& t : types) {
-    EMBER_CHECK(t == "Linear", Status::NotSupported, "quantize_dynamic: module type '", t,
+    EMBER_ENFORCE(t == "Linear", Status::NotSupported, "quantize_dynamic: module type '", t,
                 "' is not supported (only Linear)");
   }
   const bool linear = types.count("Linear") > 0;
@@ -244,7 +244,7 @@ std::shared_ptr<nn::Module> quantize_dynamic(const std::shared_ptr<nn::Module>& 
     while (!stack.empty()) {
       auto [n, m] = stack.back();
       stack.pop_back();
-      EMBER_CHECK(!(linear && m->name() == "Linear"), Status::NotSupported, "quantize_dynamic: cannot replace '", n,
+      EMBER_ENFORCE(!(linear && m->name() == "Linear"), Status::NotSupported, "quantize_dynamic: cannot replace '", n,
                   "' inside a ", module->name(), " (only Sequential containers are rebuilt)");
       for (const auto& [cn, c] : m->named_children()) stack.push_back({n + "." + cn, c});
     }

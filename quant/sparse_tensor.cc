@@ -22,24 +22,24 @@ SparseTensor make_sparse(Tensor indices, Tensor values, Shape size, bool coalesc
 namespace {
 
 void check_defined(const SparseTensor& s, const char* what) {
-  EMBER_CHECK(s.defined(), Status::InvalidArgument, what, ": undefined sparse tensor");
+  EMBER_ENFORCE(s.defined(), Status::InvalidArgument, what, ": undefined sparse tensor");
 }
 
 // Validates and converts (indices -> contiguous int64, values -> contiguous).
 std::pair<Tensor, Tensor> checked_parts(const Tensor& indices, const Tensor& values) {
-  EMBER_CHECK(indices.defined() && values.defined(), Status::InvalidArgument,
+  EMBER_ENFORCE(indices.defined() && values.defined(), Status::InvalidArgument,
               "sparse_coo_tensor: indices and values must be defined");
-  EMBER_CHECK(indices.device().is_cpu() && values.device().is_cpu(), Status::DeviceMismatch,
+  EMBER_ENFORCE(indices.device().is_cpu() && values.device().is_cpu(), Status::DeviceMismatch,
               "sparse_coo_tensor: indices and values must be CPU tensors");
-  EMBER_CHECK(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32 || indices.dtype() == DType::Int16,
+  EMBER_ENFORCE(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32 || indices.dtype() == DType::Int16,
               Status::DTypeMismatch, "sparse_coo_tensor: indices must be an integer tensor, got ",
               dtype_name(indices.dtype()));
-  EMBER_CHECK(indices.dim() == 2, Status::ShapeMismatch, "sparse_coo_tensor: indices must be 2-D [ndim, nnz], got ",
+  EMBER_ENFORCE(indices.dim() == 2, Status::ShapeMismatch, "sparse_coo_tensor: indices must be 2-D [ndim, nnz], got ",
               shape_str(indices.sizes()));
-  EMBER_CHECK(values.dim() == 1, Status::NotSupported,
+  EMBER_ENFORCE(values.dim() == 1, Status::NotSupported,
               "sparse_coo_tensor: values must be 1-D [nnz] (hybrid sparse tensors are not supported), got ",
               shape_str(values.sizes()));
-  EMBER_CHECK(indices.size(1) == values.size(0), Status::ShapeMismatch,
+  EMBER_ENFORCE(indices.size(1) == values.size(0), Status::ShapeMismatch,
               "sparse_coo_tensor: number of values (", values.size(0), ") does not match number of indices (",
               indices.size(1), ")");
   return {indices.to(DType::Int64).contiguous(), values.contiguous()};
@@ -50,17 +50,17 @@ std::pair<Tensor, Tensor> checked_parts(const Tensor& indices, const Tensor& val
 SparseTensor sparse_coo_tensor(const Tensor& indices, const Tensor& values, IntArrayRef size) {
   auto [idx, val] = checked_parts(indices, values);
   const int64_t ndim = idx.size(0), nnz = idx.size(1);
-  EMBER_CHECK(static_cast<int64_t>(size.size()) == ndim, Status::ShapeMismatch,
+  EMBER_ENFORCE(static_cast<int64_t>(size.size()) == ndim, Status::ShapeMismatch,
               "sparse_coo_tensor: number of dimensions of the size (", size.size(),
               ") does not match the indices (", ndim, ")");
   const int64_t* p = idx.numel() > 0 ? idx.data_ptr<int64_t>() : nullptr;
   for (int64_t d = 0; d < ndim; ++d) {
-    EMBER_CHECK(size[static_cast<size_t>(d)] >= 0, Status::InvalidArgument, "sparse_coo_tensor: negative size ",
+    EMBER_ENFORCE(size[static_cast<size_t>(d)] >= 0, Status::InvalidArgument, "sparse_coo_tensor: negative size ",
                 shape_str(size));
     for (int64_t k = 0; k < nnz; ++k) {
       const int64_t v = p[d * nnz + k];
-      EMBER_CHECK(v >= 0, Status::OutOfRange, "sparse_coo_tensor: found negative index ", v, " for dim ", d);
-      EMBER_CHECK(v < size[static_cast<size_t>(d)], Status::OutOfRange,
+      EMBER_ENFORCE(v >= 0, Status::OutOfRange, "sparse_coo_tensor: found negative index ", v, " for dim ", d);
+      EMBER_ENFORCE(v < size[static_cast<size_t>(d)], Status::OutOfRange,
                   "size is inconsistent with indices: for dim ", d, ", size is ", size[static_cast<size_t>(d)],
                   " but found index ", v);
     }
@@ -76,7 +76,7 @@ SparseTensor sparse_coo_tensor(const Tensor& indices, const Tensor& values) {
   for (int64_t d = 0; d < ndim; ++d) {
     for (int64_t k = 0; k < nnz; ++k) {
       const int64_t v = p[d * nnz + k];
-      EMBER_CHECK(v >= 0, Status::OutOfRange, "sparse_coo_tensor: found negative index ", v, " for dim ", d);
+      EMBER_ENFORCE(v >= 0, Status::OutOfRange, "sparse_coo_tensor: found negative index ", v, " for dim ", d);
       size[static_cast<size_t>(d)] = std::max(size[static_cast<size_t>(d)], v + 1);
     }
   }
@@ -135,21 +135,21 @@ Tensor to_dense(const SparseTensor& s) {
 }
 
 SparseTensor to_sparse(const Tensor& dense) {
-  EMBER_CHECK(dense.defined(), Status::InvalidArgument, "to_sparse: undefined tensor");
+  EMBER_ENFORCE(dense.defined(), Status::InvalidArgument, "to_sparse: undefined tensor");
   sparse::CooParts parts = sparse::dense_to_coo(dense, DType::Int64);
   return make_sparse(parts.indices, parts.values, dense.sizes(), true);
 }
 
 Tensor mm(const SparseTensor& a, const Tensor& b) {
   check_defined(a, "mm");
-  EMBER_CHECK(a.dim() == 2, Status::ShapeMismatch, "mm: the sparse matrix must be 2-D, got ", shape_str(a.sizes()));
-  EMBER_CHECK(b.defined() && b.dim() == 2, Status::ShapeMismatch, "mm: the dense matrix must be 2-D, got ",
+  EMBER_ENFORCE(a.dim() == 2, Status::ShapeMismatch, "mm: the sparse matrix must be 2-D, got ", shape_str(a.sizes()));
+  EMBER_ENFORCE(b.defined() && b.dim() == 2, Status::ShapeMismatch, "mm: the dense matrix must be 2-D, got ",
               b.defined() ? shape_str(b.sizes()) : std::string("undefined"));
-  EMBER_CHECK(a.sizes()[1] == b.size(0), Status::ShapeMismatch, "mm: mat1 and mat2 shapes cannot be multiplied (",
+  EMBER_ENFORCE(a.sizes()[1] == b.size(0), Status::ShapeMismatch, "mm: mat1 and mat2 shapes cannot be multiplied (",
               a.sizes()[0], "x", a.sizes()[1], " and ", b.size(0), "x", b.size(1), ")");
-  EMBER_CHECK(a.dtype() == b.dtype(), Status::DTypeMismatch, "mm: expected mat1 and mat2 to have the same dtype, but got: ",
+  EMBER_ENFORCE(a.dtype() == b.dtype(), Status::DTypeMismatch, "mm: expected mat1 and mat2 to have the same dtype, but got: ",
               dtype_name(a.dtype()), " != ", dtype_name(b.dtype()));
-  EMBER_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64, Status::NotSupported,
+  EMBER_ENFORCE(a.dtype() == DType::Float32 || a.dtype() == DType::Float64, Status::NotSupported,
               "mm: sparse x dense supports float32 and float64, got ", dtype_name(a.dtype()));
   const int64_t n = a.sizes()[0], m = b.size(1), nnz = a.nnz();
   const Tensor bc = b.contiguous();
@@ -177,7 +177,7 @@ Tensor mm(const SparseTensor& a, const Tensor& b) {
 
 Tensor add(const SparseTensor& a, const Tensor& b) {
   check_defined(a, "add");
-  EMBER_CHECK(b.defined() && b.sizes() == a.sizes(), Status::ShapeMismatch, "add: sparse ", shape_str(a.sizes()),
+  EMBER_ENFORCE(b.defined() && b.sizes() == a.sizes(), Status::ShapeMismatch, "add: sparse ", shape_str(a.sizes()),
               " and dense ", b.defined() ? shape_str(b.sizes()) : std::string("undefined"),
               " must have the same size");
   return add(to_dense(a), b);
@@ -188,9 +188,9 @@ Tensor add(const Tensor& a, const SparseTensor& b) { return add(b, a); }
 SparseTensor add(const SparseTensor& a, const SparseTensor& b) {
   check_defined(a, "add");
   check_defined(b, "add");
-  EMBER_CHECK(a.sizes() == b.sizes(), Status::ShapeMismatch, "add: sparse tensors of sizes ", shape_str(a.sizes()),
+  EMBER_ENFORCE(a.sizes() == b.sizes(), Status::ShapeMismatch, "add: sparse tensors of sizes ", shape_str(a.sizes()),
               " and ", shape_str(b.sizes()), " cannot be added");
-  EMBER_CHECK(a.dtype() == b.dtype(), Status::DTypeMismatch, "add: sparse tensors of dtypes ", dtype_name(a.dtype()),
+  EMBER_ENFORCE(a.dtype() == b.dtype(), Status::DTypeMismatch, "add: sparse tensors of dtypes ", dtype_name(a.dtype()),
               " and ", dtype_name(b.dtype()), " cannot be added");
   const Tensor idx = cat({a.indices(), b.indices()}, 1);
   const Tensor val = cat({a.values(), b.values()}, 0);

@@ -33,7 +33,7 @@ struct Dataset {
 // Reads the gzipped CSV: 64 pixel values (0..16) and the label per line.
 Dataset load_digits(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");
-  EMBER_CHECK(f != nullptr, Status::IoError, "cannot open ", path,
+  EMBER_ENFORCE(f != nullptr, Status::IoError, "cannot open ", path,
               " (install python3-sklearn: bash tools/setup.sh)");
   std::vector<float> pixels;
   std::vector<int64_t> labels;
@@ -44,7 +44,7 @@ Dataset load_digits(const std::string& path) {
     std::vector<double> values;
     while (std::getline(row, cell, ',')) values.push_back(std::stod(cell));
     if (values.empty()) continue;
-    EMBER_CHECK(values.size() == 65, Status::InvalidArgument, path, ": expected 65 values per row, got ",
+    EMBER_ENFORCE(values.size() == 65, Status::InvalidArgument, path, ": expected 65 values per row, got ",
                 values.size());
     for (int i = 0; i < 64; ++i) pixels.push_back(static_cast<float>(values[i] / 16.0));
     labels.push_back(static_cast<int64_t>(values[64]));
@@ -147,7 +147,7 @@ double run(const char* name, std::shared_ptr<nn::Sequential> (*make)(), const Da
   const double reloaded_acc = accuracy(*reloaded, test_set);
   std::printf("  saved %s; reloaded model test acc %.1f%% (%s)\n", path.c_str(), 100 * reloaded_acc,
               reloaded_acc == acc ? "same as trained" : "DIFFERENT");
-  EMBER_CHECK(reloaded_acc == acc, Status::Internal, "reloaded model scores differently");
+  EMBER_ENFORCE(reloaded_acc == acc, Status::Internal, "reloaded model scores differently");
   return acc;
 }
 

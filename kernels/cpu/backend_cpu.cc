@@ -56,12 +56,12 @@ class CpuBackend final : public Backend {
     buffer = Buffer{};
   }
   Status copy_in(Buffer& dst, size_t offset, Span<const std::byte> src) override {
-    RT_CHECK_OR_RETURN(offset <= dst.bytes && src.size() <= dst.bytes - offset, Status::OutOfRange);
+    EMBER_CHECK(offset <= dst.bytes && src.size() <= dst.bytes - offset, Status::OutOfRange);
     if (!src.empty()) std::memcpy(static_cast<std::byte*>(dst.data) + offset, src.data(), src.size());
     return Status::Ok;
   }
   Status copy_out(Span<std::byte> dst, const Buffer& src, size_t offset) override {
-    RT_CHECK_OR_RETURN(offset <= src.bytes && dst.size() <= src.bytes - offset, Status::OutOfRange);
+    EMBER_CHECK(offset <= src.bytes && dst.size() <= src.bytes - offset, Status::OutOfRange);
     if (!dst.empty()) std::memcpy(dst.data(), static_cast<const std::byte*>(src.data) + offset, dst.size());
     return Status::Ok;
   }

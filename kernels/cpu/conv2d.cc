@@ -245,7 +245,7 @@ void activate_rows(float* y, int64_t rows, int64_t rs, int64_t cols, int64_t cs,
 // The reference kernel, then the activation (the reference kernel ignores it).
 Status conv2d_fallback(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                        const OpParams& params, const Conv2dParams& prm) {
-  RT_RETURN_IF_ERROR(ref::conv2d(ctx, in, out, params));
+  EMBER_TRY(ref::conv2d(ctx, in, out, params));
   const TensorView& o = out[0];
   if (prm.activation.kind == ActivationKind::None || o.numel() == 0) return Status::Ok;
   for (int64_t n = 0; n < o.sizes[0]; ++n) {
@@ -275,13 +275,13 @@ size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> ou
 Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                   const OpParams& params) {
   const Conv2dParams* prm = std::get_if<Conv2dParams>(&params);
-  RT_CHECK_OR_RETURN(prm != nullptr && prm->groups > 0 && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(prm != nullptr && prm->groups > 0 && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &wt = in[1], &bias = in[2], &o = out[0];
-  RT_CHECK_OR_RETURN(x.rank == 4 && wt.rank == 4 && o.rank == 4, Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(x.dtype == DType::Float32 && wt.dtype == DType::Float32 && o.dtype == DType::Float32 &&
+  EMBER_CHECK(x.rank == 4 && wt.rank == 4 && o.rank == 4, Status::InvalidArgument);
+  EMBER_CHECK(x.dtype == DType::Float32 && wt.dtype == DType::Float32 && o.dtype == DType::Float32 &&
                          (bias.data == nullptr || bias.dtype == DType::Float32),
                      Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(o.sizes[0] == x.sizes[0] && o.sizes[1] == wt.sizes[0] && o.sizes[1] % prm->groups == 0 &&
+  EMBER_CHECK(o.sizes[0] == x.sizes[0] && o.sizes[1] == wt.sizes[0] && o.sizes[1] % prm->groups == 0 &&
                          x.sizes[1] == wt.sizes[1] * prm->groups &&
                          (bias.data == nullptr || (bias.rank == 1 && bias.sizes[0] == o.sizes[1])),
                      Status::ShapeMismatch);

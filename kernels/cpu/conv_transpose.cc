@@ -157,7 +157,7 @@ size_t conv_transpose_f32_workspace(Span<const TensorView> in, Span<const Tensor
 Status conv_transpose_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                           const OpParams& params) {
   const auto* p = std::get_if<ConvTransposeParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &w = in[1], &bias = in[2], &o = out[0];
   if (!usable(x, w, bias, o, *p)) return ref::conv_transpose(ctx, in, out, params);
   const Plan pl = plan_for(x, w, o, *p, ctx.num_threads);

@@ -76,12 +76,12 @@ size_t matmul_f32_workspace(Span<const TensorView> in, Span<const TensorView> ou
 
 Status matmul_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                   const OpParams& params) {
-  RT_CHECK_OR_RETURN(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &a = in[0], &b = in[1], &o = out[0];
-  RT_CHECK_OR_RETURN(a.rank == 3 && b.rank == 3 && o.rank == 3, Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(a.dtype == DType::Float32 && b.dtype == DType::Float32 && o.dtype == DType::Float32,
+  EMBER_CHECK(a.rank == 3 && b.rank == 3 && o.rank == 3, Status::InvalidArgument);
+  EMBER_CHECK(a.dtype == DType::Float32 && b.dtype == DType::Float32 && o.dtype == DType::Float32,
                      Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(a.sizes[0] == o.sizes[0] && b.sizes[0] == o.sizes[0] && a.sizes[1] == o.sizes[1] &&
+  EMBER_CHECK(a.sizes[0] == o.sizes[0] && b.sizes[0] == o.sizes[0] && a.sizes[1] == o.sizes[1] &&
                          b.sizes[2] == o.sizes[2] && a.sizes[2] == b.sizes[1],
                      Status::ShapeMismatch);
   const Plan p = plan_for(a, o, ctx.num_threads);

@@ -62,7 +62,7 @@ void pool_plane(const Pool2dParams& p, const float* x, int64_t h, int64_t w, int
 Status max_pool2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                       const OpParams& params) {
   const auto* p = std::get_if<Pool2dParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &y = out[0];
   if (x.rank != 4 || y.rank != 4 || x.dtype != DType::Float32 || y.dtype != DType::Float32 ||
       x.sizes[0] != y.sizes[0] || x.sizes[1] != y.sizes[1] || (x.strides[3] != 1 && x.sizes[3] > 1) ||

@@ -185,11 +185,11 @@ size_t recurrence_f32_workspace(Span<const TensorView> in, Span<const TensorView
 Status recurrence_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                       const OpParams& params) {
   const auto* p = std::get_if<RecurrenceParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && p->valid() && in.size() == 8 && out.size() == 3, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && p->valid() && in.size() == 8 && out.size() == 3, Status::InvalidArgument);
   const Span<const TensorView> outs(out.data(), out.size());
   if (!ref::recurrence_shapes_ok(in, outs, *p) || !usable(in, outs)) return ref::recurrence(ctx, in, out, params);
   const Plan pl = plan_for(in[0], *p, ctx.num_threads);
-  RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= workspace_of(pl), Status::Internal);
+  EMBER_CHECK(ctx.scratch != nullptr && ctx.scratch_bytes >= workspace_of(pl), Status::Internal);
   const int64_t T = pl.T, B = pl.B, H = pl.H, GH = pl.GH, DGH = pl.DGH;
   if (B == 0) return Status::Ok;  // every output is empty
   char* at = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(ctx.scratch) + kAlign - 1) / kAlign * kAlign);

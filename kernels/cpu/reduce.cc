@@ -189,7 +189,7 @@ Status softmax_rows(const KernelContext& ctx, Span<const TensorView> in, Span<Te
   const bool fast = p != nullptr && x.dtype == DType::Float32 && out[0].dtype == DType::Float32 && x.rank > 0 &&
                     p->dim == x.rank - 1 && x.is_contiguous() && out[0].is_contiguous() && out[0].rank == x.rank;
   if (!fast) return kLog ? ref::log_softmax(ctx, in, out, params) : ref::softmax(ctx, in, out, params);
-  for (int d = 0; d < x.rank; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == out[0].sizes[d], Status::ShapeMismatch);
+  for (int d = 0; d < x.rank; ++d) EMBER_CHECK(x.sizes[d] == out[0].sizes[d], Status::ShapeMismatch);
   const int64_t n = x.sizes[x.rank - 1];
   if (n == 0 || x.numel() == 0) return Status::Ok;
   const int64_t rows = x.numel() / n;

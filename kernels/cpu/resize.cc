@@ -164,7 +164,7 @@ size_t resize_f32_workspace(Span<const TensorView> in, Span<const TensorView> ou
 
 Status resize_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<ResizeParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &o = out[0];
   ref::ResizeAxis axes[4];
   int n[2];

@@ -47,9 +47,9 @@ class CudaBackend final : public Backend {
   }
 
   Result<Buffer> allocate(size_t bytes, size_t) override {
-    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    EMBER_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
     // The tail padding kernels may read past the end (kTensorTailPadding).
-    RT_ASSIGN_OR_RETURN(void* p, c->allocate(bytes + kTensorTailPadding));
+    EMBER_ASSIGN_OR_RETURN(void* p, c->allocate(bytes + kTensorTailPadding));
     Buffer b;
     b.data = p;
     b.bytes = bytes;
@@ -61,10 +61,10 @@ class CudaBackend final : public Backend {
     buffer = Buffer{};
   }
   Status copy_in(Buffer& dst, size_t offset, Span<const std::byte> src) override {
-    RT_RETURN_IF_ERROR(copy_check(offset, src.size(), dst.bytes));
-    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    EMBER_TRY(copy_check(offset, src.size(), dst.bytes));
+    EMBER_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
     // Synchronous from the host's point of view: src may be freed on return.
-    RT_RETURN_IF_ERROR(cuda::Context::check(
+    EMBER_TRY(cuda::Context::check(
         cudaMemcpyAsync(static_cast<char*>(dst.data) + offset, src.data(), src.size(), cudaMemcpyHostToDevice,
                         c->stream()),
         "cudaMemcpyAsync (host to device)"));
@@ -76,10 +76,10 @@ class CudaBackend final : public Backend {
   }
   // Every read queued behind the work before it, one synchronization for all.
   Status copy_out_batch(Span<const CopyOut> copies) override {
-    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    EMBER_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
     for (const CopyOut& o : copies) {
-      RT_RETURN_IF_ERROR(copy_check(o.offset, o.dst.size(), o.src->bytes));
-      RT_RETURN_IF_ERROR(cuda::Context::check(
+      EMBER_TRY(copy_check(o.offset, o.dst.size(), o.src->bytes));
+      EMBER_TRY(cuda::Context::check(
           cudaMemcpyAsync(o.dst.data(), static_cast<const char*>(o.src->data) + o.offset, o.dst.size(),
                           cudaMemcpyDeviceToHost, c->stream()),
           "cudaMemcpyAsync (device to host)"));
@@ -87,7 +87,7 @@ class CudaBackend final : public Backend {
     return c->synchronize();
   }
   Status synchronize() override {
-    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    EMBER_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
     return c->synchronize();
   }
   std::string last_error() const override { return cuda::Context::why(); }
@@ -97,27 +97,27 @@ class CudaBackend final : public Backend {
     return MemoryStats{c.get()->memory_allocated(), c.get()->memory_reserved()};
   }
   Status empty_cache() override {
-    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    EMBER_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
     return c->empty_cache();
   }
   Result<DeviceInfo> open() override {
-    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    EMBER_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
     return DeviceInfo{c->caps().name, true, c->caps().bfloat16};
   }
   Status begin_capture() override {
-    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    EMBER_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
     // Relaxed: a cache miss may still cudaMalloc (run at once, not captured).
     return cuda::Context::check(cudaStreamBeginCapture(c->stream(), cudaStreamCaptureModeRelaxed),
                                 "cudaStreamBeginCapture");
   }
   Result<std::unique_ptr<Graph>> end_capture() override {
-    RT_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
+    EMBER_ASSIGN_OR_RETURN(cuda::Context * c, cuda::Context::get());
     cudaGraph_t graph = nullptr;
-    RT_RETURN_IF_ERROR(cuda::Context::check(cudaStreamEndCapture(c->stream(), &graph), "cudaStreamEndCapture"));
+    EMBER_TRY(cuda::Context::check(cudaStreamEndCapture(c->stream(), &graph), "cudaStreamEndCapture"));
     cudaGraphExec_t exec = nullptr;
     const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
     (void)cudaGraphDestroy(graph);
-    RT_RETURN_IF_ERROR(cuda::Context::check(e, "cudaGraphInstantiate"));
+    EMBER_TRY(cuda::Context::check(e, "cudaGraphInstantiate"));
     return std::unique_ptr<Graph>(new CudaGraph(exec, c->stream()));
   }
   Result<std::vector<std::string>> devices() override { return cuda::Context::list_devices(); }

@@ -16,7 +16,7 @@ std::mutex g_select_mutex;
 std::string g_device_spec;
 bool g_opened = false;
 
-Status fail(Status s, std::string message) {
+Status fail_why(Status s, std::string message) {
   t_why = std::move(message);
   return s;
 }
@@ -24,12 +24,12 @@ Status fail(Status s, std::string message) {
 // Why no device can be used, in words a user can act on.
 Status no_device(cudaError_t e) {
   if (e == cudaErrorInsufficientDriver)
-    return fail(Status::UnsupportedHardware,
+    return fail_why(Status::UnsupportedHardware,
                 str_cat("CUDA is not available: no NVIDIA driver is loaded, or it is older than the CUDA ",
                         "runtime ember was built with (", cudaGetErrorString(e), ")"));
   if (e == cudaErrorNoDevice)
-    return fail(Status::UnsupportedHardware, str_cat("CUDA is not available: ", cudaGetErrorString(e)));
-  return fail(Status::UnsupportedHardware,
+    return fail_why(Status::UnsupportedHardware, str_cat("CUDA is not available: ", cudaGetErrorString(e)));
+  return fail_why(Status::UnsupportedHardware,
               str_cat("CUDA is not available: ", cudaGetErrorString(e), " (", cudaGetErrorName(e), ")"));
 }
 
@@ -55,7 +55,7 @@ Result<int> resolve_spec(const std::string& spec, int count) {
   if (std::all_of(spec.begin(), spec.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
     const int i = std::atoi(spec.c_str());
     if (i >= count)
-      return fail(Status::InvalidArgument, str_cat("CUDA device ", spec, ": invalid device ordinal (", count,
+      return fail_why(Status::InvalidArgument, str_cat("CUDA device ", spec, ": invalid device ordinal (", count,
                                                    count == 1 ? " device)" : " devices)"));
     return i;
   }
@@ -64,7 +64,7 @@ Result<int> resolve_spec(const std::string& spec, int count) {
     if (cudaGetDeviceProperties(&p, i) == cudaSuccess && lower(p.name).find(lower(spec)) != std::string::npos)
       return i;
   }
-  return fail(Status::NotFound, str_cat("no CUDA device matches '", spec, "'"));
+  return fail_why(Status::NotFound, str_cat("no CUDA device matches '", spec, "'"));
 }
 
 }  // namespace
@@ -76,7 +76,7 @@ Status Context::check(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return Status::Ok;
   (void)cudaGetLastError();
   const Status s = error == cudaErrorMemoryAllocation ? Status::OutOfMemory : Status::Internal;
-  return fail(s, str_cat(what, ": ", cudaGetErrorString(error), " (", cudaGetErrorName(error), ")"));
+  return fail_why(s, str_cat(what, ": ", cudaGetErrorString(error), " (", cudaGetErrorName(error), ")"));
 }
 
 size_t round_block(size_t bytes) {
@@ -97,11 +97,11 @@ std::string format_bytes(size_t bytes) {
 }
 
 Result<std::vector<std::string>> Context::list_devices() {
-  RT_ASSIGN_OR_RETURN(const int n, device_count());
+  EMBER_ASSIGN_OR_RETURN(const int n, device_count());
   std::vector<std::string> names;
   for (int i = 0; i < n; ++i) {
     cudaDeviceProp p;
-    RT_RETURN_IF_ERROR(check(cudaGetDeviceProperties(&p, i), "cudaGetDeviceProperties"));
+    EMBER_TRY(check(cudaGetDeviceProperties(&p, i), "cudaGetDeviceProperties"));
     names.push_back(str_cat(p.name, " [sm_", p.major, p.minor, ", ", format_bytes(p.totalGlobalMem), "]"));
   }
   return names;
@@ -109,7 +109,7 @@ Result<std::vector<std::string>> Context::list_devices() {
 
 Status Context::select_device(const std::string& spec) {
   std::lock_guard<std::mutex> lock(g_select_mutex);
-  if (g_opened) return fail(Status::InvalidState, "the CUDA device is already open; select it before first use");
+  if (g_opened) return fail_why(Status::InvalidState, "the CUDA device is already open; select it before first use");
   g_device_spec = spec;
   return Status::Ok;
 }
@@ -149,9 +149,9 @@ Result<Context*> Context::get() {
 }
 
 Status Context::open(int device) {
-  RT_RETURN_IF_ERROR(check(cudaSetDevice(device), "cudaSetDevice"));
+  EMBER_TRY(check(cudaSetDevice(device), "cudaSetDevice"));
   cudaDeviceProp p;
-  RT_RETURN_IF_ERROR(check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties"));
+  EMBER_TRY(check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties"));
   caps_.name = p.name;
   caps_.index = device;
   caps_.major = p.major;
@@ -190,14 +190,14 @@ Result<void*> Context::allocate(size_t bytes) {
     (void)cudaGetLastError();
     size_t free_bytes = 0, total = 0;
     (void)cudaMemGetInfo(&free_bytes, &total);
-    return fail(Status::OutOfMemory,
+    return fail_why(Status::OutOfMemory,
                 str_cat("CUDA out of memory. Tried to allocate ", format_bytes(bytes), ". GPU ", caps_.index,
                         " has a total capacity of ", format_bytes(total), " of which ", format_bytes(free_bytes),
                         " is free. Of the allocated memory ", format_bytes(allocated_),
                         " is allocated by ember, and ", format_bytes(reserved_ - allocated_),
                         " is reserved by ember but unallocated."));
   }
-  RT_RETURN_IF_ERROR(check(e, "cudaMalloc"));
+  EMBER_TRY(check(e, "cudaMalloc"));
   live_[p] = block;
   allocated_ += block;
   reserved_ += block;
@@ -224,10 +224,10 @@ size_t Context::memory_reserved() {
 }
 
 Status Context::empty_cache() {
-  RT_RETURN_IF_ERROR(synchronize());
+  EMBER_TRY(synchronize());
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [size, ptr] : free_) {
-    RT_RETURN_IF_ERROR(check(cudaFree(ptr), "cudaFree"));
+    EMBER_TRY(check(cudaFree(ptr), "cudaFree"));
     reserved_ -= size;
   }
   free_.clear();

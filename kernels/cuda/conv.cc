@@ -96,7 +96,7 @@ Result<TensorView> dense_copy(const TensorView& v, char*& scratch, size_t bytes)
   }
   scratch += aligned(bytes);
   TensorView src = v;
-  RT_RETURN_IF_ERROR(copy(KernelContext{}, Span<const TensorView>(&src, 1), Span<TensorView>(&d, 1), OpParams{}));
+  EMBER_TRY(copy(KernelContext{}, Span<const TensorView>(&src, 1), Span<TensorView>(&d, 1), OpParams{}));
   return d;
 }
 
@@ -151,7 +151,7 @@ Status conv_gemms(const ConvPlan& c, const Gemm& gemm, const TensorView& x, cons
     return gemm.run(c.p, c.cog, c.k, a0, op_a, lda, count == 1 ? 0 : image_a, weight, ldb, 0, c0, cout * c.p, count);
   }
   for (int64_t i = 0; i < count; ++i) {
-    RT_RETURN_IF_ERROR(gemm.run(c.p, c.cog, c.k, a0 + i * image_a * es, op_a, lda, group_a, weight, ldb,
+    EMBER_TRY(gemm.run(c.p, c.cog, c.k, a0 + i * image_a * es, op_a, lda, group_a, weight, ldb,
                                 c.cog * ldb, c0 + i * cout * c.p * es, c.cog * c.p, c.groups));
   }
   return Status::Ok;
@@ -169,25 +169,25 @@ size_t conv2d_workspace(Span<const TensorView> in, Span<const TensorView> out, c
 
 Status conv2d(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<Conv2dParams>(&params);
-  RT_RETURN_IF_ERROR(ref::check_conv2d_args(in, out, p, kCudaFloat));
+  EMBER_TRY(ref::check_conv2d_args(in, out, p, kCudaFloat));
   const TensorView &x = in[0], &w = in[1], &bias = in[2], &o = out[0];
   if (o.numel() == 0) return Status::Ok;
   const ConvPlan c = plan_conv(x, w, o, *p);
   if (c.depthwise) return conv2d_depthwise(x, w, bias, o, *p);
-  RT_CHECK_OR_RETURN(c.p <= INT32_MAX && c.k <= INT32_MAX && c.cog <= INT32_MAX && c.groups <= INT32_MAX &&
+  EMBER_CHECK(c.p <= INT32_MAX && c.k <= INT32_MAX && c.cog <= INT32_MAX && c.groups <= INT32_MAX &&
                          o.sizes[0] <= INT32_MAX,
                      Status::OutOfRange);
-  RT_CHECK_OR_RETURN(c.workspace() == 0 || (ctx.scratch != nullptr && ctx.scratch_bytes >= c.workspace()),
+  EMBER_CHECK(c.workspace() == 0 || (ctx.scratch != nullptr && ctx.scratch_bytes >= c.workspace()),
                      Status::InvalidArgument);
-  RT_ASSIGN_OR_RETURN(Context * cx, Context::get());
+  EMBER_ASSIGN_OR_RETURN(Context * cx, Context::get());
   const size_t es = element_size(x.dtype);
   char* scratch = static_cast<char*>(ctx.scratch);
   TensorView weight = w;
   if (!c.dense_weight) {
-    RT_ASSIGN_OR_RETURN(weight, dense_copy(w, scratch, c.weight_bytes));
+    EMBER_ASSIGN_OR_RETURN(weight, dense_copy(w, scratch, c.weight_bytes));
   }
   const int64_t ldb = weight.sizes[0] == 1 ? std::max<int64_t>(c.k, 1) : weight.strides[0];
-  RT_CHECK_OR_RETURN(ldb <= INT32_MAX, Status::OutOfRange);
+  EMBER_CHECK(ldb <= INT32_MAX, Status::OutOfRange);
   char* target = static_cast<char*>(o.data);
   if (!c.dense_out) {
     target = scratch;
@@ -195,21 +195,21 @@ Status conv2d(const KernelContext& ctx, Span<const TensorView> in, Span<TensorVi
   }
   const int64_t batch = o.sizes[0], cout = o.sizes[1];
   if (bias.data != nullptr) {
-    RT_RETURN_IF_ERROR(conv2d_bias_fill(bias, batch, c.p, target));
+    EMBER_TRY(conv2d_bias_fill(bias, batch, c.p, target));
   } else if (c.k == 0) {
     const size_t bytes = static_cast<size_t>(o.numel()) * es;
-    RT_RETURN_IF_ERROR(Context::check(cudaMemsetAsync(target, 0, bytes, cx->stream()), "cudaMemsetAsync"));
+    EMBER_TRY(Context::check(cudaMemsetAsync(target, 0, bytes, cx->stream()), "cudaMemsetAsync"));
   }
   if (c.k > 0) {
-    RT_ASSIGN_OR_RETURN(const CublasApi* api, cublas());
+    EMBER_ASSIGN_OR_RETURN(const CublasApi* api, cublas());
     const Gemm gemm = make_gemm(api, x.dtype, bias.data != nullptr);
     const int64_t chunk = c.x_direct.ok ? batch : c.chunk;
     for (int64_t n0 = 0; n0 < batch; n0 += chunk) {
       const int64_t count = std::min(chunk, batch - n0);
       if (!c.x_direct.ok) {
-        RT_RETURN_IF_ERROR(conv2d_im2col(x, n0, count, c.kh, c.kw, c.oh, c.ow, *p, scratch));
+        EMBER_TRY(conv2d_im2col(x, n0, count, c.kh, c.kw, c.oh, c.ow, *p, scratch));
       }
-      RT_RETURN_IF_ERROR(conv_gemms(c, gemm, x, scratch, static_cast<const char*>(weight.data), ldb, target, cout, n0,
+      EMBER_TRY(conv_gemms(c, gemm, x, scratch, static_cast<const char*>(weight.data), ldb, target, cout, n0,
                                     count));
     }
   }

@@ -63,13 +63,13 @@ __global__ void conv_transpose_kernel(const T* x, const T* w, const T* bias, int
 }  // namespace
 
 EMBER_CUDA_KERNEL(conv_transpose) {
-  RT_CHECK_OR_RETURN(in.size() == 3 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 3 && out.size() == 1, Status::InvalidArgument);
   const auto* p = std::get_if<ConvTransposeParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr, Status::InvalidArgument);
   const TensorView &x = in[0], &w = in[1], &bias = in[2], &o = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == w.dtype && x.dtype == o.dtype && (bias.data == nullptr || bias.dtype == x.dtype),
+  EMBER_CHECK(x.dtype == w.dtype && x.dtype == o.dtype && (bias.data == nullptr || bias.dtype == x.dtype),
                      Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(ref::conv_transpose_shapes_ok(x, w, bias, o, *p), Status::ShapeMismatch);
+  EMBER_CHECK(ref::conv_transpose_shapes_ok(x, w, bias, o, *p), Status::ShapeMismatch);
   return on_dtype<kCudaFloat>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &conv_transpose_kernel<T>;

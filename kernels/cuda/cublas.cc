@@ -46,12 +46,12 @@ Status load(CublasApi* api) {
   EMBER_CUBLAS_FUNCTIONS(EMBER_CUBLAS_LOAD)
 #undef EMBER_CUBLAS_LOAD
 #endif
-  RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+  EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
   cublasStatus_t s = api->cublasCreate_v2(&api->handle);
   if (s == CUBLAS_STATUS_SUCCESS) s = api->cublasSetStream_v2(api->handle, c->stream());
   if (s == CUBLAS_STATUS_SUCCESS) {
     // A workspace of our own, so GEMMs can be captured into CUDA graphs.
-    RT_ASSIGN_OR_RETURN(void* workspace, c->allocate(kWorkspaceBytes));
+    EMBER_ASSIGN_OR_RETURN(void* workspace, c->allocate(kWorkspaceBytes));
     s = api->cublasSetWorkspace_v2(api->handle, workspace, kWorkspaceBytes);
   }
   if (s != CUBLAS_STATUS_SUCCESS) {

@@ -57,7 +57,7 @@ struct ClampBound {
 
 template <typename Op, DTypeSet kTypes>
 Status unary(Span<const TensorView> in, Span<TensorView> out, Op op = Op{}) {
-  RT_CHECK_OR_RETURN(in[0].dtype == out[0].dtype, Status::DTypeMismatch);
+  EMBER_CHECK(in[0].dtype == out[0].dtype, Status::DTypeMismatch);
   return on_dtype<kTypes & kCudaAll>(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return for_each_element<2>({&out[0], &in[0]}, UnaryFn<Op, T>{op}, "unary kernel");
@@ -67,8 +67,8 @@ Status unary(Span<const TensorView> in, Span<TensorView> out, Op op = Op{}) {
 template <typename Op, DTypeSet kTypes>
 Status binary(Span<const TensorView> in, Span<TensorView> out) {
   constexpr bool kCompare = ref::is_compare<Op>::value;
-  RT_CHECK_OR_RETURN(in[0].dtype == in[1].dtype, Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(out[0].dtype == (kCompare ? DType::Bool : in[0].dtype), Status::DTypeMismatch);
+  EMBER_CHECK(in[0].dtype == in[1].dtype, Status::DTypeMismatch);
+  EMBER_CHECK(out[0].dtype == (kCompare ? DType::Bool : in[0].dtype), Status::DTypeMismatch);
   return on_dtype<kTypes & kCudaAll>(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using O = std::conditional_t<kCompare, bool, T>;
@@ -80,7 +80,7 @@ Status binary(Span<const TensorView> in, Span<TensorView> out) {
 
 EMBER_CUDA_KERNEL(copy) {
   (void)params;
-  RT_CHECK_OR_RETURN(in[0].rank == out[0].rank, Status::InvalidArgument);
+  EMBER_CHECK(in[0].rank == out[0].rank, Status::InvalidArgument);
   return on_dtype<kCudaAll>(in[0].dtype, [&](auto src_tag) {
     using S = typename decltype(src_tag)::type;
     return on_dtype<kCudaAll>(out[0].dtype, [&](auto dst_tag) {
@@ -93,7 +93,7 @@ EMBER_CUDA_KERNEL(copy) {
 EMBER_CUDA_KERNEL(fill) {
   (void)in;
   const auto* p = std::get_if<ScalarParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr, Status::InvalidArgument);
   return on_dtype<kCudaAll>(out[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return for_each_element<1>({&out[0]}, FillFn<T>{p->value.to<T>()}, "fill kernel");
@@ -110,7 +110,7 @@ EMBER_CUDA_KERNEL(fill) {
 #define RT_UNARY_P(Name, name, dtypes, ...)                              \
   EMBER_CUDA_KERNEL(name) {                                              \
     const auto* p = std::get_if<UnaryParams>(&params);                   \
-    RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);           \
+    EMBER_CHECK(p != nullptr, Status::InvalidArgument);           \
     return unary<ref::Name##Op, dtypes>(in, out, ref::Name##Op{p->a, p->b}); \
   }
 #include "runtime/graph/ops.def"
@@ -120,14 +120,14 @@ EMBER_CUDA_KERNEL(fill) {
 
 EMBER_CUDA_KERNEL(gelu) {
   const auto* p = std::get_if<GeluParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr, Status::InvalidArgument);
   return p->tanh_approximation ? unary<ref::GeluTanhOp, kFloatingTypes>(in, out)
                                : unary<ref::GeluOp, kFloatingTypes>(in, out);
 }
 
 EMBER_CUDA_KERNEL(clamp) {
   const auto* p = std::get_if<ClampParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in[0].dtype == out[0].dtype, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in[0].dtype == out[0].dtype, Status::InvalidArgument);
   return on_dtype<kCudaNumeric>(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
@@ -164,7 +164,7 @@ EMBER_CUDA_BINARY(ge, GeOp, kAllTypes)
 
 EMBER_CUDA_KERNEL(where) {
   (void)params;
-  RT_CHECK_OR_RETURN(in[0].dtype == in[1].dtype && in[0].dtype == out[0].dtype && in[2].dtype == DType::Bool,
+  EMBER_CHECK(in[0].dtype == in[1].dtype && in[0].dtype == out[0].dtype && in[2].dtype == DType::Bool,
                      Status::DTypeMismatch);
   return on_dtype<kCudaAll>(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

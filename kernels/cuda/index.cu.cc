@@ -50,11 +50,11 @@ __global__ void embedding_backward_kernel(const T* g, NdView gv, const void* idx
 }
 
 Status check_embedding(const TensorView& table, const TensorView& indices, const TensorView& rows) {
-  RT_CHECK_OR_RETURN(table.rank == 2 && rows.rank == indices.rank + 1 && rows.dtype == table.dtype,
+  EMBER_CHECK(table.rank == 2 && rows.rank == indices.rank + 1 && rows.dtype == table.dtype,
                      Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(indices.dtype == DType::Int32 || indices.dtype == DType::Int64, Status::DTypeMismatch);
-  for (int d = 0; d < indices.rank; ++d) RT_CHECK_OR_RETURN(rows.sizes[d] == indices.sizes[d], Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(rows.sizes[indices.rank] == table.sizes[1], Status::ShapeMismatch);
+  EMBER_CHECK(indices.dtype == DType::Int32 || indices.dtype == DType::Int64, Status::DTypeMismatch);
+  for (int d = 0; d < indices.rank; ++d) EMBER_CHECK(rows.sizes[d] == indices.sizes[d], Status::ShapeMismatch);
+  EMBER_CHECK(rows.sizes[indices.rank] == table.sizes[1], Status::ShapeMismatch);
   return Status::Ok;
 }
 
@@ -153,10 +153,10 @@ int64_t normalized_axis(int64_t axis, int rank) { return axis < 0 ? axis + rank 
 
 // Ranks, the index dtype and the index sizes within `bound`'s except along the axis.
 Status check_index(const TensorView& index, const TensorView& bound, int64_t axis) {
-  RT_CHECK_OR_RETURN(index.dtype == DType::Int32 || index.dtype == DType::Int64, Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(index.rank == bound.rank && axis >= 0 && axis < std::max(index.rank, 1), Status::InvalidArgument);
+  EMBER_CHECK(index.dtype == DType::Int32 || index.dtype == DType::Int64, Status::DTypeMismatch);
+  EMBER_CHECK(index.rank == bound.rank && axis >= 0 && axis < std::max(index.rank, 1), Status::InvalidArgument);
   for (int d = 0; d < index.rank; ++d) {
-    RT_CHECK_OR_RETURN(d == axis || index.sizes[d] <= bound.sizes[d], Status::ShapeMismatch);
+    EMBER_CHECK(d == axis || index.sizes[d] <= bound.sizes[d], Status::ShapeMismatch);
   }
   return Status::Ok;
 }
@@ -173,9 +173,9 @@ bool same_view(const TensorView& a, const TensorView& b) {
 
 EMBER_CUDA_KERNEL(embedding) {
   (void)params;
-  RT_CHECK_OR_RETURN(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &weight = in[0], &indices = in[1], &y = out[0];
-  RT_RETURN_IF_ERROR(check_embedding(weight, indices, y));
+  EMBER_TRY(check_embedding(weight, indices, y));
   return on_dtype<kCudaAll>(weight.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &embedding_kernel<T>;
@@ -191,9 +191,9 @@ size_t index_backward_workspace(Span<const TensorView>, Span<const TensorView> o
 
 Status embedding_backward(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                           const OpParams&) {
-  RT_CHECK_OR_RETURN(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &grad = in[0], &indices = in[1], &gw = out[0];
-  RT_RETURN_IF_ERROR(check_embedding(gw, indices, grad));
+  EMBER_TRY(check_embedding(gw, indices, grad));
   return on_dtype<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return with_accumulator<T>(ctx, gw, [&](const TensorView& acc) {
@@ -207,11 +207,11 @@ Status embedding_backward(const KernelContext& ctx, Span<const TensorView> in, S
 
 EMBER_CUDA_KERNEL(pad) {
   const auto* p = std::get_if<PadParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &y = out[0];
-  RT_CHECK_OR_RETURN(x.rank == y.rank && x.dtype == y.dtype, Status::InvalidArgument);
+  EMBER_CHECK(x.rank == y.rank && x.dtype == y.dtype, Status::InvalidArgument);
   for (int d = 0; d < x.rank; ++d) {
-    RT_CHECK_OR_RETURN(ref::pad_dim_is_valid(p->mode, x.sizes[d], p->before[d], p->after[d], y.sizes[d]),
+    EMBER_CHECK(ref::pad_dim_is_valid(p->mode, x.sizes[d], p->before[d], p->after[d], y.sizes[d]),
                        Status::InvalidArgument);
   }
   return on_dtype<kCudaAll>(x.dtype, [&](auto tag) {
@@ -225,16 +225,16 @@ EMBER_CUDA_KERNEL(pad) {
 Status pad_backward(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                     const OpParams& params) {
   const auto* p = std::get_if<PadParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &grad = in[0], &gi = out[0];
-  RT_CHECK_OR_RETURN(grad.rank == gi.rank && grad.dtype == gi.dtype, Status::InvalidArgument);
+  EMBER_CHECK(grad.rank == gi.rank && grad.dtype == gi.dtype, Status::InvalidArgument);
   for (int d = 0; d < grad.rank; ++d) {
-    RT_CHECK_OR_RETURN(grad.sizes[d] == gi.sizes[d] + p->before[d] + p->after[d], Status::ShapeMismatch);
+    EMBER_CHECK(grad.sizes[d] == gi.sizes[d] + p->before[d] + p->after[d], Status::ShapeMismatch);
     if (grad.sizes[d] > 0 && (p->before[d] != 0 || p->after[d] != 0) && p->mode != PadMode::Constant) {
       const int64_t size = gi.sizes[d];
       const int64_t kept = size - std::max<int64_t>(-p->before[d], 0) - std::max<int64_t>(-p->after[d], 0);
-      RT_CHECK_OR_RETURN(size > 0 && kept > 0, Status::InvalidArgument);
-      RT_CHECK_OR_RETURN(p->mode != PadMode::Reflect || (p->before[d] < size && p->after[d] < size),
+      EMBER_CHECK(size > 0 && kept > 0, Status::InvalidArgument);
+      EMBER_CHECK(p->mode != PadMode::Reflect || (p->before[d] < size && p->after[d] < size),
                          Status::InvalidArgument);
     }
   }
@@ -250,12 +250,12 @@ Status pad_backward(const KernelContext& ctx, Span<const TensorView> in, Span<Te
 
 EMBER_CUDA_KERNEL(gather_elements) {
   const auto* p = std::get_if<AxisParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &data = in[0], &index = in[1], &y = out[0];
-  RT_CHECK_OR_RETURN(y.dtype == data.dtype && y.rank == index.rank, Status::DTypeMismatch);
-  for (int d = 0; d < y.rank; ++d) RT_CHECK_OR_RETURN(y.sizes[d] == index.sizes[d], Status::ShapeMismatch);
+  EMBER_CHECK(y.dtype == data.dtype && y.rank == index.rank, Status::DTypeMismatch);
+  for (int d = 0; d < y.rank; ++d) EMBER_CHECK(y.sizes[d] == index.sizes[d], Status::ShapeMismatch);
   const int64_t axis = normalized_axis(p->axis, data.rank);
-  RT_RETURN_IF_ERROR(check_index(index, data, axis));
+  EMBER_TRY(check_index(index, data, axis));
   return on_dtype<kCudaAll>(data.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &gather_kernel<T>;
@@ -267,19 +267,19 @@ EMBER_CUDA_KERNEL(gather_elements) {
 
 EMBER_CUDA_KERNEL(scatter_elements) {
   const auto* p = std::get_if<ScatterParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && p->valid() && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && p->valid() && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
   const TensorView &data = in[0], &index = in[1], &updates = in[2], &y = out[0];
-  RT_CHECK_OR_RETURN(y.dtype == data.dtype && updates.dtype == data.dtype, Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(y.rank == data.rank && updates.rank == index.rank, Status::ShapeMismatch);
+  EMBER_CHECK(y.dtype == data.dtype && updates.dtype == data.dtype, Status::DTypeMismatch);
+  EMBER_CHECK(y.rank == data.rank && updates.rank == index.rank, Status::ShapeMismatch);
   for (int d = 0; d < y.rank; ++d) {
-    RT_CHECK_OR_RETURN(y.sizes[d] == data.sizes[d] && updates.sizes[d] >= index.sizes[d], Status::ShapeMismatch);
+    EMBER_CHECK(y.sizes[d] == data.sizes[d] && updates.sizes[d] >= index.sizes[d], Status::ShapeMismatch);
   }
   const int64_t axis = normalized_axis(p->axis, data.rank);
-  RT_RETURN_IF_ERROR(check_index(index, data, axis));
+  EMBER_TRY(check_index(index, data, axis));
   if (y.numel() == 0) return Status::Ok;
   if (!same_view(data, y)) {  // the output starts as a copy of data (in place: it is data)
     TensorView src = data, dst = y;
-    RT_RETURN_IF_ERROR(copy(KernelContext{}, Span<const TensorView>(&src, 1), Span<TensorView>(&dst, 1), OpParams{}));
+    EMBER_TRY(copy(KernelContext{}, Span<const TensorView>(&src, 1), Span<TensorView>(&dst, 1), OpParams{}));
   }
   const int64_t length = index.rank == 0 ? 1 : index.sizes[axis];
   if (index.numel() == 0 || length == 0) return Status::Ok;

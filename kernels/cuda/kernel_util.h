@@ -68,7 +68,7 @@ __device__ inline void atomic_accumulate(A* p, A v) {
 template <typename Kernel, typename... Args>
 Status launch_1d(Kernel kernel, int64_t n, const char* what, Args... args) {
   if (n <= 0) return Status::Ok;
-  RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+  EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
   EMBER_LAUNCH(kernel, dim3(blocks_for(n)), dim3(kBlock), 0, c->stream(), args...);
   return Context::check(cudaGetLastError(), what);
 }
@@ -89,7 +89,7 @@ Status with_accumulator(const KernelContext& ctx, const TensorView& out, Body&& 
     return body(out);
   } else {
     if (out.numel() == 0) return Status::Ok;
-    RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= accumulator_bytes(out), Status::InvalidArgument);
+    EMBER_CHECK(ctx.scratch != nullptr && ctx.scratch_bytes >= accumulator_bytes(out), Status::InvalidArgument);
     TensorView acc = out;
     acc.data = ctx.scratch;
     acc.dtype = DType::Float32;
@@ -99,8 +99,8 @@ Status with_accumulator(const KernelContext& ctx, const TensorView& out, Body&& 
       step *= out.sizes[d];
     }
     TensorView src = out, dst = acc;
-    RT_RETURN_IF_ERROR(copy(KernelContext{}, Span<const TensorView>(&src, 1), Span<TensorView>(&dst, 1), OpParams{}));
-    RT_RETURN_IF_ERROR(body(static_cast<const TensorView&>(acc)));
+    EMBER_TRY(copy(KernelContext{}, Span<const TensorView>(&src, 1), Span<TensorView>(&dst, 1), OpParams{}));
+    EMBER_TRY(body(static_cast<const TensorView&>(acc)));
     src = acc;
     dst = out;
     return copy(KernelContext{}, Span<const TensorView>(&src, 1), Span<TensorView>(&dst, 1), OpParams{});

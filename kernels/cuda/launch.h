@@ -53,7 +53,7 @@ template <size_t N, typename F>
 Status for_each_element(const std::array<const TensorView*, N>& views, F f, const char* what) {
   const int64_t n = views[0]->numel();
   if (n == 0) return Status::Ok;
-  RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+  EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
   const ref::StridedGeometry<N> g = ref::make_geometry<N>(views);
   Pointers<N> base;
   for (size_t k = 0; k < N; ++k) base.p[k] = static_cast<char*>(views[k]->data);

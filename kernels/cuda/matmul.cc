@@ -38,7 +38,7 @@ Result<TensorView> densify(const TensorView& v, char*& scratch) {
   scratch += dense_bytes(v);
   TensorView src = v;
   TensorView dst = d;
-  RT_RETURN_IF_ERROR(copy(KernelContext{}, Span<const TensorView>(&src, 1), Span<TensorView>(&dst, 1), OpParams{}));
+  EMBER_TRY(copy(KernelContext{}, Span<const TensorView>(&src, 1), Span<TensorView>(&dst, 1), OpParams{}));
   return d;
 }
 
@@ -52,31 +52,31 @@ size_t matmul_workspace(Span<const TensorView> in, Span<const TensorView>, const
 }
 
 Status matmul(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
-  RT_CHECK_OR_RETURN(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   TensorView a = in[0], b = in[1];
   const TensorView& o = out[0];
-  RT_CHECK_OR_RETURN(a.rank == 3 && b.rank == 3 && o.rank == 3, Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(a.sizes[0] == o.sizes[0] && b.sizes[0] == o.sizes[0] && a.sizes[1] == o.sizes[1] &&
+  EMBER_CHECK(a.rank == 3 && b.rank == 3 && o.rank == 3, Status::InvalidArgument);
+  EMBER_CHECK(a.sizes[0] == o.sizes[0] && b.sizes[0] == o.sizes[0] && a.sizes[1] == o.sizes[1] &&
                          b.sizes[2] == o.sizes[2] && a.sizes[2] == b.sizes[1],
                      Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(a.dtype == b.dtype && a.dtype == o.dtype && (kCudaFloat & dtype_bit(a.dtype)),
+  EMBER_CHECK(a.dtype == b.dtype && a.dtype == o.dtype && (kCudaFloat & dtype_bit(a.dtype)),
                      Status::DTypeMismatch);
   const int64_t batch = o.sizes[0], m = o.sizes[1], n = o.sizes[2], k = a.sizes[2];
   if (o.numel() == 0) return Status::Ok;
-  RT_CHECK_OR_RETURN(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && batch <= INT32_MAX, Status::OutOfRange);
+  EMBER_CHECK(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && batch <= INT32_MAX, Status::OutOfRange);
   const GemmOperand oo = classify(o);
-  RT_CHECK_OR_RETURN(oo.ok && oo.op == CUBLAS_OP_N, Status::NotSupported);  // front-ends allocate dense outputs
+  EMBER_CHECK(oo.ok && oo.op == CUBLAS_OP_N, Status::NotSupported);  // front-ends allocate dense outputs
   char* scratch = static_cast<char*>(ctx.scratch);
   GemmOperand oa = classify(a), ob = classify(b);
   if (!oa.ok) {
-    RT_ASSIGN_OR_RETURN(a, densify(a, scratch));
+    EMBER_ASSIGN_OR_RETURN(a, densify(a, scratch));
     oa = classify(a);
   }
   if (!ob.ok) {
-    RT_ASSIGN_OR_RETURN(b, densify(b, scratch));
+    EMBER_ASSIGN_OR_RETURN(b, densify(b, scratch));
     ob = classify(b);
   }
-  RT_ASSIGN_OR_RETURN(const CublasApi* api, cublas());
+  EMBER_ASSIGN_OR_RETURN(const CublasApi* api, cublas());
   const cudaDataType type = data_type(a.dtype);
   const bool f64 = a.dtype == DType::Float64;
   const cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F
@@ -87,7 +87,7 @@ Status matmul(const KernelContext& ctx, Span<const TensorView> in, Span<TensorVi
   const void* alpha = f64 ? static_cast<const void*>(&one_d) : static_cast<const void*>(&one);
   const void* beta = f64 ? static_cast<const void*>(&zero_d) : static_cast<const void*>(&zero);
   if (k == 0) {  // an empty sum: zeros (cuBLAS leaves C alone when k is 0 only with beta 0 on some versions)
-    RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+    EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
     return Context::check(cudaMemsetAsync(o.data, 0, static_cast<size_t>(o.numel()) * element_size(o.dtype),
                                           c->stream()),
                           "cudaMemsetAsync");

@@ -193,9 +193,9 @@ size_t pool2d_backward_workspace(Span<const TensorView>, Span<const TensorView> 
 
 EMBER_CUDA_KERNEL(max_pool2d) {
   const auto* p = std::get_if<Pool2dParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &y = out[0];
-  RT_CHECK_OR_RETURN(is_pool_geometry(x, y) && max_params_ok(*p), Status::InvalidArgument);
+  EMBER_CHECK(is_pool_geometry(x, y) && max_params_ok(*p), Status::InvalidArgument);
   return on_dtype<kFloatingTypes & kCudaAll>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &max_pool_kernel<T>;
@@ -205,9 +205,9 @@ EMBER_CUDA_KERNEL(max_pool2d) {
 
 EMBER_CUDA_KERNEL(avg_pool2d) {
   const auto* p = std::get_if<Pool2dParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &y = out[0];
-  RT_CHECK_OR_RETURN(is_pool_geometry(x, y) && avg_params_ok(*p), Status::InvalidArgument);
+  EMBER_CHECK(is_pool_geometry(x, y) && avg_params_ok(*p), Status::InvalidArgument);
   return on_dtype<kNumericTypes & kCudaAll>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &avg_pool_kernel<T>;
@@ -217,10 +217,10 @@ EMBER_CUDA_KERNEL(avg_pool2d) {
 
 EMBER_CUDA_KERNEL(adaptive_avg_pool2d) {
   (void)params;
-  RT_CHECK_OR_RETURN(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &y = out[0];
-  RT_CHECK_OR_RETURN(is_pool_geometry(x, y), Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(y.numel() == 0 || (x.sizes[2] > 0 && x.sizes[3] > 0), Status::InvalidArgument);
+  EMBER_CHECK(is_pool_geometry(x, y), Status::InvalidArgument);
+  EMBER_CHECK(y.numel() == 0 || (x.sizes[2] > 0 && x.sizes[3] > 0), Status::InvalidArgument);
   return on_dtype<kFloatingTypes & kCudaAll>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &adaptive_avg_pool_kernel<T>;
@@ -231,11 +231,11 @@ EMBER_CUDA_KERNEL(adaptive_avg_pool2d) {
 Status max_pool2d_backward(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                            const OpParams& params) {
   const auto* p = std::get_if<Pool2dParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &grad = in[0], &x = in[1], &gi = out[0];
-  RT_CHECK_OR_RETURN(is_pool_geometry(gi, grad) && x.rank == 4 && x.dtype == grad.dtype, Status::InvalidArgument);
-  for (int d = 0; d < 4; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == gi.sizes[d], Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(max_params_ok(*p), Status::InvalidArgument);
+  EMBER_CHECK(is_pool_geometry(gi, grad) && x.rank == 4 && x.dtype == grad.dtype, Status::InvalidArgument);
+  for (int d = 0; d < 4; ++d) EMBER_CHECK(x.sizes[d] == gi.sizes[d], Status::ShapeMismatch);
+  EMBER_CHECK(max_params_ok(*p), Status::InvalidArgument);
   return on_dtype<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return with_accumulator<T>(ctx, gi, [&](const TensorView& acc) {
@@ -249,9 +249,9 @@ Status max_pool2d_backward(const KernelContext& ctx, Span<const TensorView> in, 
 Status avg_pool2d_backward(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                            const OpParams& params) {
   const auto* p = std::get_if<Pool2dParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &grad = in[0], &gi = out[0];
-  RT_CHECK_OR_RETURN(is_pool_geometry(gi, grad) && avg_params_ok(*p), Status::InvalidArgument);
+  EMBER_CHECK(is_pool_geometry(gi, grad) && avg_params_ok(*p), Status::InvalidArgument);
   return on_dtype<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return with_accumulator<T>(ctx, gi, [&](const TensorView& acc) {
@@ -264,10 +264,10 @@ Status avg_pool2d_backward(const KernelContext& ctx, Span<const TensorView> in, 
 
 Status adaptive_avg_pool2d_backward(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                                     const OpParams&) {
-  RT_CHECK_OR_RETURN(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &grad = in[0], &gi = out[0];
-  RT_CHECK_OR_RETURN(is_pool_geometry(gi, grad), Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(grad.numel() == 0 || (gi.sizes[2] > 0 && gi.sizes[3] > 0), Status::InvalidArgument);
+  EMBER_CHECK(is_pool_geometry(gi, grad), Status::InvalidArgument);
+  EMBER_CHECK(grad.numel() == 0 || (gi.sizes[2] > 0 && gi.sizes[3] > 0), Status::InvalidArgument);
   return on_dtype<kFloatingTypes & kCudaAll>(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return with_accumulator<T>(ctx, gi, [&](const TensorView& acc) {

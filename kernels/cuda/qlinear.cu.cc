@@ -168,9 +168,9 @@ __global__ void qconv2d_kernel(QConvArgs a, const int8_t* wq, const int32_t* row
 int64_t groups_of(const QLinearParams& p, int64_t m) { return p.per_row_activations ? m : 1; }
 
 Result<void*> upload(Context* c, const void* src, size_t bytes, size_t* total) {
-  RT_ASSIGN_OR_RETURN(void* p, c->allocate(bytes));
+  EMBER_ASSIGN_OR_RETURN(void* p, c->allocate(bytes));
   *total += bytes;
-  RT_RETURN_IF_ERROR(Context::check(cudaMemcpyAsync(p, src, bytes, cudaMemcpyHostToDevice, c->stream()),
+  EMBER_TRY(Context::check(cudaMemcpyAsync(p, src, bytes, cudaMemcpyHostToDevice, c->stream()),
                                     "cudaMemcpyAsync (int8 weight)"));
   return p;
 }
@@ -191,7 +191,7 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_int8(const WeightDesc& d, 
     Context::set_why("int8 conv2d on cuda: groups must be 1");
     return Status::InvalidArgument;
   }
-  RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+  EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
   const int64_t n = v.sizes[0], k = n > 0 ? v.numel() / n : 0;
   const int8_t* q = v.ptr<const int8_t>();
   std::vector<int32_t> rowsum(static_cast<size_t>(n), 0);
@@ -203,21 +203,21 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_int8(const WeightDesc& d, 
   w->per_channel = d.per_channel;
   // Nothing is allocated for an empty weight: the kernel does not run.
   if (n * k > 0) {
-    RT_ASSIGN_OR_RETURN(void* pq, upload(c, q, static_cast<size_t>(n * k), &w->total));
+    EMBER_ASSIGN_OR_RETURN(void* pq, upload(c, q, static_cast<size_t>(n * k), &w->total));
     w->q = static_cast<int8_t*>(pq);
   }
   if (n > 0) {
-    RT_ASSIGN_OR_RETURN(void* pr, upload(c, rowsum.data(), rowsum.size() * sizeof(int32_t), &w->total));
+    EMBER_ASSIGN_OR_RETURN(void* pr, upload(c, rowsum.data(), rowsum.size() * sizeof(int32_t), &w->total));
     w->rowsum = static_cast<int32_t*>(pr);
   }
-  RT_ASSIGN_OR_RETURN(void* ps, upload(c, d.scales, d.num_scales * sizeof(float), &w->total));
+  EMBER_ASSIGN_OR_RETURN(void* ps, upload(c, d.scales, d.num_scales * sizeof(float), &w->total));
   w->scales = static_cast<float*>(ps);
   if (d.bias.data != nullptr && n > 0) {
-    RT_ASSIGN_OR_RETURN(void* pb, upload(c, d.bias.data, static_cast<size_t>(n) * sizeof(float), &w->total));
+    EMBER_ASSIGN_OR_RETURN(void* pb, upload(c, d.bias.data, static_cast<size_t>(n) * sizeof(float), &w->total));
     w->bias = static_cast<float*>(pb);
   }
   // The host copies (rowsum) go out of scope: wait for the uploads.
-  RT_RETURN_IF_ERROR(c->synchronize());
+  EMBER_TRY(c->synchronize());
   return std::shared_ptr<const PreparedWeight>(std::move(w));
 }
 
@@ -238,31 +238,31 @@ size_t qlinear_workspace(Span<const TensorView> in, Span<const TensorView>, cons
 
 Status qlinear(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<QLinearParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() >= 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() >= 1 && out.size() == 1, Status::InvalidArgument);
   const auto* w = dynamic_cast<const CudaQWeight*>(p->weight);
-  RT_CHECK_OR_RETURN(w != nullptr && w->shape.size() == 2, Status::InvalidArgument);
+  EMBER_CHECK(w != nullptr && w->shape.size() == 2, Status::InvalidArgument);
   const TensorView& x = in[0];
   const TensorView& y = out[0];
   const int64_t n = w->shape[0], k = w->shape[1];
-  RT_CHECK_OR_RETURN(x.dtype == DType::Float32 && y.dtype == DType::Float32, Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(x.rank >= 1 && x.sizes[x.rank - 1] == k, Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(x.numel() == 0 || x.is_contiguous(), Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(y.numel() == 0 || y.is_contiguous(), Status::InvalidArgument);
+  EMBER_CHECK(x.dtype == DType::Float32 && y.dtype == DType::Float32, Status::DTypeMismatch);
+  EMBER_CHECK(x.rank >= 1 && x.sizes[x.rank - 1] == k, Status::ShapeMismatch);
+  EMBER_CHECK(x.numel() == 0 || x.is_contiguous(), Status::InvalidArgument);
+  EMBER_CHECK(y.numel() == 0 || y.is_contiguous(), Status::InvalidArgument);
   const int64_t m = k > 0 ? x.numel() / k : 0;
   if (m <= 0 || n <= 0) return Status::Ok;
   const int64_t groups = groups_of(*p, m);
-  RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= qlinear_workspace(in, {}, params),
+  EMBER_CHECK(ctx.scratch != nullptr && ctx.scratch_bytes >= qlinear_workspace(in, {}, params),
                      Status::InvalidArgument);
   auto* a_scale = static_cast<float*>(ctx.scratch);
   auto* a_zp = reinterpret_cast<int32_t*>(a_scale + groups);
-  RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+  EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
   const unsigned stat_blocks = static_cast<unsigned>(groups < 65535 ? groups : 65535);
   EMBER_LAUNCH(qparams_kernel, dim3(stat_blocks), dim3(kStatThreads), 0, c->stream(), x.ptr<const float>(), groups,
                p->per_row_activations ? k : m * k, a_scale, a_zp);
-  RT_RETURN_IF_ERROR(Context::check(cudaGetLastError(), "int8 linear (activation parameters)"));
+  EMBER_TRY(Context::check(cudaGetLastError(), "int8 linear (activation parameters)"));
   const QGemmArgs args{x.ptr<const float>(), y.ptr<float>(), m, n, k, p->per_row_activations, p->activation};
   const int64_t row_tiles = (m + kTile - 1) / kTile;
-  RT_CHECK_OR_RETURN((n + kTile - 1) / kTile <= 0x7fffffff, Status::OutOfRange);
+  EMBER_CHECK((n + kTile - 1) / kTile <= 0x7fffffff, Status::OutOfRange);
   const dim3 grid(static_cast<unsigned>((n + kTile - 1) / kTile),
                   static_cast<unsigned>(row_tiles < 65535 ? row_tiles : 65535));
   EMBER_LAUNCH(qgemm_kernel, grid, dim3(kTile, kTile), 0, c->stream(), args, w->q, w->rowsum, w->scales,
@@ -285,26 +285,26 @@ Status qconv2d(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
   }
   const TensorView& x = in[0];
   const TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == DType::Float32 && y.dtype == DType::Float32, Status::DTypeMismatch);
+  EMBER_CHECK(x.dtype == DType::Float32 && y.dtype == DType::Float32, Status::DTypeMismatch);
   const int64_t co = w->shape[0], ci = w->shape[1], kh = w->shape[2], kw = w->shape[3];
-  RT_CHECK_OR_RETURN(x.rank == 4 && x.sizes[1] == ci && y.rank == 4, Status::ShapeMismatch);
+  EMBER_CHECK(x.rank == 4 && x.sizes[1] == ci && y.rank == 4, Status::ShapeMismatch);
   const Conv2dParams& c = p->conv;
-  RT_CHECK_OR_RETURN(c.groups == 1, Status::InvalidArgument);
+  EMBER_CHECK(c.groups == 1, Status::InvalidArgument);
   const QConvArgs a{x.ptr<const float>(), y.ptr<float>(), x.sizes[0], ci, x.sizes[2], x.sizes[3], co, kh, kw,
                     conv_out(x.sizes[2], kh, c, 0), conv_out(x.sizes[3], kw, c, 1), c};
-  RT_CHECK_OR_RETURN(y.sizes[0] == a.nb && y.sizes[1] == co && y.sizes[2] == a.oh && y.sizes[3] == a.ow,
+  EMBER_CHECK(y.sizes[0] == a.nb && y.sizes[1] == co && y.sizes[2] == a.oh && y.sizes[3] == a.ow,
                      Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(x.numel() == 0 || x.is_contiguous(), Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(y.numel() == 0 || y.is_contiguous(), Status::InvalidArgument);
+  EMBER_CHECK(x.numel() == 0 || x.is_contiguous(), Status::InvalidArgument);
+  EMBER_CHECK(y.numel() == 0 || y.is_contiguous(), Status::InvalidArgument);
   if (y.numel() == 0) return Status::Ok;
-  RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= qconv2d_workspace(in, {}, params),
+  EMBER_CHECK(ctx.scratch != nullptr && ctx.scratch_bytes >= qconv2d_workspace(in, {}, params),
                      Status::InvalidArgument);
   auto* a_scale = static_cast<float*>(ctx.scratch);
   auto* a_zp = reinterpret_cast<int32_t*>(a_scale + 1);
-  RT_ASSIGN_OR_RETURN(Context * cx, Context::get());
+  EMBER_ASSIGN_OR_RETURN(Context * cx, Context::get());
   EMBER_LAUNCH(qparams_kernel, dim3(1), dim3(kStatThreads), 0, cx->stream(), x.ptr<const float>(), int64_t{1},
                x.numel(), a_scale, a_zp);
-  RT_RETURN_IF_ERROR(Context::check(cudaGetLastError(), "int8 conv2d (activation parameters)"));
+  EMBER_TRY(Context::check(cudaGetLastError(), "int8 conv2d (activation parameters)"));
   return launch_1d(qconv2d_kernel, y.numel(), "int8 conv2d", a, w->q, w->rowsum, w->scales, w->per_channel, w->bias,
                    static_cast<const float*>(a_scale), static_cast<const int32_t*>(a_zp));
 }

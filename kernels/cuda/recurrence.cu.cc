@@ -141,13 +141,13 @@ size_t recurrence_workspace(Span<const TensorView> in, Span<const TensorView>, c
 
 Status recurrence(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<RecurrenceParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && p->valid() && in.size() == 8 && out.size() == 3 && in[0].data != nullptr,
+  EMBER_CHECK(p != nullptr && p->valid() && in.size() == 8 && out.size() == 3 && in[0].data != nullptr,
                      Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(ref::recurrence_shapes_ok(in, Span<const TensorView>(out.data(), out.size()), *p),
+  EMBER_CHECK(ref::recurrence_shapes_ok(in, Span<const TensorView>(out.data(), out.size()), *p),
                      Status::ShapeMismatch);
   const int64_t steps = in[0].sizes[0], B = in[0].sizes[1], H = p->hidden, n = B * H;
   if (n == 0) return Status::Ok;  // every output is empty
-  RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= recurrence_workspace(in, {}, params),
+  EMBER_CHECK(ctx.scratch != nullptr && ctx.scratch_bytes >= recurrence_workspace(in, {}, params),
                      Status::Internal);
   Operands o{};
   const void** ptrs[8] = {&o.x, &o.w, &o.r, &o.b, &o.lens, &o.h0, &o.c0, &o.p};
@@ -173,14 +173,14 @@ Status recurrence(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
     for (int64_t d = 0; d < p->directions; ++d) {
       double* cur = h;
       double* nxt = next;
-      RT_RETURN_IF_ERROR(launch_1d(&init_kernel<T>, n, "recurrence init kernel", o, d, H, cur, c, n));
+      EMBER_TRY(launch_1d(&init_kernel<T>, n, "recurrence init kernel", o, d, H, cur, c, n));
       for (int64_t k = 0; k < steps; ++k) {
         const Step s{*p, d, p->reverse || d == 1 ? steps - 1 - k : k, steps, in[0].sizes[2], p->gates() * H};
-        if (reset_apart) RT_RETURN_IF_ERROR(launch_1d(&reset_kernel<T>, n, "recurrence reset kernel", o, s, cur, rh, n));
-        RT_RETURN_IF_ERROR(launch_1d(&step_kernel<T>, n, "recurrence step kernel", o, s, cur, nxt, c, rh, n));
+        if (reset_apart) EMBER_TRY(launch_1d(&reset_kernel<T>, n, "recurrence reset kernel", o, s, cur, rh, n));
+        EMBER_TRY(launch_1d(&step_kernel<T>, n, "recurrence step kernel", o, s, cur, nxt, c, rh, n));
         std::swap(cur, nxt);
       }
-      RT_RETURN_IF_ERROR(launch_1d(&final_kernel<T>, n, "recurrence final kernel", o, d, H, cur, c, n));
+      EMBER_TRY(launch_1d(&final_kernel<T>, n, "recurrence final kernel", o, d, H, cur, c, n));
     }
     return Status::Ok;
   });

@@ -22,11 +22,11 @@ struct ReduceGeom {
 const ReduceParams* reduce_params(const OpParams& params) { return std::get_if<ReduceParams>(&params); }
 
 Status make_geom(const TensorView& in, Span<TensorView> out, uint32_t dims, ReduceGeom& g) {
-  RT_CHECK_OR_RETURN(!out.empty() && out.size() <= 2, Status::InvalidArgument);
+  EMBER_CHECK(!out.empty() && out.size() <= 2, Status::InvalidArgument);
   for (const TensorView& o : out) {
-    RT_CHECK_OR_RETURN(o.rank == in.rank, Status::ShapeMismatch);
+    EMBER_CHECK(o.rank == in.rank, Status::ShapeMismatch);
     for (int d = 0; d < in.rank; ++d)
-      RT_CHECK_OR_RETURN(o.sizes[d] == (((dims >> d) & 1u) ? 1 : in.sizes[d]), Status::ShapeMismatch);
+      EMBER_CHECK(o.sizes[d] == (((dims >> d) & 1u) ? 1 : in.sizes[d]), Status::ShapeMismatch);
   }
   const TensorView* v3[3] = {&in, &out[0], &out[out.size() - 1]};
   g.outer = make_dims<3>(v3, [&](int d) { return ((dims >> d) & 1u) == 0; });
@@ -251,7 +251,7 @@ Status run_reduce(const KernelContext& ctx, const ReduceGeom& g, const T* x, T* 
                   const char* what) {
   static_assert(sizeof(typename R::State) <= kSplitStateBytes, "a reducer state over kSplitStateBytes");
   if (g.outer.numel == 0) return Status::Ok;
-  RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+  EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
   const Split sp = split_for(g);
   auto* k = &reduce_kernel<T, R>;
   if (sp.splits == 1) {
@@ -261,12 +261,12 @@ Status run_reduce(const KernelContext& ctx, const ReduceGeom& g, const T* x, T* 
     return Context::check(cudaGetLastError(), what);
   }
   const size_t bytes = static_cast<size_t>(g.outer.numel * sp.splits) * sizeof(typename R::State);
-  RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= bytes, Status::InvalidArgument);
+  EMBER_CHECK(ctx.scratch != nullptr && ctx.scratch_bytes >= bytes, Status::InvalidArgument);
   auto* partial = static_cast<typename R::State*>(ctx.scratch);
   const RowLayout l{kRowThreads, 1};
   EMBER_LAUNCH(k, dim3(row_blocks(g.outer.numel * sp.splits, l)), dim3(kRowThreads), 0, c->stream(), x, values,
                indices, g, l, red, sp, partial);
-  RT_RETURN_IF_ERROR(Context::check(cudaGetLastError(), what));
+  EMBER_TRY(Context::check(cudaGetLastError(), what));
   auto* finish = &reduce_finish_kernel<T, R>;
   EMBER_LAUNCH(finish, dim3(1), dim3(kRowThreads), 0, c->stream(), values, indices, g, red, sp,
                static_cast<const typename R::State*>(partial));
@@ -278,10 +278,10 @@ template <DTypeSet kTypes, template <typename> class Red, typename Make>
 Status accumulate(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params,
                   Make&& make, const char* what) {
   const ReduceParams* p = reduce_params(params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(in[0].dtype == out[0].dtype, Status::DTypeMismatch);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in[0].dtype == out[0].dtype, Status::DTypeMismatch);
   ReduceGeom g;
-  RT_RETURN_IF_ERROR(make_geom(in[0], out, p->dims, g));
+  EMBER_TRY(make_geom(in[0], out, p->dims, g));
   return on_dtype<kTypes & kCudaNumeric>(in[0].dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     using A = sum_acc_t<T>;
@@ -294,14 +294,14 @@ template <bool kMax>
 Status extreme(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params,
                bool want_values) {
   const ReduceParams* p = reduce_params(params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == (want_values ? 2u : 1u),
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == (want_values ? 2u : 1u),
                      Status::InvalidArgument);
   const TensorView& indices = out[want_values ? 1 : 0];
-  RT_CHECK_OR_RETURN(indices.dtype == DType::Int64, Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(!want_values || out[0].dtype == in[0].dtype, Status::DTypeMismatch);
+  EMBER_CHECK(indices.dtype == DType::Int64, Status::DTypeMismatch);
+  EMBER_CHECK(!want_values || out[0].dtype == in[0].dtype, Status::DTypeMismatch);
   ReduceGeom g;
-  RT_RETURN_IF_ERROR(make_geom(in[0], out, p->dims, g));
-  RT_CHECK_OR_RETURN(g.inner.numel > 0 || g.outer.numel == 0, Status::InvalidArgument);
+  EMBER_TRY(make_geom(in[0], out, p->dims, g));
+  EMBER_CHECK(g.inner.numel > 0 || g.outer.numel == 0, Status::InvalidArgument);
   return on_dtype<kCudaAll>(in[0].dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     T* values = want_values ? out[0].ptr<T>() : nullptr;
@@ -361,10 +361,10 @@ EMBER_CUDA_REDUCE(norm) {
 
 EMBER_CUDA_REDUCE(var) {
   const ReduceParams* p = reduce_params(params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(in[0].dtype == out[0].dtype, Status::DTypeMismatch);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in[0].dtype == out[0].dtype, Status::DTypeMismatch);
   ReduceGeom g;
-  RT_RETURN_IF_ERROR(make_geom(in[0], out, p->dims, g));
+  EMBER_TRY(make_geom(in[0], out, p->dims, g));
   return on_dtype<kCudaFloat>(in[0].dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     return run_reduce<T>(ctx, g, in[0].ptr<const T>(), out[0].ptr<T>(), nullptr, VarRed<T>{p->correction},

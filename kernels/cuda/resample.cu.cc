@@ -163,13 +163,13 @@ namespace {
 
 // The checks of Resize, and the axes.
 Status resize_axes(const TensorView& x, const TensorView& y, const ResizeParams* p, ResizeAxes* axes) {
-  RT_CHECK_OR_RETURN(p != nullptr && p->valid(), Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(x.rank == y.rank && x.rank == p->rank && x.dtype == y.dtype, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && p->valid(), Status::InvalidArgument);
+  EMBER_CHECK(x.rank == y.rank && x.rank == p->rank && x.dtype == y.dtype, Status::InvalidArgument);
   for (int d = 0; d < x.rank; ++d) {
-    RT_CHECK_OR_RETURN(y.sizes[d] == p->output_size(d, x.sizes[d]), Status::ShapeMismatch);
+    EMBER_CHECK(y.sizes[d] == p->output_size(d, x.sizes[d]), Status::ShapeMismatch);
     axes->a[d] = ref::resize_axis(*p, d, x.sizes[d], y.sizes[d]);
-    RT_CHECK_OR_RETURN(y.sizes[d] == 0 || x.sizes[d] > 0, Status::ShapeMismatch);
-    RT_CHECK_OR_RETURN(ref::resize_tap_count(*p, axes->a[d]) <= ref::kMaxResizeTaps, Status::NotSupported);
+    EMBER_CHECK(y.sizes[d] == 0 || x.sizes[d] > 0, Status::ShapeMismatch);
+    EMBER_CHECK(ref::resize_tap_count(*p, axes->a[d]) <= ref::kMaxResizeTaps, Status::NotSupported);
   }
   return Status::Ok;
 }
@@ -184,16 +184,16 @@ size_t resize_workspace(Span<const TensorView> in, Span<const TensorView> out, c
 }
 
 Status resize(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
-  RT_CHECK_OR_RETURN(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const auto* p = std::get_if<ResizeParams>(&params);
   const TensorView &x = in[0], &y = out[0];
   ResizeAxes axes;
-  RT_RETURN_IF_ERROR(resize_axes(x, y, p, &axes));
+  EMBER_TRY(resize_axes(x, y, p, &axes));
   if (y.numel() == 0) return Status::Ok;
   const ResizeTable table = resize_table(*p, axes, y.rank, ctx.scratch);
-  RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= table_bytes(table), Status::InvalidArgument);
+  EMBER_CHECK(ctx.scratch != nullptr && ctx.scratch_bytes >= table_bytes(table), Status::InvalidArgument);
   auto* taps = &resize_taps_kernel;
-  RT_RETURN_IF_ERROR(launch_1d(taps, table.entries, "resize taps kernel", *p, axes, table));
+  EMBER_TRY(launch_1d(taps, table.entries, "resize taps kernel", *p, axes, table));
   return on_dtype<kNumericTypes & kCudaAll>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* k = &resize_kernel<T>;
@@ -204,7 +204,7 @@ Status resize(const KernelContext& ctx, Span<const TensorView> in, Span<TensorVi
 
 EMBER_CUDA_KERNEL(grid_sample) {
   const auto* p = std::get_if<GridSampleParams>(&params);
-  RT_RETURN_IF_ERROR(ref::check_grid_sample_args(in, out, p, kFloatingTypes & kCudaAll));
+  EMBER_TRY(ref::check_grid_sample_args(in, out, p, kFloatingTypes & kCudaAll));
   const TensorView &x = in[0], &grid = in[1], &o = out[0];
   const int nd = x.rank - 2;
   if (o.numel() == 0) return Status::Ok;

@@ -119,13 +119,13 @@ ScanShape scan_shape(const TensorView& x, const ScanParams& p) {
 template <bool kProduct>
 Status scan(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<ScanParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && !in.empty() && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && !in.empty() && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   const TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == y.dtype && x.rank == y.rank, Status::DTypeMismatch);
-  for (int d = 0; d < x.rank; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == y.sizes[d], Status::ShapeMismatch);
+  EMBER_CHECK(x.dtype == y.dtype && x.rank == y.rank, Status::DTypeMismatch);
+  for (int d = 0; d < x.rank; ++d) EMBER_CHECK(x.sizes[d] == y.sizes[d], Status::ShapeMismatch);
   const ScanShape sh = scan_shape(x, *p);
-  RT_CHECK_OR_RETURN(sh.axis >= 0 && sh.axis < std::max(x.rank, 1), Status::InvalidArgument);
+  EMBER_CHECK(sh.axis >= 0 && sh.axis < std::max(x.rank, 1), Status::InvalidArgument);
   return on_dtype<kCudaNumeric>(x.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     using A = scan_acc_t<T>;
@@ -136,7 +136,7 @@ Status scan(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView
     const int64_t sx = x.rank == 0 ? 0 : x.strides[sh.axis], sy = y.rank == 0 ? 0 : y.strides[sh.axis];
     const RowLayout l{n <= kThreadRow ? 1 : 32, 1};
     const ScanChunks ch = scan_chunks(rows.numel, n);
-    RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+    EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
     const char* what = kProduct ? "cumprod kernel" : "cumsum kernel";
     auto* k = &scan_kernel<T, kProduct>;
     const dim3 grid(row_blocks(rows.numel * ch.chunks, l));
@@ -145,15 +145,15 @@ Status scan(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView
                    p->exclusive, p->reverse, ch, ScanPass::Whole, static_cast<A*>(nullptr));
       return Context::check(cudaGetLastError(), what);
     }
-    RT_CHECK_OR_RETURN(ctx.scratch != nullptr && ctx.scratch_bytes >= static_cast<size_t>(rows.numel * ch.chunks) * 8,
+    EMBER_CHECK(ctx.scratch != nullptr && ctx.scratch_bytes >= static_cast<size_t>(rows.numel * ch.chunks) * 8,
                        Status::InvalidArgument);
     A* carries = static_cast<A*>(ctx.scratch);
     EMBER_LAUNCH(k, grid, dim3(kRowThreads), 0, c->stream(), x.ptr<const T>(), y.ptr<T>(), rows, n, sx, sy, l,
                  p->exclusive, p->reverse, ch, ScanPass::Totals, carries);
-    RT_RETURN_IF_ERROR(Context::check(cudaGetLastError(), what));
+    EMBER_TRY(Context::check(cudaGetLastError(), what));
     auto* fix = &scan_carries_kernel<A, kProduct>;
     EMBER_LAUNCH(fix, dim3(1), dim3(kRowThreads), 0, c->stream(), carries, rows.numel, ch.chunks);
-    RT_RETURN_IF_ERROR(Context::check(cudaGetLastError(), what));
+    EMBER_TRY(Context::check(cudaGetLastError(), what));
     EMBER_LAUNCH(k, grid, dim3(kRowThreads), 0, c->stream(), x.ptr<const T>(), y.ptr<T>(), rows, n, sx, sy, l,
                  p->exclusive, p->reverse, ch, ScanPass::FromCarries, carries);
     return Context::check(cudaGetLastError(), what);
@@ -279,16 +279,16 @@ size_t topk_workspace(Span<const TensorView> in, Span<const TensorView> out, con
 
 Status topk(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<TopKParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && !in.empty() && out.size() == 2, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && !in.empty() && out.size() == 2, Status::InvalidArgument);
   const TensorView& x = in[0];
   const TensorView &values = out[0], &indices = out[1];
-  RT_CHECK_OR_RETURN(values.dtype == x.dtype && indices.dtype == DType::Int64, Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(values.rank == x.rank && indices.rank == x.rank, Status::ShapeMismatch);
+  EMBER_CHECK(values.dtype == x.dtype && indices.dtype == DType::Int64, Status::DTypeMismatch);
+  EMBER_CHECK(values.rank == x.rank && indices.rank == x.rank, Status::ShapeMismatch);
   const TopKShape s = topk_shape(x, values, *p);
-  RT_CHECK_OR_RETURN(s.axis >= 0 && s.axis < std::max(x.rank, 1), Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(s.k <= s.n, Status::ShapeMismatch);
+  EMBER_CHECK(s.axis >= 0 && s.axis < std::max(x.rank, 1), Status::InvalidArgument);
+  EMBER_CHECK(s.k <= s.n, Status::ShapeMismatch);
   for (int d = 0; d < x.rank; ++d) {
-    RT_CHECK_OR_RETURN(values.sizes[d] == indices.sizes[d] && (d == s.axis || values.sizes[d] == x.sizes[d]),
+    EMBER_CHECK(values.sizes[d] == indices.sizes[d] && (d == s.axis || values.sizes[d] == x.sizes[d]),
                        Status::ShapeMismatch);
   }
   return on_dtype<kCudaNumeric>(x.dtype, [&](auto tag) -> Status {
@@ -303,12 +303,12 @@ Status topk(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView
     char* work = shared ? nullptr : static_cast<char*>(ctx.scratch);
     const int64_t blocks = shared ? std::min<int64_t>(s.lines, int64_t{1} << 20) : topk_global_lines(s.lines, padded);
     if (!shared) {
-      RT_CHECK_OR_RETURN(ctx.scratch_bytes >= static_cast<size_t>(blocks * padded) * kTopKPairBytes,
+      EMBER_CHECK(ctx.scratch_bytes >= static_cast<size_t>(blocks * padded) * kTopKPairBytes,
                          Status::InvalidArgument);
     }
     const size_t smem = shared ? static_cast<size_t>(padded) * (sizeof(int64_t) + sizeof(compute_t<T>)) : 0;
     const int threads = static_cast<int>(std::min<int64_t>(shared ? kRowThreads : 1024, std::max<int64_t>(32, padded / 2)));
-    RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+    EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
     auto* k = &topk_kernel<T>;
     EMBER_LAUNCH(k, dim3(static_cast<unsigned>(blocks)), dim3(threads), smem, c->stream(), x.ptr<const T>(),
                  values.ptr<T>(), indices.ptr<int64_t>(), rows, s.n, s.k, sx, sv, si, padded, p->largest, work);

@@ -45,14 +45,14 @@ __global__ void softmax_kernel(const T* x, T* y, Dims<2> rows, Dims<2> line, Row
 template <bool kLog>
 Status softmax_impl(Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<SoftmaxParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   const TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == y.dtype, Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(x.rank == y.rank, Status::ShapeMismatch);
-  for (int d = 0; d < x.rank; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == y.sizes[d], Status::ShapeMismatch);
+  EMBER_CHECK(x.dtype == y.dtype, Status::DTypeMismatch);
+  EMBER_CHECK(x.rank == y.rank, Status::ShapeMismatch);
+  for (int d = 0; d < x.rank; ++d) EMBER_CHECK(x.sizes[d] == y.sizes[d], Status::ShapeMismatch);
   const int dim = p->dim;
-  RT_CHECK_OR_RETURN(x.rank == 0 ? (dim == 0 || dim == -1) : (dim >= 0 && dim < x.rank), Status::InvalidArgument);
+  EMBER_CHECK(x.rank == 0 ? (dim == 0 || dim == -1) : (dim >= 0 && dim < x.rank), Status::InvalidArgument);
   return on_dtype<kCudaFloat>(x.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     if (x.numel() == 0) return Status::Ok;
@@ -62,7 +62,7 @@ Status softmax_impl(Span<const TensorView> in, Span<TensorView> out, const OpPar
     const bool rows_contiguous =
         rows.rank > 0 && rows.strides[0][rows.rank - 1] == 1 && line.rank > 0 && line.strides[0][0] != 1;
     const RowLayout l = choose_layout(rows.numel, line.numel, rows_contiguous);
-    RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+    EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
     auto* k = &softmax_kernel<T, kLog>;
     EMBER_LAUNCH(k, dim3(row_blocks(rows.numel, l)), dim3(kRowThreads), 0, c->stream(), x.ptr<const T>(),
                  y.ptr<T>(), rows, line, l);
@@ -155,17 +155,17 @@ EMBER_CUDA_KERNEL(log_softmax) { return softmax_impl<true>(in, out, params); }
 
 EMBER_CUDA_KERNEL(layer_norm) {
   const auto* p = std::get_if<NormParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   const TensorView& y = out[0];
   const int nr = p->normalized_rank;
-  RT_CHECK_OR_RETURN(nr >= 1 && nr <= x.rank && same_shape(x, y), Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(y.dtype == x.dtype, Status::DTypeMismatch);
+  EMBER_CHECK(nr >= 1 && nr <= x.rank && same_shape(x, y), Status::ShapeMismatch);
+  EMBER_CHECK(y.dtype == x.dtype, Status::DTypeMismatch);
   const int outer_rank = x.rank - nr;
   for (int k = 1; k < 3; ++k) {
     if (in[k].data == nullptr) continue;
-    RT_CHECK_OR_RETURN(in[k].dtype == x.dtype && in[k].rank == nr, Status::InvalidArgument);
-    for (int d = 0; d < nr; ++d) RT_CHECK_OR_RETURN(in[k].sizes[d] == x.sizes[outer_rank + d], Status::ShapeMismatch);
+    EMBER_CHECK(in[k].dtype == x.dtype && in[k].rank == nr, Status::InvalidArgument);
+    for (int d = 0; d < nr; ++d) EMBER_CHECK(in[k].sizes[d] == x.sizes[outer_rank + d], Status::ShapeMismatch);
   }
   return on_dtype<kCudaFloat>(x.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
@@ -177,7 +177,7 @@ EMBER_CUDA_KERNEL(layer_norm) {
     const bool rows_contiguous = rows.rank > 0 && rows.strides[0][rows.rank - 1] == 1 && inner.rank > 0 &&
                                  inner.strides[0][inner.rank - 1] != 1;
     const RowLayout l = choose_layout(rows.numel, inner.numel, rows_contiguous);
-    RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+    EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
     auto* k = &layer_norm_kernel<T>;
     EMBER_LAUNCH(k, dim3(row_blocks(rows.numel, l)), dim3(kRowThreads), 0, c->stream(), x.ptr<const T>(),
                  y.ptr<T>(), in[1].ptr<const T>(), in[2].ptr<const T>(), rows, inner, l, p->eps);
@@ -187,20 +187,20 @@ EMBER_CUDA_KERNEL(layer_norm) {
 
 EMBER_CUDA_KERNEL(batch_norm) {
   const auto* p = std::get_if<NormParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 5 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 5 && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   const TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(x.rank >= 2 && same_shape(x, y), Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(y.dtype == x.dtype, Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(in[1].data != nullptr && in[2].data != nullptr, Status::InvalidArgument);
+  EMBER_CHECK(x.rank >= 2 && same_shape(x, y), Status::ShapeMismatch);
+  EMBER_CHECK(y.dtype == x.dtype, Status::DTypeMismatch);
+  EMBER_CHECK(in[1].data != nullptr && in[2].data != nullptr, Status::InvalidArgument);
   const int64_t channels = x.sizes[1];
   const DType pt = in[1].dtype;
   ChannelParams cp{};
   for (int k = 1; k < 5; ++k) {
     if (in[k].data == nullptr) continue;
-    RT_CHECK_OR_RETURN(in[k].rank == 1 && in[k].sizes[0] == channels, Status::ShapeMismatch);
+    EMBER_CHECK(in[k].rank == 1 && in[k].sizes[0] == channels, Status::ShapeMismatch);
     // The statistics and affine parameters: x's dtype, or float32 (PyTorch's mixed 16-bit form).
-    RT_CHECK_OR_RETURN(in[k].dtype == pt && (pt == x.dtype || pt == DType::Float32), Status::DTypeMismatch);
+    EMBER_CHECK(in[k].dtype == pt && (pt == x.dtype || pt == DType::Float32), Status::DTypeMismatch);
     cp.p[k - 1] = in[k].data;
     cp.stride[k - 1] = in[k].strides[0];
   }
@@ -210,7 +210,7 @@ EMBER_CUDA_KERNEL(batch_norm) {
     const TensorView* v[2] = {&x, &y};
     const Dims<2> other = make_dims<2>(v, [](int d) { return d != 1; });
     const bool channel_fastest = x.strides[1] == 1 && channels > 1;
-    RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+    EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
     auto launch = [&](auto* k) {
       EMBER_LAUNCH(k, dim3(blocks_for(x.numel())), dim3(kBlock), 0, c->stream(), x.ptr<const T>(), y.ptr<T>(), cp,
                    other, channels, x.strides[1], y.strides[1], channel_fastest, p->eps);

@@ -59,7 +59,7 @@ __global__ void sparse_linear_kernel(SparseArgs a, const V* values) {
   }
 }
 
-Status fail(Status s, std::string why) {
+Status fail_why(Status s, std::string why) {
   Context::set_why("sparse linear on cuda: " + std::move(why));
   return s;
 }
@@ -78,17 +78,17 @@ Status check_desc(const WeightDesc& d) {
   const bool index_dtype = idx.dtype == DType::Int16 || idx.dtype == DType::Int32 || idx.dtype == DType::Int64;
   if (idx.rank != 2 || idx.sizes[0] != 2 || !index_dtype || v.rank != 1 || v.sizes[0] != idx.sizes[1] ||
       (v.sizes[0] > 0 && (!idx.is_contiguous() || !v.is_contiguous())))
-    return fail(Status::InvalidArgument,
+    return fail_why(Status::InvalidArgument,
                 "the weight must be contiguous COO values [nnz] and int16/int32/int64 indices [2, nnz]");
   if (v.dtype != DType::Float32 && v.dtype != DType::Float16 && v.dtype != DType::Int8)
-    return fail(Status::DTypeMismatch,
+    return fail_why(Status::DTypeMismatch,
                 "values of dtype " + std::string(dtype_name(v.dtype)) + " (float32, float16 or int8 only)");
   if (d.rows < 0 || d.cols < 0 || d.cols > INT32_MAX)
-    return fail(Status::InvalidArgument, "the weight's shape must be [N, K] with 0 <= K < 2^31");
+    return fail_why(Status::InvalidArgument, "the weight's shape must be [N, K] with 0 <= K < 2^31");
   if (v.dtype == DType::Int8) {
     const bool scales_ok = d.scales != nullptr && (d.num_scales == 1 || d.num_scales == static_cast<size_t>(d.rows));
     if (!scales_ok || (d.num_zero_points != 0 && d.num_zero_points != d.num_scales))
-      return fail(Status::InvalidArgument, "int8 values need 1 or N scales, and as many zero points or none");
+      return fail_why(Status::InvalidArgument, "int8 values need 1 or N scales, and as many zero points or none");
   }
   return Status::Ok;
 }
@@ -104,9 +104,9 @@ double coo_value(const WeightDesc& d, int64_t k, int64_t row) {
 }
 
 Result<void*> upload(Context* c, const void* src, size_t bytes, size_t* total) {
-  RT_ASSIGN_OR_RETURN(void* p, c->allocate(bytes));
+  EMBER_ASSIGN_OR_RETURN(void* p, c->allocate(bytes));
   *total += bytes;
-  RT_RETURN_IF_ERROR(Context::check(cudaMemcpyAsync(p, src, bytes, cudaMemcpyHostToDevice, c->stream()),
+  EMBER_TRY(Context::check(cudaMemcpyAsync(p, src, bytes, cudaMemcpyHostToDevice, c->stream()),
                                     "cudaMemcpyAsync (sparse weight)"));
   return p;
 }
@@ -114,7 +114,7 @@ Result<void*> upload(Context* c, const void* src, size_t bytes, size_t* total) {
 }  // namespace
 
 Result<std::shared_ptr<const PreparedWeight>> prepare_sparse_linear(const WeightDesc& d) {
-  RT_RETURN_IF_ERROR(check_desc(d));
+  EMBER_TRY(check_desc(d));
   const int64_t nnz = d.weight.sizes[0];
   std::vector<int64_t> row_ptr(static_cast<size_t>(d.rows) + 1, 0);
   std::vector<int32_t> cols(static_cast<size_t>(nnz));
@@ -126,11 +126,11 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_sparse_linear(const Weight
       return "nonzero " + std::to_string(t) + " at (" + std::to_string(r) + ", " + std::to_string(c) + ")";
     };
     if (r < 0 || r >= d.rows || c < 0 || c >= d.cols)
-      return fail(Status::OutOfRange,
+      return fail_why(Status::OutOfRange,
                   where() + " is outside [" + std::to_string(d.rows) + ", " + std::to_string(d.cols) + "]");
     // As the CPU's pack_csr (quant/csr.cc) and the file format: sorted, unique.
     if (r < prev_row || (r == prev_row && c <= prev_col))
-      return fail(Status::InvalidArgument,
+      return fail_why(Status::InvalidArgument,
                   where() + " is not sorted in row-major order or repeats a coordinate (coalesce first)");
     prev_row = r;
     prev_col = c;
@@ -146,17 +146,17 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_sparse_linear(const Weight
       std::any_of(vals.begin(), vals.end(), [](double v) { return static_cast<double>(static_cast<float>(v)) != v; });
   std::vector<float> narrow(w->wide ? 0 : vals.size());
   for (size_t t = 0; t < narrow.size(); ++t) narrow[t] = static_cast<float>(vals[t]);
-  RT_ASSIGN_OR_RETURN(Context * c, Context::get());
-  RT_ASSIGN_OR_RETURN(void* rp, upload(c, row_ptr.data(), row_ptr.size() * sizeof(int64_t), &w->total));
+  EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
+  EMBER_ASSIGN_OR_RETURN(void* rp, upload(c, row_ptr.data(), row_ptr.size() * sizeof(int64_t), &w->total));
   w->row_ptr = static_cast<int64_t*>(rp);
   if (!vals.empty()) {
-    RT_ASSIGN_OR_RETURN(void* cp, upload(c, cols.data(), cols.size() * sizeof(int32_t), &w->total));
+    EMBER_ASSIGN_OR_RETURN(void* cp, upload(c, cols.data(), cols.size() * sizeof(int32_t), &w->total));
     w->col = static_cast<int32_t*>(cp);
-    RT_ASSIGN_OR_RETURN(w->values, w->wide ? upload(c, vals.data(), vals.size() * sizeof(double), &w->total)
+    EMBER_ASSIGN_OR_RETURN(w->values, w->wide ? upload(c, vals.data(), vals.size() * sizeof(double), &w->total)
                                            : upload(c, narrow.data(), narrow.size() * sizeof(float), &w->total));
   }
   // The host copies go out of scope: wait for the uploads.
-  RT_RETURN_IF_ERROR(c->synchronize());
+  EMBER_TRY(c->synchronize());
   return std::shared_ptr<const PreparedWeight>(std::move(w));
 }
 
@@ -165,20 +165,20 @@ Status sparse_linear(const KernelContext&, Span<const TensorView> in, Span<Tenso
   const auto* p = std::get_if<QLinearParams>(&params);
   const auto* w = p != nullptr ? dynamic_cast<const CudaSparseWeight*>(p->weight) : nullptr;
   if (w == nullptr || w->shape.size() != 2 || in.size() < 1 || out.size() != 1)
-    return fail(Status::InvalidArgument, "no weight prepared for cuda (Backend::prepare_weight)");
+    return fail_why(Status::InvalidArgument, "no weight prepared for cuda (Backend::prepare_weight)");
   const TensorView& x = in[0];
   const TensorView* b = in.size() > 2 && in[2].data != nullptr ? &in[2] : nullptr;
   const TensorView& y = out[0];
   const int64_t n = w->shape[0], k = w->shape[1];
   if (x.dtype != DType::Float32 || y.dtype != DType::Float32 || (b != nullptr && b->dtype != DType::Float32))
-    return fail(Status::DTypeMismatch, "x, bias and y must be float32");
+    return fail_why(Status::DTypeMismatch, "x, bias and y must be float32");
   if (x.rank < 1 || x.sizes[x.rank - 1] != k || (b != nullptr && (b->rank != 1 || b->sizes[0] != n)))
-    return fail(Status::ShapeMismatch,
+    return fail_why(Status::ShapeMismatch,
                 "x must be [*, " + std::to_string(k) + "] and the bias [" + std::to_string(n) + "]");
   const int64_t m = k > 0 ? x.numel() / k : n > 0 ? y.numel() / n : 0;  // x's rows (y's when K = 0)
   if ((x.numel() > 0 && !x.is_contiguous()) || (y.numel() > 0 && !y.is_contiguous()) ||
       (b != nullptr && !b->is_contiguous()) || y.numel() != m * n)
-    return fail(Status::InvalidArgument, "x, bias and y must be contiguous, y [*, N] with x's rows");
+    return fail_why(Status::InvalidArgument, "x, bias and y must be contiguous, y [*, N] with x's rows");
   const float* bias = b != nullptr ? b->ptr<const float>() : nullptr;
   const SparseArgs a{x.ptr<const float>(), bias, y.ptr<float>(), w->row_ptr, w->col, m, n, k, p->activation};
   if (w->wide)

@@ -47,12 +47,12 @@ void affine_grid_loop(const TensorView& theta, const TensorView& o, bool align) 
 
 Status affine_grid(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<AffineGridParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && !in.empty() && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && !in.empty() && out.size() == 1, Status::InvalidArgument);
   const TensorView &theta = in[0], &o = out[0];
-  RT_CHECK_OR_RETURN(theta.dtype == o.dtype && (kFloatingTypes & dtype_bit(o.dtype)), Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN((o.rank == 4 || o.rank == 5) && theta.rank == 3, Status::InvalidArgument);
+  EMBER_CHECK(theta.dtype == o.dtype && (kFloatingTypes & dtype_bit(o.dtype)), Status::DTypeMismatch);
+  EMBER_CHECK((o.rank == 4 || o.rank == 5) && theta.rank == 3, Status::InvalidArgument);
   const int nd = o.rank - 2;
-  RT_CHECK_OR_RETURN(theta.sizes[0] == o.sizes[0] && theta.sizes[1] == nd && theta.sizes[2] == nd + 1 &&
+  EMBER_CHECK(theta.sizes[0] == o.sizes[0] && theta.sizes[1] == nd && theta.sizes[2] == nd + 1 &&
                          o.sizes[o.rank - 1] == nd,
                      Status::ShapeMismatch);
   if (o.numel() == 0) return Status::Ok;

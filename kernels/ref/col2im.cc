@@ -72,24 +72,24 @@ size_t col2im_workspace(Span<const TensorView>, Span<const TensorView>, const Op
 
 Status col2im(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<Col2ImParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && p->valid() && !in.empty() && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && p->valid() && !in.empty() && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &o = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == o.dtype && (kFloatingTypes & dtype_bit(x.dtype)), Status::DTypeMismatch);
+  EMBER_CHECK(x.dtype == o.dtype && (kFloatingTypes & dtype_bit(x.dtype)), Status::DTypeMismatch);
   const int nd = static_cast<int>(p->dims);
-  RT_CHECK_OR_RETURN(x.rank == 3 && o.rank == nd + 2 && nd >= 1, Status::InvalidArgument);
+  EMBER_CHECK(x.rank == 3 && o.rank == nd + 2 && nd >= 1, Status::InvalidArgument);
   int64_t kvol = 1, cols = 1;
   for (int d = 0; d < nd; ++d) {
-    RT_CHECK_OR_RETURN(o.sizes[2 + d] == p->image[d] && p->block[d] >= 1, Status::ShapeMismatch);
+    EMBER_CHECK(o.sizes[2 + d] == p->image[d] && p->block[d] >= 1, Status::ShapeMismatch);
     kvol *= p->block[d];
     const int64_t span = p->image[d] + p->pads_begin[d] + p->pads_end[d] - p->dilations[d] * (p->block[d] - 1) - 1;
-    RT_CHECK_OR_RETURN(span >= 0, Status::ShapeMismatch);
+    EMBER_CHECK(span >= 0, Status::ShapeMismatch);
     cols *= span / p->strides[d] + 1;
   }
-  RT_CHECK_OR_RETURN(x.sizes[0] == o.sizes[0] && x.sizes[1] == o.sizes[1] * kvol && x.sizes[2] == cols,
+  EMBER_CHECK(x.sizes[0] == o.sizes[0] && x.sizes[1] == o.sizes[1] * kvol && x.sizes[2] == cols,
                      Status::ShapeMismatch);
   if (o.numel() == 0) return Status::Ok;
   auto* acc = static_cast<double*>(ctx.scratch);
-  RT_CHECK_OR_RETURN(acc != nullptr && ctx.scratch_bytes >= static_cast<size_t>(col2im_image_size(*p)) * sizeof(double),
+  EMBER_CHECK(acc != nullptr && ctx.scratch_bytes >= static_cast<size_t>(col2im_image_size(*p)) * sizeof(double),
                      Status::Internal);
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -100,20 +100,20 @@ Status col2im(const KernelContext& ctx, Span<const TensorView> in, Span<TensorVi
 
 Status max_unpool(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<MaxUnpoolParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && p->valid() && in.size() >= 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && p->valid() && in.size() >= 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &idx = in[1], &o = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == o.dtype && idx.dtype == DType::Int64 && (kFloatingTypes & dtype_bit(x.dtype)),
+  EMBER_CHECK(x.dtype == o.dtype && idx.dtype == DType::Int64 && (kFloatingTypes & dtype_bit(x.dtype)),
                      Status::DTypeMismatch);
   const int nd = static_cast<int>(p->dims);
-  RT_CHECK_OR_RETURN(x.rank == nd + 2 && idx.rank == x.rank && o.rank == x.rank, Status::InvalidArgument);
+  EMBER_CHECK(x.rank == nd + 2 && idx.rank == x.rank && o.rank == x.rank, Status::InvalidArgument);
   int64_t un[kMaxRank] = {x.sizes[0], x.sizes[1]}, total = x.sizes[0] * x.sizes[1];
   for (int d = 0; d < nd; ++d) {
     un[2 + d] = p->unpooled(d, x.sizes[2 + d]);
-    RT_CHECK_OR_RETURN(un[2 + d] >= 0 && un[2 + d] <= o.sizes[2 + d], Status::ShapeMismatch);
+    EMBER_CHECK(un[2 + d] >= 0 && un[2 + d] <= o.sizes[2 + d], Status::ShapeMismatch);
     total *= un[2 + d];
   }
-  for (int d = 0; d < x.rank; ++d) RT_CHECK_OR_RETURN(idx.sizes[d] == x.sizes[d], Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(o.sizes[0] == x.sizes[0] && o.sizes[1] == x.sizes[1], Status::ShapeMismatch);
+  for (int d = 0; d < x.rank; ++d) EMBER_CHECK(idx.sizes[d] == x.sizes[d], Status::ShapeMismatch);
+  EMBER_CHECK(o.sizes[0] == x.sizes[0] && o.sizes[1] == x.sizes[1], Status::ShapeMismatch);
   const int64_t count = x.numel();
   // Every index in range before anything is written.
   for (int64_t i = 0; i < count; ++i) {
@@ -123,7 +123,7 @@ Status max_unpool(const KernelContext&, Span<const TensorView> in, Span<TensorVi
       rest /= x.sizes[d];
     }
     const int64_t v = idx.ptr<const int64_t>()[ioff];
-    RT_CHECK_OR_RETURN(v >= 0 && v < total, Status::OutOfRange);
+    EMBER_CHECK(v >= 0 && v < total, Status::OutOfRange);
   }
   const size_t esize = element_size(o.dtype);
   auto* po = static_cast<std::byte*>(o.data);

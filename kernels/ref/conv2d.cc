@@ -69,7 +69,7 @@ void conv2d_loop(const TensorView& x, const TensorView& w, const TensorView& bia
 
 Status conv2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const Conv2dParams* p = std::get_if<Conv2dParams>(&params);
-  RT_RETURN_IF_ERROR(check_conv2d_args(in, out, p, kNumericTypes));
+  EMBER_TRY(check_conv2d_args(in, out, p, kNumericTypes));
   const TensorView &x = in[0], &w = in[1], &bias = in[2], &o = out[0];
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

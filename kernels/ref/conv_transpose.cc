@@ -84,14 +84,14 @@ bool conv_transpose_shapes_ok(const TensorView& x, const TensorView& w, const Te
 }
 
 Status conv_transpose(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
-  RT_CHECK_OR_RETURN(in.size() == 3 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 3 && out.size() == 1, Status::InvalidArgument);
   const auto* p = std::get_if<ConvTransposeParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr, Status::InvalidArgument);
   const TensorView &x = in[0], &w = in[1], &bias = in[2], &o = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == w.dtype && x.dtype == o.dtype && (kNumericTypes & dtype_bit(x.dtype)) &&
+  EMBER_CHECK(x.dtype == w.dtype && x.dtype == o.dtype && (kNumericTypes & dtype_bit(x.dtype)) &&
                          (bias.data == nullptr || bias.dtype == x.dtype),
                      Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(conv_transpose_shapes_ok(x, w, bias, o, *p), Status::ShapeMismatch);
+  EMBER_CHECK(conv_transpose_shapes_ok(x, w, bias, o, *p), Status::ShapeMismatch);
   if (o.numel() == 0) return Status::Ok;
   const Geometry g = conv_transpose_geometry(x, w, o, *p);
   dispatch_dtype(x.dtype, [&](auto tag) {

@@ -8,7 +8,7 @@ namespace ember::ref {
 Status copy(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
   const TensorView& src = in[0];
   TensorView& dst = out[0];
-  RT_CHECK_OR_RETURN(src.rank == dst.rank, Status::InvalidArgument);
+  EMBER_CHECK(src.rank == dst.rank, Status::InvalidArgument);
   dispatch_all_dtypes(src.dtype, [&](auto src_tag) {
     using S = typename decltype(src_tag)::type;
     dispatch_all_dtypes(dst.dtype, [&](auto dst_tag) {
@@ -25,7 +25,7 @@ Status copy(const KernelContext&, Span<const TensorView> in, Span<TensorView> ou
 
 Status fill(const KernelContext&, Span<const TensorView>, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<ScalarParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr, Status::InvalidArgument);
   TensorView& dst = out[0];
   dispatch_all_dtypes(dst.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

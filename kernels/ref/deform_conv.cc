@@ -100,16 +100,16 @@ size_t deform_conv_workspace(Span<const TensorView> in, Span<const TensorView>, 
 Status deform_conv(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                    const OpParams& params) {
   const auto* p = std::get_if<DeformConvParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && p->valid() && in.size() == 5 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && p->valid() && in.size() == 5 && out.size() == 1, Status::InvalidArgument);
   const TensorView& o = out[0];
   for (size_t k = 0; k < in.size(); ++k) {
-    RT_CHECK_OR_RETURN(in[k].data == nullptr ? k >= 3 : in[k].dtype == o.dtype, Status::DTypeMismatch);
+    EMBER_CHECK(in[k].data == nullptr ? k >= 3 : in[k].dtype == o.dtype, Status::DTypeMismatch);
   }
-  RT_CHECK_OR_RETURN(kFloatingTypes & dtype_bit(o.dtype), Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(deform_conv_shapes_ok(in, o, *p), Status::ShapeMismatch);
+  EMBER_CHECK(kFloatingTypes & dtype_bit(o.dtype), Status::DTypeMismatch);
+  EMBER_CHECK(deform_conv_shapes_ok(in, o, *p), Status::ShapeMismatch);
   if (o.numel() == 0) return Status::Ok;
   auto* col = static_cast<double*>(ctx.scratch);
-  RT_CHECK_OR_RETURN(col != nullptr && ctx.scratch_bytes >= deform_conv_workspace(in, {}, params), Status::Internal);
+  EMBER_CHECK(col != nullptr && ctx.scratch_bytes >= deform_conv_workspace(in, {}, params), Status::Internal);
   dispatch_dtype(o.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_integral_v<T>) deform_conv_loop<T>(in, o, *p, col);

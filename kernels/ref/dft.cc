@@ -126,16 +126,16 @@ void stft_loop(const TensorView& x, const TensorView& win, const TensorView& o, 
 
 Status dft(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<DftParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && !in.empty() && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && !in.empty() && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &o = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == o.dtype && (kFloatingTypes & dtype_bit(x.dtype)), Status::DTypeMismatch);
+  EMBER_CHECK(x.dtype == o.dtype && (kFloatingTypes & dtype_bit(x.dtype)), Status::DTypeMismatch);
   const int last = x.rank - 1;
-  RT_CHECK_OR_RETURN(x.rank >= 2 && o.rank == x.rank && p->axis >= 0 && p->axis < last && p->length >= 1,
+  EMBER_CHECK(x.rank >= 2 && o.rank == x.rank && p->axis >= 0 && p->axis < last && p->length >= 1,
                      Status::InvalidArgument);
-  RT_CHECK_OR_RETURN((x.sizes[last] == 1 || x.sizes[last] == 2) && (o.sizes[last] == 1 || o.sizes[last] == 2),
+  EMBER_CHECK((x.sizes[last] == 1 || x.sizes[last] == 2) && (o.sizes[last] == 1 || o.sizes[last] == 2),
                      Status::ShapeMismatch);
   for (int d = 0; d < last; ++d) {
-    RT_CHECK_OR_RETURN(d == p->axis || o.sizes[d] == x.sizes[d], Status::ShapeMismatch);
+    EMBER_CHECK(d == p->axis || o.sizes[d] == x.sizes[d], Status::ShapeMismatch);
   }
   if (o.numel() == 0) return Status::Ok;
   dispatch_dtype(x.dtype, [&](auto tag) {
@@ -147,14 +147,14 @@ Status dft(const KernelContext&, Span<const TensorView> in, Span<TensorView> out
 
 Status stft(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<StftParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() >= 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() >= 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &win = in[1], &o = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == o.dtype && win.dtype == x.dtype && (kFloatingTypes & dtype_bit(x.dtype)),
+  EMBER_CHECK(x.dtype == o.dtype && win.dtype == x.dtype && (kFloatingTypes & dtype_bit(x.dtype)),
                      Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(x.rank == 3 && (x.sizes[2] == 1 || x.sizes[2] == 2) && win.rank == 1 && o.rank == 4 &&
+  EMBER_CHECK(x.rank == 3 && (x.sizes[2] == 1 || x.sizes[2] == 2) && win.rank == 1 && o.rank == 4 &&
                          o.sizes[3] == 2 && p->frame_length >= 1 && p->frame_step >= 1,
                      Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(win.sizes[0] == p->frame_length && o.sizes[0] == x.sizes[0], Status::ShapeMismatch);
+  EMBER_CHECK(win.sizes[0] == p->frame_length && o.sizes[0] == x.sizes[0], Status::ShapeMismatch);
   if (o.numel() == 0) return Status::Ok;
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

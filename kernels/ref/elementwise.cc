@@ -14,7 +14,7 @@ namespace ember::ref {
 #define RT_UNARY_P(Name, name, dtypes, ...)                                                                 \
   Status name(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) { \
     const auto* p = std::get_if<UnaryParams>(&params);                                                      \
-    RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);                                              \
+    EMBER_CHECK(p != nullptr, Status::InvalidArgument);                                              \
     return unary<Name##Op, dtypes>(in, out, Name##Op{p->a, p->b});                                          \
   }
 #include "runtime/graph/ops.def"
@@ -24,14 +24,14 @@ namespace ember::ref {
 
 Status gelu(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<GeluParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr, Status::InvalidArgument);
   return p->tanh_approximation ? unary<GeluTanhOp, kFloatingTypes>(in, out)
                                : unary<GeluOp, kFloatingTypes>(in, out);
 }
 
 Status clamp(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<ClampParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr, Status::InvalidArgument);
   Status status = Status::Ok;
   dispatch_dtype(in[0].dtype, [&](auto tag) {
     using C = compute_t<typename decltype(tag)::type>;
@@ -74,7 +74,7 @@ RT_BINARY_KERNEL(ge, GeOp, kAllTypes)
 #undef RT_OP
 
 Status where(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
-  RT_CHECK_OR_RETURN(in[0].dtype == in[1].dtype && in[0].dtype == out[0].dtype && in[2].dtype == DType::Bool,
+  EMBER_CHECK(in[0].dtype == in[1].dtype && in[0].dtype == out[0].dtype && in[2].dtype == DType::Bool,
                      Status::DTypeMismatch);
   dispatch_dtype(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

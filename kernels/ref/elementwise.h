@@ -13,7 +13,7 @@ namespace ember::ref {
 // out[0] = Op(in[0]) elementwise; in and out share one dtype.
 template <typename Op, DTypeSet kTypes>
 Status unary(Span<const TensorView> in, Span<TensorView> out, Op op = Op{}) {
-  RT_CHECK_OR_RETURN(in[0].dtype == out[0].dtype && (kTypes & dtype_bit(in[0].dtype)),
+  EMBER_CHECK(in[0].dtype == out[0].dtype && (kTypes & dtype_bit(in[0].dtype)),
                      Status::DTypeMismatch);
   Status status = Status::Ok;
   dispatch_dtype(in[0].dtype, [&](auto tag) {
@@ -38,9 +38,9 @@ Status unary(Span<const TensorView> in, Span<TensorView> out, Op op = Op{}) {
 template <typename Op, DTypeSet kTypes>
 Status binary(Span<const TensorView> in, Span<TensorView> out) {
   constexpr bool kCompare = is_compare<Op>::value;
-  RT_CHECK_OR_RETURN(in[0].dtype == in[1].dtype && (kTypes & dtype_bit(in[0].dtype)),
+  EMBER_CHECK(in[0].dtype == in[1].dtype && (kTypes & dtype_bit(in[0].dtype)),
                      Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(out[0].dtype == (kCompare ? DType::Bool : in[0].dtype), Status::DTypeMismatch);
+  EMBER_CHECK(out[0].dtype == (kCompare ? DType::Bool : in[0].dtype), Status::DTypeMismatch);
   Status status = Status::Ok;
   dispatch_dtype(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

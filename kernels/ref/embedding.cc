@@ -8,17 +8,17 @@
 namespace ember::ref {
 
 Status embedding(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
-  RT_CHECK_OR_RETURN(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView& weight = in[0];
   const TensorView& indices = in[1];
   TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(weight.rank == 2 && y.rank == indices.rank + 1 && y.dtype == weight.dtype,
+  EMBER_CHECK(weight.rank == 2 && y.rank == indices.rank + 1 && y.dtype == weight.dtype,
                      Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(indices.dtype == DType::Int32 || indices.dtype == DType::Int64, Status::DTypeMismatch);
+  EMBER_CHECK(indices.dtype == DType::Int32 || indices.dtype == DType::Int64, Status::DTypeMismatch);
   for (int d = 0; d < indices.rank; ++d) {
-    RT_CHECK_OR_RETURN(y.sizes[d] == indices.sizes[d], Status::ShapeMismatch);
+    EMBER_CHECK(y.sizes[d] == indices.sizes[d], Status::ShapeMismatch);
   }
-  RT_CHECK_OR_RETURN(y.sizes[indices.rank] == weight.sizes[1], Status::ShapeMismatch);
+  EMBER_CHECK(y.sizes[indices.rank] == weight.sizes[1], Status::ShapeMismatch);
   if (indices.numel() == 0) return Status::Ok;
   const int64_t rows = weight.sizes[0], D = weight.sizes[1];
   auto index_at = [&](const int64_t* idx) -> int64_t {
@@ -30,7 +30,7 @@ Status embedding(const KernelContext&, Span<const TensorView> in, Span<TensorVie
   int64_t idx[kMaxRank] = {};
   do {
     const int64_t row = index_at(idx);
-    RT_CHECK_OR_RETURN(row >= 0 && row < rows, Status::OutOfRange);
+    EMBER_CHECK(row >= 0 && row < rows, Status::OutOfRange);
   } while (next_index(idx, indices.sizes, indices.rank));
   if (D == 0) return Status::Ok;
   dispatch_dtype(weight.dtype, [&](auto tag) {

@@ -12,15 +12,15 @@ namespace ember::ref {
 
 Status embedding_backward(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
                           const OpParams&) {
-  RT_CHECK_OR_RETURN(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView& grad = in[0];
   const TensorView& indices = in[1];
   TensorView& gw = out[0];
-  RT_CHECK_OR_RETURN(gw.rank == 2 && grad.rank == indices.rank + 1 && gw.dtype == grad.dtype,
+  EMBER_CHECK(gw.rank == 2 && grad.rank == indices.rank + 1 && gw.dtype == grad.dtype,
                      Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(indices.dtype == DType::Int32 || indices.dtype == DType::Int64, Status::DTypeMismatch);
-  for (int d = 0; d < indices.rank; ++d) RT_CHECK_OR_RETURN(grad.sizes[d] == indices.sizes[d], Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(grad.sizes[indices.rank] == gw.sizes[1], Status::ShapeMismatch);
+  EMBER_CHECK(indices.dtype == DType::Int32 || indices.dtype == DType::Int64, Status::DTypeMismatch);
+  for (int d = 0; d < indices.rank; ++d) EMBER_CHECK(grad.sizes[d] == indices.sizes[d], Status::ShapeMismatch);
+  EMBER_CHECK(grad.sizes[indices.rank] == gw.sizes[1], Status::ShapeMismatch);
   if (indices.numel() == 0) return Status::Ok;
   const int64_t rows = gw.sizes[0], D = gw.sizes[1];
   auto index_at = [&](const int64_t* idx) -> int64_t {
@@ -30,7 +30,7 @@ Status embedding_backward(const KernelContext&, Span<const TensorView> in, Span<
   int64_t idx[kMaxRank] = {};
   do {
     const int64_t row = index_at(idx);
-    RT_CHECK_OR_RETURN(row >= 0 && row < rows, Status::OutOfRange);
+    EMBER_CHECK(row >= 0 && row < rows, Status::OutOfRange);
   } while (next_index(idx, indices.sizes, indices.rank));
   if (D == 0) return Status::Ok;
   dispatch_dtype(grad.dtype, [&](auto tag) {

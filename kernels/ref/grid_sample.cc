@@ -53,7 +53,7 @@ void grid_sample_loop(const TensorView& x, const TensorView& grid, const TensorV
 
 Status grid_sample(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<GridSampleParams>(&params);
-  RT_RETURN_IF_ERROR(check_grid_sample_args(in, out, p, kFloatingTypes));
+  EMBER_TRY(check_grid_sample_args(in, out, p, kFloatingTypes));
   const TensorView &x = in[0], &grid = in[1], &o = out[0];
   if (o.numel() == 0) return Status::Ok;
   dispatch_dtype(x.dtype, [&](auto tag) {

@@ -20,16 +20,16 @@ int64_t index_value(const TensorView& index, const int64_t* at) {
 // The checks both ops share: ranks, the index dtype, index sizes within
 // `bound`'s except along the axis, and every index within [-size, size).
 Status check_index(const TensorView& index, const TensorView& bound, int64_t axis, int64_t size) {
-  RT_CHECK_OR_RETURN(index.dtype == DType::Int32 || index.dtype == DType::Int64, Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(index.rank == bound.rank && axis >= 0 && axis < std::max(index.rank, 1), Status::InvalidArgument);
+  EMBER_CHECK(index.dtype == DType::Int32 || index.dtype == DType::Int64, Status::DTypeMismatch);
+  EMBER_CHECK(index.rank == bound.rank && axis >= 0 && axis < std::max(index.rank, 1), Status::InvalidArgument);
   for (int d = 0; d < index.rank; ++d) {
-    RT_CHECK_OR_RETURN(d == axis || index.sizes[d] <= bound.sizes[d], Status::ShapeMismatch);
+    EMBER_CHECK(d == axis || index.sizes[d] <= bound.sizes[d], Status::ShapeMismatch);
   }
   if (index.numel() == 0) return Status::Ok;
   int64_t at[kMaxRank] = {};
   do {
     const int64_t i = index_value(index, at);
-    RT_CHECK_OR_RETURN(i >= -size && i < size, Status::OutOfRange);
+    EMBER_CHECK(i >= -size && i < size, Status::OutOfRange);
   } while (next_index(at, index.sizes, index.rank));
   return Status::Ok;
 }
@@ -50,14 +50,14 @@ int64_t normalized_axis(int64_t axis, int rank) { return axis < 0 ? axis + rank 
 Status gather_elements(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
                        const OpParams& params) {
   const auto* p = std::get_if<AxisParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &data = in[0], &index = in[1];
   TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(y.dtype == data.dtype && y.rank == index.rank, Status::DTypeMismatch);
-  for (int d = 0; d < y.rank; ++d) RT_CHECK_OR_RETURN(y.sizes[d] == index.sizes[d], Status::ShapeMismatch);
+  EMBER_CHECK(y.dtype == data.dtype && y.rank == index.rank, Status::DTypeMismatch);
+  for (int d = 0; d < y.rank; ++d) EMBER_CHECK(y.sizes[d] == index.sizes[d], Status::ShapeMismatch);
   const int64_t axis = normalized_axis(p->axis, data.rank);
   const int64_t size = data.rank == 0 ? 1 : data.sizes[axis];
-  RT_RETURN_IF_ERROR(check_index(index, data, axis, size));
+  EMBER_TRY(check_index(index, data, axis, size));
   if (y.numel() == 0) return Status::Ok;
   dispatch_dtype(data.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -74,17 +74,17 @@ Status gather_elements(const KernelContext&, Span<const TensorView> in, Span<Ten
 Status scatter_elements(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
                         const OpParams& params) {
   const auto* p = std::get_if<ScatterParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
   const TensorView &data = in[0], &index = in[1], &updates = in[2];
   TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(y.dtype == data.dtype && updates.dtype == data.dtype, Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(y.rank == data.rank && updates.rank == index.rank, Status::ShapeMismatch);
+  EMBER_CHECK(y.dtype == data.dtype && updates.dtype == data.dtype, Status::DTypeMismatch);
+  EMBER_CHECK(y.rank == data.rank && updates.rank == index.rank, Status::ShapeMismatch);
   for (int d = 0; d < y.rank; ++d) {
-    RT_CHECK_OR_RETURN(y.sizes[d] == data.sizes[d] && updates.sizes[d] >= index.sizes[d], Status::ShapeMismatch);
+    EMBER_CHECK(y.sizes[d] == data.sizes[d] && updates.sizes[d] >= index.sizes[d], Status::ShapeMismatch);
   }
   const int64_t axis = normalized_axis(p->axis, data.rank);
   const int64_t size = data.rank == 0 ? 1 : data.sizes[axis];
-  RT_RETURN_IF_ERROR(check_index(index, data, axis, size));
+  EMBER_TRY(check_index(index, data, axis, size));
   if (y.numel() == 0) return Status::Ok;
   dispatch_dtype(data.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

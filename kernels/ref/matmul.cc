@@ -84,17 +84,17 @@ void matmul_loop(const TensorView& a, const TensorView& b, const TensorView* c, 
 Status matmul(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams&) {
   // An optional third input c [B, M, N] (addmm's bias, any strides) starts the
   // sum: out = c + a @ b, rounded once (PyTorch's gemm with beta = 1).
-  RT_CHECK_OR_RETURN((in.size() == 2 || in.size() == 3) && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK((in.size() == 2 || in.size() == 3) && out.size() == 1, Status::InvalidArgument);
   const TensorView &a = in[0], &b = in[1], &o = out[0];
   const TensorView* c = in.size() == 3 ? &in[2] : nullptr;
-  RT_CHECK_OR_RETURN(c == nullptr || (c->rank == 3 && c->dtype == a.dtype && c->sizes[0] == o.sizes[0] &&
+  EMBER_CHECK(c == nullptr || (c->rank == 3 && c->dtype == a.dtype && c->sizes[0] == o.sizes[0] &&
                                       c->sizes[1] == o.sizes[1] && c->sizes[2] == o.sizes[2]),
                      Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(a.rank == 3 && b.rank == 3 && o.rank == 3, Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(a.sizes[0] == o.sizes[0] && b.sizes[0] == o.sizes[0] && a.sizes[1] == o.sizes[1] &&
+  EMBER_CHECK(a.rank == 3 && b.rank == 3 && o.rank == 3, Status::InvalidArgument);
+  EMBER_CHECK(a.sizes[0] == o.sizes[0] && b.sizes[0] == o.sizes[0] && a.sizes[1] == o.sizes[1] &&
                          b.sizes[2] == o.sizes[2] && a.sizes[2] == b.sizes[1],
                      Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(a.dtype == b.dtype && a.dtype == o.dtype && (kNumericTypes & dtype_bit(a.dtype)),
+  EMBER_CHECK(a.dtype == b.dtype && a.dtype == o.dtype && (kNumericTypes & dtype_bit(a.dtype)),
                      Status::DTypeMismatch);
   dispatch_dtype(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -57,19 +57,19 @@ double load(const TensorView& v, int64_t i, double fallback) {
 
 Status layer_norm(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<NormParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   const TensorView& w = in[1];
   const TensorView& b = in[2];
   TensorView& y = out[0];
   const int nr = p->normalized_rank;
-  RT_CHECK_OR_RETURN(nr >= 1 && nr <= x.rank && same_shape(x, y), Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(is_floating(x.dtype) && y.dtype == x.dtype, Status::DTypeMismatch);
+  EMBER_CHECK(nr >= 1 && nr <= x.rank && same_shape(x, y), Status::ShapeMismatch);
+  EMBER_CHECK(is_floating(x.dtype) && y.dtype == x.dtype, Status::DTypeMismatch);
   const int outer_rank = x.rank - nr;
   for (const TensorView* v : {&w, &b}) {
     if (v->data == nullptr) continue;
-    RT_CHECK_OR_RETURN(v->dtype == x.dtype && v->rank == nr, Status::InvalidArgument);
-    for (int d = 0; d < nr; ++d) RT_CHECK_OR_RETURN(v->sizes[d] == x.sizes[outer_rank + d], Status::ShapeMismatch);
+    EMBER_CHECK(v->dtype == x.dtype && v->rank == nr, Status::InvalidArgument);
+    for (int d = 0; d < nr; ++d) EMBER_CHECK(v->sizes[d] == x.sizes[outer_rank + d], Status::ShapeMismatch);
   }
   const int64_t* inner_sizes = x.sizes + outer_rank;
   int64_t inner_n = 1;
@@ -121,16 +121,16 @@ Status layer_norm(const KernelContext&, Span<const TensorView> in, Span<TensorVi
 
 Status batch_norm(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<NormParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 5 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 5 && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(x.rank >= 2 && same_shape(x, y), Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(is_floating(x.dtype) && y.dtype == x.dtype, Status::DTypeMismatch);
+  EMBER_CHECK(x.rank >= 2 && same_shape(x, y), Status::ShapeMismatch);
+  EMBER_CHECK(is_floating(x.dtype) && y.dtype == x.dtype, Status::DTypeMismatch);
   const int64_t channels = x.sizes[1];
-  RT_CHECK_OR_RETURN(in[1].data != nullptr && in[2].data != nullptr, Status::InvalidArgument);
+  EMBER_CHECK(in[1].data != nullptr && in[2].data != nullptr, Status::InvalidArgument);
   for (size_t k = 1; k < 5; ++k) {
     if (in[k].data == nullptr) continue;
-    RT_CHECK_OR_RETURN(in[k].rank == 1 && in[k].sizes[0] == channels, Status::ShapeMismatch);
+    EMBER_CHECK(in[k].rank == 1 && in[k].sizes[0] == channels, Status::ShapeMismatch);
   }
   // The other dims, iterated for each channel.
   int rank = 0;

@@ -15,12 +15,12 @@ namespace ember::ref {
 
 Status pad(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<PadParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView& src = in[0];
   TensorView& dst = out[0];
-  RT_CHECK_OR_RETURN(src.rank == dst.rank && src.dtype == dst.dtype, Status::InvalidArgument);
+  EMBER_CHECK(src.rank == dst.rank && src.dtype == dst.dtype, Status::InvalidArgument);
   for (int d = 0; d < src.rank; ++d) {
-    RT_CHECK_OR_RETURN(pad_dim_is_valid(p->mode, src.sizes[d], p->before[d], p->after[d], dst.sizes[d]),
+    EMBER_CHECK(pad_dim_is_valid(p->mode, src.sizes[d], p->before[d], p->after[d], dst.sizes[d]),
                        Status::InvalidArgument);
   }
   if (dst.numel() == 0) return Status::Ok;

@@ -15,18 +15,18 @@ namespace ember::ref {
 
 Status pad_backward(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<PadParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView& grad = in[0];
   TensorView& grad_in = out[0];
-  RT_CHECK_OR_RETURN(grad.rank == grad_in.rank && grad.dtype == grad_in.dtype, Status::InvalidArgument);
+  EMBER_CHECK(grad.rank == grad_in.rank && grad.dtype == grad_in.dtype, Status::InvalidArgument);
   for (int d = 0; d < grad.rank; ++d) {
     const int64_t size = grad_in.sizes[d];
-    RT_CHECK_OR_RETURN(grad.sizes[d] == size + p->before[d] + p->after[d], Status::ShapeMismatch);
+    EMBER_CHECK(grad.sizes[d] == size + p->before[d] + p->after[d], Status::ShapeMismatch);
     if (grad.sizes[d] > 0 && (p->before[d] != 0 || p->after[d] != 0) && p->mode != PadMode::Constant) {
       const int64_t kept = size - std::max<int64_t>(-p->before[d], 0) - std::max<int64_t>(-p->after[d], 0);
-      RT_CHECK_OR_RETURN(size > 0 && kept > 0, Status::InvalidArgument);
+      EMBER_CHECK(size > 0 && kept > 0, Status::InvalidArgument);
       if (p->mode == PadMode::Reflect) {
-        RT_CHECK_OR_RETURN(p->before[d] < size && p->after[d] < size, Status::InvalidArgument);
+        EMBER_CHECK(p->before[d] < size && p->after[d] < size, Status::InvalidArgument);
       }
     }
   }

@@ -45,11 +45,11 @@ void for_each_output(const TensorView& in, const TensorView& out, F&& fn) {
 Status max_pool2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
                   const OpParams& params) {
   const auto* p = std::get_if<Pool2dParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   const TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(is_pool_geometry(x, y), Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
+  EMBER_CHECK(is_pool_geometry(x, y), Status::InvalidArgument);
+  EMBER_CHECK(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
                          p->dilation[0] > 0 && p->dilation[1] > 0,
                      Status::InvalidArgument);
   const int64_t H = x.sizes[2], W = x.sizes[3];
@@ -82,11 +82,11 @@ Status max_pool2d(const KernelContext&, Span<const TensorView> in, Span<TensorVi
 Status avg_pool2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
                   const OpParams& params) {
   const auto* p = std::get_if<Pool2dParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   const TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(is_pool_geometry(x, y), Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
+  EMBER_CHECK(is_pool_geometry(x, y), Status::InvalidArgument);
+  EMBER_CHECK(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
                          p->divisor_override >= 0,
                      Status::InvalidArgument);
   const int64_t H = x.sizes[2], W = x.sizes[3];
@@ -116,12 +116,12 @@ Status avg_pool2d(const KernelContext&, Span<const TensorView> in, Span<TensorVi
 
 Status adaptive_avg_pool2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
                            const OpParams&) {
-  RT_CHECK_OR_RETURN(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   const TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(is_pool_geometry(x, y), Status::InvalidArgument);
+  EMBER_CHECK(is_pool_geometry(x, y), Status::InvalidArgument);
   const int64_t H = x.sizes[2], W = x.sizes[3], OH = y.sizes[2], OW = y.sizes[3];
-  RT_CHECK_OR_RETURN(y.numel() == 0 || (H > 0 && W > 0), Status::InvalidArgument);
+  EMBER_CHECK(y.numel() == 0 || (H > 0 && W > 0), Status::InvalidArgument);
   const int64_t sh = x.strides[2], sw = x.strides[3];
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -69,13 +69,13 @@ void add_to(T& dst, compute_t<T> v) {
 Status max_pool2d_backward(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
                            const OpParams& params) {
   const auto* p = std::get_if<Pool2dParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView& grad = in[0];
   const TensorView& x = in[1];
   const TensorView& grad_in = out[0];
-  RT_CHECK_OR_RETURN(same_planes(grad, grad_in) && x.rank == 4 && x.dtype == grad.dtype, Status::InvalidArgument);
-  for (int d = 0; d < 4; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == grad_in.sizes[d], Status::ShapeMismatch);
-  RT_CHECK_OR_RETURN(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
+  EMBER_CHECK(same_planes(grad, grad_in) && x.rank == 4 && x.dtype == grad.dtype, Status::InvalidArgument);
+  for (int d = 0; d < 4; ++d) EMBER_CHECK(x.sizes[d] == grad_in.sizes[d], Status::ShapeMismatch);
+  EMBER_CHECK(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
                          p->dilation[0] > 0 && p->dilation[1] > 0,
                      Status::InvalidArgument);
   const int64_t H = x.sizes[2], W = x.sizes[3];
@@ -102,13 +102,13 @@ Status max_pool2d_backward(const KernelContext&, Span<const TensorView> in, Span
 Status max_pool2d_indices(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
                           const OpParams& params) {
   const auto* p = std::get_if<Pool2dParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   const TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(x.rank == 4 && y.rank == 4 && y.dtype == DType::Int64 && x.sizes[0] == y.sizes[0] &&
+  EMBER_CHECK(x.rank == 4 && y.rank == 4 && y.dtype == DType::Int64 && x.sizes[0] == y.sizes[0] &&
                          x.sizes[1] == y.sizes[1],
                      Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
+  EMBER_CHECK(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
                          p->dilation[0] > 0 && p->dilation[1] > 0,
                      Status::InvalidArgument);
   const int64_t H = x.sizes[2], W = x.sizes[3];
@@ -137,11 +137,11 @@ Status max_pool2d_indices(const KernelContext&, Span<const TensorView> in, Span<
 Status avg_pool2d_backward(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
                            const OpParams& params) {
   const auto* p = std::get_if<Pool2dParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView& grad = in[0];
   const TensorView& grad_in = out[0];
-  RT_CHECK_OR_RETURN(same_planes(grad, grad_in), Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
+  EMBER_CHECK(same_planes(grad, grad_in), Status::InvalidArgument);
+  EMBER_CHECK(p->kernel[0] > 0 && p->kernel[1] > 0 && p->stride[0] > 0 && p->stride[1] > 0 &&
                          p->divisor_override >= 0,
                      Status::InvalidArgument);
   const int64_t H = grad_in.sizes[2], W = grad_in.sizes[3];
@@ -165,12 +165,12 @@ Status avg_pool2d_backward(const KernelContext&, Span<const TensorView> in, Span
 
 Status adaptive_avg_pool2d_backward(const KernelContext&, Span<const TensorView> in, Span<TensorView> out,
                                     const OpParams&) {
-  RT_CHECK_OR_RETURN(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView& grad = in[0];
   const TensorView& grad_in = out[0];
-  RT_CHECK_OR_RETURN(same_planes(grad, grad_in), Status::InvalidArgument);
+  EMBER_CHECK(same_planes(grad, grad_in), Status::InvalidArgument);
   const int64_t H = grad_in.sizes[2], W = grad_in.sizes[3], OH = grad.sizes[2], OW = grad.sizes[3];
-  RT_CHECK_OR_RETURN(grad.numel() == 0 || (H > 0 && W > 0), Status::InvalidArgument);
+  EMBER_CHECK(grad.numel() == 0 || (H > 0 && W > 0), Status::InvalidArgument);
   const int64_t gsh = grad_in.strides[2], gsw = grad_in.strides[3];
   dispatch_dtype(grad.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -172,12 +172,12 @@ size_t recurrence_workspace(Span<const TensorView> in, Span<const TensorView>, c
 
 Status recurrence(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<RecurrenceParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && p->valid(), Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(in.size() == 8 && out.size() == 3 && in[0].data != nullptr, Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(kFloatingTypes & dtype_bit(in[0].dtype), Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(recurrence_shapes_ok(in, Span<const TensorView>(out.data(), out.size()), *p), Status::ShapeMismatch);
+  EMBER_CHECK(p != nullptr && p->valid(), Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 8 && out.size() == 3 && in[0].data != nullptr, Status::InvalidArgument);
+  EMBER_CHECK(kFloatingTypes & dtype_bit(in[0].dtype), Status::DTypeMismatch);
+  EMBER_CHECK(recurrence_shapes_ok(in, Span<const TensorView>(out.data(), out.size()), *p), Status::ShapeMismatch);
   auto* ws = static_cast<double*>(ctx.scratch);
-  RT_CHECK_OR_RETURN(ws != nullptr && ctx.scratch_bytes >= recurrence_workspace(in, {}, params), Status::Internal);
+  EMBER_CHECK(ws != nullptr && ctx.scratch_bytes >= recurrence_workspace(in, {}, params), Status::Internal);
   dispatch_dtype(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_integral_v<T>) recurrence_loop<T>(in, out, *p, ws);

@@ -110,10 +110,10 @@ template <typename Body>
 Status reduce_same_dtype(Span<const TensorView> in, Span<TensorView> out, const OpParams& params,
                          DTypeSet types, Body&& body) {
   const ReduceParams* p = reduce_params(params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(in[0].dtype == out[0].dtype && (types & dtype_bit(in[0].dtype)), Status::DTypeMismatch);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(in[0].dtype == out[0].dtype && (types & dtype_bit(in[0].dtype)), Status::DTypeMismatch);
   ReduceGeometry g;
-  RT_CHECK_OR_RETURN(make_geometry(in[0], out, p->dims, g), Status::ShapeMismatch);
+  EMBER_CHECK(make_geometry(in[0], out, p->dims, g), Status::ShapeMismatch);
   dispatch_dtype(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
@@ -255,15 +255,15 @@ void find_extreme(const T* x, const ReduceGeometry& g, T& best, int64_t& best_in
 template <bool kMax>
 Status extreme(Span<const TensorView> in, Span<TensorView> out, const OpParams& params, bool want_values) {
   const ReduceParams* p = reduce_params(params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == (want_values ? 2u : 1u),
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == (want_values ? 2u : 1u),
                      Status::InvalidArgument);
   const TensorView& indices = out[want_values ? 1 : 0];
-  RT_CHECK_OR_RETURN(indices.dtype == DType::Int64, Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(!want_values || out[0].dtype == in[0].dtype, Status::DTypeMismatch);
+  EMBER_CHECK(indices.dtype == DType::Int64, Status::DTypeMismatch);
+  EMBER_CHECK(!want_values || out[0].dtype == in[0].dtype, Status::DTypeMismatch);
   ReduceGeometry g;
-  RT_CHECK_OR_RETURN(make_geometry(in[0], out, p->dims, g), Status::ShapeMismatch);
+  EMBER_CHECK(make_geometry(in[0], out, p->dims, g), Status::ShapeMismatch);
   // An empty reduction has no extreme: the front-end rejects it.
-  RT_CHECK_OR_RETURN(g.inner_numel > 0 || g.outer_numel == 0, Status::InvalidArgument);
+  EMBER_CHECK(g.inner_numel > 0 || g.outer_numel == 0, Status::InvalidArgument);
   dispatch_dtype(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = in[0].ptr<const T>();

@@ -30,13 +30,13 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const We
 // backend's kernel (the dtypes it takes: `dtypes`).
 inline Status check_conv2d_args(Span<const TensorView> in, Span<TensorView> out, const Conv2dParams* p,
                                 DTypeSet dtypes) {
-  RT_CHECK_OR_RETURN(in.size() == 3 && out.size() == 1 && p != nullptr && p->groups > 0, Status::InvalidArgument);
+  EMBER_CHECK(in.size() == 3 && out.size() == 1 && p != nullptr && p->groups > 0, Status::InvalidArgument);
   const TensorView &x = in[0], &w = in[1], &bias = in[2], &o = out[0];
-  RT_CHECK_OR_RETURN(x.rank == 4 && w.rank == 4 && o.rank == 4, Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(x.dtype == w.dtype && x.dtype == o.dtype && (dtypes & dtype_bit(x.dtype)), Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(bias.data == nullptr || (bias.rank == 1 && bias.dtype == x.dtype && bias.sizes[0] == o.sizes[1]),
+  EMBER_CHECK(x.rank == 4 && w.rank == 4 && o.rank == 4, Status::InvalidArgument);
+  EMBER_CHECK(x.dtype == w.dtype && x.dtype == o.dtype && (dtypes & dtype_bit(x.dtype)), Status::DTypeMismatch);
+  EMBER_CHECK(bias.data == nullptr || (bias.rank == 1 && bias.dtype == x.dtype && bias.sizes[0] == o.sizes[1]),
                      Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(o.sizes[0] == x.sizes[0] && o.sizes[1] == w.sizes[0] && o.sizes[1] % p->groups == 0 &&
+  EMBER_CHECK(o.sizes[0] == x.sizes[0] && o.sizes[1] == w.sizes[0] && o.sizes[1] % p->groups == 0 &&
                          x.sizes[1] == w.sizes[1] * p->groups,
                      Status::ShapeMismatch);
   return Status::Ok;
@@ -44,17 +44,17 @@ inline Status check_conv2d_args(Span<const TensorView> in, Span<TensorView> out,
 
 inline Status check_grid_sample_args(Span<const TensorView> in, Span<TensorView> out, const GridSampleParams* p,
                                      DTypeSet dtypes) {
-  RT_CHECK_OR_RETURN(p != nullptr && p->valid() && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && p->valid() && in.size() == 2 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &grid = in[1], &o = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == grid.dtype && x.dtype == o.dtype && (dtypes & dtype_bit(x.dtype)),
+  EMBER_CHECK(x.dtype == grid.dtype && x.dtype == o.dtype && (dtypes & dtype_bit(x.dtype)),
                      Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN((x.rank == 4 || x.rank == 5) && grid.rank == x.rank && o.rank == x.rank, Status::InvalidArgument);
+  EMBER_CHECK((x.rank == 4 || x.rank == 5) && grid.rank == x.rank && o.rank == x.rank, Status::InvalidArgument);
   const int nd = x.rank - 2;
-  RT_CHECK_OR_RETURN(
+  EMBER_CHECK(
       grid.sizes[0] == x.sizes[0] && grid.sizes[nd + 1] == nd && o.sizes[0] == x.sizes[0] && o.sizes[1] == x.sizes[1],
       Status::ShapeMismatch);
   for (int i = 0; i < nd; ++i) {
-    RT_CHECK_OR_RETURN(o.sizes[2 + i] == grid.sizes[1 + i] && x.sizes[2 + i] > 0, Status::ShapeMismatch);
+    EMBER_CHECK(o.sizes[2 + i] == grid.sizes[1 + i] && x.sizes[2 + i] > 0, Status::ShapeMismatch);
   }
   return Status::Ok;
 }

@@ -68,16 +68,16 @@ void resize_loop(const TensorView& src, const TensorView& dst, const ResizeParam
 
 Status resize(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<ResizeParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && p->valid() && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && p->valid() && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView& src = in[0];
   const TensorView& dst = out[0];
-  RT_CHECK_OR_RETURN(src.rank == dst.rank && src.rank == p->rank && src.dtype == dst.dtype, Status::InvalidArgument);
+  EMBER_CHECK(src.rank == dst.rank && src.rank == p->rank && src.dtype == dst.dtype, Status::InvalidArgument);
   ResizeAxis axes[kMaxRank];
   for (int d = 0; d < src.rank; ++d) {
-    RT_CHECK_OR_RETURN(dst.sizes[d] == p->output_size(d, src.sizes[d]), Status::ShapeMismatch);
+    EMBER_CHECK(dst.sizes[d] == p->output_size(d, src.sizes[d]), Status::ShapeMismatch);
     axes[d] = resize_axis(*p, d, src.sizes[d], dst.sizes[d]);
-    RT_CHECK_OR_RETURN(dst.sizes[d] == 0 || src.sizes[d] > 0, Status::ShapeMismatch);
-    RT_CHECK_OR_RETURN(resize_tap_count(*p, axes[d]) <= kMaxResizeTaps, Status::NotSupported);
+    EMBER_CHECK(dst.sizes[d] == 0 || src.sizes[d] > 0, Status::ShapeMismatch);
+    EMBER_CHECK(resize_tap_count(*p, axes[d]) <= kMaxResizeTaps, Status::NotSupported);
   }
   if (dst.numel() == 0) return Status::Ok;
   dispatch_dtype(src.dtype, [&](auto tag) {

@@ -109,21 +109,21 @@ void roi_align_loop(const TensorView& x, const TensorView& rois, const TensorVie
 
 Status roi_align(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<RoiAlignParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && p->valid() && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && p->valid() && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &rois = in[1], &bi = in[2], &o = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == rois.dtype && x.dtype == o.dtype && bi.dtype == DType::Int64 &&
+  EMBER_CHECK(x.dtype == rois.dtype && x.dtype == o.dtype && bi.dtype == DType::Int64 &&
                          (kFloatingTypes & dtype_bit(x.dtype)),
                      Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(x.rank == 4 && rois.rank == 2 && rois.sizes[1] == 4 && bi.rank == 1 && o.rank == 4,
+  EMBER_CHECK(x.rank == 4 && rois.rank == 2 && rois.sizes[1] == 4 && bi.rank == 1 && o.rank == 4,
                      Status::InvalidArgument);
-  RT_CHECK_OR_RETURN(o.sizes[0] == rois.sizes[0] && bi.sizes[0] == rois.sizes[0] && o.sizes[1] == x.sizes[1] &&
+  EMBER_CHECK(o.sizes[0] == rois.sizes[0] && bi.sizes[0] == rois.sizes[0] && o.sizes[1] == x.sizes[1] &&
                          o.sizes[2] == p->output_height && o.sizes[3] == p->output_width,
                      Status::ShapeMismatch);
   if (o.numel() == 0) return Status::Ok;
-  RT_CHECK_OR_RETURN(x.sizes[2] > 0 && x.sizes[3] > 0, Status::InvalidArgument);
+  EMBER_CHECK(x.sizes[2] > 0 && x.sizes[3] > 0, Status::InvalidArgument);
   for (int64_t r = 0; r < bi.sizes[0]; ++r) {
     const int64_t b = bi.ptr<const int64_t>()[r * bi.strides[0]];
-    RT_CHECK_OR_RETURN(b >= 0 && b < x.sizes[0], Status::OutOfRange);
+    EMBER_CHECK(b >= 0 && b < x.sizes[0], Status::OutOfRange);
   }
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

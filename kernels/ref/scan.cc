@@ -13,13 +13,13 @@ namespace {
 template <bool kProduct>
 Status scan(Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<ScanParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && !in.empty() && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && !in.empty() && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == y.dtype && x.rank == y.rank, Status::DTypeMismatch);
-  for (int d = 0; d < x.rank; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == y.sizes[d], Status::ShapeMismatch);
+  EMBER_CHECK(x.dtype == y.dtype && x.rank == y.rank, Status::DTypeMismatch);
+  for (int d = 0; d < x.rank; ++d) EMBER_CHECK(x.sizes[d] == y.sizes[d], Status::ShapeMismatch);
   const int64_t axis = p->axis < 0 ? p->axis + x.rank : p->axis;
-  RT_CHECK_OR_RETURN(axis >= 0 && axis < std::max(x.rank, 1), Status::InvalidArgument);
+  EMBER_CHECK(axis >= 0 && axis < std::max(x.rank, 1), Status::InvalidArgument);
   if (x.numel() == 0) return Status::Ok;
   // The lines: every position of the other dims (the axis held at 0).
   const int64_t n = x.rank == 0 ? 1 : x.sizes[axis];

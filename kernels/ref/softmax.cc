@@ -11,14 +11,14 @@ namespace {
 template <bool kLog>
 Status softmax_impl(Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<SoftmaxParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView& x = in[0];
   TensorView& y = out[0];
-  RT_CHECK_OR_RETURN(x.dtype == y.dtype && is_floating(x.dtype), Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(x.rank == y.rank, Status::ShapeMismatch);
-  for (int d = 0; d < x.rank; ++d) RT_CHECK_OR_RETURN(x.sizes[d] == y.sizes[d], Status::ShapeMismatch);
+  EMBER_CHECK(x.dtype == y.dtype && is_floating(x.dtype), Status::DTypeMismatch);
+  EMBER_CHECK(x.rank == y.rank, Status::ShapeMismatch);
+  for (int d = 0; d < x.rank; ++d) EMBER_CHECK(x.sizes[d] == y.sizes[d], Status::ShapeMismatch);
   const int dim = p->dim;
-  RT_CHECK_OR_RETURN(x.rank == 0 ? (dim == 0 || dim == -1) : (dim >= 0 && dim < x.rank),
+  EMBER_CHECK(x.rank == 0 ? (dim == 0 || dim == -1) : (dim >= 0 && dim < x.rank),
                      Status::InvalidArgument);
   if (x.numel() == 0) return Status::Ok;
   // Geometry: the softmax dim, and the other dims to iterate over.

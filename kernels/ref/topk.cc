@@ -33,21 +33,21 @@ size_t topk_workspace(Span<const TensorView> in, Span<const TensorView>, const O
 
 Status topk(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<TopKParams>(&params);
-  RT_CHECK_OR_RETURN(p != nullptr && !in.empty() && out.size() == 2, Status::InvalidArgument);
+  EMBER_CHECK(p != nullptr && !in.empty() && out.size() == 2, Status::InvalidArgument);
   const TensorView& x = in[0];
   TensorView &values = out[0], &indices = out[1];
-  RT_CHECK_OR_RETURN(values.dtype == x.dtype && indices.dtype == DType::Int64, Status::DTypeMismatch);
-  RT_CHECK_OR_RETURN(values.rank == x.rank && indices.rank == x.rank, Status::ShapeMismatch);
+  EMBER_CHECK(values.dtype == x.dtype && indices.dtype == DType::Int64, Status::DTypeMismatch);
+  EMBER_CHECK(values.rank == x.rank && indices.rank == x.rank, Status::ShapeMismatch);
   const int64_t axis = p->axis < 0 ? p->axis + x.rank : p->axis;
-  RT_CHECK_OR_RETURN(axis >= 0 && axis < std::max(x.rank, 1), Status::InvalidArgument);
+  EMBER_CHECK(axis >= 0 && axis < std::max(x.rank, 1), Status::InvalidArgument);
   const int64_t n = line_length(in, *p), k = x.rank == 0 ? values.numel() : values.sizes[axis];
-  RT_CHECK_OR_RETURN(k <= n, Status::ShapeMismatch);
+  EMBER_CHECK(k <= n, Status::ShapeMismatch);
   for (int d = 0; d < x.rank; ++d) {
-    RT_CHECK_OR_RETURN(values.sizes[d] == indices.sizes[d] && (d == axis || values.sizes[d] == x.sizes[d]),
+    EMBER_CHECK(values.sizes[d] == indices.sizes[d] && (d == axis || values.sizes[d] == x.sizes[d]),
                        Status::ShapeMismatch);
   }
   if (values.numel() == 0) return Status::Ok;
-  RT_CHECK_OR_RETURN(ctx.scratch_bytes >= static_cast<size_t>(n) * sizeof(int64_t), Status::InvalidArgument);
+  EMBER_CHECK(ctx.scratch_bytes >= static_cast<size_t>(n) * sizeof(int64_t), Status::InvalidArgument);
   int64_t* order = static_cast<int64_t*>(ctx.scratch);
   const int64_t sx = x.rank == 0 ? 0 : x.strides[axis];
   const int64_t sv = x.rank == 0 ? 0 : values.strides[axis], si = x.rank == 0 ? 0 : indices.strides[axis];

@@ -31,8 +31,8 @@ class VulkanBackend final : public Backend {
   }
 
   Result<Buffer> allocate(size_t bytes, size_t) override {
-    RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
-    RT_ASSIGN_OR_RETURN(const uint64_t address, c->allocate(bytes));
+    EMBER_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
+    EMBER_ASSIGN_OR_RETURN(const uint64_t address, c->allocate(bytes));
     Buffer b;
     b.data = reinterpret_cast<void*>(address);
     b.bytes = bytes;
@@ -44,32 +44,32 @@ class VulkanBackend final : public Backend {
     buffer = Buffer{};
   }
   Status copy_in(Buffer& dst, size_t offset, Span<const std::byte> src) override {
-    RT_CHECK_OR_RETURN(offset <= dst.bytes && src.size() <= dst.bytes - offset, Status::OutOfRange);
-    RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
+    EMBER_CHECK(offset <= dst.bytes && src.size() <= dst.bytes - offset, Status::OutOfRange);
+    EMBER_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
     return c->upload(reinterpret_cast<uint64_t>(dst.data) + offset, src.data(), src.size());
   }
   Status copy_out(Span<std::byte> dst, const Buffer& src, size_t offset) override {
-    RT_CHECK_OR_RETURN(offset <= src.bytes && dst.size() <= src.bytes - offset, Status::OutOfRange);
-    RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
+    EMBER_CHECK(offset <= src.bytes && dst.size() <= src.bytes - offset, Status::OutOfRange);
+    EMBER_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
     return c->download(dst.data(), reinterpret_cast<uint64_t>(src.data) + offset, dst.size());
   }
   Status copy_out_batch(Span<const CopyOut> copies) override {
-    RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
+    EMBER_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
     std::vector<vk::Context::Download> items;
     items.reserve(copies.size());
     for (const CopyOut& o : copies) {
-      RT_CHECK_OR_RETURN(o.offset <= o.src->bytes && o.dst.size() <= o.src->bytes - o.offset, Status::OutOfRange);
+      EMBER_CHECK(o.offset <= o.src->bytes && o.dst.size() <= o.src->bytes - o.offset, Status::OutOfRange);
       items.push_back({o.dst.data(), reinterpret_cast<uint64_t>(o.src->data) + o.offset, o.dst.size()});
     }
     return c->download(Span<const vk::Context::Download>(items.data(), items.size()));
   }
   Status synchronize() override {
-    RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
+    EMBER_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
     return c->flush();
   }
   std::string last_error() const override { return vk::Context::why(); }
   Result<DeviceInfo> open() override {
-    RT_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
+    EMBER_ASSIGN_OR_RETURN(vk::Context * c, vk::Context::get());
     return DeviceInfo{c->caps().device_name, c->caps().float16, false};
   }
   Result<std::vector<std::string>> devices() override { return vk::Context::list_devices(); }

@@ -97,7 +97,7 @@ int Context::validation_errors() { return g_validation_errors.load(); }
 
 Status Context::select_device(const std::string& spec) {
   std::lock_guard<std::mutex> lock(g_select_mutex);
-  if (g_created) return fail(Status::InvalidState, "the Vulkan device is already open; select it before first use");
+  if (g_created) return fail_why(Status::InvalidState, "the Vulkan device is already open; select it before first use");
   g_device_spec = spec;
   return Status::Ok;
 }
@@ -140,13 +140,13 @@ Status Context::init_instance() {
   const char* lib = (path != nullptr && *path != '\0') ? path : "libvulkan.so.1";
   library_ = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (library_ == nullptr) {
-    return fail(Status::UnsupportedHardware, "Vulkan loader not found (", lib, "): ", dlerror(),
+    return fail_why(Status::UnsupportedHardware, "Vulkan loader not found (", lib, "): ", dlerror(),
                 "; install the Vulkan loader (Debian: libvulkan1) and a driver");
   }
   api_.vkGetInstanceProcAddr =
       reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(library_, "vkGetInstanceProcAddr"));
   if (api_.vkGetInstanceProcAddr == nullptr) {
-    return fail(Status::UnsupportedHardware, lib, " has no vkGetInstanceProcAddr");
+    return fail_why(Status::UnsupportedHardware, lib, " has no vkGetInstanceProcAddr");
   }
 #define LOAD_GLOBAL(name) \
   api_.name = reinterpret_cast<PFN_##name>(api_.vkGetInstanceProcAddr(VK_NULL_HANDLE, #name));
@@ -165,7 +165,7 @@ Status Context::init_instance() {
       return std::strcmp(p.layerName, "VK_LAYER_KHRONOS_validation") == 0;
     });
     if (!found) {
-      return fail(Status::UnsupportedHardware,
+      return fail_why(Status::UnsupportedHardware,
                   "EMBER_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not installed "
                   "(Debian: vulkan-validationlayers)");
     }
@@ -184,7 +184,7 @@ Status Context::init_instance() {
   info.ppEnabledExtensionNames = extensions.data();
   const VkResult r = api_.vkCreateInstance(&info, nullptr, &instance_);
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
-    return fail(Status::UnsupportedHardware, "no Vulkan device found: the loader has no Vulkan 1.1 driver");
+    return fail_why(Status::UnsupportedHardware, "no Vulkan device found: the loader has no Vulkan 1.1 driver");
   }
   VK_TRY(r, "vkCreateInstance");
 #define LOAD_INSTANCE(name) \
@@ -235,7 +235,7 @@ std::string describe(const Candidate& c) {
 }  // namespace
 
 Result<std::vector<std::string>> Context::list_devices() {
-  RT_ASSIGN_OR_RETURN(Context * c, get());
+  EMBER_ASSIGN_OR_RETURN(Context * c, get());
   std::vector<std::string> names;
   for (const Candidate& d : sorted_devices(c->api_, c->instance_)) names.push_back(describe(d));
   return names;
@@ -243,7 +243,7 @@ Result<std::vector<std::string>> Context::list_devices() {
 
 Status Context::pick_device() {
   const std::vector<Candidate> devices = sorted_devices(api_, instance_);
-  if (devices.empty()) return fail(Status::UnsupportedHardware, "no Vulkan device found (no Vulkan 1.1 device)");
+  if (devices.empty()) return fail_why(Status::UnsupportedHardware, "no Vulkan device found (no Vulkan 1.1 device)");
   std::string spec;
   {
     std::lock_guard<std::mutex> lock(g_select_mutex);
@@ -268,7 +268,7 @@ Status Context::pick_device() {
     if (found == devices.size()) {
       std::string list;
       for (size_t i = 0; i < devices.size(); ++i) list += (i ? ", " : "") + std::to_string(i) + ": " + describe(devices[i]);
-      return fail(Status::NotFound, "no Vulkan device matches \"", spec, "\"; devices: ", list);
+      return fail_why(Status::NotFound, "no Vulkan device matches \"", spec, "\"; devices: ", list);
     }
     chosen = found;
   }
@@ -296,7 +296,7 @@ Status Context::init_device() {
     return std::any_of(ext.begin(), ext.end(), [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
   };
   if (!has(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {
-    return fail(Status::UnsupportedHardware, "Vulkan device ", caps_.device_name, " lacks ",
+    return fail_why(Status::UnsupportedHardware, "Vulkan device ", caps_.device_name, " lacks ",
                 VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   }
   std::vector<const char*> enabled = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
@@ -358,7 +358,7 @@ Status Context::init_device() {
     if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
     if (family < 0 || !(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) family = static_cast<int>(i);
   }
-  if (family < 0) return fail(Status::UnsupportedHardware, "Vulkan device ", caps_.device_name, " has no compute queue");
+  if (family < 0) return fail_why(Status::UnsupportedHardware, "Vulkan device ", caps_.device_name, " has no compute queue");
   queue_family_ = static_cast<uint32_t>(family);
 
   const float priority = 1.0f;
@@ -393,7 +393,7 @@ Status Context::init_device() {
     if (visible && staging_type < 0) staging_type = static_cast<int>(i);
     if (visible && (f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) && cached_staging < 0) cached_staging = static_cast<int>(i);
   }
-  if (staging_type < 0) return fail(Status::UnsupportedHardware, "Vulkan device has no host-visible coherent memory");
+  if (staging_type < 0) return fail_why(Status::UnsupportedHardware, "Vulkan device has no host-visible coherent memory");
   if (device_type < 0) device_type = staging_type;
   // UMA devices (integrated GPUs, lavapipe): tensors in memory the host maps.
   // EMBER_VULKAN_STAGING=1 treats the device as discrete (every upload and
@@ -491,14 +491,14 @@ Status Context::upload(uint64_t address, const void* src, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   VkDeviceSize offset = 0;
   Block* dst = block_of(address, &offset);
-  if (dst == nullptr) return fail(Status::InvalidArgument, "not a Vulkan tensor address");
+  if (dst == nullptr) return fail_why(Status::InvalidArgument, "not a Vulkan tensor address");
   // Nothing pending and host-visible memory: write it directly.
   if (!recording_ && dst->mapped != nullptr) {
     std::memcpy(static_cast<std::byte*>(dst->mapped) + offset, src, bytes);
     return Status::Ok;
   }
   // Otherwise through staging memory, ordered after what is already recorded.
-  RT_ASSIGN_OR_RETURN(const uint64_t staging, allocate_locked(bytes, /*staging=*/true));
+  EMBER_ASSIGN_OR_RETURN(const uint64_t staging, allocate_locked(bytes, /*staging=*/true));
   staging_in_flight_.emplace_back(staging, bytes);
   VkDeviceSize staging_offset = 0;
   Block* s = block_of(staging, &staging_offset);
@@ -527,12 +527,12 @@ Status Context::download(Span<const Download> items) {
     if (d.bytes == 0) continue;
     VkDeviceSize offset = 0;
     Block* src = block_of(d.address, &offset);
-    if (src == nullptr) return fail(Status::InvalidArgument, "not a Vulkan tensor address");
+    if (src == nullptr) return fail_why(Status::InvalidArgument, "not a Vulkan tensor address");
     if (src->mapped != nullptr) {
       from[i] = static_cast<const std::byte*>(src->mapped) + offset;
       continue;
     }
-    RT_ASSIGN_OR_RETURN(const uint64_t staging, allocate_locked(d.bytes, /*staging=*/true));
+    EMBER_ASSIGN_OR_RETURN(const uint64_t staging, allocate_locked(d.bytes, /*staging=*/true));
     staging_in_flight_.emplace_back(staging, d.bytes);
     VkDeviceSize staging_offset = 0;
     Block* s = block_of(staging, &staging_offset);
@@ -556,12 +556,12 @@ Status Context::fill_zero(uint64_t address, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   VkDeviceSize offset = 0;
   Block* b = block_of(address, &offset);
-  if (b == nullptr) return fail(Status::InvalidArgument, "not a Vulkan tensor address");
+  if (b == nullptr) return fail_why(Status::InvalidArgument, "not a Vulkan tensor address");
   if (!recording_ && b->mapped != nullptr) {
     std::memset(static_cast<std::byte*>(b->mapped) + offset, 0, bytes);
     return Status::Ok;
   }
-  if (offset % 4 != 0 || bytes % 4 != 0) return fail(Status::InvalidArgument, "fill_zero needs 4-byte alignment");
+  if (offset % 4 != 0 || bytes % 4 != 0) return fail_why(Status::InvalidArgument, "fill_zero needs 4-byte alignment");
   if (Status st = begin_locked(); st != Status::Ok) return st;
   api_.vkCmdFillBuffer(cmd_, b->buffer, offset, bytes, 0);
   barrier_locked();
@@ -616,7 +616,7 @@ Result<Context::Pipeline*> Context::pipeline_locked(const ShaderCode& shader, ui
   if (r != VK_SUCCESS) {
     api_.vkDestroyPipelineLayout(device_, p.layout, nullptr);
     api_.vkDestroyDescriptorSetLayout(device_, p.set_layout, nullptr);
-    return fail(Status::Internal, "creating the Vulkan pipeline for shader ", shader.name, " failed: ", result_name(r));
+    return fail_why(Status::Internal, "creating the Vulkan pipeline for shader ", shader.name, " failed: ", result_name(r));
   }
   return &pipelines_.emplace(std::move(key), p).first->second;
 }
@@ -624,17 +624,17 @@ Result<Context::Pipeline*> Context::pipeline_locked(const ShaderCode& shader, ui
 Status Context::dispatch(const ShaderCode& shader, Span<const BoundTensor> bindings, const void* push,
                          uint32_t push_bytes, const uint32_t groups[3], Span<const uint32_t> spec) {
   if (push_bytes > 128 || push_bytes > caps_.max_push_constants) {
-    return fail(Status::Internal, "shader ", shader.name, ": ", push_bytes, " bytes of push constants");
+    return fail_why(Status::Internal, "shader ", shader.name, ": ", push_bytes, " bytes of push constants");
   }
   for (int i = 0; i < 3; ++i) {
     if (groups[i] > caps_.max_workgroup_count[i]) {
-      return fail(Status::NotSupported, "shader ", shader.name, ": ", groups[i], " workgroups in dimension ", i,
+      return fail_why(Status::NotSupported, "shader ", shader.name, ": ", groups[i], " workgroups in dimension ", i,
                   " exceed the device's limit of ", caps_.max_workgroup_count[i]);
     }
   }
   if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0) return Status::Ok;
   std::lock_guard<std::mutex> lock(mutex_);
-  RT_ASSIGN_OR_RETURN(Pipeline * p, pipeline_locked(shader, static_cast<uint32_t>(bindings.size()), spec));
+  EMBER_ASSIGN_OR_RETURN(Pipeline * p, pipeline_locked(shader, static_cast<uint32_t>(bindings.size()), spec));
   if (Status st = begin_locked(); st != Status::Ok) return st;
   std::vector<VkDescriptorBufferInfo> infos(bindings.size());
   std::vector<VkWriteDescriptorSet> writes(bindings.size());

@@ -8,9 +8,9 @@
 
 namespace ember::vk {
 
-// Sets the thread's message and returns `status`.
+// Sets the thread's Vulkan message (Context::why()) and returns `status`.
 template <typename... Args>
-Status fail(Status status, const Args&... args) {
+Status fail_why(Status status, const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   Context::set_why(os.str());
@@ -22,7 +22,7 @@ inline Status vk_fail(VkResult r, const char* what) {
   const Status s = (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
                        ? Status::OutOfMemory
                        : Status::Internal;
-  return fail(s, what, " failed: ", result_name(r));
+  return fail_why(s, what, " failed: ", result_name(r));
 }
 
 }  // namespace ember::vk

@@ -147,7 +147,7 @@ Status run_elementwise(const char* op, const ShaderCode* base, const ShaderCode&
       return Status::NotSupported;
     }
   }
-  RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+  EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
   const Capabilities& caps = c->caps();
   if (ext && !(caps.float16 && caps.int8 && caps.int64)) {
     Context::set_why(std::string("vulkan ") + op +
@@ -175,13 +175,13 @@ Status run_elementwise(const char* op, const ShaderCode* base, const ShaderCode&
         const int64_t offset = i * v[k]->strides[0] * static_cast<int64_t>(element_size(v[k]->dtype));
         slice[k].data = static_cast<char*>(v[k]->data) + offset;  // device addresses do pointer arithmetic
       }
-      RT_RETURN_IF_ERROR(run_elementwise<K>(op, base, ext_shader, op_code, slices, push));
+      EMBER_TRY(run_elementwise<K>(op, base, ext_shader, op_code, slices, push));
     }
     return Status::Ok;
   }
   uint32_t rank = 1;
   int64_t n = 0;
-  RT_RETURN_IF_ERROR(coalesce<K>(op, v, &push.layout, &rank, &n));
+  EMBER_TRY(coalesce<K>(op, v, &push.layout, &rank, &n));
   if (n == 0) return Status::Ok;
   Dispatch d(ext ? ext_shader : *base);
   for (int k = 0; k < K; ++k) push.layout.first[k] = d.bind(*v[k]);

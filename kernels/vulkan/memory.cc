@@ -32,7 +32,7 @@ Result<int> Context::new_block(VkDeviceSize size, bool staging) {
   const uint32_t type = staging ? staging_memory_type_ : device_memory_type_;
   if (!(req.memoryTypeBits & (1u << type))) {
     api_.vkDestroyBuffer(device_, b.buffer, nullptr);
-    return fail(Status::UnsupportedHardware, "Vulkan buffers cannot live in the chosen memory type");
+    return fail_why(Status::UnsupportedHardware, "Vulkan buffers cannot live in the chosen memory type");
   }
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = req.size;
@@ -40,7 +40,7 @@ Result<int> Context::new_block(VkDeviceSize size, bool staging) {
   const VkResult r = api_.vkAllocateMemory(device_, &alloc, nullptr, &b.memory);
   if (r != VK_SUCCESS) {
     api_.vkDestroyBuffer(device_, b.buffer, nullptr);
-    return fail(Status::OutOfMemory, "out of Vulkan device memory: vkAllocateMemory of ", req.size,
+    return fail_why(Status::OutOfMemory, "out of Vulkan device memory: vkAllocateMemory of ", req.size,
                 " bytes failed (", result_name(r), ")");
   }
   api_.vkBindBufferMemory(device_, b.buffer, b.memory, 0);
@@ -66,8 +66,8 @@ Result<uint64_t> Context::allocate_locked(size_t bytes, bool staging) {
     }
   }
   const VkDeviceSize block_bytes = std::max(need, staging ? kStagingBlockBytes : kBlockBytes);
-  if (block_bytes > kOffsetMask) return fail(Status::OutOfMemory, "a Vulkan allocation of ", bytes, " bytes is too large");
-  RT_ASSIGN_OR_RETURN(const int index, new_block(block_bytes, staging));
+  if (block_bytes > kOffsetMask) return fail_why(Status::OutOfMemory, "a Vulkan allocation of ", bytes, " bytes is too large");
+  EMBER_ASSIGN_OR_RETURN(const int index, new_block(block_bytes, staging));
   Block& b = blocks_[static_cast<size_t>(index)];
   b.free.clear();
   if (block_bytes > need) b.free[need] = block_bytes - need;
@@ -105,7 +105,7 @@ Result<uint64_t> Context::allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   // Fail early, and clearly, for sizes no single Vulkan allocation can hold.
   if (bytes > (uint64_t{1} << 36)) {
-    return fail(Status::OutOfMemory, "out of Vulkan device memory: ", bytes, " bytes requested");
+    return fail_why(Status::OutOfMemory, "out of Vulkan device memory: ", bytes, " bytes requested");
   }
   return allocate_locked(bytes, /*staging=*/false);
 }
@@ -120,20 +120,20 @@ Result<BoundTensor> Context::resolve(uint64_t address, size_t bytes, size_t elem
   VkDeviceSize offset = 0;
   Block* b = block_of(address, &offset);
   if (b == nullptr || b->staging || offset > b->size || bytes > b->size - offset) {
-    return fail(Status::InvalidArgument, "not a Vulkan tensor address");
+    return fail_why(Status::InvalidArgument, "not a Vulkan tensor address");
   }
   const VkDeviceSize align = std::max<VkDeviceSize>(caps_.min_storage_buffer_offset_alignment, elem_size);
   BoundTensor t;
   t.buffer = b->buffer;
   t.offset = offset / align * align;
   const VkDeviceSize lead = offset - t.offset;
-  if (lead % elem_size != 0) return fail(Status::InvalidArgument, "misaligned Vulkan tensor view");
+  if (lead % elem_size != 0) return fail_why(Status::InvalidArgument, "misaligned Vulkan tensor view");
   t.first = static_cast<uint32_t>(lead / elem_size);
   // Bind to the end of the block (capped at the device limit) so that
   // kernels may read the tail padding; the tensor itself must fit.
   const VkDeviceSize limit = caps_.max_storage_buffer_range;
   if (lead + bytes > limit) {
-    return fail(Status::NotSupported, "a Vulkan tensor view of ", bytes, " bytes exceeds this device's maxStorageBufferRange (",
+    return fail_why(Status::NotSupported, "a Vulkan tensor view of ", bytes, " bytes exceeds this device's maxStorageBufferRange (",
                 limit, " bytes)");
   }
   t.range = std::min<VkDeviceSize>(b->size - t.offset, limit);

@@ -26,13 +26,13 @@ DeviceArray::~DeviceArray() {
 }
 
 Result<DeviceArray> DeviceArray::upload(const void* src, int64_t count, DType dtype) {
-  RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+  EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
   DeviceArray a;
   const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
-  RT_ASSIGN_OR_RETURN(a.address_, c->allocate(bytes));
+  EMBER_ASSIGN_OR_RETURN(a.address_, c->allocate(bytes));
   a.numel_ = count;
   a.dtype_ = dtype;
-  RT_RETURN_IF_ERROR(c->upload(a.address_, src, bytes));
+  EMBER_TRY(c->upload(a.address_, src, bytes));
   return a;
 }
 
@@ -146,7 +146,7 @@ TensorView scratch_view(void* base, int64_t byte_offset, DType dtype, int64_t n)
 // The GEMM and its epilogue (raw: int32 sums) into y, contiguous [m, n].
 Status gemm(const TensorView& q, const TensorView& params, int64_t m, const VkQuantLinear& w, const TensorView& y,
             bool per_row, const Activation& act, bool raw) {
-  RT_ASSIGN_OR_RETURN(Context * c, Context::get());
+  EMBER_ASSIGN_OR_RETURN(Context * c, Context::get());
   const bool dot = quant_linear_test_options().use_dot_product && c->caps().integer_dot_product;
   constexpr int64_t kTileRows = 4, kTileCols = 64;
   const ActPush a = act_push(act);
@@ -172,7 +172,7 @@ Status gemm(const TensorView& q, const TensorView& params, int64_t m, const VkQu
     p.act_hi = a.hi;
     p.raw = raw ? 1u : 0u;
     const int64_t rows = std::min(m - row0, kMaxGroups * kTileRows);
-    RT_RETURN_IF_ERROR(d.run(p, groups(w.out_features, kTileCols), groups(rows, kTileRows), 1));
+    EMBER_TRY(d.run(p, groups(w.out_features, kTileCols), groups(rows, kTileRows), 1));
   }
   return Status::Ok;
 }
@@ -202,7 +202,7 @@ Status quantize_activations(const TensorView& x2d, const TensorView& q, const Te
     p.per_row = per_row ? 1u : 0u;
     p.qmax = qmax;
     const Grid g = grid(m, 1);
-    RT_RETURN_IF_ERROR(d.run(p, g.x, g.y, 1, {256, sk}));
+    EMBER_TRY(d.run(p, g.x, g.y, 1, {256, sk}));
   }
   if (!per_row) {
     Dispatch d(shaders::qlinear_params);
@@ -210,7 +210,7 @@ Status quantize_activations(const TensorView& x2d, const TensorView& q, const Te
     p.params_first = d.bind(params);
     p.m = u32(m);
     p.qmax = qmax;
-    RT_RETURN_IF_ERROR(d.run(p, 1, 1, 1, {256, sk}));
+    EMBER_TRY(d.run(p, 1, 1, 1, {256, sk}));
   }
   Dispatch d(shaders::qlinear_quantize);
   QuantizePush p{};
@@ -261,7 +261,7 @@ Status qlinear(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
   const bool per_row = std::get<QLinearParams>(params).per_row_activations;
   const TensorView q = scratch_view(ctx.scratch, 0, DType::Int32, m * w->k4);
   const TensorView qp = scratch_view(ctx.scratch, q_bytes(m, w->k4), DType::Float32, (m + 1) * 4);
-  RT_RETURN_IF_ERROR(quantize_activations(x, q, qp, per_row));
+  EMBER_TRY(quantize_activations(x, q, qp, per_row));
   return gemm(q, qp, m, *w, out[0], per_row, std::get<QLinearParams>(params).activation, /*raw=*/false);
 }
 
@@ -308,7 +308,7 @@ Status sparse_linear(const KernelContext&, Span<const TensorView> in, Span<Tenso
       s.act_hi = a.hi;
       const int64_t rows = std::min(m - row0, kMaxGroups * kRowsPerGroup);
       const int64_t cols = std::min(w->rows - col0, kMaxGroups);
-      RT_RETURN_IF_ERROR(d.run(s, u32(cols), groups(rows, kRowsPerGroup), 1, {64}));
+      EMBER_TRY(d.run(s, u32(cols), groups(rows, kRowsPerGroup), 1, {64}));
     }
   }
   return Status::Ok;
@@ -338,11 +338,11 @@ Result<std::shared_ptr<const VkQuantLinear>> pack_quant_linear(const int8_t* q, 
       words[static_cast<size_t>(j * w->k4 + p / 4)] |= static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * (p % 4));
     }
   }
-  RT_ASSIGN_OR_RETURN(w->weight, DeviceArray::upload(words.data(), out * w->k4, DType::Int32));
-  RT_ASSIGN_OR_RETURN(w->row_sums, DeviceArray::upload(sums.data(), out, DType::Int32));
-  RT_ASSIGN_OR_RETURN(w->scales, DeviceArray::upload(scales, per_channel ? out : 1, DType::Float32));
+  EMBER_ASSIGN_OR_RETURN(w->weight, DeviceArray::upload(words.data(), out * w->k4, DType::Int32));
+  EMBER_ASSIGN_OR_RETURN(w->row_sums, DeviceArray::upload(sums.data(), out, DType::Int32));
+  EMBER_ASSIGN_OR_RETURN(w->scales, DeviceArray::upload(scales, per_channel ? out : 1, DType::Float32));
   if (bias != nullptr) {
-    RT_ASSIGN_OR_RETURN(w->bias, DeviceArray::upload(bias, out, DType::Float32));
+    EMBER_ASSIGN_OR_RETURN(w->bias, DeviceArray::upload(bias, out, DType::Float32));
   }
   return std::shared_ptr<const VkQuantLinear>(std::move(w));
 }
@@ -373,19 +373,19 @@ Result<std::shared_ptr<const VkSparseLinear>> pack_sparse_linear(const sparse::C
                                                      " is outside [0, ", a.cols, ")"));
     col[static_cast<size_t>(e)] = static_cast<int32_t>(cc);
   }
-  RT_ASSIGN_OR_RETURN(s->row_ptr, DeviceArray::upload(row_ptr.data(), a.rows + 1, DType::Int32));
-  RT_ASSIGN_OR_RETURN(s->col, DeviceArray::upload(col.data(), static_cast<int64_t>(col.size()), DType::Int32));
+  EMBER_ASSIGN_OR_RETURN(s->row_ptr, DeviceArray::upload(row_ptr.data(), a.rows + 1, DType::Int32));
+  EMBER_ASSIGN_OR_RETURN(s->col, DeviceArray::upload(col.data(), static_cast<int64_t>(col.size()), DType::Int32));
   if (s->int8) {
     std::vector<uint32_t> words(static_cast<size_t>(std::max<int64_t>((nnz + 3) / 4, 1)), 0u);
     for (int64_t e = 0; e < nnz; ++e)
       words[static_cast<size_t>(e / 4)] |= static_cast<uint32_t>(static_cast<uint8_t>(a.qvalues[static_cast<size_t>(e)]))
                                            << (8 * (e % 4));
-    RT_ASSIGN_OR_RETURN(s->values, DeviceArray::upload(words.data(), static_cast<int64_t>(words.size()), DType::Int32));
-    RT_ASSIGN_OR_RETURN(s->row_scale, DeviceArray::upload(a.row_scale.data(), a.rows, DType::Float32));
+    EMBER_ASSIGN_OR_RETURN(s->values, DeviceArray::upload(words.data(), static_cast<int64_t>(words.size()), DType::Int32));
+    EMBER_ASSIGN_OR_RETURN(s->row_scale, DeviceArray::upload(a.row_scale.data(), a.rows, DType::Float32));
   } else {
     std::vector<float> values(col.size(), 0.0f);
     std::copy(a.values.begin(), a.values.end(), values.begin());
-    RT_ASSIGN_OR_RETURN(s->values, DeviceArray::upload(values.data(), static_cast<int64_t>(values.size()), DType::Float32));
+    EMBER_ASSIGN_OR_RETURN(s->values, DeviceArray::upload(values.data(), static_cast<int64_t>(values.size()), DType::Float32));
   }
   return std::shared_ptr<const VkSparseLinear>(std::move(s));
 }
@@ -400,14 +400,14 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const We
     const Status st = sparse::pack_csr(w.indices, w.weight, w.rows, w.cols, scales, zero_points, &csr, &why,
                                        /*blocked=*/false);
     if (st != Status::Ok) return failed(st, why);
-    RT_ASSIGN_OR_RETURN(std::shared_ptr<const VkSparseLinear> s, pack_sparse_linear(csr));
+    EMBER_ASSIGN_OR_RETURN(std::shared_ptr<const VkSparseLinear> s, pack_sparse_linear(csr));
     return std::shared_ptr<const PreparedWeight>(std::move(s));
   }
   if (op != OpKind::QLinear) return Status::NotSupported;
   if (w.weight.data == nullptr || w.weight.dtype != DType::Int8 || w.weight.rank != 2 || !w.weight.is_contiguous())
     return failed(Status::InvalidArgument, "int8 linear on vulkan: the weight must be a contiguous int8 [N, K]");
   const float* bias = w.bias.data != nullptr ? w.bias.ptr<const float>() : nullptr;
-  RT_ASSIGN_OR_RETURN(std::shared_ptr<const VkQuantLinear> q,
+  EMBER_ASSIGN_OR_RETURN(std::shared_ptr<const VkQuantLinear> q,
                       pack_quant_linear(w.weight.ptr<const int8_t>(), w.weight.sizes[0], w.weight.sizes[1], w.scales,
                                         w.per_channel, bias));
   return std::shared_ptr<const PreparedWeight>(std::move(q));

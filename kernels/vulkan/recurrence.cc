@@ -120,14 +120,14 @@ Status recurrence(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
     push.d = static_cast<uint32_t>(d);
     push.cur = 0;
     push.t = 0;
-    RT_RETURN_IF_ERROR(run(0));
+    EMBER_TRY(run(0));
     for (int64_t k = 0; k < T; ++k) {
       push.t = static_cast<uint32_t>(p->reverse || d == 1 ? T - 1 - k : k);
-      if (reset_apart) RT_RETURN_IF_ERROR(run(1));
-      RT_RETURN_IF_ERROR(run(2));
+      if (reset_apart) EMBER_TRY(run(1));
+      EMBER_TRY(run(2));
       push.cur = 1 - push.cur;
     }
-    RT_RETURN_IF_ERROR(run(3));
+    EMBER_TRY(run(3));
   }
   return Status::Ok;
 }

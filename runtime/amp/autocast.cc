@@ -148,7 +148,7 @@ void set_autocast_enabled(DeviceType device, bool enabled) {
 }
 
 void set_autocast_dtype(DeviceType device, DType dtype) {
-  EMBER_CHECK(dtype == DType::BFloat16 || dtype == DType::Float16, Status::InvalidArgument,
+  EMBER_ENFORCE(dtype == DType::BFloat16 || dtype == DType::Float16, Status::InvalidArgument,
               "autocast dtype must be torch.float16 or torch.bfloat16, got ", dtype_name(dtype));
   device_state(device).dtype = dtype;
 }
@@ -160,7 +160,7 @@ Autocast::Autocast(DeviceType device, std::optional<DType> dtype, bool enabled, 
       previous_cache_enabled_(state.cache_enabled) {
   const DType target = dtype ? *dtype : default_dtype(device);
   // torch.autocast("cpu", dtype=torch.float16) warns, disables itself, then raises this.
-  EMBER_CHECK(device != DeviceType::CPU || target == DType::BFloat16, Status::NotSupported,
+  EMBER_ENFORCE(device != DeviceType::CPU || target == DType::BFloat16, Status::NotSupported,
               "Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype");
   set_autocast_dtype(device, target);
   set_autocast_enabled(device, enabled);

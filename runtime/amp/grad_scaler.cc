@@ -19,7 +19,7 @@ constexpr const char* kNoScaleFix =
 
 const optim::StateValue& key(const optim::StateDict& state, const char* name) {
   const auto it = state.find(name);
-  EMBER_CHECK(it != state.end(), Status::InvalidArgument, "GradScaler.load_state_dict: missing key '", name, "'");
+  EMBER_ENFORCE(it != state.end(), Status::InvalidArgument, "GradScaler.load_state_dict: missing key '", name, "'");
   return it->second;
 }
 
@@ -33,7 +33,7 @@ double number(const optim::StateDict& state, const char* name) {
 int64_t integer(const optim::StateDict& state, const char* name) {
   const optim::StateValue& v = key(state, name);
   const auto* i = std::get_if<int64_t>(&v);
-  EMBER_CHECK(i != nullptr, Status::InvalidArgument, "GradScaler.load_state_dict: '", name, "' must be an int");
+  EMBER_ENFORCE(i != nullptr, Status::InvalidArgument, "GradScaler.load_state_dict: '", name, "' must be an int");
   return *i;
 }
 
@@ -46,14 +46,14 @@ GradScaler::GradScaler(GradScalerOptions options)
       backoff_factor_(options.backoff_factor),
       growth_interval_(options.growth_interval) {
   if (enabled_) {
-    EMBER_CHECK(growth_factor_ > 1.0, Status::InvalidArgument, "The growth factor must be > 1.0.");
-    EMBER_CHECK(backoff_factor_ < 1.0, Status::InvalidArgument, "The backoff factor must be < 1.0.");
+    EMBER_ENFORCE(growth_factor_ > 1.0, Status::InvalidArgument, "The growth factor must be > 1.0.");
+    EMBER_ENFORCE(backoff_factor_ < 1.0, Status::InvalidArgument, "The backoff factor must be < 1.0.");
   }
 }
 
 void GradScaler::check_initialized(const char* funcname) const {
-  EMBER_CHECK(scale_.defined(), Status::InvalidState, "Attempted ", funcname, " but _scale is None.  ", kNoScaleFix);
-  EMBER_CHECK(growth_tracker_.defined(), Status::InvalidState, "Attempted ", funcname,
+  EMBER_ENFORCE(scale_.defined(), Status::InvalidState, "Attempted ", funcname, " but _scale is None.  ", kNoScaleFix);
+  EMBER_ENFORCE(growth_tracker_.defined(), Status::InvalidState, "Attempted ", funcname,
               " but _growth_tracker is None.  ", kNoScaleFix);
 }
 
@@ -70,9 +70,9 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   if (!enabled_) return;
   check_initialized("unscale_");
   OptimizerState& state = per_optimizer_[&optimizer];
-  EMBER_CHECK(state.stage != Stage::Unscaled, Status::InvalidState,
+  EMBER_ENFORCE(state.stage != Stage::Unscaled, Status::InvalidState,
               "unscale_() has already been called on this optimizer since the last update().");
-  EMBER_CHECK(state.stage != Stage::Stepped, Status::InvalidState, "unscale_() is being called after step().");
+  EMBER_ENFORCE(state.stage != Stage::Stepped, Status::InvalidState, "unscale_() is being called after step().");
   NoGradGuard no_grad;
   // inv_scale = self._scale.double().reciprocal().float()
   const double inv_scale = static_cast<float>(1.0 / static_cast<double>(scale_.item<float>()));
@@ -80,7 +80,7 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   for (const Tensor& p : optimizer.params()) {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
-    EMBER_CHECK(g.dtype() != DType::Float16, Status::InvalidArgument, "Attempting to unscale FP16 gradients.");
+    EMBER_ENFORCE(g.dtype() != DType::Float16, Status::InvalidArgument, "Attempting to unscale FP16 gradients.");
     grads.push_back(g);
   }
   Tensor found_inf = zeros({1}, TensorOptions(DType::Float32).device(scale_.device()));
@@ -109,10 +109,10 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
   }
   check_initialized("step");
   OptimizerState& state = per_optimizer_[&optimizer];
-  EMBER_CHECK(state.stage != Stage::Stepped, Status::InvalidState,
+  EMBER_ENFORCE(state.stage != Stage::Stepped, Status::InvalidState,
               "step() has already been called since the last update().");
   if (state.stage == Stage::Ready) unscale_(optimizer);  // std::map: `state` stays valid
-  EMBER_CHECK(state.found_inf.defined(), Status::InvalidState, "No inf checks were recorded for this optimizer.");
+  EMBER_ENFORCE(state.found_inf.defined(), Status::InvalidState, "No inf checks were recorded for this optimizer.");
   const bool finite = state.found_inf.item<float>() == 0.0f;
   if (finite) optimizer.step();
   state.stage = Stage::Stepped;
@@ -132,7 +132,7 @@ void GradScaler::update(std::optional<double> new_scale) {
       any = true;
       found = found || entry.second.found_inf.item<float>() != 0.0f;
     }
-    EMBER_CHECK(any, Status::InvalidState, "No inf checks were recorded prior to update.");
+    EMBER_ENFORCE(any, Status::InvalidState, "No inf checks were recorded prior to update.");
     // _amp_update_scale_ (float scale, int32 tracker, double factors).
     const float current = scale_.item<float>();
     const int64_t tracker = growth_tracker_.item<int64_t>();
@@ -153,7 +153,7 @@ void GradScaler::update(std::optional<double> new_scale) {
 void GradScaler::update(const Tensor& new_scale) {
   if (!enabled_) return;
   check_initialized("update");
-  EMBER_CHECK(new_scale.dtype() == DType::Float32 && new_scale.numel() == 1 && !new_scale.requires_grad(),
+  EMBER_ENFORCE(new_scale.dtype() == DType::Float32 && new_scale.numel() == 1 && !new_scale.requires_grad(),
               Status::InvalidArgument,
               "new_scale should be a float or a 1-element torch.cuda.FloatTensor with requires_grad=False.");
   {
@@ -190,7 +190,7 @@ optim::StateDict GradScaler::state_dict() const {
 
 void GradScaler::load_state_dict(const optim::StateDict& state) {
   if (!enabled_) return;
-  EMBER_CHECK(!state.empty(), Status::InvalidArgument,
+  EMBER_ENFORCE(!state.empty(), Status::InvalidArgument,
               "The source state dict is empty, possibly because it was saved from a disabled instance of "
               "GradScaler.");
   const double scale = number(state, "scale");

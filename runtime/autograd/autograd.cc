@@ -81,10 +81,10 @@ bool Tensor::requires_grad() const {
 
 Tensor& Tensor::requires_grad_(bool requires_grad) {
   const AutogradMeta* m = meta_or_null(*this);
-  EMBER_CHECK(m == nullptr || !m->grad_fn || requires_grad, Status::InvalidState,
+  EMBER_ENFORCE(m == nullptr || !m->grad_fn || requires_grad, Status::InvalidState,
               "you can only change requires_grad flags of leaf variables. If you want to use a computed "
               "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
-  EMBER_CHECK(!requires_grad || is_floating_point(), Status::DTypeMismatch,
+  EMBER_ENFORCE(!requires_grad || is_floating_point(), Status::DTypeMismatch,
               "only Tensors of floating point and complex dtype can require gradients");
   if (m == nullptr && !requires_grad) return *this;
   meta(*this).requires_grad = requires_grad;
@@ -98,9 +98,9 @@ Tensor Tensor::grad() const {
 
 void Tensor::set_grad(const Tensor& grad) const {
   if (grad.defined()) {
-    EMBER_CHECK(grad.sizes() == sizes(), Status::ShapeMismatch, "assigned grad has data of a different size");
-    EMBER_CHECK(grad.dtype() == dtype(), Status::DTypeMismatch, "assigned grad has data of a different type");
-    EMBER_CHECK(grad.device() == device(), Status::DeviceMismatch,
+    EMBER_ENFORCE(grad.sizes() == sizes(), Status::ShapeMismatch, "assigned grad has data of a different size");
+    EMBER_ENFORCE(grad.dtype() == dtype(), Status::DTypeMismatch, "assigned grad has data of a different type");
+    EMBER_ENFORCE(grad.device() == device(), Status::DeviceMismatch,
                 "assigned grad has data located on a different device");
   }
   meta(*this).grad = grad;
@@ -119,7 +119,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 }
 
 void Tensor::retain_grad() const {
-  EMBER_CHECK(requires_grad(), Status::InvalidState, "can't retain_grad on Tensor that has requires_grad=False");
+  EMBER_ENFORCE(requires_grad(), Status::InvalidState, "can't retain_grad on Tensor that has requires_grad=False");
   if (is_leaf()) return;  // leaves keep their grad anyway
   AutogradMeta& m = meta(*this);
   m.retains_grad = true;

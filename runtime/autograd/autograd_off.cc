@@ -24,7 +24,7 @@ void backward(const Tensor&, const Tensor&, bool) { raise_error(Status::NotSuppo
 
 bool Tensor::requires_grad() const { return false; }
 Tensor& Tensor::requires_grad_(bool requires_grad) {
-  EMBER_CHECK(!requires_grad, Status::NotSupported, kOff);
+  EMBER_ENFORCE(!requires_grad, Status::NotSupported, kOff);
   return *this;
 }
 Tensor Tensor::grad() const { return Tensor(); }

@@ -37,14 +37,14 @@ void accumulate_into_leaf(const Node& node, const Tensor& grad) {
 namespace autograd {
 
 void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
-  EMBER_CHECK(root.requires_grad(), Status::InvalidState,
+  EMBER_ENFORCE(root.requires_grad(), Status::InvalidState,
               "element 0 of tensors does not require grad and does not have a grad_fn");
   Tensor grad = gradient;
   if (!grad.defined()) {
-    EMBER_CHECK(root.numel() == 1, Status::InvalidArgument, "grad can be implicitly created only for scalar outputs");
+    EMBER_ENFORCE(root.numel() == 1, Status::InvalidArgument, "grad can be implicitly created only for scalar outputs");
     grad = ones_like(root);
   } else {
-    EMBER_CHECK(grad.sizes() == root.sizes(), Status::ShapeMismatch,
+    EMBER_ENFORCE(grad.sizes() == root.sizes(), Status::ShapeMismatch,
                 "Mismatch in shape: grad_output[0] has a shape of torch.Size(", shape_str(grad.sizes()),
                 ") and output[0] has a shape of torch.Size(", shape_str(root.sizes()), ").");
   }

@@ -102,7 +102,7 @@ Grads binary_rule(const Node& n, const Tensor& g) {
       break;
     }
     default:
-      RT_CHECK(false, "not a binary rule");
+      EMBER_ASSERT(false, "not a binary rule");
   }
   return out;
 }
@@ -153,7 +153,7 @@ Grads unary_rule(const Node& n, const Tensor& g) {
     }
     case GradRule::Clone: return unary(n, g);
     default:
-      RT_CHECK(false, "not a unary rule");
+      EMBER_ASSERT(false, "not a unary rule");
   }
   return {};
 }
@@ -206,7 +206,7 @@ Grads view_rule(const Node& n, const Tensor& g) {
       return {memory.as_strided(in, in_strides, n.ints[2 * r + 1]).contiguous()};
     }
     default:
-      RT_CHECK(false, "not a view rule");
+      EMBER_ASSERT(false, "not a view rule");
   }
   return {};
 }
@@ -277,7 +277,7 @@ Grads reduce_rule(const Node& n, const Tensor& g) {
       return {hit * (g / hit.sum())};
     }
     default:
-      RT_CHECK(false, "not a reduction rule");
+      EMBER_ASSERT(false, "not a reduction rule");
   }
   return {};
 }
@@ -382,7 +382,7 @@ std::vector<Tensor> apply_grad_rule(Node& n, const Tensor& g) {
       break;
     default: return apply_nn_grad_rule(n, g);
   }
-  RT_CHECK(false, "apply_grad_rule: unhandled rule");
+  EMBER_ASSERT(false, "apply_grad_rule: unhandled rule");
   return {};
 }
 

@@ -37,7 +37,7 @@ Grads scatter_rule(const Node& n, const Tensor& g) {
   const Tensor index = n.saved_at(0);
   const int64_t d = n.ints[0];
   // scatter with reduce= has no derivative in PyTorch either (scatter_add's reduction is its own rule).
-  EMBER_CHECK(base_rule(n.rule) == GradRule::ScatterAdd || n.ints[1] == 0, Status::NotSupported,
+  EMBER_ENFORCE(base_rule(n.rule) == GradRule::ScatterAdd || n.ints[1] == 0, Status::NotSupported,
               "derivative for aten::scatter is not implemented");
   Grads out(2);
   if (wants(n, 0)) out[0] = base_rule(n.rule) == GradRule::ScatterAdd ? as_input(n, 0, g) : as_input(n, 0, scatter(g, d, index, 0));
@@ -72,7 +72,7 @@ Tensor index_select_grad(const Node& n, const Tensor& g) {
 
 Tensor cumprod_grad(const Node& n, const Tensor& g) {
   const Tensor x = n.saved_at(0), y = n.saved_at(1);
-  EMBER_CHECK(!(x == 0).to(DType::Int64).sum().item<int64_t>(), Status::NotSupported,
+  EMBER_ENFORCE(!(x == 0).to(DType::Int64).sum().item<int64_t>(), Status::NotSupported,
               "cumprod backward of an input with zeros is not supported");
   return as_input(n, 0, cumulative(g * y, n.ints[0], false, false, true) / x);
 }
@@ -128,7 +128,7 @@ std::vector<Tensor> apply_index_grad_rule(Node& n, const Tensor& g) {
     default:
       break;
   }
-  RT_CHECK(false, "apply_grad_rule: unhandled rule");
+  EMBER_ASSERT(false, "apply_grad_rule: unhandled rule");
   return {};
 }
 

@@ -255,7 +255,7 @@ std::vector<Tensor> loss_rule(const Node& n, const Tensor& g) {
       }
       break;
     }
-    default: RT_CHECK(false, "not a loss rule");
+    default: EMBER_ASSERT(false, "not a loss rule");
   }
   return out;
 }
@@ -302,7 +302,7 @@ std::vector<Tensor> apply_nn_grad_rule(Node& n, const Tensor& g) {
     default:
       return apply_index_grad_rule(n, g);
   }
-  RT_CHECK(false, "apply_grad_rule: unhandled rule");
+  EMBER_ASSERT(false, "apply_grad_rule: unhandled rule");
   return {};
 }
 

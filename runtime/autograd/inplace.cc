@@ -110,10 +110,10 @@ void check_inplace(const Tensor& self) {
   if (m == nullptr) return;
   if (m->view_base.defined()) {
     const Tensor& base = m->view_base;
-    EMBER_CHECK(!(base.requires_grad() && base.is_leaf()), Status::InvalidState,
+    EMBER_ENFORCE(!(base.requires_grad() && base.is_leaf()), Status::InvalidState,
                 "a view of a leaf Variable that requires grad is being used in an in-place operation.");
   }
-  EMBER_CHECK(!(self.requires_grad() && self.is_leaf()), Status::InvalidState,
+  EMBER_ENFORCE(!(self.requires_grad() && self.is_leaf()), Status::InvalidState,
               "a leaf Variable that requires grad is being used in an in-place operation.");
 }
 

@@ -51,7 +51,7 @@ SavedTensor::SavedTensor(const Tensor& t, std::string producer)
       producer_(std::move(producer)) {}
 
 Tensor SavedTensor::unpack() const {
-  EMBER_CHECK(!released_, Status::InvalidState,
+  EMBER_ENFORCE(!released_, Status::InvalidState,
               "Trying to backward through the graph a second time (or directly access saved tensors after "
               "they have already been freed). Saved intermediate values of the graph are freed when you call "
               ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "

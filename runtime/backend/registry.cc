@@ -32,10 +32,10 @@ Backend* get_backend(DeviceType type) {
 
 void synchronize(Device device) {
   Backend* backend = get_backend(device.type());
-  EMBER_CHECK(backend != nullptr, Status::NotSupported, "ember is not built with support for ",
+  EMBER_ENFORCE(backend != nullptr, Status::NotSupported, "ember is not built with support for ",
               device_type_name(device.type()), " devices");
   const Status status = backend->synchronize();
-  EMBER_CHECK(status == Status::Ok, status, "synchronize(", device, ") failed: ", status_name(status),
+  EMBER_ENFORCE(status == Status::Ok, status, "synchronize(", device, ") failed: ", status_name(status),
               backend_error_detail(*backend));
 }
 
@@ -43,7 +43,7 @@ namespace {
 
 Backend* backend_or_raise(DeviceType type) {
   Backend* backend = get_backend(type);
-  EMBER_CHECK(backend != nullptr, Status::NotSupported, "ember is not built with support for ",
+  EMBER_ENFORCE(backend != nullptr, Status::NotSupported, "ember is not built with support for ",
               device_type_name(type), " devices");
   return backend;
 }
@@ -53,27 +53,27 @@ Backend* backend_or_raise(DeviceType type) {
 std::vector<std::string> device_names(DeviceType type) {
   Backend* backend = backend_or_raise(type);
   Result<std::vector<std::string>> names = backend->devices();
-  EMBER_CHECK(names.ok(), names.status(), device_type_name(type), " devices: ", backend->last_error());
+  EMBER_ENFORCE(names.ok(), names.status(), device_type_name(type), " devices: ", backend->last_error());
   return std::move(names.get());
 }
 
 void select_device(DeviceType type, const std::string& spec) {
   Backend* backend = backend_or_raise(type);
   const Status status = backend->select_device(spec);
-  EMBER_CHECK(status == Status::Ok, status, "select_device(", device_type_name(type), ", \"", spec, "\"): ",
+  EMBER_ENFORCE(status == Status::Ok, status, "select_device(", device_type_name(type), ", \"", spec, "\"): ",
               backend->last_error());
 }
 
 void select_vulkan_device(const std::string& spec) {
   Backend* backend = backend_or_raise(DeviceType::Vulkan);
   const Status status = backend->select_device(spec);
-  EMBER_CHECK(status == Status::Ok, status, "select_vulkan_device(\"", spec, "\"): ", backend->last_error());
+  EMBER_ENFORCE(status == Status::Ok, status, "select_vulkan_device(\"", spec, "\"): ", backend->last_error());
 }
 
 std::vector<std::string> vulkan_devices() {
   Backend* backend = backend_or_raise(DeviceType::Vulkan);
   Result<std::vector<std::string>> names = backend->devices();
-  EMBER_CHECK(names.ok(), names.status(), "vulkan_devices(): ", backend->last_error());
+  EMBER_ENFORCE(names.ok(), names.status(), "vulkan_devices(): ", backend->last_error());
   return std::move(names.get());
 }
 
@@ -93,7 +93,7 @@ size_t memory_reserved(Device device) { return backend_or_raise(device.type())->
 void empty_cache(Device device) {
   Backend* backend = backend_or_raise(device.type());
   const Status status = backend->empty_cache();
-  EMBER_CHECK(status == Status::Ok, status, "empty_cache(", device, ") failed: ", status_name(status),
+  EMBER_ENFORCE(status == Status::Ok, status, "empty_cache(", device, ") failed: ", status_name(status),
               backend_error_detail(*backend));
 }
 

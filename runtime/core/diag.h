@@ -32,7 +32,7 @@ class [[nodiscard]] Expected {
   bool ok() const { return value_.has_value(); }
   const Diag& diag() const { return diag_; }
   T& get() {
-    RT_CHECK(ok(), "Expected::get() on an error");
+    EMBER_ASSERT(ok(), "Expected::get() on an error");
     return *value_;
   }
   T* operator->() { return &get(); }

@@ -21,10 +21,26 @@ void raise_error(Status status, std::string message) {
 #endif
 }
 
-void raise_if_error(Status status, const char* what) {
-  if (status != Status::Ok) {
-    raise_error(status, str_cat(what, " failed: ", status_name(status)));
-  }
+namespace {
+std::string& thread_message() {
+  thread_local std::string message;
+  return message;
+}
+}  // namespace
+
+const std::string& error_message() { return thread_message(); }
+
+void set_error_message(std::string message) { thread_message() = std::move(message); }
+
+Status fail(Status status) {
+  thread_message().clear();
+  return status;
+}
+
+void unwrap(Status status) {
+  if (status == Status::Ok) return;
+  const std::string& m = thread_message();
+  raise_error(status, m.empty() ? std::string(status_name(status)) : m);
 }
 
 }  // namespace ember

@@ -1,6 +1,8 @@
-// ember::Error: what the eager tensor API throws. It carries a Status and a
-// PyTorch-like message. Built with -fno-exceptions, raising prints the message
-// and aborts instead.
+// Errors. The inference path returns Status / Result<T> (status.h, result.h)
+// and leaves a message for the calling thread (fail(), error_message()); the
+// eager tensor API is thin throwing wrappers over it (unwrap()), raising
+// ember::Error, which carries the Status and a PyTorch-like message. Built
+// with -fno-exceptions, raising prints the message and aborts instead.
 #pragma once
 
 #include <exception>
@@ -8,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "runtime/core/result.h"
 #include "runtime/core/status.h"
 
 namespace ember {
@@ -33,6 +36,28 @@ std::string str_cat(const Args&... args) {
 
 [[noreturn]] void raise_error(Status status, std::string message);
 
+// The calling thread's message for the last failure returned with one (empty
+// after a failure without a message: its Status says it).
+const std::string& error_message();
+void set_error_message(std::string message);
+
+// A failure with a message: sets the thread's error message to the
+// concatenated parts and returns `status` (EMBER_CHECK's failing branch).
+template <typename A, typename... Args>
+Status fail(Status status, const A& first, const Args&... rest) {
+  set_error_message(str_cat(first, rest...));
+  return status;
+}
+
+// The throwing side: the value, or ember::Error with the Status and the
+// thread's error message (the status' name when there is none).
+void unwrap(Status status);
+template <typename T>
+T unwrap(Result<T>&& r) {
+  if (!r.ok()) unwrap(r.status());
+  return std::move(r.get());
+}
+
 // The inference path's way to fail (it returns a Status, it does not throw):
 // sets *error (when non-null) to the concatenated message and returns `status`.
 template <typename... Args>
@@ -41,13 +66,10 @@ Status report_error(std::string* error, Status status, const Args&... args) {
   return status;
 }
 
-// Throws `status` with the given message when the result is not Ok.
-void raise_if_error(Status status, const char* what);
-
 }  // namespace ember
 
-// EMBER_CHECK(cond, Status::X, "message parts", ...): raises ember::Error when false.
-#define EMBER_CHECK(cond, status, ...)                            \
+// EMBER_ENFORCE(cond, Status::X, "message parts", ...): raises ember::Error when false.
+#define EMBER_ENFORCE(cond, status, ...)                            \
   do {                                                            \
     if (!(cond)) ::ember::raise_error(status, ::ember::str_cat(__VA_ARGS__)); \
   } while (0)

@@ -31,11 +31,11 @@ class [[nodiscard]] Result {
   Status status() const { return status_; }
 
   T& get() {
-    RT_CHECK(ok(), "Result::get() on an error");
+    EMBER_ASSERT(ok(), "Result::get() on an error");
     return *ptr();
   }
   const T& get() const {
-    RT_CHECK(ok(), "Result::get() on an error");
+    EMBER_ASSERT(ok(), "Result::get() on an error");
     return *ptr();
   }
   T* operator->() { return &get(); }
@@ -49,15 +49,20 @@ class [[nodiscard]] Result {
   std::aligned_storage_t<sizeof(T), alignof(T)> storage_;
 };
 
+template <typename T>
+Status status_of(const Result<T>& r) {
+  return r.status();
+}
+
 }  // namespace ember
 
-#define RT_CONCAT_INNER_(a, b) a##b
-#define RT_CONCAT_(a, b) RT_CONCAT_INNER_(a, b)
+#define EMBER_CONCAT_INNER_(a, b) a##b
+#define EMBER_CONCAT_(a, b) EMBER_CONCAT_INNER_(a, b)
 
-// RT_ASSIGN_OR_RETURN(auto x, make_x()): declares x from a Result or returns its Status.
-#define RT_ASSIGN_OR_RETURN(decl, expr) \
-  RT_ASSIGN_OR_RETURN_IMPL_(RT_CONCAT_(rt_result_, __LINE__), decl, expr)
-#define RT_ASSIGN_OR_RETURN_IMPL_(tmp, decl, expr) \
+// EMBER_ASSIGN_OR_RETURN(auto x, make_x()): declares x from a Result or returns its Status.
+#define EMBER_ASSIGN_OR_RETURN(decl, expr) \
+  EMBER_ASSIGN_OR_RETURN_IMPL_(EMBER_CONCAT_(ember_result_, __LINE__), decl, expr)
+#define EMBER_ASSIGN_OR_RETURN_IMPL_(tmp, decl, expr) \
   auto tmp = (expr);                               \
   if (!tmp.ok()) return tmp.status();              \
   decl = std::move(tmp.get())

@@ -27,15 +27,36 @@ constexpr bool ok(Status s) { return s == Status::Ok; }
 
 }  // namespace ember
 
-// Evaluates a Status expression and returns it from the caller if not Ok.
-#define RT_RETURN_IF_ERROR(expr)                          \
-  do {                                                    \
-    ::ember::Status rt_status_ = (expr);                  \
-    if (rt_status_ != ::ember::Status::Ok) return rt_status_; \
+// The error macros, one family (EMBER_):
+//   EMBER_CHECK(cond, Status::X[, message parts...])  returns the Status (and
+//       sets the thread's error message, error.h) from a function returning
+//       Status or Result<T> when cond is false: the inference path's check;
+//   EMBER_TRY(expr)  returns the Status of a Status or Result<T> expression
+//       from the caller when it is not Ok;
+//   EMBER_ASSIGN_OR_RETURN(decl, expr)  (result.h) declares decl from a
+//       Result<T> or returns its Status;
+//   EMBER_ENFORCE(cond, Status::X, message parts...)  (error.h) raises
+//       ember::Error: the eager API's throwing layers only;
+//   EMBER_ASSERT / EMBER_DCHECK  (check.h) abort on a broken internal
+//       invariant, never on input.
+namespace ember {
+
+// A failure without a message (what a kernel returns): clears the thread's
+// error message, so the caller that reports it says what failed.
+Status fail(Status status);
+
+constexpr Status status_of(Status s) { return s; }
+
+}  // namespace ember
+
+#define EMBER_TRY(expr)                                                   \
+  do {                                                                    \
+    const ::ember::Status ember_status_ = ::ember::status_of(expr);       \
+    if (ember_status_ != ::ember::Status::Ok) return ember_status_;       \
   } while (0)
 
-// Returns `status` from the caller when `cond` is false.
-#define RT_CHECK_OR_RETURN(cond, status) \
-  do {                                   \
-    if (!(cond)) return (status);        \
+// EMBER_CHECK(cond, status[, message parts...]): the parts are only built on failure.
+#define EMBER_CHECK(cond, ...)                  \
+  do {                                          \
+    if (!(cond)) return ::ember::fail(__VA_ARGS__); \
   } while (0)

@@ -269,7 +269,7 @@ ThreadPool& pool() {
 }  // namespace
 
 void set_num_threads(int n) {
-  EMBER_CHECK(n >= 1, Status::InvalidArgument, "set_num_threads expects a positive integer, got ", n);
+  EMBER_ENFORCE(n >= 1, Status::InvalidArgument, "set_num_threads expects a positive integer, got ", n);
   if (n != pool().size()) pool().resize(n);
 }
 

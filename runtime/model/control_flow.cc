@@ -35,7 +35,7 @@ namespace {
 
 // A one-element condition or count input read on the host.
 Scalar one_value(const Tensor& t, const char* what) {
-  EMBER_CHECK(t.numel() == 1, Status::InvalidArgument, "the ", what, " input has ", t.numel(),
+  EMBER_ENFORCE(t.numel() == 1, Status::InvalidArgument, "the ", what, " input has ", t.numel(),
               " elements, expected 1");
   return t.reshape({1}).item();
 }
@@ -53,7 +53,7 @@ Tensor stack_scan(const OpContext& c, size_t j, const std::vector<Tensor>& parts
   if (parts.empty()) return empty_output(c, j);
   const int64_t rank = parts[0].dim() + 1;
   const int64_t a = axis < 0 ? axis + rank : axis;
-  EMBER_CHECK(a >= 0 && a < rank, Status::InvalidArgument, "scan output axis ", axis, " is out of range for rank ",
+  EMBER_ENFORCE(a >= 0 && a < rank, Status::InvalidArgument, "scan output axis ", axis, " is out of range for rank ",
               rank);
   return stack(Span<const Tensor>(parts.data(), parts.size()), a);
 }
@@ -88,7 +88,7 @@ void run_Loop(OpContext& c) {
   std::vector<Tensor> body_in(c.in.size());  // iteration, condition, carried..., captured...
   for (size_t j = 2; j < c.in.size(); ++j) body_in[j] = c.in[j];
   for (size_t j = 2; j < 2 + n; ++j)
-    EMBER_CHECK(body_in[j].defined(), Status::InvalidArgument, "loop-carried input ", j - 2, " is missing");
+    EMBER_ENFORCE(body_in[j].defined(), Status::InvalidArgument, "loop-carried input ", j - 2, " is missing");
   std::vector<std::vector<Tensor>> scans(n_scans);
   const Executor& body = *c.state.subgraphs[0];
   for (int64_t i = 0; i < trips && go; ++i) {
@@ -116,10 +116,10 @@ void run_Scan(OpContext& c) {
   for (size_t j = 0; j < m; ++j) {
     const Tensor& x = c.in[n + j];
     const int64_t a = p.input_axes[j] < 0 ? p.input_axes[j] + x.dim() : p.input_axes[j];
-    EMBER_CHECK(a >= 0 && a < x.dim(), Status::InvalidArgument, "scan input ", j, ": axis ", p.input_axes[j],
+    EMBER_ENFORCE(a >= 0 && a < x.dim(), Status::InvalidArgument, "scan input ", j, ": axis ", p.input_axes[j],
                 " is out of range for rank ", x.dim());
     axes[j] = a;
-    EMBER_CHECK(length < 0 || x.size(a) == length, Status::ShapeMismatch, "scan input ", j, " has ", x.size(a),
+    EMBER_ENFORCE(length < 0 || x.size(a) == length, Status::ShapeMismatch, "scan input ", j, " has ", x.size(a),
                 " steps along axis ", a, ", scan input 0 has ", length);
     length = x.size(a);
   }

@@ -84,7 +84,7 @@ Status check_options(const ExecutorOptions& options, std::string* error) {
       return report_error(error, Status::UnsupportedHardware, "bf16 precision on the cpu needs AVX-512 BF16 "
                           "(avx512_bf16), which this CPU lacks");
   }
-  if (options.device != DeviceType::CPU) RT_RETURN_IF_ERROR(check_device(options, error));
+  if (options.device != DeviceType::CPU) EMBER_TRY(check_device(options, error));
   if (!options.adapters.empty() && options.device != DeviceType::CPU)
     return report_error(error, Status::NotSupported, "LoRA adapters run on the cpu executor, not ",
                         device_type_name(options.device));
@@ -250,7 +250,7 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
 
 Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const Model> model,
                                                          const ExecutorOptions& options, std::string* error) {
-  RT_RETURN_IF_ERROR(check_options(options, error));
+  EMBER_TRY(check_options(options, error));
   if (model == nullptr) return report_error(error, Status::InvalidArgument, "Executor::create: no model");
   // The subgraphs in index order (each runs only subgraphs of lower index,
   // which the loader checks), on the CPU.
@@ -270,21 +270,21 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
 Result<std::shared_ptr<const Executor>> Executor::create_graph(
     std::shared_ptr<const Model> model, const ExecutorOptions& options,
     const std::vector<std::shared_ptr<const Executor>>& subgraphs, std::string* error) {
-  RT_RETURN_IF_ERROR(validate_graph(*model, error));
+  EMBER_TRY(validate_graph(*model, error));
   auto ex = std::make_shared<Executor>(std::move(model));
   const Model& m = *ex->model_;
-  RT_RETURN_IF_ERROR(attach_subgraphs(m, subgraphs, ex->ops_, error));
-  RT_RETURN_IF_ERROR(prepare_sparse(m, ex->ops_, ex->tensors_, error));
+  EMBER_TRY(attach_subgraphs(m, subgraphs, ex->ops_, error));
+  EMBER_TRY(prepare_sparse(m, ex->ops_, ex->tensors_, error));
   upcast_fp16_weights(m, ex->tensors_);
-  RT_RETURN_IF_ERROR(prepare_quantized(m, ex->ops_, error));
+  EMBER_TRY(prepare_quantized(m, ex->ops_, error));
   if (options.device == DeviceType::CPU)
-    RT_RETURN_IF_ERROR(prepare_packed(m, ex->ops_, ex->tensors_, options.precision == Precision::BFloat16, error));
-  RT_RETURN_IF_ERROR(check_adapters(m, ex->ops_, options.adapters, error));
+    EMBER_TRY(prepare_packed(m, ex->ops_, ex->tensors_, options.precision == Precision::BFloat16, error));
+  EMBER_TRY(check_adapters(m, ex->ops_, options.adapters, error));
   ex->options_ = options;
   if (options.device != DeviceType::CPU) {
-    RT_RETURN_IF_ERROR(place_ops(m, options.device, device_float_dtype(options.precision), options.allow_fallback,
+    EMBER_TRY(place_ops(m, options.device, device_float_dtype(options.precision), options.allow_fallback,
                                  options.log_fallback, ex->ops_, ex->tensors_, error));
-    RT_RETURN_IF_ERROR(upload_weights(m, options, ex->ops_, ex->tensors_, error));
+    EMBER_TRY(upload_weights(m, options, ex->ops_, ex->tensors_, error));
     ex->capturable_ = options.graphs && capturable(m, ex->ops_);
   }
   std::shared_ptr<const Executor> done(std::move(ex));
@@ -404,7 +404,7 @@ class Run {
       const size_t t = static_cast<size_t>(declared[i].tensor);
       values_[t] = inputs[i];
       Tensor& on_device = other_[t];
-      copy_into(on_device, inputs[i].dtype() == on_device.dtype() ? inputs[i] : inputs[i].to(on_device.dtype()));
+      unwrap(copy_into(on_device, inputs[i].dtype() == on_device.dtype() ? inputs[i] : inputs[i].to(on_device.dtype())));
     }
   }
 
@@ -446,7 +446,7 @@ class Run {
                           static_cast<size_t>(packed[o].storage_offset()) * packed[o].element_size()});
       }
       const Status st = copies.empty() ? Status::Ok : backend_->copy_out_batch(copies);
-      EMBER_CHECK(st == Status::Ok, st, "copy to cpu", backend_error_detail(*backend_));
+      EMBER_ENFORCE(st == Status::Ok, st, "copy to cpu", backend_error_detail(*backend_));
     } catch (const Error& e) {
       *message = str_cat("reading the outputs back from ", device_, ": ", e.what());
       results->clear();
@@ -514,7 +514,7 @@ class Run {
       out_buf_ = std::move(ctx.out);
       if (profile && on_device) {
         const Status st = backend_->synchronize();
-        EMBER_CHECK(st == Status::Ok, st, "synchronize", backend_error_detail(*backend_));
+        EMBER_ENFORCE(st == Status::Ok, st, "synchronize", backend_error_detail(*backend_));
       }
     } catch (const Error& e) {
       *message = str_cat(op_ref(m_, k), ": ", e.what());
@@ -663,7 +663,7 @@ bool ExecutionContext::graph_captured() const { return arena_->graph.used; }
 Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, const RunOptions& options,
                                                   std::string* error) {
   const Executor& ex = *executor_;
-  RT_RETURN_IF_ERROR(check_inputs(ex.inputs_, inputs, error));
+  EMBER_TRY(check_inputs(ex.inputs_, inputs, error));
 
   // --- memory: plan (record) or serve from the arena ---
   std::vector<int64_t> signature = input_signature(inputs);
@@ -767,20 +767,20 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
 std::vector<Tensor> run_subgraph(const Executor& ex, const std::vector<Tensor>& inputs) {
   std::string message;
   Status status = check_inputs(ex.inputs_, Span<const Tensor>(inputs.data(), inputs.size()), &message);
-  EMBER_CHECK(status == Status::Ok, status, "subgraph: ", message);
+  EMBER_ENFORCE(status == Status::Ok, status, "subgraph: ", message);
   Run run(*ex.model_, ex.options_, ex.ops_, ex.tensors_);
   run.bind_inputs(ex.inputs_, inputs);
   std::vector<Tensor> results;
   status = run.run_ops(false, nullptr, &message);
   if (status == Status::Ok) status = run.read_outputs(ex.outputs_, &results, &message);
-  EMBER_CHECK(status == Status::Ok, status, message);
+  EMBER_ENFORCE(status == Status::Ok, status, message);
   return results;
 }
 
 Result<std::vector<Tensor>> run_recording(const Executor& ex, Span<const Tensor> inputs,
                                           const std::vector<std::pair<int, Tensor>>& weights,
                                           const std::vector<std::pair<int, LoraAdapter>>& adapters, std::string* error) {
-  RT_RETURN_IF_ERROR(check_inputs(ex.inputs_, inputs, error));
+  EMBER_TRY(check_inputs(ex.inputs_, inputs, error));
   Run run(*ex.model_, ex.options_, ex.ops_, ex.tensors_);
   for (const auto& [t, w] : weights) run.bind_value(t, w);
   for (const auto& [k, a] : adapters) run.bind_adapter(k, &a);

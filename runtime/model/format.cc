@@ -84,7 +84,7 @@ template <typename P>
 Status params_from_fields_as(OpKind kind, const fb::FieldAttrs& a, OpParams* params, std::string* error) {
   if constexpr (has_fields<P>::value) {
     P p;
-    RT_RETURN_IF_ERROR(fields_to_params(a, &p, error));
+    EMBER_TRY(fields_to_params(a, &p, error));
     *params = p;
     return Status::Ok;
   } else {

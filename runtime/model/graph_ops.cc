@@ -1,18 +1,23 @@
-// Graph ops with ONNX semantics (graph_ops.h). Built with exceptions: they
-// raise ember::Error as the eager front-ends they call do.
+// Graph ops with ONNX semantics (graph_ops.h): they return a Status and leave
+// the message for the thread (error.h). Built with exceptions: the eager
+// front-ends they still call (cat, gather, topk, ...) raise ember::Error until
+// runtime/ops has their Status forms.
 #include "runtime/model/graph_ops.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <utility>
 
 #include "runtime/core/error.h"
+#include "runtime/ops/dispatch.h"
 #include "runtime/ops/ops.h"
 
 namespace ember {
 namespace {
 
-Shape to_shape(const std::vector<int64_t>& v, const char* what) {
+Result<Shape> to_shape(const std::vector<int64_t>& v, const char* what) {
   for (int64_t d : v) {
     EMBER_CHECK(d >= 0, Status::InvalidArgument, "negative dim ", d, " in the ", what, " ", shape_str(v));
   }
@@ -21,14 +26,16 @@ Shape to_shape(const std::vector<int64_t>& v, const char* what) {
 
 // One axis of a slice with a negative step: the picked elements, walking down
 // from start, as a view in ascending order reversed by a gather.
-Tensor slice_down(const Tensor& x, int64_t axis, int64_t start, int64_t end, int64_t step) {
+Result<Tensor> slice_down(const Tensor& x, int64_t axis, int64_t start, int64_t end, int64_t step) {
   const int64_t dim = x.size(axis);
   if (start < 0) start += dim;
   if (end < 0) end += dim;
   start = std::clamp<int64_t>(start, 0, dim - 1);  // dim 0: start -1, nothing picked
   end = std::clamp<int64_t>(end, -1, dim - 1);
-  const int64_t count = start > end ? (start - end - 1) / -step + 1 : 0;
-  if (count == 0) return x.narrow(axis, 0, 0);
+  if (start <= end) return x.narrow(axis, 0, 0);  // nothing picked
+  // -INT64_MIN does not exist: Tensor::slice's refusal of the step it became.
+  EMBER_CHECK(step != std::numeric_limits<int64_t>::min(), Status::InvalidArgument, "slice step must be positive");
+  const int64_t count = (start - end - 1) / -step + 1;
   const int64_t lowest = start + (count - 1) * step;
   const Tensor up = x.slice(axis, lowest, start + 1, -step);  // `count` elements, ascending
   std::vector<int64_t> reversed(static_cast<size_t>(count));
@@ -38,7 +45,7 @@ Tensor slice_down(const Tensor& x, int64_t axis, int64_t start, int64_t end, int
 
 }  // namespace
 
-std::vector<int64_t> read_ints(const Tensor& t, const char* what) {
+Result<std::vector<int64_t>> read_ints(const Tensor& t, const char* what) {
   EMBER_CHECK(t.defined(), Status::InvalidArgument, "the ", what, " input is missing");
   EMBER_CHECK(t.device().type() == DeviceType::CPU, Status::DeviceMismatch, "the ", what,
               " input must be a CPU tensor");
@@ -59,14 +66,14 @@ std::vector<int64_t> read_ints(const Tensor& t, const char* what) {
   return v;
 }
 
-int64_t onnx_axis(int64_t axis, int64_t rank, const char* what, bool inclusive) {
+Result<int64_t> onnx_axis(int64_t axis, int64_t rank, const char* what, bool inclusive) {
   const int64_t hi = inclusive ? rank : rank - 1;
   EMBER_CHECK(axis >= -rank && axis <= hi, Status::OutOfRange, what, " ", axis, " is out of range for rank ",
               rank);
   return axis < 0 ? axis + rank : axis;
 }
 
-Tensor onnx_reshape(const Tensor& x, const std::vector<int64_t>& spec, bool allow_zero) {
+Result<Tensor> onnx_reshape(const Tensor& x, const std::vector<int64_t>& spec, bool allow_zero) {
   Shape shape(spec.size());
   int infer = -1;
   int64_t known = 1;
@@ -97,17 +104,17 @@ Tensor onnx_reshape(const Tensor& x, const std::vector<int64_t>& spec, bool allo
   return x.reshape(shape);
 }
 
-Tensor onnx_flatten(const Tensor& x, int64_t axis_param) {
-  const int64_t axis = onnx_axis(axis_param, x.dim(), "flatten axis", true);
+Result<Tensor> onnx_flatten(const Tensor& x, int64_t axis_param) {
+  EMBER_ASSIGN_OR_RETURN(const int64_t axis, onnx_axis(axis_param, x.dim(), "flatten axis", true));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < x.dim(); ++d) (d < axis ? outer : inner) *= x.size(d);
   return x.reshape({outer, inner});
 }
 
-Tensor onnx_squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
+Result<Tensor> onnx_squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
   std::vector<bool> drop(static_cast<size_t>(x.dim()), false);
   for (int64_t a : axes) {
-    const int64_t d = onnx_axis(a, x.dim(), "squeeze axis");
+    EMBER_ASSIGN_OR_RETURN(const int64_t d, onnx_axis(a, x.dim(), "squeeze axis"));
     EMBER_CHECK(x.size(d) == 1, Status::ShapeMismatch, "cannot squeeze dim ", a, " of size ", x.size(d),
                 " (shape ", shape_str(x.sizes()), ")");
     drop[static_cast<size_t>(d)] = true;
@@ -120,11 +127,11 @@ Tensor onnx_squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
   return x.reshape(shape);
 }
 
-Tensor onnx_unsqueeze(const Tensor& x, const std::vector<int64_t>& axes) {
+Result<Tensor> onnx_unsqueeze(const Tensor& x, const std::vector<int64_t>& axes) {
   const int64_t rank = x.dim() + static_cast<int64_t>(axes.size());
   std::vector<bool> inserted(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
-    const int64_t d = onnx_axis(a, rank, "unsqueeze axis");
+    EMBER_ASSIGN_OR_RETURN(const int64_t d, onnx_axis(a, rank, "unsqueeze axis"));
     EMBER_CHECK(!inserted[static_cast<size_t>(d)], Status::InvalidArgument, "unsqueeze axis ", a, " is repeated");
     inserted[static_cast<size_t>(d)] = true;
   }
@@ -134,22 +141,23 @@ Tensor onnx_unsqueeze(const Tensor& x, const std::vector<int64_t>& axes) {
   return x.reshape(shape);
 }
 
-Tensor onnx_transpose(const Tensor& x, const std::vector<int64_t>& perm) {
-  if (!perm.empty()) return x.permute(perm);
+Result<Tensor> onnx_transpose(const Tensor& x, const std::vector<int64_t>& perm) {
+  if (!perm.empty()) return core::permute(x, perm);
   std::vector<int64_t> reversed;
   for (int64_t d = x.dim() - 1; d >= 0; --d) reversed.push_back(d);
   return x.permute(reversed);
 }
 
-Tensor onnx_concat(const std::vector<Tensor>& xs, int64_t axis_param) {
+Result<Tensor> onnx_concat(const std::vector<Tensor>& xs, int64_t axis_param) {
   EMBER_CHECK(!xs.empty(), Status::InvalidArgument, "concat without inputs");
-  const int64_t axis = onnx_axis(axis_param, xs[0].dim(), "concat axis");
-  return xs.size() == 1 ? xs[0] : cat(xs, axis);
+  EMBER_ASSIGN_OR_RETURN(const int64_t axis, onnx_axis(axis_param, xs[0].dim(), "concat axis"));
+  if (xs.size() == 1) return xs[0];
+  return cat(xs, axis);  // still raises (runtime/ops has no Status form of cat yet)
 }
 
-std::vector<Tensor> onnx_split(const Tensor& x, int64_t axis_param, const std::vector<int64_t>* sizes,
-                               int64_t n) {
-  const int64_t axis = onnx_axis(axis_param, x.dim(), "split axis");
+Result<std::vector<Tensor>> onnx_split(const Tensor& x, int64_t axis_param, const std::vector<int64_t>* sizes,
+                                       int64_t n) {
+  EMBER_ASSIGN_OR_RETURN(const int64_t axis, onnx_axis(axis_param, x.dim(), "split axis"));
   std::vector<Tensor> parts;
   if (sizes != nullptr) {
     EMBER_CHECK(static_cast<int64_t>(sizes->size()) == n, Status::InvalidArgument, "split has ", sizes->size(),
@@ -163,6 +171,9 @@ std::vector<Tensor> onnx_split(const Tensor& x, int64_t axis_param, const std::v
                 ", but axis ", axis, " has size ", x.size(axis));
     int64_t start = 0;
     for (int64_t s : *sizes) {
+      // Sizes whose sum wrapped around: Tensor::narrow's refusal.
+      EMBER_CHECK(s <= x.size(axis) - start, Status::OutOfRange, "start (", start, ") + length (", s,
+                  ") exceeds dimension size (", x.size(axis), ").");
       parts.push_back(x.narrow(axis, start, s));
       start += s;
     }
@@ -180,8 +191,8 @@ std::vector<Tensor> onnx_split(const Tensor& x, int64_t axis_param, const std::v
   return parts;
 }
 
-Tensor onnx_slice(const Tensor& data, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
-                  std::vector<int64_t> axes, std::vector<int64_t> steps) {
+Result<Tensor> onnx_slice(const Tensor& data, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                          std::vector<int64_t> axes, std::vector<int64_t> steps) {
   EMBER_CHECK(starts.size() == ends.size(), Status::InvalidArgument, "slice has ", starts.size(), " starts but ",
               ends.size(), " ends");
   if (axes.empty()) {
@@ -194,13 +205,13 @@ Tensor onnx_slice(const Tensor& data, const std::vector<int64_t>& starts, const 
   Tensor x = data;
   std::vector<bool> seen(static_cast<size_t>(x.dim()), false);
   for (size_t i = 0; i < starts.size(); ++i) {
-    const int64_t axis = onnx_axis(axes[i], x.dim(), "slice axis");
+    EMBER_ASSIGN_OR_RETURN(const int64_t axis, onnx_axis(axes[i], x.dim(), "slice axis"));
     EMBER_CHECK(!seen[static_cast<size_t>(axis)], Status::InvalidArgument, "slice axis ", axes[i], " is repeated");
     seen[static_cast<size_t>(axis)] = true;
     const int64_t step = steps[i];
     EMBER_CHECK(step != 0, Status::InvalidArgument, "Slice with a step of 0");
     if (step < 0) {
-      x = slice_down(x, axis, starts[i], ends[i], step);
+      EMBER_ASSIGN_OR_RETURN(x, slice_down(x, axis, starts[i], ends[i], step));
       continue;
     }
     const int64_t dim = x.size(axis);
@@ -215,19 +226,26 @@ Tensor onnx_slice(const Tensor& data, const std::vector<int64_t>& starts, const 
   return x;
 }
 
-Tensor onnx_slice(const Tensor& x, const Tensor& starts, const Tensor& ends, const Tensor& axes,
-                  const Tensor& steps) {
-  return onnx_slice(x, read_ints(starts, "starts"), read_ints(ends, "ends"),
-                    axes.defined() ? read_ints(axes, "axes") : std::vector<int64_t>(),
-                    steps.defined() ? read_ints(steps, "steps") : std::vector<int64_t>());
+Result<Tensor> onnx_slice(const Tensor& x, const Tensor& starts, const Tensor& ends, const Tensor& axes,
+                          const Tensor& steps) {
+  EMBER_ASSIGN_OR_RETURN(const std::vector<int64_t> s, read_ints(starts, "starts"));
+  EMBER_ASSIGN_OR_RETURN(const std::vector<int64_t> e, read_ints(ends, "ends"));
+  std::vector<int64_t> a, st;
+  if (axes.defined()) {
+    EMBER_ASSIGN_OR_RETURN(a, read_ints(axes, "axes"));
+  }
+  if (steps.defined()) {
+    EMBER_ASSIGN_OR_RETURN(st, read_ints(steps, "steps"));
+  }
+  return onnx_slice(x, s, e, std::move(a), std::move(st));
 }
 
-Tensor onnx_gather(const Tensor& data, const Tensor& indices, int64_t axis_param) {
+Result<Tensor> onnx_gather(const Tensor& data, const Tensor& indices, int64_t axis_param) {
   EMBER_CHECK(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32, Status::DTypeMismatch,
               "gather indices must be int64 or int32, got ", dtype_name(indices.dtype()));
   EMBER_CHECK(data.dim() >= 1, Status::InvalidArgument, "gather needs data of rank >= 1");
   const int64_t rank = data.dim();
-  const int64_t axis = onnx_axis(axis_param, rank, "gather axis");
+  EMBER_ASSIGN_OR_RETURN(const int64_t axis, onnx_axis(axis_param, rank, "gather axis"));
   const int64_t dim = data.size(axis);
   // Indices, wrapped, as a contiguous 1-D int64 tensor.
   const Tensor idx_in = indices.contiguous();
@@ -266,11 +284,13 @@ Tensor onnx_gather(const Tensor& data, const Tensor& indices, int64_t axis_param
   return y.permute(back);
 }
 
-Tensor onnx_expand(const Tensor& x, const std::vector<int64_t>& shape) {
-  return x.expand(broadcast_shapes(x.sizes(), to_shape(shape, "shape")));
+Result<Tensor> onnx_expand(const Tensor& x, const std::vector<int64_t>& shape) {
+  EMBER_ASSIGN_OR_RETURN(const Shape target, to_shape(shape, "shape"));
+  EMBER_ASSIGN_OR_RETURN(const Shape out, core::broadcast_shapes(x.sizes(), target));
+  return x.expand(out);  // broadcast from x: cannot fail
 }
 
-Tensor onnx_shape(const Tensor& x, int64_t start, int64_t end) {
+Result<Tensor> onnx_shape(const Tensor& x, int64_t start, int64_t end) {
   const int64_t r = x.dim();
   start = std::clamp(start < 0 ? start + r : start, int64_t{0}, r);
   end = std::clamp(end < 0 ? end + r : end, int64_t{0}, r);
@@ -278,18 +298,21 @@ Tensor onnx_shape(const Tensor& x, int64_t start, int64_t end) {
   return tensor(dims, {static_cast<int64_t>(dims.size())});
 }
 
-Tensor onnx_constant_of_shape(const std::vector<int64_t>& shape, Scalar value, TensorOptions options) {
-  return full(to_shape(shape, "shape"), value, options);
+Result<Tensor> onnx_constant_of_shape(const std::vector<int64_t>& shape, Scalar value, TensorOptions options) {
+  EMBER_ASSIGN_OR_RETURN(const Shape sizes, to_shape(shape, "shape"));
+  return full(sizes, value, options);
 }
 
-Tensor onnx_range(const Tensor& start, const Tensor& limit, const Tensor& delta, TensorOptions options) {
-  auto scalar = [](const Tensor& t, const char* what) {
+Result<Tensor> onnx_range(const Tensor& start, const Tensor& limit, const Tensor& delta, TensorOptions options) {
+  auto scalar = [](const Tensor& t, const char* what) -> Result<Scalar> {
     EMBER_CHECK(t.defined() && t.numel() == 1, Status::InvalidArgument, "range: ", what,
                 " must have one element, got ", t.defined() ? shape_str(t.sizes()) : std::string("none"));
     EMBER_CHECK(t.dtype() != DType::Bool, Status::InvalidArgument, "range: ", what, " must be numeric, not bool");
     return t.reshape({1}).item();
   };
-  const Scalar s = scalar(start, "start"), l = scalar(limit, "limit"), d = scalar(delta, "delta");
+  EMBER_ASSIGN_OR_RETURN(const Scalar s, scalar(start, "start"));
+  EMBER_ASSIGN_OR_RETURN(const Scalar l, scalar(limit, "limit"));
+  EMBER_ASSIGN_OR_RETURN(const Scalar d, scalar(delta, "delta"));
   EMBER_CHECK(d.to<double>() != 0.0, Status::InvalidArgument, "range: delta must be nonzero");
   const DType dt = options.dtype_or(start.dtype());
   const double n = std::ceil((l.to<double>() - s.to<double>()) / d.to<double>());
@@ -306,7 +329,7 @@ Tensor onnx_range(const Tensor& start, const Tensor& limit, const Tensor& delta,
   return r.to(options.device_or());
 }
 
-Tensor onnx_bit_cast(const Tensor& x, DType to) {
+Result<Tensor> onnx_bit_cast(const Tensor& x, DType to) {
   EMBER_CHECK(element_size(x.dtype()) == element_size(to), Status::NotSupported, "bit_cast: ", dtype_name(x.dtype()),
               " (", element_size(x.dtype()), " bytes) to ", dtype_name(to), " (", element_size(to),
               " bytes): the element sizes differ");

@@ -1,6 +1,7 @@
 // The indexing, selection and scan graph ops (graph_ops.h) on the eager
 // front-ends: ONNX's negative indices are wrapped here (PyTorch's front-ends
 // refuse them); NonZero and Unique run on the host (their sizes depend on the values).
+// They return a Status (graph_ops.h); the front-ends they call still raise.
 #include <algorithm>
 #include <numeric>
 
@@ -11,15 +12,15 @@
 
 namespace ember {
 
-std::pair<Tensor, Tensor> onnx_topk(const Tensor& x, int64_t k, int64_t axis, bool largest, bool sorted) {
+Result<std::pair<Tensor, Tensor>> onnx_topk(const Tensor& x, int64_t k, int64_t axis, bool largest, bool sorted) {
   EMBER_CHECK(x.dim() >= 1, Status::InvalidArgument, "TopK needs an input of rank >= 1");
-  const int64_t a = onnx_axis(axis, x.dim(), "TopK axis");
+  EMBER_ASSIGN_OR_RETURN(const int64_t a, onnx_axis(axis, x.dim(), "TopK axis"));
   EMBER_CHECK(k >= 0 && k <= x.size(a), Status::OutOfRange, "TopK k ", k, " is out of range for an axis of size ",
               x.size(a));
   return topk(x, k, a, largest, sorted);
 }
 
-Tensor onnx_nonzero(const Tensor& x) { return nonzero(x).t().contiguous(); }
+Result<Tensor> onnx_nonzero(const Tensor& x) { return nonzero(x).t().contiguous(); }
 
 namespace {
 
@@ -83,13 +84,13 @@ Tensor ints_tensor(const std::vector<int64_t>& v) { return tensor(v, {static_cas
 
 }  // namespace
 
-std::vector<Tensor> onnx_unique(const Tensor& x, const UniqueParams& p) {
+Result<std::vector<Tensor>> onnx_unique(const Tensor& x, const UniqueParams& p) {
   const Tensor host = x.to(Device(DeviceType::CPU));
   Tensor rows;
   int64_t a = 0;
   if (p.has_axis) {
     EMBER_CHECK(x.dim() >= 1, Status::InvalidArgument, "Unique with an axis needs an input of rank >= 1");
-    a = onnx_axis(p.axis, x.dim(), "Unique axis");
+    EMBER_ASSIGN_OR_RETURN(a, onnx_axis(p.axis, x.dim(), "Unique axis"));
     std::vector<int64_t> perm = {a};
     for (int64_t d = 0; d < x.dim(); ++d) {
       if (d != a) perm.push_back(d);
@@ -103,7 +104,7 @@ std::vector<Tensor> onnx_unique(const Tensor& x, const UniqueParams& p) {
   const Tensor first = ints_tensor(g.first);
   Tensor y = p.has_axis ? index_select(host, a, first) : index_select(host.reshape({-1}), 0, first);
   const Device dev = x.device();
-  return {y.to(dev), first.to(dev), ints_tensor(g.inverse).to(dev), ints_tensor(g.counts).to(dev)};
+  return std::vector<Tensor>{y.to(dev), first.to(dev), ints_tensor(g.inverse).to(dev), ints_tensor(g.counts).to(dev)};
 }
 
 }  // namespace ember

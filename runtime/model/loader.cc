@@ -224,7 +224,7 @@ Status Checker::check_tensor(uint32_t i) {
     return invalid(error_, where, ": data (offset ", ref->offset(), ", size ", ref->size(),
                    ") exceeds segment ", ref->segment(), " (", seg->size(), " bytes)");
   if (full_) {
-    RT_RETURN_IF_ERROR(check_quant(t, where));
+    EMBER_TRY(check_quant(t, where));
   }
   return Status::Ok;
 }
@@ -369,7 +369,7 @@ Status Checker::check_control_op(const fb::Operator& op, const OpParams& params,
   };
   if (const auto* p = std::get_if<IfParams>(&params)) {
     if (n_in < 1) return invalid(error_, where, ": needs its condition input");
-    RT_RETURN_IF_ERROR(graph_ok(p->then_graph, "then", n_in - 1, n_out));
+    EMBER_TRY(graph_ok(p->then_graph, "then", n_in - 1, n_out));
     return graph_ok(p->else_graph, "else", n_in - 1, n_out);
   }
   if (const auto* p = std::get_if<LoopParams>(&params)) {
@@ -402,7 +402,7 @@ Status Checker::check_graph(const fb::Graph& g, int self) {
     if (name.empty()) return invalid(error_, "tensor ", i, " has no name");
     if (!names.insert(name).second) return invalid(error_, "tensor ", i, ": duplicate name '", name, "'");
     if (tensors_->Get(i)->sparse() != nullptr)
-      RT_RETURN_IF_ERROR(check_coo(i, *tensors_->Get(i), tensor_where(i)));
+      EMBER_TRY(check_coo(i, *tensors_->Get(i), tensor_where(i)));
   }
   std::vector<uint8_t> defined(nt, 0);
   for (uint32_t i = 0; i < nt; ++i) defined[i] = facts_[i].has_data;
@@ -454,7 +454,7 @@ Status Checker::check_graph(const fb::Graph& g, int self) {
     OpParams params;
     std::string why;
     if (attrs_to_params(op, &params, &why) != Status::Ok) return invalid(error_, where, ": ", why);
-    RT_RETURN_IF_ERROR(check_control_op(op, params, self, where));
+    EMBER_TRY(check_control_op(op, params, self, where));
   }
   for (uint32_t k = 0; k < len(g.outputs()); ++k) {
     const int32_t t = g.outputs()->Get(k);
@@ -468,15 +468,15 @@ Status Checker::check_graph(const fb::Graph& g, int self) {
 Status Checker::check_one_graph(const fb::Graph& g, int self) {
   tensors_ = g.tensors();
   facts_.assign(len(tensors_), TensorFacts{});
-  for (uint32_t i = 0; i < len(tensors_); ++i) RT_RETURN_IF_ERROR(check_tensor(i));
-  if (full_) RT_RETURN_IF_ERROR(check_graph(g, self));
+  for (uint32_t i = 0; i < len(tensors_); ++i) EMBER_TRY(check_tensor(i));
+  if (full_) EMBER_TRY(check_graph(g, self));
   return Status::Ok;
 }
 
 Status Checker::run() {
-  RT_RETURN_IF_ERROR(check_header());
-  RT_RETURN_IF_ERROR(check_segments());
-  RT_RETURN_IF_ERROR(check_one_graph(*root_->graph(), -1));
+  EMBER_TRY(check_header());
+  EMBER_TRY(check_segments());
+  EMBER_TRY(check_one_graph(*root_->graph(), -1));
   for (uint32_t i = 0; i < len(root_->subgraphs()); ++i) {
     const Status s = check_one_graph(*root_->subgraphs()->Get(i), static_cast<int>(i));
     if (s != Status::Ok) {
@@ -506,7 +506,7 @@ Status verify_model(const void* data, size_t size, Verification v, std::string* 
 Result<Model> Model::init(std::shared_ptr<void> owner, const std::byte* base, size_t size, Verification v,
                           std::string* error) {
   Checker checker(reinterpret_cast<const uint8_t*>(base), size, v, error);
-  RT_RETURN_IF_ERROR(checker.run());
+  EMBER_TRY(checker.run());
   Model model(std::move(owner), base, size, checker.root(), checker.root()->graph());
   model.init_weights();
   return model;
@@ -598,7 +598,7 @@ Result<Model> Model::load_from_bytes(const void* data, size_t size, Verification
 }
 
 const fb::Tensor& Model::tensor(int i) const {
-  RT_CHECK(i >= 0 && i < num_tensors(), "Model::tensor: index out of range");
+  EMBER_ASSERT(i >= 0 && i < num_tensors(), "Model::tensor: index out of range");
   return *graph_->tensors()->Get(static_cast<uint32_t>(i));
 }
 
@@ -619,7 +619,7 @@ int Model::find_tensor(std::string_view name) const {
 int Model::num_ops() const { return static_cast<int>(len(graph_->operators())); }
 
 const fb::Operator& Model::op(int i) const {
-  RT_CHECK(i >= 0 && i < num_ops(), "Model::op: index out of range");
+  EMBER_ASSERT(i >= 0 && i < num_ops(), "Model::op: index out of range");
   return *graph_->operators()->Get(static_cast<uint32_t>(i));
 }
 
@@ -629,7 +629,7 @@ Result<OpParams> Model::op_params(int i, std::string* error) const {
   const fb::Operator& o = op(i);
   if (o.op() >= kNumOps) return report_error(error, Status::InvalidModel, "unknown op id ", o.op());
   OpParams params;
-  RT_RETURN_IF_ERROR(attrs_to_params(o, &params, error));
+  EMBER_TRY(attrs_to_params(o, &params, error));
   return params;
 }
 

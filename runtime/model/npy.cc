@@ -260,7 +260,7 @@ class DictParser {
 // dtype, shape and data size, checked against the `file_size`.
 Status parse_header(const char* p, size_t header_start, size_t header_len, size_t file_size,
                     const std::string& name, Header* h, std::string* error) {
-  RT_RETURN_IF_ERROR(DictParser(p, header_len, name, error).parse(h));
+  EMBER_TRY(DictParser(p, header_len, name, error).parse(h));
   // numel and the contiguous strides must fit int64 even when a dim is 0.
   const size_t esize = element_size(h->dtype);
   int64_t numel = 1, extent = static_cast<int64_t>(esize);
@@ -470,7 +470,7 @@ Status serialize_npy(const Tensor& t, std::vector<std::byte>* out, std::string* 
 
 Status write_npy(const std::string& path, const Tensor& t, std::string* error) {
   std::vector<std::byte> bytes;
-  RT_RETURN_IF_ERROR(serialize_npy(t, &bytes, error));
+  EMBER_TRY(serialize_npy(t, &bytes, error));
   return write_file_atomic(path, bytes.data(), bytes.size(), error);
 }
 

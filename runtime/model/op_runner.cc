@@ -22,7 +22,7 @@
 namespace ember {
 
 const Tensor& OpContext::need(size_t j, const char* what) const {
-  EMBER_CHECK(j < in.size() && in[j].defined(), Status::InvalidArgument, "the ", what, " input is missing");
+  EMBER_ENFORCE(j < in.size() && in[j].defined(), Status::InvalidArgument, "the ", what, " input is missing");
   return in[j];
 }
 
@@ -43,7 +43,7 @@ DType OpContext::declared_dtype(size_t j) const {
 Tensor dequantize_weight(const Model& m, int t) {
   const fb::QuantParams* q = m.tensor(t).quant();
   const Tensor& w = m.weight(t);
-  EMBER_CHECK(q != nullptr && q->scales() != nullptr && q->scales()->size() > 0, Status::InvalidModel,
+  EMBER_ENFORCE(q != nullptr && q->scales() != nullptr && q->scales()->size() > 0, Status::InvalidModel,
               "int8 weight '", m.tensor_name(t), "' has no scales");
   Shape along(static_cast<size_t>(w.dim()), 1);
   const int64_t n = q->scales()->size();
@@ -69,7 +69,7 @@ Tensor activate(const Tensor& y, const Activation& a) {
   if (a.kind == ActivationKind::Relu || a.kind == ActivationKind::HardSwish) {
     const bool relu_kind = a.kind == ActivationKind::Relu;
     if (y.requires_grad()) return relu_kind ? relu(y) : hardswish(y);
-    run_kernel(relu_kind ? OpKind::Relu : OpKind::Hardswish, {y}, {y});  // elementwise, same index: in == out is safe
+    unwrap(run_kernel(relu_kind ? OpKind::Relu : OpKind::Hardswish, {y}, {y}));  // elementwise, same index: in == out is safe
     return y;
   }
   ClampParams c;
@@ -81,7 +81,7 @@ Tensor activate(const Tensor& y, const Activation& a) {
   if (y.requires_grad())
     return clamp(y, c.has_min ? std::optional<Scalar>(c.min) : std::nullopt,
                  c.has_max ? std::optional<Scalar>(c.max) : std::nullopt);
-  run_kernel(OpKind::Clamp, {y}, {y}, c);
+  unwrap(run_kernel(OpKind::Clamp, {y}, {y}, c));
   return y;
 }
 
@@ -91,7 +91,7 @@ Tensor lora_term(const LoraAdapter& a, const Tensor& x) { return linear(linear(x
 Shape static_shape(const Model& m, int t, const char* what) {
   const std::vector<int64_t> s = m.tensor_shape(t);
   for (int64_t d : s) {
-    EMBER_CHECK(d >= 0, Status::NotSupported, what, " needs a static output shape, '", m.tensor_name(t),
+    EMBER_ENFORCE(d >= 0, Status::NotSupported, what, " needs a static output shape, '", m.tensor_name(t),
                 "' is declared ", shape_str(s));
   }
   return s;
@@ -194,18 +194,18 @@ struct Reduction {
     uint32_t bits = p.dims;
     if (c.opt(1).defined()) {
       bits = 0;
-      for (int64_t a : read_ints(c.opt(1), "axes")) {
+      for (int64_t a : unwrap(read_ints(c.opt(1), "axes"))) {
         const int64_t d = a < 0 ? a + x.dim() : a;
-        EMBER_CHECK(d >= 0 && d < x.dim() && d < 32, Status::OutOfRange, "axis ", a, " is out of range for rank ",
+        EMBER_ENFORCE(d >= 0 && d < x.dim() && d < 32, Status::OutOfRange, "axis ", a, " is out of range for rank ",
                     x.dim());
-        EMBER_CHECK(!((bits >> d) & 1u), Status::InvalidArgument, "axis ", a, " is given twice");
+        EMBER_ENFORCE(!((bits >> d) & 1u), Status::InvalidArgument, "axis ", a, " is given twice");
         bits |= uint32_t{1} << d;
       }
       none = bits == 0 && p.noop_empty;
     }
     for (int64_t d = 0; d < 32; ++d) {
       if ((bits >> d) & 1u) {
-        EMBER_CHECK(d < x.dim(), Status::OutOfRange, "reduced dim ", d, " is out of range for rank ", x.dim());
+        EMBER_ENFORCE(d < x.dim(), Status::OutOfRange, "reduced dim ", d, " is out of range for rank ", x.dim());
         dims.push_back(d);
       }
     }
@@ -254,7 +254,7 @@ void run_Norm(OpContext& c) {
 void run_max_min(OpContext& c, bool is_max) {
   const Reduction r(c);
   const bool want_indices = c.num_outputs() > 1 && c.out_tensor(1) >= 0;
-  EMBER_CHECK(!(r.none && want_indices), Status::NotSupported, "indices of a reduction over no dims are not supported");
+  EMBER_ENFORCE(!(r.none && want_indices), Status::NotSupported, "indices of a reduction over no dims are not supported");
   if (r.none) return void(c.out[0] = r.x);
   const bool flt = is_floating(r.x.dtype());
   if (r.x.numel() == 0 && !want_indices && (flt || r.x.dtype() == DType::Bool)) {
@@ -274,7 +274,7 @@ void run_max_min(OpContext& c, bool is_max) {
     if (c.num_outputs() > 1) c.out[1] = v.second;
     return;
   }
-  EMBER_CHECK(!want_indices, Status::NotSupported, "indices of a ", is_max ? "max" : "min",
+  EMBER_ENFORCE(!want_indices, Status::NotSupported, "indices of a ", is_max ? "max" : "min",
               " over several dims are not supported");
   if (r.all()) {
     c.out[0] = r.keep_all(is_max ? max(r.x) : min(r.x));
@@ -291,7 +291,7 @@ void run_Min(OpContext& c) { run_max_min(c, false); }
 
 void run_arg_max_min(OpContext& c, bool is_max) {
   const Reduction r(c);
-  EMBER_CHECK(r.dims.size() <= 1, Status::NotSupported, op_name(c.kind), " over several dims is not supported");
+  EMBER_ENFORCE(r.dims.size() <= 1, Status::NotSupported, op_name(c.kind), " over several dims is not supported");
   if (r.all()) {
     c.out[0] = r.keep_all(is_max ? argmax(r.x) : argmin(r.x));
   } else {
@@ -311,7 +311,7 @@ void run_LogSoftmax(OpContext& c) { c.out[0] = log_softmax(c.need(0, "data"), c.
 void run_LayerNorm(OpContext& c) {
   const auto& p = c.params<NormParams>();
   const Tensor& x = c.need(0, "data");
-  EMBER_CHECK(p.normalized_rank >= 1 && p.normalized_rank <= x.dim(), Status::InvalidArgument,
+  EMBER_ENFORCE(p.normalized_rank >= 1 && p.normalized_rank <= x.dim(), Status::InvalidArgument,
               "layer_norm normalizes ", p.normalized_rank, " dims of an input of rank ", x.dim());
   const Shape normalized(x.sizes().end() - p.normalized_rank, x.sizes().end());
   c.out[0] = layer_norm(x, normalized, c.opt(1), c.opt(2), p.eps);
@@ -345,7 +345,7 @@ void run_AvgPool2d(OpContext& c) {
 void run_AdaptiveAvgPool2d(OpContext& c) {
   // The output size: the last two dims of the declared output, which must be static.
   const std::vector<int64_t> s = c.model.tensor_shape(c.out_tensor(0));
-  EMBER_CHECK(s.size() >= 2 && s[s.size() - 2] >= 0 && s[s.size() - 1] >= 0, Status::NotSupported,
+  EMBER_ENFORCE(s.size() >= 2 && s[s.size() - 2] >= 0 && s[s.size() - 1] >= 0, Status::NotSupported,
               "adaptive_avg_pool2d needs the last two dims of its output static, '",
               c.model.tensor_name(c.out_tensor(0)), "' is declared ", shape_str(s));
   c.out[0] = adaptive_avg_pool2d(c.need(0, "data"), {s[s.size() - 2], s[s.size() - 1]});
@@ -356,7 +356,7 @@ void run_Embedding(OpContext& c) { c.out[0] = embedding(c.need(0, "weight"), c.n
 void run_Pad(OpContext& c) {
   const auto& p = c.params<PadParams>();
   const Tensor& x = c.need(0, "data");
-  EMBER_CHECK(x.dim() <= kMaxRank, Status::InvalidArgument, "pad input of rank ", x.dim());
+  EMBER_ENFORCE(x.dim() <= kMaxRank, Status::InvalidArgument, "pad input of rank ", x.dim());
   // Pairs from the last dim backwards, up to the outermost padded dim.
   int64_t outer = x.dim();
   for (int64_t d = 0; d < x.dim(); ++d) {
@@ -460,7 +460,7 @@ void run_QConv2d(OpContext& c) {
 // sparse weight keeps the file's sparsity pattern.
 Tensor coo_weight(const OpContext& c, const Tensor& values) {
   const int32_t t = c.model.op(c.index).inputs()->Get(1);
-  EMBER_CHECK(values.is_floating_point(), Status::NotSupported, "no gradient flows back through the ",
+  EMBER_ENFORCE(values.is_floating_point(), Status::NotSupported, "no gradient flows back through the ",
               dtype_name(values.dtype()), " sparse COO weight '", c.model.tensor_name(t), "'");
   const Tensor& indices = c.model.weight(c.model.tensor(t).sparse()->indices());
   const Shape shape = c.model.tensor_shape(t);
@@ -504,25 +504,25 @@ EMBER_BACKWARD_OPS(EMBER_BACKWARD_RUNNER)
 std::vector<int64_t> dims_of(const DimsParams& p) { return std::vector<int64_t>(p.dims, p.dims + p.rank); }
 
 void run_Reshape(OpContext& c) {
-  c.out[0] = onnx_reshape(c.need(0, "data"), read_ints(c.need(1, "shape"), "shape"));
+  c.out[0] = unwrap(onnx_reshape(c.need(0, "data"), unwrap(read_ints(c.need(1, "shape"), "shape"))));
 }
 
 void run_Permute(OpContext& c) { c.out[0] = c.need(0, "data").permute(dims_of(c.params<DimsParams>())); }
 
-void run_Flatten(OpContext& c) { c.out[0] = onnx_flatten(c.need(0, "data"), c.params<AxisParams>().axis); }
+void run_Flatten(OpContext& c) { c.out[0] = unwrap(onnx_flatten(c.need(0, "data"), c.params<AxisParams>().axis)); }
 
 // The axes of Squeeze/Unsqueeze: the run-time input 1, else the params.
 std::vector<int64_t> axes_of(const OpContext& c) {
-  return c.opt(1).defined() ? read_ints(c.opt(1), "axes") : dims_of(c.params<DimsParams>());
+  return c.opt(1).defined() ? unwrap(read_ints(c.opt(1), "axes")) : dims_of(c.params<DimsParams>());
 }
 
-void run_Squeeze(OpContext& c) { c.out[0] = onnx_squeeze(c.need(0, "data"), axes_of(c)); }
+void run_Squeeze(OpContext& c) { c.out[0] = unwrap(onnx_squeeze(c.need(0, "data"), axes_of(c))); }
 
-void run_Unsqueeze(OpContext& c) { c.out[0] = onnx_unsqueeze(c.need(0, "data"), axes_of(c)); }
+void run_Unsqueeze(OpContext& c) { c.out[0] = unwrap(onnx_unsqueeze(c.need(0, "data"), axes_of(c))); }
 
 void run_Concat(OpContext& c) {
   for (size_t j = 0; j < c.in.size(); ++j) c.need(j, "data");
-  c.out[0] = onnx_concat(c.in, c.params<AxisParams>().axis);
+  c.out[0] = unwrap(onnx_concat(c.in, c.params<AxisParams>().axis));
 }
 
 void run_Split(OpContext& c) {
@@ -530,34 +530,37 @@ void run_Split(OpContext& c) {
   const int64_t n = static_cast<int64_t>(c.num_outputs());
   std::vector<Tensor> parts;
   if (c.opt(1).defined()) {
-    const std::vector<int64_t> sizes = read_ints(c.opt(1), "split");
-    parts = onnx_split(x, c.params<AxisParams>().axis, &sizes, n);
+    const std::vector<int64_t> sizes = unwrap(read_ints(c.opt(1), "split"));
+    parts = unwrap(onnx_split(x, c.params<AxisParams>().axis, &sizes, n));
   } else {
-    parts = onnx_split(x, c.params<AxisParams>().axis, nullptr, n);
+    parts = unwrap(onnx_split(x, c.params<AxisParams>().axis, nullptr, n));
   }
   for (size_t j = 0; j < c.num_outputs(); ++j) c.out[j] = parts[j];
 }
 
 void run_Slice(OpContext& c) {
-  c.out[0] = onnx_slice(c.need(0, "data"), c.need(1, "starts"), c.need(2, "ends"), c.opt(3), c.opt(4));
+  c.out[0] = unwrap(onnx_slice(c.need(0, "data"), c.need(1, "starts"), c.need(2, "ends"), c.opt(3), c.opt(4)));
 }
 
 void run_Gather(OpContext& c) {
-  c.out[0] = onnx_gather(c.need(0, "data"), c.need(1, "indices"), c.params<AxisParams>().axis);
+  c.out[0] = unwrap(onnx_gather(c.need(0, "data"), c.need(1, "indices"), c.params<AxisParams>().axis));
 }
 
-void run_Expand(OpContext& c) { c.out[0] = onnx_expand(c.need(0, "data"), read_ints(c.need(1, "shape"), "shape")); }
+void run_Expand(OpContext& c) {
+  c.out[0] = unwrap(onnx_expand(c.need(0, "data"), unwrap(read_ints(c.need(1, "shape"), "shape"))));
+}
 
-void run_ShapeOf(OpContext& c) { c.out[0] = onnx_shape(c.need(0, "data")); }
+void run_ShapeOf(OpContext& c) { c.out[0] = unwrap(onnx_shape(c.need(0, "data"))); }
 
 void run_ConstantOfShape(OpContext& c) {
-  c.out[0] = onnx_constant_of_shape(read_ints(c.need(0, "shape"), "shape"), c.params<ScalarParams>().value,
-                                    TensorOptions(c.declared_dtype(0)).device(c.device));
+  c.out[0] = unwrap(onnx_constant_of_shape(unwrap(read_ints(c.need(0, "shape"), "shape")),
+                                           c.params<ScalarParams>().value,
+                                           TensorOptions(c.declared_dtype(0)).device(c.device)));
 }
 
 void run_Range(OpContext& c) {
-  c.out[0] = onnx_range(c.need(0, "start"), c.need(1, "limit"), c.need(2, "delta"),
-                        TensorOptions(c.declared_dtype(0)).device(c.device));
+  c.out[0] = unwrap(onnx_range(c.need(0, "start"), c.need(1, "limit"), c.need(2, "delta"),
+                               TensorOptions(c.declared_dtype(0)).device(c.device)));
 }
 
 // --- indexing, selection and scans (graph_ops_index.cc) ------------------------------
@@ -567,11 +570,12 @@ void run_scan(OpContext& c, bool product) {
   const Tensor& x = c.need(0, "data");
   int64_t axis = p.axis;
   if (c.opt(1).defined()) {
-    const std::vector<int64_t> a = read_ints(c.opt(1), "axis");
-    EMBER_CHECK(a.size() == 1, Status::InvalidArgument, "the axis input must have one value, got ", a.size());
+    const std::vector<int64_t> a = unwrap(read_ints(c.opt(1), "axis"));
+    EMBER_ENFORCE(a.size() == 1, Status::InvalidArgument, "the axis input must have one value, got ", a.size());
     axis = a[0];
   }
-  c.out[0] = cumulative(x, onnx_axis(axis, std::max<int64_t>(x.dim(), 1), "axis"), product, p.exclusive, p.reverse);
+  c.out[0] =
+      cumulative(x, unwrap(onnx_axis(axis, std::max<int64_t>(x.dim(), 1), "axis")), product, p.exclusive, p.reverse);
 }
 
 void run_CumSum(OpContext& c) { run_scan(c, false); }
@@ -579,9 +583,9 @@ void run_CumProd(OpContext& c) { run_scan(c, true); }
 
 void run_TopK(OpContext& c) {
   const auto& p = c.params<TopKParams>();
-  const std::vector<int64_t> k = read_ints(c.need(1, "k"), "k");
-  EMBER_CHECK(k.size() == 1, Status::InvalidArgument, "the k input must have one value, got ", k.size());
-  auto [values, indices] = onnx_topk(c.need(0, "data"), k[0], p.axis, p.largest, p.sorted);
+  const std::vector<int64_t> k = unwrap(read_ints(c.need(1, "k"), "k"));
+  EMBER_ENFORCE(k.size() == 1, Status::InvalidArgument, "the k input must have one value, got ", k.size());
+  auto [values, indices] = unwrap(onnx_topk(c.need(0, "data"), k[0], p.axis, p.largest, p.sorted));
   c.out[0] = values;
   if (c.num_outputs() > 1) c.out[1] = indices;
 }
@@ -592,13 +596,13 @@ void run_Recurrence(OpContext& c) {
   for (size_t j = 0; j < c.num_outputs(); ++j) c.out[j] = std::move(y[j]);
 }
 
-void run_NonZero(OpContext& c) { c.out[0] = onnx_nonzero(c.need(0, "data")); }
+void run_NonZero(OpContext& c) { c.out[0] = unwrap(onnx_nonzero(c.need(0, "data"))); }
 
 void run_Unique(OpContext& c) {
-  const std::vector<Tensor> r = onnx_unique(c.need(0, "data"), c.params<UniqueParams>());
+  const std::vector<Tensor> r = unwrap(onnx_unique(c.need(0, "data"), c.params<UniqueParams>()));
   for (size_t j = 0; j < c.num_outputs() && j < r.size(); ++j) c.out[j] = r[j];
 }
-void run_BitCast(OpContext& c) { c.out[0] = onnx_bit_cast(c.need(0, "data"), c.declared_dtype(0)); }
+void run_BitCast(OpContext& c) { c.out[0] = unwrap(onnx_bit_cast(c.need(0, "data"), c.declared_dtype(0))); }
 
 // --- dispatch --------------------------------------------------------------------------
 
@@ -617,7 +621,7 @@ void dispatch(OpContext& ctx) {
 void check_output(const OpContext& ctx, size_t j, const Tensor& y) {
   const Model& m = ctx.model;
   const int32_t t = ctx.out_tensor(j);
-  EMBER_CHECK(y.defined(), Status::Internal, "output ", j, " '", m.tensor_name(t), "' was not computed");
+  EMBER_ENFORCE(y.defined(), Status::Internal, "output ", j, " '", m.tensor_name(t), "' was not computed");
   // Read from the flatbuffer in place: this runs for every op of every run.
   const auto* declared = m.tensor(t).shape();
   const bool dtype_ok = y.dtype() == m.tensor_dtype(t) ||
@@ -626,7 +630,7 @@ void check_output(const OpContext& ctx, size_t j, const Tensor& y) {
   for (uint32_t d = 0; ok && d < vlen(declared); ++d) {
     ok = declared->Get(d) < 0 || declared->Get(d) == y.size(static_cast<int64_t>(d));
   }
-  EMBER_CHECK(ok, Status::ShapeMismatch, "output '", m.tensor_name(t), "' is ", dtype_name(y.dtype()), " ",
+  EMBER_ENFORCE(ok, Status::ShapeMismatch, "output '", m.tensor_name(t), "' is ", dtype_name(y.dtype()), " ",
               shape_str(y.sizes()), ", but the model declares ", dtype_name(m.tensor_dtype(t)), " ",
               shape_str(m.tensor_shape(t)));
 }

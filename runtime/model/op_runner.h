@@ -1,8 +1,8 @@
 // Running one op of a model: the executor's dispatch (op_runner.cc), one
 // runner per ops.def line, selected by a switch generated from ops.def.
-// Runners go through the eager front-ends (runtime/ops/ops.h) and the graph
-// ops (graph_ops.h), and raise ember::Error; the run loop (executor.cc)
-// catches it per op.
+// Runners go through the eager front-ends (runtime/ops/ops.h), which still
+// raise ember::Error, and the graph ops (graph_ops.h), which return a Result
+// (unwrapped here for now); the run loop (executor.cc) catches per op.
 #pragma once
 
 #include <cstdint>

@@ -14,13 +14,13 @@ size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / align
 
 Backend* cpu_backend() {
   Backend* backend = get_backend(DeviceType::CPU);
-  EMBER_CHECK(backend != nullptr, Status::NotSupported, "ember is not built with support for cpu devices");
+  EMBER_ENFORCE(backend != nullptr, Status::NotSupported, "ember is not built with support for cpu devices");
   return backend;
 }
 
 Buffer allocate_cpu(Backend* backend, size_t bytes) {
   Result<Buffer> buffer = backend->allocate(bytes, kArenaAlignment);
-  EMBER_CHECK(buffer.ok(), buffer.status(), "failed to allocate ", bytes, " bytes on cpu: ",
+  EMBER_ENFORCE(buffer.ok(), buffer.status(), "failed to allocate ", bytes, " bytes on cpu: ",
               status_name(buffer.status()));
   return buffer.get();
 }
@@ -121,7 +121,7 @@ Storage ArenaAllocator::allocate(size_t bytes) {
 }
 
 Storage CappedAllocator::allocate(size_t bytes) {
-  EMBER_CHECK(bytes <= limit_, Status::OutOfMemory, "a tensor of ", bytes, " bytes is over RunOptions::max_tensor_bytes (",
+  EMBER_ENFORCE(bytes <= limit_, Status::OutOfMemory, "a tensor of ", bytes, " bytes is over RunOptions::max_tensor_bytes (",
               limit_, ")");
   return inner_->allocate(bytes);
 }

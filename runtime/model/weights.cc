@@ -114,7 +114,7 @@ Status sparse_source(const Model& m, int t, WeightSource& src, std::string* erro
 Status prepare_sparse_tensor(const Model& m, int t, TensorState& state, std::string* error) {
   if (read_only_as_linear_weight(m, t)) {
     WeightSource src;
-    RT_RETURN_IF_ERROR(sparse_source(m, t, src, error));
+    EMBER_TRY(sparse_source(m, t, src, error));
     Backend* cpu = get_backend(DeviceType::CPU);
     Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(OpKind::SparseLinear, src.desc());
     if (!r.ok()) return report_error(error, r.status(), "sparse weight '", m.tensor_name(t), "': ", cpu->last_error());
@@ -145,7 +145,7 @@ Status prepare_sparse(const Model& m, std::vector<OpState>& ops, std::vector<Ten
   for (int t = 0; t < m.num_tensors(); ++t) {
     TensorState& state = tensors[static_cast<size_t>(t)];
     if (m.tensor(t).sparse() == nullptr || state.last_use < 0) continue;
-    RT_RETURN_IF_ERROR(prepare_sparse_tensor(m, t, state, error));
+    EMBER_TRY(prepare_sparse_tensor(m, t, state, error));
   }
   // The Linears reading a prepared sparse weight run as SparseLinear.
   for (int k = 0; k < m.num_ops(); ++k) {
@@ -233,7 +233,7 @@ Status quantized_source(const Model& m, int k, const OpParams& params, WeightSou
 // Packs op k's int8 weight on the CPU; the op becomes a QLinear / QConv2d.
 Status prepare_quantized_op(const Model& m, int k, OpState& op, std::string* error) {
   WeightSource src;
-  RT_RETURN_IF_ERROR(quantized_source(m, k, op.params, src, error));
+  EMBER_TRY(quantized_source(m, k, op.params, src, error));
   const bool is_conv = m.op_kind(k) == OpKind::Conv2d;
   const OpKind kind = is_conv ? OpKind::QConv2d : OpKind::QLinear;
   Result<std::shared_ptr<const PreparedWeight>> r = get_backend(DeviceType::CPU)->prepare_weight(kind, src.desc());
@@ -267,7 +267,7 @@ Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string*
     const int32_t wi = in->Get(1);
     // Sparse int8 weights go through SpMM (prepare_sparse).
     if (wi < 0 || m.tensor_dtype(wi) != DType::Int8 || m.tensor(wi).sparse() != nullptr) continue;
-    RT_RETURN_IF_ERROR(prepare_quantized_op(m, k, ops[static_cast<size_t>(k)], error));
+    EMBER_TRY(prepare_quantized_op(m, k, ops[static_cast<size_t>(k)], error));
   }
   return Status::Ok;
 }

@@ -150,13 +150,13 @@ Status graph_def_of(const Model& m, ModelDef* def, std::string* error) {
 
 Result<ModelDef> model_def_of(const Model& model, std::string* error) {
   ModelDef def;
-  RT_RETURN_IF_ERROR(graph_def_of(model, &def, error));
+  EMBER_TRY(graph_def_of(model, &def, error));
   def.metadata = model.metadata();
   for (int i = 0; i < model.num_subgraphs(); ++i) {
     Result<Model> sub = model.subgraph(i, error);
     if (!sub.ok()) return sub.status();
     ModelDef g;
-    RT_RETURN_IF_ERROR(graph_def_of(sub.get(), &g, error));
+    EMBER_TRY(graph_def_of(sub.get(), &g, error));
     def.subgraphs.push_back(std::move(g));
   }
   return def;
@@ -166,7 +166,7 @@ namespace detail {
 Status serialize_model_unverified(const ModelDef& def, std::vector<std::byte>* out, std::string* error) {
   std::vector<const TensorDef*> weights;
   for (const ModelDef* g : graphs_of(def)) {
-    RT_RETURN_IF_ERROR(precheck(*g, error));
+    EMBER_TRY(precheck(*g, error));
     for (const TensorDef& t : g->tensors)
       if (is_weight(t)) weights.push_back(&t);
   }
@@ -199,7 +199,7 @@ Status serialize_model_unverified(const ModelDef& def, std::vector<std::byte>* o
 }  // namespace detail
 
 Status serialize_model(const ModelDef& def, std::vector<std::byte>* out, std::string* error) {
-  RT_RETURN_IF_ERROR(detail::serialize_model_unverified(def, out, error));
+  EMBER_TRY(detail::serialize_model_unverified(def, out, error));
   // The writer's own validation is the loader's: one set of rules.
   Status s = verify_model(out->data(), out->size(), Verification::Full, error);
   if (s != Status::Ok) out->clear();
@@ -208,7 +208,7 @@ Status serialize_model(const ModelDef& def, std::vector<std::byte>* out, std::st
 
 Status write_model(const ModelDef& def, const std::string& path, std::string* error) {
   std::vector<std::byte> bytes;
-  RT_RETURN_IF_ERROR(serialize_model(def, &bytes, error));
+  EMBER_TRY(serialize_model(def, &bytes, error));
   return write_file_atomic(path, bytes.data(), bytes.size(), error);
 }
 

@@ -81,7 +81,7 @@ bool has_zero_dim(const Tensor& t) {
 }
 
 int64_t correct_fan(const Tensor& tensor, std::string_view mode) {
-  EMBER_CHECK(mode == "fan_in" || mode == "fan_out", Status::InvalidArgument, "Mode ", mode,
+  EMBER_ENFORCE(mode == "fan_in" || mode == "fan_out", Status::InvalidArgument, "Mode ", mode,
               " not supported, please use one of ['fan_in', 'fan_out']");
   const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor);
   return mode == "fan_in" ? fan_in : fan_out;
@@ -90,7 +90,7 @@ int64_t correct_fan(const Tensor& tensor, std::string_view mode) {
 }  // namespace
 
 std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& tensor) {
-  EMBER_CHECK(tensor.dim() >= 2, Status::InvalidArgument,
+  EMBER_ENFORCE(tensor.dim() >= 2, Status::InvalidArgument,
               "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions");
   int64_t receptive = 1;
   for (int64_t d = 2; d < tensor.dim(); ++d) receptive *= tensor.size(d);
@@ -116,7 +116,7 @@ double calculate_gain(std::string_view nonlinearity, std::optional<double> param
 }
 
 Tensor uniform_(const Tensor& tensor, double a, double b) {
-  EMBER_CHECK(a <= b, Status::InvalidArgument, "uniform_ expects to return a [from, to) range, but found from=", a,
+  EMBER_ENFORCE(a <= b, Status::InvalidArgument, "uniform_ expects to return a [from, to) range, but found from=", a,
               " > to=", b);
   if (tensor.numel() == 0) return tensor;
   const Tensor r = rand(tensor.sizes(), tensor.dtype());
@@ -130,7 +130,7 @@ Tensor uniform_(const Tensor& tensor, double a, double b) {
 }
 
 Tensor normal_(const Tensor& tensor, double mean, double std) {
-  EMBER_CHECK(std >= 0.0, Status::InvalidArgument, "normal expects std >= 0.0, but found std ", std);
+  EMBER_ENFORCE(std >= 0.0, Status::InvalidArgument, "normal expects std >= 0.0, but found std ", std);
   if (tensor.numel() == 0) return tensor;
   if (tensor.numel() < 16) {  // PyTorch draws these one by one in double
     const Tensor r = randn(tensor.sizes(), DType::Float64);
@@ -179,7 +179,7 @@ Tensor zeros_(const Tensor& tensor) { return constant_(tensor, 0.0); }
 Tensor ones_(const Tensor& tensor) { return constant_(tensor, 1.0); }
 
 Tensor eye_(const Tensor& tensor) {
-  EMBER_CHECK(tensor.dim() == 2, Status::InvalidArgument, "Only tensors with 2 dimensions are supported");
+  EMBER_ENFORCE(tensor.dim() == 2, Status::InvalidArgument, "Only tensors with 2 dimensions are supported");
   assign(tensor, eye(tensor.size(0), tensor.size(1), tensor.dtype()));
   return tensor;
 }
@@ -215,7 +215,7 @@ Tensor kaiming_normal_(const Tensor& tensor, double a, std::string_view mode, st
 }
 
 Tensor orthogonal_(const Tensor& tensor, double gain) {
-  EMBER_CHECK(tensor.dim() >= 2, Status::InvalidArgument, "Only tensors with 2 or more dimensions are supported");
+  EMBER_ENFORCE(tensor.dim() >= 2, Status::InvalidArgument, "Only tensors with 2 or more dimensions are supported");
   if (tensor.numel() == 0) return tensor;
   const int64_t rows = tensor.size(0);
   const int64_t cols = tensor.numel() / rows;

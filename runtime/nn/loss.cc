@@ -25,7 +25,7 @@ Tensor reduce(const Tensor& loss, Reduction reduction) {
 
 // torch's refusal of a gradient it has no formula for.
 void check_not_differentiable(const Tensor& t, const char* function, const char* argument) {
-  EMBER_CHECK(!(GradMode::is_enabled() && t.defined() && t.requires_grad()), Status::InvalidArgument,
+  EMBER_ENFORCE(!(GradMode::is_enabled() && t.defined() && t.requires_grad()), Status::InvalidArgument,
               "The function '", function, "' is not differentiable with respect to argument '", argument,
               "'. This input cannot have requires_grad True.");
 }
@@ -36,7 +36,7 @@ std::string size_str(const Tensor& t) { return "torch.Size(" + shape_str(t.sizes
 void check_log_softmax_dtype(const Tensor& x, int64_t class_dim) {
   const DType d = x.dtype();
   const bool ok = d == DType::Float32 || d == DType::Float64 || d == DType::BFloat16;
-  EMBER_CHECK(ok, Status::NotSupported, "\"",
+  EMBER_ENFORCE(ok, Status::NotSupported, "\"",
               class_dim == x.dim() - 1 ? "log_softmax_lastdim_kernel_impl" : "softmax_kernel_impl",
               "\" not implemented for '", dtype_legacy_name(d), "'");
 }
@@ -54,23 +54,23 @@ struct NllParts {
 
 // Validates as at::nll_loss_nd does and returns the unreduced parts.
 NllParts nll_parts(const Tensor& input, Tensor target, const Tensor& weight, int64_t ignore_index) {
-  EMBER_CHECK(input.dim() >= 1, Status::InvalidArgument, "Expected 1 or more dimensions (got ", input.dim(),
+  EMBER_ENFORCE(input.dim() >= 1, Status::InvalidArgument, "Expected 1 or more dimensions (got ", input.dim(),
               ")");
   const int64_t target_batch = target.dim() == 0 ? 0 : target.size(0);
-  EMBER_CHECK(input.dim() == 1 || input.size(0) == target_batch, Status::ShapeMismatch,
+  EMBER_ENFORCE(input.dim() == 1 || input.size(0) == target_batch, Status::ShapeMismatch,
               "Expected input batch_size (", input.size(0), ") to match target batch_size (", target_batch,
               ").");
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
   const int64_t n_classes = input.size(class_dim);
   const bool spatial = input.dim() > 2;
   if (!spatial) {
-    EMBER_CHECK(target.dim() <= 1, Status::ShapeMismatch,
+    EMBER_ENFORCE(target.dim() <= 1, Status::ShapeMismatch,
                 "0D or 1D target tensor expected, multi-target not supported");
     const bool no_batch_dim = input.dim() == 1 && target.dim() == 0;
-    EMBER_CHECK(no_batch_dim || input.size(0) == target.size(0), Status::ShapeMismatch,
+    EMBER_ENFORCE(no_batch_dim || input.size(0) == target.size(0), Status::ShapeMismatch,
                 "size mismatch (got input: ", shape_str(input.sizes()), ", target: ", shape_str(target.sizes()),
                 ")");
-    EMBER_CHECK(!weight.defined() || (weight.dim() == 1 && weight.numel() == n_classes), Status::ShapeMismatch,
+    EMBER_ENFORCE(!weight.defined() || (weight.dim() == 1 && weight.numel() == n_classes), Status::ShapeMismatch,
                 "weight tensor should be defined either for all ", n_classes,
                 " classes or no classes but got weight tensor of shape: ", shape_str(weight.sizes()));
   } else {
@@ -79,37 +79,37 @@ NllParts nll_parts(const Tensor& input, Tensor target, const Tensor& weight, int
       expected.insert(expected.end(), input.sizes().begin() + 2, input.sizes().end());
       const bool same = target.dim() >= 1 && Shape(target.sizes().begin() + 1, target.sizes().end()) ==
                                                  Shape(input.sizes().begin() + 2, input.sizes().end());
-      EMBER_CHECK(same, Status::ShapeMismatch, "Expected target size ", shape_str(expected), ", got ",
+      EMBER_ENFORCE(same, Status::ShapeMismatch, "Expected target size ", shape_str(expected), ", got ",
                   shape_str(target.sizes()));
     } else {
-      EMBER_CHECK(target.dim() == 3, Status::ShapeMismatch,
+      EMBER_ENFORCE(target.dim() == 3, Status::ShapeMismatch,
                   "only batches of spatial targets supported (3D tensors) but got targets of dimension: ",
                   target.dim());
     }
-    EMBER_CHECK(!weight.defined() || weight.numel() == n_classes, Status::ShapeMismatch,
+    EMBER_ENFORCE(!weight.defined() || weight.numel() == n_classes, Status::ShapeMismatch,
                 "weight tensor should be defined either for all or no classes");
     if (input.dim() == 4) {
       const bool same = input.size(0) == target.size(0) && input.size(2) == target.size(1) &&
                         input.size(3) == target.size(2);
-      EMBER_CHECK(same, Status::ShapeMismatch, "size mismatch (got input: ", shape_str(input.sizes()),
+      EMBER_ENFORCE(same, Status::ShapeMismatch, "size mismatch (got input: ", shape_str(input.sizes()),
                   " , target: ", shape_str(target.sizes()));
     }
   }
   // The kernel's dtype checks: input, then weight, then target.
   const DType d = input.dtype();
-  EMBER_CHECK(d == DType::Float32 || d == DType::Float64 || d == DType::BFloat16, Status::NotSupported, "\"",
+  EMBER_ENFORCE(d == DType::Float32 || d == DType::Float64 || d == DType::BFloat16, Status::NotSupported, "\"",
               spatial ? "nll_loss2d_forward_out_frame" : "nll_loss_out_frame", "\" not implemented for '",
               dtype_legacy_name(d), "'");
-  EMBER_CHECK(!weight.defined() || weight.dtype() == d, Status::DTypeMismatch, "expected scalar type ",
+  EMBER_ENFORCE(!weight.defined() || weight.dtype() == d, Status::DTypeMismatch, "expected scalar type ",
               dtype_legacy_name(d), " but found ", dtype_legacy_name(weight.dtype()));
   const bool byte_ok = !spatial && target.dtype() == DType::UInt8;
-  EMBER_CHECK(target.dtype() == DType::Int64 || byte_ok, Status::DTypeMismatch,
+  EMBER_ENFORCE(target.dtype() == DType::Int64 || byte_ok, Status::DTypeMismatch,
               "expected scalar type Long but found ", dtype_legacy_name(target.dtype()));
   if (target.dtype() != DType::Int64) target = target.to(DType::Int64);
   // A 1-D input reads only the first target.
   if (input.dim() == 1 && target.dim() == 1) target = target.select(0, 0);
   for (int64_t t : target.to_vector<int64_t>()) {
-    EMBER_CHECK(t == ignore_index || (t >= 0 && t < n_classes), Status::OutOfRange, "Target ", t,
+    EMBER_ENFORCE(t == ignore_index || (t >= 0 && t < n_classes), Status::OutOfRange, "Target ", t,
                 " is out of bounds.");
   }
 
@@ -167,7 +167,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   if (amp::Cast c = amp::autocast(amp::Op::MseLoss, {input, target})) return mse_loss(c[0], c[1], reduction);
   const Shape shape = broadcast_shapes(input.sizes(), target.sizes());
   const DType d = result_type(std::vector<Tensor>{input, target});
-  EMBER_CHECK(is_floating(d), Status::NotSupported, "\"mse_cpu\" not implemented for '", dtype_legacy_name(d),
+  EMBER_ENFORCE(is_floating(d), Status::NotSupported, "\"mse_cpu\" not implemented for '", dtype_legacy_name(d),
               "'");
   Tensor out;
   {
@@ -203,19 +203,19 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   }
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
   if (input.sizes() == target.sizes()) {  // class probabilities
-    EMBER_CHECK(target.is_floating_point(), Status::DTypeMismatch,
+    EMBER_ENFORCE(target.is_floating_point(), Status::DTypeMismatch,
                 "Expected floating point type for target with class probabilities, got ",
                 dtype_legacy_name(target.dtype()));
-    EMBER_CHECK(ignore_index < 0, Status::InvalidArgument, "ignore_index is not supported for floating point target");
+    EMBER_ENFORCE(ignore_index < 0, Status::InvalidArgument, "ignore_index is not supported for floating point target");
     const int64_t n_classes = input.size(class_dim);
-    EMBER_CHECK(!weight.defined() || (weight.dim() == 1 && weight.numel() == n_classes), Status::ShapeMismatch,
+    EMBER_ENFORCE(!weight.defined() || (weight.dim() == 1 && weight.numel() == n_classes), Status::ShapeMismatch,
                 "cross_entropy: weight tensor should be defined either for all ", n_classes,
                 " classes or no classes but got weight tensor of shape: ", shape_str(weight.sizes()));
     check_log_softmax_dtype(input, class_dim);
     const Tensor log_probs = ember::log_softmax(input, class_dim);
     Tensor probs = target;
     if (label_smoothing > 0.0) {
-      EMBER_CHECK(label_smoothing <= 1.0, Status::InvalidArgument,
+      EMBER_ENFORCE(label_smoothing <= 1.0, Status::InvalidArgument,
                   "label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);
       probs = target * (1 - label_smoothing) + label_smoothing / static_cast<double>(n_classes);
     }
@@ -239,7 +239,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     return -ember::sum(terms, {class_dim});
   }
   if (label_smoothing > 0.0) {
-    EMBER_CHECK(label_smoothing <= 1.0, Status::InvalidArgument,
+    EMBER_ENFORCE(label_smoothing <= 1.0, Status::InvalidArgument,
                 "label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);
   }
   if (input.dim() >= 1) check_log_softmax_dtype(input, class_dim);
@@ -280,7 +280,7 @@ namespace {
 // torch's binary_cross_entropy_with_logits forward (its checks and casts).
 Tensor bce_with_logits_value(const Tensor& input, const Tensor& target, const Tensor& weight,
                              const Tensor& pos_weight, Reduction reduction) {
-  EMBER_CHECK(target.sizes() == input.sizes(), Status::ShapeMismatch, "Target size (", size_str(target),
+  EMBER_ENFORCE(target.sizes() == input.sizes(), Status::ShapeMismatch, "Target size (", size_str(target),
               ") must be the same as input size (", size_str(input), ")");
   // The in-place steps of torch's formula fix what may be cast to what.
   const auto cast_error = [](DType result, DType out) {
@@ -296,7 +296,7 @@ Tensor bce_with_logits_value(const Tensor& input, const Tensor& target, const Te
   if (!input.is_floating_point()) cast_error(kDefaultFloat, input.dtype());
   const auto check_inplace_shape = [&](IntArrayRef other) {
     const Shape b = broadcast_shapes(input.sizes(), other);
-    EMBER_CHECK(b == input.sizes(), Status::ShapeMismatch, "output with shape ", shape_str(input.sizes()),
+    EMBER_ENFORCE(b == input.sizes(), Status::ShapeMismatch, "output with shape ", shape_str(input.sizes()),
                 " doesn't match the broadcast shape ", shape_str(b));
   };
   Tensor log_weight;

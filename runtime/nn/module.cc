@@ -45,17 +45,17 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 // --- registration ------------------------------------------------------------------
 
 void Module::check_new_name(const std::string& name, const char* kind) const {
-  EMBER_CHECK(name.find('.') == std::string::npos, Status::InvalidArgument, kind, " name can't contain \".\"");
-  EMBER_CHECK(!name.empty(), Status::InvalidArgument, kind, " name can't be empty string \"\"");
+  EMBER_ENFORCE(name.find('.') == std::string::npos, Status::InvalidArgument, kind, " name can't contain \".\"");
+  EMBER_ENFORCE(!name.empty(), Status::InvalidArgument, kind, " name can't be empty string \"\"");
 }
 
 Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
   check_new_name(name, "parameter");
   for (const Entry& b : buffers_) {
-    EMBER_CHECK(b.name != name, Status::InvalidArgument, "attribute '", name, "' already exists");
+    EMBER_ENFORCE(b.name != name, Status::InvalidArgument, "attribute '", name, "' already exists");
   }
   for (const auto& c : children_) {
-    EMBER_CHECK(c.first != name, Status::InvalidArgument, "attribute '", name, "' already exists");
+    EMBER_ENFORCE(c.first != name, Status::InvalidArgument, "attribute '", name, "' already exists");
   }
   if (tensor.defined()) {
     if (!tensor.is_leaf()) tensor = tensor.detach();
@@ -74,10 +74,10 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool r
 Tensor Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
   check_new_name(name, "buffer");
   for (const Entry& p : params_) {
-    EMBER_CHECK(p.name != name, Status::InvalidArgument, "attribute '", name, "' already exists");
+    EMBER_ENFORCE(p.name != name, Status::InvalidArgument, "attribute '", name, "' already exists");
   }
   for (const auto& c : children_) {
-    EMBER_CHECK(c.first != name, Status::InvalidArgument, "attribute '", name, "' already exists");
+    EMBER_ENFORCE(c.first != name, Status::InvalidArgument, "attribute '", name, "' already exists");
   }
   for (Entry& b : buffers_) {
     if (b.name == name) {
@@ -91,15 +91,15 @@ Tensor Module::register_buffer(const std::string& name, Tensor tensor, bool pers
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
-  EMBER_CHECK(name.find('.') == std::string::npos, Status::InvalidArgument,
+  EMBER_ENFORCE(name.find('.') == std::string::npos, Status::InvalidArgument,
               "module name can't contain \".\", got: ", name);
-  EMBER_CHECK(!name.empty(), Status::InvalidArgument, "module name can't be empty string \"\"");
-  EMBER_CHECK(module != nullptr, Status::InvalidArgument, "cannot register a null module '", name, "'");
+  EMBER_ENFORCE(!name.empty(), Status::InvalidArgument, "module name can't be empty string \"\"");
+  EMBER_ENFORCE(module != nullptr, Status::InvalidArgument, "cannot register a null module '", name, "'");
   for (const Entry& e : params_) {
-    EMBER_CHECK(e.name != name, Status::InvalidArgument, "attribute '", name, "' already exists");
+    EMBER_ENFORCE(e.name != name, Status::InvalidArgument, "attribute '", name, "' already exists");
   }
   for (const Entry& e : buffers_) {
-    EMBER_CHECK(e.name != name, Status::InvalidArgument, "attribute '", name, "' already exists");
+    EMBER_ENFORCE(e.name != name, Status::InvalidArgument, "attribute '", name, "' already exists");
   }
   for (auto& c : children_) {
     if (c.first == name) {
@@ -280,7 +280,7 @@ void Module::load_state_dict(const StateDict& input, bool strict) {
           if (strict) missing.push_back(key);
           return;
         }
-        EMBER_CHECK(src.defined(), Status::InvalidArgument, "state_dict entry \"", key, "\" is an undefined tensor");
+        EMBER_ENFORCE(src.defined(), Status::InvalidArgument, "state_dict entry \"", key, "\" is an undefined tensor");
         if (src.sizes() != e.tensor.sizes()) {
           mismatches.push_back(str_cat("size mismatch for ", key, ": copying a param with shape ",
                                        torch_size(src.sizes()), " from checkpoint, the shape in current model is ",
@@ -327,7 +327,7 @@ void Module::load_state_dict(const StateDict& input, bool strict) {
 // --- layers ----------------------------------------------------------------------------
 
 Size2::Size2(std::initializer_list<int64_t> v) {
-  EMBER_CHECK(v.size() == 1 || v.size() == 2, Status::InvalidArgument, "expected 1 or 2 sizes, got ", v.size());
+  EMBER_ENFORCE(v.size() == 1 || v.size() == 2, Status::InvalidArgument, "expected 1 or 2 sizes, got ", v.size());
   h = *v.begin();
   w = *(v.end() - 1);
 }
@@ -346,7 +346,7 @@ void init_weight_and_bias(const Tensor& weight, const Tensor& bias) {
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, DType dtype)
     : Module("Linear"), in_features(in_features), out_features(out_features) {
-  EMBER_CHECK(in_features >= 0 && out_features >= 0, Status::InvalidArgument,
+  EMBER_ENFORCE(in_features >= 0 && out_features >= 0, Status::InvalidArgument,
               "Trying to create tensor with negative dimension ", std::min(in_features, out_features), ": [",
               out_features, ", ", in_features, "]");
   weight = register_parameter("weight", empty({out_features, in_features}, dtype));
@@ -368,9 +368,9 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size, Siz
       padding(padding),
       dilation(dilation),
       groups(groups) {
-  EMBER_CHECK(groups > 0, Status::InvalidArgument, "groups must be a positive integer");
-  EMBER_CHECK(in_channels % groups == 0, Status::InvalidArgument, "in_channels must be divisible by groups");
-  EMBER_CHECK(out_channels % groups == 0, Status::InvalidArgument, "out_channels must be divisible by groups");
+  EMBER_ENFORCE(groups > 0, Status::InvalidArgument, "groups must be a positive integer");
+  EMBER_ENFORCE(in_channels % groups == 0, Status::InvalidArgument, "in_channels must be divisible by groups");
+  EMBER_ENFORCE(out_channels % groups == 0, Status::InvalidArgument, "out_channels must be divisible by groups");
   weight = register_parameter(
       "weight", empty({out_channels, in_channels / groups, kernel_size.h, kernel_size.w}, dtype));
   bias = register_parameter("bias", with_bias ? empty({out_channels}, dtype) : Tensor());
@@ -428,7 +428,7 @@ Tensor BatchNorm2d::missing_state_default(const std::string& local_name) const {
 }
 
 Tensor BatchNorm2d::forward(const Tensor& input) {
-  EMBER_CHECK(input.dim() == 4, Status::InvalidArgument, "expected 4D input (got ", input.dim(), "D input)");
+  EMBER_ENFORCE(input.dim() == 4, Status::InvalidArgument, "expected 4D input (got ", input.dim(), "D input)");
   double factor = momentum.value_or(0.0);
   if (is_training() && track_running_stats) {
     {
@@ -440,7 +440,7 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
   const bool use_batch_stats = is_training() || !running_mean.defined();
   if (!use_batch_stats) return batch_norm(input, running_mean, running_var, weight, bias, eps);
 
-  EMBER_CHECK(input.size(1) == num_features, Status::ShapeMismatch, "running_mean should contain ", input.size(1),
+  EMBER_ENFORCE(input.size(1) == num_features, Status::ShapeMismatch, "running_mean should contain ", input.size(1),
               " elements not ", num_features);
   return batch_norm_train(input, running_mean, running_var, weight, bias, factor, eps);
 }
@@ -462,7 +462,7 @@ Tensor LayerNorm::forward(const Tensor& input) { return layer_norm(input, normal
 Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx, DType dtype)
     : Module("Embedding"), num_embeddings(num_embeddings), embedding_dim(embedding_dim), padding_idx(padding_idx) {
   if (padding_idx) {
-    EMBER_CHECK(*padding_idx < num_embeddings && *padding_idx >= -num_embeddings, Status::InvalidArgument,
+    EMBER_ENFORCE(*padding_idx < num_embeddings && *padding_idx >= -num_embeddings, Status::InvalidArgument,
                 "Padding_idx must be within num_embeddings");
     if (*padding_idx < 0) this->padding_idx = *padding_idx + num_embeddings;
   }
@@ -477,7 +477,7 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optiona
 Tensor Embedding::forward(const Tensor& indices) { return embedding(weight, indices, padding_idx); }
 
 Dropout::Dropout(double p) : Module("Dropout"), p(p) {
-  EMBER_CHECK(p >= 0 && p <= 1, Status::InvalidArgument, "dropout probability has to be between 0 and 1, but got ",
+  EMBER_ENFORCE(p >= 0 && p <= 1, Status::InvalidArgument, "dropout probability has to be between 0 and 1, but got ",
               py_float(p));
 }
 
@@ -527,7 +527,7 @@ void Sequential::push_back(std::shared_ptr<Module> module) {
 
 std::shared_ptr<Module> Sequential::operator[](int64_t index) const {
   const int64_t n = static_cast<int64_t>(size());
-  EMBER_CHECK(index >= -n && index < n, Status::OutOfRange, "index ", index, " is out of range");
+  EMBER_ENFORCE(index >= -n && index < n, Status::OutOfRange, "index ", index, " is out of range");
   return named_children()[static_cast<size_t>(index < 0 ? index + n : index)].second;
 }
 

@@ -366,11 +366,11 @@ std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& m
   std::vector<size_t> order;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& [name, t] = tensors[i];
-    EMBER_CHECK(name != "__metadata__", Status::InvalidArgument,
+    EMBER_ENFORCE(name != "__metadata__", Status::InvalidArgument,
                 "safetensors: the tensor name \"__metadata__\" is reserved");
-    EMBER_CHECK(names.insert(name).second, Status::InvalidArgument, "safetensors: duplicate tensor name \"", name,
+    EMBER_ENFORCE(names.insert(name).second, Status::InvalidArgument, "safetensors: duplicate tensor name \"", name,
                 "\"");
-    EMBER_CHECK(t.defined(), Status::InvalidArgument, "safetensors: tensor \"", name, "\" is undefined");
+    EMBER_ENFORCE(t.defined(), Status::InvalidArgument, "safetensors: tensor \"", name, "\" is undefined");
     (void)dtype_entry(t.dtype());
     order.push_back(i);
   }
@@ -431,7 +431,7 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
   const std::string bytes = serialize_safetensors(tensors, metadata);
   std::string why;
   const Status status = write_file_atomic(path, bytes.data(), bytes.size(), &why);
-  EMBER_CHECK(status == Status::Ok, status, why);
+  EMBER_ENFORCE(status == Status::Ok, status, why);
 }
 
 // --- reading ------------------------------------------------------------------------------
@@ -557,10 +557,10 @@ NamedTensors deserialize_safetensors(std::string_view bytes, Metadata* metadata)
 
 NamedTensors load_safetensors(const std::string& path, Metadata* metadata) {
   std::ifstream in(path, std::ios::binary);
-  EMBER_CHECK(in.is_open(), Status::IoError, "cannot open '", path, "': ", std::strerror(errno));
+  EMBER_ENFORCE(in.is_open(), Status::IoError, "cannot open '", path, "': ", std::strerror(errno));
   std::ostringstream buf;
   buf << in.rdbuf();
-  EMBER_CHECK(!in.bad(), Status::IoError, "cannot read '", path, "'");
+  EMBER_ENFORCE(!in.bad(), Status::IoError, "cannot read '", path, "'");
   const std::string bytes = buf.str();
   try {
     return deserialize_safetensors(bytes, metadata);

@@ -19,21 +19,21 @@ bool has_internal_overlap(const Tensor& t) {
 }
 }  // namespace
 
-void check_writable(const Tensor& t) {
+Status check_writable(const Tensor& t) {
   EMBER_CHECK(!has_internal_overlap(t), Status::InvalidArgument,
               "unsupported operation: more than one element of the written-to tensor refers to a "
               "single memory location. Please clone() the tensor before performing the operation.");
+  return Status::Ok;
 }
 
-void copy_into(const Tensor& dst, const Tensor& src) {
-  check_writable(dst);
-  broadcast_shapes(dst.sizes(), src.sizes());  // PyTorch's message for incompatible shapes
-  Tensor source = src.expand(dst.sizes());
+Status copy_into(const Tensor& dst, const Tensor& src) {
+  EMBER_TRY(check_writable(dst));
+  EMBER_TRY(core::broadcast_shapes(dst.sizes(), src.sizes()));  // PyTorch's message for incompatible shapes
+  Tensor source = src.expand(dst.sizes());  // broadcastable: cannot fail
   if (source.device() == dst.device()) {
     // A source that overlaps the destination's memory is copied out first.
     if (source.storage() == dst.storage() && !source.is_same(dst)) source = source.clone();
-    run_kernel(OpKind::Copy, {source}, {dst});
-    return;
+    return run_kernel(OpKind::Copy, {source}, {dst});
   }
   // Between devices: through a contiguous host staging tensor of the source dtype.
   const Tensor packed = source.contiguous();
@@ -44,37 +44,40 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   const size_t bytes = packed.nbytes();
   std::vector<std::byte> host(bytes);
   const size_t src_offset = static_cast<size_t>(packed.storage_offset()) * packed.element_size();
-  raise_if_error(from->copy_out(Span<std::byte>(host.data(), bytes), packed.storage()->buffer(), src_offset),
-                 ("copy from " + packed.device().str() + backend_error_detail(*from)).c_str());
+  Status st = from->copy_out(Span<std::byte>(host.data(), bytes), packed.storage()->buffer(), src_offset);
+  EMBER_CHECK(st == Status::Ok, st, "copy from ", packed.device().str(), " failed: ", status_name(st),
+              backend_error_detail(*from));
   // A contiguous destination of the same dtype takes the bytes directly;
   // otherwise they land in a staging tensor on its device, then a Copy kernel.
   const bool direct = dst.is_contiguous() && dst.dtype() == packed.dtype();
   Tensor staged = direct ? dst : empty(dst.sizes(), TensorOptions(packed.dtype()).device(dst.device()));
   Buffer dst_buffer = staged.storage()->buffer();
   const size_t dst_offset = static_cast<size_t>(staged.storage_offset()) * staged.element_size();
-  raise_if_error(to->copy_in(dst_buffer, dst_offset, Span<const std::byte>(host.data(), bytes)),
-                 ("copy to " + dst.device().str() + backend_error_detail(*to)).c_str());
-  if (!direct) run_kernel(OpKind::Copy, {staged}, {dst});
+  st = to->copy_in(dst_buffer, dst_offset, Span<const std::byte>(host.data(), bytes));
+  EMBER_CHECK(st == Status::Ok, st, "copy to ", dst.device().str(), " failed: ", status_name(st),
+              backend_error_detail(*to));
+  return direct ? Status::Ok : run_kernel(OpKind::Copy, {staged}, {dst});
 }
 
-void fill_into(const Tensor& dst, Scalar value) {
-  check_writable(dst);
-  run_kernel(OpKind::Fill, {}, {dst}, ScalarParams{value});
+Status fill_into(const Tensor& dst, Scalar value) {
+  EMBER_TRY(check_writable(dst));
+  return run_kernel(OpKind::Fill, {}, {dst}, ScalarParams{value});
 }
 
-void check_defined(const Tensor& t, const char* op, const char* arg) {
+Status check_defined(const Tensor& t, const char* op, const char* arg) {
   EMBER_CHECK(t.defined(), Status::InvalidState, op, "(): ", arg,
               " is an undefined tensor (as grad() is before the first backward, or after "
               "zero_grad(set_to_none=true))");
+  return Status::Ok;
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
-  check_defined(*this, "copy_", "self");
-  check_defined(src, "copy_", "src");
+  unwrap(check_defined(*this, "copy_", "self"));
+  unwrap(check_defined(src, "copy_", "src"));
   autograd::check_inplace(*this);
   {
     NoGradGuard no_grad;
-    copy_into(*this, src);
+    unwrap(copy_into(*this, src));
   }
   storage()->bump_version();
   autograd::record_inplace(GradRule::Copy, *this, {*this, src});
@@ -82,18 +85,18 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(Scalar value) {
-  check_defined(*this, "fill_", "self");
+  unwrap(check_defined(*this, "fill_", "self"));
   autograd::check_inplace(*this);
-  fill_into(*this, value);
+  unwrap(fill_into(*this, value));
   storage()->bump_version();
   autograd::record_inplace(GradRule::Fill, *this, {*this});
   return *this;
 }
 
 Tensor& Tensor::zero_() {
-  check_defined(*this, "zero_", "self");
+  unwrap(check_defined(*this, "zero_", "self"));
   autograd::check_inplace(*this);
-  fill_into(*this, 0);
+  unwrap(fill_into(*this, 0));
   storage()->bump_version();
   autograd::record_inplace(GradRule::Zero, *this, {*this});
   return *this;

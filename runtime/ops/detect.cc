@@ -15,7 +15,7 @@ namespace {
 // empty: `fallback`), read on the host.
 double host_scalar(const Tensor& t, double fallback, const char* op, const char* what) {
   if (!t.defined() || t.numel() == 0) return fallback;
-  EMBER_CHECK(t.numel() == 1, Status::InvalidArgument, op, ": ", what, " must have one element, got shape ",
+  EMBER_ENFORCE(t.numel() == 1, Status::InvalidArgument, op, ": ", what, " must have one element, got shape ",
               shape_str(t.sizes()));
   return t.to(Device(DeviceType::CPU)).to(DType::Float64).contiguous().to_vector<double>()[0];
 }
@@ -55,20 +55,20 @@ bool suppresses(const Box<C>& a, const Box<C>& b, C iou_threshold) {
 
 Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, const Tensor& max_output_boxes_per_class,
                            const Tensor& iou_threshold, const Tensor& score_threshold, const NmsParams& p) {
-  EMBER_CHECK(boxes.dim() == 3 && boxes.size(2) == 4, Status::InvalidArgument,
+  EMBER_ENFORCE(boxes.dim() == 3 && boxes.size(2) == 4, Status::InvalidArgument,
               "NonMaxSuppression: boxes must be [num_batches, num_boxes, 4], got ", shape_str(boxes.sizes()));
-  EMBER_CHECK(scores.dim() == 3 && scores.size(0) == boxes.size(0) && scores.size(2) == boxes.size(1),
+  EMBER_ENFORCE(scores.dim() == 3 && scores.size(0) == boxes.size(0) && scores.size(2) == boxes.size(1),
               Status::ShapeMismatch,
               "NonMaxSuppression: scores must be [num_batches, num_classes, num_boxes] for boxes ",
               shape_str(boxes.sizes()), ", got ", shape_str(scores.sizes()));
-  EMBER_CHECK(is_floating(boxes.dtype()) && scores.dtype() == boxes.dtype(), Status::DTypeMismatch,
+  EMBER_ENFORCE(is_floating(boxes.dtype()) && scores.dtype() == boxes.dtype(), Status::DTypeMismatch,
               "NonMaxSuppression: boxes and scores must share one floating-point dtype, got ",
               dtype_name(boxes.dtype()), " and ", dtype_name(scores.dtype()));
   // As int64 (exported models often pass INT64_MAX: no limit); negative selects none.
   int64_t max_out = 0;
   if (max_output_boxes_per_class.defined() && max_output_boxes_per_class.numel() > 0) {
     const Tensor& m = max_output_boxes_per_class;
-    EMBER_CHECK(m.numel() == 1 && !is_floating(m.dtype()) && m.dtype() != DType::Bool, Status::InvalidArgument,
+    EMBER_ENFORCE(m.numel() == 1 && !is_floating(m.dtype()) && m.dtype() != DType::Bool, Status::InvalidArgument,
                 "NonMaxSuppression: max_output_boxes_per_class must be one integer, got ", dtype_name(m.dtype()), " ",
                 shape_str(m.sizes()));
     max_out = std::max<int64_t>(m.to(Device(DeviceType::CPU)).to(DType::Int64).contiguous().to_vector<int64_t>()[0], 0);
@@ -128,33 +128,33 @@ Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, const Tens
 }
 
 Tensor roi_align(const Tensor& x, const Tensor& rois, const Tensor& batch_indices, const RoiAlignParams& p) {
-  EMBER_CHECK(p.valid(), Status::InvalidArgument, "RoiAlign: invalid mode, output size (", p.output_height, "x",
+  EMBER_ENFORCE(p.valid(), Status::InvalidArgument, "RoiAlign: invalid mode, output size (", p.output_height, "x",
               p.output_width, ") or sampling_ratio (", p.sampling_ratio, ")");
-  EMBER_CHECK(x.dim() == 4, Status::InvalidArgument, "RoiAlign: input must be [N, C, H, W], got ",
+  EMBER_ENFORCE(x.dim() == 4, Status::InvalidArgument, "RoiAlign: input must be [N, C, H, W], got ",
               shape_str(x.sizes()));
-  EMBER_CHECK(rois.dim() == 2 && rois.size(1) == 4, Status::InvalidArgument,
+  EMBER_ENFORCE(rois.dim() == 2 && rois.size(1) == 4, Status::InvalidArgument,
               "RoiAlign: rois must be [num_rois, 4], got ", shape_str(rois.sizes()));
-  EMBER_CHECK(batch_indices.defined() && batch_indices.dim() == 1 && batch_indices.size(0) == rois.size(0),
+  EMBER_ENFORCE(batch_indices.defined() && batch_indices.dim() == 1 && batch_indices.size(0) == rois.size(0),
               Status::ShapeMismatch, "RoiAlign: batch_indices must be [num_rois] for rois ", shape_str(rois.sizes()),
               ", got ", batch_indices.defined() ? shape_str(batch_indices.sizes()) : std::string("none"));
-  EMBER_CHECK(is_floating(x.dtype()) && rois.dtype() == x.dtype(), Status::DTypeMismatch,
+  EMBER_ENFORCE(is_floating(x.dtype()) && rois.dtype() == x.dtype(), Status::DTypeMismatch,
               "RoiAlign: input and rois must share one floating-point dtype, got ", dtype_name(x.dtype()), " and ",
               dtype_name(rois.dtype()));
-  EMBER_CHECK(batch_indices.dtype() == DType::Int64 || batch_indices.dtype() == DType::Int32, Status::DTypeMismatch,
+  EMBER_ENFORCE(batch_indices.dtype() == DType::Int64 || batch_indices.dtype() == DType::Int32, Status::DTypeMismatch,
               "RoiAlign: batch_indices must be int64, got ", dtype_name(batch_indices.dtype()));
-  EMBER_CHECK(rois.size(0) == 0 || (x.size(2) > 0 && x.size(3) > 0), Status::InvalidArgument,
+  EMBER_ENFORCE(rois.size(0) == 0 || (x.size(2) > 0 && x.size(3) > 0), Status::InvalidArgument,
               "RoiAlign: input must have non-empty spatial dims, got ", shape_str(x.sizes()));
-  check_same_device({x, rois, batch_indices});
+  unwrap(check_same_device({x, rois, batch_indices}));
   const Tensor bi = batch_indices.to(DType::Int64);
   const Tensor host = bi.to(Device(DeviceType::CPU)).contiguous();
   for (int64_t i = 0; i < host.numel(); ++i) {
     const int64_t v = host.data_ptr<int64_t>()[i];
-    EMBER_CHECK(v >= 0 && v < x.size(0), Status::OutOfRange, "RoiAlign: batch index ", v, " of roi ", i,
+    EMBER_ENFORCE(v >= 0 && v < x.size(0), Status::OutOfRange, "RoiAlign: batch index ", v, " of roi ", i,
                 " is out of range for input ", shape_str(x.sizes()));
   }
   Tensor y =
       empty({rois.size(0), x.size(1), p.output_height, p.output_width}, TensorOptions(x.dtype()).device(x.device()));
-  if (y.numel() > 0) run_kernel(OpKind::RoiAlign, {x, rois, bi}, {y}, p);
+  if (y.numel() > 0) unwrap(run_kernel(OpKind::RoiAlign, {x, rois, bi}, {y}, p));
   return y;
 }
 

@@ -8,7 +8,7 @@
 
 namespace ember {
 
-void check_same_device(Span<const Tensor> tensors) {
+Status check_same_device(Span<const Tensor> tensors) {
   const Tensor* first = nullptr;
   for (const Tensor& t : tensors) {
     if (!t.defined()) continue;
@@ -20,6 +20,7 @@ void check_same_device(Span<const Tensor> tensors) {
                   first->device(), " and ", t.device(), "!");
     }
   }
+  return Status::Ok;
 }
 
 namespace {
@@ -47,12 +48,13 @@ class DeviceScratch {
   ~DeviceScratch() {
     if (buffer_.data != nullptr) backend_->release(buffer_);
   }
-  void* allocate(size_t bytes) {
+  Status allocate(size_t bytes, void** data) {
     Result<Buffer> b = backend_->allocate(bytes, 256);
     EMBER_CHECK(b.ok(), b.status(), "allocating ", bytes, " bytes of ", backend_->name(), " scratch failed",
                 backend_error_detail(*backend_));
     buffer_ = b.get();
-    return buffer_.data;
+    *data = buffer_.data;
+    return Status::Ok;
   }
 
  private:
@@ -62,7 +64,7 @@ class DeviceScratch {
 
 }  // namespace
 
-void run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
+Status run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor> outputs,
                 const OpParams& params) {
   // The operands, on the stack for up to kInline of them (a heap allocation
   // per call was a few percent of small models' runs: an LSTM's 769 nodes).
@@ -81,12 +83,12 @@ void run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initialize
     views = heap_views.data();
   }
   std::copy(outputs.begin(), outputs.end(), std::copy(inputs.begin(), inputs.end(), all));
-  check_same_device(Span<const Tensor>(all, n));
+  EMBER_TRY(check_same_device(Span<const Tensor>(all, n)));
   const Tensor* key = nullptr;
   for (size_t i = 0; i < n && key == nullptr; ++i) {
     if (all[i].defined()) key = &all[i];
   }
-  RT_CHECK(key != nullptr, "run_kernel without tensors");
+  EMBER_ASSERT(key != nullptr, "run_kernel without tensors");
   const Device device = key->device();
   Backend* backend = get_backend(device.type());
   EMBER_CHECK(backend != nullptr, Status::NotSupported, "ember is not built with support for ",
@@ -113,12 +115,13 @@ void run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initialize
       thread_local Scratch scratch;
       ctx.scratch = scratch.reserve(ctx.scratch_bytes);
     } else if (ctx.scratch_bytes > 0) {
-      ctx.scratch = device_scratch.allocate(ctx.scratch_bytes);
+      EMBER_TRY(device_scratch.allocate(ctx.scratch_bytes, &ctx.scratch));
     }
   }
   const Status status = kernel->fn(ctx, in, out, params);
   EMBER_CHECK(status == Status::Ok, status, "kernel \"", op_name(op), "\" on ", backend->name(),
               " failed: ", status_name(status), backend_error_detail(*backend));
+  return Status::Ok;
 }
 
 }  // namespace ember

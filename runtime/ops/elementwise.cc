@@ -59,7 +59,7 @@ DType result_type(Span<const Tensor> tensors, Span<const Scalar> scalars) {
   return r.value_or(kDefaultFloat);
 }
 
-Shape broadcast_shapes(IntArrayRef a, IntArrayRef b) {
+Result<Shape> core::broadcast_shapes(IntArrayRef a, IntArrayRef b) {
   const size_t n = std::max(a.size(), b.size());
   Shape out(n);
   for (size_t i = 0; i < n; ++i) {
@@ -71,6 +71,8 @@ Shape broadcast_shapes(IntArrayRef a, IntArrayRef b) {
   }
   return out;
 }
+
+Shape broadcast_shapes(IntArrayRef a, IntArrayRef b) { return unwrap(core::broadcast_shapes(a, b)); }
 
 namespace {
 
@@ -113,7 +115,7 @@ GradRule grad_rule_of(OpKind op) {
 #include "runtime/graph/ops.def"
 #undef RT_BINARY
 #undef RT_OP
-    default: RT_CHECK(false, "no gradient rule for this binary op");
+    default: EMBER_ASSERT(false, "no gradient rule for this binary op");
   }
   return GradRule::Add;
 }
@@ -146,7 +148,7 @@ bool saves_inputs(OpKind op) {
 }
 
 Tensor binary(OpKind op, const Tensor& a, const Tensor& b, DType common, Category category) {
-  check_same_device({a, b});
+  unwrap(check_same_device({a, b}));
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes());
   const DType compute = compute_dtype(op, common, category);
   const DType out_dtype = category == Category::Compare ? DType::Bool : compute;
@@ -157,7 +159,7 @@ Tensor binary(OpKind op, const Tensor& a, const Tensor& b, DType common, Categor
     out = new_output(shape, out_dtype, {ca, cb});
     // No view for an operand already of the broadcast shape (most calls).
     auto broadcast = [&](const Tensor& t) { return t.sizes() == shape ? t : t.expand(shape); };
-    run_kernel(op, {broadcast(ca), broadcast(cb)}, {out});
+    unwrap(run_kernel(op, {broadcast(ca), broadcast(cb)}, {out}));
   }
   if (category != Category::Compare && records(op)) {
     if (Node* n = autograd::record(grad_rule_of(op), out, {a, b})) {
@@ -202,7 +204,7 @@ Tensor& assign_inplace(Tensor& self, const Tensor& result) {
   autograd::unshare_saved(result, self);
   {
     NoGradGuard no_grad;
-    copy_into(self, result);
+    unwrap(copy_into(self, result));
   }
   self.storage()->bump_version();
   autograd::rebase_history(self, result);
@@ -212,24 +214,24 @@ Tensor& assign_inplace(Tensor& self, const Tensor& result) {
 // self = op(self, other), with PyTorch's rules: the result must broadcast to
 // self's shape and be castable to self's dtype.
 Tensor& binary_(OpKind op, Tensor& self, const Tensor& other, DType common) {
-  check_writable(self);
+  unwrap(check_writable(self));
   const DType compute = compute_dtype(op, common, category_of(op));
-  EMBER_CHECK(can_cast(compute, self.dtype()), Status::DTypeMismatch, "result type ", dtype_legacy_name(compute),
+  EMBER_ENFORCE(can_cast(compute, self.dtype()), Status::DTypeMismatch, "result type ", dtype_legacy_name(compute),
               " can't be cast to the desired output type ", dtype_legacy_name(self.dtype()));
   const Shape shape = broadcast_shapes(self.sizes(), other.sizes());
-  EMBER_CHECK(shape == self.sizes(), Status::ShapeMismatch, "output with shape ", shape_str(self.sizes()),
+  EMBER_ENFORCE(shape == self.sizes(), Status::ShapeMismatch, "output with shape ", shape_str(self.sizes()),
               " doesn't match the broadcast shape ", shape_str(shape));
   autograd::check_inplace(self);
   if (autograd::needs_grad({self, other})) {
     // Computed out of place (the node reads the old value), then written back.
     return assign_inplace(self, binary(op, self, other, common, category_of(op)));
   } else if (compute == self.dtype()) {
-    check_same_device({self, other});
+    unwrap(check_same_device({self, other}));
     Tensor o = other.to(compute);
     if (o.storage() == self.storage() && !o.is_same(self)) o = o.clone();  // overlapping operand
-    run_kernel(op, {self, o.expand(shape)}, {self});
+    unwrap(run_kernel(op, {self, o.expand(shape)}, {self}));
   } else {
-    copy_into(self, binary(op, self, other, common, category_of(op)));
+    unwrap(copy_into(self, binary(op, self, other, common, category_of(op))));
   }
   self.storage()->bump_version();
   return self;
@@ -254,7 +256,7 @@ Tensor unary(OpKind op, GradRule rule, bool save_output, const Tensor& x, const 
     NoGradGuard no_grad;
     const Tensor in = to_float && !x.is_floating_point() ? x.to(kDefaultFloat) : x;
     out = empty_like(in);
-    run_kernel(op, {in}, {out}, params);
+    unwrap(run_kernel(op, {in}, {out}, params));
   }
   if (Node* n = autograd::record(rule, out, {x})) {
     n->save(save_output ? out : x);
@@ -290,7 +292,7 @@ amp::Cast autocast_unary(OpKind op, const Tensor& x) {
 
 // `x`, or PyTorch's error for a non-float input of kernel `kernel`.
 const Tensor& floating(const Tensor& x, const char* kernel) {
-  EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"", kernel, "_cpu\" not implemented for '",
+  EMBER_ENFORCE(x.is_floating_point(), Status::NotSupported, "\"", kernel, "_cpu\" not implemented for '",
               dtype_legacy_name(x.dtype()), "'");
   return x;
 }
@@ -383,7 +385,7 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 }
 Tensor pow(const Tensor& a, Scalar b) {
   if (amp::Cast c = amp::autocast(amp::Op::Pow, {a})) return pow(c[0], b);
-  EMBER_CHECK(!(is_integral(a.dtype()) && b.is_integral() && b.to_int() < 0), Status::InvalidArgument,
+  EMBER_ENFORCE(!(is_integral(a.dtype()) && b.is_integral() && b.to_int() < 0), Status::InvalidArgument,
               "Integers to negative integer powers are not allowed.");
   return renamed(binary(OpKind::Pow, a, b), GradRule::PowScalar);
 }
@@ -433,39 +435,39 @@ Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
 Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, b); }
 
 Tensor& Tensor::add_(const Tensor& other) {
-  check_defined(*this, "add_", "self");
-  check_defined(other, "add_", "other");
+  unwrap(check_defined(*this, "add_", "self"));
+  unwrap(check_defined(other, "add_", "other"));
   return binary_(OpKind::Add, *this, other);
 }
 Tensor& Tensor::add_(Scalar other) {
-  check_defined(*this, "add_", "self");
+  unwrap(check_defined(*this, "add_", "self"));
   return binary_(OpKind::Add, *this, other);
 }
 Tensor& Tensor::sub_(const Tensor& other) {
-  check_defined(*this, "sub_", "self");
-  check_defined(other, "sub_", "other");
+  unwrap(check_defined(*this, "sub_", "self"));
+  unwrap(check_defined(other, "sub_", "other"));
   return binary_(OpKind::Sub, *this, other);
 }
 Tensor& Tensor::sub_(Scalar other) {
-  check_defined(*this, "sub_", "self");
+  unwrap(check_defined(*this, "sub_", "self"));
   return binary_(OpKind::Sub, *this, other);
 }
 Tensor& Tensor::mul_(const Tensor& other) {
-  check_defined(*this, "mul_", "self");
-  check_defined(other, "mul_", "other");
+  unwrap(check_defined(*this, "mul_", "self"));
+  unwrap(check_defined(other, "mul_", "other"));
   return binary_(OpKind::Mul, *this, other);
 }
 Tensor& Tensor::mul_(Scalar other) {
-  check_defined(*this, "mul_", "self");
+  unwrap(check_defined(*this, "mul_", "self"));
   return binary_(OpKind::Mul, *this, other);
 }
 Tensor& Tensor::div_(const Tensor& other) {
-  check_defined(*this, "div_", "self");
-  check_defined(other, "div_", "other");
+  unwrap(check_defined(*this, "div_", "self"));
+  unwrap(check_defined(other, "div_", "other"));
   return binary_(OpKind::Div, *this, other);
 }
 Tensor& Tensor::div_(Scalar other) {
-  check_defined(*this, "div_", "self");
+  unwrap(check_defined(*this, "div_", "self"));
   return binary_(OpKind::Div, *this, other);
 }
 
@@ -494,7 +496,7 @@ Tensor binary_op(OpKind op, const Tensor& a, const Tensor& b) {
 
 namespace {
 OpKind rounding_op(std::string_view rounding_mode) {
-  EMBER_CHECK(rounding_mode == "trunc" || rounding_mode == "floor", Status::InvalidArgument,
+  EMBER_ENFORCE(rounding_mode == "trunc" || rounding_mode == "floor", Status::InvalidArgument,
               "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", rounding_mode, "'");
   return rounding_mode == "trunc" ? OpKind::TruncDivide : OpKind::FloorDivide;
 }
@@ -509,7 +511,7 @@ Tensor div(const Tensor& a, Scalar b, std::string_view rounding_mode) {
 
 // bitwise_not: x ^ all ones (true for bool).
 Tensor bitwise_not(const Tensor& x) {
-  EMBER_CHECK(is_integral(x.dtype(), /*include_bool=*/true), Status::NotSupported,
+  EMBER_ENFORCE(is_integral(x.dtype(), /*include_bool=*/true), Status::NotSupported,
               "\"bitwise_not_cpu\" not implemented for '", dtype_legacy_name(x.dtype()), "'");
   return bitwise_xor(x, x.dtype() == DType::Bool ? Scalar(true) : Scalar(-1));
 }
@@ -531,10 +533,10 @@ Tensor isfinite(const Tensor& x) {
 }
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(condition.dtype() == DType::Bool, Status::DTypeMismatch,
+  EMBER_ENFORCE(condition.dtype() == DType::Bool, Status::DTypeMismatch,
               "where expected condition to be a boolean tensor, but got a tensor with dtype ",
               dtype_legacy_name(condition.dtype()));
-  check_same_device({condition, a, b});
+  unwrap(check_same_device({condition, a, b}));
   const Shape shape = broadcast_shapes(broadcast_shapes(condition.sizes(), a.sizes()), b.sizes());
   const DType dtype = result_type({a, b});
   Tensor out;
@@ -542,7 +544,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     NoGradGuard no_grad;
     const Tensor ca = a.to(dtype), cb = b.to(dtype);
     out = new_output(shape, dtype, {ca, cb, condition});
-    run_kernel(OpKind::Where, {ca.expand(shape), cb.expand(shape), condition.expand(shape)}, {out});
+    unwrap(run_kernel(OpKind::Where, {ca.expand(shape), cb.expand(shape), condition.expand(shape)}, {out}));
   }
   if (Node* n = autograd::record(GradRule::Where, out, {a, b})) n->save(condition);
   return out;
@@ -557,13 +559,13 @@ Tensor where(const Tensor& condition, const Tensor& a, Scalar b) {
 }
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
-  EMBER_CHECK(min || max, Status::InvalidArgument,
+  EMBER_ENFORCE(min || max, Status::InvalidArgument,
               "torch.clamp: At least one of 'min' or 'max' must not be None");
   std::vector<Scalar> bounds;
   if (min) bounds.push_back(*min);
   if (max) bounds.push_back(*max);
   const DType dtype = result_type({x}, bounds);
-  EMBER_CHECK(dtype != DType::Bool, Status::NotSupported, "\"clamp\" not implemented for 'Bool'");
+  EMBER_ENFORCE(dtype != DType::Bool, Status::NotSupported, "\"clamp\" not implemented for 'Bool'");
   ClampParams p;
   p.has_min = min.has_value();
   p.has_max = max.has_value();
@@ -573,58 +575,58 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
 }
 
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
-  check_defined(*this, "clamp_", "self");
+  unwrap(check_defined(*this, "clamp_", "self"));
   autograd::check_inplace(*this);
-  check_writable(*this);
+  unwrap(check_writable(*this));
   return assign_inplace(*this, clamp(*this, min, max));
 }
 
 Tensor neg(const Tensor& x) {
-  EMBER_CHECK(x.dtype() != DType::Bool, Status::InvalidArgument,
+  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::InvalidArgument,
               "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
               "invert a mask, use the `~` or `logical_not()` operator instead.");
   return neg_impl(x, /*to_float=*/false);
 }
 Tensor abs(const Tensor& x) {
-  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"abs_cpu\" not implemented for 'Bool'");
+  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "\"abs_cpu\" not implemented for 'Bool'");
   return abs_impl(x, /*to_float=*/false);
 }
 Tensor relu(const Tensor& x) {
-  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "Boolean inputs not supported for relu");
+  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "Boolean inputs not supported for relu");
   return relu_impl(x, /*to_float=*/false);
 }
 // floor, ceil, round: integers are returned as they are (in their dtype), bool is refused.
 Tensor floor(const Tensor& x) {
-  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"floor_vml_cpu\" not implemented for 'Bool'");
+  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "\"floor_vml_cpu\" not implemented for 'Bool'");
   return floor_impl(x, /*to_float=*/false);
 }
 Tensor ceil(const Tensor& x) {
-  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"ceil_vml_cpu\" not implemented for 'Bool'");
+  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "\"ceil_vml_cpu\" not implemented for 'Bool'");
   return ceil_impl(x, /*to_float=*/false);
 }
 Tensor round(const Tensor& x) {
-  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"round_vml_cpu\" not implemented for 'Bool'");
+  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "\"round_vml_cpu\" not implemented for 'Bool'");
   return round_impl(x, /*to_float=*/false);
 }
 Tensor sign(const Tensor& x) { return sign_impl(x, /*to_float=*/false); }  // every dtype, kept
 // softsign: PyTorch's x / (1 + abs(x)): abs refuses bool, the division makes integers float32.
 Tensor softsign(const Tensor& x) {
-  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"abs_cpu\" not implemented for 'Bool'");
+  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "\"abs_cpu\" not implemented for 'Bool'");
   return softsign_impl(x, /*to_float=*/true);
 }
 Tensor gelu(const Tensor& x, std::string_view approximate) {
-  EMBER_CHECK(approximate == "none" || approximate == "tanh", Status::InvalidArgument,
+  EMBER_ENFORCE(approximate == "none" || approximate == "tanh", Status::InvalidArgument,
               "approximate argument must be either none or tanh.");
-  EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"GeluKernelImpl\" not implemented for '",
+  EMBER_ENFORCE(x.is_floating_point(), Status::NotSupported, "\"GeluKernelImpl\" not implemented for '",
               dtype_legacy_name(x.dtype()), "'");
   return unary(OpKind::Gelu, GradRule::Gelu, /*save_output=*/false, x, GeluParams{approximate == "tanh"},
                /*to_float=*/false);
 }
 
 Tensor& Tensor::relu_() {
-  check_defined(*this, "relu_", "self");
+  unwrap(check_defined(*this, "relu_", "self"));
   autograd::check_inplace(*this);
-  check_writable(*this);
+  unwrap(check_writable(*this));
   return assign_inplace(*this, relu(*this));
 }
 

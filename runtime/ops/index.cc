@@ -21,7 +21,7 @@ std::vector<int64_t> host_indices(const Tensor& index) {
 
 void check_bounds(const Tensor& index, int64_t dim, int64_t size) {
   for (int64_t i : host_indices(index)) {
-    EMBER_CHECK(i >= 0 && i < size, Status::OutOfRange, "index ", i, " is out of bounds for dimension ", dim,
+    EMBER_ENFORCE(i >= 0 && i < size, Status::OutOfRange, "index ", i, " is out of bounds for dimension ", dim,
                 " with size ", size);
   }
 }
@@ -31,20 +31,20 @@ int64_t dim_size(const Tensor& x, int64_t d) { return x.dim() == 0 ? 1 : x.size(
 // The GatherElements kernel, without checks or autograd (index int64/int32, checked).
 Tensor gather_kernel(const Tensor& x, int64_t d, const Tensor& index) {
   Tensor out = empty(index.sizes(), TensorOptions(x.dtype()).device(x.device()));
-  if (out.numel() > 0) run_kernel(OpKind::GatherElements, {x, index}, {out}, AxisParams{d});
+  if (out.numel() > 0) unwrap(run_kernel(OpKind::GatherElements, {x, index}, {out}, AxisParams{d}));
   return out;
 }
 
 }  // namespace
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  EMBER_CHECK(index.dtype() == DType::Int64, Status::DTypeMismatch, "gather(): Expected dtype int64 for index");
+  EMBER_ENFORCE(index.dtype() == DType::Int64, Status::DTypeMismatch, "gather(): Expected dtype int64 for index");
   const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1));
-  check_same_device({x, index});
-  EMBER_CHECK(index.dim() == x.dim(), Status::ShapeMismatch,
+  unwrap(check_same_device({x, index}));
+  EMBER_ENFORCE(index.dim() == x.dim(), Status::ShapeMismatch,
               "Index tensor must have the same number of dimensions as input tensor");
   for (int64_t k = 0; k < x.dim(); ++k) {
-    EMBER_CHECK(k == d || index.size(k) <= x.size(k), Status::ShapeMismatch, "Size does not match at dimension ", k,
+    EMBER_ENFORCE(k == d || index.size(k) <= x.size(k), Status::ShapeMismatch, "Size does not match at dimension ", k,
                 " expected index ", shape_str(index.sizes()), " to be smaller than self ", shape_str(x.sizes()),
                 " apart from dimension ", d);
   }
@@ -61,25 +61,25 @@ namespace {
 
 Tensor scatter_impl(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, bool is_value,
                     ScatterReduction reduction, GradRule rule, const char* name) {
-  EMBER_CHECK(index.dtype() == DType::Int64, Status::DTypeMismatch, name, "(): Expected dtype int64 for index");
-  EMBER_CHECK(src.dtype() == x.dtype(), Status::DTypeMismatch, name,
+  EMBER_ENFORCE(index.dtype() == DType::Int64, Status::DTypeMismatch, name, "(): Expected dtype int64 for index");
+  EMBER_ENFORCE(src.dtype() == x.dtype(), Status::DTypeMismatch, name,
               "(): Expected self.dtype to be equal to src.dtype");
   const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1));
-  check_same_device({x, index, src});
-  EMBER_CHECK(index.dim() == x.dim(), Status::ShapeMismatch,
+  unwrap(check_same_device({x, index, src}));
+  EMBER_ENFORCE(index.dim() == x.dim(), Status::ShapeMismatch,
               "Index tensor must have the same number of dimensions as self tensor");
-  EMBER_CHECK(is_value || src.dim() == x.dim(), Status::ShapeMismatch,
+  EMBER_ENFORCE(is_value || src.dim() == x.dim(), Status::ShapeMismatch,
               "Index tensor must have the same number of dimensions as src tensor");
   bool ok = true;
   for (int64_t k = 0; k < x.dim(); ++k) {
     ok = ok && (k == d || index.size(k) <= x.size(k)) && (is_value || index.size(k) <= src.size(k));
   }
-  EMBER_CHECK(ok, Status::ShapeMismatch, "Expected index ", shape_str(index.sizes()), " to be smaller than self ",
+  EMBER_ENFORCE(ok, Status::ShapeMismatch, "Expected index ", shape_str(index.sizes()), " to be smaller than self ",
               shape_str(x.sizes()), " apart from dimension ", d,
               is_value ? std::string() : str_cat(" and to be smaller size than src ", shape_str(src.sizes())));
   check_bounds(index, d, dim_size(x, d));
   Tensor out = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
-  if (out.numel() > 0) run_kernel(OpKind::ScatterElements, {x, index, src}, {out}, ScatterParams{d, reduction});
+  if (out.numel() > 0) unwrap(run_kernel(OpKind::ScatterElements, {x, index, src}, {out}, ScatterParams{d, reduction}));
   const Tensor none;
   if (Node* n = autograd::record(rule, out, {x, is_value ? none : src})) {
     n->save(index);
@@ -111,14 +111,14 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  EMBER_CHECK(index.dim() <= 1, Status::OutOfRange, "index_select(): Index is supposed to be a vector");
-  EMBER_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, Status::DTypeMismatch,
+  EMBER_ENFORCE(index.dim() <= 1, Status::OutOfRange, "index_select(): Index is supposed to be a vector");
+  EMBER_ENFORCE(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, Status::DTypeMismatch,
               "index_select(): Expected dtype int32 or int64 for index");
   const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1));
-  check_same_device({x, index});
+  unwrap(check_same_device({x, index}));
   const int64_t size = dim_size(x, d);
   for (int64_t i : host_indices(index)) {
-    EMBER_CHECK(i >= 0 && i < size, Status::OutOfRange, "index out of range in self");
+    EMBER_ENFORCE(i >= 0 && i < size, Status::OutOfRange, "index out of range in self");
   }
   const Tensor x1 = x.dim() == 0 ? x.reshape({1}) : x;
   Shape at(static_cast<size_t>(x1.dim()), 1), out_shape = x1.sizes();
@@ -139,9 +139,9 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 namespace {
 
 Tensor masked_fill_impl(const Tensor& x, const Tensor& mask, const Tensor& value) {
-  EMBER_CHECK(mask.dtype() == DType::Bool, Status::DTypeMismatch,
+  EMBER_ENFORCE(mask.dtype() == DType::Bool, Status::DTypeMismatch,
               "masked_fill_ only supports boolean masks, but got mask with dtype ", dtype_name(mask.dtype()));
-  check_same_device({x, mask});
+  unwrap(check_same_device({x, mask}));
   const Shape shape = broadcast_shapes(x.sizes(), mask.sizes());
   Tensor out;
   {
@@ -159,18 +159,18 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
-  EMBER_CHECK(value.dim() == 0, Status::InvalidArgument,
+  EMBER_ENFORCE(value.dim() == 0, Status::InvalidArgument,
               "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ", value.dim(),
               " dimension(s).");
   return masked_fill_impl(x, mask, value);
 }
 
 Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
-  EMBER_CHECK(indices.dtype() == DType::Int64, Status::DTypeMismatch,
+  EMBER_ENFORCE(indices.dtype() == DType::Int64, Status::DTypeMismatch,
               "torch.take_along_dim(): dtype of indices should be Long but got ", dtype_legacy_name(indices.dtype()));
   if (!dim) return gather(x.reshape({-1}), 0, indices.reshape({-1}));
   const int64_t d = wrap_dim(*dim, std::max<int64_t>(x.dim(), 1));
-  EMBER_CHECK(x.dim() == indices.dim(), Status::ShapeMismatch,
+  EMBER_ENFORCE(x.dim() == indices.dim(), Status::ShapeMismatch,
               "torch.take_along_dim(): input and indices should have the same number of dimensions, but got ",
               x.dim(), " dimensions for input, and ", indices.dim(), " dimensions for indices");
   if (x.dim() == 0) return gather(x, d, indices);
@@ -187,20 +187,20 @@ Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int6
 namespace {
 
 int64_t onnx_axis_of(int64_t axis, int64_t rank, const char* what) {
-  EMBER_CHECK(axis >= -rank && axis < rank, Status::OutOfRange, what, " ", axis, " is out of range for rank ", rank);
+  EMBER_ENFORCE(axis >= -rank && axis < rank, Status::OutOfRange, what, " ", axis, " is out of range for rank ", rank);
   return axis < 0 ? axis + rank : axis;
 }
 
 // index with negative entries wrapped by `size` and each checked, as an int64
 // tensor on `device` (the data's: the executor reads indices on the host).
 Tensor wrapped_index(const Tensor& index, int64_t size, Device device, const char* op) {
-  EMBER_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, Status::DTypeMismatch, op,
+  EMBER_ENFORCE(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, Status::DTypeMismatch, op,
               " indices must be int64 or int32, got ", dtype_name(index.dtype()));
   Tensor host = index.to(Device(DeviceType::CPU)).to(DType::Int64).contiguous();
   if (host.is_alias_of(index)) host = host.clone();
   int64_t* p = host.data_ptr<int64_t>();
   for (int64_t i = 0; i < host.numel(); ++i) {
-    EMBER_CHECK(p[i] >= -size && p[i] < size, Status::OutOfRange, op, " index ", p[i],
+    EMBER_ENFORCE(p[i] >= -size && p[i] < size, Status::OutOfRange, op, " index ", p[i],
                 " is out of range for an axis of size ", size);
     if (p[i] < 0) p[i] += size;
   }
@@ -210,26 +210,26 @@ Tensor wrapped_index(const Tensor& index, int64_t size, Device device, const cha
 }  // namespace
 
 Tensor gather_elements(const Tensor& data, const Tensor& index, const AxisParams& params) {
-  EMBER_CHECK(data.dim() >= 1, Status::InvalidArgument, "GatherElements needs data of rank >= 1");
+  EMBER_ENFORCE(data.dim() >= 1, Status::InvalidArgument, "GatherElements needs data of rank >= 1");
   const int64_t a = onnx_axis_of(params.axis, data.dim(), "GatherElements axis");
   return gather(data, a, wrapped_index(index, data.size(a), data.device(), "GatherElements"));
 }
 
 Tensor scatter_elements(const Tensor& data, const Tensor& index, const Tensor& updates, const ScatterParams& params) {
-  EMBER_CHECK(data.dim() >= 1, Status::InvalidArgument, "ScatterElements needs data of rank >= 1");
+  EMBER_ENFORCE(data.dim() >= 1, Status::InvalidArgument, "ScatterElements needs data of rank >= 1");
   const int64_t a = onnx_axis_of(params.axis, data.dim(), "ScatterElements axis");
   const Tensor idx = wrapped_index(index, data.size(a), data.device(), "ScatterElements");
-  EMBER_CHECK(updates.sizes() == index.sizes(), Status::ShapeMismatch, "ScatterElements updates ",
+  EMBER_ENFORCE(updates.sizes() == index.sizes(), Status::ShapeMismatch, "ScatterElements updates ",
               shape_str(updates.sizes()), " and indices ", shape_str(index.sizes()), " differ in shape");
-  EMBER_CHECK(updates.dtype() == data.dtype(), Status::DTypeMismatch, "ScatterElements updates are ",
+  EMBER_ENFORCE(updates.dtype() == data.dtype(), Status::DTypeMismatch, "ScatterElements updates are ",
               dtype_name(updates.dtype()), ", data ", dtype_name(data.dtype()));
   for (int64_t d = 0; d < data.dim(); ++d) {
-    EMBER_CHECK(index.dim() == data.dim() && (d == a || index.size(d) <= data.size(d)), Status::ShapeMismatch,
+    EMBER_ENFORCE(index.dim() == data.dim() && (d == a || index.size(d) <= data.size(d)), Status::ShapeMismatch,
                 "ScatterElements indices ", shape_str(index.sizes()), " do not fit data ", shape_str(data.sizes()));
   }
   // The kernel itself: the eager scatter has no max/min reduction.
   Tensor out = empty(data.sizes(), TensorOptions(data.dtype()).device(data.device()));
-  if (out.numel() > 0) run_kernel(OpKind::ScatterElements, {data, idx, updates}, {out}, ScatterParams{a, params.reduction});
+  if (out.numel() > 0) unwrap(run_kernel(OpKind::ScatterElements, {data, idx, updates}, {out}, ScatterParams{a, params.reduction}));
   return out;
 }
 

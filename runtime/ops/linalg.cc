@@ -21,9 +21,9 @@ std::string matrix_str(const Tensor& t) { return std::to_string(t.size(0)) + "x"
 void check_gemm_dtype(const char* kernel, const Tensor& first, const Tensor& second) {
   const DType d = first.dtype();
   // Half: refused on the CPU as PyTorch 1.13 does; devices with a Half kernel run it.
-  EMBER_CHECK(d != DType::Bool && (d != DType::Float16 || !first.device().is_cpu()), Status::NotSupported, "\"",
+  EMBER_ENFORCE(d != DType::Bool && (d != DType::Float16 || !first.device().is_cpu()), Status::NotSupported, "\"",
               kernel, "\" not implemented for '", dtype_legacy_name(d), "'");
-  EMBER_CHECK(second.dtype() == d, Status::DTypeMismatch, "expected scalar type ", dtype_legacy_name(d),
+  EMBER_ENFORCE(second.dtype() == d, Status::DTypeMismatch, "expected scalar type ", dtype_legacy_name(d),
               " but found ", dtype_legacy_name(second.dtype()));
 }
 
@@ -37,7 +37,7 @@ Tensor recorded(const Tensor& out, const Tensor& a, const Tensor& b, GradRule ru
 
 // out3 [B, M, N] = a3 [B, M, K] @ b3 [B, K, N]; out3 is a view of the result.
 void run_matmul(const Tensor& a3, const Tensor& b3, const Tensor& out3) {
-  run_kernel(OpKind::MatMul, {a3, b3}, {out3});
+  unwrap(run_kernel(OpKind::MatMul, {a3, b3}, {out3}));
 }
 
 Tensor mm_unchecked(const Tensor& a, const Tensor& b) {
@@ -47,9 +47,9 @@ Tensor mm_unchecked(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mv(const Tensor& a, const Tensor& v) {
-  EMBER_CHECK(a.size(1) == v.size(0), Status::ShapeMismatch, "size mismatch, got ", a.size(0), ", ",
+  EMBER_ENFORCE(a.size(1) == v.size(0), Status::ShapeMismatch, "size mismatch, got ", a.size(0), ", ",
               matrix_str(a), ",", v.size(0));
-  check_same_device({a, v});
+  unwrap(check_same_device({a, v}));
   check_gemm_dtype("addmv_impl_cpu", a, v);
   Tensor out = empty({a.size(0)}, TensorOptions(a.dtype()).device(a.device()));
   run_matmul(a.detach().unsqueeze(0), v.detach().unsqueeze(0).unsqueeze(2), out.unsqueeze(0).unsqueeze(2));
@@ -57,16 +57,16 @@ Tensor mv(const Tensor& a, const Tensor& v) {
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(a.dtype() == b.dtype(), Status::DTypeMismatch,
+  EMBER_ENFORCE(a.dtype() == b.dtype(), Status::DTypeMismatch,
               "dot : expected both vectors to have same dtype, but found ", dtype_legacy_name(a.dtype()), " and ",
               dtype_legacy_name(b.dtype()));
-  EMBER_CHECK(a.numel() == b.numel(), Status::ShapeMismatch, "inconsistent tensor size, expected tensor ",
+  EMBER_ENFORCE(a.numel() == b.numel(), Status::ShapeMismatch, "inconsistent tensor size, expected tensor ",
               shape_str(a.sizes()), " and src ", shape_str(b.sizes()),
               " to have the same number of elements, but got ", a.numel(), " and ", b.numel(),
               " elements respectively");
-  check_same_device({a, b});
+  unwrap(check_same_device({a, b}));
   const DType d = a.dtype();
-  EMBER_CHECK(d != DType::Bool && d != DType::Float16, Status::NotSupported, "\"dot\" not implemented for '",
+  EMBER_ENFORCE(d != DType::Bool && d != DType::Float16, Status::NotSupported, "\"dot\" not implemented for '",
               dtype_legacy_name(d), "'");
   Tensor out = empty({}, TensorOptions(d).device(a.device()));
   run_matmul(a.detach().unsqueeze(0).unsqueeze(0), b.detach().unsqueeze(0).unsqueeze(2),
@@ -80,8 +80,8 @@ Tensor dot(const Tensor& a, const Tensor& b) {
 // into AddmmBackward0), over a second handle to the same output.
 Tensor addmm_rounded_once(const Tensor& bias, const Tensor& mat1, const Tensor& mat2) {
   Tensor out = empty({mat1.size(0), mat2.size(1)}, TensorOptions(mat1.dtype()).device(mat1.device()));
-  run_kernel(OpKind::MatMul, {mat1.detach().unsqueeze(0), mat2.detach().unsqueeze(0), bias.detach().unsqueeze(0)},
-             {out.unsqueeze(0)});
+  unwrap(run_kernel(OpKind::MatMul, {mat1.detach().unsqueeze(0), mat2.detach().unsqueeze(0), bias.detach().unsqueeze(0)},
+             {out.unsqueeze(0)}));
   if (autograd::needs_grad({bias, mat1, mat2})) {
     const Tensor product = out.detach();
     recorded(product, mat1, mat2);
@@ -92,13 +92,13 @@ Tensor addmm_rounded_once(const Tensor& bias, const Tensor& mat1, const Tensor& 
 
 // addmm(self, mat1, mat2) with beta = alpha = 1: self broadcast to the product's shape.
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
-  EMBER_CHECK(self.dtype() == mat2.dtype(), Status::DTypeMismatch, "self and mat2 must have the same dtype");
-  EMBER_CHECK(mat1.dim() == 2, Status::InvalidArgument, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
-  EMBER_CHECK(mat2.dim() == 2, Status::InvalidArgument, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
-  EMBER_CHECK(mat1.size(1) == mat2.size(0), Status::ShapeMismatch, "mat1 and mat2 shapes cannot be multiplied (",
+  EMBER_ENFORCE(self.dtype() == mat2.dtype(), Status::DTypeMismatch, "self and mat2 must have the same dtype");
+  EMBER_ENFORCE(mat1.dim() == 2, Status::InvalidArgument, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
+  EMBER_ENFORCE(mat2.dim() == 2, Status::InvalidArgument, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
+  EMBER_ENFORCE(mat1.size(1) == mat2.size(0), Status::ShapeMismatch, "mat1 and mat2 shapes cannot be multiplied (",
               matrix_str(mat1), " and ", matrix_str(mat2), ")");
   const Tensor bias = self.expand({mat1.size(0), mat2.size(1)});
-  check_same_device({self, mat1, mat2});
+  unwrap(check_same_device({self, mat1, mat2}));
   check_gemm_dtype("addmm_impl_cpu_", mat1, mat2);
   if (mat1.dtype() == DType::BFloat16 && mat1.device().is_cpu()) return addmm_rounded_once(bias, mat1, mat2);
   Tensor out = mm_unchecked(mat1, mat2);
@@ -147,7 +147,7 @@ Tensor bmm_in_place(const Tensor& e1, const Tensor& e2, size_t lead, const Shape
   const int64_t n = e1.size(-2), m = e1.size(-1), p = e2.size(-1);
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < nb; ++d) (static_cast<size_t>(d) < lead ? outer : inner) *= batch_shape[d];
-  EMBER_CHECK(e2.size(-2) == m, Status::ShapeMismatch, "Expected size for first two dimensions of batch2 tensor to be: [",
+  EMBER_ENFORCE(e2.size(-2) == m, Status::ShapeMismatch, "Expected size for first two dimensions of batch2 tensor to be: [",
               outer * inner, ", ", m, "] but got: [", outer * inner, ", ", e2.size(-2), "].");
   check_gemm_dtype("bmm", e1, e2);
   Shape full = batch_shape;
@@ -174,23 +174,23 @@ Tensor bmm_in_place(const Tensor& e1, const Tensor& e2, size_t lead, const Shape
 
 Tensor mm(const Tensor& a, const Tensor& b) {
   if (amp::Cast c = amp::autocast(amp::Op::Mm, {a, b})) return mm(c[0], c[1]);
-  EMBER_CHECK(a.dim() == 2, Status::InvalidArgument, "self must be a matrix");
-  EMBER_CHECK(b.dim() == 2, Status::InvalidArgument, "mat2 must be a matrix");
-  EMBER_CHECK(a.size(1) == b.size(0), Status::ShapeMismatch, "mat1 and mat2 shapes cannot be multiplied (",
+  EMBER_ENFORCE(a.dim() == 2, Status::InvalidArgument, "self must be a matrix");
+  EMBER_ENFORCE(b.dim() == 2, Status::InvalidArgument, "mat2 must be a matrix");
+  EMBER_ENFORCE(a.size(1) == b.size(0), Status::ShapeMismatch, "mat1 and mat2 shapes cannot be multiplied (",
               matrix_str(a), " and ", matrix_str(b), ")");
-  check_same_device({a, b});
+  unwrap(check_same_device({a, b}));
   check_gemm_dtype("addmm_impl_cpu_", a, b);
   return mm_unchecked(a, b);
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
   if (amp::Cast c = amp::autocast(amp::Op::Bmm, {a, b})) return bmm(c[0], c[1]);
-  EMBER_CHECK(a.dim() == 3, Status::InvalidArgument, "batch1 must be a 3D tensor");
-  EMBER_CHECK(b.dim() == 3, Status::InvalidArgument, "batch2 must be a 3D tensor");
-  EMBER_CHECK(b.size(0) == a.size(0) && b.size(1) == a.size(2), Status::ShapeMismatch,
+  EMBER_ENFORCE(a.dim() == 3, Status::InvalidArgument, "batch1 must be a 3D tensor");
+  EMBER_ENFORCE(b.dim() == 3, Status::InvalidArgument, "batch2 must be a 3D tensor");
+  EMBER_ENFORCE(b.size(0) == a.size(0) && b.size(1) == a.size(2), Status::ShapeMismatch,
               "Expected size for first two dimensions of batch2 tensor to be: [", a.size(0), ", ", a.size(2),
               "] but got: [", b.size(0), ", ", b.size(1), "].");
-  check_same_device({a, b});
+  unwrap(check_same_device({a, b}));
   check_gemm_dtype("bmm", a, b);
   Tensor out = empty({a.size(0), a.size(1), b.size(2)}, TensorOptions(a.dtype()).device(a.device()));
   run_matmul(a, b, out);
@@ -200,7 +200,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 Tensor matmul(const Tensor& a, const Tensor& b) {
   if (amp::Cast c = amp::autocast(amp::Op::Matmul, {a, b})) return matmul(c[0], c[1]);
   const int64_t dim1 = a.dim(), dim2 = b.dim();
-  EMBER_CHECK(dim1 != 0 && dim2 != 0, Status::InvalidArgument,
+  EMBER_ENFORCE(dim1 != 0 && dim2 != 0, Status::InvalidArgument,
               "both arguments to matmul need to be at least 1D, but they are ", dim1, "D and ", dim2, "D");
   if (dim1 == 1 && dim2 == 1) return dot(a, b);
   if (dim1 == 2 && dim2 == 1) return mv(a, b);
@@ -275,7 +275,7 @@ Tensor product_prepacked(const Tensor& x, const Tensor& b, const LinearParams& k
   if (!fits) return Tensor();
   const Tensor x2 = x.reshape({-1, b.size(0)});
   Tensor out = empty({x2.size(0), b.size(1)}, TensorOptions(x.dtype()));
-  run_kernel(OpKind::MatMul, {x2.unsqueeze(0), b.unsqueeze(0)}, {out.unsqueeze(0)}, kernel_params);
+  unwrap(run_kernel(OpKind::MatMul, {x2.unsqueeze(0), b.unsqueeze(0)}, {out.unsqueeze(0)}, kernel_params));
   Shape shape = x.sizes();
   shape.back() = b.size(1);
   return out.view(shape);

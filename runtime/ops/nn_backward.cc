@@ -17,7 +17,7 @@ int64_t pick(IntArrayRef v, int i, int64_t fallback) {
 
 Pool2dParams pool_params(IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                          bool ceil_mode) {
-  EMBER_CHECK(!kernel_size.empty() && kernel_size.size() <= 2 && stride.size() <= 2 && padding.size() <= 2 &&
+  EMBER_ENFORCE(!kernel_size.empty() && kernel_size.size() <= 2 && stride.size() <= 2 && padding.size() <= 2 &&
                   dilation.size() <= 2,
               Status::InvalidArgument, "pool2d backward: expected one or two values per argument");
   Pool2dParams p;
@@ -33,12 +33,12 @@ Pool2dParams pool_params(IntArrayRef kernel_size, IntArrayRef stride, IntArrayRe
 
 // Runs a pooling backward kernel on 4-D views of grad and x (3-D: unbatched).
 Tensor pool_backward(OpKind op, const Tensor& grad, const Tensor& x, const Pool2dParams& p, bool pass_input) {
-  EMBER_CHECK(x.dim() == 3 || x.dim() == 4, Status::InvalidArgument,
+  EMBER_ENFORCE(x.dim() == 3 || x.dim() == 4, Status::InvalidArgument,
               "pool2d backward: expected a 3-D or 4-D input, got ", shape_str(x.sizes()));
-  EMBER_CHECK(grad.dim() == x.dim() && grad.size(-3) == x.size(-3) && (x.dim() == 3 || grad.size(0) == x.size(0)),
+  EMBER_ENFORCE(grad.dim() == x.dim() && grad.size(-3) == x.size(-3) && (x.dim() == 3 || grad.size(0) == x.size(0)),
               Status::ShapeMismatch, "pool2d backward: gradient of shape ", shape_str(grad.sizes()),
               " does not fit input of shape ", shape_str(x.sizes()));
-  EMBER_CHECK(grad.dtype() == x.dtype(), Status::DTypeMismatch, "expected scalar type ",
+  EMBER_ENFORCE(grad.dtype() == x.dtype(), Status::DTypeMismatch, "expected scalar type ",
               dtype_legacy_name(x.dtype()), " but found ", dtype_legacy_name(grad.dtype()));
   const bool batched = x.dim() == 4;
   const Tensor in = batched ? x : x.unsqueeze(0);
@@ -46,9 +46,9 @@ Tensor pool_backward(OpKind op, const Tensor& grad, const Tensor& x, const Pool2
   Tensor grad_in = zeros_like(in);
   if (g.numel() > 0) {
     if (pass_input) {
-      run_kernel(op, {g, in}, {grad_in}, p);
+      unwrap(run_kernel(op, {g, in}, {grad_in}, p));
     } else {
-      run_kernel(op, {g}, {grad_in}, p);
+      unwrap(run_kernel(op, {g}, {grad_in}, p));
     }
   }
   return batched ? grad_in : grad_in.squeeze(0);
@@ -76,15 +76,15 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad, const Tensor& x) {
 }
 
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights) {
-  EMBER_CHECK(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32, Status::DTypeMismatch,
+  EMBER_ENFORCE(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32, Status::DTypeMismatch,
               "embedding_backward: indices must be Long or Int, got ", dtype_legacy_name(indices.dtype()));
   bool fits = grad.dim() == indices.dim() + 1;
   for (int64_t d = 0; fits && d < indices.dim(); ++d) fits = grad.size(d) == indices.size(d);
-  EMBER_CHECK(fits, Status::ShapeMismatch, "embedding_backward: gradient of shape ", shape_str(grad.sizes()),
+  EMBER_ENFORCE(fits, Status::ShapeMismatch, "embedding_backward: gradient of shape ", shape_str(grad.sizes()),
               " does not fit indices of shape ", shape_str(indices.sizes()));
-  check_same_device({grad, indices});
+  unwrap(check_same_device({grad, indices}));
   Tensor out = zeros({num_weights, grad.size(-1)}, TensorOptions(grad.dtype()).device(grad.device()));
-  if (grad.numel() > 0) run_kernel(OpKind::EmbeddingBackward, {grad, indices}, {out});
+  if (grad.numel() > 0) unwrap(run_kernel(OpKind::EmbeddingBackward, {grad, indices}, {out}));
   return out;
 }
 
@@ -102,7 +102,7 @@ Tensor pad_backward(const Tensor& grad, IntArrayRef input_sizes, IntArrayRef pad
     raise_error(Status::InvalidArgument, str_cat("Unrecognised padding mode ", mode));
   }
   const int64_t rank = static_cast<int64_t>(input_sizes.size());
-  EMBER_CHECK(pad.size() % 2 == 0 && static_cast<int64_t>(pad.size()) <= 2 * rank && grad.dim() == rank,
+  EMBER_ENFORCE(pad.size() % 2 == 0 && static_cast<int64_t>(pad.size()) <= 2 * rank && grad.dim() == rank,
               Status::InvalidArgument, "pad_backward: bad padding ", shape_str(pad), " for input of shape ",
               shape_str(input_sizes));
   for (size_t i = 0; i < pad.size() / 2; ++i) {
@@ -111,7 +111,7 @@ Tensor pad_backward(const Tensor& grad, IntArrayRef input_sizes, IntArrayRef pad
     params.after[d] = pad[2 * i + 1];
   }
   Tensor out = zeros(input_sizes, TensorOptions(grad.dtype()).device(grad.device()));
-  run_kernel(OpKind::PadBackward, {grad}, {out}, params);
+  unwrap(run_kernel(OpKind::PadBackward, {grad}, {out}, params));
   return out;
 }
 

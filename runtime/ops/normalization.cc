@@ -15,18 +15,18 @@ namespace ember {
 namespace {
 
 Tensor softmax_forward(OpKind op, const Tensor& in, int64_t d) {
-  EMBER_CHECK(in.dim() <= kMaxRank, Status::NotSupported, "softmax supports up to ", kMaxRank,
+  EMBER_ENFORCE(in.dim() <= kMaxRank, Status::NotSupported, "softmax supports up to ", kMaxRank,
               " dimensions, got ", in.dim());
   Tensor out = empty_like(in);
   if (in.numel() == 0) return out;  // PyTorch returns before its dtype dispatch
   const bool last = in.dim() == 0 || d == in.dim() - 1;
-  EMBER_CHECK(in.is_floating_point(), Status::NotSupported, "\"",
+  EMBER_ENFORCE(in.is_floating_point(), Status::NotSupported, "\"",
               last ? (op == OpKind::Softmax ? "softmax_lastdim_kernel_impl" : "log_softmax_lastdim_kernel_impl")
                    : "softmax_kernel_impl",
               "\" not implemented for '", dtype_legacy_name(in.dtype()), "'");
   SoftmaxParams params;
   params.dim = static_cast<int>(d);
-  run_kernel(op, {in}, {out}, params);
+  unwrap(run_kernel(op, {in}, {out}, params));
   return out;
 }
 
@@ -48,7 +48,7 @@ Tensor softmax_impl(OpKind op, const Tensor& x, int64_t dim, std::optional<DType
 
 void check_same_dtype(const Tensor& x, const Tensor& t) {
   if (!t.defined()) return;
-  EMBER_CHECK(t.dtype() == x.dtype(), Status::DTypeMismatch, "expected scalar type ",
+  EMBER_ENFORCE(t.dtype() == x.dtype(), Status::DTypeMismatch, "expected scalar type ",
               dtype_legacy_name(x.dtype()), " but found ", dtype_legacy_name(t.dtype()));
 }
 
@@ -76,14 +76,14 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
     return layer_norm(c[0], normalized_shape, c[1], c[2], eps);
   }
   const Shape ns(normalized_shape.begin(), normalized_shape.end());
-  EMBER_CHECK(!ns.empty(), Status::InvalidArgument,
+  EMBER_ENFORCE(!ns.empty(), Status::InvalidArgument,
               "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
               "element, but got normalized_shape = ",
               shape_str(ns));
-  EMBER_CHECK(!weight.defined() || weight.sizes() == ns, Status::ShapeMismatch,
+  EMBER_ENFORCE(!weight.defined() || weight.sizes() == ns, Status::ShapeMismatch,
               "Expected weight to be of same shape as normalized_shape, but got weight of shape ",
               shape_str(weight.defined() ? weight.sizes() : Shape{}), " and normalized_shape = ", shape_str(ns));
-  EMBER_CHECK(!bias.defined() || bias.sizes() == ns, Status::ShapeMismatch,
+  EMBER_ENFORCE(!bias.defined() || bias.sizes() == ns, Status::ShapeMismatch,
               "Expected bias to be of same shape as normalized_shape, but got bias of shape ",
               shape_str(bias.defined() ? bias.sizes() : Shape{}), " and normalized_shape = ", shape_str(ns));
   const int64_t nr = static_cast<int64_t>(ns.size());
@@ -95,19 +95,19 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
     raise_error(Status::ShapeMismatch, str_cat("Given normalized_shape=", shape_str(ns), ", expected input with shape ",
                                          expected, "], but got input of size", shape_str(x.sizes())));
   }
-  EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"LayerNormKernelImpl\" not implemented for '",
+  EMBER_ENFORCE(x.is_floating_point(), Status::NotSupported, "\"LayerNormKernelImpl\" not implemented for '",
               dtype_legacy_name(x.dtype()), "'");
   check_same_dtype(x, weight);
   check_same_dtype(x, bias);
-  EMBER_CHECK(x.dim() <= kMaxRank, Status::NotSupported, "layer_norm supports up to ", kMaxRank,
+  EMBER_ENFORCE(x.dim() <= kMaxRank, Status::NotSupported, "layer_norm supports up to ", kMaxRank,
               " dimensions, got ", x.dim());
-  check_same_device({x, weight, bias});
+  unwrap(check_same_device({x, weight, bias}));
   Tensor out = empty_like(x);
   if (x.numel() > 0) {
     NormParams params;
     params.eps = eps;
     params.normalized_rank = static_cast<int>(nr);
-    run_kernel(OpKind::LayerNorm, {x, weight, bias}, {out}, params);
+    unwrap(run_kernel(OpKind::LayerNorm, {x, weight, bias}, {out}, params));
   }
   if (Node* n = autograd::record(GradRule::LayerNorm, out, {x, weight, bias})) {
     n->save(x).save(weight);
@@ -120,13 +120,13 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, double eps) {
   const int64_t channels = x.dim() >= 2 ? x.size(1) : 0;
-  EMBER_CHECK(running_mean.defined(), Status::InvalidArgument, "running_mean must be defined in evaluation mode");
-  EMBER_CHECK(running_var.defined(), Status::InvalidArgument, "running_var must be defined in evaluation mode");
+  EMBER_ENFORCE(running_mean.defined(), Status::InvalidArgument, "running_mean must be defined in evaluation mode");
+  EMBER_ENFORCE(running_var.defined(), Status::InvalidArgument, "running_var must be defined in evaluation mode");
   const std::pair<const char*, const Tensor*> params[] = {
       {"running_mean", &running_mean}, {"running_var", &running_var}, {"weight", &weight}, {"bias", &bias}};
   for (const auto& [name, t] : params) {
     if (!t->defined()) continue;
-    EMBER_CHECK(t->numel() == channels, Status::ShapeMismatch, name, " should contain ", channels,
+    EMBER_ENFORCE(t->numel() == channels, Status::ShapeMismatch, name, " should contain ", channels,
                 " elements not ", t->numel());
   }
   // PyTorch's mixed-dtype rule: parameters share the input's dtype, or are all
@@ -137,26 +137,26 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   }
   if (first->dtype() != x.dtype()) {
     for (const Tensor* t : {&weight, &bias, &running_mean, &running_var}) {
-      EMBER_CHECK(!t->defined() || t->dtype() == DType::Float32, Status::DTypeMismatch,
+      EMBER_ENFORCE(!t->defined() || t->dtype() == DType::Float32, Status::DTypeMismatch,
                   "mixed dtype (CPU): expect parameter to have scalar type of Float");
     }
-    EMBER_CHECK(x.dtype() == DType::BFloat16 || x.dtype() == DType::Float16, Status::DTypeMismatch,
+    EMBER_ENFORCE(x.dtype() == DType::BFloat16 || x.dtype() == DType::Float16, Status::DTypeMismatch,
                 "mixed dtype (CPU): expect input to have scalar type of BFloat16");
   } else {
-    EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"batch_norm\" not implemented for '",
+    EMBER_ENFORCE(x.is_floating_point(), Status::NotSupported, "\"batch_norm\" not implemented for '",
                 dtype_legacy_name(x.dtype()), "'");
     for (const Tensor* t : {&weight, &bias, &running_mean, &running_var}) check_same_dtype(x, *t);
   }
-  EMBER_CHECK(x.dim() <= kMaxRank, Status::NotSupported, "batch_norm supports up to ", kMaxRank,
+  EMBER_ENFORCE(x.dim() <= kMaxRank, Status::NotSupported, "batch_norm supports up to ", kMaxRank,
               " dimensions, got ", x.dim());
-  check_same_device({x, running_mean, running_var, weight, bias});
+  unwrap(check_same_device({x, running_mean, running_var, weight, bias}));
   Tensor out = empty_like(x);
   if (x.numel() > 0) {
     NoGradGuard no_grad;
     auto flat = [&](const Tensor& t) { return t.defined() ? t.reshape({channels}) : t; };
     NormParams p;
     p.eps = eps;
-    run_kernel(OpKind::BatchNorm, {x, flat(running_mean), flat(running_var), flat(weight), flat(bias)}, {out}, p);
+    unwrap(run_kernel(OpKind::BatchNorm, {x, flat(running_mean), flat(running_var), flat(weight), flat(bias)}, {out}, p));
   }
   if (Node* n = autograd::record(GradRule::BatchNorm, out, {x, running_mean, running_var, weight, bias})) {
     n->save(x).save(running_mean).save(running_var).save(weight);
@@ -167,14 +167,14 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 
 Tensor batch_norm_train(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight,
                         const Tensor& bias, double momentum, double eps) {
-  EMBER_CHECK(x.dim() >= 2, Status::InvalidArgument, "batch_norm: expected a 2-D or higher input, got ",
+  EMBER_ENFORCE(x.dim() >= 2, Status::InvalidArgument, "batch_norm: expected a 2-D or higher input, got ",
               shape_str(x.sizes()));
   const int64_t channels = x.size(1);
   const std::pair<const char*, const Tensor*> params[] = {
       {"running_mean", &running_mean}, {"running_var", &running_var}, {"weight", &weight}, {"bias", &bias}};
   for (const auto& [name, t] : params) {
     if (!t->defined()) continue;
-    EMBER_CHECK(t->numel() == channels, Status::ShapeMismatch, name, " should contain ", channels,
+    EMBER_ENFORCE(t->numel() == channels, Status::ShapeMismatch, name, " should contain ", channels,
                 " elements not ", t->numel());
   }
   const int64_t count = x.numel() / std::max<int64_t>(channels, 1);
@@ -184,13 +184,13 @@ Tensor batch_norm_train(const Tensor& x, Tensor running_mean, Tensor running_var
     raise_error(Status::InvalidArgument, str_cat("Expected more than 1 value per channel when training, got input "
                                                  "size torch.Size([", sizes, "])"));
   }
-  EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"batch_norm\" not implemented for '",
+  EMBER_ENFORCE(x.is_floating_point(), Status::NotSupported, "\"batch_norm\" not implemented for '",
               dtype_legacy_name(x.dtype()), "'");
   for (const Tensor* t : {&weight, &bias}) {
-    EMBER_CHECK(!t->defined() || t->is_floating_point(), Status::DTypeMismatch, "expected scalar type ",
+    EMBER_ENFORCE(!t->defined() || t->is_floating_point(), Status::DTypeMismatch, "expected scalar type ",
                 dtype_legacy_name(x.dtype()), " but found ", dtype_legacy_name(t->dtype()));
   }
-  check_same_device({x, running_mean, running_var, weight, bias});
+  unwrap(check_same_device({x, running_mean, running_var, weight, bias}));
   // Composed from differentiable ops (16-bit inputs compute in float32).
   const bool half = x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16;
   const Tensor xc = half ? x.to(DType::Float32) : x;

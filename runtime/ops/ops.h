@@ -21,6 +21,12 @@ DType result_type(Span<const Tensor> tensors, Span<const Scalar> scalars = {});
 // torch.broadcast_shapes; raises "The size of tensor a (4) must match ...".
 Shape broadcast_shapes(IntArrayRef a, IntArrayRef b);
 
+// The Status-returning cores of the front-ends above (the inference path's
+// form, error.h): the front-end is unwrap(core::f(...)).
+namespace core {
+Result<Shape> broadcast_shapes(IntArrayRef a, IntArrayRef b);
+}  // namespace core
+
 // --- elementwise: binary ------------------------------------------------------
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor add(const Tensor& a, Scalar b);

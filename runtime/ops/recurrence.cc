@@ -84,23 +84,23 @@ std::vector<Tensor> composed(const Operands& o, const RecurrenceParams& p) {
 std::vector<Tensor> recurrence(const Tensor& x, const Tensor& w, const Tensor& r, const Tensor& b, const Tensor& lens,
                                const Tensor& h0, const Tensor& c0, const Tensor& p, const RecurrenceParams& params) {
   static const char* const kCells[] = {"LSTM", "GRU", "RNN"};
-  EMBER_CHECK(params.valid(), Status::InvalidArgument, "Recurrence: cell ", params.cell, ", ", params.directions,
+  EMBER_ENFORCE(params.valid(), Status::InvalidArgument, "Recurrence: cell ", params.cell, ", ", params.directions,
               " directions, hidden size ", params.hidden, " and clip ", params.clip, " are not valid");
   const char* cell = kCells[params.cell];
-  EMBER_CHECK(x.defined() && w.defined() && r.defined(), Status::InvalidArgument, cell,
+  EMBER_ENFORCE(x.defined() && w.defined() && r.defined(), Status::InvalidArgument, cell,
               ": the input X, the weights W and R are required");
-  EMBER_CHECK(x.dim() == 3, Status::ShapeMismatch, cell, ": expected X of rank 3 [seq_length, batch, input_size], got ",
+  EMBER_ENFORCE(x.dim() == 3, Status::ShapeMismatch, cell, ": expected X of rank 3 [seq_length, batch, input_size], got ",
               shape_str(x.sizes()));
-  EMBER_CHECK(is_floating(x.dtype()), Status::NotSupported, cell, ": expected a floating-point X, got ",
+  EMBER_ENFORCE(is_floating(x.dtype()), Status::NotSupported, cell, ": expected a floating-point X, got ",
               dtype_name(x.dtype()));
-  check_same_device({x, w, r, b, lens, h0, c0, p});
+  unwrap(check_same_device({x, w, r, b, lens, h0, c0, p}));
   const int64_t T = x.size(0), B = x.size(1), I = x.size(2), D = params.directions, H = params.hidden;
   const int64_t GH = params.gates() * H;
   auto check = [&](const Tensor& t, const char* what, const Shape& want) {
     if (!t.defined()) return;
-    EMBER_CHECK(t.sizes() == want, Status::ShapeMismatch, cell, ": ", what, " must be ", shape_str(want), ", got ",
+    EMBER_ENFORCE(t.sizes() == want, Status::ShapeMismatch, cell, ": ", what, " must be ", shape_str(want), ", got ",
                 shape_str(t.sizes()));
-    EMBER_CHECK(t.dtype() == x.dtype(), Status::DTypeMismatch, cell, ": ", what, " must have X's dtype ",
+    EMBER_ENFORCE(t.dtype() == x.dtype(), Status::DTypeMismatch, cell, ": ", what, " must have X's dtype ",
                 dtype_name(x.dtype()), ", got ", dtype_name(t.dtype()));
   };
   check(w, "W", {D, GH, I});
@@ -108,14 +108,14 @@ std::vector<Tensor> recurrence(const Tensor& x, const Tensor& w, const Tensor& r
   check(b, "B", {D, 2 * GH});
   check(h0, "initial_h", {D, B, H});
   if (lens.defined()) {
-    EMBER_CHECK(lens.sizes() == Shape{B}, Status::ShapeMismatch, cell, ": sequence_lens must be [", B, "], got ",
+    EMBER_ENFORCE(lens.sizes() == Shape{B}, Status::ShapeMismatch, cell, ": sequence_lens must be [", B, "], got ",
                 shape_str(lens.sizes()));
-    EMBER_CHECK(lens.dtype() == DType::Int32 || lens.dtype() == DType::Int64, Status::DTypeMismatch, cell,
+    EMBER_ENFORCE(lens.dtype() == DType::Int32 || lens.dtype() == DType::Int64, Status::DTypeMismatch, cell,
                 ": sequence_lens must be int32 or int64, got ", dtype_name(lens.dtype()));
     const Tensor l = lens.to(Device(DeviceType::CPU)).to(DType::Int64).contiguous();
     for (int64_t k = 0; k < B; ++k) {
       const int64_t v = l.data_ptr<int64_t>()[k];
-      EMBER_CHECK(v >= 0 && v <= T, Status::OutOfRange, cell, ": sequence_lens[", k, "] = ", v,
+      EMBER_ENFORCE(v >= 0 && v <= T, Status::OutOfRange, cell, ": sequence_lens[", k, "] = ", v,
                   " is outside [0, ", T, "] (the sequence length)");
     }
   }
@@ -123,7 +123,7 @@ std::vector<Tensor> recurrence(const Tensor& x, const Tensor& w, const Tensor& r
     check(c0, "initial_c", {D, B, H});
     check(p, "P", {D, 3 * H});
   } else {
-    EMBER_CHECK(!c0.defined() && !p.defined(), Status::InvalidArgument, cell,
+    EMBER_ENFORCE(!c0.defined() && !p.defined(), Status::InvalidArgument, cell,
                 ": initial_c and P are LSTM inputs");
   }
   const Operands o{x, w, r, b, lens, h0, c0, p};
@@ -135,7 +135,7 @@ std::vector<Tensor> recurrence(const Tensor& x, const Tensor& w, const Tensor& r
   const TensorOptions like = TensorOptions(x.dtype()).device(x.device());
   std::vector<Tensor> out = {empty({T, D, B, H}, like), empty({D, B, H}, like),
                              params.cell == 0 ? empty({D, B, H}, like) : Tensor()};
-  run_kernel(OpKind::Recurrence, {x, w, r, b, lens, h0, c0, p}, {out[0], out[1], out[2]}, params);
+  unwrap(run_kernel(OpKind::Recurrence, {x, w, r, b, lens, h0, c0, p}, {out[0], out[1], out[2]}, params));
   return out;
 }
 

@@ -16,13 +16,13 @@ namespace {
 
 // Bit d set: dim d is reduced. An empty list means every dim.
 uint32_t dim_mask(IntArrayRef dims, int64_t rank) {
-  EMBER_CHECK(rank <= kMaxRank, Status::NotSupported, "reductions support up to ", kMaxRank,
+  EMBER_ENFORCE(rank <= kMaxRank, Status::NotSupported, "reductions support up to ", kMaxRank,
               " dimensions, got ", rank);
   if (dims.empty()) return rank == 0 ? 0u : static_cast<uint32_t>((uint64_t{1} << rank) - 1);
   uint32_t seen = 0;
   for (int64_t d : dims) {
     const int64_t w = wrap_dim(d, rank);
-    EMBER_CHECK(!((seen >> w) & 1u), Status::InvalidArgument, "dim ", w,
+    EMBER_ENFORCE(!((seen >> w) & 1u), Status::InvalidArgument, "dim ", w,
                 " appears multiple times in the list of dims");
     seen |= 1u << w;
   }
@@ -57,7 +57,7 @@ Tensor finish(const Tensor& out, const Tensor& x, uint32_t mask, bool keepdim) {
 }
 
 void check_rank(const Tensor& x) {
-  EMBER_CHECK(x.dim() <= kMaxRank, Status::NotSupported, "reductions support up to ", kMaxRank,
+  EMBER_ENFORCE(x.dim() <= kMaxRank, Status::NotSupported, "reductions support up to ", kMaxRank,
               " dimensions, got ", x.dim());
 }
 
@@ -66,7 +66,7 @@ Tensor reduce(OpKind op, const Tensor& in, uint32_t mask, bool keepdim, ReducePa
   check_rank(in);
   params.dims = mask;
   Tensor out = empty(keep_shape(in, mask), TensorOptions(in.dtype()).device(in.device()));
-  if (out.numel() > 0) run_kernel(op, {in}, {out}, params);
+  if (out.numel() > 0) unwrap(run_kernel(op, {in}, {out}, params));
   const Tensor result = finish(out.detach(), in, mask, keepdim);
   const GradRule rule = op == OpKind::Sum    ? GradRule::Sum
                         : op == OpKind::Mean ? GradRule::Mean
@@ -90,13 +90,13 @@ DType sum_dtype(const Tensor& x, std::optional<DType> dtype) {
 
 DType mean_dtype(const Tensor& x, std::optional<DType> dtype) {
   if (dtype) {
-    EMBER_CHECK(is_floating(*dtype), Status::DTypeMismatch,
+    EMBER_ENFORCE(is_floating(*dtype), Status::DTypeMismatch,
                 "mean(): could not infer output dtype. Optional dtype must be either a floating point or "
                 "complex dtype. Got: ",
                 dtype_legacy_name(*dtype));
     return *dtype;
   }
-  EMBER_CHECK(x.is_floating_point(), Status::DTypeMismatch,
+  EMBER_ENFORCE(x.is_floating_point(), Status::DTypeMismatch,
               "mean(): could not infer output dtype. Input dtype must be either a floating point or "
               "complex dtype. Got: ",
               dtype_legacy_name(x.dtype()));
@@ -104,7 +104,7 @@ DType mean_dtype(const Tensor& x, std::optional<DType> dtype) {
 }
 
 void check_var_dtype(const Tensor& x) {
-  EMBER_CHECK(x.is_floating_point(), Status::DTypeMismatch,
+  EMBER_ENFORCE(x.is_floating_point(), Status::DTypeMismatch,
               "std and var only support floating point and complex dtypes");
 }
 
@@ -112,7 +112,7 @@ void check_var_dtype(const Tensor& x) {
 void check_nonempty_dim(const Tensor& x, int64_t dim, const char* name) {
   if (x.dim() == 0) return;
   const int64_t w = wrap_dim(dim, x.dim());
-  EMBER_CHECK(x.size(w) != 0, Status::OutOfRange, name, "(): Expected reduction dim ", w,
+  EMBER_ENFORCE(x.size(w) != 0, Status::OutOfRange, name, "(): Expected reduction dim ", w,
               " to have non-zero size.");
 }
 
@@ -123,7 +123,7 @@ std::pair<Tensor, Tensor> extreme(OpKind op, const Tensor& x, uint32_t mask, boo
   Tensor indices = empty(keep, TensorOptions(DType::Int64).device(x.device()));
   ReduceParams params;
   params.dims = mask;
-  if (values.numel() > 0) run_kernel(op, {x}, {values, indices}, params);
+  if (values.numel() > 0) unwrap(run_kernel(op, {x}, {values, indices}, params));
   const Tensor result = finish(values.detach(), x, mask, keepdim);
   const GradRule rule = op == OpKind::Max ? GradRule::MaxDim : GradRule::MinDim;
   if (Node* n = autograd::record(rule, result, {x})) {
@@ -136,7 +136,7 @@ std::pair<Tensor, Tensor> extreme(OpKind op, const Tensor& x, uint32_t mask, boo
 }
 
 Tensor all_extreme(OpKind op, const Tensor& x, const char* name) {
-  EMBER_CHECK(x.numel() > 0, Status::InvalidArgument, name,
+  EMBER_ENFORCE(x.numel() > 0, Status::InvalidArgument, name,
               "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction "
               "dim with the 'dim' argument.");
   Tensor out;
@@ -158,18 +158,18 @@ Tensor arg_extreme(OpKind op, const Tensor& x, std::optional<int64_t> dim, bool 
     mask = single_dim_mask(*dim, x.dim());
     check_nonempty_dim(x, *dim, name);
   } else {
-    EMBER_CHECK(x.numel() > 0, Status::OutOfRange, name,
+    EMBER_ENFORCE(x.numel() > 0, Status::OutOfRange, name,
                 "(): Expected reduction dim to be specified for input.numel() == 0.");
     mask = all_dims(x.dim());
   }
-  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"", name, "_cpu\" not implemented for '",
+  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "\"", name, "_cpu\" not implemented for '",
               dtype_legacy_name(x.dtype()), "'");
   const Shape keep = keep_shape(x, mask);
   Tensor out = empty(keep, TensorOptions(DType::Int64).device(x.device()));
   ReduceParams params;
   params.dims = mask;
   if (out.numel() > 0) {
-    run_kernel(op, {x}, {out}, params);
+    unwrap(run_kernel(op, {x}, {out}, params));
   }
   return finish(out, x, mask, keepdim);
 }
@@ -245,7 +245,7 @@ Tensor std(const Tensor& x, std::optional<std::vector<int64_t>> dims, int64_t co
 
 Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {
   if (amp::Cast c = amp::autocast(amp::Op::Norm, {x})) return norm(c[0], p, dims, keepdim);
-  EMBER_CHECK(x.is_floating_point(), Status::DTypeMismatch,
+  EMBER_ENFORCE(x.is_floating_point(), Status::DTypeMismatch,
               "norm(): input dtype should be either floating point or complex. Got ",
               dtype_legacy_name(x.dtype()), " instead.");
   const uint32_t mask = dim_mask(dims, x.dim());

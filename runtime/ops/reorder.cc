@@ -16,7 +16,7 @@ std::vector<int64_t> wrap_dims(IntArrayRef dims, int64_t rank) {
   std::vector<int64_t> out;
   for (int64_t d : dims) {
     const int64_t w = wrap_dim(d, std::max<int64_t>(rank, 1));
-    EMBER_CHECK(std::find(out.begin(), out.end(), w) == out.end(), Status::InvalidArgument, "dim ", w,
+    EMBER_ENFORCE(std::find(out.begin(), out.end(), w) == out.end(), Status::InvalidArgument, "dim ", w,
                 " appears multiple times in the list of dims");
     out.push_back(w);
   }
@@ -43,10 +43,10 @@ Tensor flip(const Tensor& x, IntArrayRef dims) {
 }
 
 Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
-  EMBER_CHECK(!shifts.empty(), Status::InvalidArgument, "`shifts` required");
-  EMBER_CHECK(dims.empty() || shifts.size() == dims.size(), Status::InvalidArgument,
+  EMBER_ENFORCE(!shifts.empty(), Status::InvalidArgument, "`shifts` required");
+  EMBER_ENFORCE(dims.empty() || shifts.size() == dims.size(), Status::InvalidArgument,
               "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:", dims.size());
-  EMBER_CHECK(!dims.empty() || shifts.size() == 1, Status::InvalidArgument,
+  EMBER_ENFORCE(!dims.empty() || shifts.size() == 1, Status::InvalidArgument,
               "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:", dims.size());
   Tensor out;
   std::vector<int64_t> ds;
@@ -72,7 +72,7 @@ Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
 }
 
 Tensor repeat(const Tensor& x, IntArrayRef repeats) {
-  EMBER_CHECK(static_cast<int64_t>(repeats.size()) >= x.dim(), Status::InvalidArgument,
+  EMBER_ENFORCE(static_cast<int64_t>(repeats.size()) >= x.dim(), Status::InvalidArgument,
               "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
   const size_t lead = repeats.size() - static_cast<size_t>(x.dim());
   Shape padded(lead, 1), out_shape, inter, expanded;
@@ -85,7 +85,7 @@ Tensor repeat(const Tensor& x, IntArrayRef repeats) {
     expanded.push_back(padded[i]);
   }
   for (size_t i = 0; i < out_shape.size(); ++i) {
-    EMBER_CHECK(out_shape[i] >= 0, Status::InvalidArgument, "Trying to create tensor with negative dimension ",
+    EMBER_ENFORCE(out_shape[i] >= 0, Status::InvalidArgument, "Trying to create tensor with negative dimension ",
                 out_shape[i], ": ", shape_str(out_shape));
   }
   Tensor out;
@@ -106,7 +106,7 @@ Tensor tile(const Tensor& x, IntArrayRef reps) {
 namespace {
 
 Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
-  EMBER_CHECK(x.dim() >= 2, Status::InvalidArgument, lower ? "tril" : "triu",
+  EMBER_ENFORCE(x.dim() >= 2, Status::InvalidArgument, lower ? "tril" : "triu",
               ": input tensor must have at least 2 dimensions");
   Tensor out;
   {

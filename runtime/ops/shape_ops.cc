@@ -24,12 +24,12 @@ bool cat_skips(const Tensor& t) { return t.dim() == 1 && t.numel() == 0; }
 
 Tensor cat(Span<const Tensor> tensors, int64_t dim) {
   if (amp::Cast c = amp::autocast_list(amp::Op::Cat, tensors)) return cat(c.args(), dim);
-  EMBER_CHECK(!tensors.empty(), Status::InvalidArgument, "torch.cat(): expected a non-empty list of Tensors");
+  EMBER_ENFORCE(!tensors.empty(), Status::InvalidArgument, "torch.cat(): expected a non-empty list of Tensors");
   for (size_t i = 0; i < tensors.size(); ++i) {
-    EMBER_CHECK(tensors[i].dim() > 0, Status::InvalidArgument, "zero-dimensional tensor (at position ", i,
+    EMBER_ENFORCE(tensors[i].dim() > 0, Status::InvalidArgument, "zero-dimensional tensor (at position ", i,
                 ") cannot be concatenated");
   }
-  check_same_device(tensors);
+  unwrap(check_same_device(tensors));
   const DType dtype = result_type(tensors);
   const Tensor* ref = nullptr;
   for (const Tensor& t : tensors) {
@@ -48,11 +48,11 @@ Tensor cat(Span<const Tensor> tensors, int64_t dim) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     if (cat_skips(t)) continue;
-    EMBER_CHECK(t.dim() == ref->dim(), Status::ShapeMismatch, "Tensors must have same number of dimensions: got ",
+    EMBER_ENFORCE(t.dim() == ref->dim(), Status::ShapeMismatch, "Tensors must have same number of dimensions: got ",
                 ref->dim(), " and ", t.dim());
     for (int64_t d = 0; d < t.dim(); ++d) {
       if (d == dim) continue;
-      EMBER_CHECK(t.size(d) == ref->size(d), Status::ShapeMismatch, "Sizes of tensors must match except in dimension ",
+      EMBER_ENFORCE(t.size(d) == ref->size(d), Status::ShapeMismatch, "Sizes of tensors must match except in dimension ",
                   dim, ". Expected size ", ref->size(d), " but got size ", t.size(d), " for tensor number ", i,
                   " in the list.");
     }
@@ -66,7 +66,7 @@ Tensor cat(Span<const Tensor> tensors, int64_t dim) {
     NoGradGuard no_grad;
     for (const Tensor& t : tensors) {
       if (cat_skips(t)) continue;
-      if (t.size(dim) > 0) copy_into(out.narrow(dim, offset, t.size(dim)), t);
+      if (t.size(dim) > 0) unwrap(copy_into(out.narrow(dim, offset, t.size(dim)), t));
       offset += t.size(dim);
     }
   }
@@ -79,10 +79,10 @@ Tensor cat(Span<const Tensor> tensors, int64_t dim) {
 
 Tensor stack(Span<const Tensor> tensors, int64_t dim) {
   if (amp::Cast c = amp::autocast_list(amp::Op::Stack, tensors)) return stack(c.args(), dim);
-  EMBER_CHECK(!tensors.empty(), Status::InvalidArgument, "stack expects a non-empty TensorList");
+  EMBER_ENFORCE(!tensors.empty(), Status::InvalidArgument, "stack expects a non-empty TensorList");
   dim = wrap_dim(dim, tensors[0].dim() + 1);
   for (size_t i = 1; i < tensors.size(); ++i) {
-    EMBER_CHECK(tensors[i].sizes() == tensors[0].sizes(), Status::ShapeMismatch,
+    EMBER_ENFORCE(tensors[i].sizes() == tensors[0].sizes(), Status::ShapeMismatch,
                 "stack expects each tensor to be equal size, but got ", shape_str(tensors[0].sizes()),
                 " at entry 0 and ", shape_str(tensors[i].sizes()), " at entry ", i);
   }
@@ -101,12 +101,12 @@ Tensor stack(Span<const Tensor> tensors, int64_t dim) {
 // --- split and chunk ---------------------------------------------------------------
 
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
-  EMBER_CHECK(x.dim() != 0, Status::InvalidArgument, "split expects at least a 1-dimensional tensor");
-  EMBER_CHECK(split_size >= 0, Status::InvalidArgument, "split expects split_size be non-negative, but got split_size=",
+  EMBER_ENFORCE(x.dim() != 0, Status::InvalidArgument, "split expects at least a 1-dimensional tensor");
+  EMBER_ENFORCE(split_size >= 0, Status::InvalidArgument, "split expects split_size be non-negative, but got split_size=",
               split_size);
   dim = wrap_dim(dim, x.dim());
   const int64_t size = x.size(dim);
-  EMBER_CHECK(split_size > 0 || size == 0, Status::InvalidArgument,
+  EMBER_ENFORCE(split_size > 0 || size == 0, Status::InvalidArgument,
               "split_size can only be 0 if dimension size is 0, but got dimension size of ", size);
   // One split when split_size is 0 (and the dimension empty) or larger than the dimension.
   const int64_t num_splits = split_size == 0 ? 1 : std::max<int64_t>((size + split_size - 1) / split_size, 1);
@@ -121,28 +121,28 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
 }
 
 std::vector<Tensor> split(const Tensor& x, IntArrayRef split_sizes, int64_t dim) {
-  EMBER_CHECK(x.dim() != 0, Status::InvalidArgument, "split expects at least a 1-dimensional tensor");
+  EMBER_ENFORCE(x.dim() != 0, Status::InvalidArgument, "split expects at least a 1-dimensional tensor");
   dim = wrap_dim(dim, x.dim());
   const int64_t size = x.size(dim);
   std::vector<Tensor> out;
   out.reserve(split_sizes.size());
   int64_t start = 0;
   for (int64_t length : split_sizes) {
-    EMBER_CHECK(length >= 0, Status::InvalidArgument,
+    EMBER_ENFORCE(length >= 0, Status::InvalidArgument,
                 "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=",
                 shape_str(split_sizes));
     out.push_back(x.narrow(dim, start, length));
     autograd::rename_grad_fn(out.back(), GradRule::SplitWithSizes);
     start += length;
   }
-  EMBER_CHECK(start == size, Status::InvalidArgument, "split_with_sizes expects split_sizes to sum exactly to ",
+  EMBER_ENFORCE(start == size, Status::InvalidArgument, "split_with_sizes expects split_sizes to sum exactly to ",
               size, " (input tensor's size at dimension ", dim, "), but got split_sizes=", shape_str(split_sizes));
   return out;
 }
 
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
-  EMBER_CHECK(x.dim() > 0, Status::InvalidArgument, "chunk expects at least a 1-dimensional tensor");
-  EMBER_CHECK(chunks > 0, Status::InvalidArgument, "chunk expects `chunks` to be greater than 0, got: ", chunks);
+  EMBER_ENFORCE(x.dim() > 0, Status::InvalidArgument, "chunk expects at least a 1-dimensional tensor");
+  EMBER_ENFORCE(chunks > 0, Status::InvalidArgument, "chunk expects `chunks` to be greater than 0, got: ", chunks);
   dim = wrap_dim(dim, x.dim());
   const int64_t size = x.size(dim);
   const int64_t split_size = (size + chunks - 1) / chunks;
@@ -195,21 +195,21 @@ Tensor constant_pad(const Tensor& x, IntArrayRef pad, double value) {
   for (int64_t d = lead; d < rank; ++d) {
     const int64_t before = pad[2 * (rank - d - 1)], after = pad[2 * (rank - d - 1) + 1];
     const int64_t size = x.size(d) + before + after;
-    EMBER_CHECK(size > 0, Status::InvalidArgument, "The input size ", x.size(d), ", plus negative padding ", before,
+    EMBER_ENFORCE(size > 0, Status::InvalidArgument, "The input size ", x.size(d), ", plus negative padding ", before,
                 " and ", after, " resulted in a negative output size, which is invalid. Check dimension ", d,
                 " of your input.");
     shape[d] = size;
   }
   Tensor out = empty(shape, TensorOptions(x.dtype()).device(x.device()),
                      (x.suggest_memory_format() == MemoryFormat::ChannelsLast) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
-  fill_into(out, value);
+  unwrap(fill_into(out, value));
   Tensor inner = out;
   for (int64_t d = lead; d < rank; ++d) {
     const int64_t before = pad[2 * (rank - d - 1)], after = pad[2 * (rank - d - 1) + 1];
     if (before > 0) inner = inner.narrow(d, before, inner.size(d) - before);
     if (after > 0) inner = inner.narrow(d, 0, inner.size(d) - after);
   }
-  copy_into(inner, in);
+  unwrap(copy_into(inner, in));
   return out;
 }
 
@@ -223,10 +223,10 @@ void check_reflect_replicate(const Tensor& x, IntArrayRef pad, bool reflect) {
   bool valid = true;
   for (int64_t d = (reflect || batched) ? 1 : 0; d < rank; ++d) valid = valid && x.size(d) != 0;
   if (reflect && k < 3) {
-    EMBER_CHECK(valid, Status::InvalidArgument, k + 1, "D or ", k + 2, "D (batch mode) tensor expected for input, but got: ",
+    EMBER_ENFORCE(valid, Status::InvalidArgument, k + 1, "D or ", k + 2, "D (batch mode) tensor expected for input, but got: ",
                 tensor_type_str(x));
   } else {
-    EMBER_CHECK(valid, Status::InvalidArgument, "Expected ", k + 1, "D or ", k + 2,
+    EMBER_ENFORCE(valid, Status::InvalidArgument, "Expected ", k + 1, "D or ", k + 2,
                 "D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for input, but got: ",
                 shape_str(x.sizes()));
   }
@@ -241,19 +241,19 @@ void check_reflect_replicate(const Tensor& x, IntArrayRef pad, bool reflect) {
     const std::string input = k == 2 ? std::to_string(rank) : shape_str(x.sizes());
     for (int64_t i = 0; i < k; ++i) {
       const int64_t size = x.size(rank - 1 - i);
-      EMBER_CHECK(pad[2 * i] < size && pad[2 * i + 1] < size, Status::InvalidArgument, "Argument #", 4 + 2 * i,
+      EMBER_ENFORCE(pad[2 * i] < size && pad[2 * i + 1] < size, Status::InvalidArgument, "Argument #", 4 + 2 * i,
                   ": Padding size should be less than the corresponding input dimension, but got: padding (",
                   pad[2 * i], ", ", pad[2 * i + 1], ") at dimension ", dim_w - i, " of input ", input);
     }
   }
   if (k == 1) {
-    EMBER_CHECK(out_w >= 1, Status::InvalidArgument, reflect ? "2" : "", "input (W: ", w, reflect ? ")" : ") ",
+    EMBER_ENFORCE(out_w >= 1, Status::InvalidArgument, reflect ? "2" : "", "input (W: ", w, reflect ? ")" : ") ",
                 "is too small. Calculated output W: ", out_w);
   } else if (k == 2) {
-    EMBER_CHECK(out_w >= 1 || out_h >= 1, Status::InvalidArgument, "input (H: ", h, ", W: ", w,
+    EMBER_ENFORCE(out_w >= 1 || out_h >= 1, Status::InvalidArgument, "input (H: ", h, ", W: ", w,
                 reflect ? ")" : " ) ", "is too small. Calculated output H: ", out_h, " W: ", out_w);
   } else {
-    EMBER_CHECK(out_w >= 1 || out_h >= 1 || out_d >= 1, Status::InvalidArgument, "input (D: ", dd, " H: ", h,
+    EMBER_ENFORCE(out_w >= 1 || out_h >= 1 || out_d >= 1, Status::InvalidArgument, "input (D: ", dd, " H: ", h,
                 ", W: ", w, ") is too small. Calculated output D: ", out_d, " H: ", out_h, " W: ", out_w);
   }
   // Float16 on other devices (as PyTorch's CUDA kernels): the device's kernel table decides.
@@ -268,14 +268,14 @@ void check_reflect_replicate(const Tensor& x, IntArrayRef pad, bool reflect) {
 // at::_pad_circular: (N, C, spatial...) input; pads may not wrap more than once.
 void check_circular(const Tensor& x, IntArrayRef pad) {
   const int64_t k = x.dim() - 2;
-  EMBER_CHECK(static_cast<int64_t>(pad.size()) + 4 == x.dim() * 2, Status::InvalidArgument,
+  EMBER_ENFORCE(static_cast<int64_t>(pad.size()) + 4 == x.dim() * 2, Status::InvalidArgument,
               "Invalid padding size, expected ", k * 2, " but got ", pad.size());
   for (int64_t i = 0; i < k; ++i) {
     const int64_t before = pad[2 * (k - i - 1)], after = pad[2 * (k - i - 1) + 1];
     const int64_t size = x.size(2 + i);
-    EMBER_CHECK(before <= size && after <= size, Status::InvalidArgument,
+    EMBER_ENFORCE(before <= size && after <= size, Status::InvalidArgument,
                 "Padding value causes wrapping around more than once.");
-    EMBER_CHECK(size + before + after >= 0, Status::InvalidArgument,
+    EMBER_ENFORCE(size + before + after >= 0, Status::InvalidArgument,
                 "Negative padding value is resulting in an empty dimension");
   }
   for (int64_t i = 0; i < k; ++i) {
@@ -283,11 +283,11 @@ void check_circular(const Tensor& x, IntArrayRef pad) {
     const int64_t kept = x.size(-1 - i) - std::max<int64_t>(-before, 0) - std::max<int64_t>(-after, 0);
     // PyTorch fills the pads by copying the output onto itself; a pad longer
     // than what cropping leaves makes that copy overlap, which PyTorch refuses.
-    EMBER_CHECK(kept <= 0 || (before <= kept && after <= kept), Status::InvalidArgument,
+    EMBER_ENFORCE(kept <= 0 || (before <= kept && after <= kept), Status::InvalidArgument,
                 "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
                 "single memory location. Please clone() the tensor before performing the operation.");
     // PyTorch returns uninitialized memory here; ember refuses.
-    EMBER_CHECK(kept > 0 || (before <= 0 && after <= 0), Status::InvalidArgument,
+    EMBER_ENFORCE(kept > 0 || (before <= 0 && after <= 0), Status::InvalidArgument,
                 "circular padding of a dimension that negative padding left empty is undefined");
   }
 }
@@ -307,8 +307,8 @@ Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode, double value
   } else {
     raise_error(Status::InvalidArgument, str_cat("Unrecognised padding mode ", mode));
   }
-  EMBER_CHECK(pad.size() % 2 == 0, Status::InvalidArgument, "Padding length must be divisible by 2");
-  EMBER_CHECK(static_cast<int64_t>(pad.size()) <= x.dim() * 2, Status::InvalidArgument, "Padding length too large");
+  EMBER_ENFORCE(pad.size() % 2 == 0, Status::InvalidArgument, "Padding length must be divisible by 2");
+  EMBER_ENFORCE(static_cast<int64_t>(pad.size()) <= x.dim() * 2, Status::InvalidArgument, "Padding length too large");
   if (kind == PadMode::Constant) {
     Tensor out;
     {
@@ -319,14 +319,14 @@ Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode, double value
     return out;
   }
 
-  EMBER_CHECK(value == 0.0, Status::InvalidArgument, "Padding mode \"", mode, "\" doesn't take in value argument");
+  EMBER_ENFORCE(value == 0.0, Status::InvalidArgument, "Padding mode \"", mode, "\" doesn't take in value argument");
   const int64_t k = static_cast<int64_t>(pad.size()) / 2;
   // reflection_pad1d/2d and replication_pad1d/2d/3d have autocast policies.
   if ((kind == PadMode::Reflect && k <= 2) || (kind == PadMode::Replicate && k <= 3)) {
     const amp::Op amp_op = kind == PadMode::Reflect ? amp::Op::ReflectionPad : amp::Op::ReplicationPad;
     if (amp::Cast c = amp::autocast(amp_op, {x})) return ember::pad(c[0], pad, mode, value);
   }
-  EMBER_CHECK(k >= 1 && k <= 3 && (x.dim() == k + 1 || x.dim() == k + 2), Status::NotSupported,
+  EMBER_ENFORCE(k >= 1 && k <= 3 && (x.dim() == k + 1 || x.dim() == k + 2), Status::NotSupported,
               "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now");
   if (kind == PadMode::Circular) {
     check_circular(x, pad);
@@ -343,7 +343,7 @@ Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode, double value
     shape[d] += pad[2 * i] + pad[2 * i + 1];
   }
   Tensor out = empty(shape, TensorOptions(x.dtype()).device(x.device()));
-  run_kernel(OpKind::Pad, {x}, {out}, params);
+  unwrap(run_kernel(OpKind::Pad, {x}, {out}, params));
   const GradRule rules[3][3] = {
       {GradRule::ReflectionPad1d, GradRule::ReflectionPad2d, GradRule::ReflectionPad3d},
       {GradRule::ReplicationPad1d, GradRule::ReplicationPad2d, GradRule::ReplicationPad3d},

@@ -18,13 +18,13 @@ std::pair<Tensor, Tensor> select_sorted(const Tensor& x, int64_t k, int64_t dim,
                                         GradRule rule) {
   const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1));
   const int64_t n = x.dim() == 0 ? 1 : x.size(d);
-  EMBER_CHECK(k >= 0 && k <= n, Status::OutOfRange, "selected index k out of range");
+  EMBER_ENFORCE(k >= 0 && k <= n, Status::OutOfRange, "selected index k out of range");
   Shape shape = x.sizes();
   if (x.dim() > 0) shape[static_cast<size_t>(d)] = k;
   Tensor values = empty(shape, TensorOptions(x.dtype()).device(x.device()));
   Tensor indices = empty(shape, TensorOptions(DType::Int64).device(x.device()));
   if (values.numel() > 0) {
-    run_kernel(OpKind::TopK, {x}, {values, indices}, TopKParams{d, largest, sorted});
+    unwrap(run_kernel(OpKind::TopK, {x}, {values, indices}, TopKParams{d, largest, sorted}));
   }
   if (Node* node = autograd::record(rule, values, {x})) {
     node->save(indices);
@@ -77,7 +77,7 @@ Tensor cumulative(const Tensor& x, int64_t dim, bool product, bool exclusive, bo
   const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1));
   Tensor out = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
   if (out.numel() > 0) {
-    run_kernel(product ? OpKind::CumProd : OpKind::CumSum, {x}, {out}, ScanParams{d, exclusive, reverse});
+    unwrap(run_kernel(product ? OpKind::CumProd : OpKind::CumSum, {x}, {out}, ScanParams{d, exclusive, reverse}));
   }
   return out;
 }

@@ -30,7 +30,7 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     total = ember::norm(stack(norms), norm_type);
   }
   const double value = total.item<double>();
-  EMBER_CHECK(!error_if_nonfinite || std::isfinite(value), Status::InvalidState, "The total norm of order ",
+  EMBER_ENFORCE(!error_if_nonfinite || std::isfinite(value), Status::InvalidState, "The total norm of order ",
               detail::python_float(norm_type),
               " for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error "
               "and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`");

@@ -28,7 +28,7 @@ void LRScheduler::step() {
 
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
     : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
-  EMBER_CHECK(step_size > 0, Status::InvalidArgument, "StepLR: step_size must be positive, got ", step_size);
+  EMBER_ENFORCE(step_size > 0, Status::InvalidArgument, "StepLR: step_size must be positive, got ", step_size);
   initial_step();
 }
 
@@ -40,7 +40,7 @@ double StepLR::compute_lr() const {
 
 CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
     : LRScheduler(optimizer), t_max_(T_max), eta_min_(eta_min) {
-  EMBER_CHECK(T_max > 0, Status::InvalidArgument, "CosineAnnealingLR: T_max must be positive, got ", T_max);
+  EMBER_ENFORCE(T_max > 0, Status::InvalidArgument, "CosineAnnealingLR: T_max must be positive, got ", T_max);
   initial_step();
 }
 

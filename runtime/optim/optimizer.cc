@@ -16,7 +16,7 @@ namespace {
 using detail::python_float;
 
 void check_value(bool ok, const char* what, double value) {
-  EMBER_CHECK(ok, Status::InvalidArgument, what, python_float(value));
+  EMBER_ENFORCE(ok, Status::InvalidArgument, what, python_float(value));
 }
 
 // self = self + other * alpha, in place.
@@ -64,10 +64,10 @@ void check_adam_options(double lr, double eps, double beta1, double beta2, doubl
 }  // namespace
 
 Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(params)), lr_(lr) {
-  EMBER_CHECK(!params_.empty(), Status::InvalidArgument, "optimizer got an empty parameter list");
+  EMBER_ENFORCE(!params_.empty(), Status::InvalidArgument, "optimizer got an empty parameter list");
   for (const Tensor& p : params_) {
-    EMBER_CHECK(p.defined(), Status::InvalidArgument, "optimizer can only optimize Tensors");
-    EMBER_CHECK(p.is_leaf(), Status::InvalidArgument, "can't optimize a non-leaf Tensor");
+    EMBER_ENFORCE(p.defined(), Status::InvalidArgument, "optimizer can only optimize Tensors");
+    EMBER_ENFORCE(p.is_leaf(), Status::InvalidArgument, "can't optimize a non-leaf Tensor");
   }
 }
 
@@ -93,7 +93,7 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options)
   check_value(options.lr >= 0.0, "Invalid learning rate: ", options.lr);
   check_value(options.momentum >= 0.0, "Invalid momentum value: ", options.momentum);
   check_value(options.weight_decay >= 0.0, "Invalid weight_decay value: ", options.weight_decay);
-  EMBER_CHECK(!(options.nesterov && (options.momentum <= 0 || options.dampening != 0)), Status::InvalidArgument,
+  EMBER_ENFORCE(!(options.nesterov && (options.momentum <= 0 || options.dampening != 0)), Status::InvalidArgument,
               "Nesterov momentum requires a momentum and zero dampening");
 }
 

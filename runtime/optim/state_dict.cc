@@ -31,7 +31,7 @@ class Reader {
 
   const StateValue& at(const std::string& key) const {
     const auto it = dict_.find(key);
-    EMBER_CHECK(it != dict_.end(), Status::InvalidArgument, "load_state_dict: ", where_, " has no key '", key, "'");
+    EMBER_ENFORCE(it != dict_.end(), Status::InvalidArgument, "load_state_dict: ", where_, " has no key '", key, "'");
     return it->second;
   }
   bool has(const std::string& key) const { return dict_.count(key) != 0; }
@@ -65,7 +65,7 @@ class Reader {
     if (std::holds_alternative<std::monostate>(v)) return Tensor();
     const Tensor* t = std::get_if<Tensor>(&v);
     if (t == nullptr || !t->defined()) wrong(key, "a tensor", v);
-    EMBER_CHECK(t->sizes() == param.sizes(), Status::ShapeMismatch, "load_state_dict: ", where_, "['", key,
+    EMBER_ENFORCE(t->sizes() == param.sizes(), Status::ShapeMismatch, "load_state_dict: ", where_, "['", key,
                 "'] has shape ", shape_str(t->sizes()), " but its parameter has shape ", shape_str(param.sizes()));
     NoGradGuard no_grad;
     return t->to(param.dtype()).to(param.device()).clone();
@@ -93,13 +93,13 @@ std::string state_where(int64_t i) { return str_cat("state[", i, "]"); }
 // The entries of state.state, each checked to name one of `n` parameters.
 void check_state_indices(const OptimizerState& state, size_t n) {
   for (const auto& entry : state.state) {
-    EMBER_CHECK(entry.first >= 0 && entry.first < static_cast<int64_t>(n), Status::OutOfRange,
+    EMBER_ENFORCE(entry.first >= 0 && entry.first < static_cast<int64_t>(n), Status::OutOfRange,
                 "load_state_dict: state for parameter ", entry.first, ", but the optimizer has ", n, " parameters");
   }
 }
 
 void check_no_maximize(const Reader& group) {
-  EMBER_CHECK(!group.has("maximize") || !group.flag("maximize"), Status::NotSupported,
+  EMBER_ENFORCE(!group.has("maximize") || !group.flag("maximize"), Status::NotSupported,
               "load_state_dict: maximize=True is not supported");
 }
 
@@ -127,12 +127,12 @@ std::vector<AdamState> load_adam_state(const OptimizerState& state, const std::v
     const Tensor& p = params[static_cast<size_t>(i)];
     AdamState& s = out[static_cast<size_t>(i)];
     s.step = r.step("step");
-    EMBER_CHECK(s.step > 0, Status::InvalidArgument, "load_state_dict: ", state_where(i),
+    EMBER_ENFORCE(s.step > 0, Status::InvalidArgument, "load_state_dict: ", state_where(i),
                 "['step'] must be positive, got ", s.step);
     s.exp_avg = r.tensor_like("exp_avg", p);
     s.exp_avg_sq = r.tensor_like("exp_avg_sq", p);
     if (amsgrad) s.max_exp_avg_sq = r.tensor_like("max_exp_avg_sq", p);
-    EMBER_CHECK(s.exp_avg.defined() && s.exp_avg_sq.defined() && (!amsgrad || s.max_exp_avg_sq.defined()),
+    EMBER_ENFORCE(s.exp_avg.defined() && s.exp_avg_sq.defined() && (!amsgrad || s.max_exp_avg_sq.defined()),
                 Status::InvalidArgument, "load_state_dict: ", state_where(i), " has None moments");
   }
   return out;
@@ -150,15 +150,15 @@ StateDict Optimizer::group_dict() const {
 }
 
 const StateDict& Optimizer::load_group(const OptimizerState& state) {
-  EMBER_CHECK(state.param_groups.size() == 1, Status::InvalidArgument,
+  EMBER_ENFORCE(state.param_groups.size() == 1, Status::InvalidArgument,
               "loaded state dict has a different number of parameter groups");
   const StateDict& group = state.param_groups[0];
   const Reader r(group, "param_groups[0]");
   const StateValue& ids = r.at("params");
   const auto* list = std::get_if<std::vector<int64_t>>(&ids);
-  EMBER_CHECK(list != nullptr, Status::InvalidArgument, "load_state_dict: param_groups[0]['params'] must be a list of "
+  EMBER_ENFORCE(list != nullptr, Status::InvalidArgument, "load_state_dict: param_groups[0]['params'] must be a list of "
               "ints, got ", kind_name(ids));
-  EMBER_CHECK(list->size() == params_.size(), Status::InvalidArgument,
+  EMBER_ENFORCE(list->size() == params_.size(), Status::InvalidArgument,
               "loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
   check_no_maximize(r);
   (void)r.number("lr");
@@ -281,7 +281,7 @@ StateDict StepLR::state_dict() const {
 void StepLR::load_state_dict(const StateDict& state) {
   const Reader r(state, "the scheduler's state dict");
   const int64_t step_size = r.integer("step_size");
-  EMBER_CHECK(step_size > 0, Status::InvalidArgument, "StepLR: step_size must be positive, got ", step_size);
+  EMBER_ENFORCE(step_size > 0, Status::InvalidArgument, "StepLR: step_size must be positive, got ", step_size);
   const double gamma = r.number("gamma");
   LRScheduler::load_state_dict(state);
   step_size_ = step_size;
@@ -298,7 +298,7 @@ StateDict CosineAnnealingLR::state_dict() const {
 void CosineAnnealingLR::load_state_dict(const StateDict& state) {
   const Reader r(state, "the scheduler's state dict");
   const int64_t t_max = r.integer("T_max");
-  EMBER_CHECK(t_max > 0, Status::InvalidArgument, "CosineAnnealingLR: T_max must be positive, got ", t_max);
+  EMBER_ENFORCE(t_max > 0, Status::InvalidArgument, "CosineAnnealingLR: T_max must be positive, got ", t_max);
   const double eta_min = r.number("eta_min");
   LRScheduler::load_state_dict(state);
   t_max_ = t_max;

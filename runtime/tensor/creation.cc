@@ -14,7 +14,7 @@ namespace ember {
 namespace detail {
 
 void check_ragged(int64_t expected, int64_t got, int dim) {
-  EMBER_CHECK(expected == got, Status::ShapeMismatch, "expected sequence of length ", expected,
+  EMBER_ENFORCE(expected == got, Status::ShapeMismatch, "expected sequence of length ", expected,
               " at dim ", dim, " (got ", got, ")");
 }
 
@@ -32,17 +32,17 @@ Tensor scalar_tensor(Scalar value, TensorOptions options) {
 
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions options,
                  std::function<void(void*)> deleter) {
-  EMBER_CHECK(sizes.size() == strides.size(), Status::InvalidArgument,
+  EMBER_ENFORCE(sizes.size() == strides.size(), Status::InvalidArgument,
               "from_blob: sizes ", shape_str(sizes), " and strides ", shape_str(strides),
               " have different lengths");
   const DType dtype = options.dtype_or(DType::Float32);
   for (size_t d = 0; d < sizes.size(); ++d) {
-    EMBER_CHECK(sizes[d] >= 0 && strides[d] >= 0, Status::InvalidArgument,
+    EMBER_ENFORCE(sizes[d] >= 0 && strides[d] >= 0, Status::InvalidArgument,
                 "from_blob: negative size or stride in sizes ", shape_str(sizes), ", strides ",
                 shape_str(strides));
   }
   const size_t bytes = storage_bytes(sizes, strides, 0, element_size(dtype));
-  EMBER_CHECK(data != nullptr || bytes == 0, Status::InvalidArgument, "from_blob: data is null");
+  EMBER_ENFORCE(data != nullptr || bytes == 0, Status::InvalidArgument, "from_blob: data is null");
   Storage storage = std::make_shared<StorageImpl>(data, bytes, options.device_or(), std::move(deleter));
   return Tensor::make(std::move(storage), dtype, sizes, strides, 0);
 }
@@ -64,17 +64,17 @@ Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, op
 Tensor full(IntArrayRef sizes, Scalar value, TensorOptions options) {
   // As torch.full: the dtype follows the fill value unless given.
   Tensor t = empty(sizes, options.dtype(options.dtype_or(value.default_dtype())));
-  fill_into(t, value);
+  unwrap(fill_into(t, value));
   return t;
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
   const int64_t cols = m.value_or(n);
-  EMBER_CHECK(n >= 0, Status::InvalidArgument, "n must be greater or equal to 0, got ", n);
-  EMBER_CHECK(cols >= 0, Status::InvalidArgument, "m must be greater or equal to 0, got ", cols);
+  EMBER_ENFORCE(n >= 0, Status::InvalidArgument, "n must be greater or equal to 0, got ", n);
+  EMBER_ENFORCE(cols >= 0, Status::InvalidArgument, "m must be greater or equal to 0, got ", cols);
   Tensor t = zeros({n, cols}, options);
   const int64_t diag = std::min(n, cols);
-  if (diag > 0) fill_into(t.as_strided({diag}, {cols + 1}), 1);
+  if (diag > 0) unwrap(fill_into(t.as_strided({diag}, {cols + 1}), 1));
   return t;
 }
 
@@ -99,10 +99,10 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   const bool integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
   const DType dtype = options.dtype_or(integral ? DType::Int64 : kDefaultFloat);
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
-  EMBER_CHECK(st != 0, Status::InvalidArgument, "step must be nonzero");
-  EMBER_CHECK(std::isfinite(s) && std::isfinite(e), Status::InvalidArgument,
+  EMBER_ENFORCE(st != 0, Status::InvalidArgument, "step must be nonzero");
+  EMBER_ENFORCE(std::isfinite(s) && std::isfinite(e), Status::InvalidArgument,
               "unsupported range: ", s, " -> ", e);
-  EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), Status::InvalidArgument,
+  EMBER_ENFORCE((st > 0 && e >= s) || (st < 0 && e <= s), Status::InvalidArgument,
               "upper bound and larger bound inconsistent with step sign");
   const int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
   if (integral && (dtype == DType::Int64 || is_integral(dtype))) {
@@ -119,7 +119,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
 }
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
-  EMBER_CHECK(steps >= 0, Status::InvalidArgument, "number of steps must be non-negative");
+  EMBER_ENFORCE(steps >= 0, Status::InvalidArgument, "number of steps must be non-negative");
   const DType dtype = options.dtype_or(kDefaultFloat);
   const int64_t half = steps / 2;
   // As PyTorch: the step is computed in the element type (double for
@@ -139,7 +139,7 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
 
 Tensor rand(IntArrayRef sizes, TensorOptions options) {
   const DType dtype = options.dtype_or(kDefaultFloat);
-  EMBER_CHECK(is_floating(dtype), Status::NotSupported, "\"check_uniform_bounds\" not implemented for '",
+  EMBER_ENFORCE(is_floating(dtype), Status::NotSupported, "\"check_uniform_bounds\" not implemented for '",
               dtype_legacy_name(dtype), "'");
   Generator& g = default_generator();
   std::lock_guard<std::mutex> lock(g.mutex());
@@ -155,7 +155,7 @@ Tensor rand(IntArrayRef sizes, TensorOptions options) {
 
 Tensor randn(IntArrayRef sizes, TensorOptions options) {
   const DType dtype = options.dtype_or(kDefaultFloat);
-  EMBER_CHECK(is_floating(dtype), Status::NotSupported, "\"normal_kernel_cpu\" not implemented for '",
+  EMBER_ENFORCE(is_floating(dtype), Status::NotSupported, "\"normal_kernel_cpu\" not implemented for '",
               dtype_legacy_name(dtype), "'");
   Generator& g = default_generator();
   std::lock_guard<std::mutex> lock(g.mutex());
@@ -208,7 +208,7 @@ Tensor randn(IntArrayRef sizes, TensorOptions options) {
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options) {
-  EMBER_CHECK(low < high, Status::InvalidArgument,
+  EMBER_ENFORCE(low < high, Status::InvalidArgument,
               "random_ expects 'from' to be less than 'to', but got from=", low, " >= to=", high);
   const DType dtype = options.dtype_or(DType::Int64);
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
@@ -231,7 +231,7 @@ Tensor zeros_like(const Tensor& t, TensorOptions options) { return full_like(t, 
 Tensor ones_like(const Tensor& t, TensorOptions options) { return full_like(t, 1, options); }
 Tensor full_like(const Tensor& t, Scalar value, TensorOptions options) {
   Tensor out = empty_like(t, like(t, options));
-  fill_into(out, value);
+  unwrap(fill_into(out, value));
   return out;
 }
 Tensor rand_like(const Tensor& t, TensorOptions options) { return rand(t.sizes(), like(t, options)); }

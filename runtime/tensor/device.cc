@@ -16,8 +16,8 @@ std::string_view device_type_name(DeviceType t) {
 }
 
 Device::Device(DeviceType type, int index) : type_(type), index_(index) {
-  EMBER_CHECK(index >= -1, Status::InvalidArgument, "Device index must be -1 or non-negative, got ", index);
-  EMBER_CHECK(!(type == DeviceType::CPU && index > 0), Status::InvalidArgument,
+  EMBER_ENFORCE(index >= -1, Status::InvalidArgument, "Device index must be -1 or non-negative, got ", index);
+  EMBER_ENFORCE(!(type == DeviceType::CPU && index > 0), Status::InvalidArgument,
               "CPU device index must be -1 or zero, got ", index);
 }
 
@@ -31,16 +31,16 @@ Device::Device(std::string_view spec) : type_(DeviceType::CPU), index_(-1) {
       found = true;
     }
   }
-  EMBER_CHECK(found, Status::InvalidArgument,
+  EMBER_ENFORCE(found, Status::InvalidArgument,
               "Expected one of cpu, vulkan, cuda device type at start of device string: ", spec);
   if (colon != std::string_view::npos) {
     const std::string_view idx = spec.substr(colon + 1);
     bool digits = !idx.empty() && idx.size() < 10 && (idx.size() == 1 || idx[0] != '0');
     for (char c : idx) digits = digits && std::isdigit(static_cast<unsigned char>(c));
-    EMBER_CHECK(digits, Status::InvalidArgument, "Invalid device string: '", spec, "'");
+    EMBER_ENFORCE(digits, Status::InvalidArgument, "Invalid device string: '", spec, "'");
     index_ = std::stoi(std::string(idx));
   }
-  EMBER_CHECK(!(type_ == DeviceType::CPU && index_ > 0), Status::InvalidArgument,
+  EMBER_ENFORCE(!(type_ == DeviceType::CPU && index_ > 0), Status::InvalidArgument,
               "CPU device index must be -1 or zero, got ", index_);
 }
 
@@ -54,7 +54,7 @@ std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str
 
 Device storage_device(Device d) {
   if (d.is_cpu()) return Device(DeviceType::CPU);
-  EMBER_CHECK(d.index() <= 0, Status::InvalidArgument, "invalid device ordinal: ", d, " (ember uses one ",
+  EMBER_ENFORCE(d.index() <= 0, Status::InvalidArgument, "invalid device ordinal: ", d, " (ember uses one ",
               device_type_name(d.type()), " device, ", device_type_name(d.type()), ":0)");
   return Device(d.type(), 0);
 }

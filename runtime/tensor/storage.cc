@@ -30,14 +30,14 @@ Storage allocate_storage(size_t bytes, Device requested) {
     return allocator->allocate(bytes);
   }
   Backend* backend = get_backend(device.type());
-  EMBER_CHECK(backend != nullptr, Status::NotSupported, "ember is not built with support for ",
+  EMBER_ENFORCE(backend != nullptr, Status::NotSupported, "ember is not built with support for ",
               device_type_name(device.type()), " devices");
   Result<Buffer> buffer = backend->allocate(bytes, 64);
   // A device out of memory: the backend's own words, which name the request
   // (PyTorch's "CUDA out of memory. Tried to allocate ...").
   const std::string why = backend->last_error();
-  EMBER_CHECK(buffer.ok() || buffer.status() != Status::OutOfMemory || why.empty(), Status::OutOfMemory, why);
-  EMBER_CHECK(buffer.ok(), buffer.status(), "failed to allocate ", bytes, " bytes on ", device,
+  EMBER_ENFORCE(buffer.ok() || buffer.status() != Status::OutOfMemory || why.empty(), Status::OutOfMemory, why);
+  EMBER_ENFORCE(buffer.ok(), buffer.status(), "failed to allocate ", bytes, " bytes on ", device,
               ": ", status_name(buffer.status()), backend_error_detail(*backend));
   return std::make_shared<StorageImpl>(backend, buffer.get(), device);
 }

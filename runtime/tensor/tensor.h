@@ -218,6 +218,45 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
+// The Status-returning cores of the Tensor members above and of the functions
+// below that can fail on their arguments (the inference path's form, error.h):
+// the member or function is unwrap(core::f(*this, ...)), with the same checks
+// and messages.
+namespace core {
+Result<int64_t> wrap_dim(int64_t dim, int64_t rank);
+Result<size_t> storage_bytes(IntArrayRef sizes, IntArrayRef strides, int64_t offset, size_t itemsize);
+Result<Tensor> make(Storage storage, DType dtype, IntArrayRef sizes, IntArrayRef strides, int64_t offset = 0);
+Status check_dtype(const Tensor& self, DType expected);
+Result<Scalar> item(const Tensor& self);
+Result<TensorView> kernel_view(const Tensor& self);
+
+Result<Tensor> view(const Tensor& self, IntArrayRef sizes);
+Result<Tensor> reshape(const Tensor& self, IntArrayRef sizes);
+Result<Tensor> flatten(const Tensor& self, int64_t start_dim = 0, int64_t end_dim = -1);
+Result<Tensor> transpose(const Tensor& self, int64_t dim0, int64_t dim1);
+Result<Tensor> permute(const Tensor& self, IntArrayRef dims);
+Result<Tensor> t(const Tensor& self);
+Result<Tensor> squeeze(const Tensor& self, int64_t dim);
+Result<Tensor> unsqueeze(const Tensor& self, int64_t dim);
+Result<Tensor> expand(const Tensor& self, IntArrayRef sizes);
+Result<Tensor> narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length);
+Result<Tensor> select(const Tensor& self, int64_t dim, int64_t index);
+Result<Tensor> slice(const Tensor& self, int64_t dim, std::optional<int64_t> start = std::nullopt,
+                     std::optional<int64_t> end = std::nullopt, int64_t step = 1);
+Result<Tensor> unfold(const Tensor& self, int64_t dim, int64_t size, int64_t step);
+Result<Tensor> as_strided(const Tensor& self, IntArrayRef sizes, IntArrayRef strides,
+                          std::optional<int64_t> storage_offset = std::nullopt);
+
+Result<Tensor> contiguous(const Tensor& self, MemoryFormat format = MemoryFormat::Contiguous);
+Result<Tensor> clone(const Tensor& self, MemoryFormat format = MemoryFormat::Preserve);
+Result<Tensor> to(const Tensor& self, DType dtype, bool copy = false);
+Result<Tensor> to(const Tensor& self, Device device, bool copy = false);
+
+Result<Tensor> empty(IntArrayRef sizes, TensorOptions options = {}, MemoryFormat format = MemoryFormat::Contiguous);
+Result<Tensor> empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options = {});
+Result<Tensor> empty_like(const Tensor& t, TensorOptions options = {});
+}  // namespace core
+
 // --- creation (runtime/tensor/creation.cc) -----------------------------------
 
 // A tensor that copies `values`; nested initializer lists give the shape. As
@@ -355,7 +394,7 @@ Tensor tensor(const std::vector<T>& values, IntArrayRef sizes, TensorOptions opt
   if (!options.dtype_) options.dtype_ = dtype_of<T>::value;
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;
-  EMBER_CHECK(n == static_cast<int64_t>(values.size()), Status::ShapeMismatch, "shape ",
+  EMBER_ENFORCE(n == static_cast<int64_t>(values.size()), Status::ShapeMismatch, "shape ",
               shape_str(sizes), " is invalid for input of size ", values.size());
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(values.begin(), values.end());

@@ -84,7 +84,7 @@ StateDict take(const std::string& prefix, const nn::NamedTensors& tensors, const
 
 int64_t meta_int(const nn::Metadata& meta, const char* key) {
   auto it = meta.find(key);
-  EMBER_CHECK(it != meta.end(), Status::InvalidModel, "checkpoint metadata lacks '", key, "'");
+  EMBER_ENFORCE(it != meta.end(), Status::InvalidModel, "checkpoint metadata lacks '", key, "'");
   return std::strtoll(it->second.c_str(), nullptr, 10);
 }
 

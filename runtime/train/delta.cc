@@ -132,7 +132,7 @@ Result<TunedModel> load_delta(const Model& base, const std::string& path, std::s
       return report_error(error, Status::ShapeMismatch, "delta '", path, "': '", name, "' is ", dtype_name(value.dtype()),
                           " ", shape_str(value.sizes()), ", the model's weight ", dtype_name(w.dtype()), " ",
                           shape_str(w.sizes()), (base.tensor(t).quant() != nullptr ? " (int8)" : ""));
-    RT_RETURN_IF_ERROR(patch_weight(bytes, base, t, value, error));
+    EMBER_TRY(patch_weight(bytes, base, t, value, error));
   }
   Result<Model> m = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Minimal, error);
   if (!m.ok()) return m.status();

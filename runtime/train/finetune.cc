@@ -70,7 +70,7 @@ Status check_data(const Executor& ex, const std::vector<NpzEntry>& data, const s
     if (i == declared.size()) return report_error(error, Status::InvalidArgument, "the model has no input '", name, "'");
     const IOInfo& io = declared[i];
     const Tensor* t = nullptr;
-    RT_RETURN_IF_ERROR(get(key, &t));
+    EMBER_TRY(get(key, &t));
     Tensor x = *t;
     if (x.dtype() == DType::Float64 && io.dtype == DType::Float32) x = x.to(DType::Float32);  // np's default
     if (x.dtype() != io.dtype)
@@ -91,7 +91,7 @@ Status check_data(const Executor& ex, const std::vector<NpzEntry>& data, const s
     b->inputs[i] = x;
   }
   const Tensor* t = nullptr;
-  RT_RETURN_IF_ERROR(get(c.target, &t));
+  EMBER_TRY(get(c.target, &t));
   b->target = *t;
   if (is_classification(c.loss)) {
     if (b->target.dtype() != DType::Int64 && b->target.dtype() != DType::Int32)
@@ -118,7 +118,7 @@ Status check_data(const Executor& ex, const std::vector<NpzEntry>& data, const s
 
 Tensor loss_of(const std::string& loss, const Tensor& out, const Tensor& target) {
   if (loss == "cross-entropy") return nn::cross_entropy(out, target);
-  EMBER_CHECK(out.sizes() == target.sizes(), Status::ShapeMismatch, loss, ": the output has shape ",
+  EMBER_ENFORCE(out.sizes() == target.sizes(), Status::ShapeMismatch, loss, ": the output has shape ",
               shape_str(out.sizes()), ", the target ", shape_str(target.sizes()));
   if (loss == "mse") return nn::mse_loss(out, target);
   if (loss == "l1") return nn::l1_loss(out, target);
@@ -208,15 +208,15 @@ Status check_config(const FinetuneConfig& c, std::string* error) {
 Result<FinetuneResult> finetune(Trainer& trainer, const std::vector<NpzEntry>& data, const std::string& data_name,
                                 const FinetuneConfig& c, const std::function<void(const StepLog&)>& on_step,
                                 std::string* error) {
-  RT_RETURN_IF_ERROR(check_config(c, error));
+  EMBER_TRY(check_config(c, error));
   Batches b;
-  RT_RETURN_IF_ERROR(check_data(trainer.executor(), data, data_name, c, &b, error));
+  EMBER_TRY(check_data(trainer.executor(), data, data_name, c, &b, error));
   FinetuneResult result;
   try {
     std::unique_ptr<optim::Optimizer> opt = make_optimizer(trainer.parameters(), c);
     std::unique_ptr<optim::LRScheduler> sched = make_scheduler(*opt, c.scheduler);
     LoopPosition at;
-    if (!c.resume.empty()) RT_RETURN_IF_ERROR(load_checkpoint(c.resume, trainer, *opt, sched.get(), &at, error));
+    if (!c.resume.empty()) EMBER_TRY(load_checkpoint(c.resume, trainer, *opt, sched.get(), &at, error));
     Generator gen(c.seed);
     for (int epoch = 1; epoch <= c.epochs; ++epoch) {
       const Tensor order = c.shuffle ? permutation(b.n, gen) : Tensor();  // drawn for skipped epochs too
@@ -240,7 +240,7 @@ Result<FinetuneResult> finetune(Trainer& trainer, const std::vector<NpzEntry>& d
         result.steps.push_back(log);
         if (on_step) on_step(log);
         if (c.checkpoint_every > 0 && at.step % c.checkpoint_every == 0)
-          RT_RETURN_IF_ERROR(save_checkpoint(c.checkpoint, trainer, *opt, sched.get(), at, error));
+          EMBER_TRY(save_checkpoint(c.checkpoint, trainer, *opt, sched.get(), at, error));
       }
       result.epoch_loss.push_back(at.epoch_sum / static_cast<double>(std::max<int64_t>(at.epoch_count, 1)));
       if (sched != nullptr) sched->step();
@@ -254,7 +254,7 @@ Result<FinetuneResult> finetune(Trainer& trainer, const std::vector<NpzEntry>& d
 Result<double> evaluate(Trainer& trainer, const std::vector<NpzEntry>& data, const std::string& data_name,
                         const FinetuneConfig& c, double* accuracy, std::string* error) {
   Batches b;
-  RT_RETURN_IF_ERROR(check_data(trainer.executor(), data, data_name, c, &b, error));
+  EMBER_TRY(check_data(trainer.executor(), data, data_name, c, &b, error));
   double sum = 0;
   int64_t correct = 0;
   try {

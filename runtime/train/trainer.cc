@@ -161,7 +161,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(std::shared_ptr<const Model> mo
     trainer->names_.push_back(w->name);
     trainer->params_.push_back(p);
   }
-  if (options.lora_rank > 0) RT_RETURN_IF_ERROR(trainer->add_adapters(options, error));
+  if (options.lora_rank > 0) EMBER_TRY(trainer->add_adapters(options, error));
   return trainer;
 }
 
@@ -266,7 +266,7 @@ Status Trainer::save(const std::string& path, const SaveOptions& options, std::s
     }
     widened.emplace_back(t, (dequantize_weight(m, t) + matmul(a.b, a.a) * a.scale).contiguous());
   }
-  for (const auto& [t, v] : values) RT_RETURN_IF_ERROR(patch_weight(bytes, m, t, v, error));
+  for (const auto& [t, v] : values) EMBER_TRY(patch_weight(bytes, m, t, v, error));
   if (widened.empty()) return write_file_atomic(path, bytes.data(), bytes.size(), error);
   // A weight changes dtype and size: the file is rewritten from its ModelDef.
   Result<Model> patched = Model::load_from_bytes(bytes.data(), bytes.size(), Verification::Minimal, error);

@@ -40,7 +40,7 @@ Records load() {
   std::string path = "tests/golden/golden.txt";
   std::ifstream in(path);
   if (!in && dir != nullptr) in.open(std::string(dir) + "/ember/" + path);
-  EMBER_CHECK(in.good(), Status::IoError, "golden: cannot open ", path);
+  EMBER_ENFORCE(in.good(), Status::IoError, "golden: cannot open ", path);
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream ls(line);
@@ -74,7 +74,7 @@ Records load() {
         ivals.push_back(std::strtoll(tok.c_str(), nullptr, 10));
       }
     }
-    EMBER_CHECK(!ls.fail(), Status::InvalidArgument, "golden: bad record ", name);
+    EMBER_ENFORCE(!ls.fail(), Status::InvalidArgument, "golden: bad record ", name);
     r.tensors[name] = is_floating(dtype) ? tensor(fvals, shape).to(dtype) : tensor(ivals, shape).to(dtype);
   }
   return r;
@@ -89,13 +89,13 @@ const Records& records() {
 
 Tensor golden(const std::string& name) {
   auto it = records().tensors.find(name);
-  EMBER_CHECK(it != records().tensors.end(), Status::NotFound, "golden: no record named ", name);
+  EMBER_ENFORCE(it != records().tensors.end(), Status::NotFound, "golden: no record named ", name);
   return it->second.clone();
 }
 
 std::string golden_text(const std::string& name) {
   auto it = records().texts.find(name);
-  EMBER_CHECK(it != records().texts.end(), Status::NotFound, "golden: no text record named ", name);
+  EMBER_ENFORCE(it != records().texts.end(), Status::NotFound, "golden: no text record named ", name);
   return it->second;
 }
 

@@ -205,13 +205,13 @@ TEST_CASE("the Pad kernel handles constant mode and rejects bad geometry") {
   p.before[0] = 1;
   p.before[1] = 1;
   p.after[1] = 1;
-  run_kernel(OpKind::Pad, {x}, {out}, p);
+  unwrap(run_kernel(OpKind::Pad, {x}, {out}, p));
   check_equal(out, tensor({{7, 7, 7, 7}, {7, 1, 2, 7}, {7, 3, 4, 7}}, DType::Int32));
   p.mode = PadMode::Reflect;
   p.before[1] = 2;  // reflect pad must be smaller than the dim
   p.after[1] = 0;
   Tensor bad = empty({3, 4}, DType::Int32);
-  check_error([&] { run_kernel(OpKind::Pad, {x}, {bad}, p); }, "kernel \"pad\" on cpu failed: InvalidArgument");
+  check_error([&] { unwrap(run_kernel(OpKind::Pad, {x}, {bad}, p)); }, "kernel \"pad\" on cpu failed: InvalidArgument");
 }
 
 TEST_CASE("pad errors carry PyTorch 1.13's messages") {

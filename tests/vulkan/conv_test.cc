@@ -123,16 +123,16 @@ TEST_CASE("conv2d on vulkan ignores Conv2dParams::activation (the executor appli
   Conv2dParams p;
   p.padding[0] = p.padding[1] = 1;
   const Tensor plain = empty({1, 3, 6, 6});
-  run_kernel(OpKind::Conv2d, {x, w, b}, {plain}, p);
+  unwrap(run_kernel(OpKind::Conv2d, {x, w, b}, {plain}, p));
   p.activation.kind = ActivationKind::Clamp;
   p.activation.min = 0.0;
   p.activation.max = 6.0;
   const Tensor cpu_out = empty({1, 3, 6, 6});
-  run_kernel(OpKind::Conv2d, {x, w, b}, {cpu_out}, p);
+  unwrap(run_kernel(OpKind::Conv2d, {x, w, b}, {cpu_out}, p));
   check_close(cpu_out, clamp(plain, 0.0, 6.0), 1e-6, 1e-6);  // fused in the CPU kernel
   CHECK(min(plain).item<float>() < 0.0f);
   const Tensor vk_out = empty({1, 3, 6, 6}, TensorOptions(kVulkan));
-  run_kernel(OpKind::Conv2d, {to_vk(x), to_vk(w), to_vk(b)}, {vk_out}, p);
+  unwrap(run_kernel(OpKind::Conv2d, {to_vk(x), to_vk(w), to_vk(b)}, {vk_out}, p));
   check_close(to_cpu(vk_out), plain, 1e-4, 1e-4);  // not applied on Vulkan
   // Conv + Relu / Clip (0, 6), as the executor runs a fused activation.
   const Tensor vx = to_vk(x), vw = to_vk(w), vb = to_vk(b);
@@ -205,7 +205,7 @@ TEST_CASE("conv2d float16: the CPU refuses Half (as PyTorch 1.13), mixed dtypes 
                        "Input type (c10::Half) and bias type (float) should be the same", ember::Error);
   // Straight to the kernel: a float32 output for half operands.
   const Tensor out = empty({1, 1, 1, 1}, TensorOptions(kVulkan));
-  CHECK_THROWS_WITH_AS(run_kernel(OpKind::Conv2d, {vh, vh, Tensor()}, {out}, Conv2dParams{}),
+  CHECK_THROWS_WITH_AS(unwrap(run_kernel(OpKind::Conv2d, {vh, vh, Tensor()}, {out}, Conv2dParams{})),
                        doctest::Contains("kernel \"conv2d\" on vulkan failed"), ember::Error);
 }
 
@@ -222,7 +222,7 @@ TEST_CASE("conv2d on vulkan: what the kernel refuses, and why") {
   // A weight that is not contiguous (the front-end always passes a contiguous one).
   const Tensor w = to_vk(randn({3, 3, 4, 4})).permute({3, 2, 0, 1});
   Conv2dParams p;
-  CHECK_THROWS_WITH_AS(run_kernel(OpKind::Conv2d, {x, w, Tensor()}, {out}, p),
+  CHECK_THROWS_WITH_AS(unwrap(run_kernel(OpKind::Conv2d, {x, w, Tensor()}, {out}, p)),
                        doctest::Contains("conv2d on vulkan needs a contiguous weight"), ember::Error);
   // Front-end checks as on the CPU.
   CHECK_THROWS_WITH_AS(conv2d(x, to_vk(randn({4, 3, 3, 3}))),

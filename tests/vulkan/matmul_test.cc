@@ -80,7 +80,7 @@ TEST_CASE("bmm on vulkan: batches, broadcast batches (stride 0), strided outputs
   check_gemm_close(bmm(to_vk(x3), to_vk(y2).expand({3, 9, 4})), bmm(x3, y2.expand({3, 9, 4})));
   // Straight to the kernel: a transposed (strided) output view.
   const Tensor out_t = empty({5, 65, 17}, TensorOptions(kVulkan));
-  run_kernel(OpKind::MatMul, {to_vk(a), to_vk(b)}, {out_t.transpose(1, 2)});
+  unwrap(run_kernel(OpKind::MatMul, {to_vk(a), to_vk(b)}, {out_t.transpose(1, 2)}));
   check_gemm_close(out_t, bmm(a, b).transpose(1, 2).contiguous());
 }
 
@@ -140,7 +140,7 @@ TEST_CASE("matmul on vulkan, float16 storage with float32 accumulation (straight
       const int64_t k = 65;
       const Tensor a = randn({1, m, k}).to(DType::Float16), b = randn({1, k, n}).to(DType::Float16);
       const Tensor out = empty({1, m, n}, TensorOptions(DType::Float16).device(kVulkan));
-      run_kernel(OpKind::MatMul, {to_vk(a), vk_transposed_view(b)}, {out});
+      unwrap(run_kernel(OpKind::MatMul, {to_vk(a), vk_transposed_view(b)}, {out}));
       // The float32 product of the same half values, rounded once to half.
       const Tensor expected = bmm(a.to(DType::Float32), b.to(DType::Float32)).to(DType::Float16);
       check_close(to_cpu(out), expected, 2e-3, 2e-3);
@@ -162,7 +162,7 @@ TEST_CASE("matmul on vulkan: mixed dtypes and shapes are refused as on the CPU")
   const Tensor a = to_vk(ones({2, 3})), b = to_vk(ones({4, 5}));
   CHECK_THROWS_WITH_AS(mm(a, b), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)", ember::Error);
   const Tensor out = empty({1, 2, 5}, TensorOptions(kVulkan));
-  CHECK_THROWS_WITH_AS(run_kernel(OpKind::MatMul, {a.unsqueeze(0), b.unsqueeze(0)}, {out}),
+  CHECK_THROWS_WITH_AS(unwrap(run_kernel(OpKind::MatMul, {a.unsqueeze(0), b.unsqueeze(0)}, {out})),
                        doctest::Contains("kernel \"matmul\" on vulkan failed"), ember::Error);
 }
 
