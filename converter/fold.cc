@@ -237,9 +237,8 @@ bool too_large_to_fold(const Graph& graph, const Node& node, const std::vector<T
 class FoldAllocator : public StorageAllocator {
  public:
   explicit FoldAllocator(size_t limit) : limit_(limit) {}
-  Storage allocate(size_t bytes) override {
-    if (bytes > limit_) throw Error(Status::NotSupported, "an allocation of " + std::to_string(bytes) +
-                                                              " bytes is too large to fold");
+  Result<Storage> allocate(size_t bytes) override {
+    if (bytes > limit_) return fail(Status::NotSupported, "an allocation of ", bytes, " bytes is too large to fold");
     return allocate_storage(bytes, Device(DeviceType::CPU));  // the hook is off inside allocate()
   }
 

@@ -20,10 +20,13 @@ DType coo_index_dtype(const Shape& shape) {
 
 namespace {
 
-void check_index_dtype(DType t) {
-  EMBER_ENFORCE(t == DType::Int16 || t == DType::Int32 || t == DType::Int64, Status::DTypeMismatch,
+Status index_dtype_status(DType t) {
+  EMBER_CHECK(t == DType::Int16 || t == DType::Int32 || t == DType::Int64, Status::DTypeMismatch,
               "COO indices must be int16, int32 or int64, got ", dtype_name(t));
+  return Status::Ok;
 }
+
+void check_index_dtype(DType t) { unwrap(index_dtype_status(t)); }
 
 void store_index(void* base, DType t, int64_t pos, int64_t v) {
   switch (t) {
@@ -137,16 +140,16 @@ Tensor indices_to_int64(const Tensor& indices) {
   return indices.to(DType::Int64).contiguous();
 }
 
-Tensor coo_to_dense(const Tensor& indices, const Tensor& values, const Shape& shape) {
-  check_index_dtype(indices.dtype());
+Result<Tensor> core::coo_to_dense(const Tensor& indices, const Tensor& values, const Shape& shape) {
+  EMBER_TRY(index_dtype_status(indices.dtype()));
   const int64_t rank = static_cast<int64_t>(shape.size());
-  EMBER_ENFORCE(indices.dim() == 2 && indices.size(0) == rank && values.dim() == 1 &&
+  EMBER_CHECK(indices.dim() == 2 && indices.size(0) == rank && values.dim() == 1 &&
                   values.size(0) == indices.size(1),
               Status::ShapeMismatch, "coo_to_dense: indices ", shape_str(indices.sizes()), " and values ",
               shape_str(values.sizes()), " do not describe ", rank, "-D COO data");
-  const Tensor idx = indices.contiguous();
-  const Tensor val = values.contiguous();
-  Tensor out = zeros(shape, val.dtype());
+  EMBER_ASSIGN_OR_RETURN(const Tensor idx, ember::core::contiguous(indices));
+  EMBER_ASSIGN_OR_RETURN(const Tensor val, ember::core::contiguous(values));
+  EMBER_ASSIGN_OR_RETURN(Tensor out, ember::core::zeros(shape, val.dtype()));
   const int64_t nnz = val.size(0);
   if (nnz == 0) return out;
   // Flat offsets, then an index_put with accumulation through a [numel] view.
@@ -158,7 +161,7 @@ Tensor coo_to_dense(const Tensor& indices, const Tensor& values, const Shape& sh
     int64_t off = 0;
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t c = coo_index(idx, d, k);
-      EMBER_ENFORCE(c >= 0 && c < shape[static_cast<size_t>(d)], Status::OutOfRange, "COO index ", c, " of value ",
+      EMBER_CHECK(c >= 0 && c < shape[static_cast<size_t>(d)], Status::OutOfRange, "COO index ", c, " of value ",
                   k, " out of bounds for dimension ", d, " of size ", shape[static_cast<size_t>(d)]);
       off = off * shape[static_cast<size_t>(d)] + c;
     }
@@ -187,6 +190,10 @@ Tensor coo_to_dense(const Tensor& indices, const Tensor& values, const Shape& sh
     }
   }
   return out;
+}
+
+Tensor coo_to_dense(const Tensor& indices, const Tensor& values, const Shape& shape) {
+  return unwrap(core::coo_to_dense(indices, values, shape));
 }
 
 double zero_fraction(const Tensor& t) {

@@ -39,6 +39,9 @@ Tensor indices_to_int64(const Tensor& indices);
 // Scatters `values` (contiguous [nnz]) at `indices` into a zero tensor of
 // `shape` (duplicates are summed). Values float32/float16/... keep their dtype.
 Tensor coo_to_dense(const Tensor& indices, const Tensor& values, const Shape& shape);
+namespace core {
+Result<Tensor> coo_to_dense(const Tensor& indices, const Tensor& values, const Shape& shape);  // its Status form
+}  // namespace core
 
 // Fraction of zeros of a tensor (0 for an empty one).
 double zero_fraction(const Tensor& t);

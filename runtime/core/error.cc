@@ -37,10 +37,13 @@ Status fail(Status status) {
   return status;
 }
 
-void unwrap(Status status) {
-  if (status == Status::Ok) return;
+std::string failure_message(Status status) {
   const std::string& m = thread_message();
-  raise_error(status, m.empty() ? std::string(status_name(status)) : m);
+  return m.empty() ? std::string(status_name(status)) : m;
+}
+
+void unwrap(Status status) {
+  if (status != Status::Ok) raise_error(status, failure_message(status));
 }
 
 }  // namespace ember

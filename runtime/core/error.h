@@ -40,6 +40,9 @@ std::string str_cat(const Args&... args) {
 // after a failure without a message: its Status says it).
 const std::string& error_message();
 void set_error_message(std::string message);
+// What to report for failure `status`: the thread's message, or the status'
+// name when the failure left none.
+std::string failure_message(Status status);
 
 // A failure with a message: sets the thread's error message to the
 // concatenated parts and returns `status` (EMBER_CHECK's failing branch).

@@ -61,7 +61,7 @@ Status status_of(const Result<T>& r) {
 
 // EMBER_ASSIGN_OR_RETURN(auto x, make_x()): declares x from a Result or returns its Status.
 #define EMBER_ASSIGN_OR_RETURN(decl, expr) \
-  EMBER_ASSIGN_OR_RETURN_IMPL_(EMBER_CONCAT_(ember_result_, __LINE__), decl, expr)
+  EMBER_ASSIGN_OR_RETURN_IMPL_(EMBER_CONCAT_(ember_result_, __COUNTER__), decl, expr)
 #define EMBER_ASSIGN_OR_RETURN_IMPL_(tmp, decl, expr) \
   auto tmp = (expr);                               \
   if (!tmp.ok()) return tmp.status();              \

@@ -26,9 +26,9 @@ namespace ember {
 Status attach_subgraphs(const Model& m, const std::vector<std::shared_ptr<const Executor>>& subgraphs,
                         std::vector<OpState>& ops, std::string* error);
 
-// The runners (op_runner.cc's dispatch). Raise ember::Error.
-void run_If(OpContext& c);
-void run_Loop(OpContext& c);
-void run_Scan(OpContext& c);
+// The runners (op_runner.cc's dispatch).
+Status run_If(OpContext& c);
+Status run_Loop(OpContext& c);
+Status run_Scan(OpContext& c);
 
 }  // namespace ember

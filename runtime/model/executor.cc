@@ -1,6 +1,6 @@
-// The executor: create() and the run loop. Built WITH exceptions (unlike
-// runtime:model): every op runs through the eager front-ends, which raise
-// ember::Error; run() catches them per op and turns them into a Status and
+// The executor: create() and the run loop. Nothing here raises: every op runs
+// through the ops' Status-returning cores (op_runner.h), and run() turns a
+// failing op's Status and the thread's message (error.h) into
 // "node '<name>' (<op>): <message>".
 //
 // The rest lives beside it: weights.h (weight preparation at create),
@@ -275,7 +275,7 @@ Result<std::shared_ptr<const Executor>> Executor::create_graph(
   const Model& m = *ex->model_;
   EMBER_TRY(attach_subgraphs(m, subgraphs, ex->ops_, error));
   EMBER_TRY(prepare_sparse(m, ex->ops_, ex->tensors_, error));
-  upcast_fp16_weights(m, ex->tensors_);
+  EMBER_TRY(upcast_fp16_weights(m, ex->tensors_, error));
   EMBER_TRY(prepare_quantized(m, ex->ops_, error));
   if (options.device == DeviceType::CPU)
     EMBER_TRY(prepare_packed(m, ex->ops_, ex->tensors_, options.precision == Precision::BFloat16, error));
@@ -394,18 +394,21 @@ class Run {
   // capture (a copy would need the host mid-capture), and every device tensor
   // the captured ops touch is kept alive with this Run, so that no other
   // allocation takes its memory while the graph can replay.
-  void upload_inputs(const std::vector<IOInfo>& declared) {
-    for (const IOInfo& io : declared) (void)value_on(io.tensor, device_);
+  Status upload_inputs(const std::vector<IOInfo>& declared) {
+    for (const IOInfo& io : declared) EMBER_TRY(value_on(io.tensor, device_));
+    return Status::Ok;
   }
   void keep_everything() { keep_ = true; }
   // New input values copied into the device tensors the graph reads.
-  void refill_inputs(const std::vector<IOInfo>& declared, const std::vector<Tensor>& inputs) {
+  Status refill_inputs(const std::vector<IOInfo>& declared, const std::vector<Tensor>& inputs) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const size_t t = static_cast<size_t>(declared[i].tensor);
       values_[t] = inputs[i];
       Tensor& on_device = other_[t];
-      unwrap(copy_into(on_device, inputs[i].dtype() == on_device.dtype() ? inputs[i] : inputs[i].to(on_device.dtype())));
+      EMBER_ASSIGN_OR_RETURN(const Tensor x, core::to(inputs[i], on_device.dtype()));
+      EMBER_TRY(copy_into(on_device, x));
     }
+    return Status::Ok;
   }
 
   // Runs every op in order; on failure sets *message ("node 'fc1' (linear): ...").
@@ -426,33 +429,12 @@ class Run {
   // still on the device are made contiguous there and read back together:
   // one submit for the graph and every copy.
   Status read_outputs(const std::vector<IOInfo>& declared, std::vector<Tensor>* results, std::string* message) {
-    try {
-      std::vector<Tensor> packed(on_cpu_ ? 0 : declared.size());
-      std::vector<Backend::CopyOut> copies;
-      for (size_t o = 0; o < declared.size(); ++o) {
-        const int32_t t = declared[o].tensor;
-        const Tensor& v = values_[static_cast<size_t>(t)];
-        // A value with a gradient history (run_recording) comes back through a recorded copy.
-        if (on_cpu_ || !v.defined() || v.device() == cpu_ || other_[static_cast<size_t>(t)].defined() ||
-            v.requires_grad()) {
-          results->push_back(value_on(t, cpu_));
-          continue;
-        }
-        const bool widen = low_ != DType::Float32 && v.dtype() == low_ && m_.tensor_dtype(t) == DType::Float32;
-        packed[o] = (widen ? v.to(DType::Float32) : v).contiguous();
-        results->push_back(empty(packed[o].sizes(), packed[o].dtype()));
-        copies.push_back({Span<std::byte>(static_cast<std::byte*>(results->back().data_ptr()), results->back().nbytes()),
-                          &packed[o].storage()->buffer(),
-                          static_cast<size_t>(packed[o].storage_offset()) * packed[o].element_size()});
-      }
-      const Status st = copies.empty() ? Status::Ok : backend_->copy_out_batch(copies);
-      EMBER_ENFORCE(st == Status::Ok, st, "copy to cpu", backend_error_detail(*backend_));
-    } catch (const Error& e) {
-      *message = str_cat("reading the outputs back from ", device_, ": ", e.what());
+    const Status st = collect_outputs(declared, results);
+    if (st != Status::Ok) {
+      *message = str_cat("reading the outputs back from ", device_, ": ", failure_message(st));
       results->clear();
-      return e.status();
     }
-    return Status::Ok;
+    return st;
   }
 
   // Frees every intermediate (before the recording allocator finishes).
@@ -462,26 +444,56 @@ class Run {
   }
 
  private:
+  Status collect_outputs(const std::vector<IOInfo>& declared, std::vector<Tensor>* results) {
+    std::vector<Tensor> packed(on_cpu_ ? 0 : declared.size());
+    std::vector<Backend::CopyOut> copies;
+    for (size_t o = 0; o < declared.size(); ++o) {
+      const int32_t t = declared[o].tensor;
+      const Tensor& v = values_[static_cast<size_t>(t)];
+      // A value with a gradient history (run_recording) comes back through a recorded copy.
+      if (on_cpu_ || !v.defined() || v.device() == cpu_ || other_[static_cast<size_t>(t)].defined() ||
+          v.requires_grad()) {
+        EMBER_ASSIGN_OR_RETURN(Tensor r, value_on(t, cpu_));
+        results->push_back(std::move(r));
+        continue;
+      }
+      const bool widen = low_ != DType::Float32 && v.dtype() == low_ && m_.tensor_dtype(t) == DType::Float32;
+      EMBER_ASSIGN_OR_RETURN(const Tensor wide, core::to(v, widen ? DType::Float32 : v.dtype()));
+      EMBER_ASSIGN_OR_RETURN(packed[o], core::contiguous(wide));
+      EMBER_ASSIGN_OR_RETURN(Tensor r, core::empty(packed[o].sizes(), packed[o].dtype()));
+      results->push_back(std::move(r));
+      copies.push_back({Span<std::byte>(static_cast<std::byte*>(results->back().data_ptr()), results->back().nbytes()),
+                        &packed[o].storage()->buffer(),
+                        static_cast<size_t>(packed[o].storage_offset()) * packed[o].element_size()});
+    }
+    const Status st = copies.empty() ? Status::Ok : backend_->copy_out_batch(copies);
+    EMBER_CHECK(st == Status::Ok, st, "copy to cpu", backend_error_detail(*backend_));
+    return Status::Ok;
+  }
+
   // Value t on `where`: moved (and converted for a 16-bit precision) once, then cached in
   // other_ (weights uploaded at create; a value crosses at most once per run).
-  Tensor value_on(int32_t t, const Device& where) {
+  Result<Tensor> value_on(int32_t t, const Device& where) {
     const size_t i = static_cast<size_t>(t);
     const Tensor& v = values_[i];
     if (on_cpu_ || !v.defined() || v.device() == where) return v;
     if (!other_[i].defined()) {
       if (where.is_cpu()) {
-        Tensor x = v.to(where);
-        if (low_ != DType::Float32 && x.dtype() == low_ && m_.tensor_dtype(t) == DType::Float32) x = x.to(DType::Float32);
+        EMBER_ASSIGN_OR_RETURN(Tensor x, core::to(v, where));
+        if (low_ != DType::Float32 && x.dtype() == low_ && m_.tensor_dtype(t) == DType::Float32) {
+          EMBER_ASSIGN_OR_RETURN(x, core::to(x, DType::Float32));
+        }
         other_[i] = x;
       } else {
-        other_[i] = (v.dtype() == DType::Float32 && low_ != DType::Float32 ? v.to(low_) : v).to(where);
+        EMBER_ASSIGN_OR_RETURN(const Tensor x, core::to(v, v.dtype() == DType::Float32 ? low_ : v.dtype()));
+        EMBER_ASSIGN_OR_RETURN(other_[i], core::to(x, where));
       }
     }
     return other_[i];
   }
 
   // Sets `in` to op k's inputs, on the device where it runs (host slots on the CPU).
-  void op_inputs(int k, bool on_device, std::vector<Tensor>& in) {
+  Status op_inputs(int k, bool on_device, std::vector<Tensor>& in) {
     const fb::Operator& op = m_.op(k);
     const OpKind kind = m_.op_kind(k);
     in.assign(vlen(op.inputs()), Tensor());
@@ -491,40 +503,36 @@ class Run {
       if (kind == OpKind::ShapeOf) {
         in[j] = values_[static_cast<size_t>(t)];  // reads only the sizes
       } else {
-        in[j] = value_on(t, on_device && !reads_on_host(kind, j) ? device_ : cpu_);
+        EMBER_ASSIGN_OR_RETURN(in[j], value_on(t, on_device && !reads_on_host(kind, j) ? device_ : cpu_));
       }
     }
+    return Status::Ok;
   }
 
   Status run_one(int k, bool profile, std::string* message) {
+    const Status st = run_op_at(k, profile);
+    if (st != Status::Ok) *message = str_cat(op_ref(m_, k), ": ", failure_message(st));
+    return st;
+  }
+
+  Status run_op_at(int k, bool profile) {
     const OpState& state = ops_[static_cast<size_t>(k)];
     const bool on_device = !on_cpu_ && state.placement == Placement::Device;
-    try {
-      // The input and output lists keep their capacity from op to op (taken,
-      // not shared: a nested run allocates its own).
-      std::vector<Tensor> in = std::move(in_buf_);
-      op_inputs(k, on_device, in);
-      OpContext ctx{m_, k, state.kind, state, tensors_, in, on_device ? device_ : cpu_, on_device,
-                    on_device ? low_ : DType::Float32, std::move(out_buf_),
-                    lora_.empty() ? nullptr : lora_[static_cast<size_t>(k)]};
-      run_op(ctx, values_);
-      in.clear();
-      ctx.out.clear();
-      in_buf_ = std::move(in);
-      out_buf_ = std::move(ctx.out);
-      if (profile && on_device) {
-        const Status st = backend_->synchronize();
-        EMBER_ENFORCE(st == Status::Ok, st, "synchronize", backend_error_detail(*backend_));
-      }
-    } catch (const Error& e) {
-      *message = str_cat(op_ref(m_, k), ": ", e.what());
-      return e.status();
-    } catch (const std::bad_alloc&) {
-      *message = str_cat(op_ref(m_, k), ": out of memory");
-      return Status::OutOfMemory;
-    } catch (const std::exception& e) {
-      *message = str_cat(op_ref(m_, k), ": ", e.what());
-      return Status::Internal;
+    // The input and output lists keep their capacity from op to op (taken,
+    // not shared: a nested run allocates its own).
+    std::vector<Tensor> in = std::move(in_buf_);
+    EMBER_TRY(op_inputs(k, on_device, in));
+    OpContext ctx{m_, k, state.kind, state, tensors_, in, on_device ? device_ : cpu_, on_device,
+                  on_device ? low_ : DType::Float32, std::move(out_buf_),
+                  lora_.empty() ? nullptr : lora_[static_cast<size_t>(k)]};
+    EMBER_TRY(run_op(ctx, values_));
+    in.clear();
+    ctx.out.clear();
+    in_buf_ = std::move(in);
+    out_buf_ = std::move(ctx.out);
+    if (profile && on_device) {
+      const Status st = backend_->synchronize();
+      EMBER_CHECK(st == Status::Ok, st, "synchronize", backend_error_detail(*backend_));
     }
     return Status::Ok;
   }
@@ -593,14 +601,15 @@ Result<std::vector<Tensor>> replay(const ExecutorParts& ex, CapturedRun& g, cons
   std::string message;
   std::vector<Tensor> results;
   Status status = Status::Ok;
-  try {
+  {
     NoGradGuard no_grad;
-    if (refill) g.run->refill_inputs(ex.inputs, inputs);
-    status = g.graph->replay();
-    if (status != Status::Ok) message = get_backend(ex.options.device)->last_error();
-  } catch (const Error& e) {
-    status = e.status();
-    message = e.what();
+    if (refill) status = g.run->refill_inputs(ex.inputs, inputs);
+    if (status != Status::Ok) {
+      message = failure_message(status);
+    } else {
+      status = g.graph->replay();
+      if (status != Status::Ok) message = get_backend(ex.options.device)->last_error();
+    }
   }
   if (status == Status::Ok) status = g.run->read_outputs(ex.outputs, &results, &message);
   if (status != Status::Ok) return report_error(error, status, "graph replay: ", message);
@@ -618,12 +627,8 @@ Result<std::vector<Tensor>> capture(const ExecutorParts& ex, CapturedRun& g, con
   Status status = Status::Ok;
   {
     NoGradGuard no_grad;
-    try {
-      run->bind_inputs(ex.inputs, inputs);
-      run->upload_inputs(ex.inputs);
-    } catch (const Error& e) {
-      status = e.status();
-    }
+    run->bind_inputs(ex.inputs, inputs);
+    status = run->upload_inputs(ex.inputs);
     run->keep_everything();
     if (status == Status::Ok) status = backend->begin_capture();
     if (status == Status::Ok) {
@@ -658,7 +663,6 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Executor> executor)
 ExecutionContext::~ExecutionContext() = default;
 
 bool ExecutionContext::graph_captured() const { return arena_->graph.used; }
-
 
 Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, const RunOptions& options,
                                                   std::string* error) {
@@ -764,16 +768,16 @@ Result<std::vector<Tensor>> ExecutionContext::run(Span<const Tensor> inputs, con
   return results;
 }
 
-std::vector<Tensor> run_subgraph(const Executor& ex, const std::vector<Tensor>& inputs) {
+Result<std::vector<Tensor>> run_subgraph(const Executor& ex, const std::vector<Tensor>& inputs) {
   std::string message;
   Status status = check_inputs(ex.inputs_, Span<const Tensor>(inputs.data(), inputs.size()), &message);
-  EMBER_ENFORCE(status == Status::Ok, status, "subgraph: ", message);
+  EMBER_CHECK(status == Status::Ok, status, "subgraph: ", message);
   Run run(*ex.model_, ex.options_, ex.ops_, ex.tensors_);
   run.bind_inputs(ex.inputs_, inputs);
   std::vector<Tensor> results;
   status = run.run_ops(false, nullptr, &message);
   if (status == Status::Ok) status = run.read_outputs(ex.outputs_, &results, &message);
-  EMBER_ENFORCE(status == Status::Ok, status, message);
+  EMBER_CHECK(status == Status::Ok, status, message);
   return results;
 }
 

@@ -147,9 +147,9 @@ Result<std::vector<Tensor>> run_recording(const Executor& ex, Span<const Tensor>
 
 // Runs `ex` (a control-flow subgraph's executor, on the CPU) on `inputs`,
 // checked as ExecutionContext::run checks them, from inside a running op:
-// its allocations go wherever the caller's storage hook sends them. Raises
-// ember::Error ("node 'add_1' (add): ...") on failure.
-std::vector<Tensor> run_subgraph(const Executor& ex, const std::vector<Tensor>& inputs);
+// its allocations go wherever the caller's storage hook sends them. On
+// failure the thread's message says where ("subgraph: node 'add_1' (add): ...").
+Result<std::vector<Tensor>> run_subgraph(const Executor& ex, const std::vector<Tensor>& inputs);
 
 class Executor {
  public:
@@ -193,7 +193,7 @@ class Executor {
 
  private:
   friend class ExecutionContext;
-  friend std::vector<Tensor> run_subgraph(const Executor&, const std::vector<Tensor>&);
+  friend Result<std::vector<Tensor>> run_subgraph(const Executor&, const std::vector<Tensor>&);
   // create() for the main graph or a subgraph; `subgraphs`: the executors of
   // the file's subgraphs of lower index (all of them for the main graph).
   static Result<std::shared_ptr<const Executor>> create_graph(

@@ -1,7 +1,6 @@
 // Graph ops with ONNX semantics (graph_ops.h): they return a Status and leave
-// the message for the thread (error.h). Built with exceptions: the eager
-// front-ends they still call (cat, gather, topk, ...) raise ember::Error until
-// runtime/ops has their Status forms.
+// the message for the thread (error.h), composed from the tensor layer's and
+// the ops' Status-returning cores.
 #include "runtime/model/graph_ops.h"
 
 #include <algorithm>
@@ -32,12 +31,12 @@ Result<Tensor> slice_down(const Tensor& x, int64_t axis, int64_t start, int64_t 
   if (end < 0) end += dim;
   start = std::clamp<int64_t>(start, 0, dim - 1);  // dim 0: start -1, nothing picked
   end = std::clamp<int64_t>(end, -1, dim - 1);
-  if (start <= end) return x.narrow(axis, 0, 0);  // nothing picked
+  if (start <= end) return core::narrow(x, axis, 0, 0);  // nothing picked
   // -INT64_MIN does not exist: Tensor::slice's refusal of the step it became.
   EMBER_CHECK(step != std::numeric_limits<int64_t>::min(), Status::InvalidArgument, "slice step must be positive");
   const int64_t count = (start - end - 1) / -step + 1;
   const int64_t lowest = start + (count - 1) * step;
-  const Tensor up = x.slice(axis, lowest, start + 1, -step);  // `count` elements, ascending
+  EMBER_ASSIGN_OR_RETURN(const Tensor up, core::slice(x, axis, lowest, start + 1, -step));  // `count`, ascending
   std::vector<int64_t> reversed(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) reversed[static_cast<size_t>(i)] = count - 1 - i;
   return onnx_gather(up, tensor(reversed, {count}), axis);
@@ -101,14 +100,14 @@ Result<Tensor> onnx_reshape(const Tensor& x, const std::vector<int64_t>& spec, b
   for (int64_t d : shape) n *= d;
   EMBER_CHECK(n == x.numel(), Status::ShapeMismatch, "cannot reshape ", shape_str(x.sizes()), " (",
               x.numel(), " elements) into ", shape_str(spec));
-  return x.reshape(shape);
+  return core::reshape(x, shape);
 }
 
 Result<Tensor> onnx_flatten(const Tensor& x, int64_t axis_param) {
   EMBER_ASSIGN_OR_RETURN(const int64_t axis, onnx_axis(axis_param, x.dim(), "flatten axis", true));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < x.dim(); ++d) (d < axis ? outer : inner) *= x.size(d);
-  return x.reshape({outer, inner});
+  return core::reshape(x, {outer, inner});
 }
 
 Result<Tensor> onnx_squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
@@ -124,7 +123,7 @@ Result<Tensor> onnx_squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
     const bool squeezed = axes.empty() ? x.size(d) == 1 : static_cast<bool>(drop[static_cast<size_t>(d)]);
     if (!squeezed) shape.push_back(x.size(d));
   }
-  return x.reshape(shape);
+  return core::reshape(x, shape);
 }
 
 Result<Tensor> onnx_unsqueeze(const Tensor& x, const std::vector<int64_t>& axes) {
@@ -138,21 +137,21 @@ Result<Tensor> onnx_unsqueeze(const Tensor& x, const std::vector<int64_t>& axes)
   Shape shape;
   int64_t src = 0;
   for (int64_t d = 0; d < rank; ++d) shape.push_back(inserted[static_cast<size_t>(d)] ? 1 : x.size(src++));
-  return x.reshape(shape);
+  return core::reshape(x, shape);
 }
 
 Result<Tensor> onnx_transpose(const Tensor& x, const std::vector<int64_t>& perm) {
   if (!perm.empty()) return core::permute(x, perm);
   std::vector<int64_t> reversed;
   for (int64_t d = x.dim() - 1; d >= 0; --d) reversed.push_back(d);
-  return x.permute(reversed);
+  return core::permute(x, reversed);
 }
 
 Result<Tensor> onnx_concat(const std::vector<Tensor>& xs, int64_t axis_param) {
   EMBER_CHECK(!xs.empty(), Status::InvalidArgument, "concat without inputs");
   EMBER_ASSIGN_OR_RETURN(const int64_t axis, onnx_axis(axis_param, xs[0].dim(), "concat axis"));
   if (xs.size() == 1) return xs[0];
-  return cat(xs, axis);  // still raises (runtime/ops has no Status form of cat yet)
+  return core::cat(xs, axis);
 }
 
 Result<std::vector<Tensor>> onnx_split(const Tensor& x, int64_t axis_param, const std::vector<int64_t>* sizes,
@@ -171,10 +170,8 @@ Result<std::vector<Tensor>> onnx_split(const Tensor& x, int64_t axis_param, cons
                 ", but axis ", axis, " has size ", x.size(axis));
     int64_t start = 0;
     for (int64_t s : *sizes) {
-      // Sizes whose sum wrapped around: Tensor::narrow's refusal.
-      EMBER_CHECK(s <= x.size(axis) - start, Status::OutOfRange, "start (", start, ") + length (", s,
-                  ") exceeds dimension size (", x.size(axis), ").");
-      parts.push_back(x.narrow(axis, start, s));
+      EMBER_ASSIGN_OR_RETURN(Tensor part, core::narrow(x, axis, start, s));  // fails on sizes whose sum wrapped
+      parts.push_back(std::move(part));
       start += s;
     }
     return parts;
@@ -186,7 +183,8 @@ Result<std::vector<Tensor>> onnx_split(const Tensor& x, int64_t axis_param, cons
               dim, " into ", n, " parts");
   for (int64_t i = 0; i < n; ++i) {
     const int64_t start = std::min(dim, i * chunk);
-    parts.push_back(x.narrow(axis, start, std::min(chunk, dim - start)));
+    EMBER_ASSIGN_OR_RETURN(Tensor part, core::narrow(x, axis, start, std::min(chunk, dim - start)));
+    parts.push_back(std::move(part));
   }
   return parts;
 }
@@ -221,7 +219,7 @@ Result<Tensor> onnx_slice(const Tensor& data, const std::vector<int64_t>& starts
     start = std::clamp<int64_t>(start, 0, dim);
     end = std::clamp<int64_t>(end, 0, dim);
     if (end < start) end = start;
-    x = x.slice(axis, start, end, step);
+    EMBER_ASSIGN_OR_RETURN(x, core::slice(x, axis, start, end, step));
   }
   return x;
 }
@@ -248,9 +246,9 @@ Result<Tensor> onnx_gather(const Tensor& data, const Tensor& indices, int64_t ax
   EMBER_ASSIGN_OR_RETURN(const int64_t axis, onnx_axis(axis_param, rank, "gather axis"));
   const int64_t dim = data.size(axis);
   // Indices, wrapped, as a contiguous 1-D int64 tensor.
-  const Tensor idx_in = indices.contiguous();
+  EMBER_ASSIGN_OR_RETURN(const Tensor idx_in, core::contiguous(indices));
   const int64_t n = idx_in.numel();
-  Tensor idx = empty({n}, DType::Int64);
+  EMBER_ASSIGN_OR_RETURN(Tensor idx, core::empty({n}, DType::Int64));
   int64_t* out = idx.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t v =
@@ -259,7 +257,9 @@ Result<Tensor> onnx_gather(const Tensor& data, const Tensor& indices, int64_t ax
                 " of size ", dim);
     out[i] = v < 0 ? v + dim : v;
   }
-  if (idx.device() != data.device()) idx = idx.to(data.device());
+  if (idx.device() != data.device()) {
+    EMBER_ASSIGN_OR_RETURN(idx, core::to(idx, data.device()));
+  }
   // data with the axis first, as [dim, rest].
   std::vector<int64_t> perm{axis};
   Shape others;
@@ -270,24 +270,25 @@ Result<Tensor> onnx_gather(const Tensor& data, const Tensor& indices, int64_t ax
   }
   int64_t rest = 1;
   for (int64_t d : others) rest *= d;
-  const Tensor table = data.permute(perm).reshape({dim, rest});
-  Tensor y = embedding(table, idx);  // [n, rest]
+  EMBER_ASSIGN_OR_RETURN(const Tensor moved, core::permute(data, perm));
+  EMBER_ASSIGN_OR_RETURN(const Tensor table, core::reshape(moved, {dim, rest}));
+  EMBER_ASSIGN_OR_RETURN(Tensor y, core::embedding(table, idx));  // [n, rest]
   // -> idx.shape + before + after, then before + idx.shape + after.
   const int64_t q = indices.dim();
   Shape shape = indices.sizes();
   shape.insert(shape.end(), others.begin(), others.end());
-  y = y.reshape(shape);
+  EMBER_ASSIGN_OR_RETURN(y, core::reshape(y, shape));
   std::vector<int64_t> back;
   for (int64_t d = 0; d < axis; ++d) back.push_back(q + d);
   for (int64_t d = 0; d < q; ++d) back.push_back(d);
   for (int64_t d = q + axis; d < q + rank - 1; ++d) back.push_back(d);
-  return y.permute(back);
+  return core::permute(y, back);
 }
 
 Result<Tensor> onnx_expand(const Tensor& x, const std::vector<int64_t>& shape) {
   EMBER_ASSIGN_OR_RETURN(const Shape target, to_shape(shape, "shape"));
   EMBER_ASSIGN_OR_RETURN(const Shape out, core::broadcast_shapes(x.sizes(), target));
-  return x.expand(out);  // broadcast from x: cannot fail
+  return core::expand(x, out);
 }
 
 Result<Tensor> onnx_shape(const Tensor& x, int64_t start, int64_t end) {
@@ -300,7 +301,7 @@ Result<Tensor> onnx_shape(const Tensor& x, int64_t start, int64_t end) {
 
 Result<Tensor> onnx_constant_of_shape(const std::vector<int64_t>& shape, Scalar value, TensorOptions options) {
   EMBER_ASSIGN_OR_RETURN(const Shape sizes, to_shape(shape, "shape"));
-  return full(sizes, value, options);
+  return core::full(sizes, value, options);
 }
 
 Result<Tensor> onnx_range(const Tensor& start, const Tensor& limit, const Tensor& delta, TensorOptions options) {
@@ -308,7 +309,7 @@ Result<Tensor> onnx_range(const Tensor& start, const Tensor& limit, const Tensor
     EMBER_CHECK(t.defined() && t.numel() == 1, Status::InvalidArgument, "range: ", what,
                 " must have one element, got ", t.defined() ? shape_str(t.sizes()) : std::string("none"));
     EMBER_CHECK(t.dtype() != DType::Bool, Status::InvalidArgument, "range: ", what, " must be numeric, not bool");
-    return t.reshape({1}).item();
+    return core::item(t.reshape({1}));  // one element: the reshape cannot fail
   };
   EMBER_ASSIGN_OR_RETURN(const Scalar s, scalar(start, "start"));
   EMBER_ASSIGN_OR_RETURN(const Scalar l, scalar(limit, "limit"));
@@ -318,22 +319,26 @@ Result<Tensor> onnx_range(const Tensor& start, const Tensor& limit, const Tensor
   const double n = std::ceil((l.to<double>() - s.to<double>()) / d.to<double>());
   Tensor r;
   if (!(n > 0)) {
-    r = empty({0}, TensorOptions(dt));
+    EMBER_ASSIGN_OR_RETURN(r, core::empty({0}, TensorOptions(dt)));
   } else {
     EMBER_CHECK(n < 9.007199254740992e15, Status::OutOfRange, "range: ", n, " elements is too many");
-    const Tensor i = arange(static_cast<int64_t>(n), TensorOptions(is_floating(dt) ? DType::Float64 : DType::Int64));
+    EMBER_ASSIGN_OR_RETURN(const Tensor i, core::arange(0, static_cast<int64_t>(n), 1,
+                                                        TensorOptions(is_floating(dt) ? DType::Float64 : DType::Int64)));
     // start + i * delta, floats in float64 as ONNX's reference
-    r = is_floating(dt) ? add(mul(i, d.to<double>()), s.to<double>()) : add(mul(i, d.to<int64_t>()), s.to<int64_t>());
-    r = r.to(dt);
+    const bool flt = is_floating(dt);
+    EMBER_ASSIGN_OR_RETURN(r, flt ? core::mul(i, d.to<double>()) : core::mul(i, d.to<int64_t>()));
+    EMBER_ASSIGN_OR_RETURN(r, flt ? core::add(r, s.to<double>()) : core::add(r, s.to<int64_t>()));
+    EMBER_ASSIGN_OR_RETURN(r, core::to(r, dt));
   }
-  return r.to(options.device_or());
+  return core::to(r, options.device_or());
 }
 
 Result<Tensor> onnx_bit_cast(const Tensor& x, DType to) {
   EMBER_CHECK(element_size(x.dtype()) == element_size(to), Status::NotSupported, "bit_cast: ", dtype_name(x.dtype()),
               " (", element_size(x.dtype()), " bytes) to ", dtype_name(to), " (", element_size(to),
               " bytes): the element sizes differ");
-  const Tensor c = x.to(Device("cpu")).contiguous();
+  EMBER_ASSIGN_OR_RETURN(const Tensor host, core::to(x, Device(DeviceType::CPU)));
+  EMBER_ASSIGN_OR_RETURN(const Tensor c, core::contiguous(host));
   return from_blob(c.data_ptr(), c.sizes(), TensorOptions(to), [c](void*) {});
 }
 

@@ -3,11 +3,10 @@
 // converter folds constants with (converter/fold.cc), so a graph op means the
 // same folded and at run time.
 //
-// They are composed from views and the eager front-ends (runtime/ops/ops.h)
-// and return a Status / Result (status.h, result.h) on invalid arguments,
-// leaving the message for the calling thread (error_message(), error.h), as
-// the inference path does; callers outside it (the converter's folding, the
-// runners that still raise) unwrap() them. Results may be views of their input
+// They are composed from the Status-returning cores of the views and the op
+// front-ends (runtime/tensor/tensor.h, runtime/ops/ops.h) and return a Status
+// / Result on invalid arguments, leaving the message for the calling thread
+// (error_message(), error.h); the converter's folding unwrap()s them. Results may be views of their input
 // (the converter makes them contiguous before it stores them). Axes follow
 // ONNX: negative axes count from the end. Integer arguments that come from
 // tensors at run time (shapes, starts, indices) are read on the host by

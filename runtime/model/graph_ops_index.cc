@@ -1,7 +1,6 @@
-// The indexing, selection and scan graph ops (graph_ops.h) on the eager
-// front-ends: ONNX's negative indices are wrapped here (PyTorch's front-ends
-// refuse them); NonZero and Unique run on the host (their sizes depend on the values).
-// They return a Status (graph_ops.h); the front-ends they call still raise.
+// The indexing, selection and scan graph ops (graph_ops.h) on the ops' cores:
+// ONNX's negative indices are wrapped here (PyTorch's front-ends refuse them);
+// NonZero and Unique run on the host (their sizes depend on the values).
 #include <algorithm>
 #include <numeric>
 
@@ -17,10 +16,13 @@ Result<std::pair<Tensor, Tensor>> onnx_topk(const Tensor& x, int64_t k, int64_t 
   EMBER_ASSIGN_OR_RETURN(const int64_t a, onnx_axis(axis, x.dim(), "TopK axis"));
   EMBER_CHECK(k >= 0 && k <= x.size(a), Status::OutOfRange, "TopK k ", k, " is out of range for an axis of size ",
               x.size(a));
-  return topk(x, k, a, largest, sorted);
+  return core::topk(x, k, a, largest, sorted);
 }
 
-Result<Tensor> onnx_nonzero(const Tensor& x) { return nonzero(x).t().contiguous(); }
+Result<Tensor> onnx_nonzero(const Tensor& x) {
+  EMBER_ASSIGN_OR_RETURN(const Tensor nz, core::nonzero(x));  // [count, rank]
+  return core::contiguous(nz.t());
+}
 
 namespace {
 
@@ -85,7 +87,7 @@ Tensor ints_tensor(const std::vector<int64_t>& v) { return tensor(v, {static_cas
 }  // namespace
 
 Result<std::vector<Tensor>> onnx_unique(const Tensor& x, const UniqueParams& p) {
-  const Tensor host = x.to(Device(DeviceType::CPU));
+  EMBER_ASSIGN_OR_RETURN(const Tensor host, core::to(x, Device(DeviceType::CPU)));
   Tensor rows;
   int64_t a = 0;
   if (p.has_axis) {
@@ -95,16 +97,25 @@ Result<std::vector<Tensor>> onnx_unique(const Tensor& x, const UniqueParams& p) 
     for (int64_t d = 0; d < x.dim(); ++d) {
       if (d != a) perm.push_back(d);
     }
-    rows = host.permute(perm).contiguous();
-    rows = rows.reshape({rows.size(0), rows.size(0) == 0 ? 0 : rows.numel() / rows.size(0)});
+    EMBER_ASSIGN_OR_RETURN(const Tensor moved, core::permute(host, perm));
+    EMBER_ASSIGN_OR_RETURN(rows, core::contiguous(moved));
+    EMBER_ASSIGN_OR_RETURN(rows, core::reshape(rows, {rows.size(0), rows.size(0) == 0 ? 0 : rows.numel() / rows.size(0)}));
   } else {
-    rows = host.contiguous().reshape({-1, 1});
+    EMBER_ASSIGN_OR_RETURN(rows, core::contiguous(host));
+    EMBER_ASSIGN_OR_RETURN(rows, core::reshape(rows, {-1, 1}));
   }
   const Groups g = group_rows(rows, p.sorted);
   const Tensor first = ints_tensor(g.first);
-  Tensor y = p.has_axis ? index_select(host, a, first) : index_select(host.reshape({-1}), 0, first);
+  EMBER_ASSIGN_OR_RETURN(const Tensor flat, core::reshape(host, {-1}));
+  EMBER_ASSIGN_OR_RETURN(const Tensor y,
+                         p.has_axis ? core::index_select(host, a, first) : core::index_select(flat, 0, first));
   const Device dev = x.device();
-  return std::vector<Tensor>{y.to(dev), first.to(dev), ints_tensor(g.inverse).to(dev), ints_tensor(g.counts).to(dev)};
+  std::vector<Tensor> out;
+  for (const Tensor& t : {y, first, ints_tensor(g.inverse), ints_tensor(g.counts)}) {
+    EMBER_ASSIGN_OR_RETURN(Tensor moved, core::to(t, dev));
+    out.push_back(std::move(moved));
+  }
+  return out;
 }
 
 }  // namespace ember

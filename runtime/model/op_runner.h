@@ -1,8 +1,7 @@
 // Running one op of a model: the executor's dispatch (op_runner.cc), one
 // runner per ops.def line, selected by a switch generated from ops.def.
-// Runners go through the eager front-ends (runtime/ops/ops.h), which still
-// raise ember::Error, and the graph ops (graph_ops.h), which return a Result
-// (unwrapped here for now); the run loop (executor.cc) catches per op.
+// Runners call the ops' Status-returning cores (runtime/ops/ops.h's core::)
+// and the graph ops (graph_ops.h), and return a Status; nothing raises.
 #pragma once
 
 #include <cstdint>
@@ -37,13 +36,15 @@ struct OpContext {
   const LoraAdapter* lora = nullptr;  // the trainer's adapter on this op, if any
 
   // Input j, which must be given ("the <what> input is missing").
-  const Tensor& need(size_t j, const char* what) const;
+  Result<Tensor> need(size_t j, const char* what) const;
   // Input j, or an undefined tensor when omitted.
   const Tensor& opt(size_t j) const;
   size_t num_outputs() const;
   int32_t out_tensor(size_t j) const;  // the model tensor of output j (-1: omitted)
   // The dtype output j is created with (float32 is float16 in fp16 mode).
   DType declared_dtype(size_t j) const;
+  // Output j from a core's result (or its Status).
+  Status set(size_t j, Result<Tensor> r);
   template <typename P>
   const P& params() const {
     return std::get<P>(state.params);
@@ -52,13 +53,24 @@ struct OpContext {
 
 // The float32 weight that int8 weight t of `m` stands for: (q - zero_point) *
 // scale, per tensor or along its quantization axis (what the trainer's
-// straight-through gradient and a merged LoRA save use).
-Tensor dequantize_weight(const Model& m, int t);
+// straight-through gradient and a merged LoRA save use; run_time_ops.cc).
+Result<Tensor> dequantize_weight(const Model& m, int t);
+
+// Steps the runners share (op_runner.cc): a Linear / Conv2d's fused
+// activation, in place unless y records a gradient; y plus a LoRA adapter's
+// term scale * (x A^T) B^T.
+Result<Tensor> activate(const Tensor& y, const Activation& a);
+Result<Tensor> add_lora(const Tensor& y, const LoraAdapter& a, const Tensor& x);
+
+// The run-time ops' runners (run_time_ops.cc).
+Status run_QLinear(OpContext& c);
+Status run_QConv2d(OpContext& c);
+Status run_SparseLinear(OpContext& c);
 
 // Runs op ctx.index: the runner fills ctx.out, then each output is checked
 // against the model's declared dtype and shape and stored in values[tensor].
-// Raises ember::Error (backward ops: NotSupported).
-void run_op(OpContext& ctx, std::vector<Tensor>& values);
+// A failure's message is the thread's (error_message(); backward ops: NotSupported).
+Status run_op(OpContext& ctx, std::vector<Tensor>& values);
 
 // The backward ops of ops.def (autograd runs them; the executor does not).
 bool is_backward_op(OpKind kind);

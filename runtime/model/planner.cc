@@ -18,11 +18,11 @@ Backend* cpu_backend() {
   return backend;
 }
 
-Buffer allocate_cpu(Backend* backend, size_t bytes) {
+Result<Buffer> allocate_cpu(Backend* backend, size_t bytes) {
   Result<Buffer> buffer = backend->allocate(bytes, kArenaAlignment);
-  EMBER_ENFORCE(buffer.ok(), buffer.status(), "failed to allocate ", bytes, " bytes on cpu: ",
+  EMBER_CHECK(buffer.ok(), buffer.status(), "failed to allocate ", bytes, " bytes on cpu: ",
               status_name(buffer.status()));
-  return buffer.get();
+  return buffer;
 }
 
 }  // namespace
@@ -65,9 +65,9 @@ ArenaPlan plan_arena(const std::vector<AllocationRecord>& records, size_t alignm
 
 RecordingAllocator::RecordingAllocator() : state_(std::make_shared<State>()) {}
 
-Storage RecordingAllocator::allocate(size_t bytes) {
+Result<Storage> RecordingAllocator::allocate(size_t bytes) {
   Backend* backend = cpu_backend();
-  Buffer buffer = allocate_cpu(backend, bytes);
+  EMBER_ASSIGN_OR_RETURN(Buffer buffer, allocate_cpu(backend, bytes));
   size_t index;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
@@ -78,12 +78,12 @@ Storage RecordingAllocator::allocate(size_t bytes) {
     state_->records.push_back(r);
   }
   std::shared_ptr<State> state = state_;
-  return std::make_shared<StorageImpl>(buffer.data, bytes, Device(DeviceType::CPU),
-                                       [state, backend, buffer, index](void*) mutable {
-                                         backend->release(buffer);
-                                         std::lock_guard<std::mutex> lock(state->mutex);
-                                         if (state->active) state->records[index].free_time = state->clock++;
-                                       });
+  return Storage(std::make_shared<StorageImpl>(buffer.data, bytes, Device(DeviceType::CPU),
+                                               [state, backend, buffer, index](void*) mutable {
+                                                 backend->release(buffer);
+                                                 std::lock_guard<std::mutex> lock(state->mutex);
+                                                 if (state->active) state->records[index].free_time = state->clock++;
+                                               }));
 }
 
 std::vector<AllocationRecord> RecordingAllocator::finish() {
@@ -109,19 +109,19 @@ ArenaMemory::~ArenaMemory() {
 ArenaAllocator::ArenaAllocator(std::shared_ptr<ArenaMemory> memory, const ArenaPlan& plan)
     : memory_(std::move(memory)), plan_(&plan) {}
 
-Storage ArenaAllocator::allocate(size_t bytes) {
+Result<Storage> ArenaAllocator::allocate(size_t bytes) {
   const size_t i = next_++;
   if (fallbacks_ == 0 && i < plan_->offsets.size() && plan_->bytes[i] == bytes) {
     std::shared_ptr<ArenaMemory> keep = memory_;
-    return std::make_shared<StorageImpl>(memory_->data() + plan_->offsets[i], bytes, Device(DeviceType::CPU),
-                                         [keep](void*) {});
+    return Storage(std::make_shared<StorageImpl>(memory_->data() + plan_->offsets[i], bytes,
+                                                 Device(DeviceType::CPU), [keep](void*) {}));
   }
   ++fallbacks_;
   return allocate_storage(bytes, Device(DeviceType::CPU));  // the hook is off inside allocate()
 }
 
-Storage CappedAllocator::allocate(size_t bytes) {
-  EMBER_ENFORCE(bytes <= limit_, Status::OutOfMemory, "a tensor of ", bytes, " bytes is over RunOptions::max_tensor_bytes (",
+Result<Storage> CappedAllocator::allocate(size_t bytes) {
+  EMBER_CHECK(bytes <= limit_, Status::OutOfMemory, "a tensor of ", bytes, " bytes is over RunOptions::max_tensor_bytes (",
               limit_, ")");
   return inner_->allocate(bytes);
 }

@@ -45,7 +45,7 @@ ArenaPlan plan_arena(const std::vector<AllocationRecord>& records, size_t alignm
 class RecordingAllocator : public StorageAllocator {
  public:
   RecordingAllocator();
-  Storage allocate(size_t bytes) override;
+  Result<Storage> allocate(size_t bytes) override;
   // Stops recording and returns the records in allocation order.
   std::vector<AllocationRecord> finish();
 
@@ -87,7 +87,7 @@ class ArenaMemory {
 class ArenaAllocator : public StorageAllocator {
  public:
   ArenaAllocator(std::shared_ptr<ArenaMemory> memory, const ArenaPlan& plan);
-  Storage allocate(size_t bytes) override;
+  Result<Storage> allocate(size_t bytes) override;
   int heap_fallbacks() const { return fallbacks_; }
   // The run made exactly the planned allocations.
   bool matched() const { return fallbacks_ == 0 && next_ == plan_->offsets.size(); }
@@ -105,7 +105,7 @@ class ArenaAllocator : public StorageAllocator {
 class CappedAllocator : public StorageAllocator {
  public:
   CappedAllocator(StorageAllocator* inner, size_t limit) : inner_(inner), limit_(limit) {}
-  Storage allocate(size_t bytes) override;
+  Result<Storage> allocate(size_t bytes) override;
 
  private:
   StorageAllocator* inner_;

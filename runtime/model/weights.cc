@@ -1,5 +1,5 @@
-// Weight preparation at create (weights.h). Built with exceptions: packing and
-// conversions go through front-ends that raise ember::Error, caught here.
+// Weight preparation at create (weights.h): conversions through the tensor
+// layer's Status-returning cores, failures reported with the weight's name.
 #include "runtime/model/weights.h"
 
 #include <algorithm>
@@ -100,12 +100,13 @@ Status sparse_source(const Model& m, int t, WeightSource& src, std::string* erro
     return report_error(error, Status::NotSupported, "sparse weight '", m.tensor_name(t),
                         "': int8 values quantized along axis ", q->axis(),
                         " (the SpMM kernel takes per-output-channel scales, axis 0)");
-  try {
-    src.weight = m.weight(t).contiguous();
-    src.indices = m.weight(ii).contiguous();
-  } catch (const Error& e) {
-    return report_error(error, e.status(), "sparse weight '", m.tensor_name(t), "': ", e.what());
-  }
+  Result<Tensor> weight = core::contiguous(m.weight(t));
+  Result<Tensor> indices = weight.ok() ? core::contiguous(m.weight(ii)) : Result<Tensor>(weight.status());
+  if (!indices.ok())
+    return report_error(error, indices.status(), "sparse weight '", m.tensor_name(t), "': ",
+                        failure_message(indices.status()));
+  src.weight = std::move(*weight);
+  src.indices = std::move(*indices);
   src.rows = shape[0];
   src.cols = shape[1];
   return Status::Ok;
@@ -129,12 +130,12 @@ Status prepare_sparse_tensor(const Model& m, int t, TensorState& state, std::str
   if (ii < 0 || ii >= m.num_tensors() || !m.weight(ii).defined())
     return report_error(error, Status::InvalidModel, "sparse weight '", m.tensor_name(t), "': COO indices tensor ",
                         ii, " is not a weight");
-  try {
-    NoGradGuard no_grad;
-    state.densified = sparse::coo_to_dense(m.weight(ii), values, m.tensor_shape(t));
-  } catch (const Error& e) {
-    return report_error(error, e.status(), "sparse weight '", m.tensor_name(t), "': ", e.what());
-  }
+  NoGradGuard no_grad;
+  Result<Tensor> dense = sparse::core::coo_to_dense(m.weight(ii), values, m.tensor_shape(t));
+  if (!dense.ok())
+    return report_error(error, dense.status(), "sparse weight '", m.tensor_name(t), "': ",
+                        failure_message(dense.status()));
+  state.densified = std::move(*dense);
   return Status::Ok;
 }
 
@@ -168,17 +169,24 @@ Status prepare_sparse(const Model& m, std::vector<OpState>& ops, std::vector<Ten
 // float32 once here (like the densified sparse weights), so the ops run in
 // float32. Packed sparse weights are not touched: pack_csr already turned fp16
 // values into float32 (and keeps symmetric int8 values as int8 with per-row scales).
-void upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors) {
+Status upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors, std::string* error) {
   bool fp16 = false;
   for (const auto& kv : m.metadata().converter_options) fp16 = fp16 || (kv.first == "weights" && kv.second == "fp16");
-  if (!fp16) return;
+  if (!fp16) return Status::Ok;
   NoGradGuard no_grad;
   for (int t = 0; t < m.num_tensors(); ++t) {
     TensorState& state = tensors[static_cast<size_t>(t)];
     if (state.last_use < 0 || state.prepared_sparse != nullptr) continue;
     const Tensor& w = state.densified.defined() ? state.densified : m.weight(t);
-    if (w.defined() && w.dtype() == DType::Float16) state.densified = w.to(DType::Float32).contiguous();
+    if (!w.defined() || w.dtype() != DType::Float16) continue;
+    Result<Tensor> to32 = core::to(w, DType::Float32);
+    Result<Tensor> wide = to32.ok() ? core::contiguous(*to32) : Result<Tensor>(to32.status());
+    if (!wide.ok())
+      return report_error(error, wide.status(), "weight '", m.tensor_name(t), "' to float32: ",
+                          failure_message(wide.status()));
+    state.densified = std::move(*wide);
   }
+  return Status::Ok;
 }
 
 namespace {
@@ -365,15 +373,14 @@ Status upload_weights(const Model& m, const ExecutorOptions& options, const std:
       if (j == 1 && op.prepared != nullptr) continue;  // prepared for the device (placement)
       TensorState& state = tensors[static_cast<size_t>(t)];
       if (state.device_weight.defined()) continue;
-      Tensor w = state.densified.defined() ? state.densified : m.weight(t);
-      try {
-        if (options.precision != Precision::Float32 && w.dtype() == DType::Float32)
-          w = w.to(device_float_dtype(options.precision));
-        state.device_weight = w.to(device);
-      } catch (const Error& e) {
-        return report_error(error, e.status(), "uploading weight '", m.tensor_name(t), "' to ", device, ": ",
-                            e.what());
-      }
+      const Tensor& w = state.densified.defined() ? state.densified : m.weight(t);
+      const bool narrow = options.precision != Precision::Float32 && w.dtype() == DType::Float32;
+      Result<Tensor> low = core::to(w, narrow ? device_float_dtype(options.precision) : w.dtype());
+      Result<Tensor> up = low.ok() ? core::to(*low, device) : Result<Tensor>(low.status());
+      if (!up.ok())
+        return report_error(error, up.status(), "uploading weight '", m.tensor_name(t), "' to ", device, ": ",
+                            failure_message(up.status()));
+      state.device_weight = std::move(*up);
     }
   }
   return Status::Ok;

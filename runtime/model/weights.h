@@ -41,7 +41,7 @@ Status prepare_sparse(const Model& m, std::vector<OpState>& ops, std::vector<Ten
 
 // Models converted with --weights fp16: each float16 weight an op reads gets a
 // float32 copy in tensors[t].densified (packed sparse weights are left alone).
-void upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors);
+Status upcast_fp16_weights(const Model& m, std::vector<TensorState>& tensors, std::string* error);
 
 // Prepares the int8 weight of every Linear and Conv2d whose weight is a dense
 // int8 tensor with quantization parameters (ops[k].prepared; the op becomes a

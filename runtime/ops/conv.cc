@@ -35,9 +35,9 @@ const char* cpp_type_name(DType d) {
 }
 
 // A single value or one per spatial dim (PyTorch's expand_param_if_needed).
-std::vector<int64_t> expand_param(IntArrayRef param, const char* name, int64_t expected) {
+Result<std::vector<int64_t>> expand_param(IntArrayRef param, const char* name, int64_t expected) {
   if (param.size() == 1) return std::vector<int64_t>(static_cast<size_t>(expected), param[0]);
-  EMBER_ENFORCE(static_cast<int64_t>(param.size()) == expected, Status::InvalidArgument, "expected ", name,
+  EMBER_CHECK(static_cast<int64_t>(param.size()) == expected, Status::InvalidArgument, "expected ", name,
               " to be a single integer value or a list of ", expected,
               " values to match the convolution dimensions, but got ", name, "=", shape_str(param));
   return std::vector<int64_t>(param.begin(), param.end());
@@ -65,39 +65,42 @@ bool strides_like_channels_last(const Tensor& t) {
 namespace {
 
 // conv2d; `act` is passed to the kernel (which then applies it) when `fuse`.
-Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
-                   IntArrayRef dilation, int64_t groups, const Activation& act, bool fuse,
-                   const PreparedWeight* packed = nullptr) {
-  EMBER_ENFORCE(x.dim() == 3 || x.dim() == 4, Status::InvalidArgument,
+Result<Tensor> conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                           IntArrayRef padding, IntArrayRef dilation, int64_t groups, const Activation& act, bool fuse,
+                           const PreparedWeight* packed = nullptr) {
+  EMBER_CHECK(x.dim() == 3 || x.dim() == 4, Status::InvalidArgument,
               "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: ", shape_str(x.sizes()));
   const bool batched = x.dim() == 4;
-  const Tensor input = batched ? x : x.unsqueeze(0);
-  EMBER_ENFORCE(weight.dim() >= 3, Status::InvalidArgument, "weight should have at least three dimensions");
-  EMBER_ENFORCE(groups > 0, Status::InvalidArgument, "non-positive groups is not supported");
-  const int64_t dims = weight.dim() - 2;
-  const std::vector<int64_t> st = expand_param(stride, "stride", dims);
-  const std::vector<int64_t> pad = expand_param(padding, "padding", dims);
-  const std::vector<int64_t> dil = expand_param(dilation, "dilation", dims);
-  for (int64_t v : pad) EMBER_ENFORCE(v >= 0, Status::InvalidArgument, "negative padding is not supported");
-  for (int64_t v : st) EMBER_ENFORCE(v > 0, Status::InvalidArgument, "non-positive stride is not supported");
-  for (int64_t v : dil) {
-    EMBER_ENFORCE(v > 0, Status::InvalidArgument, "dilation should be greater than zero, but got ", shape_str(dil));
+  Tensor input = x;
+  if (!batched) {
+    EMBER_ASSIGN_OR_RETURN(input, core::unsqueeze(x, 0));
   }
-  EMBER_ENFORCE(!bias.defined() || bias.dtype() == input.dtype(), Status::DTypeMismatch, "Input type (",
+  EMBER_CHECK(weight.dim() >= 3, Status::InvalidArgument, "weight should have at least three dimensions");
+  EMBER_CHECK(groups > 0, Status::InvalidArgument, "non-positive groups is not supported");
+  const int64_t dims = weight.dim() - 2;
+  EMBER_ASSIGN_OR_RETURN(const std::vector<int64_t> st, expand_param(stride, "stride", dims));
+  EMBER_ASSIGN_OR_RETURN(const std::vector<int64_t> pad, expand_param(padding, "padding", dims));
+  EMBER_ASSIGN_OR_RETURN(const std::vector<int64_t> dil, expand_param(dilation, "dilation", dims));
+  for (int64_t v : pad) EMBER_CHECK(v >= 0, Status::InvalidArgument, "negative padding is not supported");
+  for (int64_t v : st) EMBER_CHECK(v > 0, Status::InvalidArgument, "non-positive stride is not supported");
+  for (int64_t v : dil) {
+    EMBER_CHECK(v > 0, Status::InvalidArgument, "dilation should be greater than zero, but got ", shape_str(dil));
+  }
+  EMBER_CHECK(!bias.defined() || bias.dtype() == input.dtype(), Status::DTypeMismatch, "Input type (",
               cpp_type_name(input.dtype()), ") and bias type (", cpp_type_name(bias.dtype()), ") should be the same");
   const Shape& ws = weight.sizes();
-  EMBER_ENFORCE(weight.dim() == input.dim(), Status::ShapeMismatch, "Expected ", weight.dim(), "-dimensional input for ",
+  EMBER_CHECK(weight.dim() == input.dim(), Status::ShapeMismatch, "Expected ", weight.dim(), "-dimensional input for ",
               weight.dim(), "-dimensional weight ", shape_str(ws), ", but got ", input.dim(),
               "-dimensional input of size ", shape_str(input.sizes()), " instead");
-  EMBER_ENFORCE(ws[0] >= groups, Status::ShapeMismatch, "Given groups=", groups, ", expected weight to be at least ",
+  EMBER_CHECK(ws[0] >= groups, Status::ShapeMismatch, "Given groups=", groups, ", expected weight to be at least ",
               groups, " at dimension 0, but got weight of size ", shape_str(ws), " instead");
-  EMBER_ENFORCE(ws[0] % groups == 0, Status::ShapeMismatch, "Given groups=", groups,
+  EMBER_CHECK(ws[0] % groups == 0, Status::ShapeMismatch, "Given groups=", groups,
               ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size [",
               shape_str(ws), "] instead");
-  EMBER_ENFORCE(input.size(1) == ws[1] * groups, Status::ShapeMismatch, "Given groups=", groups, ", weight of size ",
+  EMBER_CHECK(input.size(1) == ws[1] * groups, Status::ShapeMismatch, "Given groups=", groups, ", weight of size ",
               shape_str(ws), ", expected input", shape_str(input.sizes()), " to have ", ws[1] * groups,
               " channels, but got ", input.size(1), " channels instead");
-  EMBER_ENFORCE(!bias.defined() || (bias.dim() == 1 && bias.size(0) == ws[0]), Status::ShapeMismatch,
+  EMBER_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == ws[0]), Status::ShapeMismatch,
               "Given weight of size ", shape_str(ws), ", expected bias to be 1-dimensional with ", ws[0],
               " elements, but got bias of size ", shape_str(bias.defined() ? bias.sizes() : Shape{}), " instead");
   int64_t out_hw[2];
@@ -108,23 +111,24 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, In
     fits = fits && padded >= kernel;
     out_hw[i] = (padded - kernel) / st[i] + 1;
   }
-  EMBER_ENFORCE(fits, Status::ShapeMismatch, "Calculated padded input size per channel: (", input.size(2) + 2 * pad[0],
+  EMBER_CHECK(fits, Status::ShapeMismatch, "Calculated padded input size per channel: (", input.size(2) + 2 * pad[0],
               " x ", input.size(3) + 2 * pad[1], "). Kernel size: (", dil[0] * (ws[2] - 1) + 1, " x ",
               dil[1] * (ws[3] - 1) + 1, "). Kernel size can't be greater than actual input size");
-  unwrap(check_same_device({input, weight, bias}));
+  EMBER_TRY(check_same_device({input, weight, bias}));
   const DType dtype = input.dtype();
   // No Half convolution on the CPU (as PyTorch 1.13); other devices' kernels
   // say themselves whether they have one.
-  EMBER_ENFORCE(dtype != DType::Bool && (dtype != DType::Float16 || !input.device().is_cpu()), Status::NotSupported,
+  EMBER_CHECK(dtype != DType::Bool && (dtype != DType::Float16 || !input.device().is_cpu()), Status::NotSupported,
               "\"slow_conv2d_cpu\" not implemented for '", dtype_legacy_name(dtype), "'");
-  EMBER_ENFORCE(weight.dtype() == dtype, Status::DTypeMismatch, "expected scalar type ", dtype_legacy_name(dtype),
+  EMBER_CHECK(weight.dtype() == dtype, Status::DTypeMismatch, "expected scalar type ", dtype_legacy_name(dtype),
               " but found ", dtype_legacy_name(weight.dtype()));
 
   const bool channels_last = strides_like_channels_last(input) || strides_like_channels_last(weight);
   // PyTorch's empty-input path gives no output channels when the input has none.
   const int64_t out_channels = input.size(1) == 0 ? 0 : ws[0];
-  Tensor out = empty({input.size(0), out_channels, out_hw[0], out_hw[1]}, TensorOptions(dtype).device(input.device()),
-                     channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
+  const MemoryFormat format = channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  EMBER_ASSIGN_OR_RETURN(Tensor out, core::empty({input.size(0), out_channels, out_hw[0], out_hw[1]},
+                                                  TensorOptions(dtype).device(input.device()), format));
   if (out.numel() > 0) {
     Conv2dParams params;
     for (int i = 0; i < 2; ++i) {
@@ -135,29 +139,31 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, In
     params.groups = groups;
     if (fuse) params.activation = act;
     params.weight = packed;
-    unwrap(run_kernel(OpKind::Conv2d, {input, weight.detach().contiguous(), bias}, {out}, params));
+    EMBER_ASSIGN_OR_RETURN(const Tensor weight_c, core::contiguous(weight.detach()));
+    EMBER_TRY(run_kernel(OpKind::Conv2d, {input, weight_c, bias}, {out}, params));
   }
   if (Node* n = autograd::record(GradRule::Conv2d, out, {input, weight, bias})) {
     n->save(input).save(weight);
     n->ints = {st[0], st[1], pad[0], pad[1], dil[0], dil[1], groups};
   }
-  return batched ? out : out.squeeze(0);
+  if (batched) return out;
+  return core::squeeze(out, 0);
 }
 
 }  // namespace
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
-              IntArrayRef dilation, int64_t groups) {
+Result<Tensor> core::conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                            IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   if (amp::Cast c = amp::autocast(amp::Op::Conv2d, {x, weight, bias})) {
-    return conv2d(c[0], c[1], c[2], stride, padding, dilation, groups);
+    return core::conv2d(c[0], c[1], c[2], stride, padding, dilation, groups);
   }
   return conv2d_impl(x, weight, bias, stride, padding, dilation, groups, Activation{}, false);
 }
 
-Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
-                        bool* fused) {
+Result<Tensor> core::conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
+                                      bool* fused) {
   if (amp::Cast c = amp::autocast(amp::Op::Conv2d, {x, weight, bias})) {
-    return conv2d_activated(c[0], c[1], c[2], p, fused);
+    return core::conv2d_activated(c[0], c[1], c[2], p, fused);
   }
   // The CPU float32 kernel (kernels/cpu/conv2d.cc) applies Conv2dParams::activation;
   // other kernels ignore it, and autograd records the plain convolution.
@@ -165,6 +171,16 @@ Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bia
            weight.dtype() == DType::Float32 && !autograd::needs_grad({x, weight, bias});
   return conv2d_impl(x, weight, bias, {p.stride[0], p.stride[1]}, {p.padding[0], p.padding[1]},
                      {p.dilation[0], p.dilation[1]}, p.groups, p.activation, *fused, p.weight);
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
+              IntArrayRef dilation, int64_t groups) {
+  return unwrap(core::conv2d(x, weight, bias, stride, padding, dilation, groups));
+}
+
+Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
+                        bool* fused) {
+  return unwrap(core::conv2d_activated(x, weight, bias, p, fused));
 }
 
 }  // namespace ember

@@ -71,16 +71,21 @@ Status check_defined(const Tensor& t, const char* op, const char* arg) {
   return Status::Ok;
 }
 
-Tensor& Tensor::copy_(const Tensor& src) {
-  unwrap(check_defined(*this, "copy_", "self"));
-  unwrap(check_defined(src, "copy_", "src"));
-  autograd::check_inplace(*this);
+Status core::copy_(const Tensor& self, const Tensor& src) {
+  EMBER_TRY(check_defined(self, "copy_", "self"));
+  EMBER_TRY(check_defined(src, "copy_", "src"));
+  autograd::check_inplace(self);
   {
     NoGradGuard no_grad;
-    unwrap(copy_into(*this, src));
+    EMBER_TRY(copy_into(self, src));
   }
-  storage()->bump_version();
-  autograd::record_inplace(GradRule::Copy, *this, {*this, src});
+  self.storage()->bump_version();
+  autograd::record_inplace(GradRule::Copy, self, {self, src});
+  return Status::Ok;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  unwrap(core::copy_(*this, src));
   return *this;
 }
 

@@ -18,15 +18,16 @@ namespace {
 
 using MaybeType = std::optional<DType>;
 
-MaybeType promote_maybe(MaybeType a, MaybeType b) {
+Result<MaybeType> promote_maybe(MaybeType a, MaybeType b) {
   if (!a) return b;
   if (!b) return a;
-  return promote_types(*a, *b);
+  EMBER_ASSIGN_OR_RETURN(const DType t, core::promote_types(*a, *b));
+  return MaybeType(t);
 }
 
 // PyTorch's combine_categories: a lower-priority group only raises the
 // category (bool < integral < floating), never the width within one.
-MaybeType combine_categories(MaybeType higher, MaybeType lower) {
+Result<MaybeType> combine_categories(MaybeType higher, MaybeType lower) {
   if (higher && is_floating(*higher)) return higher;
   if (higher && (*higher == DType::Bool || (lower && is_floating(*lower)))) {
     return promote_maybe(higher, lower);
@@ -44,19 +45,27 @@ bool can_cast(DType from, DType to) {
 
 }  // namespace
 
-DType result_type(Span<const Tensor> tensors, Span<const Scalar> scalars) {
+// torch.result_type: promote_types' refusals (storage-only, uint16/32/64 with integers) fail.
+Result<DType> core::result_type(Span<const Tensor> tensors, Span<const Scalar> scalars) {
   MaybeType dim_result, zero_result, wrapped_result;
   for (const Tensor& t : tensors) {
     if (!t.defined()) continue;
     if (t.dim() > 0) {
-      dim_result = promote_maybe(dim_result, t.dtype());
+      EMBER_ASSIGN_OR_RETURN(dim_result, promote_maybe(dim_result, t.dtype()));
     } else {
-      zero_result = promote_maybe(zero_result, t.dtype());
+      EMBER_ASSIGN_OR_RETURN(zero_result, promote_maybe(zero_result, t.dtype()));
     }
   }
-  for (const Scalar& s : scalars) wrapped_result = promote_maybe(wrapped_result, s.default_dtype());
-  const MaybeType r = combine_categories(dim_result, combine_categories(zero_result, wrapped_result));
+  for (const Scalar& s : scalars) {
+    EMBER_ASSIGN_OR_RETURN(wrapped_result, promote_maybe(wrapped_result, s.default_dtype()));
+  }
+  EMBER_ASSIGN_OR_RETURN(const MaybeType lower, combine_categories(zero_result, wrapped_result));
+  EMBER_ASSIGN_OR_RETURN(const MaybeType r, combine_categories(dim_result, lower));
   return r.value_or(kDefaultFloat);
+}
+
+DType result_type(Span<const Tensor> tensors, Span<const Scalar> scalars) {
+  return unwrap(core::result_type(tensors, scalars));
 }
 
 Result<Shape> core::broadcast_shapes(IntArrayRef a, IntArrayRef b) {
@@ -78,24 +87,27 @@ namespace {
 
 // The output of an elementwise op: the layout of the first input that already
 // has the output's shape (so channels_last stays channels_last), else contiguous.
-Tensor new_output(IntArrayRef shape, DType dtype, std::initializer_list<Tensor> inputs) {
+Result<Tensor> new_output(IntArrayRef shape, DType dtype, std::initializer_list<Tensor> inputs) {
   for (const Tensor& t : inputs) {
     if (t.defined() && std::equal(t.sizes().begin(), t.sizes().end(), shape.begin(), shape.end())) {
-      return empty_like(t, dtype);
+      return core::empty_like(t, dtype);
     }
   }
-  return empty(shape, TensorOptions(dtype).device(inputs.begin()->device()));
+  return core::empty(shape, TensorOptions(dtype).device(inputs.begin()->device()));
+}
+
+// scalar_tensor(value, dtype on device), through the cores.
+Result<Tensor> scalar_of(Scalar value, DType dtype, Device device) {
+  return core::full({}, value, TensorOptions(dtype).device(device));
 }
 
 enum class Category { Arithmetic, TrueDivide, Compare };
 
-DType compute_dtype(OpKind op, DType common, Category category) {
+Result<DType> compute_dtype(OpKind op, DType common, Category category) {
   if (category == Category::TrueDivide && is_integral(common, /*include_bool=*/true)) return kDefaultFloat;
-  if (op == OpKind::Sub && common == DType::Bool) {
-    raise_error(Status::InvalidArgument,
-          "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-          "`logical_xor()` operator instead.");
-  }
+  EMBER_CHECK(!(op == OpKind::Sub && common == DType::Bool), Status::InvalidArgument,
+              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+              "`logical_xor()` operator instead.");
   return common;
 }
 
@@ -147,19 +159,25 @@ bool saves_inputs(OpKind op) {
   }
 }
 
-Tensor binary(OpKind op, const Tensor& a, const Tensor& b, DType common, Category category) {
-  unwrap(check_same_device({a, b}));
-  const Shape shape = broadcast_shapes(a.sizes(), b.sizes());
-  const DType compute = compute_dtype(op, common, category);
+Result<Tensor> binary(OpKind op, const Tensor& a, const Tensor& b, DType common, Category category) {
+  EMBER_TRY(check_same_device({a, b}));
+  EMBER_ASSIGN_OR_RETURN(const Shape shape, core::broadcast_shapes(a.sizes(), b.sizes()));
+  EMBER_ASSIGN_OR_RETURN(const DType compute, compute_dtype(op, common, category));
   const DType out_dtype = category == Category::Compare ? DType::Bool : compute;
   Tensor out;
   {
     NoGradGuard no_grad;
-    const Tensor ca = a.to(compute), cb = b.to(compute);
-    out = new_output(shape, out_dtype, {ca, cb});
+    EMBER_ASSIGN_OR_RETURN(const Tensor ca, core::to(a, compute));
+    EMBER_ASSIGN_OR_RETURN(const Tensor cb, core::to(b, compute));
+    EMBER_ASSIGN_OR_RETURN(out, new_output(shape, out_dtype, {ca, cb}));
     // No view for an operand already of the broadcast shape (most calls).
-    auto broadcast = [&](const Tensor& t) { return t.sizes() == shape ? t : t.expand(shape); };
-    unwrap(run_kernel(op, {broadcast(ca), broadcast(cb)}, {out}));
+    auto broadcast = [&](const Tensor& t) -> Result<Tensor> {
+      if (t.sizes() == shape) return t;
+      return core::expand(t, shape);
+    };
+    EMBER_ASSIGN_OR_RETURN(const Tensor ea, broadcast(ca));
+    EMBER_ASSIGN_OR_RETURN(const Tensor eb, broadcast(cb));
+    EMBER_TRY(run_kernel(op, {ea, eb}, {out}));
   }
   if (category != Category::Compare && records(op)) {
     if (Node* n = autograd::record(grad_rule_of(op), out, {a, b})) {
@@ -178,85 +196,99 @@ Category category_of(OpKind op) {
   }
 }
 
-Tensor binary(OpKind op, const Tensor& a, const Tensor& b) {
-  return binary(op, a, b, result_type({a, b}), category_of(op));
+Result<Tensor> binary(OpKind op, const Tensor& a, const Tensor& b) {
+  EMBER_ASSIGN_OR_RETURN(const DType common, core::result_type({a, b}));
+  return binary(op, a, b, common, category_of(op));
 }
 
-Tensor binary(OpKind op, const Tensor& a, Scalar b) {
-  const DType common = result_type({a}, {b});
-  return binary(op, a, scalar_tensor(b, TensorOptions(common).device(a.device())), common, category_of(op));
+Result<Tensor> binary(OpKind op, const Tensor& a, Scalar b) {
+  EMBER_ASSIGN_OR_RETURN(const DType common, core::result_type({a}, {b}));
+  EMBER_ASSIGN_OR_RETURN(const Tensor bt, scalar_of(b, common, a.device()));
+  return binary(op, a, bt, common, category_of(op));
 }
 
-Tensor binary(OpKind op, Scalar a, const Tensor& b) {
-  const DType common = result_type({b}, {a});
-  return binary(op, scalar_tensor(a, TensorOptions(common).device(b.device())), b, common, category_of(op));
+Result<Tensor> binary(OpKind op, Scalar a, const Tensor& b) {
+  EMBER_ASSIGN_OR_RETURN(const DType common, core::result_type({b}, {a}));
+  EMBER_ASSIGN_OR_RETURN(const Tensor at, scalar_of(a, common, b.device()));
+  return binary(op, at, b, common, category_of(op));
 }
 
-// `out` with its fresh node shown under PyTorch's name for this overload.
-Tensor renamed(Tensor out, GradRule alias) {
+// `result` with its fresh node shown under PyTorch's name for this overload.
+Result<Tensor> renamed(Result<Tensor> result, GradRule alias) {
+  EMBER_ASSIGN_OR_RETURN(Tensor out, std::move(result));
   autograd::rename_grad_fn(out, alias);
   return out;
 }
 
 // self = result (computed out of place from self), in place: the result's
 // node keeps copies of what it saved of self and becomes self's history.
-Tensor& assign_inplace(Tensor& self, const Tensor& result) {
+Status assign_inplace(Tensor& self, const Tensor& result) {
   autograd::unshare_saved(result, self);
   {
     NoGradGuard no_grad;
-    unwrap(copy_into(self, result));
+    EMBER_TRY(copy_into(self, result));
   }
   self.storage()->bump_version();
   autograd::rebase_history(self, result);
-  return self;
+  return Status::Ok;
 }
 
 // self = op(self, other), with PyTorch's rules: the result must broadcast to
 // self's shape and be castable to self's dtype.
-Tensor& binary_(OpKind op, Tensor& self, const Tensor& other, DType common) {
-  unwrap(check_writable(self));
-  const DType compute = compute_dtype(op, common, category_of(op));
-  EMBER_ENFORCE(can_cast(compute, self.dtype()), Status::DTypeMismatch, "result type ", dtype_legacy_name(compute),
+Status binary_(OpKind op, Tensor& self, const Tensor& other, DType common) {
+  EMBER_TRY(check_writable(self));
+  EMBER_ASSIGN_OR_RETURN(const DType compute, compute_dtype(op, common, category_of(op)));
+  EMBER_CHECK(can_cast(compute, self.dtype()), Status::DTypeMismatch, "result type ", dtype_legacy_name(compute),
               " can't be cast to the desired output type ", dtype_legacy_name(self.dtype()));
-  const Shape shape = broadcast_shapes(self.sizes(), other.sizes());
-  EMBER_ENFORCE(shape == self.sizes(), Status::ShapeMismatch, "output with shape ", shape_str(self.sizes()),
+  EMBER_ASSIGN_OR_RETURN(const Shape shape, core::broadcast_shapes(self.sizes(), other.sizes()));
+  EMBER_CHECK(shape == self.sizes(), Status::ShapeMismatch, "output with shape ", shape_str(self.sizes()),
               " doesn't match the broadcast shape ", shape_str(shape));
   autograd::check_inplace(self);
   if (autograd::needs_grad({self, other})) {
     // Computed out of place (the node reads the old value), then written back.
-    return assign_inplace(self, binary(op, self, other, common, category_of(op)));
+    EMBER_ASSIGN_OR_RETURN(const Tensor result, binary(op, self, other, common, category_of(op)));
+    return assign_inplace(self, result);
   } else if (compute == self.dtype()) {
-    unwrap(check_same_device({self, other}));
-    Tensor o = other.to(compute);
-    if (o.storage() == self.storage() && !o.is_same(self)) o = o.clone();  // overlapping operand
-    unwrap(run_kernel(op, {self, o.expand(shape)}, {self}));
+    EMBER_TRY(check_same_device({self, other}));
+    EMBER_ASSIGN_OR_RETURN(Tensor o, core::to(other, compute));
+    if (o.storage() == self.storage() && !o.is_same(self)) {  // overlapping operand
+      EMBER_ASSIGN_OR_RETURN(o, core::clone(o));
+    }
+    EMBER_ASSIGN_OR_RETURN(const Tensor expanded, core::expand(o, shape));
+    EMBER_TRY(run_kernel(op, {self, expanded}, {self}));
   } else {
-    unwrap(copy_into(self, binary(op, self, other, common, category_of(op))));
+    EMBER_ASSIGN_OR_RETURN(const Tensor result, binary(op, self, other, common, category_of(op)));
+    EMBER_TRY(copy_into(self, result));
   }
   self.storage()->bump_version();
-  return self;
+  return Status::Ok;
 }
 
-Tensor& binary_(OpKind op, Tensor& self, const Tensor& other) {
-  return binary_(op, self, other, result_type({self, other}));
+Status binary_(OpKind op, Tensor& self, const Tensor& other) {
+  EMBER_ASSIGN_OR_RETURN(const DType common, core::result_type({self, other}));
+  return binary_(op, self, other, common);
 }
 
-Tensor& binary_(OpKind op, Tensor& self, Scalar other) {
-  const DType common = result_type({self}, {other});
-  return binary_(op, self, scalar_tensor(other, TensorOptions(common).device(self.device())), common);
+Status binary_(OpKind op, Tensor& self, Scalar other) {
+  EMBER_ASSIGN_OR_RETURN(const DType common, core::result_type({self}, {other}));
+  EMBER_ASSIGN_OR_RETURN(const Tensor o, scalar_of(other, common, self.device()));
+  return binary_(op, self, o, common);
 }
 
 // A unary op: run its kernel, record its backward rule (saving the input, or
 // the output where the rule reads that). `to_float`: integer and bool inputs
 // become float32 first.
-Tensor unary(OpKind op, GradRule rule, bool save_output, const Tensor& x, const OpParams& params,
-             bool to_float) {
+Result<Tensor> unary(OpKind op, GradRule rule, bool save_output, const Tensor& x, const OpParams& params,
+                     bool to_float) {
   Tensor out;
   {
     NoGradGuard no_grad;
-    const Tensor in = to_float && !x.is_floating_point() ? x.to(kDefaultFloat) : x;
-    out = empty_like(in);
-    unwrap(run_kernel(op, {in}, {out}, params));
+    Tensor in = x;
+    if (to_float && !x.is_floating_point()) {
+      EMBER_ASSIGN_OR_RETURN(in, core::to(x, kDefaultFloat));
+    }
+    EMBER_ASSIGN_OR_RETURN(out, core::empty_like(in));
+    EMBER_TRY(run_kernel(op, {in}, {out}, params));
   }
   if (Node* n = autograd::record(rule, out, {x})) {
     n->save(save_output ? out : x);
@@ -281,65 +313,75 @@ amp::Cast autocast_unary(OpKind op, const Tensor& x) {
 
 // An RT_UNARY op of ops.def: its rule and saved tensor come from its line.
 #define RT_OP(Name, name, n_in, n_out, Params)
-#define RT_UNARY(Name, name, dtypes, inputs, formula, onnx, grad_fn, saved, backward) \
-  Tensor name##_impl(const Tensor& x, bool to_float) {                                  \
-    if (amp::Cast c = autocast_unary(OpKind::Name, x)) return name##_impl(c[0], to_float);  \
+#define RT_UNARY(Name, name, dtypes, inputs, formula, onnx, grad_fn, saved, backward)     \
+  Result<Tensor> name##_impl(const Tensor& x, bool to_float) {                             \
+    if (amp::Cast c = autocast_unary(OpKind::Name, x)) return name##_impl(c[0], to_float); \
     return unary(OpKind::Name, GradRule::Name, #saved[0] == 'y', x, NoParams{}, to_float); \
   }
 #include "runtime/graph/ops.def"
 #undef RT_UNARY
 #undef RT_OP
 
-// `x`, or PyTorch's error for a non-float input of kernel `kernel`.
-const Tensor& floating(const Tensor& x, const char* kernel) {
-  EMBER_ENFORCE(x.is_floating_point(), Status::NotSupported, "\"", kernel, "_cpu\" not implemented for '",
+// PyTorch's error for a non-float input of kernel `kernel`.
+Status check_floating(const Tensor& x, const char* kernel) {
+  EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"", kernel, "_cpu\" not implemented for '",
               dtype_legacy_name(x.dtype()), "'");
-  return x;
+  return Status::Ok;
 }
 
-// The generated front-ends, by the line's input policy (Custom ones are below).
-#define RT_UNARY_FRONT_END_Promote(name) \
-  Tensor name(const Tensor& x) { return name##_impl(x, /*to_float=*/true); }
-#define RT_UNARY_FRONT_END_Float(name) \
-  Tensor name(const Tensor& x) { return name##_impl(floating(x, #name), /*to_float=*/false); }
-#define RT_UNARY_FRONT_END_Custom(name)
+// The generated cores, by the line's input policy (Custom ones are below).
+#define RT_UNARY_CORE_Promote(name) \
+  Result<Tensor> core::name(const Tensor& x) { return name##_impl(x, /*to_float=*/true); }
+#define RT_UNARY_CORE_Float(name)              \
+  Result<Tensor> core::name(const Tensor& x) { \
+    EMBER_TRY(check_floating(x, #name));       \
+    return name##_impl(x, /*to_float=*/false); \
+  }
+#define RT_UNARY_CORE_Custom(name)
 
 }  // namespace
 
+// The RT_UNARY ops' cores and front-ends.
 #define RT_OP(Name, name, n_in, n_out, Params)
-#define RT_UNARY(Name, name, dtypes, inputs, ...) RT_UNARY_FRONT_END_##inputs(name)
+#define RT_UNARY(Name, name, dtypes, inputs, ...) \
+  RT_UNARY_CORE_##inputs(name)                    \
+  Tensor name(const Tensor& x) { return unwrap(core::name(x)); }
 #include "runtime/graph/ops.def"
 #undef RT_UNARY
 #undef RT_OP
 
-Tensor unary_op(OpKind op, const Tensor& x) {
+Result<Tensor> core::unary_op(OpKind op, const Tensor& x) {
   switch (op) {
 #define RT_OP(Name, name, n_in, n_out, Params) \
   case OpKind::Name:                           \
     break;
 #define RT_UNARY(Name, name, ...) \
   case OpKind::Name:              \
-    return name(x);
+    return core::name(x);
 #include "runtime/graph/ops.def"
 #undef RT_UNARY
 #undef RT_OP
   }
-  raise_error(Status::NotSupported, str_cat("\"", op_name(op), "\" is not a unary elementwise op"));
+  return fail(Status::NotSupported, "\"", op_name(op), "\" is not a unary elementwise op");
 }
+
+Tensor unary_op(OpKind op, const Tensor& x) { return unwrap(core::unary_op(op, x)); }
 
 // An RT_UNARY_P op of ops.def: as RT_UNARY's, with its UnaryParams.
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_UNARY(Name, ...)
 #define RT_UNARY_P(Name, name, dtypes, formula, onnx, attr_a, default_a, attr_b, default_b, grad_fn, saved, backward) \
-  Tensor name##_p(const Tensor& x, double a, double b) {                                                        \
-    return unary(OpKind::Name, GradRule::Name, #saved[0] == 'y', floating(x, #name), UnaryParams{a, b}, false); \
-  }
+  Result<Tensor> core::name##_p(const Tensor& x, double a, double b) {                                          \
+    EMBER_TRY(check_floating(x, #name));                                                                        \
+    return unary(OpKind::Name, GradRule::Name, #saved[0] == 'y', x, UnaryParams{a, b}, false);                 \
+  }                                                                                                             \
+  Tensor name##_p(const Tensor& x, double a, double b) { return unwrap(core::name##_p(x, a, b)); }
 #include "runtime/graph/ops.def"
 #undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
 
-Tensor unary_op(OpKind op, const Tensor& x, double a, double b) {
+Result<Tensor> core::unary_op(OpKind op, const Tensor& x, double a, double b) {
   switch (op) {
 #define RT_OP(Name, name, n_in, n_out, Params) \
   case OpKind::Name:                           \
@@ -347,287 +389,364 @@ Tensor unary_op(OpKind op, const Tensor& x, double a, double b) {
 #define RT_UNARY(Name, ...) RT_OP(Name, , , , )
 #define RT_UNARY_P(Name, name, ...) \
   case OpKind::Name:                \
-    return name##_p(x, a, b);
+    return core::name##_p(x, a, b);
 #include "runtime/graph/ops.def"
 #undef RT_UNARY_P
 #undef RT_UNARY
 #undef RT_OP
   }
-  raise_error(Status::NotSupported, str_cat("\"", op_name(op), "\" is not a parameterized unary op"));
+  return fail(Status::NotSupported, "\"", op_name(op), "\" is not a parameterized unary op");
 }
+
+Tensor unary_op(OpKind op, const Tensor& x, double a, double b) { return unwrap(core::unary_op(op, x, a, b)); }
 
 // PyTorch's front-ends on them (its kernel names in the dtype message: selu and
 // celu run elu's).
-Tensor hardsigmoid(const Tensor& x) { return hardsigmoid_p(floating(x, "hardsigmoid"), 1.0 / 6, 0.5); }
-Tensor leaky_relu(const Tensor& x, double negative_slope) {
-  return leaky_relu_p(floating(x, "leaky_relu"), negative_slope, 0);
+Result<Tensor> core::hardsigmoid(const Tensor& x) {
+  EMBER_TRY(check_floating(x, "hardsigmoid"));
+  return core::hardsigmoid_p(x, 1.0 / 6, 0.5);
 }
-Tensor elu(const Tensor& x, double alpha) { return elu_p(floating(x, "elu"), alpha, 0); }
-Tensor selu(const Tensor& x) {
-  return selu_p(floating(x, "elu"), 1.6732632423543772848170429916717, 1.0507009873554804934193349852946);
+Result<Tensor> core::leaky_relu(const Tensor& x, double negative_slope) {
+  EMBER_TRY(check_floating(x, "leaky_relu"));
+  return core::leaky_relu_p(x, negative_slope, 0);
 }
-Tensor celu(const Tensor& x, double alpha) { return celu_p(floating(x, "elu"), alpha, 0); }
-Tensor thresholded_relu(const Tensor& x, double alpha) {
-  return thresholded_relu_p(floating(x, "thresholded_relu"), alpha, 0);
+Result<Tensor> core::elu(const Tensor& x, double alpha) {
+  EMBER_TRY(check_floating(x, "elu"));
+  return core::elu_p(x, alpha, 0);
 }
+Result<Tensor> core::selu(const Tensor& x) {
+  EMBER_TRY(check_floating(x, "elu"));
+  return core::selu_p(x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946);
+}
+Result<Tensor> core::celu(const Tensor& x, double alpha) {
+  EMBER_TRY(check_floating(x, "elu"));
+  return core::celu_p(x, alpha, 0);
+}
+Result<Tensor> core::thresholded_relu(const Tensor& x, double alpha) {
+  EMBER_TRY(check_floating(x, "thresholded_relu"));
+  return core::thresholded_relu_p(x, alpha, 0);
+}
+Tensor hardsigmoid(const Tensor& x) { return unwrap(core::hardsigmoid(x)); }
+Tensor leaky_relu(const Tensor& x, double negative_slope) { return unwrap(core::leaky_relu(x, negative_slope)); }
+Tensor elu(const Tensor& x, double alpha) { return unwrap(core::elu(x, alpha)); }
+Tensor selu(const Tensor& x) { return unwrap(core::selu(x)); }
+Tensor celu(const Tensor& x, double alpha) { return unwrap(core::celu(x, alpha)); }
+Tensor thresholded_relu(const Tensor& x, double alpha) { return unwrap(core::thresholded_relu(x, alpha)); }
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary(OpKind::Add, a, b); }
-Tensor add(const Tensor& a, Scalar b) { return binary(OpKind::Add, a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(OpKind::Sub, a, b); }
-Tensor sub(const Tensor& a, Scalar b) { return binary(OpKind::Sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(OpKind::Mul, a, b); }
-Tensor mul(const Tensor& a, Scalar b) { return binary(OpKind::Mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(OpKind::Div, a, b); }
-Tensor div(const Tensor& a, Scalar b) { return binary(OpKind::Div, a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) {
-  if (amp::Cast c = amp::autocast(amp::Op::Pow, {a, b})) return pow(c[0], c[1]);
+// core::name(a, b) over binary(OpKind::Name, a, b), b of type B, and its front-end.
+#define EMBER_BINARY_CORE(Name, name, B)                                                   \
+  Result<Tensor> core::name(const Tensor& a, B b) { return binary(OpKind::Name, a, b); } \
+  Tensor name(const Tensor& a, B b) { return unwrap(core::name(a, b)); }
+#define EMBER_BINARY_CORES(Name, name)           \
+  EMBER_BINARY_CORE(Name, name, const Tensor&) \
+  EMBER_BINARY_CORE(Name, name, Scalar)
+
+EMBER_BINARY_CORES(Add, add)
+EMBER_BINARY_CORES(Sub, sub)
+EMBER_BINARY_CORES(Mul, mul)
+EMBER_BINARY_CORES(Div, div)
+Result<Tensor> core::pow(const Tensor& a, const Tensor& b) {
+  if (amp::Cast c = amp::autocast(amp::Op::Pow, {a, b})) return core::pow(c[0], c[1]);
   return binary(OpKind::Pow, a, b);
 }
-Tensor pow(const Tensor& a, Scalar b) {
-  if (amp::Cast c = amp::autocast(amp::Op::Pow, {a})) return pow(c[0], b);
-  EMBER_ENFORCE(!(is_integral(a.dtype()) && b.is_integral() && b.to_int() < 0), Status::InvalidArgument,
+Result<Tensor> core::pow(const Tensor& a, Scalar b) {
+  if (amp::Cast c = amp::autocast(amp::Op::Pow, {a})) return core::pow(c[0], b);
+  EMBER_CHECK(!(is_integral(a.dtype()) && b.is_integral() && b.to_int() < 0), Status::InvalidArgument,
               "Integers to negative integer powers are not allowed.");
   return renamed(binary(OpKind::Pow, a, b), GradRule::PowScalar);
 }
-Tensor pow(Scalar a, const Tensor& b) {
-  if (amp::Cast c = amp::autocast(amp::Op::Pow, {b})) return pow(a, c[0]);
+Result<Tensor> core::pow(Scalar a, const Tensor& b) {
+  if (amp::Cast c = amp::autocast(amp::Op::Pow, {b})) return core::pow(a, c[0]);
   return renamed(binary(OpKind::Pow, a, b), GradRule::PowScalarBase);
 }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary(OpKind::Maximum, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary(OpKind::Minimum, a, b); }
-Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::Eq, a, b); }
-Tensor eq(const Tensor& a, Scalar b) { return binary(OpKind::Eq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return binary(OpKind::Ne, a, b); }
-Tensor ne(const Tensor& a, Scalar b) { return binary(OpKind::Ne, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return binary(OpKind::Lt, a, b); }
-Tensor lt(const Tensor& a, Scalar b) { return binary(OpKind::Lt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return binary(OpKind::Le, a, b); }
-Tensor le(const Tensor& a, Scalar b) { return binary(OpKind::Le, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return binary(OpKind::Gt, a, b); }
-Tensor gt(const Tensor& a, Scalar b) { return binary(OpKind::Gt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return binary(OpKind::Ge, a, b); }
-Tensor ge(const Tensor& a, Scalar b) { return binary(OpKind::Ge, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return unwrap(core::pow(a, b)); }
+Tensor pow(const Tensor& a, Scalar b) { return unwrap(core::pow(a, b)); }
+Tensor pow(Scalar a, const Tensor& b) { return unwrap(core::pow(a, b)); }
+EMBER_BINARY_CORE(Maximum, maximum, const Tensor&)
+EMBER_BINARY_CORE(Minimum, minimum, const Tensor&)
+EMBER_BINARY_CORES(Eq, eq)
+EMBER_BINARY_CORES(Ne, ne)
+EMBER_BINARY_CORES(Lt, lt)
+EMBER_BINARY_CORES(Le, le)
+EMBER_BINARY_CORES(Gt, gt)
+EMBER_BINARY_CORES(Ge, ge)
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
-Tensor operator+(Scalar a, const Tensor& b) { return binary(OpKind::Add, a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
-Tensor operator-(Scalar a, const Tensor& b) { return renamed(binary(OpKind::Sub, a, b), GradRule::Rsub); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
-Tensor operator*(Scalar a, const Tensor& b) { return binary(OpKind::Mul, a, b); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
-Tensor operator/(Scalar a, const Tensor& b) { return binary(OpKind::Div, a, b); }
-Tensor operator-(const Tensor& a) { return neg(a); }
-Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
-Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
-Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
-Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
-Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
-Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
-Tensor operator==(const Tensor& a, Scalar b) { return eq(a, b); }
-Tensor operator!=(const Tensor& a, Scalar b) { return ne(a, b); }
-Tensor operator<(const Tensor& a, Scalar b) { return lt(a, b); }
-Tensor operator<=(const Tensor& a, Scalar b) { return le(a, b); }
-Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
-Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, b); }
+Tensor operator+(const Tensor& a, const Tensor& b) { return unwrap(core::add(a, b)); }
+Tensor operator+(const Tensor& a, Scalar b) { return unwrap(core::add(a, b)); }
+Tensor operator+(Scalar a, const Tensor& b) { return unwrap(binary(OpKind::Add, a, b)); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return unwrap(core::sub(a, b)); }
+Tensor operator-(const Tensor& a, Scalar b) { return unwrap(core::sub(a, b)); }
+Result<Tensor> core::rsub(const Tensor& b, Scalar a) { return renamed(binary(OpKind::Sub, a, b), GradRule::Rsub); }
+Tensor operator-(Scalar a, const Tensor& b) { return unwrap(core::rsub(b, a)); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return unwrap(core::mul(a, b)); }
+Tensor operator*(const Tensor& a, Scalar b) { return unwrap(core::mul(a, b)); }
+Tensor operator*(Scalar a, const Tensor& b) { return unwrap(binary(OpKind::Mul, a, b)); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return unwrap(core::div(a, b)); }
+Tensor operator/(const Tensor& a, Scalar b) { return unwrap(core::div(a, b)); }
+Tensor operator/(Scalar a, const Tensor& b) { return unwrap(binary(OpKind::Div, a, b)); }
+Tensor operator-(const Tensor& a) { return unwrap(core::neg(a)); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return unwrap(core::eq(a, b)); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return unwrap(core::ne(a, b)); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return unwrap(core::lt(a, b)); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return unwrap(core::le(a, b)); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return unwrap(core::gt(a, b)); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return unwrap(core::ge(a, b)); }
+Tensor operator==(const Tensor& a, Scalar b) { return unwrap(core::eq(a, b)); }
+Tensor operator!=(const Tensor& a, Scalar b) { return unwrap(core::ne(a, b)); }
+Tensor operator<(const Tensor& a, Scalar b) { return unwrap(core::lt(a, b)); }
+Tensor operator<=(const Tensor& a, Scalar b) { return unwrap(core::le(a, b)); }
+Tensor operator>(const Tensor& a, Scalar b) { return unwrap(core::gt(a, b)); }
+Tensor operator>=(const Tensor& a, Scalar b) { return unwrap(core::ge(a, b)); }
+
+Status core::add_(Tensor& self, const Tensor& other) {
+  EMBER_TRY(check_defined(self, "add_", "self"));
+  EMBER_TRY(check_defined(other, "add_", "other"));
+  return binary_(OpKind::Add, self, other);
+}
 
 Tensor& Tensor::add_(const Tensor& other) {
-  unwrap(check_defined(*this, "add_", "self"));
-  unwrap(check_defined(other, "add_", "other"));
-  return binary_(OpKind::Add, *this, other);
+  unwrap(core::add_(*this, other));
+  return *this;
 }
 Tensor& Tensor::add_(Scalar other) {
   unwrap(check_defined(*this, "add_", "self"));
-  return binary_(OpKind::Add, *this, other);
+  unwrap(binary_(OpKind::Add, *this, other));
+  return *this;
 }
 Tensor& Tensor::sub_(const Tensor& other) {
   unwrap(check_defined(*this, "sub_", "self"));
   unwrap(check_defined(other, "sub_", "other"));
-  return binary_(OpKind::Sub, *this, other);
+  unwrap(binary_(OpKind::Sub, *this, other));
+  return *this;
 }
 Tensor& Tensor::sub_(Scalar other) {
   unwrap(check_defined(*this, "sub_", "self"));
-  return binary_(OpKind::Sub, *this, other);
+  unwrap(binary_(OpKind::Sub, *this, other));
+  return *this;
 }
 Tensor& Tensor::mul_(const Tensor& other) {
   unwrap(check_defined(*this, "mul_", "self"));
   unwrap(check_defined(other, "mul_", "other"));
-  return binary_(OpKind::Mul, *this, other);
+  unwrap(binary_(OpKind::Mul, *this, other));
+  return *this;
 }
 Tensor& Tensor::mul_(Scalar other) {
   unwrap(check_defined(*this, "mul_", "self"));
-  return binary_(OpKind::Mul, *this, other);
+  unwrap(binary_(OpKind::Mul, *this, other));
+  return *this;
 }
 Tensor& Tensor::div_(const Tensor& other) {
   unwrap(check_defined(*this, "div_", "self"));
   unwrap(check_defined(other, "div_", "other"));
-  return binary_(OpKind::Div, *this, other);
+  unwrap(binary_(OpKind::Div, *this, other));
+  return *this;
 }
 Tensor& Tensor::div_(Scalar other) {
   unwrap(check_defined(*this, "div_", "self"));
-  return binary_(OpKind::Div, *this, other);
+  unwrap(binary_(OpKind::Div, *this, other));
+  return *this;
 }
 
-// The RT_BINARY ops' front-ends.
+// The RT_BINARY ops' cores and front-ends.
 #define RT_OP(Name, name, n_in, n_out, Params)
-#define RT_BINARY(Name, name, ...)                                                         \
-  Tensor name(const Tensor& a, const Tensor& b) { return binary(OpKind::Name, a, b); } \
-  Tensor name(const Tensor& a, Scalar b) { return binary(OpKind::Name, a, b); }
+#define RT_BINARY(Name, name, ...) EMBER_BINARY_CORES(Name, name)
 #include "runtime/graph/ops.def"
 #undef RT_BINARY
 #undef RT_OP
+#undef EMBER_BINARY_CORES
+#undef EMBER_BINARY_CORE
 
-Tensor binary_op(OpKind op, const Tensor& a, const Tensor& b) {
+Result<Tensor> core::binary_op(OpKind op, const Tensor& a, const Tensor& b) {
   switch (op) {
 #define RT_OP(Name, name, n_in, n_out, Params)
 #define RT_BINARY(Name, name, ...) \
   case OpKind::Name:               \
-    return name(a, b);
+    return core::name(a, b);
 #include "runtime/graph/ops.def"
 #undef RT_BINARY
 #undef RT_OP
     default: break;
   }
-  raise_error(Status::NotSupported, str_cat("\"", op_name(op), "\" is not a binary elementwise op"));
+  return fail(Status::NotSupported, "\"", op_name(op), "\" is not a binary elementwise op");
 }
 
+Tensor binary_op(OpKind op, const Tensor& a, const Tensor& b) { return unwrap(core::binary_op(op, a, b)); }
+
 namespace {
-OpKind rounding_op(std::string_view rounding_mode) {
-  EMBER_ENFORCE(rounding_mode == "trunc" || rounding_mode == "floor", Status::InvalidArgument,
+Result<OpKind> rounding_op(std::string_view rounding_mode) {
+  EMBER_CHECK(rounding_mode == "trunc" || rounding_mode == "floor", Status::InvalidArgument,
               "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", rounding_mode, "'");
   return rounding_mode == "trunc" ? OpKind::TruncDivide : OpKind::FloorDivide;
 }
 }  // namespace
 
+Result<Tensor> core::div(const Tensor& a, const Tensor& b, std::string_view rounding_mode) {
+  EMBER_ASSIGN_OR_RETURN(const OpKind op, rounding_op(rounding_mode));
+  return binary(op, a, b);
+}
+Result<Tensor> core::div(const Tensor& a, Scalar b, std::string_view rounding_mode) {
+  EMBER_ASSIGN_OR_RETURN(const OpKind op, rounding_op(rounding_mode));
+  return binary(op, a, b);
+}
 Tensor div(const Tensor& a, const Tensor& b, std::string_view rounding_mode) {
-  return binary(rounding_op(rounding_mode), a, b);
+  return unwrap(core::div(a, b, rounding_mode));
 }
 Tensor div(const Tensor& a, Scalar b, std::string_view rounding_mode) {
-  return binary(rounding_op(rounding_mode), a, b);
+  return unwrap(core::div(a, b, rounding_mode));
 }
 
 // bitwise_not: x ^ all ones (true for bool).
-Tensor bitwise_not(const Tensor& x) {
-  EMBER_ENFORCE(is_integral(x.dtype(), /*include_bool=*/true), Status::NotSupported,
+Result<Tensor> core::bitwise_not(const Tensor& x) {
+  EMBER_CHECK(is_integral(x.dtype(), /*include_bool=*/true), Status::NotSupported,
               "\"bitwise_not_cpu\" not implemented for '", dtype_legacy_name(x.dtype()), "'");
-  return bitwise_xor(x, x.dtype() == DType::Bool ? Scalar(true) : Scalar(-1));
+  return core::bitwise_xor(x, x.dtype() == DType::Bool ? Scalar(true) : Scalar(-1));
 }
+Tensor bitwise_not(const Tensor& x) { return unwrap(core::bitwise_not(x)); }
 
 // As PyTorch composes them: x != x; |x| == inf; x == +-inf; x == x and |x| != inf.
-Tensor isnan(const Tensor& x) { return ne(x, x); }
-Tensor isinf(const Tensor& x) {
-  return x.is_floating_point() ? eq(abs(x), INFINITY) : zeros_like(x, TensorOptions(DType::Bool));
+Result<Tensor> core::isnan(const Tensor& x) { return core::ne(x, x); }
+Result<Tensor> core::isinf(const Tensor& x) {
+  if (!x.is_floating_point()) return core::full_like(x, 0, TensorOptions(DType::Bool));
+  EMBER_ASSIGN_OR_RETURN(const Tensor magnitude, core::abs(x));
+  return core::eq(magnitude, INFINITY);
 }
-Tensor isposinf(const Tensor& x) {
-  return x.is_floating_point() ? eq(x, INFINITY) : zeros_like(x, TensorOptions(DType::Bool));
+Result<Tensor> core::isposinf(const Tensor& x) {
+  return x.is_floating_point() ? core::eq(x, INFINITY) : core::full_like(x, 0, TensorOptions(DType::Bool));
 }
-Tensor isneginf(const Tensor& x) {
-  return x.is_floating_point() ? eq(x, -INFINITY) : zeros_like(x, TensorOptions(DType::Bool));
+Result<Tensor> core::isneginf(const Tensor& x) {
+  return x.is_floating_point() ? core::eq(x, -INFINITY) : core::full_like(x, 0, TensorOptions(DType::Bool));
 }
-Tensor isfinite(const Tensor& x) {
-  if (!x.is_floating_point()) return ones_like(x, TensorOptions(DType::Bool));
-  return mul(eq(x, x), ne(abs(x), INFINITY));
+Result<Tensor> core::isfinite(const Tensor& x) {
+  if (!x.is_floating_point()) return core::full_like(x, 1, TensorOptions(DType::Bool));
+  EMBER_ASSIGN_OR_RETURN(const Tensor not_nan, core::eq(x, x));
+  EMBER_ASSIGN_OR_RETURN(const Tensor magnitude, core::abs(x));
+  EMBER_ASSIGN_OR_RETURN(const Tensor not_inf, core::ne(magnitude, INFINITY));
+  return core::mul(not_nan, not_inf);
 }
+Tensor isnan(const Tensor& x) { return unwrap(core::isnan(x)); }
+Tensor isinf(const Tensor& x) { return unwrap(core::isinf(x)); }
+Tensor isposinf(const Tensor& x) { return unwrap(core::isposinf(x)); }
+Tensor isneginf(const Tensor& x) { return unwrap(core::isneginf(x)); }
+Tensor isfinite(const Tensor& x) { return unwrap(core::isfinite(x)); }
 
-Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
-  EMBER_ENFORCE(condition.dtype() == DType::Bool, Status::DTypeMismatch,
+Result<Tensor> core::where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(condition.dtype() == DType::Bool, Status::DTypeMismatch,
               "where expected condition to be a boolean tensor, but got a tensor with dtype ",
               dtype_legacy_name(condition.dtype()));
-  unwrap(check_same_device({condition, a, b}));
-  const Shape shape = broadcast_shapes(broadcast_shapes(condition.sizes(), a.sizes()), b.sizes());
-  const DType dtype = result_type({a, b});
+  EMBER_TRY(check_same_device({condition, a, b}));
+  EMBER_ASSIGN_OR_RETURN(const Shape condition_a, core::broadcast_shapes(condition.sizes(), a.sizes()));
+  EMBER_ASSIGN_OR_RETURN(const Shape shape, core::broadcast_shapes(condition_a, b.sizes()));
+  EMBER_ASSIGN_OR_RETURN(const DType dtype, core::result_type({a, b}));
   Tensor out;
   {
     NoGradGuard no_grad;
-    const Tensor ca = a.to(dtype), cb = b.to(dtype);
-    out = new_output(shape, dtype, {ca, cb, condition});
-    unwrap(run_kernel(OpKind::Where, {ca.expand(shape), cb.expand(shape), condition.expand(shape)}, {out}));
+    EMBER_ASSIGN_OR_RETURN(const Tensor ca, core::to(a, dtype));
+    EMBER_ASSIGN_OR_RETURN(const Tensor cb, core::to(b, dtype));
+    EMBER_ASSIGN_OR_RETURN(out, new_output(shape, dtype, {ca, cb, condition}));
+    EMBER_ASSIGN_OR_RETURN(const Tensor ea, core::expand(ca, shape));
+    EMBER_ASSIGN_OR_RETURN(const Tensor eb, core::expand(cb, shape));
+    EMBER_ASSIGN_OR_RETURN(const Tensor ec, core::expand(condition, shape));
+    EMBER_TRY(run_kernel(OpKind::Where, {ea, eb, ec}, {out}));
   }
   if (Node* n = autograd::record(GradRule::Where, out, {a, b})) n->save(condition);
   return out;
 }
 
-Tensor where(const Tensor& condition, Scalar a, const Tensor& b) {
-  return where(condition, scalar_tensor(a, TensorOptions(result_type({b}, {a})).device(b.device())), b);
+Result<Tensor> core::where(const Tensor& condition, Scalar a, const Tensor& b) {
+  EMBER_ASSIGN_OR_RETURN(const DType common, core::result_type({b}, {a}));
+  EMBER_ASSIGN_OR_RETURN(const Tensor at, scalar_of(a, common, b.device()));
+  return core::where(condition, at, b);
 }
 
-Tensor where(const Tensor& condition, const Tensor& a, Scalar b) {
-  return where(condition, a, scalar_tensor(b, TensorOptions(result_type({a}, {b})).device(a.device())));
+Result<Tensor> core::where(const Tensor& condition, const Tensor& a, Scalar b) {
+  EMBER_ASSIGN_OR_RETURN(const DType common, core::result_type({a}, {b}));
+  EMBER_ASSIGN_OR_RETURN(const Tensor bt, scalar_of(b, common, a.device()));
+  return core::where(condition, a, bt);
 }
 
-Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
-  EMBER_ENFORCE(min || max, Status::InvalidArgument,
-              "torch.clamp: At least one of 'min' or 'max' must not be None");
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  return unwrap(core::where(condition, a, b));
+}
+Tensor where(const Tensor& condition, Scalar a, const Tensor& b) { return unwrap(core::where(condition, a, b)); }
+Tensor where(const Tensor& condition, const Tensor& a, Scalar b) { return unwrap(core::where(condition, a, b)); }
+
+Result<Tensor> core::clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  EMBER_CHECK(min || max, Status::InvalidArgument, "torch.clamp: At least one of 'min' or 'max' must not be None");
   std::vector<Scalar> bounds;
   if (min) bounds.push_back(*min);
   if (max) bounds.push_back(*max);
-  const DType dtype = result_type({x}, bounds);
-  EMBER_ENFORCE(dtype != DType::Bool, Status::NotSupported, "\"clamp\" not implemented for 'Bool'");
+  EMBER_ASSIGN_OR_RETURN(const DType dtype, core::result_type({x}, bounds));
+  EMBER_CHECK(dtype != DType::Bool, Status::NotSupported, "\"clamp\" not implemented for 'Bool'");
   ClampParams p;
   p.has_min = min.has_value();
   p.has_max = max.has_value();
   if (min) p.min = *min;
   if (max) p.max = *max;
-  return unary(OpKind::Clamp, GradRule::Clamp, /*save_output=*/false, x.to(dtype), p, /*to_float=*/false);
+  EMBER_ASSIGN_OR_RETURN(const Tensor cx, core::to(x, dtype));
+  return unary(OpKind::Clamp, GradRule::Clamp, /*save_output=*/false, cx, p, /*to_float=*/false);
+}
+
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  return unwrap(core::clamp(x, min, max));
 }
 
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
   unwrap(check_defined(*this, "clamp_", "self"));
   autograd::check_inplace(*this);
   unwrap(check_writable(*this));
-  return assign_inplace(*this, clamp(*this, min, max));
+  unwrap(assign_inplace(*this, clamp(*this, min, max)));
+  return *this;
 }
 
-Tensor neg(const Tensor& x) {
-  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::InvalidArgument,
+Result<Tensor> core::neg(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::InvalidArgument,
               "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
               "invert a mask, use the `~` or `logical_not()` operator instead.");
   return neg_impl(x, /*to_float=*/false);
 }
-Tensor abs(const Tensor& x) {
-  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "\"abs_cpu\" not implemented for 'Bool'");
+Result<Tensor> core::abs(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"abs_cpu\" not implemented for 'Bool'");
   return abs_impl(x, /*to_float=*/false);
 }
-Tensor relu(const Tensor& x) {
-  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "Boolean inputs not supported for relu");
+Result<Tensor> core::relu(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "Boolean inputs not supported for relu");
   return relu_impl(x, /*to_float=*/false);
 }
 // floor, ceil, round: integers are returned as they are (in their dtype), bool is refused.
-Tensor floor(const Tensor& x) {
-  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "\"floor_vml_cpu\" not implemented for 'Bool'");
+Result<Tensor> core::floor(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"floor_vml_cpu\" not implemented for 'Bool'");
   return floor_impl(x, /*to_float=*/false);
 }
-Tensor ceil(const Tensor& x) {
-  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "\"ceil_vml_cpu\" not implemented for 'Bool'");
+Result<Tensor> core::ceil(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"ceil_vml_cpu\" not implemented for 'Bool'");
   return ceil_impl(x, /*to_float=*/false);
 }
-Tensor round(const Tensor& x) {
-  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "\"round_vml_cpu\" not implemented for 'Bool'");
+Result<Tensor> core::round(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"round_vml_cpu\" not implemented for 'Bool'");
   return round_impl(x, /*to_float=*/false);
 }
-Tensor sign(const Tensor& x) { return sign_impl(x, /*to_float=*/false); }  // every dtype, kept
+Result<Tensor> core::sign(const Tensor& x) { return sign_impl(x, /*to_float=*/false); }  // every dtype, kept
 // softsign: PyTorch's x / (1 + abs(x)): abs refuses bool, the division makes integers float32.
-Tensor softsign(const Tensor& x) {
-  EMBER_ENFORCE(x.dtype() != DType::Bool, Status::NotSupported, "\"abs_cpu\" not implemented for 'Bool'");
+Result<Tensor> core::softsign(const Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool, Status::NotSupported, "\"abs_cpu\" not implemented for 'Bool'");
   return softsign_impl(x, /*to_float=*/true);
 }
-Tensor gelu(const Tensor& x, std::string_view approximate) {
-  EMBER_ENFORCE(approximate == "none" || approximate == "tanh", Status::InvalidArgument,
+Result<Tensor> core::gelu(const Tensor& x, std::string_view approximate) {
+  EMBER_CHECK(approximate == "none" || approximate == "tanh", Status::InvalidArgument,
               "approximate argument must be either none or tanh.");
-  EMBER_ENFORCE(x.is_floating_point(), Status::NotSupported, "\"GeluKernelImpl\" not implemented for '",
+  EMBER_CHECK(x.is_floating_point(), Status::NotSupported, "\"GeluKernelImpl\" not implemented for '",
               dtype_legacy_name(x.dtype()), "'");
   return unary(OpKind::Gelu, GradRule::Gelu, /*save_output=*/false, x, GeluParams{approximate == "tanh"},
                /*to_float=*/false);
 }
+Tensor gelu(const Tensor& x, std::string_view approximate) { return unwrap(core::gelu(x, approximate)); }
 
 Tensor& Tensor::relu_() {
   unwrap(check_defined(*this, "relu_", "self"));
   autograd::check_inplace(*this);
   unwrap(check_writable(*this));
-  return assign_inplace(*this, relu(*this));
+  unwrap(assign_inplace(*this, relu(*this)));
+  return *this;
 }
 
 Tensor Tensor::abs() const { return ember::abs(*this); }

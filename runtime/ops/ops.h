@@ -21,12 +21,6 @@ DType result_type(Span<const Tensor> tensors, Span<const Scalar> scalars = {});
 // torch.broadcast_shapes; raises "The size of tensor a (4) must match ...".
 Shape broadcast_shapes(IntArrayRef a, IntArrayRef b);
 
-// The Status-returning cores of the front-ends above (the inference path's
-// form, error.h): the front-end is unwrap(core::f(...)).
-namespace core {
-Result<Shape> broadcast_shapes(IntArrayRef a, IntArrayRef b);
-}  // namespace core
-
 // --- elementwise: binary ------------------------------------------------------
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor add(const Tensor& a, Scalar b);
@@ -318,6 +312,195 @@ Tensor repeat(const Tensor& x, IntArrayRef repeats);
 Tensor tile(const Tensor& x, IntArrayRef reps);
 Tensor tril(const Tensor& x, int64_t diagonal = 0);
 Tensor triu(const Tensor& x, int64_t diagonal = 0);
+
+// --- the Status-returning cores ------------------------------------------------
+// Every front-end above has a core of the same parameters in ember::core that
+// returns a Result (Status for the in-place ones) and leaves the message for
+// the thread instead of raising (error.h); the front-end is
+// unwrap(core::f(...)). The inference path calls the cores.
+namespace core {
+Result<DType> result_type(Span<const Tensor> tensors, Span<const Scalar> scalars = {});
+Result<Shape> broadcast_shapes(IntArrayRef a, IntArrayRef b);
+Result<Tensor> add(const Tensor& a, const Tensor& b);
+Result<Tensor> add(const Tensor& a, Scalar b);
+Result<Tensor> sub(const Tensor& a, const Tensor& b);
+Result<Tensor> sub(const Tensor& a, Scalar b);
+Result<Tensor> mul(const Tensor& a, const Tensor& b);
+Result<Tensor> mul(const Tensor& a, Scalar b);
+Result<Tensor> div(const Tensor& a, const Tensor& b);
+Result<Tensor> div(const Tensor& a, Scalar b);
+Result<Tensor> pow(const Tensor& a, const Tensor& b);
+Result<Tensor> pow(const Tensor& a, Scalar b);
+Result<Tensor> pow(Scalar a, const Tensor& b);
+Result<Tensor> maximum(const Tensor& a, const Tensor& b);
+Result<Tensor> minimum(const Tensor& a, const Tensor& b);
+Result<Tensor> eq(const Tensor& a, const Tensor& b);
+Result<Tensor> eq(const Tensor& a, Scalar b);
+Result<Tensor> ne(const Tensor& a, const Tensor& b);
+Result<Tensor> ne(const Tensor& a, Scalar b);
+Result<Tensor> lt(const Tensor& a, const Tensor& b);
+Result<Tensor> lt(const Tensor& a, Scalar b);
+Result<Tensor> le(const Tensor& a, const Tensor& b);
+Result<Tensor> le(const Tensor& a, Scalar b);
+Result<Tensor> gt(const Tensor& a, const Tensor& b);
+Result<Tensor> gt(const Tensor& a, Scalar b);
+Result<Tensor> ge(const Tensor& a, const Tensor& b);
+Result<Tensor> ge(const Tensor& a, Scalar b);
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_BINARY(Name, name, ...)                       \
+  Result<Tensor> name(const Tensor& a, const Tensor& b); \
+  Result<Tensor> name(const Tensor& a, Scalar b);
+#include "runtime/graph/ops.def"
+#undef RT_BINARY
+#undef RT_OP
+Result<Tensor> binary_op(OpKind op, const Tensor& a, const Tensor& b);
+Result<Tensor> div(const Tensor& a, const Tensor& b, std::string_view rounding_mode);
+Result<Tensor> div(const Tensor& a, Scalar b, std::string_view rounding_mode);
+Result<Tensor> bitwise_not(const Tensor& x);
+Result<Tensor> isnan(const Tensor& x);
+Result<Tensor> isinf(const Tensor& x);
+Result<Tensor> isposinf(const Tensor& x);
+Result<Tensor> isneginf(const Tensor& x);
+Result<Tensor> isfinite(const Tensor& x);
+Result<Tensor> where(const Tensor& condition, const Tensor& a, const Tensor& b);
+Result<Tensor> where(const Tensor& condition, Scalar a, const Tensor& b);
+Result<Tensor> where(const Tensor& condition, const Tensor& a, Scalar b);
+Result<Tensor> clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+Result<Tensor> rsub(const Tensor& b, Scalar a);  // a - b (operator-(Scalar, Tensor), RsubBackward1)
+#define RT_OP_P_TENSORS_1 const Tensor&
+#define RT_OP_P_TENSORS_2 RT_OP_P_TENSORS_1, const Tensor&
+#define RT_OP_P_TENSORS_3 RT_OP_P_TENSORS_2, const Tensor&
+#define RT_OP_P_TENSORS_4 RT_OP_P_TENSORS_3, const Tensor&
+#define RT_OP_P_TENSORS_5 RT_OP_P_TENSORS_4, const Tensor&
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(...)
+#define RT_UNARY_P(...)
+#define RT_OP_P(Name, name, n_in, Params) Result<Tensor> name(RT_OP_P_TENSORS_##n_in, const Params& params);
+#include "runtime/graph/ops.def"
+#undef RT_OP_P
+#undef RT_UNARY_P
+#undef RT_UNARY
+#undef RT_OP
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, ...) Result<Tensor> name(const Tensor& x);
+#include "runtime/graph/ops.def"
+#undef RT_UNARY
+#undef RT_OP
+Result<Tensor> unary_op(OpKind op, const Tensor& x);
+Result<Tensor> gelu(const Tensor& x, std::string_view approximate = "none");
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, name, ...)
+#define RT_UNARY_P(Name, name, ...) Result<Tensor> name##_p(const Tensor& x, double a, double b);
+#include "runtime/graph/ops.def"
+#undef RT_UNARY_P
+#undef RT_UNARY
+#undef RT_OP
+Result<Tensor> unary_op(OpKind op, const Tensor& x, double a, double b);
+Result<Tensor> hardsigmoid(const Tensor& x);
+Result<Tensor> leaky_relu(const Tensor& x, double negative_slope = 0.01);
+Result<Tensor> elu(const Tensor& x, double alpha = 1.0);
+Result<Tensor> selu(const Tensor& x);
+Result<Tensor> celu(const Tensor& x, double alpha = 1.0);
+Result<Tensor> thresholded_relu(const Tensor& x, double alpha = 1.0);
+Result<Tensor> sum(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+Result<Tensor> sum(const Tensor& x, IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
+Result<Tensor> mean(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+Result<Tensor> mean(const Tensor& x, IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
+Result<Tensor> prod(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+Result<Tensor> prod(const Tensor& x, int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
+Result<Tensor> var(const Tensor& x, std::optional<std::vector<int64_t>> dims = std::nullopt, int64_t correction = 1,
+                   bool keepdim = false);
+Result<Tensor> std(const Tensor& x, std::optional<std::vector<int64_t>> dims = std::nullopt, int64_t correction = 1,
+                   bool keepdim = false);
+Result<Tensor> norm(const Tensor& x, double p = 2.0, IntArrayRef dims = {}, bool keepdim = false);
+Result<Tensor> max(const Tensor& x);
+Result<Tensor> min(const Tensor& x);
+Result<std::pair<Tensor, Tensor>> max(const Tensor& x, int64_t dim, bool keepdim = false);
+Result<std::pair<Tensor, Tensor>> min(const Tensor& x, int64_t dim, bool keepdim = false);
+Result<Tensor> argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Result<Tensor> argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Result<Tensor> mm(const Tensor& a, const Tensor& b);
+Result<Tensor> bmm(const Tensor& a, const Tensor& b);
+Result<Tensor> matmul(const Tensor& a, const Tensor& b);
+Result<Tensor> linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+Result<Tensor> softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Result<Tensor> log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Result<Tensor> layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = Tensor(),
+                          const Tensor& bias = Tensor(), double eps = 1e-5);
+Result<Tensor> batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                          const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), double eps = 1e-5);
+Result<Tensor> conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntArrayRef stride = {1, 1},
+                      IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1}, int64_t groups = 1);
+Result<Tensor> max_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride = {},
+                          IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1}, bool ceil_mode = false);
+Result<std::pair<Tensor, Tensor>> max_pool2d_with_indices(const Tensor& x, IntArrayRef kernel_size,
+                                                          IntArrayRef stride = {}, IntArrayRef padding = {0, 0},
+                                                          IntArrayRef dilation = {1, 1}, bool ceil_mode = false);
+Result<Tensor> avg_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride = {},
+                          IntArrayRef padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true,
+                          std::optional<int64_t> divisor_override = std::nullopt);
+Result<Tensor> adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size);
+Result<Tensor> interpolate(const Tensor& x, IntArrayRef size = {}, const std::vector<double>& scale_factor = {},
+                           std::string_view mode = "nearest", std::optional<bool> align_corners = std::nullopt,
+                           bool antialias = false);
+Result<Tensor> grid_sample(const Tensor& x, const Tensor& grid, std::string_view mode = "bilinear",
+                           std::string_view padding_mode = "zeros", std::optional<bool> align_corners = std::nullopt);
+Result<Tensor> conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                                IntArrayRef stride = {1}, IntArrayRef padding = {0}, IntArrayRef output_padding = {0},
+                                int64_t groups = 1, IntArrayRef dilation = {1});
+Result<Tensor> conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                                IntArrayRef stride = {1}, IntArrayRef padding = {0}, IntArrayRef output_padding = {0},
+                                int64_t groups = 1, IntArrayRef dilation = {1});
+Result<Tensor> conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                                IntArrayRef stride = {1}, IntArrayRef padding = {0}, IntArrayRef output_padding = {0},
+                                int64_t groups = 1, IntArrayRef dilation = {1});
+Result<Tensor> embedding(const Tensor& weight, const Tensor& indices,
+                         std::optional<int64_t> padding_idx = std::nullopt);
+Result<Tensor> batch_norm_train(const Tensor& x, Tensor running_mean, Tensor running_var,
+                                const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), double momentum = 0.1,
+                                double eps = 1e-5);
+Result<Tensor> max_pool2d_backward(const Tensor& grad, const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride,
+                                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode);
+Result<Tensor> avg_pool2d_backward(const Tensor& grad, const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride,
+                                   IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                                   std::optional<int64_t> divisor_override);
+Result<Tensor> adaptive_avg_pool2d_backward(const Tensor& grad, const Tensor& x);
+Result<Tensor> embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights);
+Result<Tensor> pad_backward(const Tensor& grad, IntArrayRef input_sizes, IntArrayRef pad, std::string_view mode);
+Result<Tensor> cat(Span<const Tensor> tensors, int64_t dim = 0);
+Result<Tensor> stack(Span<const Tensor> tensors, int64_t dim = 0);
+Result<std::vector<Tensor>> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+Result<std::vector<Tensor>> split(const Tensor& x, IntArrayRef split_sizes, int64_t dim = 0);
+Result<std::vector<Tensor>> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+Result<Tensor> pad(const Tensor& x, IntArrayRef pad, std::string_view mode = "constant", double value = 0.0);
+Result<Tensor> gather(const Tensor& x, int64_t dim, const Tensor& index);
+Result<Tensor> scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                       std::string_view reduce = "");
+Result<Tensor> scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value, std::string_view reduce = "");
+Result<Tensor> scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Result<Tensor> index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Result<Tensor> masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+Result<Tensor> masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
+Result<Tensor> take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim = std::nullopt);
+Result<std::vector<Tensor>> recurrence(const Tensor& x, const Tensor& w, const Tensor& r, const Tensor& b,
+                                       const Tensor& lens, const Tensor& h0, const Tensor& c0, const Tensor& p,
+                                       const RecurrenceParams& params);
+Result<std::pair<Tensor, Tensor>> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                                       bool sorted = true);
+Result<std::pair<Tensor, Tensor>> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+Result<Tensor> argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+Result<Tensor> nonzero(const Tensor& x);
+Result<Tensor> cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Result<Tensor> cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Result<Tensor> cumulative(const Tensor& x, int64_t dim, bool product, bool exclusive, bool reverse);
+Result<Tensor> flip(const Tensor& x, IntArrayRef dims);
+Result<Tensor> roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims = {});
+Result<Tensor> repeat(const Tensor& x, IntArrayRef repeats);
+Result<Tensor> tile(const Tensor& x, IntArrayRef reps);
+Result<Tensor> tril(const Tensor& x, int64_t diagonal = 0);
+Result<Tensor> triu(const Tensor& x, int64_t diagonal = 0);
+
+}  // namespace core
 
 // --- devices (runtime/backend/registry.cc) ---------------------------------------
 // Waits until the work queued on `device` has finished (torch.cuda.synchronize);

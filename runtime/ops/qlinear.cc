@@ -9,26 +9,27 @@ namespace ember {
 namespace {
 
 // The weight was prepared by the backend of x's device.
-void check_weight_device(const PreparedWeight& w, const Tensor& x, const char* op) {
-  EMBER_ENFORCE(w.device == x.device().type(), Status::DeviceMismatch, op, ": the weight was prepared for ",
+Status check_weight_device(const PreparedWeight& w, const Tensor& x, const char* op) {
+  EMBER_CHECK(w.device == x.device().type(), Status::DeviceMismatch, op, ": the weight was prepared for ",
               device_type_name(w.device), ", the input is on ", x.device());
+  return Status::Ok;
 }
 
 }  // namespace
 
-Tensor qlinear(const Tensor& x, const QLinearParams& params) {
+Result<Tensor> core::qlinear(const Tensor& x, const QLinearParams& params) {
   EMBER_ASSERT(params.weight != nullptr && params.weight->shape.size() == 2, "qlinear without a prepared weight");
   const int64_t n = params.weight->shape[0], k = params.weight->shape[1];
-  check_weight_device(*params.weight, x, "int8 linear");
-  EMBER_ENFORCE(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 linear: expected a float32 input, got ",
+  EMBER_TRY(check_weight_device(*params.weight, x, "int8 linear"));
+  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 linear: expected a float32 input, got ",
               dtype_name(x.dtype()));
-  EMBER_ENFORCE(x.dim() >= 1 && x.size(-1) == k, Status::ShapeMismatch, "int8 linear: the input's last dimension ",
+  EMBER_CHECK(x.dim() >= 1 && x.size(-1) == k, Status::ShapeMismatch, "int8 linear: the input's last dimension ",
               x.dim() >= 1 ? x.size(-1) : 0, " does not match the weight's ", k);
-  const Tensor xc = x.contiguous();
+  EMBER_ASSIGN_OR_RETURN(const Tensor xc, core::contiguous(x));
   Shape shape = xc.sizes();
   shape.back() = n;
-  Tensor y = empty(shape, TensorOptions(DType::Float32).device(x.device()));
-  unwrap(run_kernel(OpKind::QLinear, {xc, Tensor(), Tensor()}, {y}, params));
+  EMBER_ASSIGN_OR_RETURN(Tensor y, core::empty(shape, TensorOptions(DType::Float32).device(x.device())));
+  EMBER_TRY(run_kernel(OpKind::QLinear, {xc, Tensor(), Tensor()}, {y}, params));
   return y;
 }
 
@@ -42,44 +43,54 @@ int64_t conv_out_size(const Conv2dParams& c, int d, int64_t in, int64_t k) {
 
 }  // namespace
 
-Tensor qconv2d(const Tensor& x, const QConv2dParams& params) {
+Result<Tensor> core::qconv2d(const Tensor& x, const QConv2dParams& params) {
   EMBER_ASSERT(params.weight != nullptr && params.weight->shape.size() == 4, "qconv2d without a prepared weight");
   const std::vector<int64_t>& ws = params.weight->shape;
-  check_weight_device(*params.weight, x, "int8 conv2d");
-  EMBER_ENFORCE(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 conv2d: expected a float32 input, got ",
+  EMBER_TRY(check_weight_device(*params.weight, x, "int8 conv2d"));
+  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "int8 conv2d: expected a float32 input, got ",
               dtype_name(x.dtype()));
-  EMBER_ENFORCE(x.dim() == 4 && x.size(1) == ws[1], Status::ShapeMismatch, "int8 conv2d: expected an input [N, ",
+  EMBER_CHECK(x.dim() == 4 && x.size(1) == ws[1], Status::ShapeMismatch, "int8 conv2d: expected an input [N, ",
               ws[1], ", H, W]");
-  const Tensor xc = x.contiguous();
+  EMBER_ASSIGN_OR_RETURN(const Tensor xc, core::contiguous(x));
   const int64_t oh = conv_out_size(params.conv, 0, x.size(2), ws[2]);
   const int64_t ow = conv_out_size(params.conv, 1, x.size(3), ws[3]);
-  EMBER_ENFORCE(oh > 0 && ow > 0, Status::ShapeMismatch, "int8 conv2d: the input ", x.size(2), "x", x.size(3),
+  EMBER_CHECK(oh > 0 && ow > 0, Status::ShapeMismatch, "int8 conv2d: the input ", x.size(2), "x", x.size(3),
               " is smaller than the kernel");
-  Tensor y = empty({x.size(0), ws[0], oh, ow}, TensorOptions(DType::Float32).device(x.device()));
-  unwrap(run_kernel(OpKind::QConv2d, {xc, Tensor(), Tensor()}, {y}, params));
+  EMBER_ASSIGN_OR_RETURN(Tensor y,
+                         core::empty({x.size(0), ws[0], oh, ow}, TensorOptions(DType::Float32).device(x.device())));
+  EMBER_TRY(run_kernel(OpKind::QConv2d, {xc, Tensor(), Tensor()}, {y}, params));
   return y;
 }
 
-Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias) {
+Result<Tensor> core::sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias) {
   EMBER_ASSERT(params.weight != nullptr && params.weight->shape.size() == 2, "sparse_linear without a prepared weight");
   const int64_t n = params.weight->shape[0], k = params.weight->shape[1];
-  check_weight_device(*params.weight, x, "sparse linear");
-  EMBER_ENFORCE(x.dtype() == DType::Float32, Status::DTypeMismatch, "sparse linear needs a float32 input, got ",
+  EMBER_TRY(check_weight_device(*params.weight, x, "sparse linear"));
+  EMBER_CHECK(x.dtype() == DType::Float32, Status::DTypeMismatch, "sparse linear needs a float32 input, got ",
               dtype_name(x.dtype()));
-  EMBER_ENFORCE(x.dim() >= 1 && x.size(-1) == k, Status::ShapeMismatch, "sparse linear: input ", shape_str(x.sizes()),
+  EMBER_CHECK(x.dim() >= 1 && x.size(-1) == k, Status::ShapeMismatch, "sparse linear: input ", shape_str(x.sizes()),
               " does not end in ", k, " (weight [", n, ", ", k, "])");
   Tensor b;
   if (bias.defined()) {
-    EMBER_ENFORCE(bias.dim() == 1 && bias.size(0) == n, Status::ShapeMismatch, "sparse linear: bias ",
+    EMBER_CHECK(bias.dim() == 1 && bias.size(0) == n, Status::ShapeMismatch, "sparse linear: bias ",
                 shape_str(bias.sizes()), " is not [", n, "]");
-    b = bias.to(DType::Float32).contiguous();
+    EMBER_ASSIGN_OR_RETURN(const Tensor bias_f32, core::to(bias, DType::Float32));
+    EMBER_ASSIGN_OR_RETURN(b, core::contiguous(bias_f32));
   }
-  const Tensor xc = x.contiguous();
+  EMBER_ASSIGN_OR_RETURN(const Tensor xc, core::contiguous(x));
   Shape shape = x.sizes();
   shape.back() = n;
-  Tensor y = empty(shape, TensorOptions(DType::Float32).device(x.device()));
-  unwrap(run_kernel(OpKind::SparseLinear, {xc, Tensor(), b}, {y}, params));
+  EMBER_ASSIGN_OR_RETURN(Tensor y, core::empty(shape, TensorOptions(DType::Float32).device(x.device())));
+  EMBER_TRY(run_kernel(OpKind::SparseLinear, {xc, Tensor(), b}, {y}, params));
   return y;
+}
+
+Tensor qlinear(const Tensor& x, const QLinearParams& params) { return unwrap(core::qlinear(x, params)); }
+
+Tensor qconv2d(const Tensor& x, const QConv2dParams& params) { return unwrap(core::qconv2d(x, params)); }
+
+Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias) {
+  return unwrap(core::sparse_linear(x, params, bias));
 }
 
 }  // namespace ember

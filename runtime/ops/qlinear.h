@@ -5,6 +5,7 @@
 // the output on x's device and runs the kernel (run_kernel).
 #pragma once
 
+#include "runtime/core/result.h"
 #include "runtime/graph/op_params.h"
 #include "runtime/tensor/tensor.h"
 
@@ -40,5 +41,17 @@ Tensor matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* 
 // instead of `weight` by the float32 CPU kernel (others ignore it).
 Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
                         bool* fused);
+
+// The Status-returning cores of the front-ends above (same parameters; see ops.h).
+namespace core {
+Result<Tensor> qlinear(const Tensor& x, const QLinearParams& params);
+Result<Tensor> qconv2d(const Tensor& x, const QConv2dParams& params);
+Result<Tensor> sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias);
+Result<Tensor> linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p,
+                                bool* activated);
+Result<Tensor> matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed);
+Result<Tensor> conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
+                                bool* fused);
+}  // namespace core
 
 }  // namespace ember

@@ -14,43 +14,55 @@ namespace ember {
 
 namespace {
 
-std::pair<Tensor, Tensor> select_sorted(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted,
-                                        GradRule rule) {
-  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1));
+Result<std::pair<Tensor, Tensor>> select_sorted(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted,
+                                                GradRule rule) {
+  EMBER_ASSIGN_OR_RETURN(const int64_t d, core::wrap_dim(dim, std::max<int64_t>(x.dim(), 1)));
   const int64_t n = x.dim() == 0 ? 1 : x.size(d);
-  EMBER_ENFORCE(k >= 0 && k <= n, Status::OutOfRange, "selected index k out of range");
+  EMBER_CHECK(k >= 0 && k <= n, Status::OutOfRange, "selected index k out of range");
   Shape shape = x.sizes();
   if (x.dim() > 0) shape[static_cast<size_t>(d)] = k;
-  Tensor values = empty(shape, TensorOptions(x.dtype()).device(x.device()));
-  Tensor indices = empty(shape, TensorOptions(DType::Int64).device(x.device()));
+  EMBER_ASSIGN_OR_RETURN(Tensor values, core::empty(shape, TensorOptions(x.dtype()).device(x.device())));
+  EMBER_ASSIGN_OR_RETURN(Tensor indices, core::empty(shape, TensorOptions(DType::Int64).device(x.device())));
   if (values.numel() > 0) {
-    unwrap(run_kernel(OpKind::TopK, {x}, {values, indices}, TopKParams{d, largest, sorted}));
+    EMBER_TRY(run_kernel(OpKind::TopK, {x}, {values, indices}, TopKParams{d, largest, sorted}));
   }
   if (Node* node = autograd::record(rule, values, {x})) {
     node->save(indices);
     node->ints = {d};
   }
-  return {values, indices};
+  return std::pair<Tensor, Tensor>{values, indices};
 }
 
 }  // namespace
 
-std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
+Result<std::pair<Tensor, Tensor>> core::topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
   return select_sorted(x, k, dim, largest, sorted, GradRule::TopK);
 }
 
-std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
-  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1));
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
+  return unwrap(core::topk(x, k, dim, largest, sorted));
+}
+
+Result<std::pair<Tensor, Tensor>> core::sort(const Tensor& x, int64_t dim, bool descending) {
+  EMBER_ASSIGN_OR_RETURN(const int64_t d, core::wrap_dim(dim, std::max<int64_t>(x.dim(), 1)));
   return select_sorted(x, x.dim() == 0 ? 1 : x.size(d), d, descending, true, GradRule::Sort);
 }
 
-Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
-  NoGradGuard no_grad;
-  return sort(x, dim, descending).second;
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
+  return unwrap(core::sort(x, dim, descending));
 }
 
-Tensor nonzero(const Tensor& x) {
-  const Tensor c = x.to(Device(DeviceType::CPU)).contiguous();
+Result<Tensor> core::argsort(const Tensor& x, int64_t dim, bool descending) {
+  NoGradGuard no_grad;
+  EMBER_ASSIGN_OR_RETURN(auto sorted, core::sort(x, dim, descending));
+  return sorted.second;
+}
+
+Tensor argsort(const Tensor& x, int64_t dim, bool descending) { return unwrap(core::argsort(x, dim, descending)); }
+
+Result<Tensor> core::nonzero(const Tensor& x) {
+  EMBER_ASSIGN_OR_RETURN(const Tensor host, core::to(x, Device(DeviceType::CPU)));
+  EMBER_ASSIGN_OR_RETURN(const Tensor c, core::contiguous(host));
   const int64_t rank = c.dim();
   std::vector<int64_t> flat;
   dispatch_dtype(c.dtype(), [&](auto tag) {
@@ -61,7 +73,7 @@ Tensor nonzero(const Tensor& x) {
     }
   });
   const int64_t count = static_cast<int64_t>(flat.size());
-  Tensor out = empty({count, rank}, DType::Int64);
+  EMBER_ASSIGN_OR_RETURN(Tensor out, core::empty({count, rank}, DType::Int64));
   int64_t* o = out.data_ptr<int64_t>();
   for (int64_t j = 0; j < count; ++j) {
     int64_t rest = flat[static_cast<size_t>(j)];
@@ -70,27 +82,34 @@ Tensor nonzero(const Tensor& x) {
       rest /= c.size(d);
     }
   }
-  return out.to(x.device());
+  return core::to(out, x.device());
 }
 
-Tensor cumulative(const Tensor& x, int64_t dim, bool product, bool exclusive, bool reverse) {
-  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1));
-  Tensor out = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+Tensor nonzero(const Tensor& x) { return unwrap(core::nonzero(x)); }
+
+Result<Tensor> core::cumulative(const Tensor& x, int64_t dim, bool product, bool exclusive, bool reverse) {
+  EMBER_ASSIGN_OR_RETURN(const int64_t d, core::wrap_dim(dim, std::max<int64_t>(x.dim(), 1)));
+  EMBER_ASSIGN_OR_RETURN(Tensor out, core::empty(x.sizes(), TensorOptions(x.dtype()).device(x.device())));
   if (out.numel() > 0) {
-    unwrap(run_kernel(product ? OpKind::CumProd : OpKind::CumSum, {x}, {out}, ScanParams{d, exclusive, reverse}));
+    EMBER_TRY(run_kernel(product ? OpKind::CumProd : OpKind::CumSum, {x}, {out}, ScanParams{d, exclusive, reverse}));
   }
   return out;
 }
 
+Tensor cumulative(const Tensor& x, int64_t dim, bool product, bool exclusive, bool reverse) {
+  return unwrap(core::cumulative(x, dim, product, exclusive, reverse));
+}
+
 namespace {
 
-Tensor scan_front_end(const Tensor& x, int64_t dim, std::optional<DType> dtype, bool product) {
-  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1));
+Result<Tensor> scan_front_end(const Tensor& x, int64_t dim, std::optional<DType> dtype, bool product) {
+  EMBER_ASSIGN_OR_RETURN(const int64_t d, core::wrap_dim(dim, std::max<int64_t>(x.dim(), 1)));
   const DType dt = dtype ? *dtype : (is_integral(x.dtype(), /*include_bool=*/true) ? DType::Int64 : x.dtype());
   Tensor out;
   {
     NoGradGuard no_grad;
-    out = cumulative(x.to(dt), d, product, false, false);
+    EMBER_ASSIGN_OR_RETURN(const Tensor in, core::to(x, dt));
+    EMBER_ASSIGN_OR_RETURN(out, core::cumulative(in, d, product, false, false));
   }
   if (Node* n = autograd::record(product ? GradRule::Cumprod : GradRule::Cumsum, out, {x})) {
     n->ints = {d};
@@ -101,18 +120,24 @@ Tensor scan_front_end(const Tensor& x, int64_t dim, std::optional<DType> dtype, 
 
 }  // namespace
 
-Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+Result<Tensor> core::cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   if (!dtype) {
-    if (amp::Cast c = amp::autocast(amp::Op::Cumsum, {x})) return cumsum(c[0], dim);
+    if (amp::Cast c = amp::autocast(amp::Op::Cumsum, {x})) return core::cumsum(c[0], dim);
   }
   return scan_front_end(x, dim, dtype, false);
 }
 
-Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) { return unwrap(core::cumsum(x, dim, dtype)); }
+
+Result<Tensor> core::cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   if (!dtype) {
-    if (amp::Cast c = amp::autocast(amp::Op::Cumprod, {x})) return cumprod(c[0], dim);
+    if (amp::Cast c = amp::autocast(amp::Op::Cumprod, {x})) return core::cumprod(c[0], dim);
   }
   return scan_front_end(x, dim, dtype, true);
+}
+
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  return unwrap(core::cumprod(x, dim, dtype));
 }
 
 }  // namespace ember

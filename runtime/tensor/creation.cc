@@ -58,15 +58,20 @@ Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions options,
   return from_blob(data, sizes, strides, options, std::move(deleter));
 }
 
-Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options.dtype(options.dtype_or(DType::Float32))); }
-Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype_or(DType::Float32))); }
+Result<Tensor> core::zeros(IntArrayRef sizes, TensorOptions options) {
+  return core::full(sizes, 0, options.dtype(options.dtype_or(DType::Float32)));
+}
 
-Tensor full(IntArrayRef sizes, Scalar value, TensorOptions options) {
+Result<Tensor> core::full(IntArrayRef sizes, Scalar value, TensorOptions options) {
   // As torch.full: the dtype follows the fill value unless given.
-  Tensor t = empty(sizes, options.dtype(options.dtype_or(value.default_dtype())));
-  unwrap(fill_into(t, value));
+  EMBER_ASSIGN_OR_RETURN(Tensor t, core::empty(sizes, options.dtype(options.dtype_or(value.default_dtype()))));
+  EMBER_TRY(fill_into(t, value));
   return t;
 }
+
+Tensor zeros(IntArrayRef sizes, TensorOptions options) { return unwrap(core::zeros(sizes, options)); }
+Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype_or(DType::Float32))); }
+Tensor full(IntArrayRef sizes, Scalar value, TensorOptions options) { return unwrap(core::full(sizes, value, options)); }
 
 Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
   const int64_t cols = m.value_or(n);
@@ -81,28 +86,32 @@ Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
 namespace {
 // Fills a new CPU tensor of `dtype` with f(i), then moves it to the device.
 template <typename F>
-Tensor generate(IntArrayRef sizes, DType dtype, Device device, F&& f) {
-  Tensor t = empty(sizes, dtype);
+Result<Tensor> generate(IntArrayRef sizes, DType dtype, Device device, F&& f) {
+  EMBER_ASSIGN_OR_RETURN(Tensor t, core::empty(sizes, dtype));
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(t.data_ptr());
     const int64_t n = t.numel();
     for (int64_t i = 0; i < n; ++i) p[i] = f(i, tag);
   });
-  return t.to(device);
+  return core::to(t, device);
 }
 }  // namespace
 
 Tensor arange(Scalar end, TensorOptions options) { return arange(0, end, 1, options); }
 
 Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
+  return unwrap(core::arange(start, end, step, options));
+}
+
+Result<Tensor> core::arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   const bool integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
   const DType dtype = options.dtype_or(integral ? DType::Int64 : kDefaultFloat);
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
-  EMBER_ENFORCE(st != 0, Status::InvalidArgument, "step must be nonzero");
-  EMBER_ENFORCE(std::isfinite(s) && std::isfinite(e), Status::InvalidArgument,
+  EMBER_CHECK(st != 0, Status::InvalidArgument, "step must be nonzero");
+  EMBER_CHECK(std::isfinite(s) && std::isfinite(e), Status::InvalidArgument,
               "unsupported range: ", s, " -> ", e);
-  EMBER_ENFORCE((st > 0 && e >= s) || (st < 0 && e <= s), Status::InvalidArgument,
+  EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), Status::InvalidArgument,
               "upper bound and larger bound inconsistent with step sign");
   const int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
   if (integral && (dtype == DType::Int64 || is_integral(dtype))) {
@@ -124,7 +133,7 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
   const int64_t half = steps / 2;
   // As PyTorch: the step is computed in the element type (double for
   // integers); the first half counts up from start, the second down from end.
-  return generate({steps}, dtype, options.device_or(), [&](int64_t i, auto tag) {
+  return unwrap(generate({steps}, dtype, options.device_or(), [&](int64_t i, auto tag) {
     using T = typename decltype(tag)::type;
     using S = std::conditional_t<std::is_integral_v<T>, double, compute_t<T>>;
     const S s = static_cast<S>(convert<T>(start)), e = static_cast<S>(convert<T>(end));
@@ -134,7 +143,7 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
     const S v = i < half || steps == 1 ? std::fma(step, static_cast<S>(i), s)
                          : std::fma(-step, static_cast<S>(steps - i - 1), e);
     return convert<T>(v);
-  });
+  }));
 }
 
 Tensor rand(IntArrayRef sizes, TensorOptions options) {
@@ -143,14 +152,14 @@ Tensor rand(IntArrayRef sizes, TensorOptions options) {
               dtype_legacy_name(dtype), "'");
   Generator& g = default_generator();
   std::lock_guard<std::mutex> lock(g.mutex());
-  return generate(sizes, dtype, options.device_or(), [&](int64_t, auto tag) {
+  return unwrap(generate(sizes, dtype, options.device_or(), [&](int64_t, auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, double>) {
       return g.uniform_double();
     } else {
       return T(g.uniform_float());
     }
-  });
+  }));
 }
 
 Tensor randn(IntArrayRef sizes, TensorOptions options) {
@@ -214,11 +223,11 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions optio
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   Generator& g = default_generator();
   std::lock_guard<std::mutex> lock(g.mutex());
-  return generate(sizes, dtype, options.device_or(), [&](int64_t, auto tag) {
+  return unwrap(generate(sizes, dtype, options.device_or(), [&](int64_t, auto tag) {
     using T = typename decltype(tag)::type;
     const uint64_t r = range >= (1ull << 32) ? g.random64() % range : g.random() % range;
     return convert<T>(static_cast<int64_t>(r + static_cast<uint64_t>(low)));
-  });
+  }));
 }
 
 namespace {
@@ -229,10 +238,14 @@ TensorOptions like(const Tensor& t, TensorOptions options) {
 
 Tensor zeros_like(const Tensor& t, TensorOptions options) { return full_like(t, 0, options); }
 Tensor ones_like(const Tensor& t, TensorOptions options) { return full_like(t, 1, options); }
-Tensor full_like(const Tensor& t, Scalar value, TensorOptions options) {
-  Tensor out = empty_like(t, like(t, options));
-  unwrap(fill_into(out, value));
+Result<Tensor> core::full_like(const Tensor& t, Scalar value, TensorOptions options) {
+  EMBER_ASSIGN_OR_RETURN(Tensor out, core::empty_like(t, like(t, options)));
+  EMBER_TRY(fill_into(out, value));
   return out;
+}
+
+Tensor full_like(const Tensor& t, Scalar value, TensorOptions options) {
+  return unwrap(core::full_like(t, value, options));
 }
 Tensor rand_like(const Tensor& t, TensorOptions options) { return rand(t.sizes(), like(t, options)); }
 Tensor randn_like(const Tensor& t, TensorOptions options) { return randn(t.sizes(), like(t, options)); }

@@ -33,20 +33,21 @@ std::string_view dtype_legacy_name(DType t) {
   return "Unknown";
 }
 
-DType promote_types(DType a, DType b) {
+DType promote_types(DType a, DType b) { return unwrap(core::promote_types(a, b)); }
+
+Result<DType> core::promote_types(DType a, DType b) {
   if (a == b) return a;
   if (is_storage_only(a) || is_storage_only(b)) {
     const bool f8 = ((dtype_bit(a) | dtype_bit(b)) & kFloat8Types) != 0;
-    raise_error(Status::DTypeMismatch, str_cat("Promotion for ", f8 ? "Float8 Types" : "storage-only types",
-                                               " is not supported, attempted to promote ", dtype_legacy_name(a),
-                                               " and ", dtype_legacy_name(b)));
+    return fail(Status::DTypeMismatch, "Promotion for ", f8 ? "Float8 Types" : "storage-only types",
+                " is not supported, attempted to promote ", dtype_legacy_name(a), " and ", dtype_legacy_name(b));
   }
   if ((dtype_bit(a) | dtype_bit(b)) & kBarebonesUnsignedTypes) {
     if (is_floating(a)) return a;
     if (is_floating(b)) return b;
-    raise_error(Status::DTypeMismatch,
-                str_cat("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote ",
-                        dtype_legacy_name(a), " and ", dtype_legacy_name(b)));
+    return fail(Status::DTypeMismatch,
+                "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote ",
+                dtype_legacy_name(a), " and ", dtype_legacy_name(b));
   }
   if (a == DType::Bool) return b;
   if (b == DType::Bool) return a;

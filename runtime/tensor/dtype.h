@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string_view>
 
+#include "runtime/core/result.h"
 #include "runtime/tensor/half.h"
 #include "runtime/tensor/low_precision.h"
 
@@ -80,6 +81,9 @@ constexpr bool is_valid(DType t) { return static_cast<int>(t) < kNumDTypes; }
 // torch.promote_types (PyTorch 2: uint16/32/64 promote only to floats, the
 // storage-only types to nothing: raises ember::Error).
 DType promote_types(DType a, DType b);
+namespace core {
+Result<DType> promote_types(DType a, DType b);  // its Status form
+}  // namespace core
 
 // The dtype PyTorch gives a Python float (torch.get_default_dtype()).
 constexpr DType kDefaultFloat = DType::Float32;

@@ -22,24 +22,24 @@ StorageAllocatorGuard::StorageAllocatorGuard(StorageAllocator* allocator) : prev
 
 StorageAllocatorGuard::~StorageAllocatorGuard() { tls_allocator = previous_; }
 
-Storage allocate_storage(size_t bytes, Device requested) {
+Result<Storage> allocate_storage(size_t bytes, Device requested) {
   const Device device = storage_device(requested);
   if (tls_allocator != nullptr && device.type() == DeviceType::CPU) {
     StorageAllocator* allocator = tls_allocator;
-    StorageAllocatorGuard uninstalled(nullptr);  // restores the hook even if allocate() raises
+    StorageAllocatorGuard uninstalled(nullptr);  // restores the hook whatever allocate() returns
     return allocator->allocate(bytes);
   }
   Backend* backend = get_backend(device.type());
-  EMBER_ENFORCE(backend != nullptr, Status::NotSupported, "ember is not built with support for ",
+  EMBER_CHECK(backend != nullptr, Status::NotSupported, "ember is not built with support for ",
               device_type_name(device.type()), " devices");
   Result<Buffer> buffer = backend->allocate(bytes, 64);
   // A device out of memory: the backend's own words, which name the request
   // (PyTorch's "CUDA out of memory. Tried to allocate ...").
   const std::string why = backend->last_error();
-  EMBER_ENFORCE(buffer.ok() || buffer.status() != Status::OutOfMemory || why.empty(), Status::OutOfMemory, why);
-  EMBER_ENFORCE(buffer.ok(), buffer.status(), "failed to allocate ", bytes, " bytes on ", device,
+  EMBER_CHECK(buffer.ok() || buffer.status() != Status::OutOfMemory || why.empty(), Status::OutOfMemory, why);
+  EMBER_CHECK(buffer.ok(), buffer.status(), "failed to allocate ", bytes, " bytes on ", device,
               ": ", status_name(buffer.status()), backend_error_detail(*backend));
-  return std::make_shared<StorageImpl>(backend, buffer.get(), device);
+  return Storage(std::make_shared<StorageImpl>(backend, buffer.get(), device));
 }
 
 }  // namespace ember

@@ -53,20 +53,21 @@ class StorageImpl {
 
 using Storage = std::shared_ptr<StorageImpl>;
 
-// Allocates `bytes` on `device` (plus kTensorTailPadding); raises ember::Error on failure.
-// CPU allocations go through the calling thread's StorageAllocator when one is
-// installed (StorageAllocatorGuard), else to the CPU backend.
-Storage allocate_storage(size_t bytes, Device device);
+// Allocates `bytes` on `device` (plus kTensorTailPadding); on failure the
+// Status, with the thread's message (error.h). CPU allocations go through the
+// calling thread's StorageAllocator when one is installed
+// (StorageAllocatorGuard), else to the CPU backend.
+Result<Storage> allocate_storage(size_t bytes, Device device);
 
 // A per-thread hook for CPU tensor memory (the executor's memory planner
 // records and serves allocations through it). allocate() returns a CPU Storage
-// of at least `bytes` with kTensorTailPadding readable bytes after them, or
-// raises ember::Error. While it runs, the hook is uninstalled on this thread:
+// of at least `bytes` with kTensorTailPadding readable bytes after them, or a
+// failing Status. While it runs, the hook is uninstalled on this thread:
 // allocate_storage() inside it goes to the backend (a heap fallback).
 class StorageAllocator {
  public:
   virtual ~StorageAllocator() = default;
-  virtual Storage allocate(size_t bytes) = 0;
+  virtual Result<Storage> allocate(size_t bytes) = 0;
 };
 
 // " (what went wrong)" from backend.last_error(), or "" when it says nothing.

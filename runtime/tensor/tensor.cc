@@ -562,7 +562,7 @@ Result<Tensor> core::empty_strided(IntArrayRef sizes, IntArrayRef strides, Tenso
   }
   const DType dtype = options.dtype_or(DType::Float32);
   EMBER_ASSIGN_OR_RETURN(const size_t bytes, core::storage_bytes(sizes, strides, 0, ember::element_size(dtype)));
-  Storage storage = allocate_storage(bytes, options.device_or());  // raises on a failed allocation
+  EMBER_ASSIGN_OR_RETURN(Storage storage, allocate_storage(bytes, options.device_or()));
   return core::make(std::move(storage), dtype, sizes, strides, 0);
 }
 

@@ -255,6 +255,13 @@ Result<Tensor> to(const Tensor& self, Device device, bool copy = false);
 Result<Tensor> empty(IntArrayRef sizes, TensorOptions options = {}, MemoryFormat format = MemoryFormat::Contiguous);
 Result<Tensor> empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options = {});
 Result<Tensor> empty_like(const Tensor& t, TensorOptions options = {});
+Result<Tensor> zeros(IntArrayRef sizes, TensorOptions options = {});
+// The in-place members the cores use: Tensor::add_ (runtime/ops/elementwise.cc), copy_ (copy.cc).
+Status add_(Tensor& self, const Tensor& other);
+Status copy_(const Tensor& self, const Tensor& src);
+Result<Tensor> full(IntArrayRef sizes, Scalar value, TensorOptions options = {});
+Result<Tensor> full_like(const Tensor& t, Scalar value, TensorOptions options = {});
+Result<Tensor> arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions options = {});
 }  // namespace core
 
 // --- creation (runtime/tensor/creation.cc) -----------------------------------

@@ -264,7 +264,7 @@ Status Trainer::save(const std::string& path, const SaveOptions& options, std::s
                               "': ", op_ref(m, other), " reads it too, so it cannot become float32 (save a delta)");
       }
     }
-    widened.emplace_back(t, (dequantize_weight(m, t) + matmul(a.b, a.a) * a.scale).contiguous());
+    widened.emplace_back(t, (unwrap(dequantize_weight(m, t)) + matmul(a.b, a.a) * a.scale).contiguous());
   }
   for (const auto& [t, v] : values) EMBER_TRY(patch_weight(bytes, m, t, v, error));
   if (widened.empty()) return write_file_atomic(path, bytes.data(), bytes.size(), error);

@@ -71,6 +71,7 @@ inline void check_close_for_dtype(const Tensor& actual, const Tensor& expected) 
   }
 }
 
+#if defined(__cpp_exceptions)  // not in --config=noexcept (-fno-exceptions)
 // Runs `fn` and checks it raises ember::Error whose message equals `message`.
 template <typename F>
 void check_error(F&& fn, const std::string& message) {
@@ -82,5 +83,6 @@ void check_error(F&& fn, const std::string& message) {
   }
   CHECK(got == message);
 }
+#endif
 
 }  // namespace ember::testing

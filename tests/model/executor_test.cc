@@ -842,7 +842,7 @@ TEST_CASE("storage allocator hook: installed per thread, uninstalled inside") {
   struct Counting : StorageAllocator {
     int calls = 0;
     bool nested_hooked = true;
-    Storage allocate(size_t bytes) override {
+    Result<Storage> allocate(size_t bytes) override {
       ++calls;
       nested_hooked = current_storage_allocator() != nullptr;
       return allocate_storage(bytes, Device(DeviceType::CPU));
@@ -871,17 +871,17 @@ TEST_CASE("arena allocator: a size mismatch falls back to the heap for the rest 
   const ArenaPlan plan = plan_arena(r);
   auto memory = std::make_shared<ArenaMemory>(plan.arena_bytes);
   ArenaAllocator arena(memory, plan);
-  Storage a = arena.allocate(64);
+  Storage a = unwrap(arena.allocate(64));
   CHECK(a->data() == memory->data());
-  Storage b = arena.allocate(32);  // mismatch
+  Storage b = unwrap(arena.allocate(32));  // mismatch
   CHECK(arena.heap_fallbacks() == 1);
   CHECK(!arena.matched());
   ArenaAllocator again(memory, plan);
-  Storage c = again.allocate(64);
-  Storage d = again.allocate(64);
+  Storage c = unwrap(again.allocate(64));
+  Storage d = unwrap(again.allocate(64));
   CHECK(again.matched());
   CHECK(again.heap_fallbacks() == 0);
-  Storage e = again.allocate(64);  // past the plan
+  Storage e = unwrap(again.allocate(64));  // past the plan
   CHECK(again.heap_fallbacks() == 1);
 }
 
