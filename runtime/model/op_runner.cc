@@ -445,10 +445,15 @@ EMBER_BACKWARD_OPS(EMBER_BACKWARD_RUNNER)
 
 std::vector<int64_t> dims_of(const DimsParams& p) { return std::vector<int64_t>(p.dims, p.dims + p.rank); }
 
+// The values of required input j, an int tensor read on the host ("the shape input ...").
+Result<std::vector<int64_t>> ints_input(const OpContext& c, size_t j, const char* what) {
+  EMBER_ASSIGN_OR_RETURN(const Tensor t, c.need(j, what));
+  return read_ints(t, what);
+}
+
 Status run_Reshape(OpContext& c) {
   EMBER_ASSIGN_OR_RETURN(const Tensor x, c.need(0, "data"));
-  EMBER_ASSIGN_OR_RETURN(const Tensor s, c.need(1, "shape"));
-  EMBER_ASSIGN_OR_RETURN(const std::vector<int64_t> shape, read_ints(s, "shape"));
+  EMBER_ASSIGN_OR_RETURN(const std::vector<int64_t> shape, ints_input(c, 1, "shape"));
   return c.set(0, onnx_reshape(x, shape));
 }
 
@@ -513,8 +518,7 @@ Status run_Gather(OpContext& c) {
 
 Status run_Expand(OpContext& c) {
   EMBER_ASSIGN_OR_RETURN(const Tensor x, c.need(0, "data"));
-  EMBER_ASSIGN_OR_RETURN(const Tensor s, c.need(1, "shape"));
-  EMBER_ASSIGN_OR_RETURN(const std::vector<int64_t> shape, read_ints(s, "shape"));
+  EMBER_ASSIGN_OR_RETURN(const std::vector<int64_t> shape, ints_input(c, 1, "shape"));
   return c.set(0, onnx_expand(x, shape));
 }
 
@@ -524,8 +528,7 @@ Status run_ShapeOf(OpContext& c) {
 }
 
 Status run_ConstantOfShape(OpContext& c) {
-  EMBER_ASSIGN_OR_RETURN(const Tensor s, c.need(0, "shape"));
-  EMBER_ASSIGN_OR_RETURN(const std::vector<int64_t> shape, read_ints(s, "shape"));
+  EMBER_ASSIGN_OR_RETURN(const std::vector<int64_t> shape, ints_input(c, 0, "shape"));
   return c.set(0, onnx_constant_of_shape(shape, c.params<ScalarParams>().value,
                                          TensorOptions(c.declared_dtype(0)).device(c.device)));
 }
@@ -562,8 +565,8 @@ Status run_CumProd(OpContext& c) { return run_scan(c, true); }
 
 Status run_TopK(OpContext& c) {
   const auto& p = c.params<TopKParams>();
-  EMBER_ASSIGN_OR_RETURN(const Tensor kt, c.need(1, "k"));
-  EMBER_ASSIGN_OR_RETURN(const int64_t k, one_int(kt, "k"));
+  EMBER_ASSIGN_OR_RETURN(const Tensor k_in, c.need(1, "k"));
+  EMBER_ASSIGN_OR_RETURN(const int64_t k, one_int(k_in, "k"));
   EMBER_ASSIGN_OR_RETURN(const Tensor x, c.need(0, "data"));
   EMBER_ASSIGN_OR_RETURN(auto r, onnx_topk(x, k, p.axis, p.largest, p.sorted));
   c.out[0] = r.first;
