@@ -14,7 +14,7 @@ size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / align
 
 Backend* cpu_backend() {
   Backend* backend = get_backend(DeviceType::CPU);
-  EMBER_ENFORCE(backend != nullptr, Status::NotSupported, "ember is not built with support for cpu devices");
+  EMBER_ASSERT(backend != nullptr, "the CPU backend is always built in");
   return backend;
 }
 

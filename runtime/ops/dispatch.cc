@@ -99,10 +99,17 @@ Status run_kernel(OpKind op, std::initializer_list<Tensor> inputs, std::initiali
 
   if (kernel->contiguous_inputs) {
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (all[i].defined() && !all[i].is_contiguous()) all[i] = all[i].contiguous();
+      if (all[i].defined() && !all[i].is_contiguous()) {
+        EMBER_ASSIGN_OR_RETURN(all[i], core::contiguous(all[i]));
+      }
     }
   }
-  for (size_t i = 0; i < n; ++i) views[i] = all[i].defined() ? all[i].kernel_view() : TensorView{};
+  for (size_t i = 0; i < n; ++i) {
+    views[i] = TensorView{};
+    if (all[i].defined()) {
+      EMBER_ASSIGN_OR_RETURN(views[i], core::kernel_view(all[i]));  // fails above kMaxRank dims
+    }
+  }
   const Span<const TensorView> in(views, inputs.size());
   const Span<TensorView> out(views + inputs.size(), outputs.size());
 

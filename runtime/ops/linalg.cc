@@ -13,7 +13,6 @@
 #include "runtime/ops/qlinear.h"
 
 namespace ember {
-
 namespace {
 
 std::string matrix_str(const Tensor& t) { return std::to_string(t.size(0)) + "x" + std::to_string(t.size(1)); }
