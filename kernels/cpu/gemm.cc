@@ -533,7 +533,7 @@ const float* packed_data(const PackedOperand* op, bool is_a, int64_t outer, int6
       op->panel != (is_a ? u.mr : u.nr) || op->kc != std::min(k, kKC)) {
     return nullptr;
   }
-  return op->data.data();
+  return op->data.as<float>();
 }
 
 // The bf16 family where an operand comes packed as bf16 (and the CPU has it), else the kernel in use.
@@ -553,8 +553,8 @@ PackedOperand pack_operand(bool is_a, int64_t outer, int64_t k, MatrixRef<const 
   p.panel = is_a ? u.mr : u.nr;
   p.kc = std::min(p.k, kKC);
   const int64_t pad = round_up(p.outer, p.panel);
-  p.data.assign(static_cast<size_t>(pad * slots(u, p.k)), 0.0f);
-  float* dst = p.data.data();
+  p.data = WeightBuffer(static_cast<size_t>(pad * slots(u, p.k)) * sizeof(float));
+  float* dst = p.data.as<float>();
   for (int64_t pc = 0; pc < p.k; pc += kKC) {
     const int64_t kc = std::min(kKC, p.k - pc);
     if (is_a) {

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/core/weight_memory.h"
+
 namespace ember::cpu {
 
 // A strided matrix: element (i, j) lives at data[i * rs + j * cs].
@@ -60,8 +62,8 @@ struct PackedOperand {
   int64_t outer = 0, k = 0;  // rows of A (columns of B); depth
   int64_t panel = 0, kc = 0; // MR (NR); K block
   bool bf16 = false;         // bfloat16 pairs along K (two per float slot): the bf16 kernel reads it
-  std::vector<float> data;
-  size_t bytes() const { return data.size() * sizeof(float); }
+  WeightBuffer data;          // floats (runtime/core/weight_memory.h: on huge pages where it can)
+  size_t bytes() const { return data.bytes(); }
 };
 
 // Packs A (m x k) / B (k x n), any strides, for the kernel in use. With

@@ -385,10 +385,10 @@ void pack_int8_weights(const int8_t* w, int64_t n, int64_t k, int64_t ldw, Packe
   // pairs (AVX2 on full-range weights), else groups of 4
   const bool pairs = out->isa == QGemmIsa::Avx2 && !out->w7;
   const int64_t pstride = out->panel_bytes();
-  out->data.assign(static_cast<size_t>(out->n16 / 16 * pstride), 0);
+  out->data = WeightBuffer(static_cast<size_t>(out->n16 / 16 * pstride));
   out->row_sums.assign(static_cast<size_t>(out->n16), 0);
   for (int64_t j = 0; j < n; ++j) {
-    int8_t* panel = out->data.data() + (j / 16) * pstride;
+    int8_t* panel = out->data.as<int8_t>() + (j / 16) * pstride;
     const int64_t c = j % 16;
     int32_t sum = 0;
     for (int64_t p = 0; p < k; ++p) {
@@ -448,7 +448,7 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
       const int64_t r_end = std::min(m, (rc + 1) * kRowChunk);
       for (int64_t i0 = rc * kRowChunk; i0 < r_end; i0 += u.mr) {
         const int mr = static_cast<int>(std::min<int64_t>(u.mr, r_end - i0));
-        u.fn(w.k4, a + i0 * lda, lda, w.data.data() + p0 * pstride, pstride, tile, mr, np);
+        u.fn(w.k4, a + i0 * lda, lda, w.data.as<int8_t>() + p0 * pstride, pstride, tile, mr, np);
         store_tile(tile, mr, i0, j0, cols, w, epilogue, c32, y, ldc, avx2);
       }
     }

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/core/weight_memory.h"
 #include "runtime/graph/op_params.h"
 
 namespace ember::cpu {
@@ -39,7 +40,7 @@ struct PackedInt8Weights {
   int64_t k4 = 0, n16 = 0;  // padded depth (multiple of 4) and channels (multiple of 16)
   QGemmIsa isa = QGemmIsa::Portable;  // the micro-kernel family packed for (never Auto)
   bool w7 = false;  // every weight within [-64, 64] (AVX2 then packs groups of 4, not pairs)
-  std::vector<int8_t> data;        // n16 / 16 panels of panel_bytes()
+  WeightBuffer data;               // int8: n16 / 16 panels of panel_bytes() (runtime/core/weight_memory.h)
   std::vector<int32_t> row_sums;   // per output channel: sum_p W[j][p]
   int64_t panel_bytes() const { return k4 * 16; }
 };

@@ -30,7 +30,7 @@ namespace {
 bool dense(const TensorView& v) { return v.numel() == 0 || v.is_contiguous(); }
 
 size_t packed_bytes(const quant::PackedLinear& p) {
-  return p.weight.data.size() + p.weight.row_sums.size() * sizeof(int32_t) +
+  return p.weight.data.bytes() + p.weight.row_sums.size() * sizeof(int32_t) +
          (p.scales.size() + p.bias.size()) * sizeof(float);
 }
 
