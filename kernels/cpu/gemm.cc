@@ -71,6 +71,8 @@ struct UkernelInfo {
   bool bf16 = false;  // bf16 panels (gemm_tile.h: K pairs per 32-bit slot)
   Ukernel edge = nullptr;  // for tiles of fewer than nr valid columns or mr valid rows (null: fn)
   InPlaceUkernel in_place = nullptr;  // full-width tiles of a B with contiguous rows, unpacked (null: none)
+  // The same family prefetching A ahead, for a pre-packed A (gemm_avx512.cc; null: this one).
+  const UkernelInfo* streamed = nullptr;
 };
 
 
@@ -161,8 +163,10 @@ __attribute__((target("avx2,fma"))) void ukernel_6x16_avx2(int64_t kc, const flo
 constexpr UkernelInfo kPortable{8, 8, 128, &ukernel_8x8_portable, "portable 8x8", GemmIsa::Portable};
 #if RT_GEMM_X86
 constexpr UkernelInfo kAvx2{6, 16, 120, &ukernel_6x16_avx2, "avx2 6x16", GemmIsa::Avx2};
-constexpr UkernelInfo kAvx512{12, 32, 144, &ukernel_12x32_avx512, "avx512 12x32", GemmIsa::Avx512, false,
-                               &edge_12x32_avx512, &detail::in_place_12x32_avx512};
+constexpr UkernelInfo kAvx512Streamed{12, 32, 144, &ukernel_12x32_avx512<true>, "avx512 12x32", GemmIsa::Avx512,
+                                       false, &edge_12x32_avx512<true>, &detail::in_place_12x32_avx512<true>};
+constexpr UkernelInfo kAvx512{12, 32, 144, &ukernel_12x32_avx512<false>, "avx512 12x32", GemmIsa::Avx512, false,
+                               &edge_12x32_avx512<false>, &detail::in_place_12x32_avx512<false>, &kAvx512Streamed};
 #endif
 // Runs only products with a bf16-packed operand (where detail::bf16_supported()).
 constexpr UkernelInfo kBf16{12, 32, 144, &detail::ukernel_12x32_bf16, "avx512-bf16 12x32", GemmIsa::Avx512, true};
@@ -491,7 +495,8 @@ bool sgemm_blocked(const UkernelInfo& u, const Product& pr, void* workspace, siz
     const int64_t n0 = std::min(n, n_tiles * tj / s.tn * u.nr), n1 = std::min(n, n_tiles * (tj + 1) / s.tn * u.nr);
     if (m0 >= m1 || n0 >= n1) return;
     char* slot = reinterpret_cast<char*>(base) + static_cast<size_t>(t) * s.slot_bytes;
-    gemm_tile(u, s, m0, m1, n0, n1, pr, reinterpret_cast<float*>(slot), reinterpret_cast<float*>(slot + s.b_bytes));
+    gemm_tile(pr.a_packed != nullptr && u.streamed != nullptr ? *u.streamed : u, s, m0, m1, n0, n1, pr,
+              reinterpret_cast<float*>(slot), reinterpret_cast<float*>(slot + s.b_bytes));
   };
   if (s.threads > 1) {
     parallel_for(0, s.threads, 1, [&](int64_t t0, int64_t t1) {

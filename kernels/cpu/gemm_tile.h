@@ -173,11 +173,16 @@ __attribute__((target("avx512f"), always_inline)) inline void store_12x32_avx512
 // The AVX-512 float32 family (gemm_avx512.cc): the 12x32 micro-kernel and its
 // UkernelInfo::edge, for tiles of fewer than 32 valid columns or 12 valid rows
 // (kernels that compute only those: bitwise the full tile's values).
+// kStreamA: A is prefetched ahead as it is read (a pre-packed A streamed from
+// memory: UkernelInfo::streamed); the same values either way.
+template <bool kStreamA>
 void ukernel_12x32_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                           bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+template <bool kStreamA>
 void edge_12x32_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                        bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
 // UkernelInfo::in_place: the 12x32 tile (any mv) with B read in place.
+template <bool kStreamA>
 void in_place_12x32_avx512(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t rs,
                            int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
 #endif
