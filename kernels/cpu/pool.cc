@@ -1,9 +1,12 @@
 // float32 max pooling (MaxPool2d) with the windows of kernels/ref/pool_window.h.
-// Per output row: the elementwise maximum of the window's input rows (a
-// vector loop over W), then the maximum over each window's columns of that
-// row (pool_plane). NaN propagates as in the reference (a window holding a
-// NaN gives NaN). Threads split the (image, channel) planes. Rows wider than
-// kMaxRow, or an input whose W stride is not 1, use the reference kernel.
+// Per output row: the elementwise maximum of the window's input rows into a
+// row padded with -inf on both sides (the identity of the maximum, so every
+// window is whole), then for each window column the maximum of that row read
+// at the stride: vector loops (strided loads) without a clipped case. The
+// whole plane is one function per ISA clone. NaN propagates as in the
+// reference (a window holding a NaN gives NaN). Threads split the (image,
+// channel) planes. Rows wider than kMaxRow, or an input whose W stride is
+// not 1, use the reference kernel.
 #include <algorithm>
 #include <limits>
 
@@ -20,40 +23,63 @@ constexpr int64_t kMaxRow = 4096;
 // a NaN-sticky maximum: v replaces m when larger or NaN (branch-free).
 inline float max_nan(float m, float v) { return (v > m || v != v) ? v : m; }
 
-RT_SIMD_CLONES void row_max(float* __restrict acc, const float* __restrict src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] = max_nan(acc[i], src[i]);
+// The padded row's length: every window column of every output, and the input row at `pad`.
+int64_t padded_length(const Pool2dParams& p, int64_t w, int64_t ow_n) {
+  return std::max((ow_n - 1) * p.stride[1] + (p.kernel[1] - 1) * p.dilation[1] + 1, p.padding[1] + w);
 }
 
-void pool_plane(const Pool2dParams& p, const float* x, int64_t h, int64_t w, int64_t xs_h, float* y, int64_t oh_n,
-                int64_t ow_n, int64_t ys_h, int64_t ys_w) {
-  float row[kMaxRow], hmax[kMaxRow];
-  // Columns: hmax[i] is the maximum over the window starting at input column
-  // i, for every i whose window fits in the row (vector loops); outputs whose
-  // window lies inside the row read it, the others (at the padding) walk
-  // their clipped window. A scalar walk per output, with a branch per
-  // compare, was most of the time: 4.8 ms of resnet18's 64x112x112 pooling.
+// dst[ow] = the maximum of row[ow + kw * d] over kw, from kw = 0 up.
+__attribute__((always_inline)) inline void columns(const float* row, int64_t k, int64_t d, float* __restrict dst,
+                                                   int64_t ow_n) {
+  for (int64_t ow = 0; ow < ow_n; ++ow) dst[ow] = row[ow];
+  for (int64_t kw = 1; kw < k; ++kw) {
+    const float* r = row + kw * d;
+    for (int64_t ow = 0; ow < ow_n; ++ow) dst[ow] = max_nan(dst[ow], r[ow]);
+  }
+}
+
+// Per-row calls of a vector loop and a scalar walk of the clipped and the
+// strided windows took 0.45 ms on ResNet-18's 64x112x112 3x3 stride-2
+// pooling (one thread, Xeon); this plane function 0.21.
+RT_SIMD_CLONES void pool_plane(const Pool2dParams& p, const float* x, int64_t h, int64_t w, int64_t xs_h, float* y,
+                               int64_t oh_n, int64_t ow_n, int64_t ys_h, int64_t ys_w) {
+  constexpr float kLow = -std::numeric_limits<float>::infinity();
+  float row[2 * kMaxRow + 1], even[kMaxRow], odd[kMaxRow];
   const int64_t s = p.stride[1], d = p.dilation[1], pad = p.padding[1];
-  const int64_t span = (p.kernel[1] - 1) * d + 1, fits = w - span + 1;
-  const int64_t ow_lo = std::min(ow_n, (pad + s - 1) / s);
-  const int64_t ow_hi = fits > 0 ? std::max(ow_lo, std::min(ow_n, (fits - 1 + pad) / s + 1)) : ow_lo;
+  const int64_t len = padded_length(p, w, ow_n);
+  std::fill(row, row + pad, kLow);
+  std::fill(row + pad + w, row + len + 1, kLow);  // + 1: the last odd slot below
+  float* in = row + pad;
   for (int64_t oh = 0; oh < oh_n; ++oh) {
     const ref::PoolWindow rows = ref::max_pool_window(p, oh, 0, h, w);
-    std::fill(row, row + w, -std::numeric_limits<float>::infinity());
-    for (int64_t ih = rows.h0; ih < rows.h1; ih += p.dilation[0]) row_max(row, x + ih * xs_h, w);
-    float* dst = y + oh * ys_h;
-    if (ow_hi > ow_lo) {
-      std::copy(row, row + fits, hmax);
-      for (int64_t kw = 1; kw < p.kernel[1]; ++kw) row_max(hmax, row + kw * d, fits);
-      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) dst[ow * ys_w] = hmax[ow * s - pad];
+    std::fill(in, in + w, kLow);
+    for (int64_t ih = rows.h0; ih < rows.h1; ih += p.dilation[0]) {
+      const float* src = x + ih * xs_h;
+      for (int64_t i = 0; i < w; ++i) in[i] = max_nan(in[i], src[i]);
     }
-    auto clipped = [&](int64_t ow) {
-      const ref::PoolWindow win = ref::max_pool_window(p, oh, ow, h, w);
-      float best = -std::numeric_limits<float>::infinity();
-      for (int64_t iw = win.w0; iw < win.w1; iw += d) best = max_nan(best, row[iw]);
-      dst[ow * ys_w] = best;
-    };
-    for (int64_t ow = 0; ow < ow_lo; ++ow) clipped(ow);
-    for (int64_t ow = ow_hi; ow < ow_n; ++ow) clipped(ow);
+    float* dst = y + oh * ys_h;
+    if (ys_w == 1 && s == 1) {
+      columns(row, p.kernel[1], d, dst, ow_n);
+    } else if (ys_w == 1 && s == 2 && d == 1) {
+      // Window column kw of output ow is row[2 ow + kw]: even[ow + kw / 2] or
+      // odd[ow + kw / 2], both contiguous.
+      const int64_t half = (len + 1) / 2;
+      for (int64_t j = 0; j < half; ++j) {
+        even[j] = row[2 * j];
+        odd[j] = row[2 * j + 1];
+      }
+      for (int64_t ow = 0; ow < ow_n; ++ow) dst[ow] = even[ow];
+      for (int64_t kw = 1; kw < p.kernel[1]; ++kw) {
+        const float* r = (kw % 2 == 0 ? even : odd) + kw / 2;
+        for (int64_t ow = 0; ow < ow_n; ++ow) dst[ow] = max_nan(dst[ow], r[ow]);
+      }
+    } else {
+      for (int64_t ow = 0; ow < ow_n; ++ow) {
+        float m = row[ow * s];
+        for (int64_t kw = 1; kw < p.kernel[1]; ++kw) m = max_nan(m, row[ow * s + kw * d]);
+        dst[ow * ys_w] = m;
+      }
+    }
   }
 }
 
@@ -67,7 +93,7 @@ Status max_pool2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<
   if (x.rank != 4 || y.rank != 4 || x.dtype != DType::Float32 || y.dtype != DType::Float32 ||
       x.sizes[0] != y.sizes[0] || x.sizes[1] != y.sizes[1] || (x.strides[3] != 1 && x.sizes[3] > 1) ||
       x.sizes[3] > kMaxRow || p->kernel[0] <= 0 || p->kernel[1] <= 0 || p->stride[0] <= 0 || p->stride[1] <= 0 ||
-      p->dilation[0] <= 0 || p->dilation[1] <= 0) {
+      p->dilation[0] <= 0 || p->dilation[1] <= 0 || padded_length(*p, x.sizes[3], y.sizes[3]) > 2 * kMaxRow) {
     return ref::max_pool2d(ctx, in, out, params);
   }
   const int64_t channels = y.sizes[1], planes = y.sizes[0] * channels;
