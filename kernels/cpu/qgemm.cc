@@ -12,7 +12,12 @@
 #include "runtime/core/thread_pool.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #define EMBER_QGEMM_X86 1
 #else
 #define EMBER_QGEMM_X86 0
@@ -28,6 +33,7 @@ namespace ember::cpu {
 namespace {
 
 constexpr int kTileCols = 64;  // int32 tile row stride: up to 4 panels of 16
+constexpr int kMaxRows = 16;   // the largest MR (AMX)
 
 // k4: the padded depth; a: mr rows at a stride of lda bytes (uint8, or int16
 // for a kernel with a16); w: np panels at stride pstride; tile: mr x (np * 16)
@@ -110,6 +116,86 @@ const UkFixed kVnni[6][4] = {EMBER_VNNI_ROW(1), EMBER_VNNI_ROW(2), EMBER_VNNI_RO
 void uk_vnni(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w, int64_t pstride, int32_t* tile,
              int mr, int np) {
   kVnni[mr - 1][np - 1](k4, a, lda, w, pstride, tile);
+}
+
+// --- AMX-INT8: tdpbusd on 16 x 64 tiles ---------------------------------------
+// A VNNI panel of 16 columns is, 64 depth values at a time, exactly a B tile
+// (16 rows of 4 depth values x 16 columns), so the AMX family reads the same
+// panels, their depth padded to a multiple of 64 (pack_int8_weights), and A
+// rows in place (each holds w.k4 readable bytes: qgemm_u8s8's contract).
+// Tiles 0-3: C, one per panel (16 x 16 int32); 4: A (16 rows x 64 bytes);
+// 5-7: B. Fewer than 16 rows of A are first copied into 16 rows (the extra
+// rows' sums are not stored). The sums are exact: the same int32 values as
+// the VNNI kernel's.
+struct alignas(64) TileConfig {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+
+__attribute__((target("amx-tile,amx-int8"))) void uk_amx(int64_t k4, const uint8_t* a, int64_t lda,
+                                                         const int8_t* w, int64_t pstride, int32_t* tile, int mr,
+                                                         int np) {
+  TileConfig cfg{};
+  cfg.palette = 1;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  if (mr < 16) {
+    thread_local std::vector<uint8_t> rows;
+    if (rows.size() < static_cast<size_t>(16 * k4)) rows.resize(static_cast<size_t>(16 * k4));
+    for (int i = 0; i < mr; ++i) std::memcpy(rows.data() + i * k4, a + i * lda, static_cast<size_t>(k4));
+    a = rows.data();
+    lda = k4;
+  }
+  _tile_loadconfig(&cfg);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t kk = 0; kk < k4; kk += 64) {
+    const int8_t* wk = w + kk * 16;  // 64 depth values of a panel: 16 groups of 4 x 16 columns
+    _tile_loadd(4, a + kk, lda);
+    _tile_loadd(5, wk, 64);
+    _tile_dpbusd(0, 4, 5);
+    if (np > 1) {
+      _tile_loadd(6, wk + pstride, 64);
+      _tile_dpbusd(1, 4, 6);
+    }
+    if (np > 2) {
+      _tile_loadd(7, wk + 2 * pstride, 64);
+      _tile_dpbusd(2, 4, 7);
+    }
+    if (np > 3) {
+      _tile_loadd(5, wk + 3 * pstride, 64);
+      _tile_dpbusd(3, 4, 5);
+    }
+  }
+  constexpr int64_t stride = kTileCols * sizeof(int32_t);
+  _tile_stored(0, tile, stride);
+  if (np > 1) _tile_stored(1, tile + 16, stride);
+  if (np > 2) _tile_stored(2, tile + 32, stride);
+  if (np > 3) _tile_stored(3, tile + 48, stride);
+  _tile_release();
+}
+
+// Whether the CPU has AMX-INT8 and Linux lets this process use the tile data
+// (arch_prctl ARCH_REQ_XCOMP_PERM, asked once).
+bool amx_usable() {
+  static const bool usable = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    const bool tile = (edx >> 24) & 1, int8 = (edx >> 25) & 1;
+    if (!tile || !int8) return false;
+#if defined(__linux__)
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+#else
+    return false;
+#endif
+  }();
+  return usable;
 }
 
 // --- AVX2: vpmaddwd on int16 pairs (exact; vpmaddubsw would saturate) -------
@@ -269,6 +355,7 @@ constexpr QInfo kPortable{4, 4, &uk_portable, "portable 4x64", QGemmIsa::Portabl
 constexpr QInfo kAvx2{6, 1, &uk_avx2, "avx2 6x16", QGemmIsa::Avx2, true};
 constexpr QInfo kAvx2W7{6, 1, &uk_avx2_w7, "avx2 6x16 (weights within +-64: vpmaddubsw)", QGemmIsa::Avx2, false};
 constexpr QInfo kVnniInfo{6, 4, &uk_vnni, "avx512-vnni 6x64", QGemmIsa::Avx512Vnni, false};
+constexpr QInfo kAmxInfo{16, 4, &uk_amx, "amx-int8 16x64", QGemmIsa::Amx, false};
 #endif
 #if EMBER_QGEMM_NEON
 constexpr QInfo kNeon{1, 1, &uk_neon, "neon 1x16", QGemmIsa::Neon, false};
@@ -284,6 +371,8 @@ bool isa_supported(QGemmIsa isa) {
       return __builtin_cpu_supports("avx2");
     case QGemmIsa::Avx512Vnni:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
+    case QGemmIsa::Amx:
+      return __builtin_cpu_supports("avx2") && amx_usable();  // avx2: the epilogue
 #endif
 #if EMBER_QGEMM_NEON
     case QGemmIsa::Neon:
@@ -297,6 +386,7 @@ bool isa_supported(QGemmIsa isa) {
 const QInfo* info_for(QGemmIsa isa) {
   switch (isa) {
 #if EMBER_QGEMM_X86
+    case QGemmIsa::Amx: return &kAmxInfo;
     case QGemmIsa::Avx512Vnni: return &kVnniInfo;
     case QGemmIsa::Avx2: return &kAvx2;
 #endif
@@ -307,6 +397,7 @@ const QInfo* info_for(QGemmIsa isa) {
     default: break;
   }
 #if EMBER_QGEMM_X86
+  if (isa_supported(QGemmIsa::Amx)) return &kAmxInfo;
   if (isa_supported(QGemmIsa::Avx512Vnni)) return &kVnniInfo;
   if (isa_supported(QGemmIsa::Avx2)) return &kAvx2;
 #endif
@@ -375,9 +466,10 @@ std::atomic<int64_t> g_min_macs_per_thread{kDefaultMinMacsPerThread};
 void pack_int8_weights(const int8_t* w, int64_t n, int64_t k, int64_t ldw, PackedInt8Weights* out) {
   out->n = n;
   out->k = k;
-  out->k4 = (k + 3) / 4 * 4;
-  out->n16 = (n + 15) / 16 * 16;
   out->isa = kernel().isa;
+  const int64_t depth_step = out->isa == QGemmIsa::Amx ? 64 : 4;  // AMX: whole B tiles
+  out->k4 = (k + depth_step - 1) / depth_step * depth_step;
+  out->n16 = (n + 15) / 16 * 16;
   out->w7 = true;
   for (int64_t j = 0; j < n && out->w7; ++j) {
     for (int64_t p = 0; p < k; ++p) out->w7 = out->w7 && w[j * ldw + p] >= -64 && w[j * ldw + p] <= 64;
@@ -413,7 +505,7 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
 #else
   const QInfo& u = *info_for(w.isa);
 #endif
-  const bool avx2 = u.isa == QGemmIsa::Avx2 || u.isa == QGemmIsa::Avx512Vnni;
+  const bool avx2 = u.isa == QGemmIsa::Avx2 || u.isa == QGemmIsa::Avx512Vnni || u.isa == QGemmIsa::Amx;
   const int64_t pstride = w.panel_bytes();
   const int64_t panels = w.n16 / 16;
   const int64_t rchunks = (m + kRowChunk - 1) / kRowChunk;
@@ -438,7 +530,7 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
   while (want > 1 && npt > 1 && (panels + npt - 1) / npt * rchunks < 8 * want) npt /= 2;
   const int64_t cblocks = (panels + npt - 1) / npt;
   auto task = [&](int64_t t0, int64_t t1) {
-    alignas(64) int32_t tile[6 * kTileCols];
+    alignas(64) int32_t tile[kMaxRows * kTileCols];
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t cb = t % cblocks, rc = t / cblocks;
       const int64_t p0 = cb * npt;

@@ -33,11 +33,11 @@
 
 namespace ember::cpu {
 
-enum class QGemmIsa { Auto, Portable, Avx2, Avx512Vnni, Neon };
+enum class QGemmIsa { Auto, Portable, Avx2, Avx512Vnni, Amx, Neon };
 
 struct PackedInt8Weights {
   int64_t n = 0, k = 0;     // logical output channels and depth
-  int64_t k4 = 0, n16 = 0;  // padded depth (multiple of 4) and channels (multiple of 16)
+  int64_t k4 = 0, n16 = 0;  // padded depth (a multiple of 4; of 64 for AMX) and channels (of 16)
   QGemmIsa isa = QGemmIsa::Portable;  // the micro-kernel family packed for (never Auto)
   bool w7 = false;  // every weight within [-64, 64] (AVX2 then packs groups of 4, not pairs)
   WeightBuffer data;               // int8: n16 / 16 panels of panel_bytes() (runtime/core/weight_memory.h)
@@ -86,7 +86,8 @@ int64_t qgemm_set_min_macs_per_thread(int64_t macs);
 // benchmarks); false when unsupported here.
 bool qgemm_set_isa(QGemmIsa isa);
 bool qgemm_isa_supported(QGemmIsa isa);
-// The selected family: "avx512-vnni 6x64", "avx2 6x16", "neon 1x16" or "portable 4x64".
+// The selected family: "amx-int8 16x64", "avx512-vnni 6x64", "avx2 6x16", "neon 1x16" or
+// "portable 4x64".
 const char* qgemm_kernel_name();
 
 }  // namespace ember::cpu

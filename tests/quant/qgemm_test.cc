@@ -18,7 +18,7 @@ namespace {
 
 std::vector<cpu::QGemmIsa> isas() {
   std::vector<cpu::QGemmIsa> out;
-  for (auto isa : {cpu::QGemmIsa::Portable, cpu::QGemmIsa::Avx2, cpu::QGemmIsa::Avx512Vnni,
+  for (auto isa : {cpu::QGemmIsa::Portable, cpu::QGemmIsa::Avx2, cpu::QGemmIsa::Avx512Vnni, cpu::QGemmIsa::Amx,
                    cpu::QGemmIsa::Neon}) {
     if (cpu::qgemm_isa_supported(isa)) out.push_back(isa);
   }
