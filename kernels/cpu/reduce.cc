@@ -47,7 +47,10 @@ bool row_geometry(const TensorView& in, Span<TensorView> out, uint32_t dims, int
 typedef float SumF4 __attribute__((vector_size(16)));
 typedef double SumD4 __attribute__((vector_size(32)));
 
-RT_SIMD_CLONES double row_sum(const float* __restrict x, int64_t n) {
+// The bodies below are always inlined: into their own clones, and into
+// softmax_row's, so a softmax row is one call per ISA (three calls a row were
+// a third of a BERT softmax over rows of 128).
+__attribute__((always_inline)) inline double row_sum_body(const float* __restrict x, int64_t n) {
   SumD4 acc[4] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -63,6 +66,8 @@ RT_SIMD_CLONES double row_sum(const float* __restrict x, int64_t n) {
   return total;
 }
 
+RT_SIMD_CLONES double row_sum(const float* __restrict x, int64_t n) { return row_sum_body(x, n); }
+
 // The row's maximum (minimum) ignoring NaN, and whether it holds a NaN. The 8
 // running extremes are one 32-byte generic vector (GCC's vector extensions: a
 // ymm register on AVX2, two xmm on SSE2; wider ones become scalars in the
@@ -72,7 +77,7 @@ typedef float LaneF __attribute__((vector_size(32)));
 typedef int32_t LaneI __attribute__((vector_size(32)));
 
 template <bool kMax>
-RT_SIMD_CLONES float row_extreme(const float* __restrict x, int64_t n, bool* has_nan) {
+__attribute__((always_inline)) inline float row_extreme_body(const float* __restrict x, int64_t n, bool* has_nan) {
   const float init = kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
   LaneF best = init - LaneF{};
   LaneI nan = LaneI{};
@@ -97,6 +102,11 @@ RT_SIMD_CLONES float row_extreme(const float* __restrict x, int64_t n, bool* has
   }
   *has_nan = any_nan != 0;
   return b;
+}
+
+template <bool kMax>
+RT_SIMD_CLONES float row_extreme(const float* __restrict x, int64_t n, bool* has_nan) {
+  return row_extreme_body<kMax>(x, n, has_nan);
 }
 
 // Elements per parallel chunk.
@@ -170,15 +180,22 @@ Status extreme(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
   return Status::Ok;
 }
 
-// y[i] = exp(x[i] - m), vectorized.
-RT_SIMD_CLONES void exp_shifted(const float* __restrict x, float m, float* __restrict y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = fast_exp(x[i] - m);
-}
-
-RT_SIMD_CLONES float row_max(const float* __restrict x, int64_t n) {
+// One row of (log_)softmax: m = the row's maximum (NaN if it holds one),
+// y = exp(x - m), sum in double, then y / sum (log: x - m - log(sum)).
+template <bool kLog>
+RT_SIMD_CLONES void softmax_row(const float* __restrict x, float* __restrict y, int64_t n) {
   bool has_nan = false;
-  const float m = row_extreme<true>(x, n, &has_nan);
-  return has_nan ? std::numeric_limits<float>::quiet_NaN() : m;
+  float m = row_extreme_body<true>(x, n, &has_nan);
+  if (has_nan) m = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t i = 0; i < n; ++i) y[i] = fast_exp(x[i] - m);  // log_softmax overwrites these below
+  const double sum = row_sum_body(y, n);
+  if (kLog) {
+    const float log_sum = static_cast<float>(std::log(sum));
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_sum;
+  } else {
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+  }
 }
 
 template <bool kLog>
@@ -196,20 +213,7 @@ Status softmax_rows(const KernelContext& ctx, Span<const TensorView> in, Span<Te
   const float* xp = x.ptr<const float>();
   float* yp = out[0].ptr<float>();
   parallel_for(0, rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* xr = xp + r * n;
-      float* yr = yp + r * n;
-      const float m = row_max(xr, n);
-      exp_shifted(xr, m, yr, n);  // log_softmax overwrites these below
-      const double sum = row_sum(yr, n);
-      if (kLog) {
-        const float log_sum = static_cast<float>(std::log(sum));
-        for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) - log_sum;
-      } else {
-        const float inv = static_cast<float>(1.0 / sum);
-        for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
-      }
-    }
+    for (int64_t r = begin; r < end; ++r) softmax_row<kLog>(xp + r * n, yp + r * n, n);
   });
   return Status::Ok;
 }
