@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/core/thread_pool.h"
+
 // The activation scans below run on every dynamic int8 product (36 per BERT
 // run): built for AVX-512, AVX2 and the baseline, picked at load by CPU
 // features, as kernels/cpu's RT_SIMD_CLONES (this library sits below kernels/cpu).
@@ -100,34 +102,56 @@ void quantize_activations_u8(const float* x, int64_t m, int64_t k, int64_t ldx, 
                              bool reduce_range, uint8_t* q, int64_t ldq, float* scales,
                              int32_t* zero_points) {
   const int32_t qmin = 0, qmax = reduce_range ? 127 : 255;
+  // Rows in chunks of at least kQuantizeGrain values across the pool (a BERT
+  // batch of 8: 1024 x 384 per product, 36 products a run, which ran on one
+  // thread while the int8 GEMM used two). min and max do not depend on the
+  // order the rows are scanned in, so the values are those of one thread.
+  constexpr int64_t kQuantizeGrain = 32768, kMaxChunks = 64;
+  const int64_t grain = std::max<int64_t>(1, kQuantizeGrain / std::max<int64_t>(1, k));
   QParams p;
   if (!per_row) {
     float mn = 0.0f, mx = 0.0f;  // ATen: an empty input quantizes over [0, 0]
     if (m * k > 0) {
+      const int64_t chunks = std::min<int64_t>(kMaxChunks, (m + grain - 1) / grain);
+      const int64_t step = (m + chunks - 1) / chunks;
+      float lo[kMaxChunks], hi[kMaxChunks];
+      parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) {
+          lo[c] = std::numeric_limits<float>::infinity();
+          hi[c] = -lo[c];
+          for (int64_t i = c * step; i < std::min(m, (c + 1) * step); ++i) {
+            float a, b;
+            min_max(x + i * ldx, k, &a, &b);
+            lo[c] = std::min(lo[c], a);
+            hi[c] = std::max(hi[c], b);
+          }
+        }
+      });
       mn = std::numeric_limits<float>::infinity();
       mx = -mn;
-      for (int64_t i = 0; i < m; ++i) {
-        float a, b;
-        min_max(x + i * ldx, k, &a, &b);
-        mn = std::min(mn, a);
-        mx = std::max(mx, b);
+      for (int64_t c = 0; c < chunks; ++c) {
+        mn = std::min(mn, lo[c]);
+        mx = std::max(mx, hi[c]);
       }
     }
     p = choose_qparams(mn, mx, 0, 255, reduce_range);
     scales[0] = p.scale;
     zero_points[0] = p.zero_point;
   }
-  for (int64_t i = 0; i < m; ++i) {
-    if (per_row) {
-      float mn = 0.0f, mx = 0.0f;
-      if (k > 0) min_max(x + i * ldx, k, &mn, &mx);
-      p = choose_qparams(mn, mx, 0, 255, reduce_range);
-      scales[i] = p.scale;
-      zero_points[i] = p.zero_point;
+  parallel_for(0, m, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+      QParams pr = p;
+      if (per_row) {
+        float mn = 0.0f, mx = 0.0f;
+        if (k > 0) min_max(x + i * ldx, k, &mn, &mx);
+        pr = choose_qparams(mn, mx, 0, 255, reduce_range);
+        scales[i] = pr.scale;
+        zero_points[i] = pr.zero_point;
+      }
+      quantize_row_u8(x + i * ldx, k, pr, qmin, qmax, q + i * ldq);
+      if (ldq > k) std::memset(q + i * ldq + k, 0, static_cast<size_t>(ldq - k));
     }
-    quantize_row_u8(x + i * ldx, k, p, qmin, qmax, q + i * ldq);
-    if (ldq > k) std::memset(q + i * ldq + k, 0, static_cast<size_t>(ldq - k));
-  }
+  });
 }
 
 }  // namespace ember::quant

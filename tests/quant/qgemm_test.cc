@@ -220,6 +220,41 @@ TEST_CASE("quantize_activations_u8: round half to even, clamp, per tensor and pe
   CHECK(q[3] == 255);
 }
 
+TEST_CASE("quantize_activations_u8: rows split across threads give the one-thread values") {
+  // 300 x 250: the per-tensor range is scanned in two chunks (at least 32768
+  // values each), the rows quantized in chunks; the extremes sit in different
+  // chunks, and padding past k is zeroed.
+  const int64_t m = 300, k = 250, ldq = 256;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(m * k));
+  for (auto& v : x) v = nd(rng);
+  x[7] = -9.0f;
+  x[static_cast<size_t>(290 * k + 3)] = 11.0f;
+  const int saved = get_num_threads();
+  for (bool per_row : {false, true}) {
+    CAPTURE(per_row);
+    std::vector<uint8_t> q1(static_cast<size_t>(m * ldq), 7), q2(q1);
+    std::vector<float> s1(static_cast<size_t>(m)), s2(s1);
+    std::vector<int32_t> z1(static_cast<size_t>(m)), z2(z1);
+    set_num_threads(1);
+    quant::quantize_activations_u8(x.data(), m, k, k, per_row, false, q1.data(), ldq, s1.data(), z1.data());
+    set_num_threads(2);
+    quant::quantize_activations_u8(x.data(), m, k, k, per_row, false, q2.data(), ldq, s2.data(), z2.data());
+    CHECK(q1 == q2);
+    CHECK(s1 == s2);
+    CHECK(z1 == z2);
+    if (!per_row) {  // the range of the whole tensor: [-9, 11]
+      const quant::QParams p = quant::choose_qparams(-9.0f, 11.0f, 0, 255);
+      CHECK(s2[0] == p.scale);
+      CHECK(z2[0] == p.zero_point);
+    }
+    CHECK(q2[static_cast<size_t>(299 * ldq + 250)] == 0);
+    CHECK(q2[static_cast<size_t>(299 * ldq + 255)] == 0);
+  }
+  set_num_threads(saved);
+}
+
 TEST_CASE("dynamic_linear: the fused epilogue equals the reference formulas bit for bit") {
   IsaRestore restore;
   std::mt19937 rng(11);
