@@ -46,7 +46,7 @@ TEST_CASE("qgemm: int32 sums equal the reference on odd sizes, every kernel") {
     INFO(cpu::qgemm_kernel_name());
     for (const auto& s : sizes) {
       const int64_t m = s[0], n = s[1], k = s[2];
-      const int64_t k4 = (k + 3) / 4 * 4;
+      const int64_t k4 = (k + 63) / 64 * 64;  // A's rows hold the widest padding (AMX: a multiple of 64)
       std::vector<uint8_t> a(static_cast<size_t>(m * k4));
       std::vector<int8_t> w(static_cast<size_t>(n * k));
       for (int64_t i = 0; i < m; ++i) {
@@ -92,7 +92,7 @@ TEST_CASE("qgemm: weights within [-64, 64] (AVX2: vpmaddubsw) equal the referenc
   for (auto isa : isas()) {
     REQUIRE(cpu::qgemm_set_isa(isa));
     for (const auto& s : sizes) {
-      const int64_t m = s[0], n = s[1], k = s[2], k4 = (k + 3) / 4 * 4;
+      const int64_t m = s[0], n = s[1], k = s[2], k4 = (k + 63) / 64 * 64;  // AMX's padding
       std::vector<uint8_t> a(static_cast<size_t>(m * k4), 0);
       std::vector<int8_t> w(static_cast<size_t>(n * k));
       for (int64_t i = 0; i < m; ++i) {
@@ -136,7 +136,7 @@ TEST_CASE("qgemm: weights within [-64, 64] (AVX2: vpmaddubsw) equal the referenc
 }
 
 TEST_CASE("qgemm: the extremes reach the exact int32 value") {
-  std::vector<uint8_t> a(1028, 255);
+  std::vector<uint8_t> a(1088, 255);  // 1028 values, read up to the padded depth (AMX: 1088)
   std::vector<int8_t> w(1028, -128);
   IsaRestore restore;
   for (auto isa : isas()) {
