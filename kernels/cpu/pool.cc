@@ -93,7 +93,8 @@ Status max_pool2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<
   if (x.rank != 4 || y.rank != 4 || x.dtype != DType::Float32 || y.dtype != DType::Float32 ||
       x.sizes[0] != y.sizes[0] || x.sizes[1] != y.sizes[1] || (x.strides[3] != 1 && x.sizes[3] > 1) ||
       x.sizes[3] > kMaxRow || p->kernel[0] <= 0 || p->kernel[1] <= 0 || p->stride[0] <= 0 || p->stride[1] <= 0 ||
-      p->dilation[0] <= 0 || p->dilation[1] <= 0 || padded_length(*p, x.sizes[3], y.sizes[3]) > 2 * kMaxRow) {
+      p->dilation[0] <= 0 || p->dilation[1] <= 0 || p->padding[0] < 0 || p->padding[1] < 0 ||
+      padded_length(*p, x.sizes[3], y.sizes[3]) > 2 * kMaxRow) {
     return ref::max_pool2d(ctx, in, out, params);
   }
   const int64_t channels = y.sizes[1], planes = y.sizes[0] * channels;
