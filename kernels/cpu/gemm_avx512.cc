@@ -13,7 +13,7 @@ namespace {
 // every run once a model's weights outgrow the caches, at the rate the kernel
 // consumes it (48 bytes a step), and the hardware prefetchers lag that
 // stream. With kStreamA each step prefetches the A values 32 steps ahead:
-// ResNet-18, one thread, Xeon: 0.87x the time (its 3x3 convolutions' weights
+// ResNet-18, one thread, Xeon: 0.86x the time (its 3x3 convolutions' weights
 // are 9.4 MB each). An A packed per call sits in L2, where the extra
 // instruction cost 2-3 % (the transformer), hence the two families
 // (UkernelInfo::streamed). A prefetch past the buffer's end does not fault.

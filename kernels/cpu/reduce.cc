@@ -48,8 +48,8 @@ typedef float SumF4 __attribute__((vector_size(16)));
 typedef double SumD4 __attribute__((vector_size(32)));
 
 // The bodies below are always inlined: into their own clones, and into
-// softmax_row's, so a softmax row is one call per ISA (three calls a row were
-// a third of a BERT softmax over rows of 128).
+// softmax_row's, so a softmax row is one call per ISA (three calls a row:
+// int8 BERT at batch 8, rows of 128, spent 10.7 ms in softmax, now 9.0).
 __attribute__((always_inline)) inline double row_sum_body(const float* __restrict x, int64_t n) {
   SumD4 acc[4] = {};
   int64_t i = 0;
