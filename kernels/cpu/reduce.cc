@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/softmax.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/core/thread_pool.h"
@@ -213,7 +214,9 @@ Status softmax_rows(const KernelContext& ctx, Span<const TensorView> in, Span<Te
   const float* xp = x.ptr<const float>();
   float* yp = out[0].ptr<float>();
   parallel_for(0, rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) softmax_row<kLog>(xp + r * n, yp + r * n, n);
+    for (int64_t r = begin; r < end; ++r) {
+      if (!softmax_row_avx512(xp + r * n, yp + r * n, n, kLog)) softmax_row<kLog>(xp + r * n, yp + r * n, n);
+    }
   });
   return Status::Ok;
 }

@@ -1,5 +1,6 @@
 // Embedding: out[i..., :] = weight[indices[i...], :] for int32/int64 indices,
 // any strides. An index outside [0, V) returns OutOfRange (nothing is read).
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/ref/loops.h"
@@ -42,7 +43,11 @@ Status embedding(const KernelContext&, Span<const TensorView> in, Span<TensorVie
     do {
       const T* row = w + index_at(i) * weight.strides[0];
       T* dst = o + offset_of(y, i);  // y's leading dims match indices'; the last index is 0
-      for (int64_t k = 0; k < D; ++k) dst[k * out_step] = row[k * weight.strides[1]];
+      if (out_step == 1 && weight.strides[1] == 1) {
+        std::memcpy(dst, row, static_cast<size_t>(D) * sizeof(T));  // BERT's token rows: 1 ns a value otherwise
+      } else {
+        for (int64_t k = 0; k < D; ++k) dst[k * out_step] = row[k * weight.strides[1]];
+      }
     } while (next_index(i, indices.sizes, indices.rank));
   });
   return Status::Ok;

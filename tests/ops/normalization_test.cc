@@ -1,5 +1,6 @@
 // softmax, log_softmax, layer_norm and batch_norm (inference) against PyTorch.
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "runtime/core/thread_pool.h"
@@ -62,6 +63,43 @@ TEST_CASE("softmax over wide rows, single- and multi-threaded") {
     check_close(log_softmax(wide, -1), golden("norm.log_softmax.wide"), 1e-5, 1e-5);
   }
   set_num_threads(saved);
+}
+
+// The float32 row kernel (kernels/cpu/softmax_avx512.cc where the CPU has
+// AVX-512, the ISA clones elsewhere) against softmax computed in float64:
+// every tail length of a 16-lane vector, -inf entries (exactly 0), results
+// down to the subnormals, and the rows it hands back to the clones (a NaN,
+// +inf, every value -inf), which the strided copy (the reference kernel) gives.
+TEST_CASE("softmax: the float32 row kernel agrees with float64 for every row length") {
+  manual_seed(5);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int64_t n : {1, 2, 7, 15, 16, 17, 31, 32, 33, 40, 128, 1000}) {
+    Tensor x = randn({6, n}) * 8;
+    x.select(0, 1).fill_(-inf);
+    x.select(0, 1).narrow(0, n - 1, 1).fill_(3.0);  // one finite value: 1 there, 0 elsewhere
+    x.select(0, 2).copy_(arange(0, static_cast<double>(n), 1.0) * (-110.0 / static_cast<double>(n)));
+    for (int64_t j = 0; j < n; j += 3) x.select(0, 3).narrow(0, j, 1).fill_(-inf);
+    x.select(0, 3).narrow(0, n - 1, 1).fill_(0.5);
+    const Tensor y = softmax(x, 1), ly = log_softmax(x, 1);
+    // x - m rounds in float32, as PyTorch's does: half an ulp of |x - m| <= 110
+    // is a relative 3.8e-6 after exp; subnormal results round to 1.4e-45.
+    check_close(y, softmax(x.to(DType::Float64), 1).to(DType::Float32), 5e-6, 3e-45);
+    check_close(ly, log_softmax(x.to(DType::Float64), 1).to(DType::Float32), 1e-6, 1e-5);
+    check_equal(y.select(0, 1).narrow(0, 0, n - 1), zeros({n - 1}));
+    CHECK(y.select(0, 1)[n - 1].item<float>() == 1.0f);
+    CHECK(y.select(0, 2)[0].item<float>() > 0.0f);
+    if (n >= 16) CHECK(y.select(0, 2)[n - 1].item<float>() < std::numeric_limits<float>::min());  // subnormal or 0
+    if (n > 1) check_equal(y.select(0, 3).narrow(0, 0, 1), zeros({1}));
+  }
+  Tensor special = randn({4, 37});
+  special.select(0, 0).narrow(0, 20, 1).fill_(std::nan(""));
+  special.select(0, 1).narrow(0, 5, 1).fill_(inf);
+  special.select(0, 2).fill_(-inf);
+  special.select(0, 3).narrow(0, 36, 1).fill_(-inf);
+  const Tensor strided = special.t().contiguous().t();  // same values: the reference kernel
+  check_close(softmax(special, 1), softmax(strided, 1), 5e-6, 3e-45);
+  check_close(log_softmax(special, 1), log_softmax(strided, 1), 1e-6, 1e-5);
+  CHECK(std::isnan(softmax(special, 1)[0][0].item<float>()));
 }
 
 TEST_CASE("softmax dtypes") {
