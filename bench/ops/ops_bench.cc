@@ -27,6 +27,7 @@ std::vector<Case> cases() {
       {"transpose_copy_1000x1000", [] { Tensor a = randn({1000, 1000}); return [=] { return a.t().contiguous(); }; }},
       {"sum_dim1_1000x1000", [] { Tensor a = randn({1000, 1000}); return [=] { return a.sum({1}); }; }},
       {"softmax_256x1000", [] { Tensor a = randn({256, 1000}); return [=] { return softmax(a, 1); }; }},
+      {"softmax_masked_12x128x128", [] { Tensor a = randn({12, 128, 128}); a.narrow(2, 100, 28).fill_(-10000.0); return [=] { return softmax(a, 2); }; }},
       {"softmax_12x128x128", [] { Tensor a = randn({12, 128, 128}); return [=] { return softmax(a, 2); }; }},
       {"layer_norm_256x768", [] {
          Tensor a = randn({256, 768}), w = randn({768}), b = randn({768});

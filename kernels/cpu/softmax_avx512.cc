@@ -24,9 +24,14 @@ namespace {
 
 #define RT_AVX512 __attribute__((target("avx512f")))
 
-// exp(c) for c <= 0 (or -inf) as fast_exp computes it.
+// exp(c) for c <= 0 (or -inf) as fast_exp computes it. fast_exp clamps c
+// at -104, where its result, 0.97 * 2^-150, rounds to 0: those lanes are set
+// to 0 here without computing them, as an instruction whose result underflows
+// takes a microcode assist (about 150 cycles on this Xeon): BERT's masked
+// scores (-10000) made rows 3x slower.
 RT_AVX512 __attribute__((always_inline)) inline __m512 exp_nonpositive(__m512 c) {
-  c = _mm512_max_ps(c, _mm512_set1_ps(-104.0f));
+  const __mmask16 zero = _mm512_cmp_ps_mask(c, _mm512_set1_ps(-104.0f), _CMP_LT_OQ);
+  c = _mm512_mask_blend_ps(zero, c, _mm512_setzero_ps());
   const __m512 n = _mm512_roundscale_ps(
       _mm512_fmadd_ps(c, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
       _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
@@ -38,7 +43,7 @@ RT_AVX512 __attribute__((always_inline)) inline __m512 exp_nonpositive(__m512 c)
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   const __m512 s = _mm512_add_ps(_mm512_fmadd_ps(r, _mm512_mul_ps(p, r), r), _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(s, n);
+  return _mm512_maskz_scalef_ps(static_cast<__mmask16>(~zero), s, n);
 }
 
 // The lanes [0, 8) and [8, 16) of v in double.
