@@ -5,7 +5,7 @@
 // lanes, and vscalefps multiplies by 2^n in one instruction, rounding once as
 // the two exact-then-rounding factors do. The same steps as fast_exp, fused
 // where the avx512f clone fuses them: y bit for bit as that clone computes it.
-// BERT-style attention rows of 128: 3.3 -> 1.1 cycles a value (bench/models/README.md).
+// ops_bench softmax_12x128x128, one thread, Xeon: 188 -> 113 us.
 #include "kernels/cpu/softmax.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
