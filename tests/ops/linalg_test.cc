@@ -79,6 +79,21 @@ TEST_CASE("matmul: batch dims that do not merge (attention's permuted heads) giv
   const Tensor b = randn({3, 4, 6});
   check_close(matmul(a, b), matmul(a.contiguous().expand({2, 3, 5, 4}).contiguous(), b.expand({2, 3, 4, 6})), 1e-6,
               1e-6);
+  // Threads splitting the 6 images (bmm_in_place: 2 and 3 threads each take
+  // whole images; 4 do not divide 6 and split each image's heads): the values
+  // of one thread's, bit for bit.
+  {
+    const Tensor q6 = randn({6, 5, 3, 4}).permute({0, 2, 1, 3}), k6 = randn({6, 6, 3, 4}).permute({0, 2, 3, 1});
+    const int saved = get_num_threads();
+    set_num_threads(1);
+    const Tensor one = matmul(q6, k6);
+    for (int threads : {2, 3, 4}) {
+      set_num_threads(threads);
+      check_equal(matmul(q6, k6), one);
+    }
+    set_num_threads(saved);
+    check_close(one, matmul(q6.contiguous(), k6.contiguous()), 1e-6, 1e-6);
+  }
   const Tensor i = randint(-5, 5, {2, 5, 3, 4}).permute({0, 2, 1, 3});
   check_equal(matmul(i, i.transpose(-2, -1)), matmul(i.contiguous(), i.transpose(-2, -1).contiguous()));
   // With a gradient to record, the copying path (one bmm): the same values within rounding.
