@@ -525,7 +525,7 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
   const int64_t want =
       std::min<int64_t>(threads, std::max<int64_t>(1, macs / g_min_macs_per_thread.load(std::memory_order_relaxed)));
   // Panels per task: the kernel's widest; when threaded, narrower while that
-  // leaves fewer than 8 tasks per thread (a late worker then finds work to share).
+  // leaves fewer than 8 tasks per thread (the threads split whole tasks).
   int npt = u.np;
   while (want > 1 && npt > 1 && (panels + npt - 1) / npt * rchunks < 8 * want) npt /= 2;
   const int64_t cblocks = (panels + npt - 1) / npt;
@@ -551,15 +551,14 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
     task(0, tasks);
     return;
   }
-  // The threads claim tasks one at a time: a worker that wakes late takes what
-  // is left instead of a fixed half, so the product never waits for it.
-  std::atomic<int64_t> next{0};
+  // Thread p runs the p-th contiguous range of tasks (row chunk after row
+  // chunk): the rows it quantized and the rows the next op reads on that
+  // thread stay in its cache. Claiming tasks one at a time from a shared
+  // counter interleaved the threads over the row chunks: int8 BERT at batch
+  // 8, 2 threads, its Linears took 21.5-22.9 ms in all, split so 15.1-15.9.
   ThreadLimitGuard guard(static_cast<int>(nt));
-  parallel_for(0, nt, 1, [&](int64_t, int64_t) {
-    for (int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < tasks;
-         t = next.fetch_add(1, std::memory_order_relaxed)) {
-      task(t, t + 1);
-    }
+  parallel_for(0, nt, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) task(tasks * p / nt, tasks * (p + 1) / nt);
   });
 }
 
