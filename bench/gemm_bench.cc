@@ -165,6 +165,8 @@ void linear_shapes(benchmark::internal::Benchmark* b) {
     b->Args({64, 256, 1024, threads});  // bench/train's wide MLP, batch 64
     b->Args({64, 1024, 1024, threads});
     for (int64_t kn : {384, 1536}) b->Args({1024, 384, kn, threads});  // bench/models' BERT at batch 8: 1024 rows
+    for (int64_t kn : {384, 1536}) b->Args({128, 384, kn, threads});   // and at batch 1: 128 rows
+    b->Args({128, 1536, 384, threads});
     b->Args({1024, 1536, 384, threads});
   }
 }

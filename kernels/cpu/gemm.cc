@@ -383,6 +383,9 @@ const TileEpilogue* tile_epilogue(const Product& pr, int64_t i, int64_t j, int64
 
 // C[m0:m1, n0:n1] (+)= A[m0:m1, :] @ B[:, n0:n1] on the calling thread, with
 // packing buffers `bpack` (kc x nc) and `apack` (kc x mc) for the operands not pre-packed.
+// A cache line into L2 (prefetcht1 on x86; a hint elsewhere).
+inline void prefetch_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
+
 void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const Product& pr,
                float* bpack, float* apack) {
   const int64_t k = pr.k;
@@ -440,8 +443,23 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
             for (int64_t jp = 0; jp < n_panels; ++jp) micro(jp, ir);
           }
         } else {
+          // A B packed at load (a Linear's weight) comes from L3 or DRAM on its
+          // first row tile, faster than those stream it: each tile prefetches
+          // its share of the next panel into L2 (BERT at batch 1, one thread:
+          // its Linears 20.9-21.3 -> 19.4-19.6 ms in all).
+          const int64_t panel_bytes = u.nr * slots(u, kc) * static_cast<int64_t>(sizeof(float));
+          const int64_t tiles = (mc + u.mr - 1) / u.mr;
+          const int64_t share = pr.b_packed != nullptr ? (panel_bytes / 64 + tiles - 1) / tiles : 0;
           for (int64_t jp = 0; jp < n_panels; ++jp) {
-            for (int64_t ir = 0; ir < mc; ir += u.mr) micro(jp, ir);
+            const char* next = reinterpret_cast<const char*>(bblock_packed + (jp + 1) * u.nr * slots(u, kc));
+            int64_t line = 0;
+            for (int64_t ir = 0; ir < mc; ir += u.mr) {
+              if (jp + 1 < n_panels) {
+                for (const int64_t end = std::min(panel_bytes / 64, line + share); line < end; ++line)
+                  prefetch_l2(next + line * 64);
+              }
+              micro(jp, ir);
+            }
           }
         }
       }
