@@ -3,6 +3,7 @@
 // input and weight, non-contiguous input, dtypes, and every error message; and
 // the float32 CPU kernel (im2col + GEMM) against the reference kernel.
 #include <string>
+#include <vector>
 
 #include "runtime/core/thread_pool.h"
 #include "tests/harness/testing.h"
@@ -101,6 +102,31 @@ TEST_CASE("conv2d: unbatched input, dtypes, empty input") {
   check_equal(conv2d(golden("conv.i64.x"), golden("conv.i64.w"), Tensor(), {1, 1}, {1, 1}), golden("conv.i64.out"));
   CHECK(conv2d(zeros({0, 3, 5, 5}), ones({4, 3, 3, 3})).sizes() == Shape{0, 4, 3, 3});
   CHECK(conv2d(zeros({1, 0, 5, 5}), ones({4, 0, 3, 3})).sizes() == Shape{1, 0, 3, 3});
+}
+
+// A large im2col product splits its output rows across the threads, each
+// building and multiplying its own columns (ConvPlan::over_rows; 2 images of
+// 2 groups: every unit's rows): each output column is the same product as on
+// one thread, so the values are equal bit for bit, in blocks of rows or not.
+TEST_CASE("conv2d: im2col products split by output rows give one thread's values") {
+  manual_seed(11);
+  const Tensor x = randn({1, 3, 100, 100}), w = randn({8, 3, 7, 7}), b = randn({8});
+  const Tensor xg = randn({2, 8, 60, 50}), wg = randn({6, 4, 3, 3});
+  const int saved = get_num_threads();
+  set_num_threads(1);
+  std::vector<Tensor> one;
+  for (int64_t st : {1, 2}) one.push_back(conv2d(x, w, b, {st, st}, {3, 3}));
+  one.push_back(conv2d(xg, wg, Tensor(), {2, 1}, {1, 1}, {1, 1}, 2));
+  for (int threads : {2, 3, 5}) {
+    CAPTURE(threads);
+    set_num_threads(threads);
+    check_equal(conv2d(x, w, b, {1, 1}, {3, 3}), one[0]);
+    check_equal(conv2d(x, w, b, {2, 2}, {3, 3}), one[1]);
+    check_equal(conv2d(xg, wg, Tensor(), {2, 1}, {1, 1}, {1, 1}, 2), one[2]);
+  }
+  set_num_threads(saved);
+  check_close(one[1], conv2d(x.to(DType::Float64), w.to(DType::Float64), b.to(DType::Float64), {2, 2}, {3, 3})
+                          .to(DType::Float32), 1e-4, 1e-5);
 }
 
 TEST_CASE("conv2d: float32 CPU kernel matches float64 reference, threaded and not") {
