@@ -299,6 +299,45 @@ void transpose_copy(const TensorView& src, const TensorView& dst) {
   });
 }
 
+// x copied into y (same shape and dtype), both with a stride-1 last dim of
+// at least 8 elements (a permute that keeps the last dim: attention's heads
+// merged back, [B, H, S, D] -> [B, S, H, D]): one memcpy per row, the rows
+// split across the threads. The reference loop copied an element at a time
+// (BERT's context at batch 1: 23 us for 196 KB). False, copying nothing,
+// for other layouts and for views whose bytes may overlap.
+bool copy_rows(const TensorView& x, const TensorView& y, size_t es) {
+  const int r = x.rank;
+  if (r < 2 || y.rank != r || x.strides[r - 1] != 1 || y.strides[r - 1] != 1 || x.sizes[r - 1] < 8) return false;
+  int64_t x_span = 0, y_span = 0;  // the last element's offset
+  for (int d = 0; d < r; ++d) {
+    if (x.sizes[d] != y.sizes[d] || x.strides[d] < 0 || y.strides[d] < 0) return false;
+    x_span += (x.sizes[d] - 1) * x.strides[d];
+    y_span += (y.sizes[d] - 1) * y.strides[d];
+  }
+  const char* xb = static_cast<const char*>(x.data);
+  const char* yb = static_cast<const char*>(y.data);
+  if (xb <= yb + y_span * static_cast<int64_t>(es) && yb <= xb + x_span * static_cast<int64_t>(es)) return false;
+  const int64_t n = x.sizes[r - 1], rows = x.numel() / n;
+  parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t begin, int64_t end) {
+    int64_t idx[kMaxRank] = {};
+    for (int64_t d = r - 2, rest = begin; d >= 0; --d) {
+      idx[d] = rest % x.sizes[d];
+      rest /= x.sizes[d];
+    }
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t xo = 0, yo = 0;
+      for (int d = 0; d < r - 1; ++d) {
+        xo += idx[d] * x.strides[d];
+        yo += idx[d] * y.strides[d];
+      }
+      std::memcpy(static_cast<char*>(y.data) + yo * static_cast<int64_t>(es), xb + xo * static_cast<int64_t>(es),
+                  static_cast<size_t>(n) * es);
+      for (int d = r - 2; d >= 0 && ++idx[d] == x.sizes[d]; --d) idx[d] = 0;
+    }
+  });
+  return true;
+}
+
 }  // namespace
 
 // Copy: same-dtype contiguous copies are a parallel memcpy, transposed ones
@@ -315,6 +354,7 @@ Status copy(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView
     }
   }
   if (in[0].dtype != out[0].dtype || !in[0].is_contiguous() || !out[0].is_contiguous()) {
+    if (in[0].dtype == out[0].dtype && copy_rows(in[0], out[0], es)) return Status::Ok;
     return ref::copy(ctx, in, out, params);
   }
   const char* src = static_cast<const char*>(in[0].data);

@@ -243,6 +243,50 @@ TEST_CASE("contiguous, channels_last and clone") {
               "required rank 4 tensor to use channels_last format");
 }
 
+// A permute that keeps the last dim (attention's [B, H, S, D] heads merged
+// back): the CPU copies whole rows; views into a slice, dtypes of every
+// size, rows shorter than its 8-element minimum (the reference loop), 1 to 3
+// threads; and a copy_ between overlapping views of one storage (the
+// reference loop, as before).
+TEST_CASE("contiguous() and copy_ of views that keep a contiguous last dim (the CPU's row copy)") {
+  const int saved = get_num_threads();
+  for (const int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    for (const DType dt : {DType::Float32, DType::Int64, DType::Int16, DType::UInt8}) {
+      for (const Shape& s : {Shape{2, 7, 5, 32}, Shape{1, 3, 4, 9}, Shape{3, 2, 6, 4}}) {
+        CAPTURE(threads);
+        CAPTURE(dtype_name(dt));
+        CAPTURE(shape_str(s));
+        const int64_t n = s[0] * s[1] * s[2] * s[3];
+        const Tensor x = arange(static_cast<double>(n)).view(s).to(dt);  // [B, S, H, D]
+        const Tensor y = x.permute({0, 2, 1, 3}).contiguous().to(DType::Int64);  // [B, H, S, D]
+        const int64_t* py = y.data_ptr<int64_t>();
+        const int64_t wrap = dt == DType::UInt8 ? 256 : int64_t{1} << 40;
+        bool ok = true;
+        for (int64_t b = 0; b < s[0]; ++b)
+          for (int64_t h = 0; h < s[2]; ++h)
+            for (int64_t q = 0; q < s[1]; ++q)
+              for (int64_t d = 0; d < s[3]; ++d)
+                ok &= py[((b * s[2] + h) * s[1] + q) * s[3] + d] == (((b * s[1] + q) * s[2] + h) * s[3] + d) % wrap;
+        CHECK(ok);
+        // Into a strided destination: the odd rows of a wider tensor.
+        Tensor wide = zeros({s[0], s[2], 2 * s[1], s[3]}, dt);
+        wide.slice(2, 1, std::nullopt, 2).copy_(x.permute({0, 2, 1, 3}));
+        check_equal(wide.slice(2, 1, std::nullopt, 2).to(DType::Int64), y);
+        check_equal(wide.slice(2, 0, std::nullopt, 2).to(DType::Int64), zeros({s[0], s[2], s[1], s[3]}, DType::Int64));
+      }
+    }
+  }
+  set_num_threads(saved);
+  // Overlapping permuted views (rows 1.. of a [5, 2, 16] tensor from its rows
+  // ..3): the rows as they were, not rows already overwritten.
+  Tensor o = arange(160.0).view({5, 2, 16});
+  Tensor expected = o.clone();
+  expected.slice(0, 1, std::nullopt).copy_(o.slice(0, 0, 4).clone());
+  o.slice(0, 1, std::nullopt).permute({1, 0, 2}).copy_(o.slice(0, 0, 4).permute({1, 0, 2}));
+  check_equal(o, expected);
+}
+
 TEST_CASE("contiguous() of views whose last two dims are transposed in memory (the CPU's tiled copy)") {
   // y = x.permute({1, 2, 0}).contiguous() for x = arange(A*B*C).view({A, B, C}):
   // y[b][c][a] = x[a][b][c] = (a*B + b)*C + c; sizes off the 32x32 tiles, 1 and 2 threads.
