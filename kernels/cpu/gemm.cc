@@ -449,7 +449,10 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
           // its Linears 20.9-21.3 -> 19.4-19.6 ms in all).
           const int64_t panel_bytes = u.nr * slots(u, kc) * static_cast<int64_t>(sizeof(float));
           const int64_t tiles = (mc + u.mr - 1) / u.mr;
-          const int64_t share = pr.b_packed != nullptr ? (panel_bytes / 64 + tiles - 1) / tiles : 0;
+          // Not for fewer than 4 tiles: a panel then serves few rows and is
+          // read about once, a stream the hardware prefetcher follows, and each
+          // tile's share would be a burst of up to a whole panel.
+          const int64_t share = pr.b_packed != nullptr && tiles >= 4 ? (panel_bytes / 64 + tiles - 1) / tiles : 0;
           for (int64_t jp = 0; jp < n_panels; ++jp) {
             const char* next = reinterpret_cast<const char*>(bblock_packed + (jp + 1) * u.nr * slots(u, kc));
             int64_t line = 0;
