@@ -4,7 +4,9 @@
 // row's maximum m is finite, so x - m lies in [-inf, 0]: no NaN or overflow
 // lanes, and vscalefps multiplies by 2^n in one instruction, rounding once as
 // the two exact-then-rounding factors do. The same steps as fast_exp, fused
-// where the avx512f clone fuses them: y bit for bit as that clone computes it.
+// where the avx512f clone fuses them: y bit for bit as that clone computes
+// the rows' 16-value vectors (its loop over the last n mod 16 values rounds
+// without fused multiply-adds; here they are one more masked vector).
 // ops_bench softmax_12x128x128, one thread, Xeon: 188 -> 113 us.
 #include "kernels/cpu/softmax.h"
 
@@ -27,8 +29,8 @@ namespace {
 // exp(c) for c <= 0 (or -inf) as fast_exp computes it. fast_exp clamps c
 // at -104, where its result, 0.97 * 2^-150, rounds to 0: those lanes are set
 // to 0 here without computing them, as an instruction whose result underflows
-// takes a microcode assist (about 150 cycles on this Xeon): BERT's masked
-// scores (-10000) made rows 3x slower.
+// takes a microcode assist: rows with BERT's masked scores (-10000) ran 3x
+// slower (ops_bench softmax_masked_12x128x128, one thread: 330 -> 113 us).
 RT_AVX512 __attribute__((always_inline)) inline __m512 exp_nonpositive(__m512 c) {
   const __mmask16 zero = _mm512_cmp_ps_mask(c, _mm512_set1_ps(-104.0f), _CMP_LT_OQ);
   c = _mm512_mask_blend_ps(zero, c, _mm512_setzero_ps());
