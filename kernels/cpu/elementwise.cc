@@ -8,6 +8,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/ref/elementwise.h"
+#include "kernels/ref/loops.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/core/thread_pool.h"
 
@@ -319,20 +320,14 @@ bool copy_rows(const TensorView& x, const TensorView& y, size_t es) {
   if (xb <= yb + y_span * static_cast<int64_t>(es) && yb <= xb + x_span * static_cast<int64_t>(es)) return false;
   const int64_t n = x.sizes[r - 1], rows = x.numel() / n;
   parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t begin, int64_t end) {
-    int64_t idx[kMaxRank] = {};
+    int64_t idx[kMaxRank] = {};  // the row's index; idx[r - 1] stays 0
     for (int64_t d = r - 2, rest = begin; d >= 0; --d) {
       idx[d] = rest % x.sizes[d];
       rest /= x.sizes[d];
     }
-    for (int64_t row = begin; row < end; ++row) {
-      int64_t xo = 0, yo = 0;
-      for (int d = 0; d < r - 1; ++d) {
-        xo += idx[d] * x.strides[d];
-        yo += idx[d] * y.strides[d];
-      }
-      std::memcpy(static_cast<char*>(y.data) + yo * static_cast<int64_t>(es), xb + xo * static_cast<int64_t>(es),
-                  static_cast<size_t>(n) * es);
-      for (int d = r - 2; d >= 0 && ++idx[d] == x.sizes[d]; --d) idx[d] = 0;
+    for (int64_t row = begin; row < end; ++row, ref::next_index(idx, x.sizes, r - 1)) {
+      std::memcpy(static_cast<char*>(y.data) + ref::offset_of(y, idx) * static_cast<int64_t>(es),
+                  xb + ref::offset_of(x, idx) * static_cast<int64_t>(es), static_cast<size_t>(n) * es);
     }
   });
   return true;

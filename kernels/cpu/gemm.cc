@@ -454,13 +454,13 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
           // tile's share would be a burst of up to a whole panel.
           const int64_t share = pr.b_packed != nullptr && tiles >= 4 ? (panel_bytes / 64 + tiles - 1) / tiles : 0;
           for (int64_t jp = 0; jp < n_panels; ++jp) {
-            const char* next = reinterpret_cast<const char*>(bblock_packed + (jp + 1) * u.nr * slots(u, kc));
+            const bool ahead = share > 0 && jp + 1 < n_panels;
+            const char* next = ahead ? reinterpret_cast<const char*>(bblock_packed + (jp + 1) * u.nr * slots(u, kc))
+                                     : nullptr;
             int64_t line = 0;
             for (int64_t ir = 0; ir < mc; ir += u.mr) {
-              if (jp + 1 < n_panels) {
-                for (const int64_t end = std::min(panel_bytes / 64, line + share); line < end; ++line)
-                  prefetch_l2(next + line * 64);
-              }
+              for (const int64_t end = ahead ? std::min(panel_bytes / 64, line + share) : 0; line < end; ++line)
+                prefetch_l2(next + line * 64);
               micro(jp, ir);
             }
           }
