@@ -1,7 +1,9 @@
 // Depthwise Conv2d (depthwise.h). Per plane, a zero-padded copy `pad` of the
 // input (rows of `wp` floats, wide enough that the last vector of a row reads
 // inside its row); its border is zeroed once per thread and call, and each
-// plane writes only the interior. Stride 1:
+// plane writes only the interior, a few rows ahead of the output rows that
+// read them (so that reading the input overlaps the arithmetic, and the rows
+// are read back from L1). Stride 1:
 //   pad[r, c] = x[r - ph, c - pw] (0 outside);
 //   out[oh, ow .. ow+15] = act(bias + sum over taps (i, j) of
 //       w[i, j] * pad[oh*sh + i*dh, ow .. ow+15 + j*dw]).
@@ -119,10 +121,10 @@ void plane_scalar(const Plane& p, const float* x, const float* w, float bias, fl
   }
 }
 
-// Copies the plane into the interior of the padded buffer (stride 1 layout;
-// the border stays as zeroed).
-void pad_interior(const Plane& p, const float* x, float* pad) {
-  for (int64_t ih = 0; ih < p.h; ++ih) {
+// Copies input rows [r0, r1) of the plane into the interior of the padded
+// buffer (stride 1 layout; the border stays as zeroed).
+void pad_interior(const Plane& p, const float* x, float* pad, int64_t r0, int64_t r1) {
+  for (int64_t ih = r0; ih < r1; ++ih) {
     float* dst = pad + (ih + p.ph) * p.wp + p.pw;
     const float* src = x + ih * p.xs_h;
     if (p.xs_w == 1) {
