@@ -214,8 +214,12 @@ Status softmax_rows(const KernelContext& ctx, Span<const TensorView> in, Span<Te
   const float* xp = x.ptr<const float>();
   float* yp = out[0].ptr<float>();
   parallel_for(0, rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      if (!softmax_row_avx512(xp + r * n, yp + r * n, n, kLog)) softmax_row<kLog>(xp + r * n, yp + r * n, n);
+    for (int64_t r = begin; r < end; r += kSoftmaxRows) {
+      const int count = static_cast<int>(std::min<int64_t>(kSoftmaxRows, end - r));
+      const unsigned left = softmax_rows_avx512(xp + r * n, yp + r * n, n, count, kLog);
+      for (int q = 0; q < count; ++q) {
+        if ((left >> q & 1) != 0) softmax_row<kLog>(xp + (r + q) * n, yp + (r + q) * n, n);
+      }
     }
   });
   return Status::Ok;
