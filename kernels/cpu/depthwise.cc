@@ -23,6 +23,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemv.h"
+#include "kernels/cpu/prefetch.h"
 #include "runtime/core/thread_pool.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -360,6 +361,13 @@ void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorVie
     const int64_t jd = t % p.kw * p.dw;
     tap_off[t] = t / p.kw * p.dh * p.wp + (p.sw == 2 ? (jd % 2 == 1 ? p.half : 0) + jd / 2 : jd);
   }
+  // With threads, each unit's output lines are claimed for writing before it
+  // is computed: lines the other core read last (the 1x1 product after this
+  // convolution in the previous run, splitting by output channels, reads
+  // every channel) cost 3-5x to write to unclaimed. MobileNetV2 14x14 block
+  // (expand, depthwise, project), 2 threads: its depthwise 0.049 -> 0.033 ms.
+  // (One thread: about 1 % slower with it.)
+  const bool claim = parts > 1;
   auto run = [&](int64_t part) {
     float* pad = reinterpret_cast<float*>(base + static_cast<size_t>(part) * slot);
     if (vec && lanes) {
@@ -367,6 +375,10 @@ void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorVie
       std::memset(pad, 0, sizeof(float) * padded);  // the border; groups write the interior
       for (int64_t u = units * part / parts; u < units * (part + 1) / parts; ++u) {
         const int64_t n = u / groups, c0 = u % groups * k.lanes;
+        if (claim && o.strides[1] == p.oh * p.ow) {
+          prefetch_write(po + n * o.strides[0] + c0 * o.strides[1],
+                         std::min(k.lanes, channels - c0) * o.strides[1] * static_cast<int64_t>(sizeof(float)));
+        }
         k.group(p, std::min(k.lanes, channels - c0), px + n * x.strides[0] + c0 * x.strides[1], x.strides[1],
                 pw + c0 * taps, pb != nullptr ? pb + c0 * bias.strides[0] : nullptr, bias.strides[0],
                 po + n * o.strides[0] + c0 * o.strides[1], o.strides[1], pad, pad + padded);
@@ -379,6 +391,7 @@ void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorVie
       const float* xc = px + n * x.strides[0] + c * x.strides[1];
       float* oc = po + n * o.strides[0] + c * o.strides[1];
       const float b = pb != nullptr ? pb[c * bias.strides[0]] : 0.0f;
+      if (claim && p.os_h == p.ow) prefetch_write(oc, p.oh * p.ow * static_cast<int64_t>(sizeof(float)));
       if (!vec) {
         plane_scalar(p, xc, pw + c * taps, b, oc);
         continue;
