@@ -52,12 +52,16 @@ TEST_CASE("depthwise conv2d: vector kernel matches the float64 reference") {
       {1, 18, 30, 30, 3, 3, 1, 1, 1},  {1, 9, 23, 33, 3, 3, 2, 1, 1},
       // 5x5 windows on channel lanes: lane_block's runs of outputs and the single-output tail
       {1, 20, 14, 14, 5, 5, 1, 2, 1},  {1, 17, 15, 13, 5, 5, 2, 2, 1},  {1, 20, 14, 14, 5, 5, 1, 4, 2},
+      // planes large enough for threads to split their output rows (2 and 3 threads), stride 1
+      // and 2, shares that start and end inside a block of four rows, padding 0, a second image
+      {1, 4, 64, 64, 3, 3, 1, 1, 1},   {1, 5, 90, 70, 3, 3, 2, 1, 1},  {2, 3, 61, 50, 3, 3, 1, 0, 1},
+      {1, 3, 77, 140, 3, 3, 2, 1, 1},
   };
   const int saved = get_num_threads();
   for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
     CAPTURE(std::string(cpu::sgemm_kernel_name()));
-    for (int threads : {1, 2}) {
+    for (int threads : {1, 2, 3}) {
       set_num_threads(threads);
       for (const Case& k : cases) {
         CAPTURE(k.c);
