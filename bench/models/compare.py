@@ -156,8 +156,9 @@ def median(values):
 
 
 def compare_builds(args):
-    """Two ember builds against ORT, in alternating rounds (ORT, baseline, ember, ...):
-    the median over rounds of each round's ember/ORT ratio, for both builds."""
+    """Two ember builds against ORT, in alternating rounds (ORT, baseline, ember; the
+    next round ORT, ember, baseline: whichever ran second read about 1 % slower in
+    an A/A run): the median over rounds of each round's ember/ORT ratio, for both builds."""
     print(f"{'model':14s} {'threads':>7s} {'base ms':>9s} {'ember ms':>9s} {'ORT ms':>8s} "
           f"{'base/ORT':>9s} {'ember/ORT':>9s} {'ember/base':>10s}   (median of {args.rounds} rounds)")
     for name, model, inputs in latency_cases(args):
@@ -167,11 +168,17 @@ def compare_builds(args):
         feeds = feeds_of(args, name, inputs)
         for threads in [int(t) for t in args.threads.split(",")]:
             rows = []
-            for _ in range(args.rounds):
+            for r in range(args.rounds):
                 o = ort_measure(args, onnx_path, threads, feeds)["median_ms"]
-                b = ember_measure(argparse.Namespace(**{**vars(args), "ember": args.baseline}), base_model,
-                                  threads, feeds)["median_ms"]
-                e = ember_measure(args, ember_model, threads, feeds)["median_ms"]
+                base = lambda: ember_measure(argparse.Namespace(**{**vars(args), "ember": args.baseline}),
+                                             base_model, threads, feeds)["median_ms"]
+                new = lambda: ember_measure(args, ember_model, threads, feeds)["median_ms"]
+                if r % 2 == 0:
+                    b = base()
+                    e = new()
+                else:
+                    e = new()
+                    b = base()
                 rows.append((b, e, o))
             print(f"{name:14s} {threads:7d} {median([r[0] for r in rows]):9.2f} {median([r[1] for r in rows]):9.2f} "
                   f"{median([r[2] for r in rows]):8.2f} {median([r[0] / r[2] for r in rows]):9.2f} "
