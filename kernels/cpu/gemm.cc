@@ -383,9 +383,6 @@ const TileEpilogue* tile_epilogue(const Product& pr, int64_t i, int64_t j, int64
   return t->row_bias != nullptr || t->col_bias != nullptr || t->clamp || t->hardswish ? t : nullptr;
 }
 
-// A cache line into L2 (prefetcht1 on x86; a hint elsewhere).
-inline void prefetch_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
-
 // C[m0:m1, n0:n1] (+)= A[m0:m1, :] @ B[:, n0:n1] on the calling thread, with
 // packing buffers `bpack` (kc x nc) and `apack` (kc x mc) for the operands not pre-packed.
 void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const Product& pr,
