@@ -185,6 +185,69 @@ void sizes(benchmark::internal::Benchmark* b) {
   }
 }
 
+// Attention's two products per head as a BERT at batch 1 runs them (12 heads,
+// seq 128, head dim 32, one thread): Q, K and V are [seq, heads, dim] views,
+// so scores = Q_h K_h^T reads K_h^T with unit row stride, and out = P_h V_h
+// reads V_h rows 384 floats apart. Args: {0: Q K^T, 1: P V}.
+struct Heads {
+  static constexpr int64_t kHeads = 12, kSeq = 128, kDim = 32, kRow = kHeads * kDim;
+  std::vector<float> q, k, p, c;
+  Heads() : q(kSeq * kRow), k(kSeq * kRow), p(kHeads * kSeq * kSeq), c(kHeads * kSeq * kSeq) {
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (auto* v : {&q, &k, &p}) {
+      for (float& x : *v) x = dist(rng);
+    }
+  }
+};
+
+void set_head_flops(benchmark::State& state) {
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * Heads::kHeads * Heads::kSeq * Heads::kSeq * Heads::kDim * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+void BM_ember_heads(benchmark::State& state) {
+  ember::set_num_threads(1);
+  Heads h;
+  const int64_t s = Heads::kSeq, d = Heads::kDim, row = Heads::kRow;
+  const bool pv = state.range(0) != 0;
+  std::vector<char> ws(ember::cpu::sgemm_workspace(s, pv ? d : s, pv ? s : d, 1));
+  for (auto _ : state) {
+    for (int64_t hd = 0; hd < Heads::kHeads; ++hd) {
+      if (pv) {
+        ember::cpu::sgemm(s, d, s, {h.p.data() + hd * s * s, s, 1}, {h.k.data() + hd * d, row, 1},
+                          {h.c.data() + hd * s * d, d, 1}, false, ws.data(), ws.size(), 1);
+      } else {
+        ember::cpu::sgemm(s, s, d, {h.q.data() + hd * d, row, 1}, {h.k.data() + hd * d, 1, row},
+                          {h.c.data() + hd * s * s, s, 1}, false, ws.data(), ws.size(), 1);
+      }
+    }
+    benchmark::DoNotOptimize(h.c.data());
+  }
+  set_head_flops(state);
+}
+
+void BM_openblas_heads(benchmark::State& state) {
+  openblas_set_num_threads(1);
+  Heads h;
+  const int s = Heads::kSeq, d = Heads::kDim, row = Heads::kRow;
+  const bool pv = state.range(0) != 0;
+  for (auto _ : state) {
+    for (int hd = 0; hd < Heads::kHeads; ++hd) {
+      if (pv) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s, d, s, 1.0f, h.p.data() + hd * s * s, s,
+                    h.k.data() + hd * d, row, 0.0f, h.c.data() + hd * s * d, d);
+      } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s, s, d, 1.0f, h.q.data() + hd * d, row,
+                    h.k.data() + hd * d, row, 0.0f, h.c.data() + hd * s * s, s);
+      }
+    }
+    benchmark::DoNotOptimize(h.c.data());
+  }
+  set_head_flops(state);
+}
+
 }  // namespace
 
 BENCHMARK(BM_ember_sgemm)->Apply(sizes)->ArgNames({"n", "all_threads"})->UseRealTime();
@@ -195,5 +258,8 @@ BENCHMARK(BM_ember_axpy)->Args({1, 128, 512})->Args({4, 128, 512})->Args({8, 128
 BENCHMARK(BM_ember_linear_packed)->Apply(linear_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
 BENCHMARK(BM_openblas_linear)->Apply(linear_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
 BENCHMARK(BM_openblas_gemv)->Apply(gemv_shapes)->ArgNames({"M", "K", "N", "all_threads"})->UseRealTime();
+
+BENCHMARK(BM_ember_heads)->Arg(0)->Arg(1)->ArgNames({"pv"})->UseRealTime();
+BENCHMARK(BM_openblas_heads)->Arg(0)->Arg(1)->ArgNames({"pv"})->UseRealTime();
 
 BENCHMARK_MAIN();

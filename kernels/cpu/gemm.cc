@@ -63,6 +63,7 @@ constexpr int64_t kShallowBlock = 96 * 1024;
 constexpr int64_t kDotMaxM = 64;
 constexpr int64_t kAxpyMaxM = 8;
 constexpr int64_t kDirectChunk = 64;  // columns per thread chunk of the unpacked paths
+constexpr int64_t kAInPlaceColumns = 64;  // A read in place up to this many columns of C a thread (gemm_tile)
 constexpr int64_t kPrefetchB = 1 << 20;  // a thread's unpacked B read in order first, up to (sgemm_blocked)
 
 struct UkernelInfo {
@@ -399,6 +400,14 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
   // 112x112 (a 49 KiB stride, 16 and 32 rows) stay faster in place.
   const bool aliased = (b.rs * static_cast<int64_t>(sizeof(float))) % 1024 == 0 && s.kc > 48;
   const bool in_place = u.in_place != nullptr && pr.b_packed == nullptr && b.cs == 1 && !aliased;
+  // A with contiguous rows is read in place too when its packed block would
+  // serve few column panels (the tiles then all full width): attention's
+  // P V (N = head dim) packed its A, 128 x 128 per head, for one panel.
+  // bench/gemm_bench BM_ember_heads (12 heads, seq 128, dim 32), one thread,
+  // Xeon: P V 126 -> 84 us (Q K^T, 128 columns, packs A as before: 107).
+  const bool a_in_place = u.in_place != nullptr && pr.a_packed == nullptr && a.cs == 1 &&
+                          pr.n % u.nr == 0 && n1 - n0 <= kAInPlaceColumns &&
+                          (a.rs * static_cast<int64_t>(sizeof(float))) % 4096 != 0;
   for (int64_t jc = n0; jc < n1; jc += s.nc) {
     const int64_t nc = std::min(s.nc, n1 - jc);
     const int64_t n_panels = (nc + u.nr - 1) / u.nr;
@@ -419,17 +428,18 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
         const float* ablock = apack;
         if (pr.a_packed != nullptr) {
           ablock = pr.a_packed + slots(u, pc) * m_pad + ic * slots(u, kc);
-        } else {
+        } else if (!a_in_place) {
           pack_a(u, mc, kc, MatrixRef<const float>{a.data + ic * a.rs + pc * a.cs, a.rs, a.cs}, apack);
         }
         auto micro = [&](int64_t jp, int64_t ir) {
           const int64_t jr = jp * u.nr;
           TileEpilogue te;
           const int64_t mv = std::min(u.mr, mc - ir), nv = std::min(u.nr, nc - jr);
-          if (in_place && nv == u.nr) {
-            u.in_place(kc, ablock + ir * slots(u, kc), bblock.data + jr, b.rs,
-                       pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs, pr.c.cs, acc, mv, nv,
-                       tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te));
+          if ((in_place || a_in_place) && nv == u.nr) {
+            u.in_place(kc, a_in_place ? a.data + (ic + ir) * a.rs + pc : ablock + ir * slots(u, kc),
+                       a_in_place ? a.rs : 0, in_place ? bblock.data + jr : bblock_packed + jp * u.nr * slots(u, kc),
+                       in_place ? b.rs : u.nr, pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs,
+                       pr.c.cs, acc, mv, nv, tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te));
             return;
           }
           ((nv < u.nr || mv < u.mr) && u.edge != nullptr ? u.edge : u.fn)(

@@ -29,26 +29,29 @@ __attribute__((always_inline)) inline void prefetch_a(const float* a) {
 // 5 x 12 + 4, and 4 rows cost 8 multiply-adds a step, not 24), each the same
 // chain as in the full tile.
 // ldb: the distance between B's rows (32 in a packed panel; B's row stride
-// when it is read in place).
-template <int MV, bool kStreamA>
+// when it is read in place). kARows: A is read in place too, row i at
+// a + i * lda (contiguous along k), rather than from a packed panel (12
+// values a step); only its first MV rows are read.
+template <int MV, bool kStreamA, bool kARows = false>
 __attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const float* __restrict a,
                                                                   const float* __restrict b, int64_t ldb, float* c,
                                                                   int64_t rs, int64_t cs, bool accumulate,
-                                                                  int64_t mv, int64_t nv, const TileEpilogue* e) {
+                                                                  int64_t mv, int64_t nv, const TileEpilogue* e,
+                                                                  int64_t lda = 0) {
   EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO, __m512, _mm512_setzero_ps())
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
     const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
     prefetch_a<kStreamA>(a);
-#define EMBER_GEMM_STEP(i, V, unused)               \
-  if constexpr (i < MV) {                           \
-    const __m512 ai = _mm512_set1_ps(a[i]);         \
-    c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0);   \
-    c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1);   \
+#define EMBER_GEMM_STEP(i, V, unused)                                     \
+  if constexpr (i < MV) {                                                 \
+    const __m512 ai = _mm512_set1_ps(kARows ? a[i * lda] : a[i]);         \
+    c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0);                         \
+    c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1);                         \
   }
     EMBER_GEMM_ROWS12(EMBER_GEMM_STEP, , )
 #undef EMBER_GEMM_STEP
-    a += 12;
+    a += kARows ? 1 : 12;
     b += ldb;
   }
   __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_PAIR, , )};
@@ -151,16 +154,21 @@ __attribute__((target("avx512f"))) void rows_packed(int64_t kc, const float* __r
 }  // namespace
 
 template <bool S>
-__attribute__((target("avx512f"))) void in_place_12x32_avx512(int64_t kc, const float* __restrict a,
+__attribute__((target("avx512f"))) void in_place_12x32_avx512(int64_t kc, const float* __restrict a, int64_t lda,
                                                                const float* __restrict b, int64_t ldb, float* c,
                                                                int64_t rs, int64_t cs, bool accumulate, int64_t mv,
                                                                int64_t nv, const TileEpilogue* e) {
-  static constexpr InPlaceUkernel kRows[13] = {
-      nullptr,
-      &rows_12x32_avx512<1, S>, &rows_12x32_avx512<2, S>,  &rows_12x32_avx512<3, S>,  &rows_12x32_avx512<4, S>,
-      &rows_12x32_avx512<5, S>, &rows_12x32_avx512<6, S>,  &rows_12x32_avx512<7, S>,  &rows_12x32_avx512<8, S>,
-      &rows_12x32_avx512<9, S>, &rows_12x32_avx512<10, S>, &rows_12x32_avx512<11, S>, &rows_12x32_avx512<12, S>};
-  kRows[std::clamp<int64_t>(mv, 1, 12)](kc, a, b, ldb, c, rs, cs, accumulate, mv, nv, e);
+  using Rows = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, int64_t, bool, int64_t, int64_t,
+                        const TileEpilogue*, int64_t);
+#define EMBER_GEMM_MV(A)                                                                                         \
+  {nullptr,                                                                                                      \
+   &rows_12x32_avx512<1, S, A>, &rows_12x32_avx512<2, S, A>,  &rows_12x32_avx512<3, S, A>,                       \
+   &rows_12x32_avx512<4, S, A>, &rows_12x32_avx512<5, S, A>,  &rows_12x32_avx512<6, S, A>,                       \
+   &rows_12x32_avx512<7, S, A>, &rows_12x32_avx512<8, S, A>,  &rows_12x32_avx512<9, S, A>,                       \
+   &rows_12x32_avx512<10, S, A>, &rows_12x32_avx512<11, S, A>, &rows_12x32_avx512<12, S, A>}
+  static constexpr Rows kRows[2][13] = {EMBER_GEMM_MV(false), EMBER_GEMM_MV(true)};
+#undef EMBER_GEMM_MV
+  kRows[lda != 0][std::clamp<int64_t>(mv, 1, 12)](kc, a, b, ldb, c, rs, cs, accumulate, mv, nv, e, lda);
 }
 
 // UkernelInfo::edge of the 12x32 kernel: nv < 32 (the right edge), or a full
@@ -194,8 +202,8 @@ __attribute__((target("avx512f"))) void edge_12x32_avx512(int64_t kc, const floa
                                         int64_t, int64_t, const TileEpilogue*);                                    \
   template void edge_12x32_avx512<S>(int64_t, const float*, const float*, float*, int64_t, int64_t, bool, int64_t, \
                                      int64_t, const TileEpilogue*);                                                \
-  template void in_place_12x32_avx512<S>(int64_t, const float*, const float*, int64_t, float*, int64_t, int64_t,  \
-                                         bool, int64_t, int64_t, const TileEpilogue*);
+  template void in_place_12x32_avx512<S>(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t,  \
+                                         int64_t, bool, int64_t, int64_t, const TileEpilogue*);
 EMBER_GEMM_INSTANTIATE(false)
 EMBER_GEMM_INSTANTIATE(true)
 #undef EMBER_GEMM_INSTANTIATE

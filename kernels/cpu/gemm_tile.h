@@ -47,10 +47,12 @@ struct TileEpilogue {
 
 using Ukernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                          bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
-// A full-width tile (nv = nr) that reads B in place, its rows ldb floats apart
-// (contiguous columns: no packed panel), with mv <= mr valid rows.
-using InPlaceUkernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t rs,
-                                int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+// A full-width tile (nv = nr) with mv <= mr valid rows that reads B's rows ldb
+// floats apart (B read in place, its columns contiguous; a packed panel:
+// ldb = nr) and A's rows lda floats apart (A read in place, contiguous along
+// k; lda = 0: a packed panel).
+using InPlaceUkernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                                int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
 
 // v = clamp(v + row bias + column bias), then HardSwish: the scalar form of
 // the vector epilogues below, operation for operation (so every tile rounds
@@ -181,10 +183,10 @@ void ukernel_12x32_avx512(int64_t kc, const float* a, const float* b, float* c, 
 template <bool kStreamA>
 void edge_12x32_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                        bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
-// UkernelInfo::in_place: the 12x32 tile (any mv) with B read in place.
+// UkernelInfo::in_place: the 12x32 tile (any mv) with B, A or both read in place.
 template <bool kStreamA>
-void in_place_12x32_avx512(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t rs,
-                           int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+void in_place_12x32_avx512(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                           int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
 #endif
 
 // Whether the CPU runs the bfloat16 family (AVX-512 F, BW and BF16).

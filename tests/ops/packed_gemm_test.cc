@@ -103,6 +103,54 @@ TEST_CASE("sgemm_fused: packed operands give the unpacked product bit for bit, e
   }
 }
 
+TEST_CASE("sgemm_fused: A read in place (contiguous rows, up to 64 columns) gives the packed A's product bit for bit") {
+  // Attention's P V: A's rows are read where they lie when C is at most 64
+  // columns, a multiple of the tile width (else A is packed): against the
+  // same A pre-packed, B row-major (read in place too) and B = W^T (packed),
+  // rows of A padded (rs > k) or 1024 floats apart (packed: the rows would
+  // share an L1 set), partial row tiles, several K blocks and M blocks.
+  IsaGuard guard;
+  manual_seed(5);
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
+    REQUIRE(cpu::sgemm_set_isa(isa));
+    for (int threads : {1, 2}) {
+      for (int64_t m : {1, 5, 12, 13, 25, 150}) {
+        for (int64_t n : {32, 64}) {
+          for (int64_t k : {1, 7, 300}) {
+            for (int64_t rs : {k + 3, int64_t{1024}}) {
+              for (bool b_rows : {true, false}) {
+                CAPTURE(cpu::sgemm_kernel_name());
+                CAPTURE(threads);
+                CAPTURE(m);
+                CAPTURE(n);
+                CAPTURE(k);
+                CAPTURE(rs);
+                CAPTURE(b_rows);
+                const Tensor a = randn({m, rs}).narrow(1, 0, k);
+                const Tensor b = b_rows ? randn({k, n}) : randn({n, k}).t();
+                const Tensor row_bias = randn({m});
+                const cpu::PackedOperand pa = cpu::sgemm_pack_a(m, k, ref(a));
+                cpu::GemmEpilogue e;
+                e.row_bias = row_bias.data_ptr<float>();
+                e.clamp = true;
+                e.lo = -1.0f;
+                e.hi = 6.0f;
+                const Tensor c = run(m, n, k, a, b, nullptr, nullptr, e, threads);
+                CHECK(bitwise_equal(c, run(m, n, k, a, b, &pa, nullptr, e, threads)));
+                check_close(c, clamp(mm(a.to(DType::Float64), b.to(DType::Float64)) +
+                                         row_bias.to(DType::Float64).unsqueeze(1),
+                                     Scalar(-1.0), Scalar(6.0))
+                                   .to(DType::Float32),
+                            1e-4, 1e-4);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("sgemm_fused: exact epilogue values") {
   IsaGuard guard;
   for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
