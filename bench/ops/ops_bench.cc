@@ -33,6 +33,7 @@ std::vector<Case> cases() {
          Tensor a = randn({256, 768}), w = randn({768}), b = randn({768});
          return [=] { return layer_norm(a, {768}, w, b); };
        }},
+      {"gelu_128x1536", [] { Tensor a = randn({128, 1536}) * 3.0; return [=] { return gelu(a); }; }},  // BERT's FFN
       {"matmul_256", [] { Tensor a = randn({256, 256}), b = randn({256, 256}); return [=] { return matmul(a, b); }; }},
       // Attention's two products on permuted heads ([batch, seq, heads, dim] views), as a BERT runs them.
       {"matmul_attn_qk_8x12x128x32", [] {

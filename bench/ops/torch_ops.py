@@ -22,6 +22,7 @@ def cases():
     x, cw = r(1, 64, 56, 56), r(64, 64, 3, 3)
     q, k = r(8, 128, 12, 32).permute(0, 2, 1, 3), r(8, 128, 12, 32).permute(0, 2, 3, 1)
     att = r(12, 128, 128)
+    hidden = r(128, 1536) * 3
     masked = att.clone()
     masked[:, :, 100:] = -10000.0  # BERT's padding mask: exp underflows to 0
     p, pv = r(8, 12, 128, 128), r(8, 128, 12, 32).permute(0, 2, 1, 3)
@@ -37,6 +38,7 @@ def cases():
         "softmax_12x128x128": lambda: torch.softmax(att, 2),
         "softmax_masked_12x128x128": lambda: torch.softmax(masked, 2),
         "layer_norm_256x768": lambda: F.layer_norm(ln, (768,), w, b),
+        "gelu_128x1536": lambda: F.gelu(hidden),
         "matmul_256": lambda: g1 @ g2,
         "matmul_attn_qk_8x12x128x32": lambda: q @ k,
         "matmul_attn_pv_8x12x128x128": lambda: p @ pv,

@@ -242,8 +242,14 @@ Status clamp_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tenso
 // split across threads, operation for operation the graph torch exports below
 // opset 20 (Div by sqrt 2, Erf, Add 1, Mul by x, Mul by 0.5: bitwise the
 // unfused ops' result here); tanh or other layouts: the reference kernel.
+// The division is div_rn's (a single-Gelu model of BERT's 128 x 1536, one
+// thread, Xeon: 84 -> 69 us; the erf's own division stays): where x / sqrt 2
+// is zero or subnormal (div_rn's sign or last place may differ), erf + 1
+// rounds to 1 either way.
 struct GeluF {
-  float operator()(float x) const { return x * (math::erf(x / 1.41421354f) + 1.0f) * 0.5f; }
+  float operator()(float x) const {
+    return x * (math::erf(div_rn(x, 1.41421354f, 1.0f / 1.41421354f)) + 1.0f) * 0.5f;
+  }
 };
 
 Status gelu_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {

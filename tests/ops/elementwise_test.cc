@@ -1,5 +1,9 @@
 // Elementwise ops against PyTorch: unary, binary, broadcasting, type
 // promotion, scalars, in-place forms, where, clamp, NaN handling, errors.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
 #include "tests/harness/testing.h"
 
 using namespace ember;
@@ -115,6 +119,30 @@ TEST_CASE("unary ops match PyTorch in every floating dtype") {
     check_close_for_dtype(e, golden(std::string("ew.exp_t.") + dn));
     CHECK(e.strides() == x.t().strides());
   }
+}
+
+TEST_CASE("gelu: bitwise torch's unfused erf graph (x / sqrt 2, erf, + 1, * x, * 0.5) on every 4099th float") {
+  // The float32 kernel's quotient is div_rn's; the unfused ops divide. Every
+  // 4099th float of both signs (subnormals to the largest), +-0, +-inf, NaN.
+  std::vector<float> xs = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
+  for (uint64_t b = 0; b < 0x7f800000u; b += 4099) {
+    float x;
+    const uint32_t bits = static_cast<uint32_t>(b);
+    std::memcpy(&x, &bits, 4);
+    xs.push_back(x);
+    xs.push_back(-x);
+  }
+  const Tensor x = tensor(xs, {static_cast<int64_t>(xs.size())});
+  const Tensor got = gelu(x);
+  const Tensor want = x * (erf(x / 1.41421354) + 1.0) * 0.5;
+  const float* g = got.data_ptr<float>();
+  const float* w = want.data_ptr<float>();
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const bool same = (std::isnan(g[i]) && std::isnan(w[i])) || std::memcmp(g + i, w + i, 4) == 0;
+    if (!same && wrong++ < 5) MESSAGE("x " << xs[static_cast<size_t>(i)] << ": " << g[i] << " vs " << w[i]);
+  }
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("unary ops on integers: float ops promote to float32, abs/neg/relu stay integral") {

@@ -5,11 +5,13 @@
 // million inputs, both signs, subnormals to the largest finite float), the
 // largest relative error in ulp of the rounded result, and the special values
 // exactly (NaN, +-inf, +-0, -1 and below for log1p). Measured: tanh 1.29,
-// expm1 1.68, log1p 1.44 ulp.
+// expm1 1.68, log1p 1.44 ulp. div_rn: bitwise the division over every
+// mantissa, for a set of divisors.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/vec_math.h"
 #include "tests/harness/testing.h"
@@ -118,4 +120,34 @@ TEST_CASE("fast_log1p: within 2 ulp of log1p over (-1, inf); -1 gives -inf, belo
   CHECK(same(fast_log1p(-0.0f), -0.0f));
   CHECK(fast_log1p(1e-30f) == 1e-30f);
   CHECK(fast_log1p(3.0e38f) == static_cast<float>(std::log1p(3.0e38)));
+}
+
+TEST_CASE("div_rn: bitwise x / d for every float mantissa, over normal quotients, for a set of divisors") {
+  // x in [1, 2), every mantissa (scaling x by a power of two scales both
+  // results alike while the quotient stays normal), against the division,
+  // for GELU's sqrt 2, attention's sqrt 32, divisors whose reciprocal rounds
+  // up or down, mantissas of all ones and of one ulp over 1, and 32 more
+  // spread over the mantissas; then both signs of x and d.
+  std::vector<float> divisors = {1.41421354f, 5.65685415f, 3.0f, 7.0f, 0.1f, 1.99999988f, 1.00000012f, 1.5f, 8.0f,
+                                 0.333333313f, 1e-30f, 3e30f};
+  for (uint32_t i = 0; i < 32; ++i) divisors.push_back(from_bits(0x3f800000u | (i * 0x1fffffu % 0x800000u)));
+  int64_t wrong = 0;
+  for (const float d : divisors) {
+    const float r = 1.0f / d;
+    for (const uint32_t exponent : {127u}) {
+      for (uint32_t m = 0; m < (1u << 23); ++m) {
+        const float x = from_bits(exponent << 23 | m);
+        const float want = x / d;
+        if (std::fabs(want) < std::numeric_limits<float>::min() || std::isinf(want)) continue;
+        wrong += !same(div_rn(x, d, r), want);
+      }
+    }
+  }
+  CHECK(wrong == 0);
+  for (const float x : {2.5f, -2.5f}) {
+    for (const float d : {1.41421354f, -1.41421354f}) CHECK(same(div_rn(x, d, 1.0f / d), x / d));
+  }
+  CHECK(std::isnan(div_rn(std::nanf(""), 1.41421354f, 1.0f / 1.41421354f)));
+  CHECK(div_rn(kInf, 1.41421354f, 1.0f / 1.41421354f) == kInf);
+  CHECK(div_rn(-kInf, 1.41421354f, 1.0f / 1.41421354f) == -kInf);
 }
