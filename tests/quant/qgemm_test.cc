@@ -273,26 +273,30 @@ TEST_CASE("dynamic_linear: the fused epilogue equals the reference formulas bit 
         std::vector<int8_t> q(w.size());
         std::vector<float> s(static_cast<size_t>(per_channel ? n : 1));
         quant::quantize_weight_int8(w.data(), n, k, per_channel, q.data(), s.data(), /*reduce_range=*/scheme == 2);
-        const quant::PackedLinear packed = quant::pack_linear(q.data(), n, k, s.data(), per_channel, b.data());
-        for (int variant = 0; variant < 4; ++variant) {
-          quant::DynamicQuantOptions opt;
-          opt.per_row = variant & 1;
-          opt.reduce_range = variant & 2;
-          Activation act;
-          if (variant == 1) act.kind = ActivationKind::Relu;
-          if (variant == 3) {
-            act.kind = ActivationKind::Clamp;
-            act.min = -0.5;
-            act.max = 0.75;
+        for (const bool with_bias : {true, false}) {
+          const float* bias = with_bias ? b.data() : nullptr;
+          const quant::PackedLinear packed = quant::pack_linear(q.data(), n, k, s.data(), per_channel, bias);
+          for (int variant = 0; variant < 6; ++variant) {
+            quant::DynamicQuantOptions opt;
+            opt.per_row = variant & 1;
+            opt.reduce_range = variant & 2;
+            Activation act;
+            if (variant == 1) act.kind = ActivationKind::Relu;
+            if (variant == 3) {
+              act.kind = ActivationKind::Clamp;
+              act.min = -0.5;
+              act.max = 0.75;
+            }
+            if (variant >= 4) act.kind = ActivationKind::HardSwish;
+            std::vector<float> ref(static_cast<size_t>(m * n)), got(static_cast<size_t>(m * n));
+            quant::dynamic_linear_ref(x.data(), m, k, q.data(), n, s.data(), per_channel, bias, ref.data(), act, opt);
+            quant::dynamic_linear(x.data(), m, k, packed, got.data(), n, act, opt, 2);
+            CAPTURE(cpu::qgemm_kernel_name());
+            CAPTURE(m);
+            CAPTURE(variant);
+            CAPTURE(with_bias);
+            CHECK(std::memcmp(ref.data(), got.data(), ref.size() * sizeof(float)) == 0);
           }
-          std::vector<float> ref(static_cast<size_t>(m * n)), got(static_cast<size_t>(m * n));
-          quant::dynamic_linear_ref(x.data(), m, k, q.data(), n, s.data(), per_channel, b.data(), ref.data(), act,
-                                    opt);
-          quant::dynamic_linear(x.data(), m, k, packed, got.data(), n, act, opt, 2);
-          CAPTURE(cpu::qgemm_kernel_name());
-          CAPTURE(m);
-          CAPTURE(variant);
-          CHECK(std::memcmp(ref.data(), got.data(), ref.size() * sizeof(float)) == 0);
         }
       }
     }
