@@ -6,6 +6,10 @@
 
 #include "runtime/core/thread_pool.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 // The activation scans below run on every dynamic int8 product (36 per BERT
 // run): built for AVX-512, AVX2 and the baseline, picked at load by CPU
 // features, as kernels/cpu's RT_SIMD_CLONES (this library sits below kernels/cpu).
@@ -70,6 +74,29 @@ RT_QSCHEME_CLONES void quantize_row_u8(const float* x, int64_t n, QParams p, int
   }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// quantize_row_u8 in AVX-512, value for value: t within [lo, hi] (|t| <= 255)
+// rounds to its integer in the current rounding mode as (t + magic) - magic
+// does, and a NaN t converts to the same integer indefinite; the sum with zp
+// stored as its low byte. The clone's 256-bit code packed its bytes over six
+// shuffles a vector: 5.9 % of an int8 BERT run (batch 1, one thread, AMX);
+// now 6.74 -> 6.59 ms a run. (maskz forms: GCC 12 warns on the plain ones.)
+__attribute__((target("avx512f"))) void quantize_row_u8_avx512(const float* x, int64_t n, QParams p, int32_t qmin,
+                                                               int32_t qmax, uint8_t* q) {
+  const __m512 inv = _mm512_set1_ps(1.0f / p.scale);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(qmin - p.zero_point));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(qmax - p.zero_point));
+  const __m512i zp = _mm512_set1_epi32(p.zero_point);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    __m512 t = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv);
+    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, lo, _CMP_LT_OQ), t, lo);
+    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, hi, _CMP_GT_OQ), t, hi);
+    _mm512_mask_cvtepi32_storeu_epi8(q + i, m, _mm512_add_epi32(_mm512_maskz_cvtps_epi32(m, t), zp));
+  }
+}
+#endif
+
 }  // namespace
 
 float symmetric_scale(float min, float max, int32_t qmin, int32_t qmax) {
@@ -108,6 +135,11 @@ void quantize_activations_u8(const float* x, int64_t m, int64_t k, int64_t ldx, 
   // order the rows are scanned in, so the values are those of one thread.
   constexpr int64_t kQuantizeGrain = 32768, kMaxChunks = 64;
   const int64_t grain = std::max<int64_t>(1, kQuantizeGrain / std::max<int64_t>(1, k));
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const auto quantize_row = __builtin_cpu_supports("avx512f") ? &quantize_row_u8_avx512 : &quantize_row_u8;
+#else
+  const auto quantize_row = &quantize_row_u8;
+#endif
   QParams p;
   if (!per_row) {
     float mn = 0.0f, mx = 0.0f;  // ATen: an empty input quantizes over [0, 0]
@@ -148,7 +180,7 @@ void quantize_activations_u8(const float* x, int64_t m, int64_t k, int64_t ldx, 
         scales[i] = pr.scale;
         zero_points[i] = pr.zero_point;
       }
-      quantize_row_u8(x + i * ldx, k, pr, qmin, qmax, q + i * ldq);
+      quantize_row(x + i * ldx, k, pr, qmin, qmax, q + i * ldq);
       if (ldq > k) std::memset(q + i * ldq + k, 0, static_cast<size_t>(ldq - k));
     }
   });

@@ -220,6 +220,64 @@ TEST_CASE("quantize_activations_u8: round half to even, clamp, per tensor and pe
   CHECK(q[3] == 255);
 }
 
+TEST_CASE("quantize_activations_u8: ties to even at every position of rows of 2 to 290 values, as quantize_val") {
+  // Rows holding 0 and 255 (scale 1, zero point 0), then the halves 0.5,
+  // 1.5, ..., 254.5, so that every vector lane and the masked tails round
+  // ties (to even). (Clamps: the reduce_range cases of dynamic_linear.)
+  for (int64_t n = 2; n <= 290; n += n < 40 ? 1 : 50) {
+    CAPTURE(n);
+    std::vector<float> x(static_cast<size_t>(n));
+    x[0] = 0.0f;
+    x[1] = 255.0f;
+    for (int64_t i = 2; i < n; ++i) x[static_cast<size_t>(i)] = std::min(254.5f, static_cast<float>(i - 2) + 0.5f);
+    std::vector<uint8_t> q(static_cast<size_t>(n));
+    float s = 0.0f;
+    int32_t z = 0;
+    quant::quantize_activations_u8(x.data(), 1, n, n, false, false, q.data(), n, &s, &z);
+    REQUIRE(s == 1.0f);
+    REQUIRE(z == 0);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i) wrong += q[static_cast<size_t>(i)] != quant::quantize_val(x[static_cast<size_t>(i)], 1.0f, 0, 0, 255);
+    CHECK(wrong == 0);
+    if (n > 4) CHECK(q[4] == 2);  // 2.5 -> 2
+  }
+}
+
+TEST_CASE("quantize_activations_u8: each row's range wherever its extremes sit, NaN ignored") {
+  // Rows of 1 to 200 values with the minimum and the maximum first, in the
+  // middle or last, and a NaN: the row's scale and zero point are
+  // choose_qparams' of its true range.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t n = 1; n <= 200; ++n) {
+    CAPTURE(n);
+    const int64_t m = 3;
+    std::vector<float> x(static_cast<size_t>(m * n));
+    for (auto& v : x) v = u(rng);
+    for (int64_t r = 0; r < m; ++r) {
+      float* row = x.data() + r * n;
+      row[(n - 1) * r / 2] = -3.0f - static_cast<float>(r);        // first, middle, last
+      row[(n - 1) * (2 - r) / 2] = 5.0f + static_cast<float>(r);  // last, middle, first
+      if (n > 2) row[n / 3] = std::nanf("");
+    }
+    std::vector<uint8_t> q(static_cast<size_t>(m * n));
+    std::vector<float> s(static_cast<size_t>(m));
+    std::vector<int32_t> z(static_cast<size_t>(m));
+    quant::quantize_activations_u8(x.data(), m, n, n, true, false, q.data(), n, s.data(), z.data());
+    for (int64_t r = 0; r < m; ++r) {
+      float lo = INFINITY, hi = -INFINITY;
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[static_cast<size_t>(r * n + i)];
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
+      const quant::QParams want = quant::choose_qparams(lo, hi, 0, 255);
+      CHECK(s[static_cast<size_t>(r)] == want.scale);
+      CHECK(z[static_cast<size_t>(r)] == want.zero_point);
+    }
+  }
+}
+
 TEST_CASE("quantize_activations_u8: rows split across threads give the one-thread values") {
   // 300 x 250: the per-tensor range is scanned in two chunks (at least 32768
   // values each), the rows quantized in chunks; the extremes sit in different
