@@ -5,11 +5,12 @@
 // shapes are timed again through the Winograd kernel itself, with the weight
 // transformed per call and pre-transformed, whatever the dispatch; groups-1
 // cases also with the weight packed once (as Executor::create packs it).
-//   bazel run -c opt //bench/ops:conv_bench -- [repeats=30]
+//   bazel run -c opt //bench/ops:conv_bench -- [repeats=30] [name filter: cases whose name contains it]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/winograd.h"
@@ -75,10 +76,12 @@ void winograd_case(const Shape4& s, int threads, int repeats) {
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 30;
+  const std::string filter = argc > 2 ? argv[2] : "";
   Backend* cpu = get_backend(DeviceType::CPU);
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Shape4& s : kCases) {
+      if (std::string(s.name).find(filter) == std::string::npos) continue;
       const Tensor x = randn({1, s.c, s.hw, s.hw});
       const Tensor w = randn({s.cout, s.c / s.groups, s.k, s.k});
       const Tensor b = randn({s.cout});
