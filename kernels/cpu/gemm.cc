@@ -431,17 +431,19 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
         } else if (!a_in_place) {
           pack_a(u, mc, kc, MatrixRef<const float>{a.data + ic * a.rs + pc * a.cs, a.rs, a.cs}, apack);
         }
-        auto micro = [&](int64_t jp, int64_t ir) {
+        // The tile (jp, ir), bringing pf_lines lines from pf on into L2.
+        auto micro = [&](int64_t jp, int64_t ir, const char* pf = nullptr, int64_t pf_lines = 0) {
           const int64_t jr = jp * u.nr;
           TileEpilogue te;
           const int64_t mv = std::min(u.mr, mc - ir), nv = std::min(u.nr, nc - jr);
-          if ((in_place || a_in_place) && nv == u.nr) {
+          if ((in_place || a_in_place || pf_lines > 0) && u.in_place != nullptr && nv == u.nr) {
             u.in_place(kc, a_in_place ? a.data + (ic + ir) * a.rs + pc : ablock + ir * slots(u, kc),
                        a_in_place ? a.rs : 0, in_place ? bblock.data + jr : bblock_packed + jp * u.nr * slots(u, kc),
                        in_place ? b.rs : u.nr, pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs,
-                       pr.c.cs, acc, mv, nv, tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te));
+                       pr.c.cs, acc, mv, nv, tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te), pf, pf_lines);
             return;
           }
+          for (; pf_lines > 0; --pf_lines, pf += 64) prefetch_l2(pf);
           ((nv < u.nr || mv < u.mr) && u.edge != nullptr ? u.edge : u.fn)(
               kc, ablock + ir * slots(u, kc), bblock_packed + jp * u.nr * slots(u, kc),
               pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs, pr.c.cs, acc, mv, nv,
@@ -455,7 +457,8 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
           // A B packed at load (a Linear's weight) comes from L3 or DRAM on its
           // first row tile, faster than those stream it: each tile prefetches
           // its share of the next panel into L2 (BERT at batch 1, one thread:
-          // its Linears 20.9-21.3 -> 19.4-19.6 ms in all).
+          // its Linears 20.9-21.3 -> 19.4-19.6 ms in all), spread over its
+          // steps by the kernels that can (UkernelInfo::in_place).
           const int64_t panel_bytes = u.nr * slots(u, kc) * static_cast<int64_t>(sizeof(float));
           const int64_t tiles = (mc + u.mr - 1) / u.mr;
           // Not for fewer than 4 tiles: a panel then serves few rows and is
@@ -468,9 +471,9 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
                                      : nullptr;
             int64_t line = 0;
             for (int64_t ir = 0; ir < mc; ir += u.mr) {
-              for (const int64_t end = ahead ? std::min(panel_bytes / 64, line + share) : 0; line < end; ++line)
-                prefetch_l2(next + line * 64);
-              micro(jp, ir);
+              const int64_t lines = ahead ? std::min(panel_bytes / 64 - line, share) : 0;
+              micro(jp, ir, next + line * 64, lines);
+              line += lines;
             }
           }
         }

@@ -50,9 +50,11 @@ using Ukernel = void (*)(int64_t kc, const float* a, const float* b, float* c, i
 // A full-width tile (nv = nr) with mv <= mr valid rows that reads B's rows ldb
 // floats apart (B read in place, its columns contiguous; a packed panel:
 // ldb = nr) and A's rows lda floats apart (A read in place, contiguous along
-// k; lda = 0: a packed panel).
+// k; lda = 0: a packed panel), and brings pf_lines cache lines from pf on
+// into L2 along the way (none: 0).
 using InPlaceUkernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                                int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+                                int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e,
+                                const char* pf, int64_t pf_lines);
 
 // v = clamp(v + row bias + column bias), then HardSwish: the scalar form of
 // the vector epilogues below, operation for operation (so every tile rounds
@@ -186,7 +188,8 @@ void edge_12x32_avx512(int64_t kc, const float* a, const float* b, float* c, int
 // UkernelInfo::in_place: the 12x32 tile (any mv) with B, A or both read in place.
 template <bool kStreamA>
 void in_place_12x32_avx512(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                           int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+                           int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e,
+                           const char* pf, int64_t pf_lines);
 #endif
 
 // Whether the CPU runs the bfloat16 family (AVX-512 F, BW and BF16).
