@@ -338,7 +338,8 @@ __attribute__((target("avx512f"))) void store_rows_avx512(const int32_t* tile, i
   const __m512 hi = _mm512_set1_ps(static_cast<float>(ep.activation.max));
   const __m512 zero = _mm512_setzero_ps(), three = _mm512_set1_ps(3.0f), six = _mm512_set1_ps(6.0f);
   for (int64_t c = 0; c < cols; c += 16) {
-    const __mmask16 m = cols - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (cols - c)) - 1);
+    const __mmask16 m =
+        cols - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (cols - c)) - 1);
     const __m512i vrs = _mm512_maskz_loadu_epi32(m, rs + c);
     const __m512 vws = ws != nullptr ? _mm512_maskz_loadu_ps(m, ws + c) : _mm512_set1_ps(ep.w_scale[0]);
     const __m512 vb = b != nullptr ? _mm512_maskz_loadu_ps(m, b + c) : zero;
@@ -471,8 +472,9 @@ void store_tile(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t col
                 const QGemmEpilogue* ep, int32_t* c32, float* y, int64_t ldc, bool avx2, bool avx512) {
 #if EMBER_QGEMM_X86
   if (ep != nullptr && avx512) {
-    return store_rows_avx512(tile, mr, i0, cols, w.row_sums.data() + j0, *ep, ep->w_per_channel ? ep->w_scale + j0 : nullptr,
-                             ep->bias ? ep->bias + j0 : nullptr, y + j0, ldc);
+    return store_rows_avx512(tile, mr, i0, cols, w.row_sums.data() + j0, *ep,
+                             ep->w_per_channel ? ep->w_scale + j0 : nullptr, ep->bias ? ep->bias + j0 : nullptr,
+                             y + j0, ldc);
   }
 #else
   (void)avx512;

@@ -237,7 +237,7 @@ TEST_CASE("quantize_activations_u8: ties to even at every position of rows of 2 
     REQUIRE(s == 1.0f);
     REQUIRE(z == 0);
     int64_t wrong = 0;
-    for (int64_t i = 0; i < n; ++i) wrong += q[static_cast<size_t>(i)] != quant::quantize_val(x[static_cast<size_t>(i)], 1.0f, 0, 0, 255);
+    for (size_t i = 0; i < q.size(); ++i) wrong += q[i] != quant::quantize_val(x[i], 1.0f, 0, 0, 255);
     CHECK(wrong == 0);
     if (n > 4) CHECK(q[4] == 2);  // 2.5 -> 2
   }
