@@ -134,13 +134,11 @@ TEST_CASE("div_rn: bitwise x / d for every float mantissa, over normal quotients
   int64_t wrong = 0;
   for (const float d : divisors) {
     const float r = 1.0f / d;
-    for (const uint32_t exponent : {127u}) {
-      for (uint32_t m = 0; m < (1u << 23); ++m) {
-        const float x = from_bits(exponent << 23 | m);
-        const float want = x / d;
-        if (std::fabs(want) < std::numeric_limits<float>::min() || std::isinf(want)) continue;
-        wrong += !same(div_rn(x, d, r), want);
-      }
+    for (uint32_t m = 0; m < (1u << 23); ++m) {
+      const float x = from_bits(127u << 23 | m);
+      const float want = x / d;
+      if (std::fabs(want) < std::numeric_limits<float>::min() || std::isinf(want)) continue;
+      wrong += !same(div_rn(x, d, r), want);
     }
   }
   CHECK(wrong == 0);
