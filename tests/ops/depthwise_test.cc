@@ -56,6 +56,9 @@ TEST_CASE("depthwise conv2d: vector kernel matches the float64 reference") {
       // and 2, shares that start and end inside a block of four rows, padding 0, a second image
       {1, 4, 64, 64, 3, 3, 1, 1, 1},   {1, 5, 90, 70, 3, 3, 2, 1, 1},  {2, 3, 61, 50, 3, 3, 1, 0, 1},
       {1, 3, 77, 140, 3, 3, 2, 1, 1},
+      // row_block through a sliding window of rows (planes taller than it, rows of one pass): rows
+      // narrow enough for the 4- and 8-lane kernels too, stride 1 and 2, padding 1 and 3
+      {1, 2, 40, 12, 3, 3, 1, 1, 1},   {2, 3, 41, 7, 3, 3, 2, 1, 1},   {1, 2, 33, 30, 3, 3, 1, 3, 1},
   };
   const int saved = get_num_threads();
   for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
