@@ -76,6 +76,7 @@ struct UkernelInfo {
   InPlaceUkernel in_place = nullptr;  // full-width tiles of a B with contiguous rows, unpacked (null: none)
   // The same family prefetching A ahead, for a pre-packed A (gemm_avx512.cc; null: this one).
   const UkernelInfo* streamed = nullptr;
+  bool a_rows = false;  // bf16 A panels of rows (detail::pack_a_bf16_rows: the AMX family)
 };
 
 
@@ -171,8 +172,17 @@ constexpr UkernelInfo kAvx512Streamed{12, 32, 144, &ukernel_12x32_avx512<true>, 
 constexpr UkernelInfo kAvx512{12, 32, 144, &ukernel_12x32_avx512<false>, "avx512 12x32", GemmIsa::Avx512, false,
                                &edge_12x32_avx512<false>, &detail::in_place_12x32_avx512<false>, &kAvx512Streamed};
 #endif
-// Runs only products with a bf16-packed operand (where detail::bf16_supported()).
+// Run only products with a bf16-packed operand (where detail::bf16_supported()):
+// AMX-BF16 where the CPU has it (bf16_family), else AVX-512 BF16.
 constexpr UkernelInfo kBf16{12, 32, 144, &detail::ukernel_12x32_bf16, "avx512-bf16 12x32", GemmIsa::Avx512, true};
+constexpr UkernelInfo kAmxBf16{
+    16, 32, 144, &detail::ukernel_16x32_amx_bf16, "amx-bf16 16x32", GemmIsa::Avx512, true, nullptr, nullptr, nullptr,
+    true};
+std::atomic<bool> g_bf16_amx{true};  // sgemm_set_bf16_amx
+
+const UkernelInfo& bf16_family() {
+  return g_bf16_amx.load(std::memory_order_relaxed) && detail::amx_bf16_supported() ? kAmxBf16 : kBf16;
+}
 
 bool isa_supported(GemmIsa isa) {
   switch (isa) {
@@ -249,7 +259,7 @@ void pack_panel_rows(int64_t mr, int64_t kc, const float* src, int64_t rs, float
 // Packs rows [0, mc) x depth [0, kc) of A into MR-tall panels: panel r holds, for
 // each p, the MR values A[r*MR + i, p] (zero past mc).
 void pack_a(const UkernelInfo& u, int64_t mc, int64_t kc, MatrixRef<const float> a, float* dst) {
-  if (u.bf16) return detail::pack_a_bf16(u.mr, mc, kc, a, dst);
+  if (u.bf16) return (u.a_rows ? detail::pack_a_bf16_rows : detail::pack_a_bf16)(u.mr, mc, kc, a, dst);
   const int64_t mr = u.mr;
   for (int64_t r = 0; r < mc; r += mr) {
     const int64_t rows = std::min(mr, mc - r);
@@ -506,7 +516,7 @@ bool sgemm_direct(const UkernelInfo& u, int64_t m, int64_t n, int64_t k, MatrixR
 size_t sgemm_workspace(int64_t m, int64_t n, int64_t k, int threads) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   size_t bytes = 0;
-  for (const UkernelInfo* u : {&kernel(), detail::bf16_supported() ? &kBf16 : nullptr}) {  // either may run
+  for (const UkernelInfo* u : {&kernel(), detail::bf16_supported() ? &bf16_family() : nullptr}) {  // either may run
     if (u == nullptr) continue;
     const Plan s = plan_for(*u, m, n, k, threads_for(m, n, k, std::max(1, threads)));
     bytes = std::max(bytes, kAlign + static_cast<size_t>(s.threads) * s.slot_bytes);
@@ -596,11 +606,11 @@ const float* packed_data(const PackedOperand* op, bool is_a, int64_t outer, int6
 // The bf16 family where an operand comes packed as bf16 (and the CPU has it), else the kernel in use.
 const UkernelInfo& kernel_for(const PackedOperand* a, const PackedOperand* b) {
   const bool bf16 = (a != nullptr && a->bf16) || (b != nullptr && b->bf16);
-  return bf16 && detail::bf16_supported() ? kBf16 : kernel();
+  return bf16 && detail::bf16_supported() ? bf16_family() : kernel();
 }
 
 PackedOperand pack_operand(bool is_a, int64_t outer, int64_t k, MatrixRef<const float> src, bool bf16) {
-  const UkernelInfo& u = bf16 ? kBf16 : kernel();
+  const UkernelInfo& u = bf16 ? bf16_family() : kernel();
   PackedOperand p;
   p.isa = u.isa;
   p.bf16 = u.bf16;
@@ -673,7 +683,7 @@ bool sgemm_linear(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b,
 }
 
 size_t sgemm_packed_bytes(bool is_a, int64_t outer, int64_t k, bool bf16) {
-  const UkernelInfo& u = bf16 ? kBf16 : kernel();
+  const UkernelInfo& u = bf16 ? bf16_family() : kernel();
   return static_cast<size_t>(round_up(std::max<int64_t>(outer, 0), is_a ? u.mr : u.nr) *
                              slots(u, std::max<int64_t>(k, 0))) *
          sizeof(float);
@@ -691,6 +701,14 @@ bool sgemm_packed_current(const PackedOperand& p) {
 }
 
 bool sgemm_bf16_supported() { return detail::bf16_supported(); }
+
+bool sgemm_set_bf16_amx(bool use) {
+  if (use && !detail::amx_bf16_supported()) return false;
+  g_bf16_amx.store(use, std::memory_order_relaxed);
+  return true;
+}
+
+const char* sgemm_bf16_kernel_name() { return detail::bf16_supported() ? bf16_family().name : "none"; }
 
 bool sgemm_isa_supported(GemmIsa isa) { return isa_supported(isa); }
 

@@ -80,6 +80,14 @@ size_t sgemm_packed_bytes(bool is_a, int64_t outer, int64_t k, bool bf16 = false
 bool sgemm_packed_current(const PackedOperand& p);
 // Whether this CPU has the bf16 kernel (AVX-512 F, BW and BF16).
 bool sgemm_bf16_supported();
+// The bf16 products run AMX-BF16 tiles where the CPU has them (the default),
+// else the AVX-512 BF16 kernel; `use` false selects the latter (tests and
+// benchmarks; operands packed for the other family are then repacked per
+// call). False when AMX-BF16 is asked for and missing. Not thread-safe against
+// running GEMMs.
+bool sgemm_set_bf16_amx(bool use);
+// "amx-bf16 16x32", "avx512-bf16 12x32", or "none" without AVX-512 BF16.
+const char* sgemm_bf16_kernel_name();
 
 // A GEMM operand: the matrix, and optionally its packed copy (read instead).
 struct GemmOperand {

@@ -3,13 +3,15 @@
 // (sgemm_pack_a / sgemm_pack_b with bf16: Precision::BFloat16 on the CPU).
 // The micro-kernel is the AVX-512 12x32 one with VDPBF16PS (two products of
 // a K pair per float32 lane) in place of the FMA, and the same stores and
-// epilogue. Rounding to bf16 is to nearest even; zeros and denormals become
+// epilogue; where the CPU has AMX-BF16, a 16x32 one on tiles (TDPBF16PS)
+// with the same B panels and A panels of rows (pack_a_bf16_rows). Rounding to bf16 is to nearest even; zeros and denormals become
 // signed zeros and NaNs stay NaN, as VCVTNEPS2BF16 does (the vector packers
 // use it, the scalar ones follow it bit for bit).
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/gemm_tile.h"
+#include "kernels/cpu/qgemm.h"  // amx_usable, AmxTileConfig
 
 namespace ember::cpu::detail {
 namespace {
@@ -62,6 +64,15 @@ EMBER_BF16_TARGET void pack_a_row(const float* row, int64_t kc, int64_t mr, int6
   }
 }
 
+// A unit-stride row's (kc + 1) / 2 pair slots, contiguous (an AMX A panel's row).
+EMBER_BF16_TARGET void pack_row_pairs(const float* row, int64_t kc, float* dst) {
+  const int64_t pairs = (kc + 1) / 2;
+  for (int64_t q0 = 0; q0 < pairs; q0 += 16) {
+    const int64_t n = std::min<int64_t>(16, pairs - q0);
+    _mm512_mask_storeu_epi32(dst + q0, static_cast<__mmask16>((1u << n) - 1), row_pairs(row + 2 * q0, kc - 2 * q0));
+  }
+}
+
 // A full panel of B with unit-stride rows (nr a multiple of 16).
 EMBER_BF16_TARGET void pack_b_rows(int64_t nr, int64_t kc, const float* src, int64_t rs, float* dst) {
   for (int64_t q = 0; q < (kc + 1) / 2; ++q) {
@@ -106,10 +117,77 @@ EMBER_BF16_TARGET void ukernel_12x32_bf16(int64_t kc, const float* __restrict a,
   __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_PAIR, , )};
   store_12x32_avx512(acc, c, rs, cs, accumulate, mv, nv, e);
 }
+
+// AMX-BF16: tiles 0 and 1 hold C (16 rows x 16 columns of float32 each); 2
+// an A tile (16 rows x 16 pairs: 64 bytes of a row's pairs, rows pairs * 4
+// bytes apart), 3 and 4 B tiles (16 pairs x 16 columns: a B panel's two
+// halves, pairs 128 bytes apart); 5, 6 and 7 the same of the last pairs % 16
+// pairs. TDPBF16PS adds a pair's two products to a float32 lane as
+// VDPBF16PS does (bf16 products are exact in float32; denormals are zero).
+bool amx_bf16_supported() {
+  static const bool ok = bf16_supported() && amx_usable(22);
+  return ok;
+}
+
+__attribute__((target("amx-tile,amx-bf16,avx512f"))) void ukernel_16x32_amx_bf16(
+    int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs, bool accumulate, int64_t mv,
+    int64_t nv, const TileEpilogue* e) {
+  const int64_t pairs = (kc + 1) / 2, full = pairs / 16, rest = pairs % 16, lda = pairs * 4;
+  AmxTileConfig cfg{};
+  cfg.palette = 1;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  if (rest > 0) {
+    cfg.colsb[5] = static_cast<uint16_t>(rest * 4);
+    cfg.rows[6] = cfg.rows[7] = static_cast<uint8_t>(rest);
+  }
+  _tile_loadconfig(&cfg);
+  _tile_zero(0);
+  _tile_zero(1);
+  for (int64_t s = 0; s < full; ++s) {
+    _tile_loadd(2, a + s * 16, lda);
+    _tile_loadd(3, b + s * 16 * 32, 128);
+    _tile_loadd(4, b + s * 16 * 32 + 16, 128);
+    _tile_dpbf16ps(0, 2, 3);
+    _tile_dpbf16ps(1, 2, 4);
+  }
+  if (rest > 0) {
+    _tile_loadd(5, a + full * 16, lda);
+    _tile_loadd(6, b + full * 16 * 32, 128);
+    _tile_loadd(7, b + full * 16 * 32 + 16, 128);
+    _tile_dpbf16ps(0, 5, 6);
+    _tile_dpbf16ps(1, 5, 7);
+  }
+  alignas(kGemmAlign) float t[16 * 32];
+  _tile_stored(0, t, 128);
+  _tile_stored(1, t + 16, 128);
+  _tile_release();
+  // The rows through the AVX-512 family's stores, up to 12 at a time.
+  for (int64_t r0 = 0; r0 < mv; r0 += 12) {
+    const int64_t rows = std::min<int64_t>(12, mv - r0);
+    __m512 acc[12][2] = {};
+    for (int64_t i = 0; i < rows; ++i) {
+      acc[i][0] = _mm512_load_ps(t + (r0 + i) * 32);
+      acc[i][1] = _mm512_load_ps(t + (r0 + i) * 32 + 16);
+    }
+    TileEpilogue shifted;
+    if (e != nullptr && e->row_bias != nullptr && r0 > 0) {
+      shifted = *e;
+      shifted.row_bias += r0;
+    }
+    store_12x32_avx512(acc, c + r0 * rs, rs, cs, accumulate, rows, nv,
+                       e != nullptr && e->row_bias != nullptr && r0 > 0 ? &shifted : e);
+  }
+}
 #else
 bool bf16_supported() { return false; }
+bool amx_bf16_supported() { return false; }
 void ukernel_12x32_bf16(int64_t, const float*, const float*, float*, int64_t, int64_t, bool, int64_t, int64_t,
                         const TileEpilogue*) {}
+void ukernel_16x32_amx_bf16(int64_t, const float*, const float*, float*, int64_t, int64_t, bool, int64_t, int64_t,
+                            const TileEpilogue*) {}
 #endif
 
 void pack_a_bf16(int64_t mr, int64_t mc, int64_t kc, MatrixRef<const float> a, float* dst) {
@@ -134,6 +212,30 @@ void pack_a_bf16(int64_t mr, int64_t mc, int64_t kc, MatrixRef<const float> a, f
       }
     }
     dst += mr * pairs;
+  }
+}
+
+void pack_a_bf16_rows(int64_t mr, int64_t mc, int64_t kc, MatrixRef<const float> a, float* dst) {
+  const int64_t pairs = (kc + 1) / 2;
+  for (int64_t r = 0; r < mc; r += mr) {
+    const int64_t rows = std::min(mr, mc - r);
+    for (int64_t i = 0; i < mr; ++i, dst += pairs) {
+      if (i >= rows) {
+        std::memset(dst, 0, sizeof(float) * pairs);
+        continue;
+      }
+      const float* row = a.data + (r + i) * a.rs;
+#if RT_GEMM_X86
+      if (a.cs == 1) {
+        pack_row_pairs(row, kc, dst);
+        continue;
+      }
+#endif
+      for (int64_t q = 0; q < pairs; ++q) {
+        const int64_t p = 2 * q;
+        dst[q] = pair_slot(row[p * a.cs], p + 1 < kc ? row[(p + 1) * a.cs] : 0.0f);
+      }
+    }
   }
 }
 

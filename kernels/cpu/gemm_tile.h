@@ -198,8 +198,16 @@ bool bf16_supported();
 // a and b are bf16 panels). Only where bf16_supported().
 void ukernel_12x32_bf16(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                         bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
-// pack_a / pack_b_panel of gemm.cc into bf16 panels (mr = 12, nr = 32).
+// Whether the CPU runs the AMX-BF16 family too (and Linux lets it use the tiles).
+bool amx_bf16_supported();
+// Its micro-kernel, 16 x 32 (as ukernel_12x32_bf16; a: pack_a_bf16_rows's panels).
+void ukernel_16x32_amx_bf16(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
+                            bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+// pack_a / pack_b_panel of gemm.cc into bf16 panels (mr = 12, nr = 32): A
+// panels hold a pair of all mr rows after another; pack_a_bf16_rows's (the
+// AMX family's, mr = 16) hold a row's pairs after another.
 void pack_a_bf16(int64_t mr, int64_t mc, int64_t kc, MatrixRef<const float> a, float* dst);
+void pack_a_bf16_rows(int64_t mr, int64_t mc, int64_t kc, MatrixRef<const float> a, float* dst);
 void pack_b_panel_bf16(int64_t nr, int64_t panel, int64_t nc, int64_t kc, MatrixRef<const float> b, float* dst);
 
 }  // namespace ember::cpu::detail

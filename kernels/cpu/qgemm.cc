@@ -127,16 +127,10 @@ void uk_vnni(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w, int64_t
 // 5-7: B. Fewer than 16 rows of A are first copied into 16 rows (the extra
 // rows' sums are not stored). The sums are exact: the same int32 values as
 // the VNNI kernel's.
-struct alignas(64) TileConfig {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-
 __attribute__((target("amx-tile,amx-int8"))) void uk_amx(int64_t k4, const uint8_t* a, int64_t lda,
                                                          const int8_t* w, int64_t pstride, int32_t* tile, int mr,
                                                          int np) {
-  TileConfig cfg{};
+  AmxTileConfig cfg{};
   cfg.palette = 1;
   for (int t = 0; t < 8; ++t) {
     cfg.colsb[t] = 64;
@@ -178,24 +172,6 @@ __attribute__((target("amx-tile,amx-int8"))) void uk_amx(int64_t k4, const uint8
   if (np > 2) _tile_stored(2, tile + 32, stride);
   if (np > 3) _tile_stored(3, tile + 48, stride);
   _tile_release();
-}
-
-// Whether the CPU has AMX-INT8 and Linux lets this process use the tile data
-// (arch_prctl ARCH_REQ_XCOMP_PERM, asked once).
-bool amx_usable() {
-  static const bool usable = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-    const bool tile = (edx >> 24) & 1, int8 = (edx >> 25) & 1;
-    if (!tile || !int8) return false;
-#if defined(__linux__)
-    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
-    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
-#else
-    return false;
-#endif
-  }();
-  return usable;
 }
 
 // --- AVX2: vpmaddwd on int16 pairs (exact; vpmaddubsw would saturate) -------
@@ -417,7 +393,7 @@ bool isa_supported(QGemmIsa isa) {
     case QGemmIsa::Avx512Vnni:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
     case QGemmIsa::Amx:
-      return __builtin_cpu_supports("avx2") && amx_usable();  // avx2: the epilogue
+      return __builtin_cpu_supports("avx2") && amx_usable(25);  // avx2: the epilogue
 #endif
 #if EMBER_QGEMM_NEON
     case QGemmIsa::Neon:
@@ -627,6 +603,26 @@ bool qgemm_set_isa(QGemmIsa isa) {
 bool qgemm_isa_supported(QGemmIsa isa) { return isa_supported(isa); }
 
 const char* qgemm_kernel_name() { return kernel().name; }
+
+bool amx_usable(int edx_bit) {
+#if EMBER_QGEMM_X86
+  static const bool tiles = [] {  // the tile unit, and Linux's leave to use its state
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || ((edx >> 24) & 1) == 0) return false;
+#if defined(__linux__)
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+#else
+    return false;
+#endif
+  }();
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return tiles && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && ((edx >> edx_bit) & 1) != 0;
+#else
+  (void)edx_bit;
+  return false;
+#endif
+}
 
 int64_t qgemm_set_min_macs_per_thread(int64_t macs) {
   return g_min_macs_per_thread.exchange(std::max<int64_t>(1, macs));

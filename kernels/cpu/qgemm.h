@@ -90,4 +90,17 @@ bool qgemm_isa_supported(QGemmIsa isa);
 // "portable 4x64".
 const char* qgemm_kernel_name();
 
+// AMX (x86): whether the CPU has the tile unit with the extension whose
+// CPUID.(EAX=7, ECX=0):EDX bit is `edx_bit` (22: AMX-BF16, 25: AMX-INT8) and
+// Linux lets this process use the tile data (arch_prctl ARCH_REQ_XCOMP_PERM,
+// asked once); false elsewhere. The tile configuration both AMX kernels
+// (this int8 GEMM and gemm_bf16.cc's) load: palette 1, tile t of rows[t] rows
+// of colsb[t] bytes.
+bool amx_usable(int edx_bit);
+struct alignas(64) AmxTileConfig {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+
 }  // namespace ember::cpu

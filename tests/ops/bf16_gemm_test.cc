@@ -86,6 +86,19 @@ void check_rounded(const Tensor& c, const std::vector<float>& values, bool by_ro
   }
 }
 
+// The bf16 families this CPU runs: AVX-512 BF16 (false), and AMX-BF16 (true) where it has it.
+std::vector<bool> families() {
+  std::vector<bool> f = {false};
+  if (cpu::sgemm_set_bf16_amx(true)) f.push_back(true);
+  return f;
+}
+
+// Selects the AVX-512 BF16 family (false) or AMX-BF16 (true) for one section, the default after.
+struct BF16Family {
+  explicit BF16Family(bool amx) { REQUIRE(cpu::sgemm_set_bf16_amx(amx)); }
+  ~BF16Family() { cpu::sgemm_set_bf16_amx(true); }
+};
+
 }  // namespace
 
 TEST_CASE("bf16 packing rounds as VCVTNEPS2BF16: vector and scalar packers, A and B") {
@@ -94,81 +107,90 @@ TEST_CASE("bf16 packing rounds as VCVTNEPS2BF16: vector and scalar packers, A an
     CHECK(!cpu::sgemm_pack_a(4, 4, ref(a), /*bf16=*/true).bf16);  // float32 panels instead
     return;
   }
-  // B per call, A = ones packed as bf16 (depth 1): C[i, j] = bf16(B[0, j]).
-  // 44 columns: one full 32-wide panel (vector packer) and a partial one (scalar).
-  const int64_t n = 44, m = 13;
-  std::vector<float> v = special_values(32);
-  const std::vector<float> tail = special_values(12);
-  v.insert(v.end(), tail.begin(), tail.end());
-  const Tensor brow = from_blob(v.data(), {1, n}).clone();
-  const Tensor ones = full({m, 1}, 1.0);
-  const cpu::PackedOperand pa = cpu::sgemm_pack_a(m, 1, ref(ones), true);
-  REQUIRE(pa.bf16);
-  check_rounded(product(m, n, 1, {ref(ones), &pa}, {ref(brow), nullptr}, {}, 1), v, false);
+  for (bool amx : families()) {
+    const BF16Family family(amx);
+    CAPTURE(std::string(cpu::sgemm_bf16_kernel_name()));
+    // B per call, A = ones packed as bf16 (depth 1): C[i, j] = bf16(B[0, j]).
+    // 44 columns: one full 32-wide panel (vector packer) and a partial one (scalar).
+    const int64_t n = 44, m = 13;
+    std::vector<float> v = special_values(32);
+    const std::vector<float> tail = special_values(12);
+    v.insert(v.end(), tail.begin(), tail.end());
+    const Tensor brow = from_blob(v.data(), {1, n}).clone();
+    const Tensor ones = full({m, 1}, 1.0);
+    const cpu::PackedOperand pa = cpu::sgemm_pack_a(m, 1, ref(ones), true);
+    REQUIRE(pa.bf16);
+    check_rounded(product(m, n, 1, {ref(ones), &pa}, {ref(brow), nullptr}, {}, 1), v, false);
 
-  // A per call (rows of depth 1), B = ones packed as bf16: C[i, j] = bf16(A[i, 0]);
-  // a unit-stride A (vector packer) and a strided one (scalar).
-  const std::vector<float> w = special_values(m);
-  const Tensor acol = from_blob(const_cast<float*>(w.data()), {m, 1}).clone();
-  const Tensor acol_strided = from_blob(const_cast<float*>(w.data()), {1, m}).clone().t();  // strides (1, m)
-  REQUIRE(acol_strided.stride(1) != 1);
-  const Tensor ones_b = full({1, 40}, 1.0);
-  const cpu::PackedOperand pb = cpu::sgemm_pack_b(1, 40, ref(ones_b), true);
-  check_rounded(product(m, 40, 1, {ref(acol), nullptr}, {ref(ones_b), &pb}, {}, 1), w, true);
-  check_rounded(product(m, 40, 1, {ref(acol_strided), nullptr}, {ref(ones_b), &pb}, {}, 1), w, true);
+    // A per call (rows of depth 1), B = ones packed as bf16: C[i, j] = bf16(A[i, 0]);
+    // a unit-stride A (vector packer) and a strided one (scalar).
+    const std::vector<float> w = special_values(m);
+    const Tensor acol = from_blob(const_cast<float*>(w.data()), {m, 1}).clone();
+    const Tensor acol_strided = from_blob(const_cast<float*>(w.data()), {1, m}).clone().t();  // strides (1, m)
+    REQUIRE(acol_strided.stride(1) != 1);
+    const Tensor ones_b = full({1, 40}, 1.0);
+    const cpu::PackedOperand pb = cpu::sgemm_pack_b(1, 40, ref(ones_b), true);
+    check_rounded(product(m, 40, 1, {ref(acol), nullptr}, {ref(ones_b), &pb}, {}, 1), w, true);
+    check_rounded(product(m, 40, 1, {ref(acol_strided), nullptr}, {ref(ones_b), &pb}, {}, 1), w, true);
+  }
 }
 
 TEST_CASE("bf16 products: float32 sums of the rounded operands, either operand packed, with the epilogue") {
   if (!cpu::sgemm_bf16_supported()) return;  // the case above checks the fallback
   manual_seed(5);
-  for (int64_t k : {1, 7, 64, 300, 301}) {
-    for (int threads : {1, 2}) {
-      const int64_t m = 37, n = 45;
-      CAPTURE(k);
-      CAPTURE(threads);
-      const Tensor a = randn({m, k}), w = randn({n, k}), row_bias = randn({m});
-      const Tensor b = w.t();                    // B = W^T: a Linear's weight (strides (1, k))
-      const Tensor b_rows = w.t().contiguous();  // unit-stride rows (im2col's layout)
-      const Tensor a_cols = a.t().contiguous().t();  // A with strides (1, m)
-      // The float64 product of the rounded operands, and its bound: float32 sums.
-      Tensor want = empty({m, n}, DType::Float64), bound = empty({m, n}, DType::Float64);
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j) {
-          double s = row_bias.data_ptr<float>()[i], mag = 0;
-          for (int64_t p = 0; p < k; ++p) {
-            const double t = static_cast<double>(bf16(a.data_ptr<float>()[i * k + p])) *
-                             static_cast<double>(bf16(w.data_ptr<float>()[j * k + p]));
-            s += t;
-            mag += std::fabs(t);
+  for (bool amx : families()) {
+    const BF16Family family(amx);
+    CAPTURE(std::string(cpu::sgemm_bf16_kernel_name()));
+    for (int64_t k : {1, 7, 64, 300, 301}) {
+      for (int threads : {1, 2}) {
+        const int64_t m = 37, n = 45;
+        CAPTURE(k);
+        CAPTURE(threads);
+        const Tensor a = randn({m, k}), w = randn({n, k}), row_bias = randn({m});
+        const Tensor b = w.t();                    // B = W^T: a Linear's weight (strides (1, k))
+        const Tensor b_rows = w.t().contiguous();  // unit-stride rows (im2col's layout)
+        const Tensor a_cols = a.t().contiguous().t();  // A with strides (1, m)
+        // The float64 product of the rounded operands, and its bound: float32 sums.
+        Tensor want = empty({m, n}, DType::Float64), bound = empty({m, n}, DType::Float64);
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            double s = row_bias.data_ptr<float>()[i], mag = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              const double t = static_cast<double>(bf16(a.data_ptr<float>()[i * k + p])) *
+                               static_cast<double>(bf16(w.data_ptr<float>()[j * k + p]));
+              s += t;
+              mag += std::fabs(t);
+            }
+            want.data_ptr<double>()[i * n + j] = std::max(s, 0.0);  // ReLU
+            bound.data_ptr<double>()[i * n + j] = 1e-6 * (static_cast<double>(k) + 2) * (mag + 1.0);
           }
-          want.data_ptr<double>()[i * n + j] = std::max(s, 0.0);  // ReLU
-          bound.data_ptr<double>()[i * n + j] = 1e-6 * (static_cast<double>(k) + 2) * (mag + 1.0);
         }
-      }
-      cpu::GemmEpilogue e;
-      e.row_bias = row_bias.data_ptr<float>();
-      e.clamp = true;
-      e.lo = 0.0f;
-      e.hi = __builtin_inff();
-      const cpu::PackedOperand pb = cpu::sgemm_pack_b(k, n, ref(b), true);
-      const cpu::PackedOperand pa = cpu::sgemm_pack_a(m, k, ref(a), true);
-      CHECK(pb.bytes() == cpu::sgemm_packed_bytes(false, n, k, true));
-      CHECK(pa.bytes() == cpu::sgemm_packed_bytes(true, m, k, true));
-      CHECK(pa.bytes() == static_cast<size_t>((m + 11) / 12 * 12 * ((k + 1) / 2)) * sizeof(float));
-      CHECK(cpu::sgemm_packed_current(pb));
-      const Tensor fp32 = product(m, n, k, {ref(a), nullptr}, {ref(b), nullptr}, e, threads);
-      for (const Tensor& c : {product(m, n, k, {ref(a), nullptr}, {ref(b), &pb}, e, threads),        // Linear-style
-                              product(m, n, k, {ref(a_cols), nullptr}, {ref(b), &pb}, e, threads),   // scalar A packer
-                              product(m, n, k, {ref(a), &pa}, {ref(b_rows), nullptr}, e, threads),   // conv-style
-                              product(m, n, k, {ref(a), &pa}, {ref(b), nullptr}, e, threads)}) {     // scalar B packer
-        double worst = 0, differs = 0;
-        for (int64_t i = 0; i < m * n; ++i) {
-          const double d = std::fabs(static_cast<double>(c.data_ptr<float>()[i]) - want.data_ptr<double>()[i]);
-          worst = std::max(worst, d / bound.data_ptr<double>()[i]);
-          differs = std::max(differs, std::fabs(static_cast<double>(c.data_ptr<float>()[i] - fp32.data_ptr<float>()[i])));
+        cpu::GemmEpilogue e;
+        e.row_bias = row_bias.data_ptr<float>();
+        e.clamp = true;
+        e.lo = 0.0f;
+        e.hi = __builtin_inff();
+        const cpu::PackedOperand pb = cpu::sgemm_pack_b(k, n, ref(b), true);
+        const cpu::PackedOperand pa = cpu::sgemm_pack_a(m, k, ref(a), true);
+        CHECK(pb.bytes() == cpu::sgemm_packed_bytes(false, n, k, true));
+        CHECK(pa.bytes() == cpu::sgemm_packed_bytes(true, m, k, true));
+        const int64_t mr = cpu::sgemm_bf16_kernel_name() == std::string("amx-bf16 16x32") ? 16 : 12;
+        CHECK(pa.bytes() == static_cast<size_t>((m + mr - 1) / mr * mr * ((k + 1) / 2)) * sizeof(float));
+        CHECK(cpu::sgemm_packed_current(pb));
+        const Tensor fp32 = product(m, n, k, {ref(a), nullptr}, {ref(b), nullptr}, e, threads);
+        for (const Tensor& c : {product(m, n, k, {ref(a), nullptr}, {ref(b), &pb}, e, threads),        // Linear-style
+                                product(m, n, k, {ref(a_cols), nullptr}, {ref(b), &pb}, e, threads),   // scalar A packer
+                                product(m, n, k, {ref(a), &pa}, {ref(b_rows), nullptr}, e, threads),   // conv-style
+                                product(m, n, k, {ref(a), &pa}, {ref(b), nullptr}, e, threads)}) {     // scalar B packer
+          double worst = 0, differs = 0;
+          for (int64_t i = 0; i < m * n; ++i) {
+            const double d = std::fabs(static_cast<double>(c.data_ptr<float>()[i]) - want.data_ptr<double>()[i]);
+            worst = std::max(worst, d / bound.data_ptr<double>()[i]);
+            differs = std::max(differs, std::fabs(static_cast<double>(c.data_ptr<float>()[i] - fp32.data_ptr<float>()[i])));
+          }
+          CHECK(worst <= 1.0);
+          if (k >= 7) CHECK(differs > 1e-4);  // the bf16 kernel ran, not the float32 one
         }
-        CHECK(worst <= 1.0);
-        if (k >= 7) CHECK(differs > 1e-4);  // the bf16 kernel ran, not the float32 one
       }
     }
   }
