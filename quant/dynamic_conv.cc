@@ -7,13 +7,19 @@
 #include "quant/qscheme.h"
 #include "runtime/core/thread_pool.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define RT_DYNCONV_X86 1
+#else
+#define RT_DYNCONV_X86 0
+#endif
+
 namespace ember::quant {
 namespace {
 
-// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols, in 32 x 32 blocks
-// (both sides stay within a few cache lines per block).
-template <typename T>
-void transpose(const T* src, int64_t rows, int64_t cols, int64_t lds, T* dst, int64_t ldd) {
+// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (scalar), in
+// 32 x 32 blocks (both sides stay within a few cache lines per block).
+void transpose_scalar(const float* src, int64_t rows, int64_t cols, int64_t lds, float* dst, int64_t ldd) {
   constexpr int64_t kB = 32;
   for (int64_t r0 = 0; r0 < rows; r0 += kB) {
     const int64_t r1 = std::min(rows, r0 + kB);
@@ -26,12 +32,79 @@ void transpose(const T* src, int64_t rows, int64_t cols, int64_t lds, T* dst, in
   }
 }
 
+#if RT_DYNCONV_X86
+// The same in 16 x 16 blocks transposed in registers (pairs of rows
+// interleaved, then 64-bit pairs, then 128-bit lanes twice); a partial block
+// loads its rows and stores its columns under masks. The scalar form moved
+// about a float a cycle: 45 % of an int8 MobileNetV2 run.
+__attribute__((target("avx512f"))) void transpose_avx512(const float* src, int64_t rows, int64_t cols, int64_t lds,
+                                                          float* dst, int64_t ldd) {
+  for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+    const int64_t nr = std::min<int64_t>(16, rows - r0);
+    const __mmask16 rmask = static_cast<__mmask16>((1u << nr) - 1);
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+      const int64_t nc = std::min<int64_t>(16, cols - c0);
+      const __mmask16 cmask = static_cast<__mmask16>((1u << nc) - 1);
+      __m512 r[16], t[16];
+      for (int i = 0; i < 16; ++i) {
+        r[i] = i < nr ? _mm512_maskz_loadu_ps(cmask, src + (r0 + i) * lds + c0) : _mm512_setzero_ps();
+      }
+      for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+      }
+      for (int i = 0; i < 4; ++i) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+      }
+      for (int i = 0; i < 2; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + j + 4], 0x88);
+          t[8 * i + j + 4] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + j + 4], 0xdd);
+        }
+      }
+      for (int j = 0; j < 8; ++j) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+        r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+      }
+      for (int64_t j = 0; j < nc; ++j) _mm512_mask_storeu_ps(dst + (c0 + j) * ldd + r0, rmask, r[j]);
+    }
+  }
+}
+#endif
+
+// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols, the threads
+// splitting the columns (each writes whole rows of dst).
+void transpose(const float* src, int64_t rows, int64_t cols, int64_t lds, float* dst, int64_t ldd, int threads) {
+#if RT_DYNCONV_X86
+  static const auto kernel = __builtin_cpu_supports("avx512f") ? &transpose_avx512 : &transpose_scalar;
+#else
+  static const auto kernel = &transpose_scalar;
+#endif
+  const int64_t blocks = (cols + 31) / 32;
+  parallel_for(0, blocks, std::max<int64_t>(1, blocks / std::max(1, threads)), [&](int64_t b0, int64_t b1) {
+    const int64_t c0 = b0 * 32, c1 = std::min(cols, b1 * 32);
+    kernel(src + c0, rows, c1 - c0, lds, dst + c0 * ldd, ldd);
+  });
+}
+
 }  // namespace
 
 PackedConv2d pack_conv2d(const int8_t* q, int64_t c_out, int64_t c_in, int64_t kh, int64_t kw, const float* scales,
                          bool per_channel, const float* bias, const Conv2dParams& params) {
+  // The GEMM's depth runs (ky, kx, ci): the im2col row of an output position
+  // is then kh runs of kw * c_in bytes of the channels-last input.
+  const int64_t taps = kh * kw;
+  std::vector<int8_t> hwc(static_cast<size_t>(c_out * c_in * taps));
+  for (int64_t o = 0; o < c_out; ++o) {
+    for (int64_t ci = 0; ci < c_in; ++ci) {
+      for (int64_t t = 0; t < taps; ++t) hwc[static_cast<size_t>((o * taps + t) * c_in + ci)] = q[(o * c_in + ci) * taps + t];
+    }
+  }
   PackedConv2d c;
-  c.gemm = pack_linear(q, c_out, c_in * kh * kw, scales, per_channel, bias);
+  c.gemm = pack_linear(hwc.data(), c_out, c_in * taps, scales, per_channel, bias);
   c.c_out = c_out;
   c.c_in = c_in;
   c.kh = kh;
@@ -55,19 +128,27 @@ void dynamic_conv2d(const float* x, int64_t n, int64_t h, int64_t w, const Packe
                     const Activation& act, const DynamicQuantOptions& options, int threads) {
   if (threads <= 0) threads = get_num_threads();
   const int64_t oh = conv_out_size(c, 0, h), ow = conv_out_size(c, 1, w);
-  const int64_t m = oh * ow, k4 = c.gemm.weight.k4;
+  const int64_t m = oh * ow, k4 = c.gemm.weight.k4, ci = c.c_in;
   if (n <= 0 || m <= 0 || c.c_out <= 0) return;
-  // The input quantized once, per tensor (per_row is not meaningful here).
-  thread_local std::vector<uint8_t> qx, cols;
+  // The input transposed to channels last, hwc[((b * h + iy) * w + ix) * c_in + ci],
+  // and quantized once, per tensor (per_row is not meaningful here).
+  thread_local std::vector<uint8_t> hwc, cols;
   thread_local std::vector<float> tmp;
-  const int64_t plane = c.c_in * h * w;
-  if (qx.size() < static_cast<size_t>(n * plane)) qx.resize(static_cast<size_t>(n * plane));
+  const int64_t plane = ci * h * w;
+  if (tmp.size() < static_cast<size_t>(std::max(n * plane, m * c.c_out))) {
+    tmp.resize(static_cast<size_t>(std::max(n * plane, m * c.c_out)));
+  }
+  for (int64_t b = 0; b < n; ++b) transpose(x + b * plane, ci, h * w, h * w, tmp.data() + b * plane, ci, threads);
+  if (hwc.size() < static_cast<size_t>(n * plane)) hwc.resize(static_cast<size_t>(n * plane));
   float scale;
   int32_t zp;
-  quantize_activations_u8(x, 1, n * plane, n * plane, false, options.reduce_range, qx.data(), n * plane, &scale,
-                          &zp);
-  if (cols.size() < static_cast<size_t>(m * k4)) cols.resize(static_cast<size_t>(m * k4));
-  if (tmp.size() < static_cast<size_t>(m * c.c_out)) tmp.resize(static_cast<size_t>(m * c.c_out));
+  quantize_activations_u8(tmp.data(), 1, n * plane, n * plane, false, options.reduce_range, hwc.data(), n * plane,
+                          &scale, &zp);
+  // A 1x1 convolution with stride 1 and no padding whose channels fill the
+  // GEMM's depth reads the channels-last input as its A.
+  const bool pointwise = c.kh == 1 && c.kw == 1 && c.stride[0] == 1 && c.stride[1] == 1 && c.padding[0] == 0 &&
+                         c.padding[1] == 0 && ci == k4;
+  if (!pointwise && cols.size() < static_cast<size_t>(m * k4)) cols.resize(static_cast<size_t>(m * k4));
   cpu::QGemmEpilogue ep;
   ep.a_scale = &scale;
   ep.a_zero_point = &zp;
@@ -75,39 +156,50 @@ void dynamic_conv2d(const float* x, int64_t n, int64_t h, int64_t w, const Packe
   ep.w_per_channel = c.gemm.per_channel;
   ep.bias = c.gemm.bias.empty() ? nullptr : c.gemm.bias.data();
   ep.activation = act;
+  // (The workers see their own thread_local buffers: they get the caller's by pointer.)
+  uint8_t* const hwc_p = hwc.data();
+  uint8_t* const cols_p = cols.data();
+  const uint8_t fill = static_cast<uint8_t>(zp);  // real 0: the padding
+  const int64_t run = c.kw * ci;                   // a kernel row's bytes (dilation 1: one channels-last run)
   for (int64_t b = 0; b < n; ++b) {
-    const uint8_t* xb = qx.data() + b * plane;
-    // im2col: row (oy, ox), column (ci, ky, kx); outside the image: the zero point.
-    // A 1x1 convolution with stride 1 and no padding reads the input as it is:
-    // [c_in, h * w] transposed.
-    const bool pointwise = c.kh == 1 && c.kw == 1 && c.stride[0] == 1 && c.stride[1] == 1 && c.padding[0] == 0 &&
-                           c.padding[1] == 0;
-    if (pointwise) {
-      transpose(xb, c.c_in, m, m, cols.data(), k4);
-      for (int64_t p = 0; p < m && k4 > c.c_in; ++p) {
-        std::memset(cols.data() + p * k4 + c.c_in, 0, static_cast<size_t>(k4 - c.c_in));
-      }
-    }
-    for (int64_t oy = 0; oy < (pointwise ? 0 : oh); ++oy) {
-      for (int64_t ox = 0; ox < ow; ++ox) {
-        uint8_t* row = cols.data() + (oy * ow + ox) * k4;
-        int64_t col = 0;
-        for (int64_t ci = 0; ci < c.c_in; ++ci) {
-          for (int64_t ky = 0; ky < c.kh; ++ky) {
-            const int64_t iy = oy * c.stride[0] - c.padding[0] + ky * c.dilation[0];
-            for (int64_t kx = 0; kx < c.kw; ++kx) {
-              const int64_t ix = ox * c.stride[1] - c.padding[1] + kx * c.dilation[1];
-              row[col++] = (iy < 0 || iy >= h || ix < 0 || ix >= w) ? static_cast<uint8_t>(zp)
-                                                                    : xb[(ci * h + iy) * w + ix];
+    const uint8_t* image = hwc_p + b * plane;
+    const uint8_t* a = image;
+    if (!pointwise) {
+      // im2col: row (oy, ox), columns (ky, kx, ci); outside the image: the zero point; past the depth: 0.
+      parallel_for(0, oh, std::max<int64_t>(1, oh / std::max(1, threads)), [&](int64_t y0, int64_t y1) {
+        for (int64_t oy = y0; oy < y1; ++oy) {
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            uint8_t* row = cols_p + (oy * ow + ox) * k4;
+            const int64_t x0 = ox * c.stride[1] - c.padding[1];
+            for (int64_t ky = 0; ky < c.kh; ++ky, row += run) {
+              const int64_t iy = oy * c.stride[0] - c.padding[0] + ky * c.dilation[0];
+              if (iy < 0 || iy >= h) {
+                std::memset(row, fill, static_cast<size_t>(run));
+                continue;
+              }
+              const uint8_t* src = image + iy * w * ci;
+              if (c.dilation[1] == 1 && x0 >= 0 && x0 + c.kw <= w) {
+                std::memcpy(row, src + x0 * ci, static_cast<size_t>(run));
+                continue;
+              }
+              for (int64_t kx = 0; kx < c.kw; ++kx) {
+                const int64_t ix = x0 + kx * c.dilation[1];
+                if (ix < 0 || ix >= w) {
+                  std::memset(row + kx * ci, fill, static_cast<size_t>(ci));
+                } else {
+                  std::memcpy(row + kx * ci, src + ix * ci, static_cast<size_t>(ci));
+                }
+              }
             }
+            std::memset(row, 0, static_cast<size_t>(k4 - c.kh * run));
           }
         }
-        for (; col < k4; ++col) row[col] = 0;
-      }
+      });
+      a = cols_p;
     }
-    cpu::qgemm_u8s8(m, cols.data(), k4, c.gemm.weight, &ep, nullptr, tmp.data(), c.c_out, threads);
+    cpu::qgemm_u8s8(m, a, k4, c.gemm.weight, &ep, nullptr, tmp.data(), c.c_out, threads);
     // [oh * ow, c_out] -> [c_out, oh, ow]
-    transpose(tmp.data(), m, c.c_out, c.c_out, y + b * c.c_out * m, m);
+    transpose(tmp.data(), m, c.c_out, c.c_out, y + b * c.c_out * m, m, threads);
   }
 }
 

@@ -1,8 +1,11 @@
 // Dynamic int8 Conv2d (groups = 1): the input is quantized per tensor to uint8
-// at run time (as quantize_dynamic's Linear does), unfolded (im2col, padding =
-// the zero point, i.e. real 0) and multiplied with the int8 weight, viewed as
-// [C_out, C_in * kh * kw], by the int8 GEMM; dequantization, bias and the
-// activation are fused in its epilogue. Weights packed once (immutable).
+// at run time (as quantize_dynamic's Linear does), transposed to channels
+// last, unfolded (im2col: a kernel row is one run of kw * C_in bytes there;
+// padding = the zero point, i.e. real 0) and multiplied with the int8 weight,
+// viewed as [C_out, kh * kw * C_in], by the int8 GEMM; dequantization, bias
+// and the activation are fused in its epilogue, and the product is
+// transposed back to NCHW. The threads split the transposes, the im2col
+// rows and the GEMM. Weights packed once (immutable).
 #pragma once
 
 #include <cstdint>

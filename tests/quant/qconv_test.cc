@@ -3,8 +3,10 @@
 // integer sums are exact, so only the final float rounding may differ.
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "kernels/cpu/qgemm.h"
 #include "quant/dynamic_conv.h"
 #include "quant/qscheme.h"
 #include "tests/harness/testing.h"
@@ -23,7 +25,17 @@ TEST_CASE("dynamic_conv2d: equals the dequantized reference (stride, padding, di
                         {1, 1, 5, 5, 1, 1, 1, 1, 1, 0, 0, 1, 1, true, false},
                         {2, 6, 11, 10, 33, 5, 5, 2, 3, 2, 2, 1, 1, true, true},
                         {2, 37, 9, 13, 40, 1, 1, 1, 1, 0, 0, 1, 1, true, false},  // pointwise: m, c_in > 32
-                        {1, 70, 6, 7, 5, 1, 1, 1, 1, 0, 0, 1, 1, false, true}};
+                        {1, 70, 6, 7, 5, 1, 1, 1, 1, 0, 0, 1, 1, false, true},
+                        // 64 channels fill the depth of every family (a multiple of 4, and of 64 on
+                        // AMX): the channels-last input is the GEMM's A as it is
+                        {2, 64, 5, 6, 24, 1, 1, 1, 1, 0, 0, 1, 1, true, true},
+                        // kernel rows inside the image (one copy each) and at its borders, 7x7 stride 2
+                        {1, 3, 19, 21, 8, 7, 7, 2, 2, 3, 3, 1, 1, true, true}};
+  const cpu::QGemmIsa isas[] = {cpu::QGemmIsa::Portable, cpu::QGemmIsa::Avx2, cpu::QGemmIsa::Avx512Vnni,
+                                cpu::QGemmIsa::Amx, cpu::QGemmIsa::Neon};
+  for (const cpu::QGemmIsa isa : isas) {
+  if (!cpu::qgemm_set_isa(isa)) continue;
+  CAPTURE(std::string(cpu::qgemm_kernel_name()));
   for (const Case& c : cases) {
     std::vector<float> x(static_cast<size_t>(c.n * c.ci * c.h * c.w)), wt(static_cast<size_t>(c.co * c.ci * c.kh * c.kw)),
         bias(static_cast<size_t>(c.co));
@@ -83,4 +95,6 @@ TEST_CASE("dynamic_conv2d: equals the dequantized reference (stride, padding, di
     CAPTURE(c.co);
     CHECK(worst == 0.0);
   }
+  }
+  REQUIRE(cpu::qgemm_set_isa(cpu::QGemmIsa::Auto));
 }
