@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/transpose16.h"
 #include "runtime/core/thread_pool.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -308,7 +309,7 @@ __attribute__((target("avx2"))) void epilogue16_avx2(const int32_t* t, int32_t a
 // int8 BERT run at batch 1, one thread, on AMX.)
 __attribute__((target("avx512f"))) void store_rows_avx512(const int32_t* tile, int mr, int64_t i0, int64_t cols,
                                                            const int32_t* rs, const QGemmEpilogue& ep, const float* ws,
-                                                           const float* b, float* y, int64_t ldc) {
+                                                           const float* b, float* y0, int64_t ldc) {
   const ActivationKind kind = ep.activation.kind;
   const __m512 lo = _mm512_set1_ps(kind == ActivationKind::Relu ? 0.0f : static_cast<float>(ep.activation.min));
   const __m512 hi = _mm512_set1_ps(static_cast<float>(ep.activation.max));
@@ -340,7 +341,7 @@ __attribute__((target("avx512f"))) void store_rows_avx512(const int32_t* tile, i
         t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, six, _CMP_GT_OQ), t, six);
         o = _mm512_div_ps(_mm512_mul_ps(o, t), six);
       }
-      _mm512_mask_storeu_ps(y + i * ldc + c, m, o);
+      _mm512_mask_storeu_ps(y0 + r * ldc + c, m, o);
     }
   }
 }
@@ -440,17 +441,17 @@ const QInfo& kernel() {
 }
 
 
-// Writes rows [i0, i0 + mr) x columns [j0, j0 + cols) of the result from the
-// tile; `avx2`: the CPU has AVX2 (full 16-column blocks take epilogue16_avx2,
-// which rounds exactly as the loop below); `avx512`: AVX-512 too (all of it
-// takes store_rows_avx512, as exactly).
-void store_tile(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t cols, const PackedInt8Weights& w,
-                const QGemmEpilogue* ep, int32_t* c32, float* y, int64_t ldc, bool avx2, bool avx512) {
+// Writes the float results of rows [i0, i0 + mr) x columns [j0, j0 + cols)
+// from the tile, row i0 at y0, rows ldc apart; `avx2`: the CPU has AVX2 (full
+// 16-column blocks take epilogue16_avx2, which rounds exactly as the loop
+// below); `avx512`: AVX-512 too (all of it takes store_rows_avx512, as exactly).
+void store_rows(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t cols, const PackedInt8Weights& w,
+                const QGemmEpilogue& ep, float* y0, int64_t ldc, bool avx2, bool avx512) {
 #if EMBER_QGEMM_X86
-  if (ep != nullptr && avx512) {
-    return store_rows_avx512(tile, mr, i0, cols, w.row_sums.data() + j0, *ep,
-                             ep->w_per_channel ? ep->w_scale + j0 : nullptr, ep->bias ? ep->bias + j0 : nullptr,
-                             y + j0, ldc);
+  if (avx512) {
+    return store_rows_avx512(tile, mr, i0, cols, w.row_sums.data() + j0, ep,
+                             ep.w_per_channel ? ep.w_scale + j0 : nullptr, ep.bias ? ep.bias + j0 : nullptr, y0,
+                             ldc);
   }
 #else
   (void)avx512;
@@ -458,22 +459,17 @@ void store_tile(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t col
   for (int r = 0; r < mr; ++r) {
     const int64_t i = i0 + r;
     const int32_t* t = tile + r * kTileCols;
-    if (ep == nullptr) {
-      std::memcpy(c32 + i * ldc + j0, t, sizeof(int32_t) * static_cast<size_t>(cols));
-      continue;
-    }
-    const float as = ep->a_scale[ep->a_per_row ? i : 0];
-    const int32_t az = ep->a_zero_point[ep->a_per_row ? i : 0];
-    float* yi = y + i * ldc + j0;
+    const float as = ep.a_scale[ep.a_per_row ? i : 0];
+    const int32_t az = ep.a_zero_point[ep.a_per_row ? i : 0];
+    float* yi = y0 + r * ldc;
     const int32_t* rs = w.row_sums.data() + j0;
-    const float* ws = ep->w_per_channel ? ep->w_scale + j0 : nullptr;
-    const float ws0 = ep->w_scale[0];
-    const float* b = ep->bias ? ep->bias + j0 : nullptr;
+    const float* ws = ep.w_per_channel ? ep.w_scale + j0 : nullptr;
+    const float ws0 = ep.w_scale[0];
+    const float* b = ep.bias ? ep.bias + j0 : nullptr;
     int64_t c = 0;
 #if EMBER_QGEMM_X86
     for (; avx2 && c + 16 <= cols; c += 16) {
-      epilogue16_avx2(t + c, az, as, rs + c, ws ? ws + c : nullptr, ws0, b ? b + c : nullptr, ep->activation,
-                      yi + c);
+      epilogue16_avx2(t + c, az, as, rs + c, ws ? ws + c : nullptr, ws0, b ? b + c : nullptr, ep.activation, yi + c);
     }
 #else
     (void)avx2;
@@ -483,8 +479,32 @@ void store_tile(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t col
       const float scale = as * (ws ? ws[c] : ws0);
       float o = static_cast<float>(v) * scale;
       if (b) o += b[c];
-      yi[c] = activate(o, ep->activation);
+      yi[c] = activate(o, ep.activation);
     }
+  }
+}
+
+// Rows [i0, i0 + mr) x columns [j0, j0 + cols) of the result from the tile:
+// the int32 sums (no epilogue), or store_rows's floats; a transposed y
+// (QGemmEpilogue::y_transposed) gets them through a local tile, transposed
+// (16 x 16 in registers on AVX-512).
+void store_tile(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t cols, const PackedInt8Weights& w,
+                const QGemmEpilogue* ep, int32_t* c32, float* y, int64_t ldc, bool avx2, bool avx512) {
+  if (ep == nullptr) {
+    for (int r = 0; r < mr; ++r) {
+      std::memcpy(c32 + (i0 + r) * ldc + j0, tile + r * kTileCols, sizeof(int32_t) * static_cast<size_t>(cols));
+    }
+    return;
+  }
+  if (!ep->y_transposed) return store_rows(tile, mr, i0, j0, cols, w, *ep, y + i0 * ldc + j0, ldc, avx2, avx512);
+  alignas(64) float rows[kMaxRows * kTileCols];
+  store_rows(tile, mr, i0, j0, cols, w, *ep, rows, kTileCols, avx2, avx512);
+  float* dst = y + j0 * ldc + i0;
+#if EMBER_QGEMM_X86
+  if (avx512) return transpose_block16(rows, mr, cols, kTileCols, dst, ldc);
+#endif
+  for (int64_t c = 0; c < cols; ++c) {
+    for (int r = 0; r < mr; ++r) dst[c * ldc + r] = rows[r * kTileCols + c];
   }
 }
 

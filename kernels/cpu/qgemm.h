@@ -60,6 +60,7 @@ struct QGemmEpilogue {
   bool w_per_channel = false;
   const float* bias = nullptr;
   Activation activation;
+  bool y_transposed = false;  // y[j * ldc + i]: C^T (an NCHW convolution's output, channel j)
 };
 
 // A: m rows of uint8 at stride lda; each row must hold w.k4 readable bytes (the

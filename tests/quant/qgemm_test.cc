@@ -2,6 +2,7 @@
 // portable one) against kernels/ref's int32 sums, exactly, on odd sizes; the
 // fused epilogue bit for bit against the reference formulas; the quantization
 // parameters against values PyTorch 1.13 computes.
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -356,6 +357,60 @@ TEST_CASE("dynamic_linear: the fused epilogue equals the reference formulas bit 
             CHECK(std::memcmp(ref.data(), got.data(), ref.size() * sizeof(float)) == 0);
           }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("qgemm: a transposed output (an NCHW convolution's) holds the rows' floats, transposed") {
+  IsaRestore restore;
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> u8(0, 255), s8(-128, 127);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  // Partial and whole 16 x 16 blocks, tiles of every family's rows, several row chunks.
+  const int64_t sizes[][3] = {{1, 5, 7}, {17, 40, 64}, {50, 70, 33}, {100, 16, 130}};
+  for (auto isa : isas()) {
+    REQUIRE(cpu::qgemm_set_isa(isa));
+    for (const auto& sz : sizes) {
+      const int64_t m = sz[0], n = sz[1], k = sz[2], k4 = (k + 63) / 64 * 64;
+      std::vector<uint8_t> a(static_cast<size_t>(m * k4), 0);
+      std::vector<int8_t> w(static_cast<size_t>(n * k));
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t p = 0; p < k; ++p) a[i * k4 + p] = static_cast<uint8_t>(u8(rng));
+      }
+      for (auto& v : w) v = static_cast<int8_t>(s8(rng));
+      std::vector<float> ws(static_cast<size_t>(n)), bias(static_cast<size_t>(n)), as(static_cast<size_t>(m));
+      std::vector<int32_t> az(static_cast<size_t>(m));
+      for (auto& v : ws) v = 0.01f + std::abs(nd(rng)) * 0.01f;
+      for (auto& v : bias) v = nd(rng);
+      for (int64_t i = 0; i < m; ++i) {
+        as[i] = 0.02f + std::abs(nd(rng)) * 0.01f;
+        az[i] = u8(rng);
+      }
+      cpu::PackedInt8Weights pw;
+      cpu::pack_int8_weights(w.data(), n, k, k, &pw);
+      for (const bool per_row : {false, true}) {
+        cpu::QGemmEpilogue ep;
+        ep.a_scale = as.data();
+        ep.a_zero_point = az.data();
+        ep.a_per_row = per_row;
+        ep.w_scale = ws.data();
+        ep.w_per_channel = true;
+        ep.bias = bias.data();
+        ep.activation.kind = ActivationKind::Relu;
+        std::vector<float> rows(static_cast<size_t>(m * n)), cols(static_cast<size_t>(n * m), -1.0f);
+        cpu::qgemm_u8s8(m, a.data(), k4, pw, &ep, nullptr, rows.data(), n, 2);
+        ep.y_transposed = true;
+        cpu::qgemm_u8s8(m, a.data(), k4, pw, &ep, nullptr, cols.data(), m, 2);
+        CAPTURE(cpu::qgemm_kernel_name());
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(per_row);
+        int64_t differ = 0;
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) differ += std::memcmp(&rows[i * n + j], &cols[j * m + i], sizeof(float)) != 0;
+        }
+        CHECK(differ == 0);
       }
     }
   }
