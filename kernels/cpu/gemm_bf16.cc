@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "kernels/cpu/gemm_tile.h"
-#include "kernels/cpu/qgemm.h"  // amx_usable, AmxTileConfig
+#include "kernels/cpu/qgemm.h"  // amx_usable, AmxTileConfig, amx_configure
 
 namespace ember::cpu::detail {
 namespace {
@@ -143,7 +143,7 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) void ukernel_16x32_amx_bf16
     cfg.colsb[5] = static_cast<uint16_t>(rest * 4);
     cfg.rows[6] = cfg.rows[7] = static_cast<uint8_t>(rest);
   }
-  _tile_loadconfig(&cfg);
+  amx_configure(cfg);
   _tile_zero(0);
   _tile_zero(1);
   for (int64_t s = 0; s < full; ++s) {
@@ -163,7 +163,6 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) void ukernel_16x32_amx_bf16
   alignas(kGemmAlign) float t[16 * 32];
   _tile_stored(0, t, 128);
   _tile_stored(1, t + 16, 128);
-  _tile_release();
   // The rows through the AVX-512 family's stores, up to 12 at a time.
   for (int64_t r0 = 0; r0 < mv; r0 += 12) {
     const int64_t rows = std::min<int64_t>(12, mv - r0);

@@ -144,7 +144,7 @@ __attribute__((target("amx-tile,amx-int8"))) void uk_amx(int64_t k4, const uint8
     a = rows.data();
     lda = k4;
   }
-  _tile_loadconfig(&cfg);
+  amx_configure(cfg);
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
@@ -172,7 +172,6 @@ __attribute__((target("amx-tile,amx-int8"))) void uk_amx(int64_t k4, const uint8
   if (np > 1) _tile_stored(1, tile + 16, stride);
   if (np > 2) _tile_stored(2, tile + 32, stride);
   if (np > 3) _tile_stored(3, tile + 48, stride);
-  _tile_release();
 }
 
 // --- AVX2: vpmaddwd on int16 pairs (exact; vpmaddubsw would saturate) -------
@@ -623,6 +622,17 @@ bool qgemm_set_isa(QGemmIsa isa) {
 bool qgemm_isa_supported(QGemmIsa isa) { return isa_supported(isa); }
 
 const char* qgemm_kernel_name() { return kernel().name; }
+
+#if EMBER_QGEMM_X86
+__attribute__((target("amx-tile"))) void amx_configure(const AmxTileConfig& cfg) {
+  thread_local AmxTileConfig loaded{};  // palette 0: none loaded yet
+  if (loaded.palette != 0 && std::memcmp(&loaded, &cfg, sizeof(cfg)) == 0) return;
+  _tile_loadconfig(&cfg);
+  loaded = cfg;
+}
+#else
+void amx_configure(const AmxTileConfig&) {}
+#endif
 
 bool amx_usable(int edx_bit) {
 #if EMBER_QGEMM_X86
