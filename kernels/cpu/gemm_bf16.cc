@@ -8,6 +8,7 @@
 // signed zeros and NaNs stay NaN, as VCVTNEPS2BF16 does (the vector packers
 // use it, the scalar ones follow it bit for bit).
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "kernels/cpu/gemm_tile.h"
@@ -133,17 +134,22 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) void ukernel_16x32_amx_bf16
     int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs, bool accumulate, int64_t mv,
     int64_t nv, const TileEpilogue* e) {
   const int64_t pairs = (kc + 1) / 2, full = pairs / 16, rest = pairs % 16, lda = pairs * 4;
-  AmxTileConfig cfg{};
-  cfg.palette = 1;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
-  if (rest > 0) {
-    cfg.colsb[5] = static_cast<uint16_t>(rest * 4);
-    cfg.rows[6] = cfg.rows[7] = static_cast<uint8_t>(rest);
-  }
-  amx_configure(cfg);
+  static const std::array<AmxTileConfig, 16> configs = [] {  // by rest
+    std::array<AmxTileConfig, 16> c{};
+    for (int r = 0; r < 16; ++r) {
+      c[r].palette = 1;
+      for (int t = 0; t < 8; ++t) {
+        c[r].colsb[t] = 64;
+        c[r].rows[t] = 16;
+      }
+      if (r > 0) {
+        c[r].colsb[5] = static_cast<uint16_t>(r * 4);
+        c[r].rows[6] = c[r].rows[7] = static_cast<uint8_t>(r);
+      }
+    }
+    return c;
+  }();
+  amx_configure(configs[rest]);
   _tile_zero(0);
   _tile_zero(1);
   for (int64_t s = 0; s < full; ++s) {
@@ -166,10 +172,10 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) void ukernel_16x32_amx_bf16
   // The rows through the AVX-512 family's stores, up to 12 at a time.
   for (int64_t r0 = 0; r0 < mv; r0 += 12) {
     const int64_t rows = std::min<int64_t>(12, mv - r0);
-    __m512 acc[12][2] = {};
-    for (int64_t i = 0; i < rows; ++i) {
-      acc[i][0] = _mm512_load_ps(t + (r0 + i) * 32);
-      acc[i][1] = _mm512_load_ps(t + (r0 + i) * 32 + 16);
+    __m512 acc[12][2];
+    for (int64_t i = 0; i < 12; ++i) {  // (rows past mv: zeros, never stored)
+      acc[i][0] = i < rows ? _mm512_load_ps(t + (r0 + i) * 32) : _mm512_setzero_ps();
+      acc[i][1] = i < rows ? _mm512_load_ps(t + (r0 + i) * 32 + 16) : _mm512_setzero_ps();
     }
     TileEpilogue shifted;
     if (e != nullptr && e->row_bias != nullptr && r0 > 0) {

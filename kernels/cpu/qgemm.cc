@@ -131,12 +131,15 @@ void uk_vnni(int64_t k4, const uint8_t* a, int64_t lda, const int8_t* w, int64_t
 __attribute__((target("amx-tile,amx-int8"))) void uk_amx(int64_t k4, const uint8_t* a, int64_t lda,
                                                          const int8_t* w, int64_t pstride, int32_t* tile, int mr,
                                                          int np) {
-  AmxTileConfig cfg{};
-  cfg.palette = 1;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
+  static const AmxTileConfig cfg = [] {
+    AmxTileConfig c{};
+    c.palette = 1;
+    for (int t = 0; t < 8; ++t) {
+      c.colsb[t] = 64;
+      c.rows[t] = 16;
+    }
+    return c;
+  }();
   if (mr < 16) {
     thread_local std::vector<uint8_t> rows;
     if (rows.size() < static_cast<size_t>(16 * k4)) rows.resize(static_cast<size_t>(16 * k4));
@@ -625,10 +628,10 @@ const char* qgemm_kernel_name() { return kernel().name; }
 
 #if EMBER_QGEMM_X86
 __attribute__((target("amx-tile"))) void amx_configure(const AmxTileConfig& cfg) {
-  thread_local AmxTileConfig loaded{};  // palette 0: none loaded yet
-  if (loaded.palette != 0 && std::memcmp(&loaded, &cfg, sizeof(cfg)) == 0) return;
+  thread_local const AmxTileConfig* loaded = nullptr;
+  if (loaded == &cfg) return;
   _tile_loadconfig(&cfg);
-  loaded = cfg;
+  loaded = &cfg;
 }
 #else
 void amx_configure(const AmxTileConfig&) {}
