@@ -14,8 +14,10 @@ namespace ember::cpu {
 
 // r[0 .. 16) as a 16 x 16 matrix (row i in r[i]), transposed in place.
 // (GCC 12's headers trip -Wmaybe-uninitialized in these shuffles.)
+#if !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 __attribute__((target("avx512f"), always_inline)) inline void transpose16x16(__m512 r[16]) {
   __m512 t[16];
   for (int i = 0; i < 8; ++i) {
@@ -60,7 +62,9 @@ __attribute__((target("avx512f"))) inline void transpose_block16(const float* sr
     }
   }
 }
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 }  // namespace ember::cpu
 #endif
