@@ -4,10 +4,9 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/transpose16.h"
 #include "quant/qscheme.h"
 #include "runtime/core/thread_pool.h"
-
-#include "kernels/cpu/transpose16.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RT_DYNCONV_X86 1
@@ -33,13 +32,13 @@ void transpose_scalar(const float* src, int64_t rows, int64_t cols, int64_t lds,
   }
 }
 
-
 // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols, the threads
 // splitting the columns (each writes whole rows of dst).
 void transpose(const float* src, int64_t rows, int64_t cols, int64_t lds, float* dst, int64_t ldd, int threads) {
 #if RT_DYNCONV_X86
-  // (16 x 16 blocks in AVX-512 registers: the scalar loop moved about a float a
-  // cycle; with the product transposed the same way, 45 % of an int8 MobileNetV2 run.)
+  // (16 x 16 blocks in AVX-512 registers: the scalar loop moved about a float
+  // a cycle, and with the product transposed the same way took 45 % of an int8
+  // MobileNetV2 run.)
   static const auto kernel = __builtin_cpu_supports("avx512f") ? &cpu::transpose_block16 : &transpose_scalar;
 #else
   static const auto kernel = &transpose_scalar;
@@ -61,7 +60,9 @@ PackedConv2d pack_conv2d(const int8_t* q, int64_t c_out, int64_t c_in, int64_t k
   std::vector<int8_t> hwc(static_cast<size_t>(c_out * c_in * taps));
   for (int64_t o = 0; o < c_out; ++o) {
     for (int64_t ci = 0; ci < c_in; ++ci) {
-      for (int64_t t = 0; t < taps; ++t) hwc[static_cast<size_t>((o * taps + t) * c_in + ci)] = q[(o * c_in + ci) * taps + t];
+      for (int64_t t = 0; t < taps; ++t) {
+        hwc[static_cast<size_t>((o * taps + t) * c_in + ci)] = q[(o * c_in + ci) * taps + t];
+      }
     }
   }
   PackedConv2d c;

@@ -3,8 +3,8 @@
 // last, unfolded (im2col: a kernel row is one run of kw * C_in bytes there;
 // padding = the zero point, i.e. real 0) and multiplied with the int8 weight,
 // viewed as [C_out, kh * kw * C_in], by the int8 GEMM; dequantization, bias
-// and the activation are fused in its epilogue, and the product is
-// transposed back to NCHW. The threads split the transposes, the im2col
+// and the activation are fused in its epilogue, which stores the product
+// transposed, as NCHW. The threads split the input's transpose, the im2col
 // rows and the GEMM. Weights packed once (immutable).
 #pragma once
 

@@ -3,7 +3,8 @@
 // inside its row); its border is zeroed once per thread and call, and each
 // plane writes only the interior, a few rows ahead of the output rows that
 // read them (so that reading the input overlaps the arithmetic, and the rows
-// are read back from L1). Stride 1:
+// are read back from L1; planes whose rows take one row_block pass keep only
+// a window of 16 padded rows, depthwise_body.inc's Filler). Stride 1:
 //   pad[r, c] = x[r - ph, c - pw] (0 outside);
 //   out[oh, ow .. ow+15] = act(bias + sum over taps (i, j) of
 //       w[i, j] * pad[oh*sh + i*dh, ow .. ow+15 + j*dw]).

@@ -4,9 +4,10 @@
 // The micro-kernel is the AVX-512 12x32 one with VDPBF16PS (two products of
 // a K pair per float32 lane) in place of the FMA, and the same stores and
 // epilogue; where the CPU has AMX-BF16, a 16x32 one on tiles (TDPBF16PS)
-// with the same B panels and A panels of rows (pack_a_bf16_rows). Rounding to bf16 is to nearest even; zeros and denormals become
-// signed zeros and NaNs stay NaN, as VCVTNEPS2BF16 does (the vector packers
-// use it, the scalar ones follow it bit for bit).
+// with the same B panels and A panels of rows (pack_a_bf16_rows). Rounding
+// to bf16 is to nearest even; zeros and denormals become signed zeros and
+// NaNs stay NaN, as VCVTNEPS2BF16 does (the vector packers use it, the
+// scalar ones follow it bit for bit).
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -177,13 +178,14 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) void ukernel_16x32_amx_bf16
       acc[i][0] = i < rows ? _mm512_load_ps(t + (r0 + i) * 32) : _mm512_setzero_ps();
       acc[i][1] = i < rows ? _mm512_load_ps(t + (r0 + i) * 32 + 16) : _mm512_setzero_ps();
     }
-    TileEpilogue shifted;
-    if (e != nullptr && e->row_bias != nullptr && r0 > 0) {
+    TileEpilogue shifted;  // the row bias from row r0 on
+    const TileEpilogue* er = e;
+    if (e != nullptr && e->row_bias != nullptr) {
       shifted = *e;
       shifted.row_bias += r0;
+      er = &shifted;
     }
-    store_12x32_avx512(acc, c + r0 * rs, rs, cs, accumulate, rows, nv,
-                       e != nullptr && e->row_bias != nullptr && r0 > 0 ? &shifted : e);
+    store_12x32_avx512(acc, c + r0 * rs, rs, cs, accumulate, rows, nv, er);
   }
 }
 #else

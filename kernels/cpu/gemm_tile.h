@@ -203,9 +203,10 @@ bool amx_bf16_supported();
 // Its micro-kernel, 16 x 32 (as ukernel_12x32_bf16; a: pack_a_bf16_rows's panels).
 void ukernel_16x32_amx_bf16(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                             bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
-// pack_a / pack_b_panel of gemm.cc into bf16 panels (mr = 12, nr = 32): A
-// panels hold a pair of all mr rows after another; pack_a_bf16_rows's (the
-// AMX family's, mr = 16) hold a row's pairs after another.
+// pack_a / pack_b_panel of gemm.cc into bf16 panels (nr = 32): pack_a_bf16's
+// A panels (mr = 12) hold, pair after pair, that pair of every row;
+// pack_a_bf16_rows's (the AMX family's, mr = 16) hold each row's pairs
+// contiguously.
 void pack_a_bf16(int64_t mr, int64_t mc, int64_t kc, MatrixRef<const float> a, float* dst);
 void pack_a_bf16_rows(int64_t mr, int64_t mc, int64_t kc, MatrixRef<const float> a, float* dst);
 void pack_b_panel_bf16(int64_t nr, int64_t panel, int64_t nc, int64_t kc, MatrixRef<const float> b, float* dst);

@@ -105,9 +105,9 @@ struct alignas(64) AmxTileConfig {
 };
 // Loads `cfg` (static storage: compared by address) as the calling thread's
 // tile configuration unless it is the one this function loaded there last
-// (only where amx_usable). The AMX
-// kernels keep their tiles configured between calls (no TILERELEASE): a
-// LDTILECFG per 16 x 32 bf16 micro-tile was about a quarter of its time.
+// (only where amx_usable). The AMX kernels keep their tiles configured
+// between calls (no TILERELEASE): a LDTILECFG per 16 x 32 bf16 micro-tile
+// was about a quarter of its time.
 void amx_configure(const AmxTileConfig& cfg);
 
 }  // namespace ember::cpu
