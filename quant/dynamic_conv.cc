@@ -17,21 +17,6 @@
 namespace ember::quant {
 namespace {
 
-// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (scalar), in
-// 32 x 32 blocks (both sides stay within a few cache lines per block).
-void transpose_scalar(const float* src, int64_t rows, int64_t cols, int64_t lds, float* dst, int64_t ldd) {
-  constexpr int64_t kB = 32;
-  for (int64_t r0 = 0; r0 < rows; r0 += kB) {
-    const int64_t r1 = std::min(rows, r0 + kB);
-    for (int64_t c0 = 0; c0 < cols; c0 += kB) {
-      const int64_t c1 = std::min(cols, c0 + kB);
-      for (int64_t c = c0; c < c1; ++c) {
-        for (int64_t r = r0; r < r1; ++r) dst[c * ldd + r] = src[r * lds + c];
-      }
-    }
-  }
-}
-
 // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols, the threads
 // splitting the columns (each writes whole rows of dst).
 void transpose(const float* src, int64_t rows, int64_t cols, int64_t lds, float* dst, int64_t ldd, int threads) {
@@ -39,9 +24,9 @@ void transpose(const float* src, int64_t rows, int64_t cols, int64_t lds, float*
   // (16 x 16 blocks in AVX-512 registers: the scalar loop moved about a float
   // a cycle, and with the product transposed the same way took 45 % of an int8
   // MobileNetV2 run.)
-  static const auto kernel = __builtin_cpu_supports("avx512f") ? &cpu::transpose_block16 : &transpose_scalar;
+  static const auto kernel = __builtin_cpu_supports("avx512f") ? &cpu::transpose_block16 : &cpu::transpose_scalar;
 #else
-  static const auto kernel = &transpose_scalar;
+  static const auto kernel = &cpu::transpose_scalar;
 #endif
   const int64_t blocks = (cols + 31) / 32;
   parallel_for(0, blocks, std::max<int64_t>(1, blocks / std::max(1, threads)), [&](int64_t b0, int64_t b1) {

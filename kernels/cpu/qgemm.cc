@@ -505,9 +505,7 @@ void store_tile(const int32_t* tile, int mr, int64_t i0, int64_t j0, int64_t col
 #if EMBER_QGEMM_X86
   if (avx512) return transpose_block16(rows, mr, cols, kTileCols, dst, ldc);
 #endif
-  for (int64_t c = 0; c < cols; ++c) {
-    for (int r = 0; r < mr; ++r) dst[c * ldc + r] = rows[r * kTileCols + c];
-  }
+  transpose_scalar(rows, mr, cols, kTileCols, dst, ldc);
 }
 
 constexpr int64_t kRowChunk = 48;  // rows per task (a multiple of every MR)

@@ -1,11 +1,31 @@
-// A 16 x 16 float transpose in AVX-512 registers (x86 with GCC or Clang;
-// callers compile it inside functions built for avx512f): pairs of rows
-// interleaved, then 64-bit pairs, then 128-bit lanes twice. Shared by the
-// depthwise kernel's channel lanes, the int8 GEMM's transposed stores and the
-// int8 convolution's channels-last input.
+// Float transposes shared by the depthwise kernel's channel lanes, the int8
+// GEMM's transposed stores and the int8 convolution's channels-last input: a
+// scalar one (any target), and on x86 (GCC or Clang) a 16 x 16 transpose in
+// AVX-512 registers (callers compile it inside functions built for avx512f):
+// pairs of rows interleaved, then 64-bit pairs, then 128-bit lanes twice.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+
+namespace ember::cpu {
+
+// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols, in 32 x 32
+// blocks (both sides stay within a few cache lines per block).
+inline void transpose_scalar(const float* src, int64_t rows, int64_t cols, int64_t lds, float* dst, int64_t ldd) {
+  constexpr int64_t kB = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kB) {
+    const int64_t r1 = std::min(rows, r0 + kB);
+    for (int64_t c0 = 0; c0 < cols; c0 += kB) {
+      const int64_t c1 = std::min(cols, c0 + kB);
+      for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t r = r0; r < r1; ++r) dst[c * ldd + r] = src[r * lds + c];
+      }
+    }
+  }
+}
+
+}  // namespace ember::cpu
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -42,9 +62,8 @@ __attribute__((target("avx512f"), always_inline)) inline void transpose16x16(__m
   }
 }
 
-// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols: 16 x 16 blocks
-// through transpose16x16, a partial block's rows loaded and its columns
-// stored under masks.
+// transpose_scalar's result in 16 x 16 blocks through transpose16x16, a
+// partial block's rows loaded and its columns stored under masks.
 __attribute__((target("avx512f"))) inline void transpose_block16(const float* src, int64_t rows, int64_t cols,
                                                                   int64_t lds, float* dst, int64_t ldd) {
   for (int64_t r0 = 0; r0 < rows; r0 += 16) {
