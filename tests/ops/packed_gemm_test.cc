@@ -302,3 +302,72 @@ TEST_CASE("GEMM epilogue HardSwish: the Hardswish op's value of the biased produ
   }
   CHECK(kinks > 10);
 }
+
+TEST_CASE("sgemm: with threads, a deep product of few rows splits its depth and gives one thread's product bit for bit") {
+  // A 1x1 convolution's projection (K = 384 -> M = 64 at 14x14): the threads
+  // take K blocks each and add their sums in one thread's order (gemm.cc:
+  // sgemm_split_depth). Against one thread bit for bit and float64 closely:
+  // the conv epilogue (row bias, ReLU), the Linear one (column bias, clamp),
+  // HardSwish, C += A B, a C with strided columns (transposed), A packed or
+  // per call; 2 K blocks, 4 (two partials for the second thread), 3 threads.
+  IsaGuard guard;
+  manual_seed(11);
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
+    REQUIRE(cpu::sgemm_set_isa(isa));
+    for (const Shape& s : {Shape{64, 196, 384}, Shape{160, 49, 960}, Shape{13, 300, 600}, Shape{37, 200, 513}}) {
+      const int64_t m = s.m, n = s.n, k = s.k;
+      CAPTURE(cpu::sgemm_kernel_name());
+      CAPTURE(m);
+      CAPTURE(n);
+      CAPTURE(k);
+      // The workspace holds the second thread's partials (m x n floats each).
+      CHECK(cpu::sgemm_workspace(m, n, k, 2) >= cpu::sgemm_workspace(m, n, k, 1) + m * n * sizeof(float));
+      const Tensor a = randn({m, k}), b = randn({k, n}), row_bias = randn({m}), col_bias = randn({n});
+      const cpu::PackedOperand pa = cpu::sgemm_pack_a(m, k, ref(a));
+      const Tensor p64 = mm(a.to(DType::Float64), b.to(DType::Float64));
+      const double tol = 4.0 * static_cast<double>(k) * 1.2e-7;
+      cpu::GemmEpilogue conv;
+      conv.row_bias = row_bias.data_ptr<float>();
+      conv.clamp = true;
+      conv.lo = 0.0f;
+      conv.hi = __builtin_inff();
+      cpu::GemmEpilogue lin;
+      lin.col_bias = col_bias.data_ptr<float>();
+      lin.clamp = true;
+      lin.lo = -0.5f;
+      lin.hi = 0.5f;
+      cpu::GemmEpilogue hs;
+      hs.row_bias = row_bias.data_ptr<float>();
+      hs.hardswish = true;
+      const Tensor c_conv = run(m, n, k, a, b, nullptr, nullptr, conv, 1);
+      const Tensor c_lin = run(m, n, k, a, b, nullptr, nullptr, lin, 1);
+      const Tensor c_hs = run(m, n, k, a, b, &pa, nullptr, hs, 1);
+      for (int threads : {2, 3}) {
+        CAPTURE(threads);
+        CHECK(bitwise_equal(run(m, n, k, a, b, nullptr, nullptr, conv, threads), c_conv));
+        CHECK(bitwise_equal(run(m, n, k, a, b, &pa, nullptr, conv, threads), c_conv));
+        CHECK(bitwise_equal(run(m, n, k, a, b, &pa, nullptr, lin, threads), c_lin));
+        CHECK(bitwise_equal(run(m, n, k, a, b, &pa, nullptr, hs, threads), c_hs));
+      }
+      const Tensor biased = p64 + row_bias.to(DType::Float64).unsqueeze(1);
+      check_close(c_conv, relu(biased).to(DType::Float32), tol, tol);
+      check_close(c_lin, clamp(p64 + col_bias.to(DType::Float64), Scalar(-0.5), Scalar(0.5)).to(DType::Float32), tol,
+                  tol);
+      check_close(c_hs, hardswish(biased).to(DType::Float32), tol, tol);
+      // C += A B into a transposed C (columns m floats apart), 1 and 2 threads.
+      const Tensor c0 = randn({n, m});
+      Tensor acc[2];
+      for (int threads : {1, 2}) {
+        acc[threads - 1] = c0.clone();
+        std::vector<char> ws(cpu::sgemm_workspace(m, n, k, threads));
+        REQUIRE(cpu::sgemm_packed(m, n, k, {ref(a), &pa}, {ref(b), nullptr},
+                                  {acc[threads - 1].data_ptr<float>(), 1, m}, true, ws.data(), ws.size(), threads));
+      }
+      CHECK(bitwise_equal(acc[1], acc[0]));
+      check_close(acc[0], (c0.to(DType::Float64) + p64.t()).to(DType::Float32), tol, tol);
+    }
+  }
+}
