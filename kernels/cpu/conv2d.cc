@@ -10,7 +10,9 @@
 // (small batches of small images) run one single-threaded GEMM per thread;
 // large ones thread inside the GEMM. Depthwise
 // convolutions (one input and one output channel per group) skip both im2col
-// and the GEMM (depthwise.h: vectorized over output rows). The bias and the
+// and the GEMM (depthwise.h: vectorized over output rows), and so do
+// convolutions of few input channels (image stems: depthwise.h's
+// stem_conv2d, which reads the input rows directly). The bias and the
 // fused activation of Conv2dParams are the GEMM's epilogue (applied as the
 // micro-kernel stores C; by the depthwise kernel before its store). A weight
 // packed once (Conv2dParams::weight: CpuPackedWeight, groups 1; at its first use) is read
@@ -283,7 +285,9 @@ size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> ou
   if (use_winograd(in[0], in[1], out[0], *prm, u))
     return winograd_workspace(in[0], out[0], /*pretransformed=*/u != nullptr, get_num_threads());
   const ConvPlan p = plan_for(in[0], in[1], out[0], *prm, get_num_threads());
-  return is_depthwise(p) ? depthwise_workspace(in[0], in[1], out[0], *prm, p.threads) : workspace_of(p);
+  if (is_depthwise(p)) return depthwise_workspace(in[0], in[1], out[0], *prm, p.threads);
+  if (stem_applies(in[0], in[1], out[0], *prm)) return stem_workspace(in[0], in[1], out[0], *prm, p.threads);
+  return workspace_of(p);
 }
 
 Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
@@ -308,6 +312,9 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   const ConvPlan p = plan_for(x, wt, o, *prm, ctx.num_threads);
   if (is_depthwise(p) && wt.is_contiguous()) {
     if (o.numel() > 0) depthwise_conv2d(x, wt, bias, o, *prm, ctx.scratch, ctx.scratch_bytes, p.threads);
+    return Status::Ok;
+  }
+  if (stem_applies(x, wt, o, *prm) && stem_conv2d(x, wt, bias, o, *prm, ctx.scratch, ctx.scratch_bytes, p.threads)) {
     return Status::Ok;
   }
   const bool flat = merges(p.oh, o.strides[2], p.ow, o.strides[3]) && wt.is_contiguous();

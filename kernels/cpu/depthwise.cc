@@ -106,6 +106,10 @@ Plane plane_of(const TensorView& x, const TensorView& wt, const TensorView& o, c
 }
 
 constexpr int64_t kMaxTaps = 64;
+// The few-input-channel convolution (stem_conv2d): at most this many input
+// channels, and input rows (channels x kernel rows) a block reads.
+constexpr int64_t kStemMaxCin = 4;
+constexpr int64_t kStemMaxRows = 32;
 
 bool vectorizable(const Plane& p) {
   return (p.sw == 1 || p.sw == 2) && p.oh > 0 && p.ow > 0 && p.kh * p.kw <= kMaxTaps;
@@ -188,6 +192,9 @@ inline Vec vload_n(const float* s, int64_t n) {
 }
 inline void vtranspose(Vec r[4]) { detail::transpose4(r); }
 #include "kernels/cpu/depthwise_body.inc"
+constexpr int kStemOC = 4;  // 8 accumulators
+constexpr int kStemNV = 2;
+#include "kernels/cpu/stem_body.inc"
 }  // namespace portable
 
 #if RT_DW_X86
@@ -238,6 +245,9 @@ inline void vtranspose(Vec r[8]) {
   for (int j = 0; j < 8; ++j) r[j] = t[j];
 }
 #include "kernels/cpu/depthwise_body.inc"
+constexpr int kStemOC = 4;  // 8 of 16 registers as accumulators
+constexpr int kStemNV = 2;
+#include "kernels/cpu/stem_body.inc"
 }  // namespace avx2
 #pragma GCC pop_options
 
@@ -267,28 +277,36 @@ inline void vstore_n(float* d, Vec v, int64_t n) {
 inline Vec vload_n(const float* s, int64_t n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), s); }
 inline void vtranspose(Vec r[16]) { transpose16x16(r); }
 #include "kernels/cpu/depthwise_body.inc"
+constexpr int kStemOC = 8;  // 24 of 32 registers as accumulators
+constexpr int kStemNV = 3;
+#include "kernels/cpu/stem_body.inc"
 }  // namespace avx512
 #pragma GCC pop_options
 #endif  // RT_DW_X86
 
 using PlaneFn = void (*)(const Plane&, const float*, float*, const float*, const int64_t*, float, float*);
+using StemFn = void (*)(const Plane&, int64_t, const float*, int64_t, const float*, const float*, int64_t, float*,
+                        int64_t, float*);
 using GroupFn = void (*)(const Plane&, int64_t, const float*, int64_t, const float*, const float*, int64_t, float*,
                          int64_t, float*, float*);
 
 struct Kernels {
   PlaneFn plane[2];  // stride 1, stride 2
   GroupFn group;     // channel_group
-  int64_t lanes;
+  StemFn stem;       // stem_rows
+  int64_t lanes, stem_oc;
 };
 
 // The variant of the GEMM's micro-kernel family (gemm.h: the widest the CPU
 // runs, or the one tests select).
 const Kernels& kernels() {
   static const Kernels portable_k{{&portable::plane_s1, &portable::plane_s2}, &portable::channel_group_any,
-                                  portable::kL};
+                                  &portable::stem_rows, portable::kL, portable::kStemOC};
 #if RT_DW_X86
-  static const Kernels avx2_k{{&avx2::plane_s1, &avx2::plane_s2}, &avx2::channel_group_any, avx2::kL};
-  static const Kernels avx512_k{{&avx512::plane_s1, &avx512::plane_s2}, &avx512::channel_group_any, avx512::kL};
+  static const Kernels avx2_k{{&avx2::plane_s1, &avx2::plane_s2}, &avx2::channel_group_any, &avx2::stem_rows,
+                              avx2::kL, avx2::kStemOC};
+  static const Kernels avx512_k{{&avx512::plane_s1, &avx512::plane_s2}, &avx512::channel_group_any,
+                                &avx512::stem_rows, avx512::kL, avx512::kStemOC};
   switch (sgemm_isa()) {
     case GemmIsa::Avx512: return avx512_k;
     case GemmIsa::Avx2: return avx2_k;
@@ -415,6 +433,88 @@ void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorVie
   } else {
     run(0);
   }
+}
+
+namespace {
+
+// stem_conv2d's scratch: the packed weights and bias (blocks of stem_oc
+// channels), then per thread cin * kh padded rows.
+struct StemPlan {
+  Plane p;
+  int64_t cin, cout, oc_pad, taps;
+  size_t weight_bytes, rows_bytes;
+};
+
+StemPlan stem_plan(const TensorView& x, const TensorView& wt, const TensorView& o, const Conv2dParams& prm) {
+  StemPlan s;
+  s.p = plane_of(x, wt, o, prm);
+  s.cin = wt.sizes[1];
+  s.cout = wt.sizes[0];
+  s.oc_pad = round_up(s.cout, kernels().stem_oc);
+  s.taps = s.cin * s.p.kh * s.p.kw;
+  s.weight_bytes = round_up((s.oc_pad * s.taps + s.oc_pad) * 4, kAlign);
+  s.rows_bytes = round_up((s.p.lead + s.cin * s.p.kh * s.p.wp) * 4, kAlign);
+  return s;
+}
+
+int64_t stem_parts(const StemPlan& s, int threads) {
+  const int64_t useful = std::max<int64_t>(1, s.cout * s.taps * s.p.oh * s.p.ow / 65536);
+  return std::max<int64_t>(1, std::min({static_cast<int64_t>(std::max(1, threads)), s.p.oh, useful}));
+}
+
+}  // namespace
+
+bool stem_applies(const TensorView& x, const TensorView& wt, const TensorView& o, const Conv2dParams& prm) {
+  if (prm.groups != 1 || x.rank != 4 || wt.rank != 4 || o.rank != 4 || !wt.is_contiguous() ||
+      wt.sizes[1] > kStemMaxCin || wt.sizes[0] < 8 || o.sizes[3] < kLanes) {
+    return false;
+  }
+  const Plane p = plane_of(x, wt, o, prm);
+  return vectorizable(p) && p.sh == p.sw && p.dh == 1 && p.dw == 1 && wt.sizes[1] * p.kh <= kStemMaxRows;
+}
+
+size_t stem_workspace(const TensorView& x, const TensorView& w, const TensorView& o, const Conv2dParams& prm,
+                      int threads) {
+  const StemPlan s = stem_plan(x, w, o, prm);
+  return kAlign + s.weight_bytes + s.rows_bytes * static_cast<size_t>(stem_parts(s, threads));
+}
+
+bool stem_conv2d(const TensorView& x, const TensorView& wt, const TensorView& bias, const TensorView& o,
+                 const Conv2dParams& prm, void* scratch, size_t scratch_bytes, int threads) {
+  const StemPlan s = stem_plan(x, wt, o, prm);
+  const int64_t parts = stem_parts(s, threads);
+  if (scratch_bytes < kAlign + s.weight_bytes + s.rows_bytes * static_cast<size_t>(parts)) return false;
+  const Kernels& k = kernels();
+  char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
+  // Weights [cout / stem_oc][taps][stem_oc], zero past cout; the bias after them.
+  float* w = reinterpret_cast<float*>(base);
+  float* b = w + s.oc_pad * s.taps;
+  const float* pw = wt.ptr<const float>();
+  const float* pb = bias.ptr<const float>();
+  for (int64_t c = 0; c < s.oc_pad; ++c) {
+    float* dst = w + c / k.stem_oc * s.taps * k.stem_oc + c % k.stem_oc;
+    for (int64_t t = 0; t < s.taps; ++t) dst[t * k.stem_oc] = c < s.cout ? pw[c * s.taps + t] : 0.0f;
+    b[c] = c < s.cout && pb != nullptr ? pb[c * bias.strides[0]] : 0.0f;
+  }
+  auto run = [&](int64_t part) {
+    float* buf = reinterpret_cast<float*>(base + s.weight_bytes + static_cast<size_t>(part) * s.rows_bytes);
+    std::memset(buf, 0, s.rows_bytes);  // the border; rows write the interior
+    Plane q = s.p;
+    q.row0 = s.p.oh * part / parts;
+    q.row1 = s.p.oh * (part + 1) / parts;
+    for (int64_t n = 0; n < o.sizes[0]; ++n) {
+      k.stem(q, s.cin, x.ptr<const float>() + n * x.strides[0], x.strides[1], w, b, s.cout,
+             o.ptr<float>() + n * o.strides[0], o.strides[1], buf + s.p.lead);
+    }
+  };
+  if (parts > 1) {
+    parallel_for(0, parts, 1, [&](int64_t a, int64_t e) {
+      for (int64_t part = a; part < e; ++part) run(part);
+    });
+  } else {
+    run(0);
+  }
+  return true;
 }
 
 }  // namespace ember::cpu

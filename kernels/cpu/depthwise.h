@@ -26,4 +26,20 @@ size_t depthwise_workspace(const TensorView& x, const TensorView& w, const Tenso
 void depthwise_conv2d(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
                       const Conv2dParams& prm, void* scratch, size_t scratch_bytes, int threads);
 
+// A convolution of few input channels (groups 1, at most 4: an image stem,
+// 3x3 or 7x7 at stride 1 or 2): whether stem_conv2d runs it.
+bool stem_applies(const TensorView& x, const TensorView& w, const TensorView& o, const Conv2dParams& prm);
+
+// Scratch bytes stem_conv2d needs on up to `threads` threads.
+size_t stem_workspace(const TensorView& x, const TensorView& w, const TensorView& o, const Conv2dParams& prm,
+                      int threads);
+
+// out = act(bias + conv(x, w)) where stem_applies, directly: per output row,
+// the input rows it reads padded (deinterleaved at stride 2, as the depthwise
+// planes), then blocks of output channels and of the row's vectors, each input
+// vector loaded once for all channels of its block (no im2col). Threads split
+// the output rows. False when the scratch holds too little.
+bool stem_conv2d(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
+                 const Conv2dParams& prm, void* scratch, size_t scratch_bytes, int threads);
+
 }  // namespace ember::cpu

@@ -173,7 +173,15 @@ __attribute__((target("avx512f"), always_inline)) inline void store_12x32_avx512
 }
 #endif  // RT_GEMM_X86
 
+// The portable float32 micro-kernel, 8x8 (gemm_small.cc: GCC/Clang vector extensions, SSE or NEON).
+void ukernel_8x8_portable(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
+                          bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+
 #if RT_GEMM_X86
+// The AVX2 + FMA float32 micro-kernel, 6x16 (gemm_small.cc).
+void ukernel_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
+                       bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+
 // The AVX-512 float32 family (gemm_avx512.cc): the 12x32 micro-kernel and its
 // UkernelInfo::edge, for tiles of fewer than 32 valid columns or 12 valid rows
 // (kernels that compute only those: bitwise the full tile's values).

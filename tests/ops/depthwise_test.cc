@@ -152,3 +152,73 @@ TEST_CASE("conv2d_activated: the kernel applies ReLU, clamps and HardSwish, NaN 
   conv2d_activated(randn({1, 2, 4, 4}).to(DType::Float64), randn({2, 2, 1, 1}).to(DType::Float64), Tensor(), p, &fused);
   CHECK_FALSE(fused);
 }
+
+TEST_CASE("few input channels (image stems): the direct kernel matches the float64 reference") {
+  // depthwise.cc's stem_conv2d (groups 1, up to 4 input channels, rows of at
+  // least 16 outputs): MobileNet's 3x3 and ResNet's 7x7 stride-2 stems, stride
+  // 1, output channels not a multiple of the register block (8 on AVX-512, 4
+  // otherwise), rows of whole and partial vectors, two images, no padding,
+  // channels_last and strided inputs, 1 to 3 threads; then its fused
+  // activations (HardSwish, ReLU6, NaN kept).
+  struct Stem {
+    int64_t n, cin, cout, h, w, k, stride, pad;
+  };
+  const Stem cases[] = {
+      {1, 3, 32, 37, 45, 3, 2, 1}, {1, 3, 16, 30, 33, 3, 2, 1}, {2, 3, 64, 40, 41, 7, 2, 3},
+      {1, 1, 8, 20, 40, 5, 1, 2},  {1, 4, 12, 19, 50, 3, 1, 0}, {1, 2, 20, 16, 64, 3, 2, 1},
+      {1, 3, 9, 21, 70, 3, 1, 1},  {1, 3, 24, 12, 97, 7, 2, 3},
+  };
+  const int saved = get_num_threads();
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
+    REQUIRE(cpu::sgemm_set_isa(isa));
+    CAPTURE(std::string(cpu::sgemm_kernel_name()));
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      for (const Stem& k : cases) {
+        CAPTURE(k.cin);
+        CAPTURE(k.cout);
+        CAPTURE(k.w);
+        CAPTURE(k.k);
+        CAPTURE(k.stride);
+        const Tensor x = randn({k.n, k.cin, k.h, k.w}), w = randn({k.cout, k.cin, k.k, k.k}), b = randn({k.cout});
+        const Shape st{k.stride, k.stride}, pd{k.pad, k.pad}, dl{1, 1};
+        const Tensor expected =
+            conv2d(x.to(DType::Float64), w.to(DType::Float64), b.to(DType::Float64), st, pd, dl, 1).to(DType::Float32);
+        check_close(conv2d(x, w, b, st, pd, dl, 1), expected, 1e-4, 1e-5);
+        check_close(conv2d(x, w, Tensor(), st, pd, dl, 1),
+                    conv2d(x.to(DType::Float64), w.to(DType::Float64), Tensor(), st, pd, dl, 1).to(DType::Float32),
+                    1e-4, 1e-5);
+        check_close(conv2d(x.contiguous(MemoryFormat::ChannelsLast), w, b, st, pd, dl, 1), expected, 1e-4, 1e-5);
+        check_close(conv2d(x.transpose(2, 3).contiguous().transpose(2, 3), w, b, st, pd, dl, 1), expected, 1e-4,
+                    1e-5);
+      }
+    }
+    set_num_threads(2);
+    Tensor x = randn({1, 3, 24, 40}) * 4.0;
+    x.data_ptr<float>()[100] = std::nanf("");
+    const Tensor w = randn({16, 3, 3, 3}), b = randn({16});
+    const Tensor plain = conv2d(x, w, b, {2, 2}, {1, 1}, {1, 1}, 1);
+    for (const ActivationKind kind : {ActivationKind::HardSwish, ActivationKind::Clamp}) {
+      Conv2dParams p;
+      p.stride[0] = p.stride[1] = 2;
+      p.padding[0] = p.padding[1] = 1;
+      p.activation = {kind, 0.0, 6.0};
+      bool fused = false;
+      const Tensor y = conv2d_activated(x, w, b, p, &fused);
+      CHECK(fused);
+      const Tensor expected = kind == ActivationKind::HardSwish ? hardswish(plain) : clamp(plain, Scalar(0.0), Scalar(6.0));
+      const float* py = y.data_ptr<float>();
+      const float* pe = expected.data_ptr<float>();
+      int64_t nans = 0, bad = 0;
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        nans += std::isnan(py[i]);
+        bad += std::isnan(py[i]) != std::isnan(pe[i]) ||
+               (!std::isnan(pe[i]) && std::fabs(py[i] - pe[i]) > 1e-5f + 1e-5f * std::fabs(pe[i]));
+      }
+      CHECK(nans > 0);
+      CHECK(bad == 0);
+    }
+  }
+  REQUIRE(cpu::sgemm_set_isa(cpu::GemmIsa::Auto));
+  set_num_threads(saved);
+}
