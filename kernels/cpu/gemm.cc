@@ -63,6 +63,7 @@ constexpr int64_t kShallowBlock = 96 * 1024;
 constexpr int64_t kDotMaxM = 64;
 constexpr int64_t kAxpyMaxM = 8;
 constexpr int64_t kDirectChunk = 64;  // columns per thread chunk of the unpacked paths
+constexpr int64_t kDirectPerThread = 1 << 15;  // values of B a thread of the unpacked paths streams at least
 constexpr int64_t kAInPlaceColumns = 64;  // A read in place up to this many columns of C a thread (gemm_tile)
 constexpr int64_t kPrefetchB = 1 << 20;  // a thread's unpacked B read in order first, up to (sgemm_blocked)
 constexpr int64_t kSplitDepthRatio = 3;  // a product splits its depth across threads from k >= this * m on (split_depth)
@@ -440,7 +441,12 @@ bool sgemm_direct(const UkernelInfo& u, int64_t m, int64_t n, int64_t k, MatrixR
   if (m > kDotMaxM) return false;
   const detail::DirectKind kind = detail::sgemm_direct_kind(a, b, c);
   if (!(kind == detail::DirectKind::Dot || (kind == detail::DirectKind::Axpy && m <= kAxpyMaxM))) return false;
-  const int nt = threads_for(m, n, k, std::max(1, threads));
+  // These paths stream B, each of its values used by the few rows of A: a
+  // thread is worth kDirectPerThread of them (about 8 us from L3) below
+  // threads_for's bar of multiply-adds. MobileNetV3's squeeze-and-excitation
+  // FCs (960 -> 240 -> 960 on a 1x1 input), 2 threads: one thread each before.
+  const int64_t streamed = std::min<int64_t>(std::max(1, threads), n * k / kDirectPerThread);
+  const int nt = std::max<int>(threads_for(m, n, k, std::max(1, threads)), static_cast<int>(streamed));
   const int64_t chunks = (n + kDirectChunk - 1) / kDirectChunk;
   auto run = [&](int64_t c0, int64_t c1) {
     detail::sgemm_direct(u.isa, kind, m, c0 * kDirectChunk, std::min(n, c1 * kDirectChunk), k, a, b, c, accumulate);
