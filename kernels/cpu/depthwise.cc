@@ -16,7 +16,9 @@
 // dilation 1 take row_block: up to four output rows at once, so that an
 // input row loaded once serves every output row that reads it. Small planes
 // put channels in the vector lanes instead (channel_group). Other strides,
-// and runs without scratch, use the scalar loop.
+// and runs without scratch, use the scalar loop. The same padded rows serve
+// convolutions of few input channels (stem_conv2d, stem_body.inc): blocks of
+// output channels share each input vector loaded.
 #include "kernels/cpu/depthwise.h"
 
 #include <algorithm>

@@ -251,14 +251,15 @@ int threads_for(int64_t m, int64_t n, int64_t k, int threads) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, static_cast<int64_t>(useful))));
 }
 
-// The depth of a K block: equal blocks of at most kKC (rounded up to 16), an
-// even number of them when there are several, so that two threads can split
-// a product's depth at a block boundary (split_depth) and still add the
-// blocks' sums in one thread's order. (K = 384: 2 x 192; 576: 4 x 144.)
+// The depth of a K block: about equal blocks of at most kKC, an even number
+// of them when there are several (the rounding below may leave one fewer), so that two threads can split a product's
+// depth at a block boundary (split_depth) and still add the blocks' sums in
+// one thread's order. Rounded up to 32: AMX-BF16 tiles take 32 of the depth,
+// so only the last block has a tail. (K = 384: 2 x 192; 576: 3 x 160 + 96.)
 int64_t depth_block(int64_t k) {
   if (k <= kKC) return k;
   const int64_t blocks = round_up((k + kKC - 1) / kKC, 2);
-  return round_up((k + blocks - 1) / blocks, 16);
+  return round_up((k + blocks - 1) / blocks, 32);
 }
 
 // Whether nt threads split the depth of an m x n x k product over an unpacked
@@ -479,12 +480,11 @@ size_t sgemm_workspace(int64_t m, int64_t n, int64_t k, int threads) {
 
 namespace {
 
-// The blocked product (packing what is not pre-packed); false when the workspace is too small.
-// C[i, :] = P[i, :] + C[i, :], then the epilogue e: the step a K block's
-// tile store takes (store_tile), as a loop the compiler vectorizes per ISA clone.
-RT_SIMD_CLONES void add_block_row(float* __restrict c, const float* __restrict p, int64_t n, int64_t i,
-                                  const TileEpilogue e) {
-  for (int64_t j = 0; j < n; ++j) c[j] = epilogue(p[j] + c[j], e, i, j);
+// A row of C += a K block's sums P, then the epilogue e (no row bias: not
+// the first block), as a tile store takes them (store_tile): a loop the
+// compiler vectorizes per ISA clone.
+RT_SIMD_CLONES void add_block_row(float* __restrict c, const float* __restrict p, int64_t n, const TileEpilogue e) {
+  for (int64_t j = 0; j < n; ++j) c[j] = epilogue(p[j] + c[j], e, 0, j);
 }
 
 // The product with nt threads splitting its depth (split_depth): thread t
@@ -537,14 +537,12 @@ bool sgemm_split_depth(const UkernelInfo& u, const Product& pr, int nt, void* wo
         const int64_t pc = b * s.kc;
         TileEpilogue te{};
         const TileEpilogue* e = tile_epilogue(pr, i, 0, pc, std::min(s.kc, k - pc), &te);
+        const TileEpilogue ep = e != nullptr ? *e : TileEpilogue{};
         const float* p = block_partial(b) + i * n;
         if (pr.c.cs == 1) {
-          add_block_row(c, p, n, 0, e != nullptr ? *e : TileEpilogue{});
+          add_block_row(c, p, n, ep);
         } else {
-          for (int64_t j = 0; j < n; ++j) {
-            float& cij = c[j * pr.c.cs];
-            cij = e != nullptr ? epilogue(p[j] + cij, *e, 0, j) : p[j] + cij;
-          }
+          for (int64_t j = 0; j < n; ++j) c[j * pr.c.cs] = epilogue(p[j] + c[j * pr.c.cs], ep, 0, j);
         }
       }
     }
@@ -552,6 +550,7 @@ bool sgemm_split_depth(const UkernelInfo& u, const Product& pr, int nt, void* wo
   return true;
 }
 
+// The blocked product (packing what is not pre-packed); false when the workspace is too small.
 bool sgemm_blocked(const UkernelInfo& u, const Product& pr, void* workspace, size_t workspace_bytes, int threads) {
   const int64_t m = pr.m, n = pr.n, k = pr.k;
   // Threads are capped by the work and by the packing slots the workspace holds.
