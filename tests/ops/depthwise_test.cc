@@ -24,10 +24,52 @@ struct Case {
   int64_t n, c, h, w, kh, kw, stride, pad, dil;
 };
 
-Tensor reference(const Tensor& x, const Tensor& w, const Tensor& b, const Case& k) {
-  return conv2d(x.to(DType::Float64), w.to(DType::Float64), b.to(DType::Float64), {k.stride, k.stride},
-                {k.pad, k.pad}, {k.dil, k.dil}, k.c)
-      .to(DType::Float32);
+// conv2d of x (NCHW, channels_last, W-major strides) with and without the
+// bias against the float64 reference kernel.
+void check_layouts(const Tensor& x, const Tensor& w, const Tensor& b, const Shape& st, const Shape& pd, const Shape& dl,
+                   int64_t groups) {
+  const Tensor x64 = x.to(DType::Float64), w64 = w.to(DType::Float64);
+  const Tensor expected = conv2d(x64, w64, b.to(DType::Float64), st, pd, dl, groups).to(DType::Float32);
+  check_close(conv2d(x, w, b, st, pd, dl, groups), expected, 1e-4, 1e-5);
+  check_close(conv2d(x, w, Tensor(), st, pd, dl, groups),
+              conv2d(x64, w64, Tensor(), st, pd, dl, groups).to(DType::Float32), 1e-4, 1e-5);
+  check_close(conv2d(x.contiguous(MemoryFormat::ChannelsLast), w, b, st, pd, dl, groups), expected, 1e-4, 1e-5);
+  check_close(conv2d(x.transpose(2, 3).contiguous().transpose(2, 3), w, b, st, pd, dl, groups), expected, 1e-4,
+              1e-5);
+}
+
+// fn(threads) on every vector width (the GEMM's ISA selection) at 1, 2 and 3 threads.
+template <typename F>
+void each_kernel(F fn) {
+  const int saved = get_num_threads();
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
+    REQUIRE(cpu::sgemm_set_isa(isa));
+    CAPTURE(std::string(cpu::sgemm_kernel_name()));
+    for (int threads : {1, 2, 3}) {
+      CAPTURE(threads);
+      set_num_threads(threads);
+      fn(threads);
+    }
+  }
+  REQUIRE(cpu::sgemm_set_isa(cpu::GemmIsa::Auto));
+  set_num_threads(saved);
+}
+
+// y against the activated expected values: the same NaNs (at least one), the
+// rest within 1e-5 (relative and absolute).
+void check_activated(const Tensor& y, const Tensor& expected) {
+  REQUIRE(y.sizes() == expected.sizes());
+  const Tensor yc = y.contiguous(), ec = expected.contiguous();
+  const float* py = yc.data_ptr<float>();
+  const float* pe = ec.data_ptr<float>();
+  int64_t nans = 0, bad = 0;
+  for (int64_t i = 0; i < yc.numel(); ++i) {
+    nans += std::isnan(py[i]);
+    bad += std::isnan(py[i]) != std::isnan(pe[i]) ||
+           (!std::isnan(pe[i]) && std::fabs(py[i] - pe[i]) > 1e-5f + 1e-5f * std::fabs(pe[i]));
+  }
+  CHECK(nans > 0);
+  CHECK(bad == 0);
 }
 
 }  // namespace
@@ -60,35 +102,19 @@ TEST_CASE("depthwise conv2d: vector kernel matches the float64 reference") {
       // narrow enough for the 4- and 8-lane kernels too, stride 1 and 2, padding 1 and 3
       {1, 2, 40, 12, 3, 3, 1, 1, 1},   {2, 3, 41, 7, 3, 3, 2, 1, 1},   {1, 2, 33, 30, 3, 3, 1, 3, 1},
   };
-  const int saved = get_num_threads();
-  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
-    REQUIRE(cpu::sgemm_set_isa(isa));
-    CAPTURE(std::string(cpu::sgemm_kernel_name()));
-    for (int threads : {1, 2, 3}) {
-      set_num_threads(threads);
-      for (const Case& k : cases) {
-        CAPTURE(k.c);
-        CAPTURE(k.h);
-        CAPTURE(k.w);
-        CAPTURE(k.kh);
-        CAPTURE(k.stride);
-        CAPTURE(k.pad);
-        CAPTURE(k.dil);
-        const Tensor x = randn({k.n, k.c, k.h, k.w}), w = randn({k.c, 1, k.kh, k.kw}), b = randn({k.c});
-        const Tensor expected = reference(x, w, b, k);
-        const Shape st{k.stride, k.stride}, pd{k.pad, k.pad}, dl{k.dil, k.dil};
-        check_close(conv2d(x, w, b, st, pd, dl, k.c), expected, 1e-4, 1e-5);
-        check_close(conv2d(x, w, Tensor(), st, pd, dl, k.c),
-                    conv2d(x.to(DType::Float64), w.to(DType::Float64), Tensor(), st, pd, dl, k.c).to(DType::Float32),
-                    1e-4, 1e-5);
-        check_close(conv2d(x.contiguous(MemoryFormat::ChannelsLast), w, b, st, pd, dl, k.c), expected, 1e-4, 1e-5);
-        check_close(conv2d(x.transpose(2, 3).contiguous().transpose(2, 3), w, b, st, pd, dl, k.c), expected, 1e-4,
-                    1e-5);
-      }
+  each_kernel([&](int) {
+    for (const Case& k : cases) {
+      CAPTURE(k.c);
+      CAPTURE(k.h);
+      CAPTURE(k.w);
+      CAPTURE(k.kh);
+      CAPTURE(k.stride);
+      CAPTURE(k.pad);
+      CAPTURE(k.dil);
+      check_layouts(randn({k.n, k.c, k.h, k.w}), randn({k.c, 1, k.kh, k.kw}), randn({k.c}), {k.stride, k.stride},
+                    {k.pad, k.pad}, {k.dil, k.dil}, k.c);
     }
-  }
-  REQUIRE(cpu::sgemm_set_isa(cpu::GemmIsa::Auto));
-  set_num_threads(saved);
+  });
 }
 
 TEST_CASE("conv2d_activated: the kernel applies ReLU, clamps and HardSwish, NaN stays NaN") {
@@ -129,18 +155,7 @@ TEST_CASE("conv2d_activated: the kernel applies ReLU, clamps and HardSwish, NaN 
           expected = clamp(plain, std::isfinite(a.min) ? std::optional<Scalar>(a.min) : std::nullopt,
                            std::isfinite(a.max) ? std::optional<Scalar>(a.max) : std::nullopt);
         }
-        REQUIRE(y.sizes() == expected.sizes());
-        const Tensor yc = y.contiguous(), ec = expected.contiguous();
-        const float* py = yc.data_ptr<float>();
-        const float* pe = ec.data_ptr<float>();
-        int64_t nans = 0, bad = 0;
-        for (int64_t i = 0; i < yc.numel(); ++i) {
-          nans += std::isnan(py[i]);
-          bad += std::isnan(py[i]) != std::isnan(pe[i]) ||
-                 (!std::isnan(pe[i]) && std::fabs(py[i] - pe[i]) > 1e-5f + 1e-5f * std::fabs(pe[i]));
-        }
-        CHECK(nans > 0);
-        CHECK(bad == 0);
+        check_activated(y, expected);
       }
     }
   }
@@ -168,32 +183,17 @@ TEST_CASE("few input channels (image stems): the direct kernel matches the float
       {1, 1, 8, 20, 40, 5, 1, 2},  {1, 4, 12, 19, 50, 3, 1, 0}, {1, 2, 20, 16, 64, 3, 2, 1},
       {1, 3, 9, 21, 70, 3, 1, 1},  {1, 3, 24, 12, 97, 7, 2, 3},
   };
-  const int saved = get_num_threads();
-  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
-    REQUIRE(cpu::sgemm_set_isa(isa));
-    CAPTURE(std::string(cpu::sgemm_kernel_name()));
-    for (int threads : {1, 2, 3}) {
-      set_num_threads(threads);
-      for (const Stem& k : cases) {
-        CAPTURE(k.cin);
-        CAPTURE(k.cout);
-        CAPTURE(k.w);
-        CAPTURE(k.k);
-        CAPTURE(k.stride);
-        const Tensor x = randn({k.n, k.cin, k.h, k.w}), w = randn({k.cout, k.cin, k.k, k.k}), b = randn({k.cout});
-        const Shape st{k.stride, k.stride}, pd{k.pad, k.pad}, dl{1, 1};
-        const Tensor expected =
-            conv2d(x.to(DType::Float64), w.to(DType::Float64), b.to(DType::Float64), st, pd, dl, 1).to(DType::Float32);
-        check_close(conv2d(x, w, b, st, pd, dl, 1), expected, 1e-4, 1e-5);
-        check_close(conv2d(x, w, Tensor(), st, pd, dl, 1),
-                    conv2d(x.to(DType::Float64), w.to(DType::Float64), Tensor(), st, pd, dl, 1).to(DType::Float32),
-                    1e-4, 1e-5);
-        check_close(conv2d(x.contiguous(MemoryFormat::ChannelsLast), w, b, st, pd, dl, 1), expected, 1e-4, 1e-5);
-        check_close(conv2d(x.transpose(2, 3).contiguous().transpose(2, 3), w, b, st, pd, dl, 1), expected, 1e-4,
-                    1e-5);
-      }
+  each_kernel([&](int threads) {
+    for (const Stem& k : cases) {
+      CAPTURE(k.cin);
+      CAPTURE(k.cout);
+      CAPTURE(k.w);
+      CAPTURE(k.k);
+      CAPTURE(k.stride);
+      check_layouts(randn({k.n, k.cin, k.h, k.w}), randn({k.cout, k.cin, k.k, k.k}), randn({k.cout}),
+                    {k.stride, k.stride}, {k.pad, k.pad}, {1, 1}, 1);
     }
-    set_num_threads(2);
+    if (threads != 2) return;
     Tensor x = randn({1, 3, 24, 40}) * 4.0;
     x.data_ptr<float>()[100] = std::nanf("");
     const Tensor w = randn({16, 3, 3, 3}), b = randn({16});
@@ -206,19 +206,7 @@ TEST_CASE("few input channels (image stems): the direct kernel matches the float
       bool fused = false;
       const Tensor y = conv2d_activated(x, w, b, p, &fused);
       CHECK(fused);
-      const Tensor expected = kind == ActivationKind::HardSwish ? hardswish(plain) : clamp(plain, Scalar(0.0), Scalar(6.0));
-      const float* py = y.data_ptr<float>();
-      const float* pe = expected.data_ptr<float>();
-      int64_t nans = 0, bad = 0;
-      for (int64_t i = 0; i < y.numel(); ++i) {
-        nans += std::isnan(py[i]);
-        bad += std::isnan(py[i]) != std::isnan(pe[i]) ||
-               (!std::isnan(pe[i]) && std::fabs(py[i] - pe[i]) > 1e-5f + 1e-5f * std::fabs(pe[i]));
-      }
-      CHECK(nans > 0);
-      CHECK(bad == 0);
+      check_activated(y, kind == ActivationKind::HardSwish ? hardswish(plain) : clamp(plain, Scalar(0.0), Scalar(6.0)));
     }
-  }
-  REQUIRE(cpu::sgemm_set_isa(cpu::GemmIsa::Auto));
-  set_num_threads(saved);
+  });
 }
