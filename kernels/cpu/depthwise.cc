@@ -107,6 +107,10 @@ Plane plane_of(const TensorView& x, const TensorView& wt, const TensorView& o, c
   return p;
 }
 
+// Where padded column c of a row lies in its row buffer: at stride 1 at c; at
+// stride 2 (deinterleaved) in the odd or the even half, at c / 2.
+inline int64_t column_offset(const Plane& p, int64_t c) { return p.sw == 2 ? (c % 2 == 1 ? p.half : 0) + c / 2 : c; }
+
 constexpr int64_t kMaxTaps = 64;
 // The few-input-channel convolution (stem_conv2d): at most this many input
 // channels, and input rows (channels x kernel rows) a block reads.
@@ -369,7 +373,7 @@ void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorVie
   int64_t tap_off[kMaxTaps];
   for (int64_t t = 0; vec && t < taps; ++t) {
     const int64_t jd = t % p.kw * p.dw;
-    tap_off[t] = t / p.kw * p.dh * p.wp + (p.sw == 2 ? (jd % 2 == 1 ? p.half : 0) + jd / 2 : jd);
+    tap_off[t] = t / p.kw * p.dh * p.wp + column_offset(p, jd);
   }
   // With threads, each unit's output lines are claimed for writing before it
   // is computed: lines the other core read last (the 1x1 product after this
