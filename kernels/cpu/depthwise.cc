@@ -50,7 +50,6 @@ struct Plane {
   int64_t row0, row1;              // the output rows computed (row_blocks: else all)
   int64_t wp, hp;                  // padded plane
   int64_t half;                    // stride 2: offset of a row's odd columns (0: stride 1 layout)
-  int64_t lead;                    // floats before the padded plane's first row in its buffer
   float lo, hi;                    // activation bounds (+-inf: none)
   bool hardswish;                  // the activation is HardSwish (after the bounds)
 };
@@ -78,20 +77,16 @@ Plane plane_of(const TensorView& x, const TensorView& wt, const TensorView& o, c
   p.row0 = 0;
   p.row1 = p.oh;
   // The last vector of an output row reads below round_up(ow, 16) + (kw - 1) * dw (stride 1), or
-  // below round_up(ow, 16) + (kw - 1) * dw / 2 in either half of a deinterleaved row (stride 2).
-  // The buffer's rows start `lead` floats into it, so that the copied input (padded column pw on)
-  // is stored in whole vectors: a vector store across two cache lines costs about two.
+  // below round_up(ow, 16) + (kw - 1) * dw / 2 in either half of a deinterleaved row (stride 2);
+  // row_block's shifted taps read the vector from round_up(ow, 16) on. Rows and halves start on
+  // vector boundaries (the taps' loads whole vectors; the copies' stores may straddle two).
   if (p.sw == 2) {
-    // Odd pw: the odd input columns start at (pw + 1) / 2, the even ones at half + pw / 2.
-    const int64_t odd = p.pw % 2;
     p.half = round_up(std::max((p.w + 2 * p.pw + 1) / 2, round_up(p.ow, kLanes) + kLanes + (p.kw - 1) * p.dw / 2 + 1),
-                      kLanes) + odd;
-    p.wp = round_up(2 * p.half, kLanes);
-    p.lead = round_up((p.pw + odd) / 2, kLanes) - (p.pw + odd) / 2;
+                      kLanes);
+    p.wp = 2 * p.half;
   } else {
     p.half = 0;
     p.wp = round_up(std::max(p.w + 2 * p.pw, round_up(p.ow, kLanes) + kLanes + (p.kw - 1) * p.dw), kLanes);
-    p.lead = round_up(p.pw, kLanes) - p.pw;
   }
   p.hp = p.h + 2 * p.ph;
   p.lo = -__builtin_inff();
@@ -126,7 +121,7 @@ bool row_blocks(const Plane& p) {
   return p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 && p.sh == p.sw && (p.sh == 1 || p.sh == 2);
 }
 
-size_t slot_bytes(const Plane& p) { return round_up((p.lead + p.hp * p.wp) * 4, kAlign); }
+size_t slot_bytes(const Plane& p) { return round_up(p.hp * p.wp * 4, kAlign); }
 
 inline float clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
@@ -181,10 +176,15 @@ inline Vec vload(const float* s) {
 #if defined(__clang__)
 inline Vec veven(Vec a, Vec b) { return __builtin_shufflevector(a, b, 0, 2, 4, 6); }
 inline Vec vodd(Vec a, Vec b) { return __builtin_shufflevector(a, b, 1, 3, 5, 7); }
+template <int J>
+inline Vec vshift(Vec a, Vec b) { return __builtin_shufflevector(a, b, J, J + 1, J + 2, J + 3); }
 #else
 inline Vec veven(Vec a, Vec b) { return __builtin_shuffle(a, b, Veci{0, 2, 4, 6}); }
 inline Vec vodd(Vec a, Vec b) { return __builtin_shuffle(a, b, Veci{1, 3, 5, 7}); }
+template <int J>
+inline Vec vshift(Vec a, Vec b) { return __builtin_shuffle(a, b, Veci{J, J + 1, J + 2, J + 3}); }
 #endif
+constexpr bool kShiftRows = false;
 inline Vec vset1(float f) { return Vec{f, f, f, f}; }
 inline Vec vfma(Vec a, Vec b, Vec acc) { return acc + a * b; }
 inline Vec vmax(Vec lo, Vec v) { return lo > v ? lo : v; }
@@ -220,6 +220,17 @@ inline Vec vodd(Vec a, Vec b) {
   const __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));  // a1 a3 b1 b3 | a5 a7 b5 b7
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
 }
+template <int J>
+inline Vec vshift(Vec a, Vec b) {  // lanes J .. J + 7 of a then b
+  const __m256 t = _mm256_permute2f128_ps(a, b, 0x21);  // a's high half, b's low half
+  if constexpr (J == 4) return t;
+  if constexpr (J < 4) {
+    return _mm256_castsi256_ps(_mm256_alignr_epi8(_mm256_castps_si256(t), _mm256_castps_si256(a), 4 * J));
+  } else {
+    return _mm256_castsi256_ps(_mm256_alignr_epi8(_mm256_castps_si256(b), _mm256_castps_si256(t), 4 * (J - 4)));
+  }
+}
+constexpr bool kShiftRows = false;
 inline Vec vset1(float f) { return _mm256_set1_ps(f); }
 inline Vec vfma(Vec a, Vec b, Vec acc) { return _mm256_fmadd_ps(a, b, acc); }
 inline Vec vmax(Vec lo, Vec v) { return _mm256_max_ps(lo, v); }
@@ -271,6 +282,13 @@ inline Vec veven(Vec a, Vec b) {
 inline Vec vodd(Vec a, Vec b) {
   return _mm512_permutex2var_ps(a, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), b);
 }
+template <int J>
+inline Vec vshift(Vec a, Vec b) {  // lanes J .. J + 15 of a then b
+  // (the zero-masked form with every lane kept: GCC 12's _mm512_alignr_epi32 trips -Wuninitialized in its header)
+  return _mm512_castsi512_ps(
+      _mm512_maskz_alignr_epi32(static_cast<__mmask16>(0xffff), _mm512_castps_si512(b), _mm512_castps_si512(a), J));
+}
+constexpr bool kShiftRows = true;
 inline Vec vset1(float f) { return _mm512_set1_ps(f); }
 inline Vec vfma(Vec a, Vec b, Vec acc) { return _mm512_fmadd_ps(a, b, acc); }
 // (compare and blend: GCC 12's _mm512_max_ps trips -Wuninitialized in its header)
@@ -301,18 +319,19 @@ struct Kernels {
   GroupFn group;     // channel_group
   StemFn stem;       // stem_rows
   int64_t lanes, stem_oc;
+  bool shift_rows;   // row_block shifts its taps from whole vectors (kShiftRows)
 };
 
 // The variant of the GEMM's micro-kernel family (gemm.h: the widest the CPU
 // runs, or the one tests select).
 const Kernels& kernels() {
   static const Kernels portable_k{{&portable::plane_s1, &portable::plane_s2}, &portable::channel_group_any,
-                                  &portable::stem_rows, portable::kL, portable::kStemOC};
+                                  &portable::stem_rows, portable::kL, portable::kStemOC, portable::kShiftRows};
 #if RT_DW_X86
   static const Kernels avx2_k{{&avx2::plane_s1, &avx2::plane_s2}, &avx2::channel_group_any, &avx2::stem_rows,
-                              avx2::kL, avx2::kStemOC};
+                              avx2::kL, avx2::kStemOC, avx2::kShiftRows};
   static const Kernels avx512_k{{&avx512::plane_s1, &avx512::plane_s2}, &avx512::channel_group_any,
-                                &avx512::stem_rows, avx512::kL, avx512::kStemOC};
+                                &avx512::stem_rows, avx512::kL, avx512::kStemOC, avx512::kShiftRows};
   switch (sgemm_isa()) {
     case GemmIsa::Avx512: return avx512_k;
     case GemmIsa::Avx2: return avx2_k;
@@ -334,9 +353,23 @@ size_t group_bytes(const Plane& p) {
 // min of 300 runs, planes -> lanes): 960x7x7 0.054 -> 0.026 ms, 576x14x14
 // stride 2 0.062 -> 0.025, 384x14x14 0.047 -> 0.034, 192x28x28 0.065 ->
 // 0.063, 144x56x56 stride 2 0.092 -> 0.086; wider rows were not measured
-// faster (and take more scratch).
+// faster (and take more scratch). With row_block's shifted taps (AVX-512),
+// 3x3 rows of 17 to 32 outputs run faster on row_block (MobileNetV2 at 1
+// thread, in the model: 192x28x28 0.080-0.086 -> 0.062-0.065 ms, 144x56x56
+// stride 2 0.135-0.158 -> 0.105).
 bool channel_lanes(const Plane& p, int64_t channels) {
-  return channels >= kLanes / 2 && p.ow <= 2 * kLanes && group_bytes(p) <= (512u << 10);
+  const int64_t widest = row_blocks(p) && kernels().shift_rows ? kLanes : 2 * kLanes;
+  return channels >= kLanes / 2 && p.ow <= widest && group_bytes(p) <= (512u << 10);
+}
+
+// Whether each of `parts` threads' share of a plane's output rows starts on a
+// whole cache line (the planes start on one: arena tensors are aligned), so
+// that no line of the output is written by two threads.
+bool rows_split_on_lines(const Plane& p, int64_t parts) {
+  for (int64_t part = 1; part < parts; ++part) {
+    if (p.oh * part / parts * p.ow % (kAlign / 4) != 0) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -389,7 +422,11 @@ void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorVie
   // wrote or reads next itself. MobileNetV2, 2 threads, median of 9
   // alternating rounds: 0.965x (its 112x112 and 56x56 depthwise layers and
   // their projections); alone (conv_bench) the same or faster.
-  const bool by_rows = vec && !lanes && parts > 1 && p.oh >= 4 * parts && row_blocks(p);
+  // Where the threads' rows would share a line (28x28 planes: 14 rows of 28
+  // floats), they take whole planes: MobileNetV2's 192x28x28 at 2 threads
+  // 0.072-0.075 -> 0.048 ms.
+  const bool by_rows = vec && !lanes && parts > 1 && p.oh >= 4 * parts && row_blocks(p) &&
+                       p.os_h == p.ow && rows_split_on_lines(p, parts);
   auto run = [&](int64_t part) {
     float* pad = reinterpret_cast<float*>(base + static_cast<size_t>(part) * slot);
     if (vec && lanes) {
@@ -407,8 +444,7 @@ void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorVie
       }
       return;
     }
-    if (vec) std::memset(pad, 0, sizeof(float) * (p.lead + p.hp * p.wp));  // the border; planes write the interior
-    pad += p.lead;
+    if (vec) std::memset(pad, 0, sizeof(float) * p.hp * p.wp);  // the border; planes write the interior
     Plane q = p;  // this part's planes [u0, u1), output rows [row0, row1) of each
     int64_t u0 = planes * part / parts, u1 = planes * (part + 1) / parts;
     if (by_rows) {
@@ -459,7 +495,7 @@ StemPlan stem_plan(const TensorView& x, const TensorView& wt, const TensorView& 
   s.oc_pad = round_up(s.cout, kernels().stem_oc);
   s.taps = s.cin * s.p.kh * s.p.kw;
   s.weight_bytes = round_up((s.oc_pad * s.taps + s.oc_pad) * 4, kAlign);
-  s.rows_bytes = round_up((s.p.lead + s.cin * s.p.kh * s.p.wp) * 4, kAlign);
+  s.rows_bytes = round_up(s.cin * s.p.kh * s.p.wp * 4, kAlign);
   return s;
 }
 
@@ -510,7 +546,7 @@ bool stem_conv2d(const TensorView& x, const TensorView& wt, const TensorView& bi
     q.row1 = s.p.oh * (part + 1) / parts;
     for (int64_t n = 0; n < o.sizes[0]; ++n) {
       k.stem(q, s.cin, x.ptr<const float>() + n * x.strides[0], x.strides[1], w, b, s.cout,
-             o.ptr<float>() + n * o.strides[0], o.strides[1], buf + s.p.lead);
+             o.ptr<float>() + n * o.strides[0], o.strides[1], buf);
     }
   };
   if (parts > 1) {

@@ -94,10 +94,12 @@ TEST_CASE("depthwise conv2d: vector kernel matches the float64 reference") {
       {1, 18, 30, 30, 3, 3, 1, 1, 1},  {1, 9, 23, 33, 3, 3, 2, 1, 1},
       // 5x5 windows on channel lanes: lane_block's runs of outputs and the single-output tail
       {1, 20, 14, 14, 5, 5, 1, 2, 1},  {1, 17, 15, 13, 5, 5, 2, 2, 1},  {1, 20, 14, 14, 5, 5, 1, 4, 2},
-      // planes large enough for threads to split their output rows (2 and 3 threads), stride 1
-      // and 2, shares that start and end inside a block of four rows, padding 0, a second image
-      {1, 4, 64, 64, 3, 3, 1, 1, 1},   {1, 5, 90, 70, 3, 3, 2, 1, 1},  {2, 3, 61, 50, 3, 3, 1, 0, 1},
-      {1, 3, 77, 140, 3, 3, 2, 1, 1},
+      // planes large enough for threads to split their output rows (2 and 3 threads) where the
+      // shares start on whole cache lines (64 and 16 wide), stride 1 and 2, shares that start and
+      // end inside a block of four rows; and planes whose shares would not (then whole planes a
+      // thread), padding 0, a second image
+      {1, 4, 64, 64, 3, 3, 1, 1, 1},   {1, 3, 90, 32, 3, 3, 2, 1, 1},  {1, 5, 90, 70, 3, 3, 2, 1, 1},
+      {2, 3, 61, 50, 3, 3, 1, 0, 1},   {1, 3, 77, 140, 3, 3, 2, 1, 1},
       // row_block through a sliding window of rows (planes taller than it, rows of one pass): rows
       // narrow enough for the 4- and 8-lane kernels too, stride 1 and 2, padding 1 and 3
       {1, 2, 40, 12, 3, 3, 1, 1, 1},   {2, 3, 41, 7, 3, 3, 2, 1, 1},   {1, 2, 33, 30, 3, 3, 1, 3, 1},
