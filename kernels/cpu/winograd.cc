@@ -1,10 +1,12 @@
 // Winograd F(4x4, 3x3) Conv2d (winograd.h). Workspace, in order: U (unless
-// pre-transformed), V [36, Cin, tp], M [36, Cout, tp], one GEMM packing slot
-// per thread; tp is the tile count rounded up to 16 so every vector group of
-// tiles stays inside its row. Four parallel regions: the weight transform
-// (when needed), the input transform over (channel, tile group), the 36 GEMMs
-// (each single-threaded, the frequencies split among the threads), the output
-// transform over (channel, tile group).
+// pre-transformed), the tile tables (gather_tiles), V [36, Cin, tp], M [36,
+// Cout, tp], one GEMM packing slot per thread; tp is the tile count rounded up
+// to 16 so every vector group of tiles stays inside its row. Four parallel
+// regions: the weight transform (when needed), the input transform over
+// (channel, tile group), the 36 GEMMs (each single-threaded, the frequencies
+// split among the threads), the output transform over (channel, tile group).
+// Or, where V and M outgrow L2 (tile_block), blocks of tiles, each with its
+// own V, M and GEMM slot, whole blocks a thread.
 #include "kernels/cpu/winograd.h"
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include "runtime/core/thread_pool.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
 #define RT_WG_X86 1
 #else
 #define RT_WG_X86 0
@@ -40,9 +43,14 @@ size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 struct Geo {
   int64_t cin, h, w, cout, oh, ow, ph, pw;
   int64_t tiles_w, tiles_img, tiles, tp;  // tiles per row, per image, in all; GEMM row stride
+  int64_t t_base;                         // the tile in V's and M's first column (a block's first)
   int64_t xs[4], os[4];
   float lo, hi;    // activation bounds (+-inf: none)
   bool hardswish;  // the activation is HardSwish (after the bounds)
+  bool gather;     // a tile's input offsets fit the 32-bit indices of gather_tiles
+  // gather_tiles: per tile (tp of them) its first input row and column and
+  // their offset in the input; past the last tile, rows and columns outside.
+  const int32_t *tile_ih, *tile_iw, *tile_off;
 };
 
 Geo geo_of(const TensorView& x, const TensorView& o, const Conv2dParams* prm) {
@@ -59,10 +67,15 @@ Geo geo_of(const TensorView& x, const TensorView& o, const Conv2dParams* prm) {
   g.tiles_img = g.tiles_w * ((g.oh + kWinogradTile - 1) / kWinogradTile);
   g.tiles = o.sizes[0] * g.tiles_img;
   g.tp = (g.tiles + kMaxLanes - 1) / kMaxLanes * kMaxLanes;
+  g.t_base = 0;
   for (int d = 0; d < 4; ++d) {
     g.xs[d] = x.strides[d];
     g.os[d] = o.strides[d];
   }
+  const int64_t extent =
+      (x.sizes[0] - 1) * x.strides[0] + (g.h + 2 * g.ph + 6) * x.strides[2] + (g.w + 2 * g.pw + 6) * x.strides[3];
+  g.gather = x.strides[0] >= 0 && x.strides[2] >= 0 && x.strides[3] >= 0 && extent < (int64_t{1} << 31);
+  g.tile_ih = g.tile_iw = g.tile_off = nullptr;
   g.lo = -__builtin_inff();
   g.hi = __builtin_inff();
   g.hardswish = prm != nullptr && prm->activation.kind == ActivationKind::HardSwish;
@@ -75,11 +88,27 @@ Geo geo_of(const TensorView& x, const TensorView& o, const Conv2dParams* prm) {
   return g;
 }
 
+// Tile t's image, tile row and tile column, stepped to the next tile without
+// a division (two divisions a lane cost about as much as the transforms).
+struct TileWalk {
+  int64_t img, row, col;
+  TileWalk(const Geo& g, int64_t t) : img(t / g.tiles_img), row(t % g.tiles_img / g.tiles_w), col(t % g.tiles_w) {}
+  void next(const Geo& g) {
+    if (++col < g.tiles_w) return;
+    col = 0;
+    if (++row * g.tiles_w < g.tiles_img) return;
+    row = 0;
+    ++img;
+  }
+};
+
 // --- the vector body per ISA (winograd_body.inc) -----------------------------
 
 namespace portable {  // 4 lanes in GCC vector extensions: SSE2 on x86, NEON on ARM
 typedef float Vec __attribute__((vector_size(16)));
 constexpr int64_t kL = 4;
+constexpr bool kGather = false;  // no vector gather: input_group takes tile_values
+inline void gather_tiles(const Geo&, const float*, int64_t, int64_t, Vec*) {}
 #include "kernels/cpu/winograd_body.inc"
 }  // namespace portable
 
@@ -89,6 +118,31 @@ constexpr int64_t kL = 4;
 namespace avx2 {
 typedef float Vec __attribute__((vector_size(32)));
 constexpr int64_t kL = 8;
+constexpr bool kGather = true;
+// tile_values by masked gathers: per lane the tile's first input offset
+// (Geo's tables), per (i, j) the lanes whose row ih0 + i and column iw0 + j
+// lie in the image.
+inline void gather_tiles(const Geo& g, const float* x, int64_t ci, int64_t t0, Vec* dv) {
+  const __m256i vo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.tile_off + t0));
+  const __m256i vh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.tile_ih + t0));
+  const __m256i vw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.tile_iw + t0));
+  const __m256i h = _mm256_set1_epi32(static_cast<int32_t>(g.h)), w = _mm256_set1_epi32(static_cast<int32_t>(g.w));
+  const __m256i minus1 = _mm256_set1_epi32(-1);
+  __m256i rows[6], cols[6];  // lanes inside (all bits set)
+  for (int i = 0; i < 6; ++i) {
+    const __m256i r = _mm256_add_epi32(vh, _mm256_set1_epi32(i)), c = _mm256_add_epi32(vw, _mm256_set1_epi32(i));
+    rows[i] = _mm256_and_si256(_mm256_cmpgt_epi32(r, minus1), _mm256_cmpgt_epi32(h, r));
+    cols[i] = _mm256_and_si256(_mm256_cmpgt_epi32(c, minus1), _mm256_cmpgt_epi32(w, c));
+  }
+  const float* base = x + ci * g.xs[1];
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < 6; ++j) {
+      const __m256i idx = _mm256_add_epi32(vo, _mm256_set1_epi32(static_cast<int32_t>(i * g.xs[2] + j * g.xs[3])));
+      dv[i * 6 + j] = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, idx,
+                                               _mm256_castsi256_ps(_mm256_and_si256(rows[i], cols[j])), 4);
+    }
+  }
+}
 #include "kernels/cpu/winograd_body.inc"
 }  // namespace avx2
 #pragma GCC pop_options
@@ -98,6 +152,27 @@ constexpr int64_t kL = 8;
 namespace avx512 {
 typedef float Vec __attribute__((vector_size(64)));
 constexpr int64_t kL = 16;
+constexpr bool kGather = true;
+// As avx2::gather_tiles.
+inline void gather_tiles(const Geo& g, const float* x, int64_t ci, int64_t t0, Vec* dv) {
+  const __m512i vo = _mm512_loadu_si512(g.tile_off + t0), vh = _mm512_loadu_si512(g.tile_ih + t0);
+  const __m512i vw = _mm512_loadu_si512(g.tile_iw + t0);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i h = _mm512_set1_epi32(static_cast<int32_t>(g.h)), w = _mm512_set1_epi32(static_cast<int32_t>(g.w));
+  __mmask16 rows[6], cols[6];  // lanes inside
+  for (int i = 0; i < 6; ++i) {
+    const __m512i r = _mm512_add_epi32(vh, _mm512_set1_epi32(i)), c = _mm512_add_epi32(vw, _mm512_set1_epi32(i));
+    rows[i] = _mm512_cmpge_epi32_mask(r, zero) & _mm512_cmplt_epi32_mask(r, h);
+    cols[i] = _mm512_cmpge_epi32_mask(c, zero) & _mm512_cmplt_epi32_mask(c, w);
+  }
+  const float* base = x + ci * g.xs[1];
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < 6; ++j) {
+      const __m512i idx = _mm512_add_epi32(vo, _mm512_set1_epi32(static_cast<int32_t>(i * g.xs[2] + j * g.xs[3])));
+      dv[i * 6 + j] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), rows[i] & cols[j], idx, base, 4);
+    }
+  }
+}
 #include "kernels/cpu/winograd_body.inc"
 }  // namespace avx512
 #pragma GCC pop_options
@@ -137,6 +212,51 @@ void run(int64_t n, int64_t grain, int threads, const F& fn) {
 }
 
 int64_t slots_for(int threads) { return std::min<int64_t>(std::max(1, threads), kWinogradFreqs); }
+
+// Geo's tile tables (gather_tiles): three int32 arrays of tp.
+size_t table_bytes(const Geo& g) { return aligned(static_cast<size_t>(3 * g.tp) * sizeof(int32_t)); }
+
+void fill_tables(Geo& g, int32_t* table) {
+  int32_t *ih = table, *iw = table + g.tp, *off = table + 2 * g.tp;
+  TileWalk at(g, 0);
+  for (int64_t t = 0; t < g.tp; ++t, at.next(g)) {
+    const bool tile = t < g.tiles;
+    ih[t] = tile ? static_cast<int32_t>(at.row * kWinogradTile - g.ph) : -(1 << 20);
+    iw[t] = tile ? static_cast<int32_t>(at.col * kWinogradTile - g.pw) : -(1 << 20);
+    off[t] = tile ? static_cast<int32_t>(at.img * g.xs[0] + ih[t] * g.xs[2] + iw[t] * g.xs[3]) : 0;
+  }
+  g.tile_ih = ih;
+  g.tile_iw = iw;
+  g.tile_off = off;
+}
+
+// Tile blocks. V and M take 36 x (cin + cout) floats a tile: where they
+// outgrow L2 while U is small, the tiles go in blocks of tb (a multiple of
+// 16) whose V and M stay in L2: each block's input transform, 36 products
+// (U read again from L2) and output transform, a block after the other; the
+// threads take blocks. Else one block of all tiles (tb = tp): the threads
+// split each stage. Every output adds the same terms in the same order
+// either way. ResNet-18's 64@56x56 (196 tiles, V and M 1.9 MB each, U 0.6
+// MB; blocks of 32 tiles), pre-transformed U, one thread: 0.77-0.81 -> 0.69-0.73
+// ms; a block of 16 or 64 tiles was slower.
+constexpr size_t kBlockBytes = 768 << 10;   // a block's V and M
+constexpr size_t kMaxBlockedU = 1u << 20;  // U, read once per block
+
+int64_t tile_block(const Geo& g) {
+  const int64_t per_tile = kWinogradFreqs * (g.cin + g.cout) * static_cast<int64_t>(sizeof(float));
+  const int64_t tb = std::max<int64_t>(kMaxLanes, static_cast<int64_t>(kBlockBytes) / per_tile / kMaxLanes * kMaxLanes);
+  return tb < g.tp && winograd_weight_bytes(g.cout, g.cin) <= kMaxBlockedU ? tb : g.tp;
+}
+
+// A block's scratch: its V and M, and a GEMM packing slot.
+size_t block_bytes(const Geo& g, int64_t tb) {
+  return aligned(static_cast<size_t>(kWinogradFreqs * (g.cin + g.cout) * tb) * sizeof(float)) +
+         aligned(sgemm_workspace(g.cout, tb, g.cin, 1));
+}
+
+int64_t block_slots(const Geo& g, int64_t tb, int threads) {
+  return std::min<int64_t>(std::max(1, threads), (g.tp + tb - 1) / tb);
+}
 
 }  // namespace
 
@@ -190,7 +310,9 @@ std::vector<PackedOperand> winograd_pack_weight(const float* w, int64_t cout, in
 
 size_t winograd_workspace(const TensorView& x, const TensorView& o, bool pretransformed, int threads) {
   const Geo g = geo_of(x, o, nullptr);
-  const size_t u = pretransformed ? 0 : aligned(winograd_weight_bytes(g.cout, g.cin));
+  const size_t u = (pretransformed ? 0 : aligned(winograd_weight_bytes(g.cout, g.cin))) + table_bytes(g);
+  const int64_t tb = tile_block(g);
+  if (tb < g.tp) return kAlign + u + block_bytes(g, tb) * static_cast<size_t>(block_slots(g, tb, threads));
   const size_t v = aligned(static_cast<size_t>(kWinogradFreqs * g.cin * g.tp) * sizeof(float));
   const size_t m = aligned(static_cast<size_t>(kWinogradFreqs * g.cout * g.tp) * sizeof(float));
   const size_t gemm = aligned(sgemm_workspace(g.cout, g.tiles, g.cin, 1));
@@ -202,7 +324,7 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
                      int threads) {
   if (scratch_bytes < winograd_workspace(x, o, u != nullptr, threads)) return false;
   if (u != nullptr && !sgemm_packed_current(u[0])) return false;
-  const Geo g = geo_of(x, o, &prm);
+  Geo g = geo_of(x, o, &prm);
   if (o.numel() == 0) return true;
   const Fns& f = fns();
   char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
@@ -213,6 +335,48 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
     uw = t;
     base += aligned(winograd_weight_bytes(g.cout, g.cin));
   }
+  if (g.gather) fill_tables(g, reinterpret_cast<int32_t*>(base));
+  base += table_bytes(g);
+  const float* pb = bias.ptr<const float>();
+  float* po = o.ptr<float>();
+  const float* px = x.ptr<const float>();
+  const int64_t tb = tile_block(g);
+  if (tb < g.tp) {  // tile blocks, whole blocks a thread
+    const int64_t blocks = (g.tp + tb - 1) / tb;
+    const size_t bytes = block_bytes(g, tb);
+    const int64_t parts = block_slots(g, tb, threads);
+    std::atomic<bool> ok{true};
+    run(parts, 1, threads, [&](int64_t p0, int64_t p1) {
+      for (int64_t part = p0; part < p1; ++part) {
+        float* v = reinterpret_cast<float*>(base + static_cast<size_t>(part) * bytes);
+        float* m = v + kWinogradFreqs * g.cin * tb;
+        char* gemm = reinterpret_cast<char*>(v) + aligned(static_cast<size_t>(kWinogradFreqs * (g.cin + g.cout) * tb) *
+                                                          sizeof(float));
+        const size_t gemm_bytes = bytes - static_cast<size_t>(gemm - reinterpret_cast<char*>(v));
+        for (int64_t b = blocks * part / parts; b < blocks * (part + 1) / parts; ++b) {
+          Geo gb = g;  // V and M: this block's tiles
+          gb.t_base = b * tb;
+          gb.tp = tb;
+          const int64_t t1 = std::min(g.tiles, gb.t_base + tb);
+          for (int64_t ci = 0; ci < g.cin; ++ci) {
+            for (int64_t t0 = gb.t_base; t0 < t1; t0 += f.lanes) f.input(gb, px, v, ci, t0);
+          }
+          for (int64_t q = 0; q < kWinogradFreqs; ++q) {
+            const GemmOperand a{{uw != nullptr ? uw + q * g.cout * g.cin : nullptr, g.cin, 1}, u != nullptr ? u + q : nullptr};
+            if (!sgemm_fused(g.cout, t1 - gb.t_base, g.cin, a, {{v + q * g.cin * tb, tb, 1}, nullptr},
+                             {m + q * g.cout * tb, tb, 1}, GemmEpilogue{}, gemm, gemm_bytes, 1)) {
+              ok = false;
+            }
+          }
+          for (int64_t co = 0; co < g.cout; ++co) {
+            const float bco = pb != nullptr ? pb[co * bias.strides[0]] : 0.0f;
+            for (int64_t t0 = gb.t_base; t0 < t1; t0 += f.lanes) f.output(gb, m, bco, po, co, t0);
+          }
+        }
+      }
+    });
+    return ok.load();
+  }
   float* v = reinterpret_cast<float*>(base);
   float* m = v + aligned(static_cast<size_t>(kWinogradFreqs * g.cin * g.tp) * sizeof(float)) / sizeof(float);
   char* gemm_base =
@@ -220,7 +384,6 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
   const size_t gemm_bytes = aligned(sgemm_workspace(g.cout, g.tiles, g.cin, 1));
   const int64_t groups = (g.tiles + f.lanes - 1) / f.lanes;
 
-  const float* px = x.ptr<const float>();
   run(g.cin * groups, 8, threads, [&](int64_t a, int64_t e) {
     for (int64_t i = a; i < e; ++i) f.input(g, px, v, i / groups, i % groups * f.lanes);
   });
@@ -243,8 +406,6 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
   });
   if (!ok.load()) return false;
 
-  const float* pb = bias.ptr<const float>();
-  float* po = o.ptr<float>();
   run(g.cout * groups, 8, threads, [&](int64_t a, int64_t e) {
     for (int64_t i = a; i < e; ++i) {
       const int64_t co = i / groups;

@@ -2,7 +2,8 @@
 // against the float64 reference convolution: images smaller than a tile and
 // not multiples of it, padding 0, 1 and 2, batch 2, bias or none, ReLU and
 // clamp fused, strided (channels_last) input and output, 1 and 2 threads, every
-// transform width the CPU runs (the GEMM's ISA selection). The pre-transformed
+// transform width the CPU runs (the GEMM's ISA selection), tiles in one block
+// or in several (tile_block). The pre-transformed
 // weight gives the same bits as the per-call transform, on every ISA; the
 // error on ResNet-like data (weights ~N(0, 2/fan_in), inputs ~N(0, 1)) stays
 // within the conformance tolerance; eager conv2d takes the Winograd path.
@@ -77,6 +78,8 @@ TEST_CASE("winograd: matches the float64 reference on odd shapes, every ISA, 1 a
   const Case cases[] = {
       {1, 3, 5, 1, 1, 1},   {1, 4, 3, 2, 2, 1},     {2, 5, 7, 9, 11, 1}, {1, 8, 8, 6, 6, 0},
       {2, 3, 4, 13, 7, 0},  {1, 17, 19, 10, 23, 2}, {1, 2, 2, 3, 3, 0},  {2, 33, 20, 14, 14, 1},
+      // 240 tiles whose V and M outgrow a tile block: blocks across the two images, a partial last one
+      {2, 16, 24, 45, 37, 1},
   };
   Activation relu, clamp, hardswish;
   relu.kind = ActivationKind::Relu;
