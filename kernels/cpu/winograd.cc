@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/transpose16.h"
 #include "runtime/core/thread_pool.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -44,6 +45,7 @@ struct Geo {
   int64_t cin, h, w, cout, oh, ow, ph, pw;
   int64_t tiles_w, tiles_img, tiles, tp;  // tiles per row, per image, in all; GEMM row stride
   int64_t t_base;                         // the tile in V's and M's first column (a block's first)
+  int64_t vfs, mfs;                       // V's and M's frequency strides (columns_of)
   int64_t xs[4], os[4];
   float lo, hi;    // activation bounds (+-inf: none)
   bool hardswish;  // the activation is HardSwish (after the bounds)
@@ -52,6 +54,17 @@ struct Geo {
   // their offset in the input; past the last tile, rows and columns outside.
   const int32_t *tile_ih, *tile_iw, *tile_off;
 };
+
+// V's and M's columns: tp of them from tile t_base on. A frequency's rows
+// ([channels, tp]) are a cache line further apart than their size, so that a
+// tile group's 36 values do not fall in one L1 set: 64 channels of 32 tiles
+// are 8 KiB, and the 36 loads of an output group missed L1.
+void columns_of(Geo& g, int64_t tp, int64_t t_base) {
+  g.tp = tp;
+  g.t_base = t_base;
+  g.vfs = g.cin * tp + static_cast<int64_t>(kAlign / sizeof(float));
+  g.mfs = g.cout * tp + static_cast<int64_t>(kAlign / sizeof(float));
+}
 
 Geo geo_of(const TensorView& x, const TensorView& o, const Conv2dParams* prm) {
   Geo g;
@@ -66,8 +79,7 @@ Geo geo_of(const TensorView& x, const TensorView& o, const Conv2dParams* prm) {
   g.tiles_w = (g.ow + kWinogradTile - 1) / kWinogradTile;
   g.tiles_img = g.tiles_w * ((g.oh + kWinogradTile - 1) / kWinogradTile);
   g.tiles = o.sizes[0] * g.tiles_img;
-  g.tp = (g.tiles + kMaxLanes - 1) / kMaxLanes * kMaxLanes;
-  g.t_base = 0;
+  columns_of(g, (g.tiles + kMaxLanes - 1) / kMaxLanes * kMaxLanes, 0);
   for (int d = 0; d < 4; ++d) {
     g.xs[d] = x.strides[d];
     g.os[d] = o.strides[d];
@@ -109,6 +121,8 @@ typedef float Vec __attribute__((vector_size(16)));
 constexpr int64_t kL = 4;
 constexpr bool kGather = false;  // no vector gather: input_group takes tile_values
 inline void gather_tiles(const Geo&, const float*, int64_t, int64_t, Vec*) {}
+constexpr bool kTileStores = false;  // output_group stores each value
+inline void store_tiles(const Geo&, const Vec*, float*, int64_t, int64_t) {}
 #include "kernels/cpu/winograd_body.inc"
 }  // namespace portable
 
@@ -119,6 +133,8 @@ namespace avx2 {
 typedef float Vec __attribute__((vector_size(32)));
 constexpr int64_t kL = 8;
 constexpr bool kGather = true;
+constexpr bool kTileStores = false;
+inline void store_tiles(const Geo&, const Vec*, float*, int64_t, int64_t) {}
 // tile_values by masked gathers: per lane the tile's first input offset
 // (Geo's tables), per (i, j) the lanes whose row ih0 + i and column iw0 + j
 // lie in the image.
@@ -153,6 +169,39 @@ namespace avx512 {
 typedef float Vec __attribute__((vector_size(64)));
 constexpr int64_t kL = 16;
 constexpr bool kGather = true;
+constexpr bool kTileStores = true;
+// out[n, co] for tiles t0 .. t0 + 16 from y[i * 4 + j] (lane l: tile t0 + l's
+// output at row i, column j): transposed, so that a tile inside the image
+// with contiguous rows takes four 4-float stores (a value at a time cost
+// about as much as the transform). (GCC 12's headers trip -Wuninitialized in
+// the shuffles and extracts.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+inline void store_tiles(const Geo& g, const Vec* y, float* o, int64_t co, int64_t t0) {
+  __m512 t[16];
+  for (int k = 0; k < 16; ++k) t[k] = y[k];
+  transpose16x16(t);  // t[l]: tile t0 + l's outputs, row after row
+  TileWalk at(g, t0);
+  for (int64_t l = 0; l < kL && t0 + l < g.tiles; ++l, at.next(g)) {
+    const int64_t oh0 = at.row * kWinogradTile, ow0 = at.col * kWinogradTile;
+    float* dst = o + at.img * g.os[0] + co * g.os[1] + oh0 * g.os[2] + ow0 * g.os[3];
+    if (oh0 + kWinogradTile <= g.oh && ow0 + kWinogradTile <= g.ow && g.os[3] == 1) {
+      _mm_storeu_ps(dst, _mm512_extractf32x4_ps(t[l], 0));
+      _mm_storeu_ps(dst + g.os[2], _mm512_extractf32x4_ps(t[l], 1));
+      _mm_storeu_ps(dst + 2 * g.os[2], _mm512_extractf32x4_ps(t[l], 2));
+      _mm_storeu_ps(dst + 3 * g.os[2], _mm512_extractf32x4_ps(t[l], 3));
+      continue;
+    }
+    alignas(64) float b[16];
+    _mm512_store_ps(b, t[l]);
+    const int64_t rows = std::min<int64_t>(kWinogradTile, g.oh - oh0), cols = std::min<int64_t>(kWinogradTile, g.ow - ow0);
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) dst[i * g.os[2] + j * g.os[3]] = b[i * 4 + j];
+    }
+  }
+}
+#pragma GCC diagnostic pop
 // As avx2::gather_tiles.
 inline void gather_tiles(const Geo& g, const float* x, int64_t ci, int64_t t0, Vec* dv) {
   const __m512i vo = _mm512_loadu_si512(g.tile_off + t0), vh = _mm512_loadu_si512(g.tile_ih + t0);
@@ -248,10 +297,21 @@ int64_t tile_block(const Geo& g) {
   return tb < g.tp && winograd_weight_bytes(g.cout, g.cin) <= kMaxBlockedU ? tb : g.tp;
 }
 
+// V's and M's bytes.
+size_t v_bytes(const Geo& g) { return aligned(static_cast<size_t>(kWinogradFreqs * g.vfs) * sizeof(float)); }
+size_t m_bytes(const Geo& g) { return aligned(static_cast<size_t>(kWinogradFreqs * g.mfs) * sizeof(float)); }
+
+// Geo of tile block b (tb tiles from tile b * tb).
+Geo block_of(const Geo& g, int64_t tb, int64_t b) {
+  Geo gb = g;
+  columns_of(gb, tb, b * tb);
+  return gb;
+}
+
 // A block's scratch: its V and M, and a GEMM packing slot.
 size_t block_bytes(const Geo& g, int64_t tb) {
-  return aligned(static_cast<size_t>(kWinogradFreqs * (g.cin + g.cout) * tb) * sizeof(float)) +
-         aligned(sgemm_workspace(g.cout, tb, g.cin, 1));
+  const Geo gb = block_of(g, tb, 0);
+  return v_bytes(gb) + m_bytes(gb) + aligned(sgemm_workspace(g.cout, tb, g.cin, 1));
 }
 
 int64_t block_slots(const Geo& g, int64_t tb, int threads) {
@@ -313,10 +373,8 @@ size_t winograd_workspace(const TensorView& x, const TensorView& o, bool pretran
   const size_t u = (pretransformed ? 0 : aligned(winograd_weight_bytes(g.cout, g.cin))) + table_bytes(g);
   const int64_t tb = tile_block(g);
   if (tb < g.tp) return kAlign + u + block_bytes(g, tb) * static_cast<size_t>(block_slots(g, tb, threads));
-  const size_t v = aligned(static_cast<size_t>(kWinogradFreqs * g.cin * g.tp) * sizeof(float));
-  const size_t m = aligned(static_cast<size_t>(kWinogradFreqs * g.cout * g.tp) * sizeof(float));
   const size_t gemm = aligned(sgemm_workspace(g.cout, g.tiles, g.cin, 1));
-  return kAlign + u + v + m + gemm * static_cast<size_t>(slots_for(threads));
+  return kAlign + u + v_bytes(g) + m_bytes(g) + gemm * static_cast<size_t>(slots_for(threads));
 }
 
 bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
@@ -348,23 +406,22 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
     std::atomic<bool> ok{true};
     run(parts, 1, threads, [&](int64_t p0, int64_t p1) {
       for (int64_t part = p0; part < p1; ++part) {
-        float* v = reinterpret_cast<float*>(base + static_cast<size_t>(part) * bytes);
-        float* m = v + kWinogradFreqs * g.cin * tb;
-        char* gemm = reinterpret_cast<char*>(v) + aligned(static_cast<size_t>(kWinogradFreqs * (g.cin + g.cout) * tb) *
-                                                          sizeof(float));
-        const size_t gemm_bytes = bytes - static_cast<size_t>(gemm - reinterpret_cast<char*>(v));
+        char* slot = base + static_cast<size_t>(part) * bytes;
+        const Geo g0 = block_of(g, tb, 0);
+        float* v = reinterpret_cast<float*>(slot);
+        float* m = reinterpret_cast<float*>(slot + v_bytes(g0));
+        char* gemm = slot + v_bytes(g0) + m_bytes(g0);
+        const size_t gemm_bytes = bytes - v_bytes(g0) - m_bytes(g0);
         for (int64_t b = blocks * part / parts; b < blocks * (part + 1) / parts; ++b) {
-          Geo gb = g;  // V and M: this block's tiles
-          gb.t_base = b * tb;
-          gb.tp = tb;
+          const Geo gb = block_of(g, tb, b);  // V and M: this block's tiles
           const int64_t t1 = std::min(g.tiles, gb.t_base + tb);
           for (int64_t ci = 0; ci < g.cin; ++ci) {
             for (int64_t t0 = gb.t_base; t0 < t1; t0 += f.lanes) f.input(gb, px, v, ci, t0);
           }
           for (int64_t q = 0; q < kWinogradFreqs; ++q) {
             const GemmOperand a{{uw != nullptr ? uw + q * g.cout * g.cin : nullptr, g.cin, 1}, u != nullptr ? u + q : nullptr};
-            if (!sgemm_fused(g.cout, t1 - gb.t_base, g.cin, a, {{v + q * g.cin * tb, tb, 1}, nullptr},
-                             {m + q * g.cout * tb, tb, 1}, GemmEpilogue{}, gemm, gemm_bytes, 1)) {
+            if (!sgemm_fused(g.cout, t1 - gb.t_base, g.cin, a, {{v + q * gb.vfs, tb, 1}, nullptr},
+                             {m + q * gb.mfs, tb, 1}, GemmEpilogue{}, gemm, gemm_bytes, 1)) {
               ok = false;
             }
           }
@@ -378,9 +435,9 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
     return ok.load();
   }
   float* v = reinterpret_cast<float*>(base);
-  float* m = v + aligned(static_cast<size_t>(kWinogradFreqs * g.cin * g.tp) * sizeof(float)) / sizeof(float);
+  float* m = v + v_bytes(g) / sizeof(float);
   char* gemm_base =
-      reinterpret_cast<char*>(m) + aligned(static_cast<size_t>(kWinogradFreqs * g.cout * g.tp) * sizeof(float));
+      reinterpret_cast<char*>(m) + m_bytes(g);
   const size_t gemm_bytes = aligned(sgemm_workspace(g.cout, g.tiles, g.cin, 1));
   const int64_t groups = (g.tiles + f.lanes - 1) / f.lanes;
 
@@ -395,8 +452,8 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
       for (int64_t q = kWinogradFreqs * s / slots; q < kWinogradFreqs * (s + 1) / slots; ++q) {
         // (the blocked product either way: bitwise the same whether U comes packed or not)
         const GemmOperand a{{uw != nullptr ? uw + q * g.cout * g.cin : nullptr, g.cin, 1}, u != nullptr ? u + q : nullptr};
-        const MatrixRef<const float> b{v + q * g.cin * g.tp, g.tp, 1};
-        const MatrixRef<float> c{m + q * g.cout * g.tp, g.tp, 1};
+        const MatrixRef<const float> b{v + q * g.vfs, g.tp, 1};
+        const MatrixRef<float> c{m + q * g.mfs, g.tp, 1};
         if (!sgemm_fused(g.cout, g.tiles, g.cin, a, {b, nullptr}, c, GemmEpilogue{}, gemm_base + s * gemm_bytes,
                          gemm_bytes, 1)) {
           ok = false;
