@@ -1,4 +1,4 @@
-// Float transposes shared by the depthwise kernel's channel lanes, the int8
+// Float transposes shared by the depthwise kernel's channel lanes, the Winograd output tiles, the int8
 // GEMM's transposed stores and the int8 convolution's channels-last input: a
 // scalar one (any target), and on x86 (GCC or Clang) a 16 x 16 transpose in
 // AVX-512 registers (callers compile it inside functions built for avx512f):
