@@ -176,13 +176,9 @@ inline Vec vload(const float* s) {
 #if defined(__clang__)
 inline Vec veven(Vec a, Vec b) { return __builtin_shufflevector(a, b, 0, 2, 4, 6); }
 inline Vec vodd(Vec a, Vec b) { return __builtin_shufflevector(a, b, 1, 3, 5, 7); }
-template <int J>
-inline Vec vshift(Vec a, Vec b) { return __builtin_shufflevector(a, b, J, J + 1, J + 2, J + 3); }
 #else
 inline Vec veven(Vec a, Vec b) { return __builtin_shuffle(a, b, Veci{0, 2, 4, 6}); }
 inline Vec vodd(Vec a, Vec b) { return __builtin_shuffle(a, b, Veci{1, 3, 5, 7}); }
-template <int J>
-inline Vec vshift(Vec a, Vec b) { return __builtin_shuffle(a, b, Veci{J, J + 1, J + 2, J + 3}); }
 #endif
 constexpr bool kShiftRows = false;
 inline Vec vset1(float f) { return Vec{f, f, f, f}; }
@@ -219,16 +215,6 @@ inline Vec veven(Vec a, Vec b) {
 inline Vec vodd(Vec a, Vec b) {
   const __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));  // a1 a3 b1 b3 | a5 a7 b5 b7
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
-}
-template <int J>
-inline Vec vshift(Vec a, Vec b) {  // lanes J .. J + 7 of a then b
-  const __m256 t = _mm256_permute2f128_ps(a, b, 0x21);  // a's high half, b's low half
-  if constexpr (J == 4) return t;
-  if constexpr (J < 4) {
-    return _mm256_castsi256_ps(_mm256_alignr_epi8(_mm256_castps_si256(t), _mm256_castps_si256(a), 4 * J));
-  } else {
-    return _mm256_castsi256_ps(_mm256_alignr_epi8(_mm256_castps_si256(b), _mm256_castps_si256(t), 4 * (J - 4)));
-  }
 }
 constexpr bool kShiftRows = false;
 inline Vec vset1(float f) { return _mm256_set1_ps(f); }

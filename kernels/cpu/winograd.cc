@@ -119,9 +119,11 @@ struct TileWalk {
 namespace portable {  // 4 lanes in GCC vector extensions: SSE2 on x86, NEON on ARM
 typedef float Vec __attribute__((vector_size(16)));
 constexpr int64_t kL = 4;
-constexpr bool kGather = false;  // no vector gather: input_group takes tile_values
+// No vector gathers or tile stores here: input_group takes tile_values and
+// output_group stores each value (the hooks below are never called).
+constexpr bool kGather = false;
+constexpr bool kTileStores = false;
 inline void gather_tiles(const Geo&, const float*, int64_t, int64_t, Vec*) {}
-constexpr bool kTileStores = false;  // output_group stores each value
 inline void store_tiles(const Geo&, const Vec*, float*, int64_t, int64_t) {}
 #include "kernels/cpu/winograd_body.inc"
 }  // namespace portable
@@ -133,7 +135,7 @@ namespace avx2 {
 typedef float Vec __attribute__((vector_size(32)));
 constexpr int64_t kL = 8;
 constexpr bool kGather = true;
-constexpr bool kTileStores = false;
+constexpr bool kTileStores = false;  // (store_tiles never called)
 inline void store_tiles(const Geo&, const Vec*, float*, int64_t, int64_t) {}
 // tile_values by masked gathers: per lane the tile's first input offset
 // (Geo's tables), per (i, j) the lanes whose row ih0 + i and column iw0 + j
