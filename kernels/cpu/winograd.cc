@@ -320,6 +320,16 @@ int64_t block_slots(const Geo& g, int64_t tb, int threads) {
   return std::min<int64_t>(std::max(1, threads), (g.tp + tb - 1) / tb);
 }
 
+// M[q] = U[q] @ V[q] over the first n columns of g's V and M, on the calling
+// thread: U per call (uw) or pre-packed (u). The blocked product either way,
+// bitwise the same whether U comes packed or not.
+bool frequency_product(const Geo& g, int64_t q, const float* uw, const PackedOperand* u, const float* v, float* m,
+                       int64_t n, char* workspace, size_t workspace_bytes) {
+  const GemmOperand a{{uw != nullptr ? uw + q * g.cout * g.cin : nullptr, g.cin, 1}, u != nullptr ? u + q : nullptr};
+  return sgemm_fused(g.cout, n, g.cin, a, {{v + q * g.vfs, g.tp, 1}, nullptr}, {m + q * g.mfs, g.tp, 1},
+                     GemmEpilogue{}, workspace, workspace_bytes, 1);
+}
+
 }  // namespace
 
 bool winograd_applies(const TensorView& x, const TensorView& w, const TensorView& o, const Conv2dParams& prm) {
@@ -421,11 +431,7 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
             for (int64_t t0 = gb.t_base; t0 < t1; t0 += f.lanes) f.input(gb, px, v, ci, t0);
           }
           for (int64_t q = 0; q < kWinogradFreqs; ++q) {
-            const GemmOperand a{{uw != nullptr ? uw + q * g.cout * g.cin : nullptr, g.cin, 1}, u != nullptr ? u + q : nullptr};
-            if (!sgemm_fused(g.cout, t1 - gb.t_base, g.cin, a, {{v + q * gb.vfs, tb, 1}, nullptr},
-                             {m + q * gb.mfs, tb, 1}, GemmEpilogue{}, gemm, gemm_bytes, 1)) {
-              ok = false;
-            }
+            if (!frequency_product(gb, q, uw, u, v, m, t1 - gb.t_base, gemm, gemm_bytes)) ok = false;
           }
           for (int64_t co = 0; co < g.cout; ++co) {
             const float bco = pb != nullptr ? pb[co * bias.strides[0]] : 0.0f;
@@ -438,8 +444,7 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
   }
   float* v = reinterpret_cast<float*>(base);
   float* m = v + v_bytes(g) / sizeof(float);
-  char* gemm_base =
-      reinterpret_cast<char*>(m) + m_bytes(g);
+  char* gemm_base = reinterpret_cast<char*>(m) + m_bytes(g);
   const size_t gemm_bytes = aligned(sgemm_workspace(g.cout, g.tiles, g.cin, 1));
   const int64_t groups = (g.tiles + f.lanes - 1) / f.lanes;
 
@@ -452,14 +457,7 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
   run(slots, 1, threads, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) {
       for (int64_t q = kWinogradFreqs * s / slots; q < kWinogradFreqs * (s + 1) / slots; ++q) {
-        // (the blocked product either way: bitwise the same whether U comes packed or not)
-        const GemmOperand a{{uw != nullptr ? uw + q * g.cout * g.cin : nullptr, g.cin, 1}, u != nullptr ? u + q : nullptr};
-        const MatrixRef<const float> b{v + q * g.vfs, g.tp, 1};
-        const MatrixRef<float> c{m + q * g.mfs, g.tp, 1};
-        if (!sgemm_fused(g.cout, g.tiles, g.cin, a, {b, nullptr}, c, GemmEpilogue{}, gemm_base + s * gemm_bytes,
-                         gemm_bytes, 1)) {
-          ok = false;
-        }
+        if (!frequency_product(g, q, uw, u, v, m, g.tiles, gemm_base + s * gemm_bytes, gemm_bytes)) ok = false;
       }
     }
   });
