@@ -112,6 +112,23 @@ constexpr int64_t kMaxTaps = 64;
 constexpr int64_t kStemMaxCin = 4;
 constexpr int64_t kStemMaxRows = 32;
 
+// stem_rows pads the input rows of a band of output rows at once, then
+// computes the band a block of channels at a time: each channel's output is
+// written in one run of rows. (Row by row, ResNet-18's 7x7 stem wrote 64
+// planes at once, a stream each: after the rest of the model had evicted its
+// output, it took 2.0 ms there against 1.65 alone.) A band's padded rows
+// take at most about kStemBandBytes.
+constexpr int64_t kStemBandBytes = 192 * 1024;
+
+// The output rows of a band (at least one).
+int64_t stem_band(const Plane& p, int64_t cin) {
+  const int64_t rows = kStemBandBytes / (cin * p.wp * 4);
+  return std::max<int64_t>(1, (rows - p.kh) / p.sh + 1);
+}
+
+// The padded input rows of a band of `band` output rows.
+int64_t stem_band_rows(const Plane& p, int64_t band) { return (band - 1) * p.sh + p.kh; }
+
 bool vectorizable(const Plane& p) {
   return (p.sw == 1 || p.sw == 2) && p.oh > 0 && p.ow > 0 && p.kh * p.kw <= kMaxTaps;
 }
@@ -481,7 +498,7 @@ StemPlan stem_plan(const TensorView& x, const TensorView& wt, const TensorView& 
   s.oc_pad = round_up(s.cout, kernels().stem_oc);
   s.taps = s.cin * s.p.kh * s.p.kw;
   s.weight_bytes = round_up((s.oc_pad * s.taps + s.oc_pad) * 4, kAlign);
-  s.rows_bytes = round_up(s.cin * s.p.kh * s.p.wp * 4, kAlign);
+  s.rows_bytes = round_up(s.cin * stem_band_rows(s.p, stem_band(s.p, s.cin)) * s.p.wp * 4, kAlign);
   return s;
 }
 
