@@ -1,5 +1,6 @@
 // Graph rewrites after folding (passes.h): BatchNorm folded into Conv/Gemm,
-// Relu/Clip/HardSwish fused into Conv/Gemm, 1-D Convs made 2-D.
+// residual Adds and Relu/Clip/HardSwish fused into Conv/Gemm, 1-D Convs made
+// 2-D.
 #include <algorithm>
 
 #include "converter/onnx_import.h"
@@ -89,6 +90,54 @@ Expected<int> fold_batchnorm(Graph& graph) {
   }
   graph.erase_nodes(dead);
   return folded;
+}
+
+namespace {
+
+// The shape as dims every one of which is known (a number or a named symbol).
+bool fully_known(const Value& v) {
+  return v.shape && std::all_of(v.shape->begin(), v.shape->end(),
+                                [](const Dim& d) { return d.is_static() || !d.symbol.empty(); });
+}
+
+}  // namespace
+
+int fuse_residual_adds(Graph& graph) {
+  int fused = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& add = graph.nodes[i];
+    if (add.op_type != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1 || add.outputs[0] < 0) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int y = add.inputs[static_cast<size_t>(side)], r = add.inputs[static_cast<size_t>(1 - side)];
+      if (y < 0 || r < 0 || y == r) continue;
+      const int p = graph.producer_of(y);
+      if (p < 0 || dead[static_cast<size_t>(p)] || sole_user(graph, y) != static_cast<int>(i)) continue;
+      const Node& conv = graph.nodes[static_cast<size_t>(p)];
+      if (conv.op_type != "Conv" || conv.has("activation") || conv.inputs.size() < 2 || conv.inputs.size() > 3 ||
+          conv.outputs.size() != 1) {
+        continue;
+      }
+      const Value &wv = graph.value(conv.inputs[1]), &yv = graph.value(y), &rv = graph.value(r);
+      if (!wv.shape || wv.shape->size() != 4) continue;  // 2-D convolutions (1-D ones become 2-D later)
+      if (yv.dtype != DType::Float32 || rv.dtype != DType::Float32 || !fully_known(yv) || !fully_known(rv) ||
+          *yv.shape != *rv.shape) {
+        continue;  // a broadcasting Add stays an Add
+      }
+      // The Conv moves to the Add's place (its inputs were ready before; the
+      // residual may be computed after it).
+      Node fused_conv = conv;
+      fused_conv.inputs.resize(4, -1);
+      fused_conv.inputs[3] = r;
+      fused_conv.outputs = add.outputs;
+      graph.nodes[i] = std::move(fused_conv);
+      dead[static_cast<size_t>(p)] = true;
+      ++fused;
+      break;
+    }
+  }
+  graph.erase_nodes(dead);
+  return fused;
 }
 
 int fuse_activations(Graph& graph) {

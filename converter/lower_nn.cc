@@ -275,8 +275,9 @@ void Lowerer::lower_conv(const Node& n) {
   if (dims_of(w, "weight").size() == 3) return lower_conv1d(n);  // lower_attn.cc
   Conv2dParams p = conv_params(n, n.inputs[0], w);
   p.activation = fused_activation(n);
-  emit(OpKind::Conv2d, n, {tensor(n.inputs[0]), weight(w), has_input(n, 2) ? weight(n.inputs[2]) : -1},
-       {out0(n)}, p);
+  std::vector<int32_t> ins = {tensor(n.inputs[0]), weight(w), has_input(n, 2) ? weight(n.inputs[2]) : -1};
+  if (has_input(n, 3)) ins.push_back(tensor(n.inputs[3]));  // a residual (fuse_residual_adds)
+  emit(OpKind::Conv2d, n, ins, {out0(n)}, p);
 }
 
 // DeformConv (19+): 2-D only (a 4-D input), as torchvision's deform_conv2d.

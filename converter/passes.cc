@@ -23,6 +23,7 @@ std::string PassReport::summary() const {
   if (layer_norms_fused > 0) os << ", fused " << layer_norms_fused << " LayerNorms";
   if (gelus_fused > 0) os << ", fused " << gelus_fused << " GELUs";
   if (hardswishes_fused > 0) os << ", fused " << hardswishes_fused << " Hardswishes";
+  if (residual_adds_fused > 0) os << ", fused " << residual_adds_fused << " residual Adds";
   if (recurrences_scanned > 0) os << ", made " << recurrences_scanned << " recurrences over a dynamic length Scans";
   return os.str();
 }
@@ -115,6 +116,7 @@ Expected<PassReport> run_passes_or_raise(Graph& graph, bool fuse_matmul_biases) 
   r.batchnorms_folded = *bn;
   r.matmul_biases_fused = fuse_matmul_biases ? fuse_matmul_bias(graph) : 0;
   r.hardswishes_fused = fuse_hardswishes(graph);  // first: a Conv's x * HardSigmoid(x) becomes its activation
+  r.residual_adds_fused = fuse_residual_adds(graph);  // before: the activation then follows the Add
   r.activations_fused = fuse_activations(graph);
   r.layer_norms_fused = fuse_layer_norms(graph);
   r.gelus_fused = fuse_gelus(graph);

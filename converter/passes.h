@@ -31,6 +31,7 @@ struct PassReport {
   int layer_norms_fused = 0;   // LayerNorms exported as 9 nodes made one LayerNormalization
   int gelus_fused = 0;         // GELUs exported as 5 nodes made one Gelu
   int hardswishes_fused = 0;   // Mul(x, HardSigmoid(x)) made one HardSwish
+  int residual_adds_fused = 0; // Adds of a Conv's output and a residual made the Conv's 4th input
   int recurrences_scanned = 0; // LSTM/GRU/RNN over a dynamic sequence length made Scans
   // "folded 12 constants, 3 shapes, ..." for the converter's report.
   std::string summary() const;
@@ -80,6 +81,13 @@ Expected<int> fold_batchnorm(Graph& graph);
 // torch.nn.Linear takes it), so that the bias, and a Relu fused after it, are
 // applied by the GEMM as it stores C. Returns the MatMuls fused.
 int fuse_matmul_bias(Graph& graph);
+
+// An Add of a 2-D Conv's output (its only reader; the Conv without an
+// activation) and another float32 value of the same, fully known shape
+// becomes the Conv with that value as a 4th input, the residual (Conv2d's:
+// added to the convolution and its bias, before the activation), in the Add's
+// place. Returns the Adds fused.
+int fuse_residual_adds(Graph& graph);
 
 // A Conv or Gemm whose only reader is Relu or Clip (constant bounds) takes the
 // activation as attributes: "activation" = "Relu" or "Clip", and for Clip

@@ -71,6 +71,17 @@ void winograd_case(const Shape4& s, int threads, int repeats) {
       if (!cpu::winograd_conv2d(xv, wv, bv, yv, prm, pre, ws.data(), ws.size(), threads)) std::abort();
     });
   }
+  // A residual added before the activation (a ResNet block's second convolution).
+  const Tensor r = randn({1, s.cout, s.hw, s.hw});
+  std::vector<char> ws(cpu::winograd_workspace(xv, yv, true, threads));
+  prm.activation.kind = ActivationKind::Relu;
+  report(threads, s.name, "winograd + relu", repeats, [&] {
+    if (!cpu::winograd_conv2d(xv, wv, bv, yv, prm, u.data(), ws.data(), ws.size(), threads)) std::abort();
+  });
+  report(threads, s.name, "winograd + residual", repeats, [&] {
+    if (!cpu::winograd_conv2d(xv, wv, bv, yv, prm, u.data(), ws.data(), ws.size(), threads, r.data_ptr<float>()))
+      std::abort();
+  });
 }
 
 }  // namespace

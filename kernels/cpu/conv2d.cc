@@ -14,7 +14,9 @@
 // convolutions of few input channels (image stems: depthwise.h's
 // stem_conv2d, which reads the input rows directly). The bias and the
 // fused activation of Conv2dParams are the GEMM's epilogue (applied as the
-// micro-kernel stores C; by the depthwise kernel before its store). A weight
+// micro-kernel stores C; by the depthwise kernel before its store), and so is
+// a residual (in[3], ember convert's fused Add: added before the activation;
+// by Winograd as it stores its tiles, by a pass after the other paths). A weight
 // packed once (Conv2dParams::weight: CpuPackedWeight, groups 1; at its first use) is read
 // as the GEMM's pre-packed A operand. 3x3 stride-1 convolutions large enough
 // (winograd_profitable) take Winograd F(4x4, 3x3) (winograd.h), with the
@@ -258,6 +260,32 @@ void activate_rows(float* y, int64_t rows, int64_t rs, int64_t cols, int64_t cs,
   }
 }
 
+RT_SIMD_CLONES void add_row(float* __restrict y, const float* __restrict r, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += r[i];
+}
+
+// o = act(o + r): the residual of a path that does not add it as it stores
+// (o and r of one shape, any strides), in the order a separate Add and
+// activation would take.
+void add_residual(const TensorView& o, const TensorView& r, const Activation& a) {
+  float* po = o.ptr<float>();
+  const float* pr = r.ptr<const float>();
+  for (int64_t n = 0; n < o.sizes[0]; ++n) {
+    for (int64_t c = 0; c < o.sizes[1]; ++c) {
+      for (int64_t h = 0; h < o.sizes[2]; ++h) {
+        float* y = po + n * o.strides[0] + c * o.strides[1] + h * o.strides[2];
+        const float* s = pr + n * r.strides[0] + c * r.strides[1] + h * r.strides[2];
+        if (o.strides[3] == 1 && r.strides[3] == 1) {
+          add_row(y, s, o.sizes[3]);
+        } else {
+          for (int64_t w = 0; w < o.sizes[3]; ++w) y[w * o.strides[3]] += s[w * r.strides[3]];
+        }
+        activate_rows(y, 1, 0, o.sizes[3], o.strides[3], a);
+      }
+    }
+  }
+}
+
 // The reference kernel, then the activation (the reference kernel ignores it).
 Status conv2d_fallback(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                        const OpParams& params, const Conv2dParams& prm) {
@@ -273,54 +301,10 @@ Status conv2d_fallback(const KernelContext& ctx, Span<const TensorView> in, Span
   return Status::Ok;
 }
 
-}  // namespace
-
-size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params) {
-  const Conv2dParams* prm = std::get_if<Conv2dParams>(&params);
-  if (prm == nullptr || in.size() != 3 || out.size() != 1 || in[0].rank != 4 || in[1].rank != 4 ||
-      out[0].rank != 4 || prm->groups <= 0) {
-    return 0;
-  }
-  const PackedOperand* u = winograd_weight(*prm, in[1]);
-  if (use_winograd(in[0], in[1], out[0], *prm, u))
-    return winograd_workspace(in[0], out[0], /*pretransformed=*/u != nullptr, get_num_threads());
-  const ConvPlan p = plan_for(in[0], in[1], out[0], *prm, get_num_threads());
-  if (is_depthwise(p)) return depthwise_workspace(in[0], in[1], out[0], *prm, p.threads);
-  if (stem_applies(in[0], in[1], out[0], *prm)) return stem_workspace(in[0], in[1], out[0], *prm, p.threads);
-  return workspace_of(p);
-}
-
-Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
-                  const OpParams& params) {
-  const Conv2dParams* prm = std::get_if<Conv2dParams>(&params);
-  EMBER_CHECK(prm != nullptr && prm->groups > 0 && in.size() == 3 && out.size() == 1, Status::InvalidArgument);
-  const TensorView &x = in[0], &wt = in[1], &bias = in[2], &o = out[0];
-  EMBER_CHECK(x.rank == 4 && wt.rank == 4 && o.rank == 4, Status::InvalidArgument);
-  EMBER_CHECK(x.dtype == DType::Float32 && wt.dtype == DType::Float32 && o.dtype == DType::Float32 &&
-                         (bias.data == nullptr || bias.dtype == DType::Float32),
-                     Status::DTypeMismatch);
-  EMBER_CHECK(o.sizes[0] == x.sizes[0] && o.sizes[1] == wt.sizes[0] && o.sizes[1] % prm->groups == 0 &&
-                         x.sizes[1] == wt.sizes[1] * prm->groups &&
-                         (bias.data == nullptr || (bias.rank == 1 && bias.sizes[0] == o.sizes[1])),
-                     Status::ShapeMismatch);
-  // Winograd F(4x4, 3x3) where it beats im2col; without enough scratch, the paths below.
-  const PackedOperand* u = winograd_weight(*prm, wt);
-  if (use_winograd(x, wt, o, *prm, u) &&
-      winograd_conv2d(x, wt, bias, o, *prm, u, ctx.scratch, ctx.scratch_bytes, ctx.num_threads)) {
-    return Status::Ok;
-  }
-  const ConvPlan p = plan_for(x, wt, o, *prm, ctx.num_threads);
-  if (is_depthwise(p) && wt.is_contiguous()) {
-    if (o.numel() > 0) depthwise_conv2d(x, wt, bias, o, *prm, ctx.scratch, ctx.scratch_bytes, p.threads);
-    return Status::Ok;
-  }
-  if (stem_applies(x, wt, o, *prm) && stem_conv2d(x, wt, bias, o, *prm, ctx.scratch, ctx.scratch_bytes, p.threads)) {
-    return Status::Ok;
-  }
-  const bool flat = merges(p.oh, o.strides[2], p.ow, o.strides[3]) && wt.is_contiguous();
-  if (!flat || ctx.scratch_bytes < workspace_of(p)) return conv2d_fallback(ctx, in, out, params, *prm);
-  if (o.numel() == 0) return Status::Ok;
-
+// The GEMM paths of conv2d_f32 (plan p; `gemv`: one output position; pres:
+// a residual with o's strides, the batched images and gemv excepted).
+Status conv2d_gemm(const KernelContext& ctx, const TensorView& x, const TensorView& wt, const TensorView& bias,
+                   const TensorView& o, const Conv2dParams& prm, const ConvPlan& p, bool gemv, const float* pres) {
   const float* px = x.ptr<const float>();
   const float* pw = wt.ptr<const float>();
   const float* pb = bias.ptr<const float>();
@@ -334,11 +318,8 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
     for (int64_t co = 0; co < p.cout; ++co) contiguous[co] = pb[co * bias.strides[0]];
     pb = contiguous;
   }
-  // One output position (a squeeze-and-excitation block's FC): out^T = x^T W^T, a row times the
-  // weight read in place by gemv's dot kernels (the bias a column bias there); the weight is not packed.
-  const bool gemv = p.direct && p.p == 1 && p.images == 1 && x.strides[1] == 1;
-  const PackedOperand* packed = gemv ? nullptr : packed_weight(*prm, wt);
-  const GemmEpilogue epilogue = activation_epilogue(prm->activation);  // bias: set per product
+  const PackedOperand* packed = gemv ? nullptr : packed_weight(prm, wt);
+  const GemmEpilogue epilogue = activation_epilogue(prm.activation);  // bias: set per product
 
   // One (image, group) product, its output rows [row0, row1) (im2col only);
   // `threads` > 1 only when units run one at a time.
@@ -348,6 +329,8 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
     float* og = po + n * o.strides[0] + g * p.cout_g * o.strides[1];
     GemmEpilogue e = epilogue;
     e.row_bias = pb != nullptr ? pb + g * p.cout_g : nullptr;
+    const float* rg = pres != nullptr ? pres + n * o.strides[0] + g * p.cout_g * o.strides[1] : nullptr;
+    e.residual_rs = o.strides[1];
     const GemmOperand a{{pw + g * p.cout_g * p.kdim, p.kdim, 1}, packed};
     if (gemv) {
       GemmEpilogue ev = epilogue;
@@ -358,17 +341,19 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
                           threads);
     }
     if (p.direct) {
+      e.residual = rg;
       return sgemm_fused(p.cout_g, p.p, p.kdim, a, GemmOperand{{xg, x.strides[1], x_cs}, nullptr},
                          MatrixRef<float>{og, o.strides[1], o_cs}, e, slot + p.col_bytes, p.gemm_bytes, threads);
     }
     float* col = reinterpret_cast<float*>(slot);
     for (int64_t oh0 = row0; oh0 < row1; oh0 += p.rows) {
       const int64_t oh1 = std::min(row1, oh0 + p.rows), cols = (oh1 - oh0) * p.ow;
+      e.residual = rg != nullptr ? rg + oh0 * p.ow * o_cs : nullptr;
       if (threads > 1 && p.kdim > 1) {
         parallel_for(0, p.kdim, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols)),
-                     [&](int64_t r0, int64_t r1) { im2col_rows(xg, x, p, *prm, col, cols, r0, r1, oh0, oh1); });
+                     [&](int64_t r0, int64_t r1) { im2col_rows(xg, x, p, prm, col, cols, r0, r1, oh0, oh1); });
       } else {
-        im2col_rows(xg, x, p, *prm, col, cols, 0, p.kdim, oh0, oh1);
+        im2col_rows(xg, x, p, prm, col, cols, 0, p.kdim, oh0, oh1);
       }
       if (!sgemm_fused(p.cout_g, cols, p.kdim, a, GemmOperand{{col, cols, 1}, nullptr},
                        MatrixRef<float>{og + oh0 * p.ow * o_cs, o.strides[1], o_cs}, e, slot + p.col_bytes,
@@ -391,7 +376,7 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
       const int64_t nb = std::min(p.images, p.batch - n0), cols = nb * p.p;
       parallel_for(0, nb, 1, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i)
-          im2col_rows(px + (n0 + i) * x.strides[0], x, p, *prm, col + i * p.p, cols, 0, p.kdim, 0, p.oh);
+          im2col_rows(px + (n0 + i) * x.strides[0], x, p, prm, col + i * p.p, cols, 0, p.kdim, 0, p.oh);
       });
       if (!sgemm_fused(p.cout, cols, p.kdim, GemmOperand{{pw, p.kdim, 1}, packed}, GemmOperand{{col, cols, 1}, nullptr},
                        MatrixRef<float>{prod, cols, 1}, e, slot + p.col_bytes + p.out_bytes, p.gemm_bytes, p.threads))
@@ -433,6 +418,84 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
     }
   });
   return ok.load() ? Status::Ok : Status::OutOfMemory;
+}
+
+}  // namespace
+
+size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params) {
+  const Conv2dParams* prm = std::get_if<Conv2dParams>(&params);
+  if (prm == nullptr || (in.size() != 3 && in.size() != 4) || out.size() != 1 || in[0].rank != 4 || in[1].rank != 4 ||
+      out[0].rank != 4 || prm->groups <= 0) {
+    return 0;
+  }
+  const PackedOperand* u = winograd_weight(*prm, in[1]);
+  if (use_winograd(in[0], in[1], out[0], *prm, u))
+    return winograd_workspace(in[0], out[0], /*pretransformed=*/u != nullptr, get_num_threads());
+  const ConvPlan p = plan_for(in[0], in[1], out[0], *prm, get_num_threads());
+  if (is_depthwise(p)) return depthwise_workspace(in[0], in[1], out[0], *prm, p.threads);
+  if (stem_applies(in[0], in[1], out[0], *prm)) return stem_workspace(in[0], in[1], out[0], *prm, p.threads);
+  return workspace_of(p);
+}
+
+Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                  const OpParams& params) {
+  const Conv2dParams* prm = std::get_if<Conv2dParams>(&params);
+  EMBER_CHECK(prm != nullptr && prm->groups > 0 && (in.size() == 3 || in.size() == 4) && out.size() == 1,
+              Status::InvalidArgument);
+  const TensorView &x = in[0], &wt = in[1], &bias = in[2], &o = out[0];
+  EMBER_CHECK(x.rank == 4 && wt.rank == 4 && o.rank == 4, Status::InvalidArgument);
+  EMBER_CHECK(x.dtype == DType::Float32 && wt.dtype == DType::Float32 && o.dtype == DType::Float32 &&
+                         (bias.data == nullptr || bias.dtype == DType::Float32),
+                     Status::DTypeMismatch);
+  EMBER_CHECK(o.sizes[0] == x.sizes[0] && o.sizes[1] == wt.sizes[0] && o.sizes[1] % prm->groups == 0 &&
+                         x.sizes[1] == wt.sizes[1] * prm->groups &&
+                         (bias.data == nullptr || (bias.rank == 1 && bias.sizes[0] == o.sizes[1])),
+                     Status::ShapeMismatch);
+  // A residual (in[3]): added to the convolution and its bias, before the
+  // activation. Winograd and the GEMM add it as they store the output, where
+  // it has the output's strides; the other paths compute without it, then
+  // add it and the activation as a pass (unfused).
+  const TensorView* res = in.size() > 3 && in[3].data != nullptr ? &in[3] : nullptr;
+  if (res != nullptr) {
+    EMBER_CHECK(res->dtype == DType::Float32, Status::DTypeMismatch);
+    EMBER_CHECK(res->rank == 4 && std::equal(o.sizes, o.sizes + 4, res->sizes), Status::ShapeMismatch);
+  }
+  auto unfused = [&]() -> Status {
+    Conv2dParams plain = *prm;
+    plain.activation = {};
+    EMBER_TRY(conv2d_f32(ctx, Span<const TensorView>(in.data(), 3), out, plain));
+    add_residual(o, *res, prm->activation);
+    return Status::Ok;
+  };
+  if (res != nullptr && !std::equal(o.strides, o.strides + 4, res->strides)) return unfused();
+  const float* pres = res != nullptr ? res->ptr<const float>() : nullptr;
+  // Winograd F(4x4, 3x3) where it beats im2col; without enough scratch, the paths below.
+  const PackedOperand* u = winograd_weight(*prm, wt);
+  if (use_winograd(x, wt, o, *prm, u) &&
+      winograd_conv2d(x, wt, bias, o, *prm, u, ctx.scratch, ctx.scratch_bytes, ctx.num_threads, pres)) {
+    return Status::Ok;
+  }
+  const ConvPlan p = plan_for(x, wt, o, *prm, ctx.num_threads);
+  if (is_depthwise(p) && wt.is_contiguous()) {
+    if (res != nullptr) return unfused();
+    if (o.numel() > 0) depthwise_conv2d(x, wt, bias, o, *prm, ctx.scratch, ctx.scratch_bytes, p.threads);
+    return Status::Ok;
+  }
+  if (stem_applies(x, wt, o, *prm) && ctx.scratch_bytes >= stem_workspace(x, wt, o, *prm, p.threads)) {
+    if (res != nullptr) return unfused();
+    if (stem_conv2d(x, wt, bias, o, *prm, ctx.scratch, ctx.scratch_bytes, p.threads)) return Status::Ok;
+  }
+  const bool flat = merges(p.oh, o.strides[2], p.ow, o.strides[3]) && wt.is_contiguous();
+  if (!flat || ctx.scratch_bytes < workspace_of(p)) {
+    if (res != nullptr) return unfused();
+    return conv2d_fallback(ctx, in, out, params, *prm);
+  }
+  if (o.numel() == 0) return Status::Ok;
+  // One output position (a squeeze-and-excitation block's FC): out^T = x^T W^T, a row times the
+  // weight read in place by gemv's dot kernels (the bias a column bias there); the weight is not packed.
+  const bool gemv = p.direct && p.p == 1 && p.images == 1 && x.strides[1] == 1;
+  if (res != nullptr && (gemv || p.images > 1)) return unfused();
+  return conv2d_gemm(ctx, x, wt, bias, o, *prm, p, gemv, pres);
 }
 
 }  // namespace ember::cpu

@@ -49,6 +49,7 @@ struct Geo {
   int64_t xs[4], os[4];
   float lo, hi;    // activation bounds (+-inf: none)
   bool hardswish;  // the activation is HardSwish (after the bounds)
+  const float* residual;  // added before the activation, with the output's strides (os); or null
   bool gather;     // a tile's input offsets fit the 32-bit indices of gather_tiles
   // gather_tiles: per tile (tp of them) its first input row and column and
   // their offset in the input; past the last tile, rows and columns outside.
@@ -88,6 +89,7 @@ Geo geo_of(const TensorView& x, const TensorView& o, const Conv2dParams* prm) {
       (x.sizes[0] - 1) * x.strides[0] + (g.h + 2 * g.ph + 6) * x.strides[2] + (g.w + 2 * g.pw + 6) * x.strides[3];
   g.gather = x.strides[0] >= 0 && x.strides[2] >= 0 && x.strides[3] >= 0 && extent < (int64_t{1} << 31);
   g.tile_ih = g.tile_iw = g.tile_off = nullptr;
+  g.residual = nullptr;
   g.lo = -__builtin_inff();
   g.hi = __builtin_inff();
   g.hardswish = prm != nullptr && prm->activation.kind == ActivationKind::HardSwish;
@@ -113,6 +115,22 @@ struct TileWalk {
     ++img;
   }
 };
+
+// Geo's activation on a GCC vector of floats: clamped to [lo, hi] (a NaN
+// stays NaN, as activate()), then HardSwish (as hardswish_value).
+template <typename V>
+inline V activated(const Geo& g, V r) {
+  const V lo = V{} + g.lo, hi = V{} + g.hi, zero = V{}, three = V{} + 3.0f, six = V{} + 6.0f;
+  r = r < lo ? lo : r;
+  r = r > hi ? hi : r;
+  if (g.hardswish) {
+    V t = r + three;
+    t = t < zero ? zero : t;
+    t = t > six ? six : t;
+    r = r * t / six;
+  }
+  return r;
+}
 
 // --- the vector body per ISA (winograd_body.inc) -----------------------------
 
@@ -175,8 +193,10 @@ constexpr bool kTileStores = true;
 // out[n, co] for tiles t0 .. t0 + 16 from y[i * 4 + j] (lane l: tile t0 + l's
 // output at row i, column j): transposed, so that a tile inside the image
 // with contiguous rows takes four 4-float stores (a value at a time cost
-// about as much as the transform). (GCC 12's headers trip -Wuninitialized in
-// the shuffles and extracts.)
+// about as much as the transform). With a residual (y not yet activated),
+// each stored row adds the residual's row and then takes the activation (a
+// transpose of the residual to y's layout cost 0.09 of 0.67 ms on 64@56x56).
+// (GCC 12's headers trip -Wuninitialized in the shuffles and extracts.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -188,16 +208,31 @@ inline void store_tiles(const Geo& g, const Vec* y, float* o, int64_t co, int64_
   for (int64_t l = 0; l < kL && t0 + l < g.tiles; ++l, at.next(g)) {
     const int64_t oh0 = at.row * kWinogradTile, ow0 = at.col * kWinogradTile;
     float* dst = o + at.img * g.os[0] + co * g.os[1] + oh0 * g.os[2] + ow0 * g.os[3];
+    const float* res = g.residual != nullptr ? g.residual + (dst - o) : nullptr;  // (the output's strides)
     if (oh0 + kWinogradTile <= g.oh && ow0 + kWinogradTile <= g.ow && g.os[3] == 1) {
+      if (res != nullptr) {
+        __m512 r = _mm512_castps128_ps512(_mm_loadu_ps(res));
+        r = _mm512_mask_broadcast_f32x4(r, 0x00f0, _mm_loadu_ps(res + g.os[2]));
+        r = _mm512_mask_broadcast_f32x4(r, 0x0f00, _mm_loadu_ps(res + 2 * g.os[2]));
+        r = _mm512_mask_broadcast_f32x4(r, 0xf000, _mm_loadu_ps(res + 3 * g.os[2]));
+        t[l] = activated(g, t[l] + r);
+      }
       _mm_storeu_ps(dst, _mm512_extractf32x4_ps(t[l], 0));
       _mm_storeu_ps(dst + g.os[2], _mm512_extractf32x4_ps(t[l], 1));
       _mm_storeu_ps(dst + 2 * g.os[2], _mm512_extractf32x4_ps(t[l], 2));
       _mm_storeu_ps(dst + 3 * g.os[2], _mm512_extractf32x4_ps(t[l], 3));
       continue;
     }
-    alignas(64) float b[16];
-    _mm512_store_ps(b, t[l]);
     const int64_t rows = std::min<int64_t>(kWinogradTile, g.oh - oh0), cols = std::min<int64_t>(kWinogradTile, g.ow - ow0);
+    alignas(64) float b[16];
+    if (res != nullptr) {
+      alignas(64) float rb[16] = {};
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < cols; ++j) rb[i * 4 + j] = res[i * g.os[2] + j * g.os[3]];
+      }
+      t[l] = activated(g, t[l] + _mm512_load_ps(rb));
+    }
+    _mm512_store_ps(b, t[l]);
     for (int64_t i = 0; i < rows; ++i) {
       for (int64_t j = 0; j < cols; ++j) dst[i * g.os[2] + j * g.os[3]] = b[i * 4 + j];
     }
@@ -391,10 +426,11 @@ size_t winograd_workspace(const TensorView& x, const TensorView& o, bool pretran
 
 bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
                      const Conv2dParams& prm, const PackedOperand* u, void* scratch, size_t scratch_bytes,
-                     int threads) {
+                     int threads, const float* residual) {
   if (scratch_bytes < winograd_workspace(x, o, u != nullptr, threads)) return false;
   if (u != nullptr && !sgemm_packed_current(u[0])) return false;
   Geo g = geo_of(x, o, &prm);
+  g.residual = residual;
   if (o.numel() == 0) return true;
   const Fns& f = fns();
   char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);

@@ -5,7 +5,7 @@
 //   V[f, ci, t] = (B^T d B)[f]   (d: the tile t of input channel ci)
 //   U[f, co, ci] = (G g G^T)[f]  (g: the 3x3 weight of (co, ci))
 //   M[f] = U[f] @ V[f]           (36 sgemm products, Cout x Cin by Cin x tiles)
-//   out tile = act(bias + A^T M A)
+//   out tile = act(bias + A^T M A [+ residual])
 // Tiles of every image share the GEMM columns. The transforms run over
 // vectors of consecutive tiles (input, output) or input channels (weight) in
 // the GEMM's ISA (gemm.h: AVX-512, AVX2, or 4-lane GCC vectors) and give the
@@ -54,13 +54,15 @@ std::vector<PackedOperand> winograd_pack_weight(const float* w, int64_t cout, in
 // Scratch bytes winograd_conv2d needs (without U when `pretransformed`).
 size_t winograd_workspace(const TensorView& x, const TensorView& o, bool pretransformed, int threads);
 
-// out = act(bias + conv(x, w)) for a convolution winograd_applies to. bias:
-// [Cout] or none (data == nullptr). `u`: the 36 operands of
+// out = act(bias + conv(x, w) + residual) for a convolution winograd_applies
+// to. bias: [Cout] or none (data == nullptr). `u`: the 36 operands of
 // winograd_pack_weight, or nullptr to transform the weight into the workspace.
-// False (nothing written) when the workspace is too small, or when `u` was
-// packed for another GEMM kernel (sgemm_packed_current).
+// `residual`: out's shape with out's strides (a residual connection, added
+// as an Add after the convolution would), or nullptr. False (nothing
+// written) when the workspace is too small, or when `u` was packed for
+// another GEMM kernel (sgemm_packed_current).
 bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
                      const Conv2dParams& prm, const PackedOperand* u, void* scratch, size_t scratch_bytes,
-                     int threads);
+                     int threads, const float* residual = nullptr);
 
 }  // namespace ember::cpu

@@ -42,11 +42,13 @@ constexpr int op_num_inputs(OpKind op) {
 
 // The inputs a model file must give an op: op_num_inputs, less the optional
 // inputs appended to an op after files were written without them (the
-// reductions' and Squeeze's/Unsqueeze's run-time axes): older files omit them.
+// reductions' and Squeeze's/Unsqueeze's run-time axes, Conv2d's residual,
+// which the run-time QConv2d made of an int8 Conv2d keeps): older files omit them.
 constexpr int op_min_inputs(OpKind op) {
   const bool appended_axes = op == OpKind::Sum || op == OpKind::Mean || op == OpKind::Prod || op == OpKind::Var ||
                              op == OpKind::Norm || op == OpKind::Max || op == OpKind::Min ||
                              op == OpKind::Squeeze || op == OpKind::Unsqueeze;
+  if (op == OpKind::Conv2d || op == OpKind::QConv2d) return 3;
   return appended_axes ? 1 : op_num_inputs(op);
 }
 

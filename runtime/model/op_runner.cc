@@ -358,9 +358,14 @@ Status run_Conv2d(OpContext& c) {
   const auto& p = c.params<Conv2dParams>();
   EMBER_ASSIGN_OR_RETURN(const Tensor x, c.need(0, "data"));
   EMBER_ASSIGN_OR_RETURN(const Tensor w, c.need(1, "weight"));
+  const Tensor residual = c.opt(3);  // ember convert's fused residual Add (or none)
   bool fused = false;  // applied by the CPU kernel (never when a gradient is recorded)
-  EMBER_ASSIGN_OR_RETURN(const Tensor y, core::conv2d_activated(x, w, c.opt(2), p, &fused));
-  return c.set(0, fused ? y : activate(y, p.activation));
+  EMBER_ASSIGN_OR_RETURN(Tensor y, core::conv2d_activated(x, w, c.opt(2), p, &fused, residual));
+  if (fused) return c.set(0, y);
+  if (residual.defined()) {
+    EMBER_ASSIGN_OR_RETURN(y, core::add(y, residual));
+  }
+  return c.set(0, activate(y, p.activation));
 }
 
 Status run_MaxPool2d(OpContext& c) {

@@ -115,14 +115,15 @@ const OpRule& rule(OpKind kind) {
 
 }  // namespace
 
-std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool has_bias) {
+std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool adds_input) {
   const OpRule& r = rule(kind);
   std::vector<OpKind> ops = r.kernels.empty() ? std::vector<OpKind>{kind} : r.kernels;
   if (kind == OpKind::Linear) {  // int8 Linears have QLinearParams from create
-    if (has_bias) ops.push_back(OpKind::Add);
+    if (adds_input) ops.push_back(OpKind::Add);
     if (const auto* p = std::get_if<LinearParams>(&params)) add_activation(ops, p->activation);
     if (const auto* p = std::get_if<QLinearParams>(&params)) add_activation(ops, p->activation);
-  } else if (kind == OpKind::Conv2d) {
+  } else if (kind == OpKind::Conv2d || kind == OpKind::QConv2d) {
+    if (adds_input) ops.push_back(OpKind::Add);
     if (const auto* p = std::get_if<Conv2dParams>(&params)) add_activation(ops, p->activation);
     if (const auto* p = std::get_if<QConv2dParams>(&params)) add_activation(ops, p->conv.activation);
   } else if (kind == OpKind::Pad) {
@@ -136,10 +137,10 @@ bool reads_on_host(OpKind kind, size_t slot) { return slot < 32 && (rule(kind).h
 
 int key_input(OpKind kind) { return rule(kind).key_input; }
 
-std::string node_unsupported_reason(const Backend& backend, OpKind kind, const OpParams& params, bool has_bias,
+std::string node_unsupported_reason(const Backend& backend, OpKind kind, const OpParams& params, bool adds_input,
                                     bool has_device_inputs, DType key) {
   const std::string device(backend.name());
-  std::vector<OpKind> ops = kernel_ops(kind, params, has_bias);
+  std::vector<OpKind> ops = kernel_ops(kind, params, adds_input);
   // A kernel that reads only contiguous inputs gets non-contiguous ones copied first.
   for (size_t i = 0, n = ops.size(); i < n && has_device_inputs; ++i) {
     const KernelEntry* e = backend.find_kernel(ops[i], key);
@@ -198,21 +199,24 @@ void place_op(const Model& m, int k, Backend& backend, DType low, std::vector<Op
   }
   const bool int8 = op.kind == OpKind::QLinear || op.kind == OpKind::QConv2d;
   const bool sparse = op.kind == OpKind::SparseLinear;
-  const bool has_bias = vlen(in) > 2 && in->Get(2) >= 0;
+  // What an Add kernel adds after the op's own: a Linear's bias, a Conv2d's residual.
+  const uint32_t added = kind == OpKind::Conv2d ? 3 : 2;
+  const bool adds_input = vlen(in) > added && in->Get(added) >= 0;
   std::string why;
   if (int8 || sparse) {
     // A run-time op runs its own kernel in float32 (16-bit executors convert
     // around it) with the weight the device's backend prepares.
-    why = node_unsupported_reason(backend, op.kind, op.params, false, device_inputs, DType::Float32);
+    why = node_unsupported_reason(backend, op.kind, op.params, kind == OpKind::Conv2d && adds_input, device_inputs,
+                                  DType::Float32);
     if (why.empty()) why = prepare_for_device(m, k, backend, op);
   } else {
-    why = node_unsupported_reason(backend, kind, op.params, has_bias, device_inputs, key);
+    why = node_unsupported_reason(backend, kind, op.params, adds_input, device_inputs, key);
   }
   // A Copy converts: the device must hold the output's dtype as well.
   DType to = vlen(out) > 0 && out->Get(0) >= 0 ? m.tensor_dtype(out->Get(0)) : key;
   if (to == DType::Float32) to = low;
   if (why.empty() && kind == OpKind::Copy && to != key) {
-    why = node_unsupported_reason(backend, kind, op.params, has_bias, device_inputs, to);
+    why = node_unsupported_reason(backend, kind, op.params, adds_input, device_inputs, to);
   }
   if (why.empty()) return;
   op.placement = Placement::Fallback;

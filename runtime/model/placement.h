@@ -35,8 +35,9 @@ enum class Placement : uint8_t {
 // paths, linear's in-place bias add) or where the node makes views that a
 // later read back to the host makes contiguous on the device;
 // node_unsupported_reason adds Copy for kernels declared dense
-// (RT_KERNEL_DENSE). `has_bias`: Linear and Conv2d with a bias input.
-std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool has_bias);
+// (RT_KERNEL_DENSE). `adds_input`: an input the front-end adds with an Add
+// kernel after the op's own (a Linear's bias, a Conv2d's residual).
+std::vector<OpKind> kernel_ops(OpKind kind, const OpParams& params, bool adds_input);
 
 // True when input `slot` of a node of `kind` is read on the host (a shape,
 // starts/ends/axes/steps, split sizes, gather indices): it stays a CPU tensor.
@@ -51,7 +52,7 @@ int key_input(OpKind kind);
 // "" when `backend` runs a node of `kind` at dtype `key`; otherwise why not,
 // e.g. "not implemented for vulkan (no kernel for matmul, add at float32)".
 // (Linear/Conv2d with int8 or sparse weights: pack_for_device, weights.h.)
-std::string node_unsupported_reason(const Backend& backend, OpKind kind, const OpParams& params, bool has_bias,
+std::string node_unsupported_reason(const Backend& backend, OpKind kind, const OpParams& params, bool adds_input,
                                     bool has_device_inputs, DType key);
 
 // Places every op of `m` for a device executor (Executor::create): sets

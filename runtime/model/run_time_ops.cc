@@ -129,7 +129,9 @@ Status run_QConv2d(OpContext& c) {
   QConv2dParams p = c.params<QConv2dParams>();
   const Activation act = p.conv.activation;
   EMBER_ASSIGN_OR_RETURN(const Tensor db, trained_bias_delta(c));
-  if (db.defined()) p.conv.activation = {};
+  const Tensor residual = c.opt(3);  // the Conv2d's fused residual Add (or none)
+  const bool act_after = db.defined() || residual.defined();  // after what is added to the kernel's output
+  if (act_after) p.conv.activation = {};
   EMBER_ASSIGN_OR_RETURN(Tensor y, in_float32(x, [&](const Tensor& v) { return core::qconv2d(v, p); }));
   EMBER_ASSIGN_OR_RETURN(y, straight_through(y, x, [&](const Tensor& v) -> Result<Tensor> {
                            EMBER_ASSIGN_OR_RETURN(const Tensor w, dequantized_weight(c));
@@ -140,9 +142,13 @@ Status run_QConv2d(OpContext& c) {
                                             {p.conv.dilation[0], p.conv.dilation[1]}, p.conv.groups));
                            return activate(f, p.conv.activation);
                          }));
-  if (!db.defined()) return c.set(0, y);
-  EMBER_ASSIGN_OR_RETURN(y, core::add(y, db.reshape({db.numel(), 1, 1})));
-  return c.set(0, activate(y, act));
+  if (db.defined()) {
+    EMBER_ASSIGN_OR_RETURN(y, core::add(y, db.reshape({db.numel(), 1, 1})));
+  }
+  if (residual.defined()) {
+    EMBER_ASSIGN_OR_RETURN(y, core::add(y, residual));
+  }
+  return c.set(0, act_after ? activate(y, act) : y);
 }
 
 Status run_SparseLinear(OpContext& c) {

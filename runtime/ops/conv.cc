@@ -64,10 +64,12 @@ bool strides_like_channels_last(const Tensor& t) {
 
 namespace {
 
-// conv2d; `act` is passed to the kernel (which then applies it) when `fuse`.
+// conv2d; `act` and `residual` (when defined) are passed to the kernel (which
+// then adds the residual and applies the activation) when *fuse, which stays
+// true only when they were (the residual has the output's shape and dtype).
 Result<Tensor> conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
-                           IntArrayRef padding, IntArrayRef dilation, int64_t groups, const Activation& act, bool fuse,
-                           const PreparedWeight* packed = nullptr) {
+                           IntArrayRef padding, IntArrayRef dilation, int64_t groups, const Activation& act, bool* fuse,
+                           const PreparedWeight* packed = nullptr, const Tensor& residual = Tensor()) {
   EMBER_CHECK(x.dim() == 3 || x.dim() == 4, Status::InvalidArgument,
               "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: ", shape_str(x.sizes()));
   const bool batched = x.dim() == 4;
@@ -129,6 +131,10 @@ Result<Tensor> conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& 
   const MemoryFormat format = channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
   EMBER_ASSIGN_OR_RETURN(Tensor out, core::empty({input.size(0), out_channels, out_hw[0], out_hw[1]},
                                                   TensorOptions(dtype).device(input.device()), format));
+  if (residual.defined() && (residual.sizes() != out.sizes() || residual.dtype() != dtype ||
+                             residual.device() != out.device())) {
+    *fuse = false;
+  }
   if (out.numel() > 0) {
     Conv2dParams params;
     for (int i = 0; i < 2; ++i) {
@@ -137,10 +143,14 @@ Result<Tensor> conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& 
       params.dilation[i] = dil[i];
     }
     params.groups = groups;
-    if (fuse) params.activation = act;
+    if (*fuse) params.activation = act;
     params.weight = packed;
     EMBER_ASSIGN_OR_RETURN(const Tensor weight_c, core::contiguous(weight.detach()));
-    EMBER_TRY(run_kernel(OpKind::Conv2d, {input, weight_c, bias}, {out}, params));
+    if (*fuse && residual.defined()) {
+      EMBER_TRY(run_kernel(OpKind::Conv2d, {input, weight_c, bias, residual}, {out}, params));
+    } else {
+      EMBER_TRY(run_kernel(OpKind::Conv2d, {input, weight_c, bias}, {out}, params));
+    }
   }
   if (Node* n = autograd::record(GradRule::Conv2d, out, {input, weight, bias})) {
     n->save(input).save(weight);
@@ -157,20 +167,23 @@ Result<Tensor> core::conv2d(const Tensor& x, const Tensor& weight, const Tensor&
   if (amp::Cast c = amp::autocast(amp::Op::Conv2d, {x, weight, bias})) {
     return core::conv2d(c[0], c[1], c[2], stride, padding, dilation, groups);
   }
-  return conv2d_impl(x, weight, bias, stride, padding, dilation, groups, Activation{}, false);
+  bool fuse = false;
+  return conv2d_impl(x, weight, bias, stride, padding, dilation, groups, Activation{}, &fuse);
 }
 
 Result<Tensor> core::conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
-                                      bool* fused) {
+                                      bool* fused, const Tensor& residual) {
   if (amp::Cast c = amp::autocast(amp::Op::Conv2d, {x, weight, bias})) {
-    return core::conv2d_activated(c[0], c[1], c[2], p, fused);
+    return core::conv2d_activated(c[0], c[1], c[2], p, fused, residual);
   }
-  // The CPU float32 kernel (kernels/cpu/conv2d.cc) applies Conv2dParams::activation;
-  // other kernels ignore it, and autograd records the plain convolution.
-  *fused = p.activation.kind != ActivationKind::None && x.device().is_cpu() && x.dtype() == DType::Float32 &&
-           weight.dtype() == DType::Float32 && !autograd::needs_grad({x, weight, bias});
+  // The CPU float32 kernel (kernels/cpu/conv2d.cc) adds a residual and applies
+  // Conv2dParams::activation; other kernels take neither, and autograd records
+  // the plain convolution.
+  *fused = (p.activation.kind != ActivationKind::None || residual.defined()) && x.device().is_cpu() &&
+           x.dtype() == DType::Float32 && weight.dtype() == DType::Float32 &&
+           !autograd::needs_grad({x, weight, bias, residual});
   return conv2d_impl(x, weight, bias, {p.stride[0], p.stride[1]}, {p.padding[0], p.padding[1]},
-                     {p.dilation[0], p.dilation[1]}, p.groups, p.activation, *fused, p.weight);
+                     {p.dilation[0], p.dilation[1]}, p.groups, p.activation, fused, p.weight, residual);
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
@@ -179,8 +192,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArra
 }
 
 Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
-                        bool* fused) {
-  return unwrap(core::conv2d_activated(x, weight, bias, p, fused));
+                        bool* fused, const Tensor& residual) {
+  return unwrap(core::conv2d_activated(x, weight, bias, p, fused, residual));
 }
 
 }  // namespace ember

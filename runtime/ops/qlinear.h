@@ -33,14 +33,16 @@ Tensor linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bia
 // bitwise matmul()'s result.
 Tensor matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed);
 
-// conv2d(x, weight, bias) with p's stride, padding, dilation and groups, and
-// p.activation applied by the kernel when it can (a float32 CPU convolution
-// with no autograd graph to record): then *fused is true; else the result is
-// the plain convolution, *fused is false and the caller applies the activation.
-// p.weight, a weight the CPU backend packed from `weight` at load, is read
-// instead of `weight` by the float32 CPU kernel (others ignore it).
+// conv2d(x, weight, bias) with p's stride, padding, dilation and groups, then
+// `residual` (when defined: a residual connection's other branch, of the
+// output's shape) added and p.activation applied, by the kernel when it can (a
+// float32 CPU convolution with no autograd graph to record): then *fused is
+// true; else the result is the plain convolution, *fused is false and the
+// caller adds the residual and applies the activation. p.weight, a weight the
+// CPU backend packed from `weight` at load, is read instead of `weight` by the
+// float32 CPU kernel (others ignore it).
 Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
-                        bool* fused);
+                        bool* fused, const Tensor& residual = Tensor());
 
 // The Status-returning cores of the front-ends above (same parameters; see ops.h).
 namespace core {
@@ -51,7 +53,7 @@ Result<Tensor> linear_prepacked(const Tensor& x, const Tensor& weight, const Ten
                                 bool* activated);
 Result<Tensor> matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed);
 Result<Tensor> conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
-                                bool* fused);
+                                bool* fused, const Tensor& residual = Tensor());
 }  // namespace core
 
 }  // namespace ember

@@ -3,7 +3,9 @@
 // activation the GEMM applies as it stores C, and torch's 5-node erf GELU one
 // Gelu, Mul(x, HardSigmoid(x)) one HardSwish; the first two run to the unfused graph's values exactly (the CPU kernels
 // compute the same operations in the same order; a product of few rows within
-// 1e-4). Other patterns stay.
+// 1e-4). fuse_residual_adds: a Conv and the Add of a residual (then its Relu)
+// become one Conv2d with the residual as its 4th input, exactly the unfused
+// values. Other patterns stay.
 #include "converter/convert.h"
 #include "converter/onnx_import.h"
 #include "converter/passes.h"
@@ -122,7 +124,93 @@ Graph producer_hardswish_graph(bool gemm, int64_t groups, bool decomposed) {
   return gb.g;
 }
 
+// A ResNet block: x [1, 8, 10, 10] -> Conv 3x3 -> Relu -> Conv 3x3 = y; d, a
+// 1x1 Conv of x made after y (the downsample); Add(y, d) (or Add(d, y)) ->
+// Relu. `d_hw`: d's height and width (1: a broadcast); `read_twice`: y and d
+// are graph outputs too.
+Graph residual_graph(bool swapped, int64_t d_hw, bool read_twice) {
+  Builder gb;
+  manual_seed(17);
+  const int x = gb.value("x", {1, 8, 10, 10});
+  gb.g.inputs.push_back(x);
+  const int w1 = gb.g.add_constant("w1", randn({8, 8, 3, 3}) * 0.3), b1 = gb.g.add_constant("b1", randn({8}));
+  const int w2 = gb.g.add_constant("w2", randn({8, 8, 3, 3}) * 0.3), b2 = gb.g.add_constant("b2", randn({8}));
+  const int w3 = gb.g.add_constant("w3", randn({8, 8, 1, 1}));
+  const int a = gb.value("a", {1, 8, 10, 10}), ar = gb.value("ar", {1, 8, 10, 10}), y = gb.value("y", {1, 8, 10, 10});
+  const int d = gb.value("d", {1, 8, d_hw, d_hw}), s = gb.value("s", {1, 8, 10, 10}), out = gb.value("out", {1, 8, 10, 10});
+  const std::map<std::string, Attr> pad1 = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  gb.node("Conv", {x, w1, b1}, a);
+  gb.g.nodes.back().attrs = pad1;
+  gb.node("Relu", {a}, ar);
+  gb.node("Conv", {ar, w2, b2}, y);
+  gb.g.nodes.back().attrs = pad1;
+  gb.node("Conv", {x, w3}, d);
+  if (d_hw == 1) gb.g.nodes.back().attrs = {{"strides", std::vector<int64_t>{10, 10}}};
+  gb.node("Add", swapped ? std::vector<int>{d, y} : std::vector<int>{y, d}, s);
+  gb.node("Relu", {s}, out);
+  gb.g.outputs.push_back(out);
+  if (read_twice) {
+    gb.g.outputs.push_back(y);
+    gb.g.outputs.push_back(d);
+  }
+  return gb.g;
+}
+
 }  // namespace
+
+TEST_CASE("fuse_residual_adds: Conv + Add of a residual + Relu -> one Conv2d of 4 inputs, the unfused values") {
+  manual_seed(18);
+  const Tensor x = randn({1, 8, 10, 10});
+  for (const bool swapped : {false, true}) {
+    CAPTURE(swapped);
+    const Graph unfused = residual_graph(swapped, 10, false);
+    Graph fused = unfused;
+    REQUIRE(fuse_residual_adds(fused) == 1);
+    REQUIRE(fuse_activations(fused) == 2);
+    REQUIRE(fused.nodes.size() == 3);
+    CHECK(fused.validate().ok());
+    // The Add's first operand's Conv in the Add's place, the other operand
+    // its residual: the second 3x3 Conv after the downsample it reads, or
+    // (swapped) the downsample with the 3x3 Conv's output.
+    const Node& conv = fused.nodes[2];
+    CHECK(conv.op_type == "Conv");
+    REQUIRE(conv.inputs.size() == 4);
+    CHECK(conv.inputs[3] == fused.find_value(swapped ? "y" : "d"));
+    CHECK(conv.inputs[1] == fused.find_value(swapped ? "w3" : "w2"));
+    CHECK(conv.outputs == std::vector<int>{fused.find_value("out")});
+    CHECK(conv.get_string("activation", "") == "Relu");
+    auto def = lower(fused);
+    REQUIRE_MESSAGE(def.ok(), def.diag().message);
+    REQUIRE(def->ops.size() == 3);
+    CHECK(def->ops[2].op == OpKind::Conv2d);
+    CHECK(def->ops[2].inputs.size() == 4);
+    check_equal(testing::lower_and_run(fused, {x})[0], testing::lower_and_run(unfused, {x})[0]);
+    // int8 weights (the run-time QConv2d adds the residual, then the ReLU).
+    ConvertOptions int8;
+    int8.quantize = "dynamic-int8";
+    int8.quantize_ops = {"Conv"};
+    auto run_int8 = [&](const Graph& g) {
+      auto q = lower(g);
+      REQUIRE(q.ok());
+      QuantizeReport report;
+      REQUIRE(quantize_weights(*q, int8, &report).ok());
+      CHECK(report.quantized == 3);
+      ExecutionContext ctx(testing::executor_of(*q));
+      Result<std::vector<Tensor>> out = ctx.run({x});
+      REQUIRE(out.ok());
+      return out.get()[0].clone();
+    };
+    const Tensor q = run_int8(fused);
+    check_equal(q, run_int8(unfused));
+    ember::testing::check_close(q, testing::lower_and_run(unfused, {x})[0], 0.1, 0.1);
+  }
+  // A broadcast residual, and Conv outputs read elsewhere too, stay an Add.
+  Graph broadcast = residual_graph(false, 1, false);
+  CHECK(fuse_residual_adds(broadcast) == 0);
+  Graph read_twice = residual_graph(false, 10, true);
+  CHECK(fuse_residual_adds(read_twice) == 0);
+  CHECK(read_twice.nodes.size() == 6);
+}
 
 TEST_CASE("fuse_activations: a Conv's or Gemm's HardSwish becomes its activation, the op's values bit for bit") {
   // The GEMM path (groups 1), the depthwise one (groups 6), a Linear and a

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "runtime/ember.h"
 #include "tests/harness/golden.h"
@@ -84,5 +85,17 @@ void check_error(F&& fn, const std::string& message) {
   CHECK(got == message);
 }
 #endif
+
+// The activations a convolution kernel fuses (Conv2dParams::activation):
+// none, ReLU, a clamp to [-0.5, 0.75], HardSwish.
+inline std::vector<Activation> fused_activations() {
+  std::vector<Activation> a(4);
+  a[1].kind = ActivationKind::Relu;
+  a[2].kind = ActivationKind::Clamp;
+  a[2].min = -0.5;
+  a[2].max = 0.75;
+  a[3].kind = ActivationKind::HardSwish;
+  return a;
+}
 
 }  // namespace ember::testing

@@ -4,7 +4,9 @@
 // than a vector, channels_last and strided layouts, 1 and 2 threads (every
 // path: row_block, the generic tap loop, channel lanes); and the
 // fused activation (ReLU, ReLU6, one-sided clamps, NaN kept) of
-// conv2d_activated on both the depthwise and the GEMM paths.
+// conv2d_activated on both the depthwise and the GEMM paths; its residual
+// (ember convert's fused Add) on every path, bit for bit the convolution, an
+// Add and the activation.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -17,6 +19,7 @@
 
 using namespace ember;
 using ember::testing::check_close;
+using ember::testing::check_equal;
 
 namespace {
 
@@ -215,3 +218,78 @@ TEST_CASE("few input channels (image stems): the direct kernel matches the float
     }
   });
 }
+
+TEST_CASE("conv2d_activated with a residual: every path adds it before the activation, as an Add would") {
+  // Winograd, the GEMM on the input itself (1x1) and on im2col columns (by
+  // output rows per thread too), the
+  // depth split across threads (K 384, M 64), edge tiles, a channels_last
+  // output (the scalar store), and the paths that add it as a pass:
+  // depthwise, the stem kernel, batched few-position images, one output
+  // position (gemv), a residual of other strides. Bits equal conv2d, add and
+  // the activation op on the same kernel; a NaN in the residual stays NaN.
+  struct Res {
+    int64_t n, cin, cout, h, w, k, stride, pad, groups;
+  };
+  const Res cases[] = {
+      {1, 64, 64, 56, 56, 3, 1, 1, 1}, {1, 32, 48, 14, 14, 1, 1, 0, 1}, {1, 384, 64, 7, 7, 1, 1, 0, 1},
+      {1, 16, 24, 17, 19, 3, 2, 1, 1}, {1, 8, 12, 9, 9, 3, 1, 1, 1},    {1, 16, 16, 12, 12, 3, 1, 1, 16},
+      {1, 3, 16, 20, 36, 3, 2, 1, 1},  {4, 8, 8, 5, 5, 3, 1, 1, 1},     {1, 64, 32, 1, 1, 1, 1, 0, 1},
+      {1, 16, 24, 60, 60, 3, 2, 1, 1},  // im2col split over output rows at 2 and 3 threads
+  };
+  manual_seed(21);
+  each_kernel([&](int) {
+    for (const Res& k : cases) {
+      CAPTURE(k.cin);
+      CAPTURE(k.cout);
+      CAPTURE(k.h);
+      CAPTURE(k.k);
+      CAPTURE(k.groups);
+      const Tensor x = randn({k.n, k.cin, k.h, k.w}), w = randn({k.cout, k.cin / k.groups, k.k, k.k}) * 0.2;
+      const Tensor b = randn({k.cout});
+      Conv2dParams p;
+      p.stride[0] = p.stride[1] = k.stride;
+      p.padding[0] = p.padding[1] = k.pad;
+      p.groups = k.groups;
+      for (const bool channels_last : {false, true}) {
+        CAPTURE(channels_last);
+        const Tensor xi = channels_last ? x.contiguous(MemoryFormat::ChannelsLast) : x;
+        const Tensor plain = conv2d(xi, w, b, {k.stride, k.stride}, {k.pad, k.pad}, {1, 1}, k.groups);
+        const Tensor r = (randn(plain.sizes()) * 2.0).contiguous(plain.suggest_memory_format());  // the output's strides
+        for (const Activation& act : ember::testing::fused_activations()) {
+          CAPTURE(static_cast<int>(act.kind));
+          Tensor want = add(plain, r);
+          if (act.kind == ActivationKind::Relu) want = ember::relu(want);
+          if (act.kind == ActivationKind::Clamp) want = ember::clamp(want, Scalar(act.min), Scalar(act.max));
+          if (act.kind == ActivationKind::HardSwish) want = ember::hardswish(want);
+          p.activation = act;
+          bool fused = false;
+          check_equal(conv2d_activated(xi, w, b, p, &fused, r), want);
+          CHECK(fused);
+          if (act.kind == ActivationKind::Relu && !channels_last) {  // a residual of other strides: the pass
+            check_equal(conv2d_activated(xi, w, b, p, &fused, r.contiguous(MemoryFormat::ChannelsLast)), want);
+          }
+        }
+      }
+    }
+  });
+  // NaN stays NaN through the residual and the ReLU.
+  const Tensor x = randn({1, 8, 6, 6}), w = randn({8, 8, 1, 1}), b = randn({8});
+  Tensor r = zeros({1, 8, 6, 6});
+  r.data_ptr<float>()[7] = std::nanf("");
+  Conv2dParams p;
+  p.activation.kind = ActivationKind::Relu;
+  bool fused = false;
+  const Tensor y = conv2d_activated(x, w, b, p, &fused, r);
+  CHECK(fused);
+  CHECK(std::isnan(y.data_ptr<float>()[7]));
+  check_equal(y, ember::relu(add(conv2d(x, w, b), r)));
+  // Not the float32 CPU kernel: the plain convolution, the caller adds (*fused false).
+  const Tensor y64 = conv2d_activated(x.to(DType::Float64), w.to(DType::Float64), b.to(DType::Float64), p, &fused,
+                                      r.to(DType::Float64));
+  CHECK_FALSE(fused);
+  check_equal(y64, conv2d(x.to(DType::Float64), w.to(DType::Float64), b.to(DType::Float64)));
+  // A residual of another shape is not the kernel's: the caller's Add broadcasts it or reports the mismatch.
+  conv2d_activated(x, w, b, p, &fused, zeros({1, 8, 1, 1}));
+  CHECK_FALSE(fused);
+}
+

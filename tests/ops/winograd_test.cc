@@ -6,7 +6,9 @@
 // or in several (tile_block). The pre-transformed
 // weight gives the same bits as the per-call transform, on every ISA; the
 // error on ResNet-like data (weights ~N(0, 2/fan_in), inputs ~N(0, 1)) stays
-// within the conformance tolerance; eager conv2d takes the Winograd path.
+// within the conformance tolerance; eager conv2d takes the Winograd path. A
+// residual is added before the activation, bit for bit as an Add after the
+// convolution would.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -38,17 +40,21 @@ struct Case {
 
 // The kernel on (x, w, b) into a fresh [N, Cout, OH, OW] tensor (channels_last
 // when asked), u: the pre-transformed weight or nullptr.
+// `residual`: added before the activation (made of the output's layout).
 Tensor winograd(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& prm,
-                const cpu::PackedOperand* u, int threads, bool channels_last = false) {
+                const cpu::PackedOperand* u, int threads, bool channels_last = false,
+                const Tensor& residual = Tensor()) {
   const int64_t oh = x.size(2) + 2 * prm.padding[0] - 2, ow = x.size(3) + 2 * prm.padding[1] - 2;
-  Tensor out = empty({x.size(0), w.size(0), oh, ow});
-  if (channels_last) out = out.contiguous(MemoryFormat::ChannelsLast);
+  const MemoryFormat format = channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  const Tensor out = empty({x.size(0), w.size(0), oh, ow}).contiguous(format);
+  const Tensor r = residual.defined() ? residual.contiguous(format) : Tensor();
   const TensorView xv = x.kernel_view(), wv = w.kernel_view(), ov = out.kernel_view();
   const TensorView bv = b.defined() ? b.kernel_view() : TensorView{};
+  const float* pr = r.defined() ? r.data_ptr<float>() : nullptr;
   REQUIRE(cpu::winograd_applies(xv, wv, ov, prm));
   std::vector<char> scratch(cpu::winograd_workspace(xv, ov, u != nullptr, threads));
-  REQUIRE_FALSE(cpu::winograd_conv2d(xv, wv, bv, ov, prm, u, scratch.data(), scratch.size() - 1, threads));
-  REQUIRE(cpu::winograd_conv2d(xv, wv, bv, ov, prm, u, scratch.data(), scratch.size(), threads));
+  REQUIRE_FALSE(cpu::winograd_conv2d(xv, wv, bv, ov, prm, u, scratch.data(), scratch.size() - 1, threads, pr));
+  REQUIRE(cpu::winograd_conv2d(xv, wv, bv, ov, prm, u, scratch.data(), scratch.size(), threads, pr));
   return out;
 }
 
@@ -74,19 +80,10 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-TEST_CASE("winograd: matches the float64 reference on odd shapes, every ISA, 1 and 2 threads") {
-  const Case cases[] = {
-      {1, 3, 5, 1, 1, 1},   {1, 4, 3, 2, 2, 1},     {2, 5, 7, 9, 11, 1}, {1, 8, 8, 6, 6, 0},
-      {2, 3, 4, 13, 7, 0},  {1, 17, 19, 10, 23, 2}, {1, 2, 2, 3, 3, 0},  {2, 33, 20, 14, 14, 1},
-      // 240 tiles whose V and M outgrow a tile block: blocks across the two images, a partial last one
-      {2, 16, 24, 45, 37, 1},
-  };
-  Activation relu, clamp, hardswish;
-  relu.kind = ActivationKind::Relu;
-  hardswish.kind = ActivationKind::HardSwish;
-  clamp.kind = ActivationKind::Clamp;
-  clamp.min = -0.5;
-  clamp.max = 0.75;
+// fn(threads, k, x, w, b, prm) for each case k (random x, w and b; prm's
+// padding k.pad) on every ISA, 1 and 2 threads.
+template <typename F>
+void each_case(std::initializer_list<Case> cases, F fn) {
   const int saved = get_num_threads();
   for (cpu::GemmIsa isa : supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
@@ -103,24 +100,59 @@ TEST_CASE("winograd: matches the float64 reference on odd shapes, every ISA, 1 a
         const Tensor x = randn({k.n, k.cin, k.h, k.w}), w = randn({k.cout, k.cin, 3, 3}), b = randn({k.cout});
         Conv2dParams prm;
         prm.padding[0] = prm.padding[1] = k.pad;
-        // y's standard deviation is sqrt(9 * cin) (unit weights): the transforms'
-        // rounding grows with it (F(4x4, 3x3): about 1e-5 of it, see the ResNet case).
-        const double tol = 5e-5 * std::sqrt(9.0 * k.cin);
-        check_close(winograd(x, w, b, prm, nullptr, threads), reference(x, w, b, k.pad, prm.activation), 1e-5, tol);
-        check_close(winograd(x, w, Tensor(), prm, nullptr, threads), reference(x, w, Tensor(), k.pad, prm.activation),
-                    1e-5, tol);
-        prm.activation = relu;
-        check_close(winograd(x.contiguous(MemoryFormat::ChannelsLast), w, b, prm, nullptr, threads, true),
-                    reference(x, w, b, k.pad, relu), 1e-5, tol);
-        prm.activation = clamp;
-        check_close(winograd(x, w, b, prm, nullptr, threads), reference(x, w, b, k.pad, clamp), 1e-5, tol);
-        prm.activation = hardswish;
-        check_close(winograd(x, w, b, prm, nullptr, threads), reference(x, w, b, k.pad, hardswish), 1e-5, tol);
+        fn(threads, k, x, w, b, prm);
       }
     }
   }
   REQUIRE(cpu::sgemm_set_isa(cpu::GemmIsa::Auto));
   set_num_threads(saved);
+}
+
+TEST_CASE("winograd: matches the float64 reference on odd shapes, every ISA, 1 and 2 threads") {
+  const std::vector<Activation> acts = ember::testing::fused_activations();
+  const Activation &relu = acts[1], &clamp = acts[2], &hardswish = acts[3];
+  each_case({{1, 3, 5, 1, 1, 1}, {1, 4, 3, 2, 2, 1}, {2, 5, 7, 9, 11, 1}, {1, 8, 8, 6, 6, 0}, {2, 3, 4, 13, 7, 0},
+             {1, 17, 19, 10, 23, 2}, {1, 2, 2, 3, 3, 0}, {2, 33, 20, 14, 14, 1},
+             // 240 tiles whose V and M outgrow a tile block: blocks across the two images, a partial last one
+             {2, 16, 24, 45, 37, 1}},
+            [&](int threads, const Case& k, const Tensor& x, const Tensor& w, const Tensor& b, Conv2dParams prm) {
+              // y's standard deviation is sqrt(9 * cin) (unit weights): the transforms'
+              // rounding grows with it (F(4x4, 3x3): about 1e-5 of it, see the ResNet case).
+              const double tol = 5e-5 * std::sqrt(9.0 * k.cin);
+              check_close(winograd(x, w, b, prm, nullptr, threads), reference(x, w, b, k.pad, prm.activation), 1e-5,
+                          tol);
+              check_close(winograd(x, w, Tensor(), prm, nullptr, threads),
+                          reference(x, w, Tensor(), k.pad, prm.activation), 1e-5, tol);
+              prm.activation = relu;
+              check_close(winograd(x.contiguous(MemoryFormat::ChannelsLast), w, b, prm, nullptr, threads, true),
+                          reference(x, w, b, k.pad, relu), 1e-5, tol);
+              prm.activation = clamp;
+              check_close(winograd(x, w, b, prm, nullptr, threads), reference(x, w, b, k.pad, clamp), 1e-5, tol);
+              prm.activation = hardswish;
+              check_close(winograd(x, w, b, prm, nullptr, threads), reference(x, w, b, k.pad, hardswish), 1e-5, tol);
+            });
+}
+
+TEST_CASE("winograd: a residual, then the activation, bit for bit an Add after the convolution") {
+  // Partial tiles, blocks of tiles, batch 2, channels_last output and
+  // residual; every ISA (AVX-512: added as the tiles are stored), 1 and 2 threads.
+  each_case({{1, 4, 3, 2, 2, 1}, {2, 5, 7, 9, 11, 1}, {1, 17, 19, 10, 23, 2}, {2, 16, 24, 45, 37, 1}},
+            [&](int threads, const Case&, const Tensor& x, const Tensor& w, const Tensor& b, Conv2dParams prm) {
+              const Tensor plain = winograd(x, w, b, prm, nullptr, threads).contiguous();
+              const Tensor r = randn(plain.sizes()) * 3.0;
+              for (const Activation& act : ember::testing::fused_activations()) {
+                CAPTURE(static_cast<int>(act.kind));
+                Tensor want = plain.clone();
+                float* pw = want.data_ptr<float>();
+                const float* pr = r.data_ptr<float>();
+                for (int64_t i = 0; i < want.numel(); ++i) pw[i] = activate(pw[i] + pr[i], act);
+                prm.activation = act;
+                for (const bool channels_last : {false, true}) {
+                  CAPTURE(channels_last);
+                  CHECK(same_bits(winograd(x, w, b, prm, nullptr, threads, channels_last, r), want));
+                }
+              }
+            });
 }
 
 TEST_CASE("winograd: the pre-transformed weight gives the per-call bits on every ISA and thread count") {

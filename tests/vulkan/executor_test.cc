@@ -197,6 +197,29 @@ TEST_CASE("a convolution network on the device: one upload per input, one submit
   CHECK(ctx.profile()[1].ms > 0);
 }
 
+TEST_CASE("a convolution with a residual (a fused Add) and ReLU runs on the device: conv, Add, ReLU there") {
+  Graph g;
+  const int x = g.input("x", {1, 4, 6, 6});
+  const int r = g.input("r", {1, 8, 6, 6});
+  const int y = g.act("y", {1, 8, 6, 6});
+  Conv2dParams p;
+  p.padding[0] = p.padding[1] = 1;
+  p.activation.kind = ActivationKind::Relu;
+  const Tensor w = randn({8, 4, 3, 3}), b = randn({8});
+  g.op(OpKind::Conv2d, {x, g.weight("w", w), g.weight("b", b), r}, {y}, "conv", p);
+  g.output(y);
+  const auto ex = g.build(on_vulkan());
+  CHECK(ex->fallback_ops().empty());
+  CHECK(ex->placement(0) == Placement::Device);
+  const Tensor in = randn({1, 4, 6, 6}), res = randn({1, 8, 6, 6});
+  ExecutionContext cpu_ctx(g.build(ExecutorOptions{}));
+  const std::vector<Tensor> expected = run_ok(cpu_ctx, {in, res});
+  check_close(expected[0], relu(conv2d(in, w, b, {1, 1}, {1, 1}) + res), 1e-6, 1e-6);
+  CHECK(expected[0].min().item<float>() == 0.0f);
+  ExecutionContext ctx(ex);
+  check_close(run_ok(ctx, {in, res})[0], expected[0], 1e-5, 1e-5);
+}
+
 TEST_CASE("int64 shape arithmetic stays on the host; the MLP matches the CPU executor") {
   // x [2, 3] -> shape -> reshape(fill [6], shape(x)); an MLP with a fused relu.
   Graph g;
