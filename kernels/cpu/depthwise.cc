@@ -117,11 +117,15 @@ constexpr int64_t kStemMaxRows = 32;
 // written in one run of rows. (Row by row, ResNet-18's 7x7 stem wrote 64
 // planes at once, a stream each: after the rest of the model had evicted its
 // output, it took 2.0 ms there against 1.65 alone.) A band's padded rows
-// take at most about kStemBandBytes.
+// take at most about kStemBandBytes. Up to kStemRowChannels output channels
+// go row by row (bands of one row: the row's few padded inputs stay in L1;
+// MobileNetV2's 3x3 stem, 32 channels, in bands 0.30 -> 0.32 ms).
 constexpr int64_t kStemBandBytes = 192 * 1024;
+constexpr int64_t kStemRowChannels = 32;
 
 // The output rows of a band (at least one).
-int64_t stem_band(const Plane& p, int64_t cin) {
+int64_t stem_band(const Plane& p, int64_t cin, int64_t cout) {
+  if (cout <= kStemRowChannels) return 1;
   const int64_t rows = kStemBandBytes / (cin * p.wp * 4);
   return std::max<int64_t>(1, (rows - p.kh) / p.sh + 1);
 }
@@ -498,7 +502,7 @@ StemPlan stem_plan(const TensorView& x, const TensorView& wt, const TensorView& 
   s.oc_pad = round_up(s.cout, kernels().stem_oc);
   s.taps = s.cin * s.p.kh * s.p.kw;
   s.weight_bytes = round_up((s.oc_pad * s.taps + s.oc_pad) * 4, kAlign);
-  s.rows_bytes = round_up(s.cin * stem_band_rows(s.p, stem_band(s.p, s.cin)) * s.p.wp * 4, kAlign);
+  s.rows_bytes = round_up(s.cin * stem_band_rows(s.p, stem_band(s.p, s.cin, s.cout)) * s.p.wp * 4, kAlign);
   return s;
 }
 

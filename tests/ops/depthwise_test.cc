@@ -187,9 +187,10 @@ TEST_CASE("few input channels (image stems): the direct kernel matches the float
       {1, 3, 32, 37, 45, 3, 2, 1}, {1, 3, 16, 30, 33, 3, 2, 1}, {2, 3, 64, 40, 41, 7, 2, 3},
       {1, 1, 8, 20, 40, 5, 1, 2},  {1, 4, 12, 19, 50, 3, 1, 0}, {1, 2, 20, 16, 64, 3, 2, 1},
       {1, 3, 9, 21, 70, 3, 1, 1},  {1, 3, 24, 12, 97, 7, 2, 3},
-      // Tall enough for several bands of output rows (stem_band: 61 rows of
-      // this 7x7 stride 2, 254 of this 3x3 stride 1), the last one partial.
-      {1, 3, 16, 260, 40, 7, 2, 3}, {1, 3, 8, 300, 20, 3, 1, 1},
+      // Over 32 output channels and tall enough for several bands of output
+      // rows (stem_band: 61 rows of this 7x7 stride 2, 254 of this 3x3
+      // stride 1), the last one partial.
+      {1, 3, 40, 260, 40, 7, 2, 3}, {1, 3, 36, 300, 20, 3, 1, 1},
   };
   each_kernel([&](int threads) {
     for (const Stem& k : cases) {
