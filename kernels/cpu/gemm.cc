@@ -332,17 +332,9 @@ const TileEpilogue* tile_epilogue(const Product& pr, int64_t i, int64_t j, int64
   const GemmEpilogue& e = *pr.epilogue;
   const bool first = pc == 0, last = pc + kc >= pr.k;
   *t = TileEpilogue{first && e.row_bias != nullptr ? e.row_bias + i : nullptr,
-                    last && e.col_bias != nullptr ? e.col_bias + j : nullptr,
-                    last && e.clamp,
-                    e.lo,
-                    e.hi,
-                    last && e.hardswish,
-                    last && e.residual != nullptr ? e.residual + i * e.residual_rs + j * pr.c.cs : nullptr,
-                    e.residual_rs,
-                    pr.c.cs};
-  return t->row_bias != nullptr || t->col_bias != nullptr || t->clamp || t->hardswish || t->residual != nullptr
-             ? t
-             : nullptr;
+                    last && e.col_bias != nullptr ? e.col_bias + j : nullptr, last && e.clamp, e.lo, e.hi,
+                    last && e.hardswish};
+  return t->row_bias != nullptr || t->col_bias != nullptr || t->clamp || t->hardswish ? t : nullptr;
 }
 
 // C[m0:m1, n0:n1] (+)= A[m0:m1, k0:k1] @ B[k0:k1, n0:n1] on the calling thread
@@ -490,16 +482,9 @@ namespace {
 
 // A row of C += a K block's sums P, then the epilogue e (no row bias: not
 // the first block), as a tile store takes them (store_tile): a loop the
-// compiler vectorizes per ISA clone. Two loops, the residual known there or
-// not in each: in one, GCC made its load a masked load from the null
-// pointer, a fault-suppression assist per vector (4 % of ResNet-18's run at
-// two threads).
+// compiler vectorizes per ISA clone.
 RT_SIMD_CLONES void add_block_row(float* __restrict c, const float* __restrict p, int64_t n, const TileEpilogue e) {
-  if (e.residual != nullptr) {
-    for (int64_t j = 0; j < n; ++j) c[j] = epilogue<true>(p[j] + c[j], e, 0, j);
-  } else {
-    for (int64_t j = 0; j < n; ++j) c[j] = epilogue<true>(p[j] + c[j], e, 0, j);
-  }
+  for (int64_t j = 0; j < n; ++j) c[j] = epilogue(p[j] + c[j], e, 0, j);
 }
 
 // The product with nt threads splitting its depth (split_depth): thread t
@@ -552,7 +537,7 @@ bool sgemm_split_depth(const UkernelInfo& u, const Product& pr, int nt, void* wo
         const int64_t pc = b * s.kc;
         TileEpilogue te{};
         const TileEpilogue* e = tile_epilogue(pr, i, 0, pc, std::min(s.kc, k - pc), &te);
-        const TileEpilogue ep = e != nullptr ? *e : TileEpilogue{nullptr, nullptr, false, 0.0f, 0.0f, false, nullptr, 0, 0};
+        const TileEpilogue ep = e != nullptr ? *e : TileEpilogue{};
         const float* p = block_partial(b) + i * n;
         if (pr.c.cs == 1) {
           add_block_row(c, p, n, ep);
@@ -616,24 +601,14 @@ bool sgemm_blocked(const UkernelInfo& u, const Product& pr, void* workspace, siz
 // vectorizes per ISA clone: the pass a Linear's bias and activation take
 // after the few-row products.
 RT_SIMD_CLONES void epilogue_row(float* __restrict c, int64_t n, bool accumulate, int64_t i, const TileEpilogue e) {
-  if (e.residual != nullptr) {  // (as add_block_row)
-    for (int64_t j = 0; j < n; ++j) c[j] = epilogue<true>(accumulate ? c[j] : 0.0f, e, i, j);
-  } else {
-    for (int64_t j = 0; j < n; ++j) c[j] = epilogue<true>(accumulate ? c[j] : 0.0f, e, i, j);
-  }
+  for (int64_t j = 0; j < n; ++j) c[j] = epilogue(accumulate ? c[j] : 0.0f, e, i, j);
 }
 
 // Zeros C for an empty depth (k <= 0) unless accumulating, then the epilogue.
 void sgemm_empty_depth(int64_t m, int64_t n, MatrixRef<float> c, bool accumulate, const GemmEpilogue* ep) {
-  const TileEpilogue e{ep != nullptr ? ep->row_bias : nullptr,
-                       ep != nullptr ? ep->col_bias : nullptr,
-                       ep != nullptr && ep->clamp,
-                       ep != nullptr ? ep->lo : 0.0f,
-                       ep != nullptr ? ep->hi : 0.0f,
-                       ep != nullptr && ep->hardswish,
-                       ep != nullptr ? ep->residual : nullptr,
-                       ep != nullptr ? ep->residual_rs : 0,
-                       c.cs};
+  const TileEpilogue e{ep != nullptr ? ep->row_bias : nullptr, ep != nullptr ? ep->col_bias : nullptr,
+                       ep != nullptr && ep->clamp, ep != nullptr ? ep->lo : 0.0f, ep != nullptr ? ep->hi : 0.0f,
+                       ep != nullptr && ep->hardswish};
   if (c.cs == 1) {
     for (int64_t i = 0; i < m; ++i) epilogue_row(c.data + i * c.rs, n, accumulate, i, e);
     return;

@@ -43,18 +43,12 @@ bool sgemm(int64_t m, int64_t n, int64_t k, MatrixRef<const float> a, MatrixRef<
 // (column: C rounds as the product with the bias added after it), the clamp
 // (ReLU: lo 0, hi +inf) with the last one, then HardSwish x * clamp(x + 3, 0,
 // 6) / 6 (as the Hardswish op rounds it). C is written once per K block.
-// A residual (a residual connection's other branch: C = act(A B + bias +
-// residual)) is added with the last K block, after the biases and before the
-// clamp: C rounds as the product, then an Add of the residual. It is m x n
-// with C's column stride (its own row stride).
 struct GemmEpilogue {
   const float* row_bias = nullptr;  // m values, or none
   const float* col_bias = nullptr;  // n values, or none
   bool clamp = false;
   float lo = 0.0f, hi = 0.0f;
   bool hardswish = false;
-  const float* residual = nullptr;  // m x n values, residual_rs apart by row, C's column stride; or none
-  int64_t residual_rs = 0;
 };
 
 // A constant operand packed once for the micro-kernel in use: K blocks of the

@@ -119,12 +119,10 @@ __attribute__((target("avx512f"))) void edge_avx512(int64_t kc, const float* __r
     __m512 acc[12] = {EMBER_GEMM_ROWS12(EMBER_GEMM_ONE, , )};
 #undef EMBER_GEMM_ONE
     if (nv >= 16 && cs == 1) {
-      const bool residual = e != nullptr && e->residual != nullptr;
       for (int i = 0; i < mv; ++i) {
         float* ci = c + i * rs;
         __m512 v = accumulate ? _mm512_add_ps(acc[i], _mm512_loadu_ps(ci)) : acc[i];
-        if (e != nullptr) v = residual ? epilogue16_avx512<true>(v, *e, i, 0) : epilogue16_avx512<false>(v, *e, i, 0);
-        _mm512_storeu_ps(ci, v);
+        _mm512_storeu_ps(ci, e != nullptr ? epilogue16_avx512(v, *e, i, 0) : v);
       }
     } else {
       alignas(kGemmAlign) float t[12 * 16];

@@ -178,12 +178,11 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) void ukernel_16x32_amx_bf16
       acc[i][0] = i < rows ? _mm512_load_ps(t + (r0 + i) * 32) : _mm512_setzero_ps();
       acc[i][1] = i < rows ? _mm512_load_ps(t + (r0 + i) * 32 + 16) : _mm512_setzero_ps();
     }
-    TileEpilogue shifted;  // the row bias and the residual from row r0 on
+    TileEpilogue shifted;  // the row bias from row r0 on
     const TileEpilogue* er = e;
-    if (e != nullptr && (e->row_bias != nullptr || e->residual != nullptr)) {
+    if (e != nullptr && e->row_bias != nullptr) {
       shifted = *e;
-      if (shifted.row_bias != nullptr) shifted.row_bias += r0;
-      if (shifted.residual != nullptr) shifted.residual += r0 * shifted.residual_rs;
+      shifted.row_bias += r0;
       er = &shifted;
     }
     store_12x32_avx512(acc, c + r0 * rs, rs, cs, accumulate, rows, nv, er);

@@ -68,14 +68,13 @@ __attribute__((target("avx2,fma"))) void ukernel_6x16_avx2(int64_t kc, const flo
   }
   __m256 acc[6][2] = {EMBER_GEMM_ROWS6(EMBER_GEMM_PAIR, , )};
   if (mv == 6 && nv == 16 && cs == 1) {
-    const bool residual = e != nullptr && e->residual != nullptr;
     for (int i = 0; i < 6; ++i) {
       float* ci = c + i * rs;
       if (accumulate) {
         acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(ci));
         acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(ci + 8));
       }
-      if (e != nullptr) residual ? epilogue_avx2<true>(acc[i], *e, i) : epilogue_avx2<false>(acc[i], *e, i);
+      if (e != nullptr) epilogue_avx2(acc[i], *e, i);
       _mm256_storeu_ps(ci, acc[i][0]);
       _mm256_storeu_ps(ci + 8, acc[i][1]);
     }

@@ -35,17 +35,14 @@ constexpr size_t kGemmAlign = 64;
 #define EMBER_GEMM_ZERO(i, V, init) V c##i##_0 = init, c##i##_1 = init;
 #define EMBER_GEMM_PAIR(i, V, init) {c##i##_0, c##i##_1},
 
-// The epilogue of one micro-tile: GemmEpilogue's biases and residual offset
-// to the tile, each applied only at the K block it belongs to (none: null,
-// clamp false). The residual's columns are C's column stride apart.
+// The epilogue of one micro-tile: GemmEpilogue's biases offset to the tile,
+// each applied only at the K block it belongs to (none: null, clamp false).
 struct TileEpilogue {
   const float* row_bias;
   const float* col_bias;
   bool clamp;
   float lo, hi;
   bool hardswish;
-  const float* residual;
-  int64_t residual_rs, residual_cs;
 };
 
 using Ukernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
@@ -59,16 +56,12 @@ using InPlaceUkernel = void (*)(int64_t kc, const float* a, int64_t lda, const f
                                 int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e,
                                 const char* pf, int64_t pf_lines);
 
-// v = clamp(v + row bias + column bias + residual), then HardSwish: the
-// scalar form of the vector epilogues below, operation for operation (so
-// every tile rounds alike). kUnitColumns: the residual's columns are
-// contiguous (a loop over j then vectorizes; a run-time stride kept the
-// split-depth sums of ResNet-18's 7x7 layers scalar: 4 % of its run).
-template <bool kUnitColumns = false>
+// v = clamp(v + row bias + column bias), then HardSwish: the scalar form of
+// the vector epilogues below, operation for operation (so every tile rounds
+// alike).
 inline float epilogue(float v, const TileEpilogue& e, int64_t i, int64_t j) {
   if (e.row_bias != nullptr) v += e.row_bias[i];
   if (e.col_bias != nullptr) v += e.col_bias[j];
-  if (e.residual != nullptr) v += e.residual[i * e.residual_rs + j * (kUnitColumns ? 1 : e.residual_cs)];
   if (e.clamp) {
     v = e.lo > v ? e.lo : v;  // _mm*_max_ps(lo, v)
     v = e.hi < v ? e.hi : v;  // _mm*_min_ps(hi, v)
@@ -101,11 +94,7 @@ inline void store_tile(const float* t, int64_t nr, float* c, int64_t rs, int64_t
 }
 
 #if RT_GEMM_X86
-// The epilogue on row i of a full tile (two vectors, columns contiguous), as
-// epilogue() does it. kResidual: whether e has a residual (the callers
-// decide once per tile: a test per row cost MobileNetV2's shallow 1x1
-// convolutions 1-2 %).
-template <bool kResidual>
+// The epilogue on row i of a full tile (two vectors), as epilogue() does it.
 __attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m256* row, const TileEpilogue& e,
                                                                               int i) {
   if (e.row_bias != nullptr) {
@@ -116,11 +105,6 @@ __attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m
   if (e.col_bias != nullptr) {
     row[0] = _mm256_add_ps(row[0], _mm256_loadu_ps(e.col_bias));
     row[1] = _mm256_add_ps(row[1], _mm256_loadu_ps(e.col_bias + 8));
-  }
-  if constexpr (kResidual) {
-    const float* r = e.residual + i * e.residual_rs;
-    row[0] = _mm256_add_ps(row[0], _mm256_loadu_ps(r));
-    row[1] = _mm256_add_ps(row[1], _mm256_loadu_ps(r + 8));
   }
   if (e.clamp) {
     const __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
@@ -136,17 +120,14 @@ __attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m
   }
 }
 
-// The epilogue on 16 values of row i from column j (columns contiguous), as
-// epilogue() does it (kResidual: as epilogue_avx2).
+// The epilogue on 16 values of row i from column j, as epilogue() does it.
 // The clamp is _mm512_max_ps(lo, v) then _mm512_min_ps(hi, v) written as
 // compare and blend (a NaN v is kept alike): GCC 12's own intrinsics trip
 // -Wmaybe-uninitialized in its header.
-template <bool kResidual>
 __attribute__((target("avx512f"), always_inline)) inline __m512 epilogue16_avx512(__m512 v, const TileEpilogue& e,
                                                                                    int i, int j) {
   if (e.row_bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(e.row_bias[i]));
   if (e.col_bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(e.col_bias + j));
-  if constexpr (kResidual) v = _mm512_add_ps(v, _mm512_loadu_ps(e.residual + i * e.residual_rs + j));
   if (e.clamp) {
     const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
     v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(lo, v, _CMP_GT_OQ), v, lo);
@@ -162,35 +143,24 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 epilogue16_avx51
   return v;
 }
 
-// The valid mv rows of a full-width 12x32 tile, C's columns contiguous (store_12x32_avx512).
-template <bool kResidual>
-__attribute__((target("avx512f"), always_inline)) inline void store_rows_12x32_avx512(
-    __m512 (*acc)[2], float* c, int64_t rs, bool accumulate, int64_t mv, const TileEpilogue* e) {
-  for (int i = 0; i < mv; ++i) {
-    float* ci = c + i * rs;
-    if (accumulate) {
-      acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(ci));
-      acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(ci + 16));
-    }
-    if (e != nullptr) {
-      acc[i][0] = epilogue16_avx512<kResidual>(acc[i][0], *e, i, 0);
-      acc[i][1] = epilogue16_avx512<kResidual>(acc[i][1], *e, i, 16);
-    }
-    _mm512_storeu_ps(ci, acc[i][0]);
-    _mm512_storeu_ps(ci + 16, acc[i][1]);
-  }
-}
-
 // Stores a 12x32 tile of accumulators (the AVX-512 kernels' tail): C (+)= acc
 // with the epilogue, the valid mv x nv part.
 __attribute__((target("avx512f"), always_inline)) inline void store_12x32_avx512(
     __m512 (*acc)[2], float* c, int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv,
     const TileEpilogue* e) {
   if (nv == 32 && cs == 1) {
-    if (e != nullptr && e->residual != nullptr) {
-      store_rows_12x32_avx512<true>(acc, c, rs, accumulate, mv, e);
-    } else {
-      store_rows_12x32_avx512<false>(acc, c, rs, accumulate, mv, e);
+    for (int i = 0; i < mv; ++i) {
+      float* ci = c + i * rs;
+      if (accumulate) {
+        acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(ci));
+        acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(ci + 16));
+      }
+      if (e != nullptr) {
+        acc[i][0] = epilogue16_avx512(acc[i][0], *e, i, 0);
+        acc[i][1] = epilogue16_avx512(acc[i][1], *e, i, 16);
+      }
+      _mm512_storeu_ps(ci, acc[i][0]);
+      _mm512_storeu_ps(ci + 16, acc[i][1]);
     }
     return;
   }

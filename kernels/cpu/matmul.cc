@@ -50,7 +50,7 @@ GemmEpilogue epilogue_of(const LinearParams* lp) {
 
 // The epilogue as a pass over C [B, M, N] (after the reference kernel).
 void apply_epilogue(const TensorView& o, const GemmEpilogue& e) {
-  const detail::TileEpilogue t{nullptr, e.col_bias, e.clamp, e.lo, e.hi, e.hardswish, nullptr, 0, 0};
+  const detail::TileEpilogue t{nullptr, e.col_bias, e.clamp, e.lo, e.hi, e.hardswish};
   float* po = o.ptr<float>();
   for (int64_t bi = 0; bi < o.sizes[0]; ++bi) {
     for (int64_t i = 0; i < o.sizes[1]; ++i) {

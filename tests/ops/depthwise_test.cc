@@ -221,13 +221,13 @@ TEST_CASE("few input channels (image stems): the direct kernel matches the float
 }
 
 TEST_CASE("conv2d_activated with a residual: every path adds it before the activation, as an Add would") {
-  // Winograd, the GEMM on the input itself (1x1) and on im2col columns (by
-  // output rows per thread too), the
-  // depth split across threads (K 384, M 64), edge tiles, a channels_last
-  // output (the scalar store), and the paths that add it as a pass:
-  // depthwise, the stem kernel, batched few-position images, one output
-  // position (gemv), a residual of other strides. Bits equal conv2d, add and
-  // the activation op on the same kernel; a NaN in the residual stays NaN.
+  // Winograd (adds it as it stores its tiles) and the paths after which a
+  // pass adds it: the GEMM on the input itself (1x1) and on im2col columns
+  // (by output rows per thread too), the depth split across threads (K 384,
+  // M 64), depthwise, the stem kernel, batched few-position images, one
+  // output position (gemv); channels_last outputs, a residual of other
+  // strides. Bits equal conv2d, add and the activation op on the same
+  // kernel; a NaN in the residual stays NaN.
   struct Res {
     int64_t n, cin, cout, h, w, k, stride, pad, groups;
   };
