@@ -82,11 +82,12 @@ Expected<int> fold_batchnorm(Graph& graph);
 // applied by the GEMM as it stores C. Returns the MatMuls fused.
 int fuse_matmul_bias(Graph& graph);
 
-// An Add of a 2-D Conv's output (its only reader; the Conv without an
-// activation) and another float32 value of the same, fully known shape
-// becomes the Conv with that value as a 4th input, the residual (Conv2d's:
-// added to the convolution and its bias, before the activation), in the Add's
-// place. Returns the Adds fused.
+// An Add of a Conv's output (its only reader; the Conv without an
+// activation; 3x3, stride 1, dilation 1, one group: the shape whose CPU
+// kernel adds the residual as it stores) and another float32 value of the
+// same, fully known shape becomes the Conv with that value as a 4th input,
+// the residual (Conv2d's: added to the convolution and its bias, before the
+// activation), in the Add's place. Returns the Adds fused.
 int fuse_residual_adds(Graph& graph);
 
 // A Conv or Gemm whose only reader is Relu or Clip (constant bounds) takes the

@@ -3,9 +3,9 @@
 // activation the GEMM applies as it stores C, and torch's 5-node erf GELU one
 // Gelu, Mul(x, HardSigmoid(x)) one HardSwish; the first two run to the unfused graph's values exactly (the CPU kernels
 // compute the same operations in the same order; a product of few rows within
-// 1e-4). fuse_residual_adds: a Conv and the Add of a residual (then its Relu)
-// become one Conv2d with the residual as its 4th input, exactly the unfused
-// values. Other patterns stay.
+// 1e-4). fuse_residual_adds: a 3x3 Conv and the Add of a residual (then its
+// Relu) become one Conv2d with the residual as its 4th input, exactly the
+// unfused values. Other patterns stay.
 #include "converter/convert.h"
 #include "converter/onnx_import.h"
 #include "converter/passes.h"
@@ -169,14 +169,14 @@ TEST_CASE("fuse_residual_adds: Conv + Add of a residual + Relu -> one Conv2d of 
     REQUIRE(fuse_activations(fused) == 2);
     REQUIRE(fused.nodes.size() == 3);
     CHECK(fused.validate().ok());
-    // The Add's first operand's Conv in the Add's place, the other operand
-    // its residual: the second 3x3 Conv after the downsample it reads, or
-    // (swapped) the downsample with the 3x3 Conv's output.
+    // The second 3x3 Conv in the Add's place, after the downsample it reads
+    // as its residual (the 1x1 downsample, first operand when swapped, is
+    // not the Winograd shape: it keeps its output).
     const Node& conv = fused.nodes[2];
     CHECK(conv.op_type == "Conv");
     REQUIRE(conv.inputs.size() == 4);
-    CHECK(conv.inputs[3] == fused.find_value(swapped ? "y" : "d"));
-    CHECK(conv.inputs[1] == fused.find_value(swapped ? "w3" : "w2"));
+    CHECK(conv.inputs[3] == fused.find_value("d"));
+    CHECK(conv.inputs[1] == fused.find_value("w2"));
     CHECK(conv.outputs == std::vector<int>{fused.find_value("out")});
     CHECK(conv.get_string("activation", "") == "Relu");
     auto def = lower(fused);
