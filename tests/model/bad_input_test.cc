@@ -99,6 +99,18 @@ std::vector<BadRun> table() {
                "node 'conv' (conv2d): Given groups=1, weight of size [4, 3, 3, 3], expected input[1, 2, 5, 5] to have 3 "
                "channels, but got 2 channels instead",
                {ones({1, 3, 5, 5})}});
+  t.push_back({"a convolution's residual of another shape",
+               [](Graph& g) {
+                 const int x = g.input("x", {1, 3, 5, 5});
+                 const int r = g.input("r", {1, 4, -1, -1});
+                 const int y = g.act("y", {1, 4, 3, 3});
+                 g.op(OpKind::Conv2d, {x, g.weight("w", ones({4, 3, 3, 3})), -1, r}, {y}, "conv", Conv2dParams{});
+                 g.output(y);
+               },
+               {randn({1, 3, 5, 5}), randn({1, 4, 2, 2})}, Status::ShapeMismatch,
+               "node 'conv' (conv2d): The size of tensor a (3) must match the size of tensor b (2) at non-singleton "
+               "dimension 2",
+               {ones({1, 3, 5, 5}), ones({1, 4, 3, 3})}});
   t.push_back({"a concat of mismatched sizes",
                [](Graph& g) {
                  const int a = g.input("a", {-1, -1});
