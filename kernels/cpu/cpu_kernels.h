@@ -17,7 +17,23 @@
 #define RT_SIMD_CLONES
 #endif
 
+// GCC's "avx2" clone has no FMA (GCC 12 builds no clone for
+// "arch=x86-64-v3"): a __builtin_fmaf there is a libm call per value, which
+// keeps the loop scalar, and a * b + c stays two operations. Loops whose math
+// needs FMA have a second build, RT_AVX2_FMA, run where avx2_fma_variant()
+// (AVX2 and FMA, no AVX-512F); the body is shared as an always-inline template.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define RT_X86_VARIANTS 1
+#define RT_AVX2_FMA __attribute__((target("avx2,fma")))
+#else
+#define RT_X86_VARIANTS 0
+#endif
+
 namespace ember::cpu {
+
+#if RT_X86_VARIANTS
+bool avx2_fma_variant();
+#endif
 
 #define RT_KERNEL(op, dtypes, fn)                                                      \
   Status fn(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, \

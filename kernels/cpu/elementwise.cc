@@ -13,6 +13,15 @@
 #include "runtime/core/thread_pool.h"
 
 namespace ember::cpu {
+
+#if RT_X86_VARIANTS
+bool avx2_fma_variant() {
+  static const bool yes = !__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+                          __builtin_cpu_supports("fma");
+  return yes;
+}
+#endif
+
 namespace {
 
 // How an input is laid out relative to the output: contiguous, or one value.
@@ -167,8 +176,31 @@ inline bool is_nan(float x) { return x != x; }
 namespace {
 
 template <typename Op>
-RT_SIMD_CLONES void unary_loop(float* __restrict out, const float* __restrict x, int64_t n, const Op op = Op{}) {
+__attribute__((always_inline)) inline void unary_body(float* __restrict out, const float* __restrict x, int64_t n,
+                                                      const Op op) {
   for (int64_t i = 0; i < n; ++i) out[i] = op(x[i]);
+}
+
+template <typename Op>
+RT_SIMD_CLONES void unary_clones(float* __restrict out, const float* __restrict x, int64_t n, const Op op) {
+  unary_body(out, x, n, op);
+}
+
+#if RT_X86_VARIANTS
+template <typename Op>
+RT_AVX2_FMA void unary_avx2_fma(float* __restrict out, const float* __restrict x, int64_t n, const Op op) {
+  unary_body(out, x, n, op);
+}
+#endif
+
+// out[i] = op(x[i]). GELU's erf and division (div_rn) on AVX2 without FMA ran
+// scalar: BERT's GELUs (6 x 128 x 1536, Zen 3, one thread) 9.0-10.0 -> 0.8-0.9 ms.
+template <typename Op>
+void unary_loop(float* __restrict out, const float* __restrict x, int64_t n, const Op op = Op{}) {
+#if RT_X86_VARIANTS
+  if (avx2_fma_variant()) return unary_avx2_fma(out, x, n, op);
+#endif
+  unary_clones(out, x, n, op);
 }
 
 // Clamp with the absent bounds at -inf / +inf: branch-free, and NaN stays NaN
