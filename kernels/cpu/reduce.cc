@@ -192,7 +192,8 @@ Status extreme(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
 // One row of (log_)softmax: m = the row's maximum (NaN if it holds one),
 // y = exp(x - m), sum in double, then y / sum (log: x - m - log(sum)).
 template <bool kLog>
-RT_SIMD_CLONES void softmax_row(const float* __restrict x, float* __restrict y, int64_t n) {
+__attribute__((always_inline)) inline void softmax_row_body(const float* __restrict x, float* __restrict y,
+                                                            int64_t n) {
   bool has_nan = false;
   float m = row_extreme_body<true>(x, n, &has_nan);
   if (has_nan) m = std::numeric_limits<float>::quiet_NaN();
@@ -205,6 +206,28 @@ RT_SIMD_CLONES void softmax_row(const float* __restrict x, float* __restrict y, 
     const float inv = static_cast<float>(1.0 / sum);
     for (int64_t i = 0; i < n; ++i) y[i] *= inv;
   }
+}
+
+template <bool kLog>
+RT_SIMD_CLONES void softmax_row_clones(const float* __restrict x, float* __restrict y, int64_t n) {
+  softmax_row_body<kLog>(x, y, n);
+}
+
+#if RT_X86_VARIANTS
+template <bool kLog>
+RT_AVX2_FMA void softmax_row_avx2_fma(const float* __restrict x, float* __restrict y, int64_t n) {
+  softmax_row_body<kLog>(x, y, n);
+}
+#endif
+
+// fast_exp's polynomial in multiply-adds on AVX2 (cpu_kernels.h: RT_AVX2_FMA):
+// BERT's softmaxes (batch 1, Zen 3, one thread) 1.7-1.8 -> 1.4-1.5 ms.
+template <bool kLog>
+void softmax_row(const float* x, float* y, int64_t n) {
+#if RT_X86_VARIANTS
+  if (avx2_fma_variant()) return softmax_row_avx2_fma<kLog>(x, y, n);
+#endif
+  softmax_row_clones<kLog>(x, y, n);
 }
 
 template <bool kLog>
