@@ -84,7 +84,8 @@ struct UkernelInfo {
 
 constexpr UkernelInfo kPortable{8, 8, 128, &detail::ukernel_8x8_portable, "portable 8x8", GemmIsa::Portable};
 #if RT_GEMM_X86
-constexpr UkernelInfo kAvx2{6, 16, 120, &detail::ukernel_6x16_avx2, "avx2 6x16", GemmIsa::Avx2};
+constexpr UkernelInfo kAvx2{6,     16, 120, &detail::ukernel_6x16_avx2, "avx2 6x16", GemmIsa::Avx2,
+                            false, &detail::edge_6x16_avx2, &detail::in_place_6x16_avx2};
 constexpr UkernelInfo kAvx512Streamed{12, 32, 144, &ukernel_12x32_avx512<true>, "avx512 12x32", GemmIsa::Avx512,
                                        false, &edge_12x32_avx512<true>, &detail::in_place_12x32_avx512<true>};
 constexpr UkernelInfo kAvx512{12, 32, 144, &ukernel_12x32_avx512<false>, "avx512 12x32", GemmIsa::Avx512, false,
@@ -353,7 +354,13 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
   // 174 GFLOP/s, n = 1024 127 -> 170 packed; MobileNetV2's 1x1 convolutions at
   // 112x112 (a 49 KiB stride, 16 and 32 rows) stay faster in place.
   const bool aliased = (b.rs * static_cast<int64_t>(sizeof(float))) % 1024 == 0 && s.kc > 48;
-  const bool in_place = u.in_place != nullptr && pr.b_packed == nullptr && b.cs == 1 && !aliased;
+  // Not on AVX2 (a Zen 3: L1 of 8 ways, L2 of 512 KiB): MobileNetV2's
+  // projections at 56x56 gained 0.04-0.07 ms each, its expansions (m = 96-192,
+  // k = 16-32) lost up to 0.35 ms, the rows of 7x7 and 14x14 planes (each
+  // load across two lines) 0.03-0.09, and with B in place for m <= 64 only the
+  // model at two threads ran 3 % slower.
+  const bool narrow = u.isa != GemmIsa::Avx2;
+  const bool in_place = u.in_place != nullptr && pr.b_packed == nullptr && b.cs == 1 && !aliased && narrow;
   // A with contiguous rows is read in place too when its packed block would
   // serve few column panels (the tiles then all full width): attention's
   // P V (N = head dim) packed its A, 128 x 128 per head, for one panel.

@@ -1,5 +1,7 @@
 // The portable (8x8) and AVX2 (6x16) float32 GEMM micro-kernels (gemm_tile.h),
 // beside the AVX-512 family of gemm_avx512.cc.
+#include <algorithm>
+
 #include "kernels/cpu/gemm_tile.h"
 #include "kernels/cpu/gemv.h"  // v4f
 
@@ -47,28 +49,45 @@ void ukernel_8x8_portable(int64_t kc, const float* __restrict a, const float* __
 
 #if RT_GEMM_X86
 // --- AVX2 + FMA 6x16: 12 accumulators, 2 B vectors, 1 broadcast --------------
-__attribute__((target("avx2,fma"))) void ukernel_6x16_avx2(int64_t kc, const float* __restrict a,
-                                                            const float* __restrict b, float* c,
-                                                            int64_t rs, int64_t cs, bool accumulate,
-                                                            int64_t mv, int64_t nv, const TileEpilogue* e) {
+// As gemm_avx512.cc's rows_12x32_avx512: MV < 6 computes only the first MV
+// rows (a bottom edge: MobileNetV2's 16 output channels are 6 + 6 + 4); ldb is
+// the distance between B's rows (16 in a packed panel, B's row stride read in
+// place); kARows reads A's rows in place, lda apart; pf_lines cache lines from
+// pf are brought into L2, spread over the steps. Each output is the same chain
+// of multiply-adds and the same epilogue whichever way its operands are read.
+template <int MV, bool kARows>
+__attribute__((target("avx2,fma"))) void rows_6x16_avx2(int64_t kc, const float* __restrict a,
+                                                        const float* __restrict b, int64_t ldb, float* c, int64_t rs,
+                                                        int64_t cs, bool accumulate, int64_t mv, int64_t nv,
+                                                        const TileEpilogue* e, int64_t lda, const char* pf,
+                                                        int64_t pf_lines) {
   EMBER_GEMM_ROWS6(EMBER_GEMM_ZERO, __m256, _mm256_setzero_ps())
+  const int64_t every = pf_lines > 0 ? std::max<int64_t>(1, kc / pf_lines) : kc + 1;
+  int64_t due = 0;
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-#define EMBER_GEMM_STEP(i, V, unused)                  \
-  {                                                    \
-    const __m256 ai = _mm256_broadcast_ss(a + i);      \
-    c##i##_0 = _mm256_fmadd_ps(ai, b0, c##i##_0);      \
-    c##i##_1 = _mm256_fmadd_ps(ai, b1, c##i##_1);      \
+    if (p == due && pf_lines > 0) {
+      _mm_prefetch(pf, _MM_HINT_T1);
+      pf += 64;
+      --pf_lines;
+      due += every;
+    }
+#define EMBER_GEMM_STEP(i, V, unused)                                          \
+  if constexpr (i < MV) {                                                      \
+    const __m256 ai = _mm256_broadcast_ss(kARows ? a + i * lda : a + i);       \
+    c##i##_0 = _mm256_fmadd_ps(ai, b0, c##i##_0);                              \
+    c##i##_1 = _mm256_fmadd_ps(ai, b1, c##i##_1);                              \
   }
     EMBER_GEMM_ROWS6(EMBER_GEMM_STEP, , )
 #undef EMBER_GEMM_STEP
-    a += 6;
-    b += 16;
+    a += kARows ? 1 : 6;
+    b += ldb;
   }
+  for (; pf_lines > 0; --pf_lines, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);  // more lines than steps
   __m256 acc[6][2] = {EMBER_GEMM_ROWS6(EMBER_GEMM_PAIR, , )};
-  if (mv == 6 && nv == 16 && cs == 1) {
-    for (int i = 0; i < 6; ++i) {
+  if (nv == 16 && cs == 1) {
+    for (int i = 0; i < MV && i < mv; ++i) {
       float* ci = c + i * rs;
       if (accumulate) {
         acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(ci));
@@ -85,7 +104,41 @@ __attribute__((target("avx2,fma"))) void ukernel_6x16_avx2(int64_t kc, const flo
     _mm256_store_ps(t + i * 16, acc[i][0]);
     _mm256_store_ps(t + i * 16 + 8, acc[i][1]);
   }
-  store_tile(t, 16, c, rs, cs, accumulate, mv, nv, e);
+  store_tile(t, 16, c, rs, cs, accumulate, std::min<int64_t>(mv, MV), nv, e);
+}
+
+void ukernel_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
+                       bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e) {
+  rows_6x16_avx2<6, false>(kc, a, b, 16, c, rs, cs, accumulate, mv, nv, e, 0, nullptr, 0);
+}
+
+namespace {
+template <int MV>
+void rows_packed_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
+                      bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e) {
+  rows_6x16_avx2<MV, false>(kc, a, b, 16, c, rs, cs, accumulate, mv, nv, e, 0, nullptr, 0);
+}
+}  // namespace
+
+void edge_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
+                    bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e) {
+  static constexpr Ukernel kRows[7] = {&rows_packed_avx2<6>, &rows_packed_avx2<1>, &rows_packed_avx2<2>,
+                                       &rows_packed_avx2<3>, &rows_packed_avx2<4>, &rows_packed_avx2<5>,
+                                       &rows_packed_avx2<6>};
+  kRows[std::clamp<int64_t>(mv, 0, 6)](kc, a, b, c, rs, cs, accumulate, mv, nv, e);
+}
+
+void in_place_6x16_avx2(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t rs,
+                        int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e, const char* pf,
+                        int64_t pf_lines) {
+  using Rows = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, int64_t, bool, int64_t, int64_t,
+                        const TileEpilogue*, int64_t, const char*, int64_t);
+#define EMBER_GEMM_MV(A)                                                                                        \
+  {&rows_6x16_avx2<6, A>, &rows_6x16_avx2<1, A>, &rows_6x16_avx2<2, A>, &rows_6x16_avx2<3, A>,                  \
+   &rows_6x16_avx2<4, A>, &rows_6x16_avx2<5, A>, &rows_6x16_avx2<6, A>}
+  static constexpr Rows kRows[2][7] = {EMBER_GEMM_MV(false), EMBER_GEMM_MV(true)};
+#undef EMBER_GEMM_MV
+  kRows[lda != 0][std::clamp<int64_t>(mv, 0, 6)](kc, a, b, ldb, c, rs, cs, accumulate, mv, nv, e, lda, pf, pf_lines);
 }
 
 #endif  // RT_GEMM_X86

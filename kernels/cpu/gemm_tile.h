@@ -178,9 +178,15 @@ void ukernel_8x8_portable(int64_t kc, const float* a, const float* b, float* c, 
                           bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
 
 #if RT_GEMM_X86
-// The AVX2 + FMA float32 micro-kernel, 6x16 (gemm_small.cc).
+// The AVX2 + FMA float32 family (gemm_small.cc): the 6x16 micro-kernel, its
+// UkernelInfo::edge (mv < 6: only those rows) and UkernelInfo::in_place.
 void ukernel_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                        bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+void edge_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
+                    bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
+void in_place_6x16_avx2(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t rs,
+                        int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e, const char* pf,
+                        int64_t pf_lines);
 
 // The AVX-512 float32 family (gemm_avx512.cc): the 12x32 micro-kernel and its
 // UkernelInfo::edge, for tiles of fewer than 32 valid columns or 12 valid rows
