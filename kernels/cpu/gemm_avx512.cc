@@ -33,9 +33,7 @@ __attribute__((always_inline)) inline void prefetch_a(const float* a) {
 // a + i * lda (contiguous along k), rather than from a packed panel (12
 // values a step); only its first MV rows are read. pf: pf_lines cache lines
 // to bring into L2 (gemm.cc: a share of the next pre-packed B panel),
-// spread evenly over the steps: issued in one burst before the tile, they
-// stalled the core once the line fill buffers filled (the instruction after
-// the prefetches held 9 % of a BERT fp32 run at batch 1, one thread).
+// spread over the steps (gemm_tile.h: SpreadPrefetch).
 template <int MV, bool kStreamA, bool kARows = false>
 __attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const float* __restrict a,
                                                                   const float* __restrict b, int64_t ldb, float* c,
@@ -44,18 +42,12 @@ __attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const floa
                                                                   int64_t lda = 0, const char* pf = nullptr,
                                                                   int64_t pf_lines = 0) {
   EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO, __m512, _mm512_setzero_ps())
-  const int64_t every = pf_lines > 0 ? std::max<int64_t>(1, kc / pf_lines) : kc + 1;
-  int64_t due = 0;
+  SpreadPrefetch spread(pf, pf_lines, kc);
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
     const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
     prefetch_a<kStreamA>(a);
-    if (p == due && pf_lines > 0) {
-      _mm_prefetch(pf, _MM_HINT_T1);
-      pf += 64;
-      --pf_lines;
-      due += every;
-    }
+    spread.step(p);
 #define EMBER_GEMM_STEP(i, V, unused)                                     \
   if constexpr (i < MV) {                                                 \
     const __m512 ai = _mm512_set1_ps(kARows ? a[i * lda] : a[i]);         \
@@ -67,7 +59,7 @@ __attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const floa
     a += kARows ? 1 : 12;
     b += ldb;
   }
-  for (; pf_lines > 0; --pf_lines, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);  // more lines than steps
+  spread.rest();  // more lines than steps
   __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_PAIR, , )};
   store_12x32_avx512(acc, c, rs, cs, accumulate, mv, nv, e);
 }

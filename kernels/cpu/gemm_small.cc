@@ -62,17 +62,11 @@ __attribute__((target("avx2,fma"))) void rows_6x16_avx2(int64_t kc, const float*
                                                         const TileEpilogue* e, int64_t lda, const char* pf,
                                                         int64_t pf_lines) {
   EMBER_GEMM_ROWS6(EMBER_GEMM_ZERO, __m256, _mm256_setzero_ps())
-  const int64_t every = pf_lines > 0 ? std::max<int64_t>(1, kc / pf_lines) : kc + 1;
-  int64_t due = 0;
+  SpreadPrefetch spread(pf, pf_lines, kc);
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-    if (p == due && pf_lines > 0) {
-      _mm_prefetch(pf, _MM_HINT_T1);
-      pf += 64;
-      --pf_lines;
-      due += every;
-    }
+    spread.step(p);
 #define EMBER_GEMM_STEP(i, V, unused)                                          \
   if constexpr (i < MV) {                                                      \
     const __m256 ai = _mm256_broadcast_ss(kARows ? a + i * lda : a + i);       \
@@ -84,7 +78,7 @@ __attribute__((target("avx2,fma"))) void rows_6x16_avx2(int64_t kc, const float*
     a += kARows ? 1 : 6;
     b += ldb;
   }
-  for (; pf_lines > 0; --pf_lines, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);  // more lines than steps
+  spread.rest();  // more lines than steps
   __m256 acc[6][2] = {EMBER_GEMM_ROWS6(EMBER_GEMM_PAIR, , )};
   if (nv == 16 && cs == 1) {
     for (int i = 0; i < MV && i < mv; ++i) {
