@@ -129,6 +129,25 @@ TEST_CASE("conv2d: im2col products split by output rows give one thread's values
                           .to(DType::Float32), 1e-4, 1e-5);
 }
 
+// A stride-2 3x3 convolution's im2col rows (ResNet's downsampling conv1): 16
+// columns from two vectors' even lanes, the last 16 overlapping the ones
+// before, fewer than 16 one by one; rows of padding above and below.
+TEST_CASE("conv2d: stride-2 im2col rows of every width against the float64 reference") {
+  manual_seed(5);
+  const Tensor w = randn({6, 16, 3, 3}), b = randn({6});
+  for (int64_t width : {9, 31, 32, 33, 34, 63, 65, 70}) {
+    for (int64_t pad : {0, 1, 2}) {
+      CAPTURE(width);
+      CAPTURE(pad);
+      const Tensor x = randn({1, 16, 7, width});
+      check_close(conv2d(x, w, b, {2, 2}, {pad, pad}),
+                  conv2d(x.to(DType::Float64), w.to(DType::Float64), b.to(DType::Float64), {2, 2}, {pad, pad})
+                      .to(DType::Float32),
+                  1e-4, 1e-5);
+    }
+  }
+}
+
 TEST_CASE("conv2d: float32 CPU kernel matches float64 reference, threaded and not") {
   const Tensor x = randn({3, 6, 13, 11}), w = randn({8, 3, 3, 2}), b = randn({8});
   const Tensor expected = conv2d(x.to(DType::Float64), w.to(DType::Float64), b.to(DType::Float64), {2, 1}, {1, 2},
