@@ -42,6 +42,11 @@ inline void transpose4(v4f* r) {
   r[2] = RT_SHUFFLE2(t2, t3, 0, 1, 4, 5);
   r[3] = RT_SHUFFLE2(t2, t3, 2, 3, 6, 7);
 }
+// lo = a0 b0 a1 b1, hi = a2 b2 a3 b3: a 2 x 4 block transposed into pairs.
+inline void zip4(v4f a, v4f b, v4f* lo, v4f* hi) {
+  *lo = RT_SHUFFLE2(a, b, 0, 4, 1, 5);
+  *hi = RT_SHUFFLE2(a, b, 2, 6, 3, 7);
+}
 #undef RT_SHUFFLE2
 
 enum class DirectKind { None, Dot, Axpy };
