@@ -152,15 +152,13 @@ bool use_winograd(const TensorView& x, const TensorView& wt, const TensorView& o
 
 // dst[i] = src[2 * i] for i < n: a stride-2 convolution's im2col row, 16
 // outputs from two vectors' even lanes (GCC vector extensions, built per ISA;
-// the scalar loop cost 20% of ResNet-18's 7x7 stride-2 stem), the last 16
-// (n >= 16) from two vectors ending at src[2 * (n - 1)], overlapping the
-// ones before. Reads nothing past src[2 * (n - 1)].
-__attribute__((always_inline)) inline void copy_even(float* __restrict dst, const float* __restrict src, int64_t n) {
+// the scalar loop cost 20% of ResNet-18's 7x7 stride-2 stem). Reads nothing
+// past src[2 * (n - 1)].
+RT_SIMD_CLONES void copy_even(float* __restrict dst, const float* __restrict src, int64_t n) {
   typedef float v16f __attribute__((vector_size(64)));
 #if !defined(__clang__)
   typedef int32_t v16i __attribute__((vector_size(64)));
   const v16i even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-  const v16i last = {0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31};
 #endif
   int64_t i = 0;
   for (; i + 16 < n; i += 16) {  // reads src[2i .. 2i + 31], 2i + 31 < 2 (n - 1)
@@ -174,33 +172,7 @@ __attribute__((always_inline)) inline void copy_even(float* __restrict dst, cons
 #endif
     std::memcpy(dst + i, &v, sizeof(v));
   }
-  if (n >= 16) {  // outputs n - 16 .. n - 1: src[2 (n - 16) .. 2 (n - 16) + 15] and [.. + 15 .. + 30]
-    const float* s = src + 2 * (n - 16);
-    v16f a, b;
-    std::memcpy(&a, s, sizeof(a));
-    std::memcpy(&b, s + 15, sizeof(b));
-#if defined(__clang__)
-    const v16f v = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31);
-#else
-    const v16f v = __builtin_shuffle(a, b, last);
-#endif
-    std::memcpy(dst + n - 16, &v, sizeof(v));
-    return;
-  }
   for (; i < n; ++i) dst[i] = src[2 * i];
-}
-
-// `rows` im2col rows of a stride-2 convolution, ow columns each, dst's rows
-// contiguous and src's src_step apart: columns [lo, hi) from src[2 * column],
-// the rest 0. One call per kernel tap's rows (a call per output row was 16K
-// calls for ResNet-18's layer2.0.conv1).
-RT_SIMD_CLONES void even_rows(float* __restrict dst, const float* __restrict src, int64_t rows, int64_t src_step,
-                              int64_t ow, int64_t lo, int64_t hi) {
-  for (int64_t r = 0; r < rows; ++r, dst += ow, src += src_step) {
-    for (int64_t j = 0; j < lo; ++j) dst[j] = 0.0f;
-    copy_even(dst + lo, src + 2 * lo, hi - lo);
-    for (int64_t j = hi; j < ow; ++j) dst[j] = 0.0f;
-  }
 }
 
 // col[(ci*KH + i)*KW + j, (oh - oh0)*OW + ow] = x[ci, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside)
@@ -222,7 +194,6 @@ void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const 
   int64_t bounds[2 * kCachedKw];
   const bool cached = p.kw <= kCachedKw;
   for (int64_t j = 0; cached && j < p.kw; ++j) range_of(j, &bounds[2 * j], &bounds[2 * j + 1]);
-  const int64_t step = prm.stride[0] * sh;  // between the input rows of consecutive output rows
   int64_t ci = r0 / (p.kh * p.kw), i = (r0 / p.kw) % p.kh, j = r0 % p.kw;
   for (int64_t r = r0; r < r1; ++r) {
     float* dst = col + r * ld;
@@ -234,27 +205,22 @@ void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const 
     } else {
       range_of(j, &lo, &hi);
     }
-    // Output rows [a, b) read input rows inside the image; the others are 0.
-    const int64_t ih0 = i * prm.dilation[0] - prm.padding[0];  // the input row of output row 0
-    int64_t a = oh0, b = oh1;
-    while (a < b && a * prm.stride[0] + ih0 < 0) ++a;
-    while (b > a && (b - 1) * prm.stride[0] + ih0 >= p.h) --b;
-    std::memset(dst, 0, sizeof(float) * p.ow * (a - oh0));
-    std::memset(dst + (b - oh0) * p.ow, 0, sizeof(float) * p.ow * (oh1 - b));
-    const float* row = src + (a * prm.stride[0] + ih0) * sh + off_w * sw;
-    dst += (a - oh0) * p.ow;
-    if (a < b && st * sw == 2) {
-      even_rows(dst, row, b - a, step, p.ow, lo, hi);
-    } else {
-      for (int64_t oh = a; oh < b; ++oh, dst += p.ow, row += step) {
-        for (int64_t ow = 0; ow < lo; ++ow) dst[ow] = 0.0f;
-        if (st == 1 && sw == 1) {
-          std::memcpy(dst + lo, row + lo, sizeof(float) * (hi - lo));
-        } else {
-          for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = row[ow * st * sw];
-        }
-        for (int64_t ow = hi; ow < p.ow; ++ow) dst[ow] = 0.0f;
+    for (int64_t oh = oh0; oh < oh1; ++oh, dst += p.ow) {
+      const int64_t ih = oh * prm.stride[0] - prm.padding[0] + i * prm.dilation[0];
+      if (ih < 0 || ih >= p.h) {
+        std::memset(dst, 0, sizeof(float) * p.ow);
+        continue;
       }
+      const float* row = src + ih * sh + off_w * sw;
+      for (int64_t ow = 0; ow < lo; ++ow) dst[ow] = 0.0f;
+      if (st == 1 && sw == 1) {
+        std::memcpy(dst + lo, row + lo, sizeof(float) * (hi - lo));
+      } else if (st * sw == 2) {
+        copy_even(dst + lo, row + 2 * lo, hi - lo);
+      } else {
+        for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = row[ow * st * sw];
+      }
+      for (int64_t ow = hi; ow < p.ow; ++ow) dst[ow] = 0.0f;
     }
     if (++j == p.kw) {
       j = 0;

@@ -130,8 +130,8 @@ TEST_CASE("conv2d: im2col products split by output rows give one thread's values
 }
 
 // A stride-2 3x3 convolution's im2col rows (ResNet's downsampling conv1): 16
-// columns from two vectors' even lanes, the last 16 overlapping the ones
-// before, fewer than 16 one by one; rows of padding above and below.
+// columns from two vectors' even lanes (copy_even), the rest one by one;
+// rows of padding above and below.
 TEST_CASE("conv2d: stride-2 im2col rows of every width against the float64 reference") {
   manual_seed(5);
   const Tensor w = randn({6, 16, 3, 3}), b = randn({6});
