@@ -370,8 +370,8 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
   // k = 16-32) lost up to 0.35 ms, the rows of 7x7 and 14x14 planes (each
   // load across two lines) 0.03-0.09, and with B in place for m <= 64 only the
   // model at two threads ran 3 % slower.
-  const bool narrow = u.isa != GemmIsa::Avx2;
-  const bool in_place = u.in_place != nullptr && pr.b_packed == nullptr && b.cs == 1 && !aliased && narrow;
+  const bool b_in_place_isa = u.isa != GemmIsa::Avx2;
+  const bool in_place = u.in_place != nullptr && pr.b_packed == nullptr && b.cs == 1 && !aliased && b_in_place_isa;
   // A with contiguous rows is read in place too when its packed block would
   // serve few column panels (the tiles then all full width): attention's
   // P V (N = head dim) packed its A, 128 x 128 per head, for one panel.
