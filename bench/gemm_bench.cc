@@ -181,7 +181,7 @@ void gemv_shapes(benchmark::internal::Benchmark* b) {
 // Args: {size, all_threads (0 = one thread)}; ember and OpenBLAS interleaved per size.
 void sizes(benchmark::internal::Benchmark* b) {
   for (int threads : {0, 1}) {
-    for (int n : {64, 128, 256, 512, 1024}) b->Args({n, threads});
+    for (int n : {64, 128, 256, 512, 1024, 2048}) b->Args({n, threads});
   }
 }
 
