@@ -230,6 +230,15 @@ void softmax_row(const float* x, float* y, int64_t n) {
   softmax_row_clones<kLog>(x, y, n);
 }
 
+// Up to kSoftmaxRows rows on the vector rows kernels (softmax.h) where the
+// CPU has one; the mask of the rows left to softmax_row.
+unsigned softmax_rows_vector(const float* x, float* y, int64_t n, int count, bool log) {
+#if RT_X86_VARIANTS
+  if (avx2_fma_variant()) return softmax_rows_avx2(x, y, n, count, log);
+#endif
+  return softmax_rows_avx512(x, y, n, count, log);
+}
+
 template <bool kLog>
 Status softmax_rows(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                     const OpParams& params) {
@@ -247,7 +256,7 @@ Status softmax_rows(const KernelContext& ctx, Span<const TensorView> in, Span<Te
   parallel_for(0, rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; r += kSoftmaxRows) {
       const int count = static_cast<int>(std::min<int64_t>(kSoftmaxRows, end - r));
-      const unsigned left = softmax_rows_avx512(xp + r * n, yp + r * n, n, count, kLog);
+      const unsigned left = softmax_rows_vector(xp + r * n, yp + r * n, n, count, kLog);
       for (int q = 0; q < count; ++q) {
         if ((left >> q & 1) != 0) softmax_row<kLog>(xp + (r + q) * n, yp + (r + q) * n, n);
       }

@@ -1,5 +1,5 @@
-// The AVX-512 softmax row (softmax_avx512.cc), used by reduce.cc's Softmax and
-// LogSoftmax kernels ahead of their ISA clones.
+// The AVX-512 and AVX2 softmax rows (softmax_avx512.cc, softmax_avx2.cc), used
+// by reduce.cc's Softmax and LogSoftmax kernels ahead of their ISA clones.
 #pragma once
 
 #include <cstdint>
@@ -16,5 +16,11 @@ constexpr int kSoftmaxRows = 4;
 // the rows whose maximum is not finite (a NaN, +inf, or every value -inf):
 // the caller's own row then.
 unsigned softmax_rows_avx512(const float* x, float* y, int64_t n, int rows, bool log);
+
+// The same on 8-lane vectors, for a CPU with AVX2 and FMA (the caller checks;
+// reduce.cc runs it where avx2_fma_variant()): each row's values the same
+// alone or in a block; within rounding of reduce.cc's RT_AVX2_FMA row, not
+// bit for bit. Returns the rows left unwritten (no finite maximum, a NaN).
+unsigned softmax_rows_avx2(const float* x, float* y, int64_t n, int rows, bool log);
 
 }  // namespace ember::cpu

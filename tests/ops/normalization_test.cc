@@ -66,7 +66,8 @@ TEST_CASE("softmax over wide rows, single- and multi-threaded") {
 }
 
 // The float32 row kernel (kernels/cpu/softmax_avx512.cc where the CPU has
-// AVX-512, the ISA clones elsewhere) against softmax computed in float64:
+// AVX-512, softmax_avx2.cc where it has AVX2 and FMA, the ISA clones
+// elsewhere) against softmax computed in float64:
 // every tail length of a 16-lane vector, -inf entries (exactly 0), results
 // down to the subnormals, and the rows it hands back to the clones (a NaN,
 // +inf, every value -inf), which the strided copy (the reference kernel) gives.
@@ -100,8 +101,8 @@ TEST_CASE("softmax: the float32 row kernel agrees with float64 for every row len
   check_close(softmax(special, 1), softmax(strided, 1), 5e-6, 3e-45);
   check_close(log_softmax(special, 1), log_softmax(strided, 1), 1e-6, 1e-5);
   CHECK(std::isnan(softmax(special, 1)[0][0].item<float>()));
-  // Rows taken four at a time (softmax_rows_avx512) equal each row alone, bit for bit,
-  // blocks with a row handed back included.
+  // Rows taken four (AVX-512) or two (AVX2) at a time equal each row alone, bit
+  // for bit, blocks with a row handed back included.
   for (int64_t n : {5, 16, 37, 128}) {
     Tensor rows = randn({11, n}) * 4;
     rows.select(0, 6).narrow(0, 1, 1).fill_(std::nan(""));
