@@ -23,21 +23,22 @@
 #include <cmath>
 #include <limits>
 
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+
 namespace ember::cpu {
 namespace {
-
-#define RT_AVX2 __attribute__((target("avx2,fma")))
 
 // The first n < 8 lanes (kTail + 8 - n: n ones, then zeros).
 alignas(32) constexpr int32_t kTail[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
 
-RT_AVX2 __attribute__((always_inline)) inline __m256i tail_mask(int64_t n) {
+inline __m256i tail_of(int64_t n) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kTail + 8 - n));
 }
 
 // exp(c) for c <= 0 (or -inf): fast_exp's polynomial (vec_math.h) in
 // multiply-adds; 0 below -104.
-RT_AVX2 __attribute__((always_inline)) inline __m256 exp_nonpositive(__m256 c) {
+__attribute__((always_inline)) inline __m256 exp_nonpositive(__m256 c) {
   const __m256 zero = _mm256_cmp_ps(c, _mm256_set1_ps(-104.0f), _CMP_LT_OQ);
   c = _mm256_andnot_ps(zero, c);  // those lanes compute exp(0), zeroed below
   const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(c, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
@@ -59,7 +60,7 @@ RT_AVX2 __attribute__((always_inline)) inline __m256 exp_nonpositive(__m256 c) {
 }
 
 // The maximum of a row; *nan: whether it holds a NaN.
-RT_AVX2 __attribute__((always_inline)) inline float row_max(const float* x, int64_t n, bool* nan) {
+__attribute__((always_inline)) inline float row_max(const float* x, int64_t n, bool* nan) {
   const int64_t body = n / 8 * 8;
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   __m256 top = ninf, unordered = _mm256_setzero_ps();
@@ -69,7 +70,7 @@ RT_AVX2 __attribute__((always_inline)) inline float row_max(const float* x, int6
     top = _mm256_max_ps(top, v);
   }
   if (body < n) {
-    const __m256 mask = _mm256_castsi256_ps(tail_mask(n - body));
+    const __m256 mask = _mm256_castsi256_ps(tail_of(n - body));
     const __m256 v = _mm256_blendv_ps(ninf, _mm256_maskload_ps(x + body, _mm256_castps_si256(mask)), mask);
     unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     top = _mm256_max_ps(top, v);
@@ -82,85 +83,31 @@ RT_AVX2 __attribute__((always_inline)) inline float row_max(const float* x, int6
   return m;
 }
 
-// R rows of n values (x and y rows n apart) whose maxima m[] are finite, the
-// rows' steps interleaved. The sum in double: lane j adds the values at j
-// mod 8 in order, the lanes are then added in order, the tail after them.
-template <int R, bool kLog>
-RT_AVX2 void rows(const float* __restrict x, float* __restrict y, int64_t n, const float* m) {
-  const int64_t body = n / 8 * 8, tail = n - body;
-  const __m256i mask = tail_mask(tail);
-  __m256 vm[R];
-  __m256d lo[R], hi[R];
-  for (int q = 0; q < R; ++q) {
-    vm[q] = _mm256_set1_ps(m[q]);
-    lo[q] = hi[q] = _mm256_setzero_pd();
-  }
-  for (int64_t i = 0; i < body; i += 8) {
-    for (int q = 0; q < R; ++q) {
-      const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + q * n + i), vm[q]));
-      _mm256_storeu_ps(y + q * n + i, e);
-      lo[q] = _mm256_add_pd(lo[q], _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-      hi[q] = _mm256_add_pd(hi[q], _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-    }
-  }
-  double sum[R];
-  for (int q = 0; q < R; ++q) {
-    alignas(32) double lanes[8];
-    _mm256_store_pd(lanes, lo[q]);
-    _mm256_store_pd(lanes + 4, hi[q]);
-    sum[q] = 0;
-    for (int j = 0; j < 8; ++j) sum[q] += lanes[j];
-    if (tail != 0) {
-      alignas(32) float t[8];
-      _mm256_store_ps(t, exp_nonpositive(_mm256_sub_ps(_mm256_maskload_ps(x + q * n + body, mask), vm[q])));
-      _mm256_maskstore_ps(y + q * n + body, mask, _mm256_load_ps(t));
-      for (int64_t j = 0; j < tail; ++j) sum[q] += static_cast<double>(t[j]);
-    }
-  }
-  for (int q = 0; q < R; ++q) {
-    const float* xq = x + q * n;
-    float* yq = y + q * n;
-    if (kLog) {
-      const __m256 shift = _mm256_set1_ps(static_cast<float>(std::log(sum[q])));
-      for (int64_t i = 0; i < body; i += 8)
-        _mm256_storeu_ps(yq + i, _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(xq + i), vm[q]), shift));
-      if (tail != 0) {
-        const __m256 v = _mm256_maskload_ps(xq + body, mask);
-        _mm256_maskstore_ps(yq + body, mask, _mm256_sub_ps(_mm256_sub_ps(v, vm[q]), shift));
-      }
-    } else {
-      const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum[q]));
-      for (int64_t i = 0; i < body; i += 8) _mm256_storeu_ps(yq + i, _mm256_mul_ps(_mm256_loadu_ps(yq + i), inv));
-      if (tail != 0) _mm256_maskstore_ps(yq + body, mask, _mm256_mul_ps(_mm256_maskload_ps(yq + body, mask), inv));
-    }
-  }
-}
+// softmax_rows.inc's vector primitives.
+using Vec = __m256;
+using VecD = __m256d;
+using Tail = __m256i;
+constexpr int kL = 8;
+// Two rows at a time: with four, the sums' accumulators and the exp's
+// temporaries outgrew the 16 registers (the sums went to the stack).
+constexpr int kBlockRows = 2;
+inline Vec vset1(float f) { return _mm256_set1_ps(f); }
+inline Vec vload(const float* p) { return _mm256_loadu_ps(p); }
+inline void vstore(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+inline Vec vload_tail(const float* p, Tail t) { return _mm256_maskload_ps(p, t); }
+inline void vstore_tail(float* p, Tail t, Vec v) { _mm256_maskstore_ps(p, t, v); }
+inline VecD low_pd(Vec v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+inline VecD high_pd(Vec v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+inline void vstore_pd(double* p, VecD d) { _mm256_storeu_pd(p, d); }
 
-// Up to kSoftmaxRows rows; the mask of those left to the caller (a NaN, or no finite maximum).
-template <bool kLog>
-RT_AVX2 unsigned block(const float* x, float* y, int64_t n, int count) {
-  float m[kSoftmaxRows];
-  unsigned left = 0;
-  for (int q = 0; q < count; ++q) {
-    bool nan = false;
-    m[q] = row_max(x + q * n, n, &nan);
-    if (nan || !std::isfinite(m[q])) left |= 1u << q;
-  }
-  // Two rows at a time: with four, the sums' accumulators and the exp's
-  // temporaries outgrew the 16 registers (the sums went to the stack).
-  for (int q = 0; q < count;) {
-    if (q + 1 < count && (left >> q & 3u) == 0) {
-      rows<2, kLog>(x + q * n, y + q * n, n, m + q);
-      q += 2;
-      continue;
-    }
-    if ((left >> q & 1u) == 0) rows<1, kLog>(x + q * n, y + q * n, n, m + q);
-    ++q;
-  }
-  return left;
-}
+#include "kernels/cpu/softmax_rows.inc"
 
 }  // namespace
+}  // namespace ember::cpu
+
+#pragma GCC pop_options
+
+namespace ember::cpu {
 
 unsigned softmax_rows_avx2(const float* x, float* y, int64_t n, int rows, bool log) {
   return log ? block<true>(x, y, n, rows) : block<false>(x, y, n, rows);
