@@ -11,7 +11,9 @@
 // four rows at once, rows()).
 #include "kernels/cpu/softmax.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+// (GCC: clang, which the fuzz builds use, has no "#pragma GCC target"; there
+// every row goes to reduce.cc's own.)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
 #include <cmath>
