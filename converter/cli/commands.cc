@@ -399,7 +399,7 @@ Diag devices(std::ostream& out) {
 // --- run -----------------------------------------------------------------------
 
 Diag run(const RunArgs& args, std::ostream& out) {
-  Expected<ExecutorOptions> exec_options = executor_options(args.device, args.allow_fallback, args.precision);
+  Expected<ExecutorOptions> exec_options = executor_options(args.device, args.allow_fallback, args.precision, args.conv_layout);
   if (!exec_options.ok()) return exec_options.diag();
   exec_options->warm_up = false;  // one run: it creates the pipelines itself
   Expected<LoadedModel> loaded = load_model(args.model, *exec_options, args.weights);
@@ -457,7 +457,7 @@ Diag run(const RunArgs& args, std::ostream& out) {
 // --- bench ---------------------------------------------------------------------
 
 Diag bench(const BenchArgs& args, std::ostream& out) {
-  Expected<ExecutorOptions> exec_options = executor_options(args.device, args.allow_fallback, args.precision);
+  Expected<ExecutorOptions> exec_options = executor_options(args.device, args.allow_fallback, args.precision, args.conv_layout);
   if (!exec_options.ok()) return exec_options.diag();
   if (args.iterations < 1) return diag(Status::InvalidArgument, "--iterations must be at least 1");
   if (args.warmup < 0) return diag(Status::InvalidArgument, "--warmup must not be negative");

@@ -37,6 +37,7 @@ struct RunArgs {
   std::string device = "cpu";
   bool allow_fallback = false;    // nodes without a device kernel run on the CPU
   std::string precision = "fp32";  // fp32 | fp16 (device only)
+  std::string conv_layout = "auto";  // auto | nchw | channels_last (ExecutorOptions::conv_layout)
   int threads = 0;  // 0: the default thread count
   bool profile = false;
   bool profile_ops = false;  // also one line per op, in op order (implies profile)
@@ -51,6 +52,7 @@ struct BenchArgs {
   std::string device = "cpu";
   bool allow_fallback = false;
   std::string precision = "fp32";
+  std::string conv_layout = "auto";
   int threads = 0;
   int warmup = 5;
   int iterations = 50;

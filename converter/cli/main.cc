@@ -4,7 +4,9 @@
 //   ember inspect model.ember
 //   ember run model.ember --input input=x.npy --output-dir out [--profile]
 //       [--device cpu|vulkan[:N]|cuda[:N]] [--allow-fallback] [--precision fp32|fp16]
+//       [--conv-layout auto|nchw|channels_last]
 //   ember bench model.ember [--threads 4] [--json] [--device ...] [--allow-fallback] [--precision ...]
+//       [--conv-layout ...]
 //   ember inspect model.ember [--device vulkan]: which nodes would fall back
 //   ember devices: the Vulkan and CUDA devices
 // Built twice (BUILD): `ember_cli` (EMBER_CLI_CONVERT) and `ember_run`, without convert.
@@ -72,6 +74,10 @@ CLI::App* add_finetune(CLI::App& app, ember::cli::FinetuneArgs& ft) {
   return cmd;
 }
 
+constexpr const char* kConvLayoutHelp =
+    "CPU convolution activations: auto (channels_last where the model has a depthwise convolution), nchw or "
+    "channels_last";
+
 // `ember bench`'s flags into `b`.
 CLI::App* add_bench(CLI::App& app, ember::cli::BenchArgs& b) {
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time a .ember model (random inputs by default)");
@@ -83,6 +89,7 @@ CLI::App* add_bench(CLI::App& app, ember::cli::BenchArgs& b) {
                       "Run nodes the device has no kernel for on the CPU instead of failing");
   bench_cmd->add_option("--precision", b.precision, "fp32, fp16 (device only) or bf16 (device; cpu: as ember run)")
       ->capture_default_str();
+  bench_cmd->add_option("--conv-layout", b.conv_layout, kConvLayoutHelp)->capture_default_str();
   bench_cmd->add_option("--threads", b.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
   bench_cmd->add_option("--warmup", b.warmup, "Untimed runs first")
       ->check(CLI::NonNegativeNumber)
@@ -204,6 +211,7 @@ int main(int argc, char** argv) {
                       "bf16 only, with AVX-512 BF16: Conv/Linear/MatMul weights and inputs rounded to bf16, float32 sums)")
       ->capture_default_str();
   run_cmd->add_option("--weights", run_args.weights, "A fine-tuning delta (ember finetune --save-delta) to apply (LoRA adapters on int8 weights run unmerged)");
+  run_cmd->add_option("--conv-layout", run_args.conv_layout, kConvLayoutHelp)->capture_default_str();
   run_cmd->add_option("--threads", run_args.threads, "Threads (0: default)")->check(CLI::NonNegativeNumber);
   run_cmd->add_flag("--profile", run_args.profile, "Print per-op-type times and devices of a run after 3 warm-up runs (a flush per op on a device)");
   run_cmd->add_flag("--profile-ops", run_args.profile_ops, "--profile, then one line per op: 'op INDEX TYPE NODE MS' in op order");

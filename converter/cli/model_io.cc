@@ -74,7 +74,7 @@ Diag check_device(const std::string& spec) {
 }
 
 Expected<ExecutorOptions> executor_options(const std::string& device, bool allow_fallback,
-                                           const std::string& precision) {
+                                           const std::string& precision, const std::string& conv_layout) {
   Diag d = check_device(device);
   if (!d.ok()) return d;
   const Device dev(device);
@@ -88,6 +88,14 @@ Expected<ExecutorOptions> executor_options(const std::string& device, bool allow
   } else if (precision != "fp32") {
     return diag(Status::InvalidArgument, "--precision: unknown precision '", precision,
                 "' (supported: fp32, fp16, bf16)");
+  }
+  if (conv_layout == "nchw") {
+    options.conv_layout = ConvLayout::Contiguous;
+  } else if (conv_layout == "channels_last") {
+    options.conv_layout = ConvLayout::ChannelsLast;
+  } else if (conv_layout != "auto") {
+    return diag(Status::InvalidArgument, "--conv-layout: unknown layout '", conv_layout,
+                "' (supported: auto, nchw, channels_last)");
   }
   if (dev.is_cpu() && options.precision == Precision::Float16)
     return diag(Status::InvalidArgument, "--precision fp16 needs --device vulkan or cuda (the CPU executor "

@@ -34,10 +34,11 @@ Expected<LoadedModel> load_model(const std::string& path, const ExecutorOptions&
 // malformed spec.
 Diag check_device(const std::string& spec);
 
-// The executor options of --device, --allow-fallback and --precision
-// (fp32|fp16); "vulkan:N" selects the Nth Vulkan device first.
+// The executor options of --device, --allow-fallback, --precision
+// (fp32|fp16|bf16) and --conv-layout (auto|nchw|channels_last); "vulkan:N"
+// selects the Nth Vulkan device first.
 Expected<ExecutorOptions> executor_options(const std::string& device, bool allow_fallback,
-                                           const std::string& precision);
+                                           const std::string& precision, const std::string& conv_layout = "auto");
 
 // "[batch, 3, 224, 224]": symbolic dims by name ("?" when unnamed).
 std::string io_shape_str(const IOInfo& io);

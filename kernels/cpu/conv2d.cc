@@ -127,10 +127,13 @@ size_t workspace_of(const ConvPlan& p) {
   return kAlign + p.bias_bytes + p.slot_bytes * static_cast<size_t>(p.slots);
 }
 
-// The packed weight the kernel may read: packed from this weight (groups 1).
-const PackedOperand* packed_weight(const Conv2dParams& prm, const TensorView& wt) {
+// The packed weight the kernel may read: packed from this weight (groups 1)
+// in `layout` (ConvA: the A panels of the NCHW product; ConvB: the B panels of
+// the channels-last one).
+const PackedOperand* packed_weight(const Conv2dParams& prm, const TensorView& wt,
+                                   CpuPackedWeight::Layout layout = CpuPackedWeight::Layout::ConvA) {
   const auto* w = dynamic_cast<const CpuPackedWeight*>(prm.weight);
-  if (w == nullptr || prm.groups != 1 || w->source != wt.data) return nullptr;
+  if (w == nullptr || prm.groups != 1 || w->source != wt.data || w->layout != layout) return nullptr;
   return w->gemm_operand();
 }
 
@@ -265,6 +268,13 @@ RT_SIMD_CLONES void add_row(float* __restrict y, const float* __restrict r, int6
   for (int64_t i = 0; i < n; ++i) y[i] += r[i];
 }
 
+// Whether t ([N, C, H, W]) is dense channels_last: strides [H*W*C, 1, W*C, C].
+bool dense_channels_last(const TensorView& t) {
+  const int64_t c = t.sizes[1], w = t.sizes[3], h = t.sizes[2];
+  return (c == 1 || t.strides[1] == 1) && (w == 1 || t.strides[3] == c) && (h == 1 || t.strides[2] == w * c) &&
+         (t.sizes[0] == 1 || t.strides[0] == h * w * c);
+}
+
 // o = act(o + r): the residual of a path that does not add it as it stores
 // (o and r of one shape, any strides), in the order a separate Add and
 // activation would take, threads over the (image, channel) planes. (Added in
@@ -289,6 +299,20 @@ void add_residual(const TensorView& o, const TensorView& r, const Activation& a,
       }
     }
   };
+  if (dense_channels_last(o) && std::equal(o.strides, o.strides + 4, r.strides)) {
+    // One flat pass (channels_last: a plane's values lie C apart).
+    const int64_t n = o.numel();
+    auto flat = [&](int64_t i0, int64_t i1) {
+      add_row(po + i0, pr + i0, i1 - i0);
+      activate_rows(po + i0, 1, 0, i1 - i0, 1, a);
+    };
+    if (threads > 1 && n >= 32768) {
+      parallel_for(0, n, 16384, flat);
+    } else {
+      flat(0, n);
+    }
+    return;
+  }
   const int64_t units = o.sizes[0] * channels;
   if (threads > 1 && units * plane >= 32768) {
     parallel_for(0, units, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane)), planes);
@@ -426,7 +450,158 @@ Status conv2d_gemm(const KernelContext& ctx, const TensorView& x, const TensorVi
   return ok.load() ? Status::Ok : Status::OutOfMemory;
 }
 
+
+// Channels-last convolutions (groups 1; x and out dense channels_last: each
+// position's channels contiguous) run the product in the Linear orientation,
+//   out (positions x C_out) = col (positions x KH*KW*C_in) @ W',
+//   W'[(i*KW + j)*C_in + ci, co] = w[co, ci, i, j] (conv_b_weight),
+// the bias a column bias. A 1x1 stride-1 unpadded convolution reads x itself
+// as col, every image's positions in one product; the others build col for
+// blocks of an image's output positions (a window row's taps are one copy of
+// KW*C_in values where they lie inside the row). Without a packed W' (ConvB)
+// the weight is permuted into the scratch per call.
+
+struct ClPlan {
+  int64_t kdim, positions;  // GEMM depth (KH*KW*C_in) and output positions of one image
+  bool direct;              // 1x1, stride 1, no padding: x is col
+  int64_t rows;             // positions per col block
+  size_t weight_bytes, col_bytes, gemm_bytes;
+};
+
+// Positions per col block: a block of about kColumnBytes, at least kClRows (the GEMM's efficiency).
+constexpr int64_t kClRows = 96;
+
+ClPlan cl_plan(const TensorView& x, const TensorView& wt, const TensorView& o, const Conv2dParams& prm, int threads) {
+  ClPlan c;
+  const int64_t kh = wt.sizes[2], kw = wt.sizes[3], cout = o.sizes[1];
+  c.kdim = wt.sizes[1] * kh * kw;
+  c.positions = o.sizes[2] * o.sizes[3];
+  c.direct = kh == 1 && kw == 1 && prm.stride[0] == 1 && prm.stride[1] == 1 && prm.padding[0] == 0 &&
+             prm.padding[1] == 0;
+  const int64_t m = c.direct ? o.sizes[0] * c.positions : c.positions;
+  c.rows = c.direct ? m
+                    : std::min(m, std::max(kClRows, static_cast<int64_t>(kColumnBytes / sizeof(float)) /
+                                                        std::max<int64_t>(1, c.kdim)));
+  const PackedOperand* b = packed_weight(prm, wt, CpuPackedWeight::Layout::ConvB);
+  const bool packed = b != nullptr && sgemm_packed_current(*b);  // (a stale one: the weight is read)
+  c.weight_bytes = packed || kh * kw == 1 ? 0 : aligned(static_cast<size_t>(c.kdim * cout) * sizeof(float));
+  c.col_bytes = c.direct ? 0 : aligned(static_cast<size_t>(c.rows * c.kdim) * sizeof(float));
+  c.gemm_bytes = aligned(sgemm_workspace(c.rows, cout, c.kdim, std::max(1, threads)));
+  return c;
+}
+
+// Not for one output position (the NCHW path's gemv reads the weight in place).
+bool cl_applies(const TensorView& x, const TensorView& wt, const TensorView& o, const Conv2dParams& prm) {
+  return prm.groups == 1 && wt.is_contiguous() && x.sizes[1] > 1 && o.sizes[1] > 1 && o.sizes[2] * o.sizes[3] > 1 &&
+         dense_channels_last(x) && dense_channels_last(o);
+}
+
+// dst [(t*C_in + ci) * C_out + co] = w[(co*C_in + ci) * taps + t]: W' row-major.
+void permute_conv_b(const float* w, int64_t cout, int64_t cin, int64_t taps, float* dst) {
+  for (int64_t co = 0; co < cout; ++co) {
+    for (int64_t ci = 0; ci < cin; ++ci) {
+      for (int64_t t = 0; t < taps; ++t) dst[(t * cin + ci) * cout + co] = w[(co * cin + ci) * taps + t];
+    }
+  }
+}
+
+size_t cl_workspace(const ClPlan& c, int64_t cout) {
+  return kAlign + aligned(static_cast<size_t>(cout) * sizeof(float)) + c.weight_bytes + c.col_bytes + c.gemm_bytes;
+}
+
+// col rows for output positions [p0, p1) of image x (channels_last, C_in contiguous per position).
+void im2col_cl(const float* x, const TensorView& xv, const TensorView& wt, const TensorView& o,
+               const Conv2dParams& prm, float* col, int64_t kdim, int64_t p0, int64_t p1) {
+  const int64_t cin = xv.sizes[1], h = xv.sizes[2], w = xv.sizes[3], kh = wt.sizes[2], kw = wt.sizes[3];
+  const int64_t ow_n = o.sizes[3], sh = xv.strides[2], sw = xv.strides[3];
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t oh = p / ow_n, ow = p % ow_n;
+    float* dst = col + (p - p0) * kdim;
+    const int64_t iw0 = ow * prm.stride[1] - prm.padding[1];
+    const bool row_inside = prm.dilation[1] == 1 && iw0 >= 0 && iw0 + kw <= w;
+    for (int64_t i = 0; i < kh; ++i, dst += kw * cin) {
+      const int64_t ih = oh * prm.stride[0] - prm.padding[0] + i * prm.dilation[0];
+      if (ih < 0 || ih >= h) {
+        std::memset(dst, 0, sizeof(float) * kw * cin);
+        continue;
+      }
+      const float* row = x + ih * sh;
+      if (row_inside) {  // the window row's taps are adjacent positions: one copy
+        std::memcpy(dst, row + iw0 * sw, sizeof(float) * kw * cin);
+        continue;
+      }
+      for (int64_t j = 0; j < kw; ++j) {
+        const int64_t iw = iw0 + j * prm.dilation[1];
+        if (iw < 0 || iw >= w) {
+          std::memset(dst + j * cin, 0, sizeof(float) * cin);
+        } else {
+          std::memcpy(dst + j * cin, row + iw * sw, sizeof(float) * cin);
+        }
+      }
+    }
+  }
+}
+
+Status conv2d_cl(const KernelContext& ctx, const TensorView& x, const TensorView& wt, const TensorView& bias,
+                 const TensorView& o, const Conv2dParams& prm, const ClPlan& c) {
+  const int64_t cout = o.sizes[1], cin = wt.sizes[1], taps = wt.sizes[2] * wt.sizes[3];
+  const float* pw = wt.ptr<const float>();
+  const float* pb = bias.ptr<const float>();
+  char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(ctx.scratch) + kAlign - 1) / kAlign * kAlign);
+  if (pb != nullptr && bias.strides[0] != 1) {
+    float* contiguous = reinterpret_cast<float*>(base);
+    for (int64_t co = 0; co < cout; ++co) contiguous[co] = pb[co * bias.strides[0]];
+    pb = contiguous;
+  }
+  base += aligned(static_cast<size_t>(cout) * sizeof(float));
+  // W' as a strided matrix: 1x1 weight^T in place, else permuted (unless packed).
+  MatrixRef<const float> wb{pw, 1, c.kdim};
+  if (c.weight_bytes > 0) {
+    float* perm = reinterpret_cast<float*>(base);
+    permute_conv_b(pw, cout, cin, taps, perm);
+    wb = {perm, cout, 1};
+  }
+  float* col = reinterpret_cast<float*>(base + c.weight_bytes);
+  char* gemm_ws = base + c.weight_bytes + c.col_bytes;
+  const GemmOperand b{wb, packed_weight(prm, wt, CpuPackedWeight::Layout::ConvB)};
+  GemmEpilogue e = activation_epilogue(prm.activation);
+  e.col_bias = pb;
+  const float* px = x.ptr<const float>();
+  float* po = o.ptr<float>();
+  if (c.direct) {
+    const int64_t m = x.sizes[0] * c.positions;
+    return sgemm_fused(m, cout, c.kdim, GemmOperand{{px, cin, 1}, nullptr}, b, MatrixRef<float>{po, cout, 1}, e,
+                       gemm_ws, c.gemm_bytes, ctx.num_threads)
+               ? Status::Ok
+               : Status::OutOfMemory;
+  }
+  for (int64_t n = 0; n < x.sizes[0]; ++n) {
+    const float* xn = px + n * x.strides[0];
+    for (int64_t p0 = 0; p0 < c.positions; p0 += c.rows) {
+      const int64_t p1 = std::min(c.positions, p0 + c.rows);
+      parallel_for(p0, p1, std::max<int64_t>(16, 4096 / std::max<int64_t>(1, c.kdim)), [&](int64_t q0, int64_t q1) {
+        im2col_cl(xn, x, wt, o, prm, col + (q0 - p0) * c.kdim, c.kdim, q0, q1);
+      });
+      if (!sgemm_fused(p1 - p0, cout, c.kdim, GemmOperand{{col, c.kdim, 1}, nullptr}, b,
+                       MatrixRef<float>{po + n * o.strides[0] + p0 * cout, cout, 1}, e, gemm_ws, c.gemm_bytes,
+                       ctx.num_threads)) {
+        return Status::OutOfMemory;
+      }
+    }
+  }
+  return Status::Ok;
+}
+
 }  // namespace
+
+// The channels-last product's B operand: W'[(i*KW + j)*C_in + ci, co] = w[co, ci, i, j]
+// (CpuPackedWeight::Layout::ConvB packs it once).
+PackedOperand conv_b_weight(const float* w, int64_t cout, int64_t cin, int64_t taps, bool bf16) {
+  if (taps == 1) return sgemm_pack_b(cin, cout, MatrixRef<const float>{w, 1, cin}, bf16);
+  std::vector<float> perm(static_cast<size_t>(cout * cin * taps));
+  permute_conv_b(w, cout, cin, taps, perm.data());
+  return sgemm_pack_b(cin * taps, cout, MatrixRef<const float>{perm.data(), cout, 1}, bf16);
+}
 
 size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params) {
   const Conv2dParams* prm = std::get_if<Conv2dParams>(&params);
@@ -434,6 +609,8 @@ size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> ou
       out[0].rank != 4 || prm->groups <= 0) {
     return 0;
   }
+  if (cl_applies(in[0], in[1], out[0], *prm))
+    return cl_workspace(cl_plan(in[0], in[1], out[0], *prm, get_num_threads()), out[0].sizes[1]);
   const PackedOperand* u = winograd_weight(*prm, in[1]);
   if (use_winograd(in[0], in[1], out[0], *prm, u))
     return winograd_workspace(in[0], out[0], /*pretransformed=*/u != nullptr, get_num_threads());
@@ -468,7 +645,8 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   // Winograd F(4x4, 3x3) where it beats im2col; without enough scratch, the paths below.
   const PackedOperand* u = winograd_weight(*prm, wt);
   const bool same_strides = res != nullptr && std::equal(o.strides, o.strides + 4, res->strides);
-  if (use_winograd(x, wt, o, *prm, u) && (res == nullptr || same_strides) &&
+  const bool cl = cl_applies(x, wt, o, *prm);
+  if (!cl && use_winograd(x, wt, o, *prm, u) && (res == nullptr || same_strides) &&
       winograd_conv2d(x, wt, bias, o, *prm, u, ctx.scratch, ctx.scratch_bytes, ctx.num_threads,
                       res != nullptr ? res->ptr<const float>() : nullptr)) {
     return Status::Ok;
@@ -479,6 +657,10 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
     EMBER_TRY(conv2d_f32(ctx, Span<const TensorView>(in.data(), 3), out, plain));
     add_residual(o, *res, prm->activation, ctx.num_threads);
     return Status::Ok;
+  }
+  if (cl) {
+    const ClPlan c = cl_plan(x, wt, o, *prm, ctx.num_threads);
+    if (ctx.scratch_bytes >= cl_workspace(c, o.sizes[1])) return conv2d_cl(ctx, x, wt, bias, o, *prm, c);
   }
   const ConvPlan p = plan_for(x, wt, o, *prm, ctx.num_threads);
   if (is_depthwise(p) && wt.is_contiguous()) {

@@ -60,7 +60,8 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const We
 // its op's weight is still `source` (the data it was packed from) and it is
 // current (sgemm_packed_current); else it reads the weight itself.
 struct CpuPackedWeight final : PreparedWeight {
-  enum class Layout { ConvA, Winograd, LinearB, MatMulB };
+  // ConvB (WeightDesc::channels_last): the B panels of conv_b_weight, for channels_last activations.
+  enum class Layout { ConvA, Winograd, LinearB, MatMulB, ConvB };
   Layout layout = Layout::ConvA;
   const void* source = nullptr;
   int64_t rows = 0, depth = 0;  // the weight as [rows, depth] (Winograd: C_out, C_in)
@@ -81,6 +82,11 @@ struct CpuPackedWeight final : PreparedWeight {
   mutable PackedOperand packed_;
   mutable std::vector<PackedOperand> winograd_u_;
 };
+
+// The B operand of a channels_last Conv2d's product (kernels/cpu/conv2d.cc),
+// packed: W'[(i*KW + j)*C_in + ci, co] = w[co, ci, i, j] of a contiguous
+// [C_out, C_in, KH, KW] weight (taps = KH*KW).
+PackedOperand conv_b_weight(const float* w, int64_t cout, int64_t cin, int64_t taps, bool bf16);
 
 // The GEMM epilogue of a fused activation (Conv2dParams, LinearParams; no bias).
 inline GemmEpilogue activation_epilogue(const Activation& a) {

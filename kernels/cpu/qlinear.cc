@@ -80,11 +80,15 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_gemm(OpKind op, const Weig
                         w.out_h > 0 && w.out_w > 0 &&
                         winograd_profitable(w.weight.sizes[1], rows, 1, w.out_h, w.out_w, /*pretransformed=*/true);
   // bf16 where the GEMM runs it: a Winograd weight stays float32 (measured faster than im2col in bf16).
-  const bool bf16 = w.bf16 && sgemm_bf16_supported() && !winograd;
+  const bool bf16 = w.bf16 && sgemm_bf16_supported() && (!winograd || w.channels_last);
   using Layout = CpuPackedWeight::Layout;
-  p->layout = winograd ? Layout::Winograd : conv ? Layout::ConvA : op == OpKind::Linear ? Layout::LinearB : Layout::MatMulB;
+  p->layout = conv && w.channels_last ? Layout::ConvB
+              : winograd             ? Layout::Winograd
+              : conv                 ? Layout::ConvA
+              : op == OpKind::Linear ? Layout::LinearB
+                                     : Layout::MatMulB;
   p->rows = rows;
-  p->depth = winograd ? w.weight.sizes[1] : depth;
+  p->depth = winograd && !w.channels_last ? w.weight.sizes[1] : depth;
   p->rs = p->layout == Layout::LinearB ? 1 : depth;  // B = weight^T [K, N] (else weight [K, N])
   p->cs = p->layout == Layout::LinearB ? depth : 1;
   p->bf16 = bf16;
@@ -105,6 +109,7 @@ void CpuPackedWeight::pack() const {
     case Layout::ConvA: packed_ = sgemm_pack_a(rows, depth, MatrixRef<const float>{data, depth, 1}, bf16); break;
     case Layout::LinearB: packed_ = sgemm_pack_b(depth, rows, MatrixRef<const float>{data, rs, cs}, bf16); break;
     case Layout::MatMulB: packed_ = sgemm_pack_b(rows, depth, MatrixRef<const float>{data, rs, cs}, bf16); break;
+    case Layout::ConvB: packed_ = conv_b_weight(data, rows, shape[1], shape[2] * shape[3], bf16); break;
   }
   if (release_source) release_source();
 }
@@ -127,6 +132,7 @@ size_t CpuPackedWeight::bytes() const {
     case Layout::ConvA: return sgemm_packed_bytes(true, rows, depth, bf16);
     case Layout::LinearB: return sgemm_packed_bytes(false, rows, depth, bf16);
     case Layout::MatMulB: return sgemm_packed_bytes(false, depth, rows, bf16);
+    case Layout::ConvB: return sgemm_packed_bytes(false, rows, depth, bf16);
   }
   return 0;
 }

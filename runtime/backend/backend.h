@@ -96,6 +96,9 @@ struct WeightDesc {
   // Float32 GEMM weights (Conv2d, Linear, MatMul) packed as bfloat16 for a
   // bf16 kernel (Precision::BFloat16 on the CPU); ignored where none runs.
   bool bf16 = false;
+  // Conv2d: the activations it reads and writes are channels_last
+  // (ExecutorOptions::conv_layout), so a backend can pack for that layout.
+  bool channels_last = false;
 };
 
 class Backend {

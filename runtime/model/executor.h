@@ -71,6 +71,13 @@ inline DType device_float_dtype(Precision p) {
   return p == Precision::Float16 ? DType::Float16 : p == Precision::BFloat16 ? DType::BFloat16 : DType::Float32;
 }
 
+// The memory format of the CPU executor's convolution activations.
+enum class ConvLayout {
+  Auto,          // channels_last for models with a depthwise convolution, else contiguous
+  Contiguous,    // NCHW
+  ChannelsLast,  // NHWC memory (logical NCHW shapes, PyTorch's memory_format=channels_last)
+};
+
 struct ExecutorOptions {
   DeviceType device = DeviceType::CPU;  // CPU or Vulkan
   // Nodes the device cannot run go to the CPU instead of failing create().
@@ -97,6 +104,13 @@ struct ExecutorOptions {
   // into this (runtime/train/delta.h, load_delta). CPU executor only; create()
   // checks the ops and the adapters' shapes ([rank, in], [out, rank], float32).
   std::vector<std::pair<int, LoraAdapter>> adapters;
+  // CPU float32: each Conv2d reads its input channels_last (converting it
+  // where it is not), so its output and the elementwise ops, pools and
+  // convolutions after it stay channels_last (runtime/ops keep the input's
+  // memory format, as PyTorch); the model's outputs come back contiguous.
+  // The kernels put channels in vector lanes there (kernels/cpu/conv2d.cc,
+  // depthwise.cc). Auto: where the model has a depthwise convolution.
+  ConvLayout conv_layout = ConvLayout::Auto;
 };
 
 struct RunOptions {

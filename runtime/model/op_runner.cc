@@ -356,7 +356,10 @@ Status run_BatchNorm(OpContext& c) {
 
 Status run_Conv2d(OpContext& c) {
   const auto& p = c.params<Conv2dParams>();
-  EMBER_ASSIGN_OR_RETURN(const Tensor x, c.need(0, "data"));
+  EMBER_ASSIGN_OR_RETURN(Tensor x, c.need(0, "data"));
+  if (c.state.channels_last && x.dim() == 4 && !x.is_contiguous(MemoryFormat::ChannelsLast)) {
+    EMBER_ASSIGN_OR_RETURN(x, core::contiguous(x, MemoryFormat::ChannelsLast));
+  }
   EMBER_ASSIGN_OR_RETURN(const Tensor w, c.need(1, "weight"));
   const Tensor residual = c.opt(3);  // ember convert's fused residual Add (or none)
   bool fused = false;  // applied by the CPU kernel (never when a gradient is recorded)

@@ -35,6 +35,8 @@ struct OpState {
   // Control-flow ops (If: then, else; Loop, Scan: body): the CPU executors of
   // their subgraphs, made once at create (control_flow.h).
   std::vector<std::shared_ptr<const Executor>> subgraphs;
+  // Conv2d on the CPU: reads its input channels_last (ExecutorOptions::conv_layout).
+  bool channels_last = false;
 };
 
 // Per tensor.

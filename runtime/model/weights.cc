@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "quant/coo.h"
@@ -306,13 +307,13 @@ Tensor gemm_weight(const Model& m, int k, const OpState& op, const std::vector<T
 Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vector<TensorState>& tensors, bool bf16,
                       std::string* error) {
   Backend* cpu = get_backend(DeviceType::CPU);
-  // By weight data and op kind (the layout): a weight several ops read is packed once.
-  std::map<std::pair<const void*, OpKind>, std::shared_ptr<const PreparedWeight>> packed;
+  // By weight data, op kind and activation layout: a weight several ops read is packed once.
+  std::map<std::tuple<const void*, OpKind, bool>, std::shared_ptr<const PreparedWeight>> packed;
   for (int k = 0; k < m.num_ops(); ++k) {
     OpState& op = ops[static_cast<size_t>(k)];
     const Tensor w = gemm_weight(m, k, op, tensors);
     if (!w.defined()) continue;
-    std::shared_ptr<const PreparedWeight>& p = packed[{w.data_ptr(), op.kind}];
+    std::shared_ptr<const PreparedWeight>& p = packed[{w.data_ptr(), op.kind, op.channels_last}];
     if (p == nullptr) {
       WeightSource src;
       src.weight = w;
@@ -329,6 +330,7 @@ Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vect
       // model outlives the executor's prepared weights.
       desc.release_source = [&m, w] { m.release(w); };
       desc.bf16 = bf16;
+      desc.channels_last = op.channels_last;
       Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(op.kind, desc);
       if (!r.ok())
         return report_error(error, r.status(), "operator ", k, " ", op_ref(m, k), ": packing the weight failed: ",

@@ -70,27 +70,39 @@ struct ConvNet {
   }
 };
 
-size_t packed_a_bytes(const Tensor& w) {
+// The bytes of w packed for `layout`: the A panels of [C_out, C_in*kh*kw]
+// (NCHW), or the B panels of its channels_last product (C_in*kh*kw x C_out).
+size_t packed_bytes(const Tensor& w, ConvLayout layout) {
   const Tensor flat = w.reshape({w.size(0), -1});
+  if (layout == ConvLayout::ChannelsLast) return cpu::sgemm_packed_bytes(false, flat.size(0), flat.size(1));
   return cpu::sgemm_pack_a(flat.size(0), flat.size(1), {flat.data_ptr<float>(), flat.stride(0), 1}).bytes();
 }
 
 }  // namespace
 
 TEST_CASE("packed conv weights: read by the ops, bit-exact with eager, counted once") {
+  // NCHW activations (A panels), channels_last ones (B panels), and Auto:
+  // channels_last, as the model has a depthwise convolution.
+  for (ConvLayout layout : {ConvLayout::Contiguous, ConvLayout::ChannelsLast, ConvLayout::Auto}) {
+  CAPTURE(static_cast<int>(layout));
+  const ConvLayout packed_as = layout == ConvLayout::Auto ? ConvLayout::ChannelsLast : layout;
   IsaGuard guard;
   manual_seed(0);
   ConvNet net;
   const std::shared_ptr<const Model> model = net.g.model();
   std::string error;
-  Result<std::shared_ptr<const Executor>> ex = Executor::create(model, &error);
+  ExecutorOptions options;
+  options.conv_layout = layout;
+  Result<std::shared_ptr<const Executor>> ex = Executor::create(model, options, &error);
   REQUIRE_MESSAGE(ex.ok(), error);
-  // conv1 and conv2 are packed (A panels of [C_out, C_in*kh*kw]); the depthwise one is not.
-  CHECK(ex.get()->prepared_bytes() == packed_a_bytes(net.w1) + packed_a_bytes(net.w2));
-  CHECK(packed_a_bytes(net.w1) >= static_cast<size_t>(net.w1.nbytes()));
+  // conv1 and conv2 are packed; the depthwise one is not.
+  CHECK(ex.get()->prepared_bytes() == packed_bytes(net.w1, packed_as) + packed_bytes(net.w2, packed_as));
+  CHECK(packed_bytes(net.w1, packed_as) >= static_cast<size_t>(net.w1.nbytes()));
 
   ExecutionContext ctx(ex.get());
-  const Tensor x = randn({2, 3, 9, 9});
+  // The eager ops on the layout the executor runs (its output comes back contiguous).
+  const Tensor x = packed_as == ConvLayout::ChannelsLast ? randn({2, 3, 9, 9}).contiguous(MemoryFormat::ChannelsLast)
+                                                         : randn({2, 3, 9, 9});
   for (int threads : {1, 2}) {
     CAPTURE(threads);
     RunOptions ro;
@@ -114,6 +126,7 @@ TEST_CASE("packed conv weights: read by the ops, bit-exact with eager, counted o
     check_equal(run_ok(ctx, {x})[0], net.eager(x, w1_new, w2_new));
     REQUIRE(cpu::sgemm_set_isa(cpu::GemmIsa::Auto));
   }
+  }
 }
 
 TEST_CASE("packed conv weights: a weight two convolutions read is packed once; grouped ones are not packed") {
@@ -131,7 +144,7 @@ TEST_CASE("packed conv weights: a weight two convolutions read is packed once; g
   g.op(OpKind::Conv2d, {b, g.weight("wg", wg), -1}, {c}, "grouped", grouped);
   g.output(c);
   const std::shared_ptr<const Executor> ex = g.build();
-  CHECK(ex->prepared_bytes() == packed_a_bytes(w));
+  CHECK(ex->prepared_bytes() == packed_bytes(w, ConvLayout::Contiguous));
   ExecutionContext ctx(ex);
   const Tensor in = randn({1, 4, 6, 6});
   check_equal(run_ok(ctx, {in})[0], conv2d(conv2d(conv2d(in, w), w), wg, Tensor(), {1, 1}, {1, 1}, {1, 1}, 2));
@@ -232,7 +245,7 @@ TEST_CASE("winograd at load: a 3x3 conv of a fixed output size holds the transfo
   size_t u_bytes = 0;
   for (const cpu::PackedOperand& q : cpu::winograd_pack_weight(w.data_ptr<float>(), 16, 16, 1)) u_bytes += q.bytes();
   CHECK(u_bytes >= cpu::winograd_weight_bytes(16, 16));
-  CHECK(ex.get()->prepared_bytes() == u_bytes + packed_a_bytes(w_s2) + packed_a_bytes(w_small));
+  CHECK(ex.get()->prepared_bytes() == u_bytes + packed_bytes(w_s2, ConvLayout::Contiguous) + packed_bytes(w_small, ConvLayout::Contiguous));
 
   // The Winograd kernel itself, weight transformed per call.
   auto winograd = [&](const Tensor& in, const Tensor& weight) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/core/thread_pool.h"
+#include "runtime/ops/qlinear.h"
 #include "tests/harness/testing.h"
 
 using namespace ember;
@@ -193,6 +194,76 @@ TEST_CASE("conv2d: float32 CPU kernel matches float64 reference, threaded and no
                 1e-4, 1e-3);
   }
   set_num_threads(saved);
+}
+
+// Channels_last input and output (groups 1): the kernel's product in the Linear
+// orientation (positions x C_out), x itself as col for 1x1 stride 1, else col
+// blocks of output positions; the output stays channels_last.
+TEST_CASE("conv2d: channels_last activations against the float64 reference") {
+  manual_seed(11);
+  struct Case {
+    Shape x, w, stride, padding, dilation;
+  };
+  const Case cases[] = {
+      {{2, 16, 9, 7}, {24, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}},    // x is col, both images in one product
+      {{1, 5, 6, 6}, {3, 5, 1, 1}, {2, 2}, {0, 0}, {1, 1}},       // 1x1 stride 2: col
+      {{2, 3, 37, 41}, {16, 3, 3, 3}, {2, 2}, {1, 1}, {1, 1}},    // an image stem
+      {{1, 8, 12, 10}, {9, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}},     // 3x3 (Winograd's in NCHW)
+      {{1, 6, 11, 13}, {7, 6, 5, 5}, {1, 2}, {4, 3}, {2, 1}},     // dilation, asymmetric stride and padding
+      {{1, 4, 3, 2}, {5, 4, 5, 5}, {1, 1}, {2, 2}, {1, 1}},       // a window wider than the plane
+      {{1, 3, 100, 100}, {8, 3, 7, 7}, {1, 1}, {3, 3}, {1, 1}},   // col blocks of 1783 positions (147 wide)
+  };
+  const int saved = get_num_threads();
+  for (int threads : {1, saved}) {
+    set_num_threads(threads);
+    for (const Case& c : cases) {
+      CAPTURE(c.x);
+      CAPTURE(c.w);
+      const Tensor x = randn(c.x), w = randn(c.w), b = randn({c.w[0]});
+      const Tensor expected = conv2d(x.to(DType::Float64), w.to(DType::Float64), b.to(DType::Float64), c.stride,
+                                     c.padding, c.dilation).to(DType::Float32);
+      const Tensor out = conv2d(x.contiguous(MemoryFormat::ChannelsLast), w, b, c.stride, c.padding, c.dilation);
+      CHECK(out.is_contiguous(MemoryFormat::ChannelsLast));
+      check_close(out, expected, 1e-4, 1e-5);
+      const Tensor nobias = conv2d(x.contiguous(MemoryFormat::ChannelsLast), w, Tensor(), c.stride, c.padding,
+                                   c.dilation);
+      check_close(nobias,
+                  conv2d(x.to(DType::Float64), w.to(DType::Float64), Tensor(), c.stride, c.padding, c.dilation)
+                      .to(DType::Float32),
+                  1e-4, 1e-5);
+    }
+  }
+  set_num_threads(saved);
+}
+
+// The fused activation and residual (conv2d_activated: ember convert's fused
+// ops) on channels_last activations: the bias, then the residual, then the
+// activation, as the unfused ops.
+TEST_CASE("conv2d: channels_last with a fused activation and residual") {
+  manual_seed(12);
+  const Tensor x = randn({2, 8, 10, 9}).contiguous(MemoryFormat::ChannelsLast);
+  for (const Shape& ws : {Shape{12, 8, 1, 1}, Shape{12, 8, 3, 3}}) {
+    CAPTURE(ws);
+    const Tensor w = randn(ws), b = randn({12});
+    const int64_t pad = ws[2] / 2;
+    const Tensor plain = conv2d(x, w, b, {1, 1}, {pad, pad});
+    const Tensor residual = randn(plain.sizes()).contiguous(MemoryFormat::ChannelsLast);
+    for (const Activation& a : {Activation{ActivationKind::Relu}, Activation{ActivationKind::Clamp, 0.0, 6.0},
+                                Activation{ActivationKind::HardSwish}}) {
+      Conv2dParams p;
+      p.padding[0] = p.padding[1] = pad;
+      p.activation = a;
+      bool fused = false;
+      const Tensor y = conv2d_activated(x, w, b, p, &fused, residual);
+      REQUIRE(fused);
+      CHECK(y.is_contiguous(MemoryFormat::ChannelsLast));
+      const Tensor sum = add(plain, residual);
+      const Tensor expected = a.kind == ActivationKind::Relu        ? relu(sum)
+                              : a.kind == ActivationKind::HardSwish ? hardswish(sum)
+                                                                    : clamp(sum, 0.0, 6.0);
+      check_close(y, expected, 1e-6, 1e-6);
+    }
+  }
 }
 
 TEST_CASE("conv2d: PyTorch's errors") {
