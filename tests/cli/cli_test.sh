@@ -183,6 +183,8 @@ expect_input_error "input 'input': cannot open 'nope.npy': No such file or direc
 expect_input_error "device 'cuda:0' is not available in this build" --input input=x.npy --device cuda:0
 expect_input_error "--precision: unknown precision 'fp8' (supported: fp32, fp16, bf16)" --input input=x.npy --precision fp8
 expect_input_error "--precision fp16 needs --device vulkan" --input input=x.npy --precision fp16
+expect_input_error "--conv-layout: unknown layout 'nhwc' (supported: auto, nchw, channels_last)" --input input=x.npy \
+  --conv-layout nhwc
 expect_input_error "--allow-fallback needs a device other than cpu" --input input=x.npy --allow-fallback
 run_ember 1 run mlp.ember --input input=x.npy --output-dir out_err --device tpu
 has "$err" "error: "

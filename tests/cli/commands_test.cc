@@ -165,6 +165,11 @@ TEST_CASE("helpers: shapes, names, numbers, devices") {
   CHECK(cli::executor_options("vulkan", false, "fp8").diag().message ==
         "--precision: unknown precision 'fp8' (supported: fp32, fp16, bf16)");
   CHECK(cli::executor_options("cpu", false, "fp16").diag().message.find("--precision fp16 needs --device vulkan") == 0);
+  CHECK(cli::executor_options("cpu", false, "fp32")->conv_layout == ConvLayout::Auto);
+  CHECK(cli::executor_options("cpu", false, "fp32", "nchw")->conv_layout == ConvLayout::Contiguous);
+  CHECK(cli::executor_options("cpu", false, "fp32", "channels_last")->conv_layout == ConvLayout::ChannelsLast);
+  CHECK(cli::executor_options("cpu", false, "fp32", "nhwc").diag().message ==
+        "--conv-layout: unknown layout 'nhwc' (supported: auto, nchw, channels_last)");
   CHECK(cli::executor_options("cpu", true, "fp32").diag().message == "--allow-fallback needs a device other than cpu");
   CHECK(cli::executor_options("cuda", true, "fp32").diag().status == Status::UnsupportedHardware);
   CHECK(cli::check_device("tpu").status == Status::InvalidArgument);
