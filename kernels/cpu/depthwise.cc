@@ -395,14 +395,10 @@ bool channels_last_applies(const TensorView& x, const TensorView& o) {
          o.strides[2] >= c;
 }
 
-// Its scratch: the weight [taps][cp] and the bias [cp], cp = channels rounded up to kLanes.
+// Its scratch: the weight [cp / lanes][taps][lanes] and the bias [cp], cp = channels rounded up to kLanes.
 size_t channels_last_bytes(const Plane& p, int64_t channels) {
   return kAlign + static_cast<size_t>((p.kh * p.kw + 1) * round_up(channels, kLanes)) * 4;
 }
-
-// Bytes of input a column tile of cl_rows reads (its kernel rows x columns x
-// channels): about what L1 keeps across the tile's channel vectors.
-constexpr int64_t kClTileBytes = 16 * 1024;
 
 // cl_rows over the threads (rows of (image, output row) split between them).
 void depthwise_channels_last(const Plane& p, const TensorView& x, const TensorView& wt, const TensorView& bias,
@@ -412,16 +408,16 @@ void depthwise_channels_last(const Plane& p, const TensorView& x, const TensorVi
   float* b = w + taps * cp;
   const float* pw = wt.ptr<const float>();
   const float* pb = bias.ptr<const float>();
-  for (int64_t t = 0; t < taps; ++t) {
-    for (int64_t ch = 0; ch < cp; ++ch) w[t * cp + ch] = ch < c ? pw[ch * taps + t] : 0.0f;
+  const Kernels& k = kernels();
+  for (int64_t ch = 0; ch < cp; ++ch) {  // [cp / lanes][taps][lanes]
+    float* dst = w + ch / k.lanes * taps * k.lanes + ch % k.lanes;
+    for (int64_t t = 0; t < taps; ++t) dst[t * k.lanes] = ch < c ? pw[ch * taps + t] : 0.0f;
   }
   for (int64_t ch = 0; ch < cp; ++ch) b[ch] = ch < c && pb != nullptr ? pb[ch * bias.strides[0]] : 0.0f;
   const int64_t rows = o.sizes[0] * p.oh;
   const int64_t useful = std::max<int64_t>(1, rows * c * p.ow * taps / 32768);
   const int64_t parts = std::max<int64_t>(1, std::min({static_cast<int64_t>(std::max(1, threads)), rows, useful}));
-  const int64_t per_col = std::max<int64_t>(1, p.kh * p.sw * c * 4);
-  const int64_t tile = std::max<int64_t>(8, kClTileBytes / per_col / 4 * 4);
-  const Kernels& k = kernels();
+  const int64_t tile = p.ow;
   auto run = [&](int64_t part) {
     k.cl(p, c, x.ptr<const float>(), x.strides[0], w, b, cp, o.ptr<float>(), o.strides[0], rows * part / parts,
          rows * (part + 1) / parts, tile);
