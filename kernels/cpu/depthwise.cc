@@ -323,8 +323,8 @@ using StemFn = void (*)(const Plane&, int64_t, const float*, int64_t, const floa
                         int64_t, float*);
 using GroupFn = void (*)(const Plane&, int64_t, const float*, int64_t, const float*, const float*, int64_t, float*,
                          int64_t, float*, float*);
-using ClRowsFn = void (*)(const Plane&, int64_t, const float*, int64_t, const float*, const float*, int64_t, float*,
-                          int64_t, int64_t, int64_t, int64_t);
+using ClRowsFn = void (*)(const Plane&, int64_t, const float*, int64_t, const float*, const float*, float*, int64_t,
+                          int64_t, int64_t, int64_t);
 
 struct Kernels {
   PlaneFn plane[2];  // stride 1, stride 2
@@ -419,7 +419,7 @@ void depthwise_channels_last(const Plane& p, const TensorView& x, const TensorVi
   const int64_t parts = std::max<int64_t>(1, std::min({static_cast<int64_t>(std::max(1, threads)), rows, useful}));
   const int64_t tile = p.ow;
   auto run = [&](int64_t part) {
-    k.cl(p, c, x.ptr<const float>(), x.strides[0], w, b, cp, o.ptr<float>(), o.strides[0], rows * part / parts,
+    k.cl(p, c, x.ptr<const float>(), x.strides[0], w, b, o.ptr<float>(), o.strides[0], rows * part / parts,
          rows * (part + 1) / parts, tile);
   };
   if (parts > 1) {
