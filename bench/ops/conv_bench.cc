@@ -25,6 +25,7 @@ namespace {
 struct Shape4 {
   const char* name;
   int64_t c, hw, cout, k, stride, groups;
+  bool channels_last = false;  // input (and so output) in channels_last memory
 };
 
 const Shape4 kCases[] = {
@@ -33,7 +34,22 @@ const Shape4 kCases[] = {
     {"dw 384x14x14 s1", 384, 14, 384, 3, 1, 384},   {"dw 960x7x7 s1", 960, 7, 960, 3, 1, 960},
     {"dw 192x28x28 s2", 192, 28, 192, 3, 2, 192},   {"dw 576x14x14 s2", 576, 14, 576, 3, 2, 576},
     {"dw 192x28x28 s1", 192, 28, 192, 3, 1, 192},   {"dw5 120x28x28 s1", 120, 28, 120, 5, 1, 120},
-    {"dw5 72x56x56 s2", 72, 56, 72, 5, 2, 72},      {"stem 3->32 224 s2", 3, 224, 32, 3, 2, 1},
+    {"dw5 72x56x56 s2", 72, 56, 72, 5, 2, 72},
+    // MobileNetV3-Large's other depthwise shapes
+    {"dw 16x112x112 s1", 16, 112, 16, 3, 1, 16},    {"dw 64x112x112 s2", 64, 112, 64, 3, 2, 64},
+    {"dw 72x56x56 s1", 72, 56, 72, 3, 1, 72},       {"dw 240x28x28 s2", 240, 28, 240, 3, 2, 240},
+    {"dw5 672x14x14 s2", 672, 14, 672, 5, 2, 672},  {"dw5 960x7x7 s1", 960, 7, 960, 5, 1, 960},
+    // the depthwise shapes again on channels_last tensors
+    {"dwcl 32x112x112 s1", 32, 112, 32, 3, 1, 32, true},    {"dwcl 96x112x112 s2", 96, 112, 96, 3, 2, 96, true},
+    {"dwcl 144x56x56 s1", 144, 56, 144, 3, 1, 144, true},   {"dwcl 144x56x56 s2", 144, 56, 144, 3, 2, 144, true},
+    {"dwcl 384x14x14 s1", 384, 14, 384, 3, 1, 384, true},   {"dwcl 960x7x7 s1", 960, 7, 960, 3, 1, 960, true},
+    {"dwcl 192x28x28 s2", 192, 28, 192, 3, 2, 192, true},   {"dwcl 576x14x14 s2", 576, 14, 576, 3, 2, 576, true},
+    {"dwcl 192x28x28 s1", 192, 28, 192, 3, 1, 192, true},   {"dwcl5 120x28x28 s1", 120, 28, 120, 5, 1, 120, true},
+    {"dwcl5 72x56x56 s2", 72, 56, 72, 5, 2, 72, true},      {"dwcl 16x112x112 s1", 16, 112, 16, 3, 1, 16, true},
+    {"dwcl 64x112x112 s2", 64, 112, 64, 3, 2, 64, true},    {"dwcl 72x56x56 s1", 72, 56, 72, 3, 1, 72, true},
+    {"dwcl 240x28x28 s2", 240, 28, 240, 3, 2, 240, true},   {"dwcl5 672x14x14 s2", 672, 14, 672, 5, 2, 672, true},
+    {"dwcl5 960x7x7 s1", 960, 7, 960, 5, 1, 960, true},
+    {"stem 3->32 224 s2", 3, 224, 32, 3, 2, 1},
     {"stem7 3->64 224 s2", 3, 224, 64, 7, 2, 1},
     {"pw 64->384 14x14", 64, 14, 384, 1, 1, 1},     {"pw 384->64 14x14", 384, 14, 64, 1, 1, 1},     {"pw 16->96 112x112", 16, 112, 96, 1, 1, 1},
     {"pw 960->160 7x7", 960, 7, 160, 1, 1, 1},      {"3x3 64->64 56x56", 64, 56, 64, 3, 1, 1},
@@ -94,7 +110,8 @@ int main(int argc, char** argv) {
     set_num_threads(threads);
     for (const Shape4& s : kCases) {
       if (std::string(s.name).find(filter) == std::string::npos) continue;
-      const Tensor x = randn({1, s.c, s.hw, s.hw});
+      const Tensor x = randn({1, s.c, s.hw, s.hw}).contiguous(s.channels_last ? MemoryFormat::ChannelsLast
+                                                                                 : MemoryFormat::Contiguous);
       const Tensor w = randn({s.cout, s.c / s.groups, s.k, s.k});
       const Tensor b = randn({s.cout});
       const int64_t pad = s.k / 2;

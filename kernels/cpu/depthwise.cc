@@ -215,6 +215,7 @@ inline Vec vload_n(const float* s, int64_t n) {
 }
 inline void vtranspose(Vec r[4]) { detail::transpose4(r); }
 #include "kernels/cpu/depthwise_body.inc"
+#include "kernels/cpu/depthwise_cl_body.inc"
 constexpr int kStemOC = 4;  // 8 accumulators
 constexpr int kStemNV = 2;
 #include "kernels/cpu/stem_body.inc"
@@ -269,6 +270,7 @@ inline void vtranspose(Vec r[8]) {
   for (int j = 0; j < 8; ++j) r[j] = t[j];
 }
 #include "kernels/cpu/depthwise_body.inc"
+#include "kernels/cpu/depthwise_cl_body.inc"
 constexpr int kStemOC = 4;  // 8 of 16 registers as accumulators
 constexpr int kStemNV = 2;
 #include "kernels/cpu/stem_body.inc"
@@ -308,6 +310,7 @@ inline void vstore_n(float* d, Vec v, int64_t n) {
 inline Vec vload_n(const float* s, int64_t n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), s); }
 inline void vtranspose(Vec r[16]) { transpose16x16(r); }
 #include "kernels/cpu/depthwise_body.inc"
+#include "kernels/cpu/depthwise_cl_body.inc"
 constexpr int kStemOC = 8;  // 24 of 32 registers as accumulators
 constexpr int kStemNV = 3;
 #include "kernels/cpu/stem_body.inc"
@@ -320,11 +323,14 @@ using StemFn = void (*)(const Plane&, int64_t, const float*, int64_t, const floa
                         int64_t, float*);
 using GroupFn = void (*)(const Plane&, int64_t, const float*, int64_t, const float*, const float*, int64_t, float*,
                          int64_t, float*, float*);
+using ClRowsFn = void (*)(const Plane&, int64_t, const float*, int64_t, const float*, const float*, float*, int64_t,
+                          int64_t, int64_t, int64_t);
 
 struct Kernels {
   PlaneFn plane[2];  // stride 1, stride 2
   GroupFn group;     // channel_group
   StemFn stem;       // stem_rows
+  ClRowsFn cl;       // cl_rows (channels_last)
   int64_t lanes, stem_oc;
   bool shift_rows;   // row_block shifts its taps from whole vectors (kShiftRows)
 };
@@ -333,12 +339,14 @@ struct Kernels {
 // runs, or the one tests select).
 const Kernels& kernels() {
   static const Kernels portable_k{{&portable::plane_s1, &portable::plane_s2}, &portable::channel_group_any,
-                                  &portable::stem_rows, portable::kL, portable::kStemOC, portable::kShiftRows};
+                                  &portable::stem_rows,                  &portable::cl_rows,
+                                  portable::kL,                          portable::kStemOC,
+                                  portable::kShiftRows};
 #if RT_DW_X86
   static const Kernels avx2_k{{&avx2::plane_s1, &avx2::plane_s2}, &avx2::channel_group_any, &avx2::stem_rows,
-                              avx2::kL, avx2::kStemOC, avx2::kShiftRows};
+                              &avx2::cl_rows, avx2::kL, avx2::kStemOC, avx2::kShiftRows};
   static const Kernels avx512_k{{&avx512::plane_s1, &avx512::plane_s2}, &avx512::channel_group_any,
-                                &avx512::stem_rows, avx512::kL, avx512::kStemOC, avx512::kShiftRows};
+                                &avx512::stem_rows, &avx512::cl_rows, avx512::kL, avx512::kStemOC, avx512::kShiftRows};
   switch (sgemm_isa()) {
     case GemmIsa::Avx512: return avx512_k;
     case GemmIsa::Avx2: return avx2_k;
@@ -379,11 +387,56 @@ bool rows_split_on_lines(const Plane& p, int64_t parts) {
   return true;
 }
 
+// The channels_last path (cl_rows): x and o have channel stride 1, and a
+// position's channels do not overlap the next position's.
+bool channels_last_applies(const TensorView& x, const TensorView& o) {
+  const int64_t c = o.sizes[1];
+  return x.strides[1] == 1 && o.strides[1] == 1 && x.strides[3] >= c && o.strides[3] >= c && x.strides[2] >= c &&
+         o.strides[2] >= c;
+}
+
+// Its scratch: the weight [cp / lanes][taps][lanes] and the bias [cp], cp = channels rounded up to kLanes.
+size_t channels_last_bytes(const Plane& p, int64_t channels) {
+  return kAlign + static_cast<size_t>((p.kh * p.kw + 1) * round_up(channels, kLanes)) * 4;
+}
+
+// cl_rows over the threads (rows of (image, output row) split between them).
+void depthwise_channels_last(const Plane& p, const TensorView& x, const TensorView& wt, const TensorView& bias,
+                             const TensorView& o, void* scratch, int threads) {
+  const int64_t c = o.sizes[1], cp = round_up(c, kLanes), taps = p.kh * p.kw;
+  float* w = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
+  float* b = w + taps * cp;
+  const float* pw = wt.ptr<const float>();
+  const float* pb = bias.ptr<const float>();
+  const Kernels& k = kernels();
+  for (int64_t ch = 0; ch < cp; ++ch) {  // [cp / lanes][taps][lanes]
+    float* dst = w + ch / k.lanes * taps * k.lanes + ch % k.lanes;
+    for (int64_t t = 0; t < taps; ++t) dst[t * k.lanes] = ch < c ? pw[ch * taps + t] : 0.0f;
+  }
+  for (int64_t ch = 0; ch < cp; ++ch) b[ch] = ch < c && pb != nullptr ? pb[ch * bias.strides[0]] : 0.0f;
+  const int64_t rows = o.sizes[0] * p.oh;
+  const int64_t useful = std::max<int64_t>(1, rows * c * p.ow * taps / 32768);
+  const int64_t parts = std::max<int64_t>(1, std::min({static_cast<int64_t>(std::max(1, threads)), rows, useful}));
+  const int64_t tile = p.ow;
+  auto run = [&](int64_t part) {
+    k.cl(p, c, x.ptr<const float>(), x.strides[0], w, b, o.ptr<float>(), o.strides[0], rows * part / parts,
+         rows * (part + 1) / parts, tile);
+  };
+  if (parts > 1) {
+    parallel_for(0, parts, 1, [&](int64_t a, int64_t e) {
+      for (int64_t part = a; part < e; ++part) run(part);
+    });
+  } else {
+    run(0);
+  }
+}
+
 }  // namespace
 
 size_t depthwise_workspace(const TensorView& x, const TensorView& w, const TensorView& o, const Conv2dParams& prm,
                            int threads) {
   const Plane p = plane_of(x, w, o, prm);
+  if (channels_last_applies(x, o)) return channels_last_bytes(p, o.sizes[1]);
   if (!vectorizable(p)) return 0;
   const int64_t planes = o.sizes[0] * o.sizes[1];
   const size_t slot = channel_lanes(p, o.sizes[1]) ? group_bytes(p) : slot_bytes(p);
@@ -393,6 +446,9 @@ size_t depthwise_workspace(const TensorView& x, const TensorView& w, const Tenso
 void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorView& bias, const TensorView& o,
                       const Conv2dParams& prm, void* scratch, size_t scratch_bytes, int threads) {
   const Plane p = plane_of(x, wt, o, prm);
+  if (channels_last_applies(x, o) && scratch_bytes >= channels_last_bytes(p, o.sizes[1])) {
+    return depthwise_channels_last(p, x, wt, bias, o, scratch, threads);
+  }
   const int64_t channels = o.sizes[1], planes = o.sizes[0] * channels, taps = p.kh * p.kw;
   const float* px = x.ptr<const float>();
   const float* pw = wt.ptr<const float>();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/depthwise.h"
 #include "kernels/cpu/gemm.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/ops/qlinear.h"
@@ -75,6 +76,27 @@ void check_activated(const Tensor& y, const Tensor& expected) {
   CHECK(bad == 0);
 }
 
+// The depthwise kernel on x copied to channels_last (1x1 planes too, whose
+// contiguous() would keep NCHW strides) into a channels_last output.
+Tensor channels_last_conv(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p, int threads) {
+  Tensor xcl = empty(x.sizes(), {}, MemoryFormat::ChannelsLast);
+  xcl.copy_(x);
+  int64_t out[2];
+  for (int i = 0; i < 2; ++i) {
+    const int64_t extent = p.dilation[i] * (w.size(2 + i) - 1) + 1;
+    out[i] = (x.size(2 + i) + 2 * p.padding[i] - extent) / p.stride[i] + 1;
+  }
+  const Tensor o = empty({x.size(0), w.size(0), out[0], out[1]}, {}, MemoryFormat::ChannelsLast);
+  REQUIRE(xcl.strides()[1] == 1);
+  REQUIRE(xcl.strides()[3] == x.size(1));
+  REQUIRE(o.strides()[1] == 1);
+  const TensorView xv = xcl.kernel_view(), wv = w.kernel_view(), ov = o.kernel_view();
+  const TensorView bv = b.defined() ? b.kernel_view() : TensorView{};
+  std::vector<char> ws(cpu::depthwise_workspace(xv, wv, ov, p, threads));
+  cpu::depthwise_conv2d(xv, wv, bv, ov, p, ws.data(), ws.size(), threads);
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("depthwise conv2d: vector kernel matches the float64 reference") {
@@ -118,6 +140,129 @@ TEST_CASE("depthwise conv2d: vector kernel matches the float64 reference") {
       CAPTURE(k.dil);
       check_layouts(randn({k.n, k.c, k.h, k.w}), randn({k.c, 1, k.kh, k.kw}), randn({k.c}), {k.stride, k.stride},
                     {k.pad, k.pad}, {k.dil, k.dil}, k.c);
+    }
+  });
+}
+
+TEST_CASE("depthwise conv2d on channels_last tensors: the channels-in-lanes path, bit for bit the NCHW one") {
+  // Input and output channels_last (depthwise.cc's cl_rows): 3x3 and 5x5
+  // windows, strides 1 and 2, padding 0 to 2, dilation 1 and 2, whole and
+  // partial channel vectors (4, 8 and 16 lanes), two images, planes of 1x1,
+  // 7x7, odd and even, and narrower than the window (padding); with and
+  // without the bias. Against the float64 reference, and equal to the NCHW
+  // paths' result on the same values (they add the taps in the same order).
+  struct Plane {
+    int64_t h, w;
+  };
+  const Plane planes[] = {{1, 1}, {7, 7}, {6, 9}, {12, 11}, {2, 3}};
+  const int64_t channels[] = {1, 3, 8, 15, 16, 17, 40, 72, 120};
+  manual_seed(5);
+  each_kernel([&](int threads) {
+    int64_t checked = 0;
+    for (const int64_t k : {3, 5}) {
+      for (const int64_t stride : {1, 2}) {
+        for (const int64_t pad : {0, 1, 2}) {
+          for (const int64_t dil : {1, 2}) {
+            for (const Plane& pl : planes) {
+              const int64_t extent = dil * (k - 1) + 1;
+              if (pl.h + 2 * pad < extent || pl.w + 2 * pad < extent) continue;
+              // (two threads: every case; one and three: every third, to bound the time)
+              if (threads != 2 && (checked++ % 3) != 0) continue;
+              for (const int64_t c : channels) {
+                CAPTURE(k);
+                CAPTURE(stride);
+                CAPTURE(pad);
+                CAPTURE(dil);
+                CAPTURE(pl.h);
+                CAPTURE(pl.w);
+                CAPTURE(c);
+                const Tensor x = randn({2, c, pl.h, pl.w}), w = randn({c, 1, k, k}), b = randn({c});
+                Conv2dParams p;
+                p.stride[0] = p.stride[1] = stride;
+                p.padding[0] = p.padding[1] = pad;
+                p.dilation[0] = p.dilation[1] = dil;
+                p.groups = c;
+                for (const bool with_bias : {true, false}) {
+                  const Tensor bb = with_bias ? b : Tensor();
+                  const Tensor y = channels_last_conv(x, w, bb, p, threads);
+                  check_equal(y, conv2d(x, w, bb, {stride, stride}, {pad, pad}, {dil, dil}, c));
+                  const Tensor expected = conv2d(x.to(DType::Float64), w.to(DType::Float64),
+                                                 with_bias ? b.to(DType::Float64) : Tensor(), {stride, stride},
+                                                 {pad, pad}, {dil, dil}, c);
+                  check_close(y, expected.to(DType::Float32), 1e-4, 1e-5);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    // The fused activations (ReLU, clamp 0..6, HardSwish), 3x3 and 5x5, bit for bit the NCHW paths.
+    for (const int64_t k : {3, 5}) {
+      for (const int64_t c : {17, 72}) {
+        const Tensor x = randn({2, c, 9, 10}) * 4.0, w = randn({c, 1, k, k}), b = randn({c});
+        const Tensor xcl = x.contiguous(MemoryFormat::ChannelsLast);
+        for (const ActivationKind kind : {ActivationKind::Relu, ActivationKind::Clamp, ActivationKind::HardSwish}) {
+          for (const int64_t stride : {1, 2}) {
+            CAPTURE(k);
+            CAPTURE(c);
+            CAPTURE(static_cast<int>(kind));
+            Conv2dParams p;
+            p.stride[0] = p.stride[1] = stride;
+            p.padding[0] = p.padding[1] = k / 2;
+            p.groups = c;
+            p.activation = {kind, 0.0, 6.0};
+            bool fused = false;
+            const Tensor y = conv2d_activated(xcl, w, b, p, &fused);
+            CHECK(fused);
+            CHECK(y.is_contiguous(MemoryFormat::ChannelsLast));
+            check_equal(y, conv2d_activated(x, w, b, p, &fused));
+            const Tensor plain = conv2d(x, w, b, {stride, stride}, {k / 2, k / 2}, {1, 1}, c);
+            check_close(y,
+                        kind == ActivationKind::Relu        ? relu(plain)
+                        : kind == ActivationKind::HardSwish ? hardswish(plain)
+                                                            : clamp(plain, Scalar(0.0), Scalar(6.0)),
+                        1e-5, 1e-5);
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("depthwise conv2d: channels_last with other strides, and mixed layouts, through the kernel") {
+  // x and o by TensorView into cpu::depthwise_conv2d with its workspace:
+  // channels_last views of wider tensors (a position's channels followed by
+  // others: W stride > C), and one side channels_last, the other NCHW.
+  const int64_t c = 19, k = 3;
+  const Tensor x = randn({2, c, 11, 13}), w = randn({c, 1, k, k}), b = randn({c});
+  Tensor wide = randn({2, c + 5, 11, 13}).contiguous(MemoryFormat::ChannelsLast).narrow(1, 2, c);
+  wide.copy_(x);
+  each_kernel([&](int threads) {
+    for (const int64_t stride : {1, 2}) {
+      CAPTURE(stride);
+      Conv2dParams p;
+      p.stride[0] = p.stride[1] = stride;
+      p.padding[0] = p.padding[1] = 1;
+      p.groups = c;
+      const int64_t oh = (11 + 2 - k) / stride + 1, ow = (13 + 2 - k) / stride + 1;
+      const Tensor expected = conv2d(x, w, b, {stride, stride}, {1, 1}, {1, 1}, c);
+      const Tensor outs[] = {
+          empty({2, c, oh, ow}),
+          empty({2, c, oh, ow}, {}, MemoryFormat::ChannelsLast),
+          empty({2, c + 3, oh, ow}, {}, MemoryFormat::ChannelsLast).narrow(1, 1, c),
+      };
+      const Tensor ins[] = {x, x.contiguous(MemoryFormat::ChannelsLast), wide};
+      for (int i = 0; i < 3; ++i) {
+        for (int j = 0; j < 3; ++j) {
+          CAPTURE(i);
+          CAPTURE(j);
+          const TensorView xv = ins[i].kernel_view(), ov = outs[j].kernel_view();
+          std::vector<char> ws(cpu::depthwise_workspace(xv, w.kernel_view(), ov, p, threads));
+          cpu::depthwise_conv2d(xv, w.kernel_view(), b.kernel_view(), ov, p, ws.data(), ws.size(), threads);
+          check_equal(outs[j], expected);
+        }
+      }
     }
   });
 }
