@@ -11,6 +11,7 @@
 
 #include <random>
 #include <thread>
+#include <array>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
@@ -168,6 +169,11 @@ void linear_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t kn : {384, 1536}) b->Args({128, 384, kn, threads});   // and at batch 1: 128 rows
     b->Args({128, 1536, 384, threads});
     b->Args({1024, 1536, 384, threads});
+    // MobileNetV2's 1x1 convolutions on channels_last activations (positions x C_in x C_out):
+    // the 112x112 and 56x56 expansions and projections.
+    for (const auto& s : std::vector<std::array<int64_t, 3>>{{12544, 16, 96}, {3136, 24, 144}, {3136, 144, 24},
+                                                             {12544, 32, 16}, {784, 192, 32}})
+      b->Args({s[0], s[1], s[2], threads});
   }
 }
 void gemv_shapes(benchmark::internal::Benchmark* b) {
