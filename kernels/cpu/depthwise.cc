@@ -324,7 +324,7 @@ using StemFn = void (*)(const Plane&, int64_t, const float*, int64_t, const floa
 using GroupFn = void (*)(const Plane&, int64_t, const float*, int64_t, const float*, const float*, int64_t, float*,
                          int64_t, float*, float*);
 using ClRowsFn = void (*)(const Plane&, int64_t, const float*, int64_t, const float*, const float*, float*, int64_t,
-                          int64_t, int64_t, int64_t);
+                          int64_t, int64_t);
 
 struct Kernels {
   PlaneFn plane[2];  // stride 1, stride 2
@@ -417,10 +417,9 @@ void depthwise_channels_last(const Plane& p, const TensorView& x, const TensorVi
   const int64_t rows = o.sizes[0] * p.oh;
   const int64_t useful = std::max<int64_t>(1, rows * c * p.ow * taps / 32768);
   const int64_t parts = std::max<int64_t>(1, std::min({static_cast<int64_t>(std::max(1, threads)), rows, useful}));
-  const int64_t tile = p.ow;
   auto run = [&](int64_t part) {
     k.cl(p, c, x.ptr<const float>(), x.strides[0], w, b, o.ptr<float>(), o.strides[0], rows * part / parts,
-         rows * (part + 1) / parts, tile);
+         rows * (part + 1) / parts);
   };
   if (parts > 1) {
     parallel_for(0, parts, 1, [&](int64_t a, int64_t e) {
