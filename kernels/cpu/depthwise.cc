@@ -324,13 +324,14 @@ using StemFn = void (*)(const Plane&, int64_t, const float*, int64_t, const floa
 using GroupFn = void (*)(const Plane&, int64_t, const float*, int64_t, const float*, const float*, int64_t, float*,
                          int64_t, float*, float*);
 using ClRowsFn = void (*)(const Plane&, int64_t, const float*, int64_t, const float*, const float*, float*, int64_t,
-                          int64_t, int64_t, int64_t);
+                          int64_t, int64_t);
 
 struct Kernels {
   PlaneFn plane[2];  // stride 1, stride 2
   GroupFn group;     // channel_group
   StemFn stem;       // stem_rows
   ClRowsFn cl;       // cl_rows (channels_last)
+  void (*cl_pack)(int64_t, int64_t, int64_t, const float*, float*);  // its weight layout
   int64_t lanes, stem_oc;
   bool shift_rows;   // row_block shifts its taps from whole vectors (kShiftRows)
 };
@@ -338,15 +339,20 @@ struct Kernels {
 // The variant of the GEMM's micro-kernel family (gemm.h: the widest the CPU
 // runs, or the one tests select).
 const Kernels& kernels() {
-  static const Kernels portable_k{{&portable::plane_s1, &portable::plane_s2}, &portable::channel_group_any,
-                                  &portable::stem_rows,                  &portable::cl_rows,
-                                  portable::kL,                          portable::kStemOC,
+  static const Kernels portable_k{{&portable::plane_s1, &portable::plane_s2},
+                                  &portable::channel_group_any,
+                                  &portable::stem_rows,
+                                  &portable::cl_rows,
+                                  &portable::cl_pack,
+                                  portable::kL,
+                                  portable::kStemOC,
                                   portable::kShiftRows};
 #if RT_DW_X86
   static const Kernels avx2_k{{&avx2::plane_s1, &avx2::plane_s2}, &avx2::channel_group_any, &avx2::stem_rows,
-                              &avx2::cl_rows, avx2::kL, avx2::kStemOC, avx2::kShiftRows};
+                              &avx2::cl_rows, &avx2::cl_pack, avx2::kL, avx2::kStemOC, avx2::kShiftRows};
   static const Kernels avx512_k{{&avx512::plane_s1, &avx512::plane_s2}, &avx512::channel_group_any,
-                                &avx512::stem_rows, &avx512::cl_rows, avx512::kL, avx512::kStemOC, avx512::kShiftRows};
+                                &avx512::stem_rows, &avx512::cl_rows, &avx512::cl_pack, avx512::kL, avx512::kStemOC,
+                                avx512::kShiftRows};
   switch (sgemm_isa()) {
     case GemmIsa::Avx512: return avx512_k;
     case GemmIsa::Avx2: return avx2_k;
@@ -409,18 +415,14 @@ void depthwise_channels_last(const Plane& p, const TensorView& x, const TensorVi
   const float* pw = wt.ptr<const float>();
   const float* pb = bias.ptr<const float>();
   const Kernels& k = kernels();
-  for (int64_t ch = 0; ch < cp; ++ch) {  // [cp / lanes][taps][lanes]
-    float* dst = w + ch / k.lanes * taps * k.lanes + ch % k.lanes;
-    for (int64_t t = 0; t < taps; ++t) dst[t * k.lanes] = ch < c ? pw[ch * taps + t] : 0.0f;
-  }
+  k.cl_pack(c, cp, taps, pw, w);  // [cp / lanes][taps][lanes]
   for (int64_t ch = 0; ch < cp; ++ch) b[ch] = ch < c && pb != nullptr ? pb[ch * bias.strides[0]] : 0.0f;
   const int64_t rows = o.sizes[0] * p.oh;
   const int64_t useful = std::max<int64_t>(1, rows * c * p.ow * taps / 32768);
   const int64_t parts = std::max<int64_t>(1, std::min({static_cast<int64_t>(std::max(1, threads)), rows, useful}));
-  const int64_t tile = p.ow;
   auto run = [&](int64_t part) {
     k.cl(p, c, x.ptr<const float>(), x.strides[0], w, b, o.ptr<float>(), o.strides[0], rows * part / parts,
-         rows * (part + 1) / parts, tile);
+         rows * (part + 1) / parts);
   };
   if (parts > 1) {
     parallel_for(0, parts, 1, [&](int64_t a, int64_t e) {
