@@ -283,18 +283,82 @@ Status min_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
   return extreme<false>(ctx, in, out, params);
 }
 
+namespace {
+
+constexpr int64_t kPoolChannels = 16;
+
+// acc[c] = the sum in double of x[p * ld + c] over the n positions p, for 16
+// channels (four 4-double accumulators held in registers), in position order.
+__attribute__((always_inline)) inline void position_sums_body(const float* __restrict x, int64_t n, int64_t ld,
+                                                              double* __restrict acc) {
+  SumD4 a[4] = {};
+  for (int64_t p = 0; p < n; ++p, x += ld) {
+    for (int v = 0; v < 4; ++v) {
+      SumF4 f;
+      std::memcpy(&f, x + 4 * v, sizeof(f));
+      a[v] += __builtin_convertvector(f, SumD4);
+    }
+  }
+  std::memcpy(acc, a, sizeof(a));
+}
+
+RT_SIMD_CLONES void position_sums(const float* __restrict x, int64_t n, int64_t ld, double* __restrict acc) {
+  position_sums_body(x, n, ld, acc);
+}
+
+// The 1 x 1 pool of a channels_last input (x.strides = [any, 1, W * C, C]):
+// per image, the H * W positions' rows of C channels summed in double,
+// position after position as the reference walks a plane (so bitwise the
+// float64 reference's mean rounded to float), 16 channels at a time; the last
+// C % 16 channels one at a time. Threads split the (image, channel block) pairs.
+void pool_channels_last(const TensorView& x, const TensorView& y) {
+  const int64_t c = x.sizes[1], h = x.sizes[2], w = x.sizes[3], n = h * w;
+  const int64_t blocks = (c + kPoolChannels - 1) / kPoolChannels;
+  const float* xp = x.ptr<const float>();
+  float* yp = y.ptr<float>();
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / (kPoolChannels * n));
+  parallel_for(0, x.sizes[0] * blocks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t image = t / blocks, c0 = t % blocks * kPoolChannels, count = std::min(kPoolChannels, c - c0);
+      const float* xi = xp + image * x.strides[0] + c0;
+      double acc[kPoolChannels];
+      if (count == kPoolChannels) {
+        position_sums(xi, n, c, acc);
+      } else {
+        for (int64_t k = 0; k < count; ++k) {
+          acc[k] = 0;
+          for (int64_t p = 0; p < n; ++p) acc[k] += static_cast<double>(xi[p * c + k]);
+        }
+      }
+      for (int64_t k = 0; k < count; ++k) {
+        yp[image * y.strides[0] + (c0 + k) * y.strides[1]] =
+            static_cast<float>(acc[k] / static_cast<double>(h) / static_cast<double>(w));
+      }
+    }
+  });
+}
+
+}  // namespace
+
 // AdaptiveAvgPool2d to 1 x 1 (GlobalAveragePool: squeeze-excite blocks, the
 // head of most CNNs) over contiguous planes: each plane summed in double
-// (row_sum), divided by H then W as the reference does. Other cases: the
+// (row_sum), divided by H then W as the reference does; channels_last inputs
+// (any output strides) in pool_channels_last, also in double. Other cases: the
 // reference kernel (which sums in float).
 Status adaptive_avg_pool2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                                const OpParams& params) {
   const TensorView& x = in[0];
   const TensorView& y = out[0];
   if (x.dtype != DType::Float32 || y.dtype != DType::Float32 || x.rank != 4 || y.rank != 4 || y.sizes[2] != 1 ||
-      y.sizes[3] != 1 || y.sizes[0] != x.sizes[0] || y.sizes[1] != x.sizes[1] || x.sizes[2] < 1 || x.sizes[3] < 1 ||
-      !x.is_contiguous() || !y.is_contiguous()) {
+      y.sizes[3] != 1 || y.sizes[0] != x.sizes[0] || y.sizes[1] != x.sizes[1] || x.sizes[2] < 1 || x.sizes[3] < 1) {
     return ref::adaptive_avg_pool2d(ctx, in, out, params);
+  }
+  if (!x.is_contiguous() || !y.is_contiguous()) {
+    const int64_t c = x.sizes[1];
+    const bool channels_last = x.strides[1] == 1 && x.strides[3] == c && x.strides[2] == x.sizes[3] * c;
+    if (!channels_last) return ref::adaptive_avg_pool2d(ctx, in, out, params);
+    pool_channels_last(x, y);
+    return Status::Ok;
   }
   const int64_t planes = x.sizes[0] * x.sizes[1], h = x.sizes[2], w = x.sizes[3], n = h * w;
   const float* xp = x.ptr<const float>();
