@@ -159,7 +159,7 @@ TEST_CASE("adaptive_avg_pool2d to 1x1 of channels_last inputs: the float64 refer
   manual_seed(23);
   for (int threads : {1, 2}) {
     set_num_threads(threads);
-    for (int64_t c : {1, 17, 960}) {
+    for (int64_t c : {1, 12, 17, 72, 960}) {  // 12, 72: the 8- and 4-channel steps after the 16s
       for (int64_t hw : {1, 7, 28, 112}) {
         CAPTURE(threads);
         CAPTURE(c);
@@ -186,6 +186,18 @@ TEST_CASE("adaptive_avg_pool2d to 1x1 of channels_last inputs: the float64 refer
     }
   }
   set_num_threads(saved);
+  // The summation order: 2^54, then ones (each lost to rounding in double), then
+  // -2^54 at the last position sums to exactly 0 position after position, as the
+  // float64 reference walks a plane; chunk sums added to a running total would
+  // keep some ones. 29 channels: the 16-, 8-, 4- and 1-channel steps; 81 positions: three chunks.
+  {
+    Tensor x = ones({2, 29, 9, 9});
+    x.narrow(2, 0, 1).narrow(3, 0, 1).fill_(18014398509481984.0);
+    x.narrow(2, 8, 1).narrow(3, 8, 1).fill_(-18014398509481984.0);
+    const Tensor expected = adaptive_avg_pool2d(x.to(DType::Float64), {1, 1}).to(DType::Float32);
+    check_equal(expected, zeros({2, 29, 1, 1}));
+    check_equal(adaptive_avg_pool2d(x.contiguous(MemoryFormat::ChannelsLast), {1, 1}), expected);
+  }
   // Into a channels_last output of odd strides: the [N, C, 1, 1] result's own strides are honoured.
   const Tensor x = randn({2, 19, 5, 3}).contiguous(MemoryFormat::ChannelsLast);
   Tensor y = zeros({2, 19, 1, 2}).narrow(3, 1, 1);
