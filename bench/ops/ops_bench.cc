@@ -52,6 +52,52 @@ std::vector<Case> cases() {
          Tensor x = randn({1, 64, 56, 56});
          return [=] { return max_pool2d(x, {3, 3}, {2, 2}, {1, 1}); };
        }},
+      // MobileNetV3's ops between convolutions, on channels_last activations (_cl) beside their contiguous twins.
+      {"add_40x28x28", [] { Tensor a = randn({1, 40, 28, 28}), b = randn({1, 40, 28, 28}); return [=] { return a + b; }; }},
+      {"add_40x28x28_cl", [] {
+         Tensor a = randn({1, 40, 28, 28}).contiguous(MemoryFormat::ChannelsLast);
+         Tensor b = randn({1, 40, 28, 28}).contiguous(MemoryFormat::ChannelsLast);
+         return [=] { return a + b; };
+       }},
+      {"mul_se_120x28x28", [] { Tensor x = randn({1, 120, 28, 28}), s = randn({1, 120, 1, 1}); return [=] { return x * s; }; }},
+      {"mul_se_120x28x28_cl", [] {
+         Tensor x = randn({1, 120, 28, 28}).contiguous(MemoryFormat::ChannelsLast), s = randn({1, 120, 1, 1});
+         return [=] { return x * s; };
+       }},
+      {"hardswish_72x56x56", [] { Tensor x = randn({1, 72, 56, 56}); return [=] { return hardswish(x); }; }},
+      {"hardswish_72x56x56_cl", [] {
+         Tensor x = randn({1, 72, 56, 56}).contiguous(MemoryFormat::ChannelsLast);
+         return [=] { return hardswish(x); };
+       }},
+      {"adaptive_avg_pool_960x7x7", [] { Tensor x = randn({1, 960, 7, 7}); return [=] { return adaptive_avg_pool2d(x, {1, 1}); }; }},
+      {"adaptive_avg_pool_960x7x7_cl", [] {
+         Tensor x = randn({1, 960, 7, 7}).contiguous(MemoryFormat::ChannelsLast);
+         return [=] { return adaptive_avg_pool2d(x, {1, 1}); };
+       }},
+      {"adaptive_avg_pool_72x56x56", [] { Tensor x = randn({1, 72, 56, 56}); return [=] { return adaptive_avg_pool2d(x, {1, 1}); }; }},
+      {"adaptive_avg_pool_72x56x56_cl", [] {
+         Tensor x = randn({1, 72, 56, 56}).contiguous(MemoryFormat::ChannelsLast);
+         return [=] { return adaptive_avg_pool2d(x, {1, 1}); };
+       }},
+      // NCHW -> channels_last (the executor's first convolution), beside a plain copy of the same bytes.
+      {"clone_3x224x224", [] { Tensor x = randn({1, 3, 224, 224}); return [=] { return x.clone(); }; }},
+      {"to_channels_last_3x224x224", [] {
+         Tensor x = randn({1, 3, 224, 224});
+         return [=] { return x.contiguous(MemoryFormat::ChannelsLast); };
+       }},
+      {"to_channels_last_32x112x112", [] {
+         Tensor x = randn({1, 32, 112, 112});
+         return [=] { return x.contiguous(MemoryFormat::ChannelsLast); };
+       }},
+      {"clone_96x56x56", [] { Tensor x = randn({1, 96, 56, 56}); return [=] { return x.clone(); }; }},
+      {"to_channels_last_96x56x56", [] {
+         Tensor x = randn({1, 96, 56, 56});
+         return [=] { return x.contiguous(MemoryFormat::ChannelsLast); };
+       }},
+      {"from_channels_last_96x56x56", [] {
+         Tensor x = randn({1, 96, 56, 56}).contiguous(MemoryFormat::ChannelsLast);
+         return [=] { return x.contiguous(); };
+       }},
   };
 }
 

@@ -26,6 +26,15 @@ def cases():
     masked = att.clone()
     masked[:, :, 100:] = -10000.0  # BERT's padding mask: exp underflows to 0
     p, pv = r(8, 12, 128, 128), r(8, 128, 12, 32).permute(0, 2, 1, 3)
+    cl = torch.channels_last
+    a40, b40 = r(1, 40, 28, 28), r(1, 40, 28, 28)
+    a40c, b40c = a40.contiguous(memory_format=cl), b40.contiguous(memory_format=cl)
+    x120, s120 = r(1, 120, 28, 28), r(1, 120, 1, 1)
+    x120c = x120.contiguous(memory_format=cl)
+    x72, x960 = r(1, 72, 56, 56), r(1, 960, 7, 7)
+    x72c, x960c = x72.contiguous(memory_format=cl), x960.contiguous(memory_format=cl)
+    x3, x32, x96 = r(1, 3, 224, 224), r(1, 32, 112, 112), r(1, 96, 56, 56)
+    x96c = x96.contiguous(memory_format=cl)
     return {
         "add_1M": lambda: a1 + b1,
         "mul_scalar_1M": lambda: a1 * 1.5,
@@ -44,6 +53,22 @@ def cases():
         "matmul_attn_pv_8x12x128x128": lambda: p @ pv,
         "conv2d_64x56x56_3x3": lambda: F.conv2d(x, cw, None, 1, 1),
         "max_pool2d_64x56x56": lambda: F.max_pool2d(x, 3, 2, 1),
+        "add_40x28x28": lambda: a40 + b40,
+        "add_40x28x28_cl": lambda: a40c + b40c,
+        "mul_se_120x28x28": lambda: x120 * s120,
+        "mul_se_120x28x28_cl": lambda: x120c * s120,
+        "hardswish_72x56x56": lambda: F.hardswish(x72),
+        "hardswish_72x56x56_cl": lambda: F.hardswish(x72c),
+        "adaptive_avg_pool_960x7x7": lambda: F.adaptive_avg_pool2d(x960, 1),
+        "adaptive_avg_pool_960x7x7_cl": lambda: F.adaptive_avg_pool2d(x960c, 1),
+        "adaptive_avg_pool_72x56x56": lambda: F.adaptive_avg_pool2d(x72, 1),
+        "adaptive_avg_pool_72x56x56_cl": lambda: F.adaptive_avg_pool2d(x72c, 1),
+        "clone_3x224x224": lambda: x3.clone(),
+        "to_channels_last_3x224x224": lambda: x3.contiguous(memory_format=cl),
+        "to_channels_last_32x112x112": lambda: x32.contiguous(memory_format=cl),
+        "clone_96x56x56": lambda: x96.clone(),
+        "to_channels_last_96x56x56": lambda: x96.contiguous(memory_format=cl),
+        "from_channels_last_96x56x56": lambda: x96c.contiguous(),
     }
 
 

@@ -1,9 +1,15 @@
 // Vectorized float32 elementwise kernels: contiguous operands (or a scalar
 // operand broadcast by stride 0) run a flat loop the compiler vectorizes for
-// each ISA clone, split across threads; other layouts use the reference loops.
+// each ISA clone, split across threads; operands dense in another dim order
+// (channels_last) take the same loops once their dims are put in the output's
+// memory order (order_by_output); other layouts use the reference loops.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/vec_math.h"
@@ -33,6 +39,67 @@ Operand classify(const TensorView& v) {
     if (v.sizes[d] != 1 && v.strides[d] != 0) return Operand::Other;
   }
   return Operand::Scalar;
+}
+
+// The dims of views[0] (the output) and of views[1..n) (inputs of its shape;
+// broadcast dims have stride 0) put in the output's memory order, outermost
+// first (strides descending, ties kept in order), size-1 dims dropped and
+// neighbours that every view steps through as one dim merged: PyTorch's
+// TensorIterator. An output dense in some dim order (channels_last) comes out
+// contiguous, its inputs read in the same order: channels_last + channels_last
+// is one flat loop, channels_last [N, C, H, W] * [N, C, 1, 1] rows of C. The
+// views change, the elements they address do not. False (views unchanged)
+// where the shapes differ.
+constexpr int kMaxViews = 3;
+
+bool order_by_output(TensorView* views, int n) {
+  const TensorView& o = views[0];
+  if (n > kMaxViews) return false;
+  for (int k = 1; k < n; ++k) {
+    if (views[k].rank != o.rank || !std::equal(o.sizes, o.sizes + o.rank, views[k].sizes)) return false;
+  }
+  int perm[kMaxRank], r = 0;
+  for (int d = 0; d < o.rank; ++d) {
+    if (o.sizes[d] != 1) perm[r++] = d;
+  }
+  std::stable_sort(perm, perm + r, [&](int a, int b) { return o.strides[a] > o.strides[b]; });
+  TensorView merged[kMaxViews];
+  for (int k = 0; k < n; ++k) {
+    merged[k] = views[k];
+    merged[k].rank = 0;
+  }
+  for (int i = 0; i < r; ++i) {
+    const int d = perm[i];
+    bool merge = i > 0;
+    for (int k = 0; k < n && merge; ++k) {
+      merge = merged[k].strides[merged[k].rank - 1] == views[k].strides[d] * views[k].sizes[d];
+    }
+    for (int k = 0; k < n; ++k) {
+      TensorView& v = merged[k];
+      if (merge) {
+        v.sizes[v.rank - 1] *= views[k].sizes[d];
+      } else {
+        v.sizes[v.rank++] = views[k].sizes[d];
+      }
+      v.strides[v.rank - 1] = views[k].strides[d];
+    }
+  }
+  std::copy(merged, merged + n, views);
+  return true;
+}
+
+// Whether x and out are dense in the same dim order (both contiguous, or both
+// channels_last...): then element i of one is element i of the other in memory,
+// *xp and *op being their first elements.
+bool dense_pair(const TensorView& x, const TensorView& out, const float** xp, float** op) {
+  TensorView v[2] = {out, x};
+  if (!(x.is_contiguous() && out.is_contiguous()) && !(order_by_output(v, 2) && v[0].is_contiguous() &&
+                                                       v[1].is_contiguous())) {
+    return false;
+  }
+  *xp = x.ptr<const float>();
+  *op = out.ptr<float>();
+  return true;
 }
 
 template <typename Op>
@@ -99,18 +166,26 @@ bool binary_rows(Span<const TensorView> in, Span<TensorView> out) {
   return true;
 }
 
+// With the dims in the output's memory order (order_by_output, where the
+// output is not contiguous): a contiguous output with operands contiguous or
+// scalar is one flat loop; rows along which the output is contiguous and the
+// operands contiguous or broadcast, binary_rows; others the reference loop.
 template <typename Fast, typename Ref>
 Status binary_f32(Span<const TensorView> in, Span<TensorView> out) {
-  const Operand ka = classify(in[0]), kb = classify(in[1]);
-  const bool flat = out[0].is_contiguous() && ka != Operand::Other && kb != Operand::Other &&
+  TensorView v[3] = {out[0], in[0], in[1]};
+  if (!v[0].is_contiguous()) order_by_output(v, 3);
+  const Span<const TensorView> vin(v + 1, 2);
+  const Span<TensorView> vout(v, 1);
+  const Operand ka = classify(v[1]), kb = classify(v[2]);
+  const bool flat = v[0].is_contiguous() && ka != Operand::Other && kb != Operand::Other &&
                     !(ka == Operand::Scalar && kb == Operand::Scalar);
   if (!flat) {
-    if (out[0].numel() > 0 && binary_rows<Fast>(in, out)) return Status::Ok;
+    if (v[0].numel() > 0 && binary_rows<Fast>(vin, vout)) return Status::Ok;
     return ref::binary<Ref, kAllTypes>(in, out);
   }
-  float* o = out[0].ptr<float>();
-  const float* a = in[0].ptr<const float>();
-  const float* b = in[1].ptr<const float>();
+  float* o = v[0].ptr<float>();
+  const float* a = v[1].ptr<const float>();
+  const float* b = v[2].ptr<const float>();
   const int64_t sa = ka == Operand::Dense ? 1 : 0, sb = kb == Operand::Dense ? 1 : 0;
   parallel_for(0, out[0].numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
     binary_loop<Fast>(o + begin, a + begin * sa, sa, b + begin * sb, sb, end - begin);
@@ -213,13 +288,14 @@ struct ClampF {
   }
 };
 
-// Contiguous float32 input and output: the vector loop, split across threads;
-// anything else: the reference loop with the reference functor.
+// Float32 input and output dense in the same dim order (dense_pair:
+// contiguous, channels_last): the vector loop, split across threads; anything
+// else: the reference loop with the reference functor.
 template <typename Fast, typename Ref>
 Status unary_f32(Span<const TensorView> in, Span<TensorView> out, const Fast fast = Fast{}, const Ref slow = Ref{}) {
-  if (!in[0].is_contiguous() || !out[0].is_contiguous()) return ref::unary<Ref, kFloatingTypes>(in, out, slow);
-  const float* x = in[0].ptr<const float>();
-  float* o = out[0].ptr<float>();
+  const float* x = nullptr;
+  float* o = nullptr;
+  if (!dense_pair(in[0], out[0], &x, &o)) return ref::unary<Ref, kFloatingTypes>(in, out, slow);
   parallel_for(0, out[0].numel(), kElementwiseGrain,
                [&](int64_t begin, int64_t end) { unary_loop<Fast>(o + begin, x + begin, end - begin, fast); });
   return Status::Ok;
@@ -257,14 +333,15 @@ RT_BINARY_F32(minimum_f32, MinF, MinimumOp)
 #undef RT_UNARY
 #undef RT_OP
 
-// Clamp (the ReLU6 fused into convolutions runs here): contiguous float32 as
-// a vector loop split across threads; other layouts: the reference kernel.
+// Clamp (the ReLU6 fused into convolutions runs here): float32 dense in one
+// dim order (dense_pair) as a vector loop split across threads; other layouts:
+// the reference kernel.
 Status clamp_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<ClampParams>(&params);
-  if (p == nullptr || !in[0].is_contiguous() || !out[0].is_contiguous()) return ref::clamp(ctx, in, out, params);
+  const float* x = nullptr;
+  float* o = nullptr;
+  if (p == nullptr || !dense_pair(in[0], out[0], &x, &o)) return ref::clamp(ctx, in, out, params);
   const ClampF op{p->has_min ? p->min.to<float>() : -INFINITY, p->has_max ? p->max.to<float>() : INFINITY};
-  const float* x = in[0].ptr<const float>();
-  float* o = out[0].ptr<float>();
   parallel_for(0, out[0].numel(), kElementwiseGrain,
                [&](int64_t begin, int64_t end) { unary_loop<ClampF>(o + begin, x + begin, end - begin, op); });
   return Status::Ok;
@@ -273,7 +350,8 @@ Status clamp_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tenso
 // Exact GELU (Gelu, approximate "none"): contiguous float32 as a vector loop
 // split across threads, operation for operation the graph torch exports below
 // opset 20 (Div by sqrt 2, Erf, Add 1, Mul by x, Mul by 0.5: bitwise the
-// unfused ops' result here); tanh or other layouts: the reference kernel.
+// unfused ops' result here; channels_last too: dense_pair); tanh or other
+// layouts: the reference kernel.
 // The division is div_rn's (a single-Gelu model of BERT's 128 x 1536, one
 // thread, Xeon: 84 -> 69 us; the erf's own division stays): where x / sqrt 2
 // is zero or subnormal (div_rn's sign or last place may differ), erf + 1
@@ -286,11 +364,11 @@ struct GeluF {
 
 Status gelu_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<GeluParams>(&params);
-  if (p == nullptr || p->tanh_approximation || !in[0].is_contiguous() || !out[0].is_contiguous()) {
+  const float* x = nullptr;
+  float* o = nullptr;
+  if (p == nullptr || p->tanh_approximation || !dense_pair(in[0], out[0], &x, &o)) {
     return ref::gelu(ctx, in, out, params);
   }
-  const float* x = in[0].ptr<const float>();
-  float* o = out[0].ptr<float>();
   parallel_for(0, out[0].numel(), kElementwiseGrain,
                [&](int64_t begin, int64_t end) { unary_loop<GeluF>(o + begin, x + begin, end - begin); });
   return Status::Ok;
@@ -305,33 +383,85 @@ bool transposed_last_two(const TensorView& src) {
   return r >= 2 && src.sizes[r - 2] > 1 && src.sizes[r - 1] > 1 && src.strides[r - 2] == 1 && src.strides[r - 1] != 1;
 }
 
+// d[i * cols + j] = s[i + j * cs] over [i0, i1) x [j0, j1): 4-byte elements
+// in 4 x 4 blocks through SSE registers on x86 (four loads, the shuffles of
+// _MM_TRANSPOSE4_PS, four stores), the edges and other sizes one at a time.
+template <typename T>
+void transpose_tile(const T* s, int64_t cs, T* d, int64_t cols, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  int64_t i4 = i0, j4 = j0;
+#if defined(__SSE2__)
+  if constexpr (sizeof(T) == 4) {
+    i4 = i0 + (i1 - i0) / 4 * 4;
+    j4 = j0 + (j1 - j0) / 4 * 4;
+    for (int64_t i = i0; i < i4; i += 4) {
+      for (int64_t j = j0; j < j4; j += 4) {
+        __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(s + i + j * cs));
+        __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(s + i + (j + 1) * cs));
+        __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(s + i + (j + 2) * cs));
+        __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(s + i + (j + 3) * cs));
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(reinterpret_cast<float*>(d + i * cols + j), r0);
+        _mm_storeu_ps(reinterpret_cast<float*>(d + (i + 1) * cols + j), r1);
+        _mm_storeu_ps(reinterpret_cast<float*>(d + (i + 2) * cols + j), r2);
+        _mm_storeu_ps(reinterpret_cast<float*>(d + (i + 3) * cols + j), r3);
+      }
+    }
+    if (cols == 3) {  // NCHW RGB to channels_last: rows i..i+2 stored 4 wide (the 4th lane is the next row's
+                      // first column, stored after it), row i+3 as three values
+      for (int64_t i = i0; i < i4; i += 4) {
+        __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(s + i));
+        __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(s + i + cs));
+        __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(s + i + 2 * cs));
+        __m128 r3 = _mm_setzero_ps();
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(reinterpret_cast<float*>(d + i * 3), r0);
+        _mm_storeu_ps(reinterpret_cast<float*>(d + (i + 1) * 3), r1);
+        _mm_storeu_ps(reinterpret_cast<float*>(d + (i + 2) * 3), r2);
+        float last[4];
+        _mm_storeu_ps(last, r3);
+        std::memcpy(d + (i + 3) * 3, last, 3 * sizeof(T));
+      }
+      j4 = j1;
+    }
+  }
+#endif
+  for (int64_t i = i0; i < i4; ++i) {
+    for (int64_t j = j4; j < j1; ++j) d[i * cols + j] = s[i + j * cs];
+  }
+  for (int64_t i = i4; i < i1; ++i) {
+    for (int64_t j = j0; j < j1; ++j) d[i * cols + j] = s[i + j * cs];
+  }
+}
+
 // dst (contiguous) = src whose last two dims are transposed in memory (a
-// .t().contiguous(), a transposed gradient accumulated into .grad): 32x32
-// tiles, so that each tile's source lines stay in L1 while its rows are written
-// whole; the reference loop reads one cache line per element. Threads split
-// the (leading index, tile row) pairs.
+// .t().contiguous(), a transposed gradient accumulated into .grad, NCHW to
+// channels_last per image): 32x32 tiles, so that each tile's source lines stay
+// in L1 while its rows are written whole; the reference loop reads one cache
+// line per element. Threads split the (leading index, block of row tiles) pairs.
+// A task takes whole tiles of rows, at least about 4096 elements of them
+// (NCHW [3, 224, 224] to channels_last is 50,176 rows of 3).
 template <typename T>
 void transpose_copy(const TensorView& src, const TensorView& dst) {
   constexpr int64_t kTile = 32;
   const int r = src.rank;
   const int64_t rows = src.sizes[r - 2], cols = src.sizes[r - 1], cs = src.strides[r - 1];
-  const int64_t outer = dst.numel() / (rows * cols), row_tiles = (rows + kTile - 1) / kTile;
+  const int64_t block = kTile * std::max<int64_t>(1, 4096 / (kTile * cols));
+  const int64_t outer = dst.numel() / (rows * cols), row_blocks = (rows + block - 1) / block;
   const T* s0 = src.ptr<const T>();
   T* d0 = dst.ptr<T>();
-  parallel_for(0, outer * row_tiles, 1, [&](int64_t begin, int64_t end) {
+  parallel_for(0, outer * row_blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t w = begin; w < end; ++w) {
-      int64_t o = w / row_tiles, offset = 0;
-      const int64_t i0 = w % row_tiles * kTile, i1 = std::min(rows, i0 + kTile);
+      int64_t o = w / row_blocks, offset = 0;
+      const int64_t b0 = w % row_blocks * block, b1 = std::min(rows, b0 + block);
       for (int d = r - 3; d >= 0; --d) {  // the leading index's source offset
         offset += o % src.sizes[d] * src.strides[d];
         o /= src.sizes[d];
       }
       const T* s = s0 + offset;
-      T* d = d0 + w / row_tiles * rows * cols;
-      for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-        const int64_t j1 = std::min(cols, j0 + kTile);
-        for (int64_t i = i0; i < i1; ++i) {
-          for (int64_t j = j0; j < j1; ++j) d[i * cols + j] = s[i + j * cs];
+      T* d = d0 + w / row_blocks * rows * cols;
+      for (int64_t i0 = b0; i0 < b1; i0 += kTile) {
+        for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+          transpose_tile(s, cs, d, cols, i0, std::min(b1, i0 + kTile), j0, std::min(cols, j0 + kTile));
         }
       }
     }
@@ -373,20 +503,25 @@ bool copy_rows(const TensorView& x, const TensorView& y, size_t es) {
 
 }  // namespace
 
-// Copy: same-dtype contiguous copies are a parallel memcpy, transposed ones
-// tiled (transpose_copy); conversions and other layouts the reference loop.
+// Copy, with the dims in the output's memory order (order_by_output): same-dtype
+// copies dense in one order (contiguous, channels_last clones) are a parallel
+// memcpy; transposed ones tiled (transpose_copy: a .t().contiguous(), NCHW to
+// channels_last and back, per image [C, H*W] <-> [H*W, C]); conversions and
+// other layouts the reference loop.
 Status copy(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const size_t es = element_size(in[0].dtype);
-  if (in[0].dtype == out[0].dtype && out[0].is_contiguous() && transposed_last_two(in[0]) && in[0].data != out[0].data) {
+  TensorView v[2] = {out[0], in[0]};
+  const bool dense = in[0].dtype == out[0].dtype && order_by_output(v, 2) && v[0].is_contiguous();
+  if (dense && transposed_last_two(v[1]) && in[0].data != out[0].data) {
     switch (es) {
-      case 1: transpose_copy<uint8_t>(in[0], out[0]); return Status::Ok;
-      case 2: transpose_copy<uint16_t>(in[0], out[0]); return Status::Ok;
-      case 4: transpose_copy<uint32_t>(in[0], out[0]); return Status::Ok;
-      case 8: transpose_copy<uint64_t>(in[0], out[0]); return Status::Ok;
+      case 1: transpose_copy<uint8_t>(v[1], v[0]); return Status::Ok;
+      case 2: transpose_copy<uint16_t>(v[1], v[0]); return Status::Ok;
+      case 4: transpose_copy<uint32_t>(v[1], v[0]); return Status::Ok;
+      case 8: transpose_copy<uint64_t>(v[1], v[0]); return Status::Ok;
       default: break;
     }
   }
-  if (in[0].dtype != out[0].dtype || !in[0].is_contiguous() || !out[0].is_contiguous()) {
+  if (!dense || !v[1].is_contiguous()) {
     if (in[0].dtype == out[0].dtype && copy_rows(in[0], out[0], es)) return Status::Ok;
     return ref::copy(ctx, in, out, params);
   }

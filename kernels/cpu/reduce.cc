@@ -283,18 +283,90 @@ Status min_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
   return extreme<false>(ctx, in, out, params);
 }
 
+namespace {
+
+// acc[c] += x[p * ld + c] for the n positions p in order, in double, for
+// kQuads * 4 channels held in registers (kQuads 4-double accumulators).
+template <int kQuads>
+__attribute__((always_inline)) inline void position_sums_body(const float* __restrict x, int64_t n, int64_t ld,
+                                                              double* __restrict acc) {
+  SumD4 a[kQuads];
+  std::memcpy(a, acc, sizeof(a));
+  for (int64_t p = 0; p < n; ++p, x += ld) {
+    for (int v = 0; v < kQuads; ++v) {
+      SumF4 f;
+      std::memcpy(&f, x + 4 * v, sizeof(f));
+      a[v] += __builtin_convertvector(f, SumD4);
+    }
+  }
+  std::memcpy(acc, a, sizeof(a));
+}
+
+template <int kQuads>
+RT_SIMD_CLONES void position_sums(const float* __restrict x, int64_t n, int64_t ld, double* __restrict acc) {
+  position_sums_body<kQuads>(x, n, ld, acc);
+}
+
+// The 1 x 1 pool of a channels_last input (x.strides = [any, 1, W * C, C]):
+// each image's H * W position rows of C channels summed in double, position
+// after position as the reference walks a plane (so bitwise the float64
+// reference's mean rounded to float). A task takes up to 128 channels of one
+// image and walks the positions 32 at a time (a few KB that stay in L1),
+// 16 channels at a time in registers (then 8, 4, 1) with the running sums
+// kept in acc between the chunks, so each position row is read from memory
+// once. Threads split the (image, channel group) tasks.
+void pool_channels_last(const TensorView& x, const TensorView& y) {
+  constexpr int64_t kGroup = 128, kPositions = 32;
+  const int64_t c = x.sizes[1], h = x.sizes[2], w = x.sizes[3], n = h * w;
+  const int64_t groups = (c + kGroup - 1) / kGroup;
+  const float* xp = x.ptr<const float>();
+  float* yp = y.ptr<float>();
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / (std::min(c, kGroup) * n));
+  parallel_for(0, x.sizes[0] * groups, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t image = t / groups, g0 = t % groups * kGroup, count = std::min(kGroup, c - g0);
+      const float* xi = xp + image * x.strides[0] + g0;
+      double acc[kGroup] = {};
+      for (int64_t p0 = 0; p0 < n; p0 += kPositions) {
+        const int64_t np = std::min(kPositions, n - p0);
+        const float* xr = xi + p0 * c;
+        int64_t k = 0;
+        for (; k + 16 <= count; k += 16) position_sums<4>(xr + k, np, c, acc + k);
+        if (k + 8 <= count) position_sums<2>(xr + k, np, c, acc + k), k += 8;
+        if (k + 4 <= count) position_sums<1>(xr + k, np, c, acc + k), k += 4;
+        for (; k < count; ++k) {
+          for (int64_t p = 0; p < np; ++p) acc[k] += static_cast<double>(xr[p * c + k]);
+        }
+      }
+      for (int64_t k = 0; k < count; ++k) {
+        yp[image * y.strides[0] + (g0 + k) * y.strides[1]] =
+            static_cast<float>(acc[k] / static_cast<double>(h) / static_cast<double>(w));
+      }
+    }
+  });
+}
+
+}  // namespace
+
 // AdaptiveAvgPool2d to 1 x 1 (GlobalAveragePool: squeeze-excite blocks, the
 // head of most CNNs) over contiguous planes: each plane summed in double
-// (row_sum), divided by H then W as the reference does. Other cases: the
+// (row_sum), divided by H then W as the reference does; channels_last inputs
+// (any output strides) in pool_channels_last, also in double. Other cases: the
 // reference kernel (which sums in float).
 Status adaptive_avg_pool2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                                const OpParams& params) {
   const TensorView& x = in[0];
   const TensorView& y = out[0];
   if (x.dtype != DType::Float32 || y.dtype != DType::Float32 || x.rank != 4 || y.rank != 4 || y.sizes[2] != 1 ||
-      y.sizes[3] != 1 || y.sizes[0] != x.sizes[0] || y.sizes[1] != x.sizes[1] || x.sizes[2] < 1 || x.sizes[3] < 1 ||
-      !x.is_contiguous() || !y.is_contiguous()) {
+      y.sizes[3] != 1 || y.sizes[0] != x.sizes[0] || y.sizes[1] != x.sizes[1] || x.sizes[2] < 1 || x.sizes[3] < 1) {
     return ref::adaptive_avg_pool2d(ctx, in, out, params);
+  }
+  if (!x.is_contiguous() || !y.is_contiguous()) {
+    const int64_t c = x.sizes[1];
+    const bool channels_last = x.strides[1] == 1 && x.strides[3] == c && x.strides[2] == x.sizes[3] * c;
+    if (!channels_last) return ref::adaptive_avg_pool2d(ctx, in, out, params);
+    pool_channels_last(x, y);
+    return Status::Ok;
   }
   const int64_t planes = x.sizes[0] * x.sizes[1], h = x.sizes[2], w = x.sizes[3], n = h * w;
   const float* xp = x.ptr<const float>();

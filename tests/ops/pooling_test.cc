@@ -147,6 +147,64 @@ TEST_CASE("adaptive_avg_pool2d matches PyTorch") {
   check_equal(adaptive_avg_pool2d(x, {3, 1}), tensor({{{0.5}, {2.0}, {3.5}}}));
 }
 
+// The 1 x 1 pool of channels_last float32 (the CPU sums each image's position
+// rows of C channels in double, position after position as the reference
+// walks a plane): bitwise the float64 reference's mean rounded to float, and
+// within check_pool's float32 tolerance (1e-6 relative and absolute) of the
+// contiguous CPU path (which sums in double in another order). The float32
+// reference (a non-dense view; it sums in float) rounds differently somewhere
+// on the large planes: the witness that the channels_last inputs did not take it.
+TEST_CASE("adaptive_avg_pool2d to 1x1 of channels_last inputs: the float64 reference's mean, threaded") {
+  const int saved = get_num_threads();
+  manual_seed(23);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (int64_t c : {1, 12, 17, 72, 960}) {  // 12, 72: the 8- and 4-channel steps after the 16s
+      for (int64_t hw : {1, 7, 28, 112}) {
+        CAPTURE(threads);
+        CAPTURE(c);
+        CAPTURE(hw);
+        const int64_t n = c * hw * hw > 1000000 ? 1 : 2;
+        const Tensor x = randn({n, c, hw, hw}) + 0.25;
+        const Tensor xc = x.contiguous(MemoryFormat::ChannelsLast);
+        const Tensor out = adaptive_avg_pool2d(xc, {1, 1});
+        const Tensor expected = adaptive_avg_pool2d(x.to(DType::Float64), {1, 1}).to(DType::Float32);
+        check_equal(out, expected);
+        check_pool(out, adaptive_avg_pool2d(x, {1, 1}), c > 1 && hw > 1);
+        if (c == 17 && hw == 112) {
+          Tensor strided = zeros({n, c, hw, 2 * hw}).narrow(3, 0, hw);
+          strided.copy_(x);
+          const Tensor slow = adaptive_avg_pool2d(strided, {1, 1});
+          check_pool(slow, expected, false);
+          bool differs = false;
+          for (int64_t i = 0; i < slow.numel(); ++i) {
+            differs |= slow.contiguous().data_ptr<float>()[i] != expected.data_ptr<float>()[i];
+          }
+          CHECK(differs);
+        }
+      }
+    }
+  }
+  set_num_threads(saved);
+  // The summation order: 2^54, then ones (each lost to rounding in double), then
+  // -2^54 at the last position sums to exactly 0 position after position, as the
+  // float64 reference walks a plane; chunk sums added to a running total would
+  // keep some ones. 29 channels: the 16-, 8-, 4- and 1-channel steps; 81 positions: three chunks.
+  {
+    Tensor x = ones({2, 29, 9, 9});
+    x.narrow(2, 0, 1).narrow(3, 0, 1).fill_(18014398509481984.0);
+    x.narrow(2, 8, 1).narrow(3, 8, 1).fill_(-18014398509481984.0);
+    const Tensor expected = adaptive_avg_pool2d(x.to(DType::Float64), {1, 1}).to(DType::Float32);
+    check_equal(expected, zeros({2, 29, 1, 1}));
+    check_equal(adaptive_avg_pool2d(x.contiguous(MemoryFormat::ChannelsLast), {1, 1}), expected);
+  }
+  // Into a channels_last output of odd strides: the [N, C, 1, 1] result's own strides are honoured.
+  const Tensor x = randn({2, 19, 5, 3}).contiguous(MemoryFormat::ChannelsLast);
+  Tensor y = zeros({2, 19, 1, 2}).narrow(3, 1, 1);
+  REQUIRE(run_kernel(OpKind::AdaptiveAvgPool2d, {x}, {y}) == Status::Ok);
+  check_equal(y, adaptive_avg_pool2d(x.to(DType::Float64), {1, 1}).to(DType::Float32));
+}
+
 TEST_CASE("pooling errors carry PyTorch 1.13's messages") {
   const Tensor x = zeros({1, 2, 5, 5});
   check_error([&] { max_pool2d(x, {3}, {}, {2}); },

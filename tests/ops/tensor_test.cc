@@ -319,6 +319,57 @@ TEST_CASE("contiguous() of views whose last two dims are transposed in memory (t
   set_num_threads(saved);
 }
 
+// NCHW <-> channels_last: per image a [C, H*W] <-> [H*W, C] transpose (the
+// CPU's tiled copy on the views ordered by the output's strides); a
+// channels_last clone: one memcpy. Odd sizes off the 32x32 tiles, C = 1..40,
+// element sizes 1 to 8, 1 and 2 threads; values exact (arange).
+TEST_CASE("NCHW <-> channels_last copies, both ways, exact") {
+  const int saved = get_num_threads();
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const DType dt : {DType::Float32, DType::Int64, DType::Int16, DType::UInt8}) {
+      for (const Shape& s : {Shape{2, 3, 37, 29}, Shape{2, 40, 7, 9}, Shape{2, 17, 1, 33}, Shape{2, 1, 5, 5},
+                             Shape{2, 33, 14, 14}, Shape{1, 96, 5, 3}, Shape{2, 5, 1, 1}}) {
+        CAPTURE(threads);
+        CAPTURE(dtype_name(dt));
+        CAPTURE(shape_str(s));
+        const int64_t n = s[0] * s[1] * s[2] * s[3];
+        const Tensor x = arange(static_cast<double>(n)).view(s).to(dt);
+        const Tensor cl = x.contiguous(MemoryFormat::ChannelsLast);
+        CHECK(cl.is_contiguous(MemoryFormat::ChannelsLast));
+        // (C == 1 or H * W == 1: already channels_last-contiguous, as in PyTorch x itself.)
+        if (s[1] > 1 && s[2] * s[3] > 1) CHECK(cl.strides() == Shape{s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]});
+        check_equal(cl, x);
+        // In memory, NHWC: element (b, c, h, w), whose value is ((b*C + c)*H + h)*W + w, at ((b*H + h)*W + w)*C + c.
+        const Tensor raw = from_blob(cl.data_ptr(), {n}, TensorOptions(dt)).to(DType::Int64);
+        const int64_t* pr = raw.data_ptr<int64_t>();
+        const int64_t wrap = dt == DType::UInt8 ? 256 : int64_t{1} << 40;
+        bool ok = true;
+        for (int64_t b = 0; b < s[0]; ++b)
+          for (int64_t c = 0; c < s[1]; ++c)
+            for (int64_t h = 0; h < s[2]; ++h)
+              for (int64_t w = 0; w < s[3]; ++w)
+                ok &= pr[((b * s[2] + h) * s[3] + w) * s[1] + c] == (((b * s[1] + c) * s[2] + h) * s[3] + w) % wrap;
+        CHECK(ok);
+        const Tensor back = cl.contiguous();
+        CHECK(back.is_contiguous());
+        check_equal(back, x);
+        const Tensor again = cl.clone();
+        CHECK(again.strides() == cl.strides());
+        check_equal(again, x);
+        // copy_ into an existing channels_last tensor from an NCHW source and back.
+        Tensor into = zeros(s, dt).contiguous(MemoryFormat::ChannelsLast);
+        into.copy_(x);
+        check_equal(into, x);
+        Tensor nchw = zeros(s, dt);
+        nchw.copy_(into);
+        check_equal(nchw, x);
+      }
+    }
+  }
+  set_num_threads(saved);
+}
+
 TEST_CASE("to(dtype) converts like PyTorch, to(device) checks availability") {
   check_equal(tensor({1.7, -1.7, 2.5}).to(DType::Int32), tensor({1, -1, 2}, DType::Int32));
   check_equal(tensor({0.0, 0.5}).to(DType::Bool), tensor({false, true}));
