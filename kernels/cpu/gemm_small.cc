@@ -93,6 +93,37 @@ __attribute__((target("avx2,fma"))) void rows_6x16_avx2(int64_t kc, const float*
     }
     return;
   }
+  if (cs == 1) {
+    // A right edge (nv < 16): the same epilogue on vectors, stored under lane
+    // masks (the tile through t and store_tile, value by value, was a third of
+    // a channels_last 1x1 convolution to 24 channels: half its tiles are 8 wide).
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(nv)), lanes);
+    const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(nv) - 8), lanes);
+    TileEpilogue edge;
+    alignas(kGemmAlign) float col_bias[16] = {};  // the tile's column biases, zero past nv (read as two vectors)
+    if (e != nullptr && e->col_bias != nullptr) {
+      for (int64_t j = 0; j < nv; ++j) col_bias[j] = e->col_bias[j];
+      edge = *e;
+      edge.col_bias = col_bias;
+      e = &edge;
+    }
+    for (int i = 0; i < MV && i < mv; ++i) {
+      float* ci = c + i * rs;
+      if (accumulate) {
+        acc[i][0] = _mm256_add_ps(acc[i][0], nv >= 8 ? _mm256_loadu_ps(ci) : _mm256_maskload_ps(ci, m0));
+        acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_maskload_ps(ci + 8, m1));
+      }
+      if (e != nullptr) epilogue_avx2(acc[i], *e, i);
+      if (nv >= 8) {
+        _mm256_storeu_ps(ci, acc[i][0]);
+      } else {
+        _mm256_maskstore_ps(ci, m0, acc[i][0]);
+      }
+      if (nv > 8) _mm256_maskstore_ps(ci + 8, m1, acc[i][1]);
+    }
+    return;
+  }
   alignas(kGemmAlign) float t[6 * 16];
   for (int i = 0; i < 6; ++i) {
     _mm256_store_ps(t + i * 16, acc[i][0]);

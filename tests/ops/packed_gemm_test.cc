@@ -254,6 +254,20 @@ TEST_CASE("sgemm_fused: edge tiles (the last rows and columns) give the full til
                                   Scalar(-1.0), Scalar(6.0))
                                 .to(DType::Float32),
                       1e-4, 1e-4);
+          // A Linear's epilogue: a column bias (the right edge's read only up to n) and HardSwish.
+          const Tensor bias_wide = cat({randn({n}), zeros({wide - n})}, 0);
+          const Tensor col_bias = bias_wide.narrow(0, 0, n).contiguous();
+          cpu::GemmEpilogue linear;
+          linear.col_bias = col_bias.data_ptr<float>();
+          linear.hardswish = true;
+          cpu::GemmEpilogue linear_wide = linear;
+          linear_wide.col_bias = bias_wide.data_ptr<float>();
+          const Tensor edge_l = run(m, n, k, a, b, nullptr, nullptr, linear, 1);
+          CHECK(bitwise_equal(edge_l, run(tall, wide, k, a_tall, b_wide, nullptr, nullptr, linear_wide, 1)
+                                          .narrow(0, 0, m)
+                                          .narrow(1, 0, n)
+                                          .contiguous()));
+          check_close(edge_l, hardswish(mm(a, b) + col_bias), 1e-4, 1e-4);
         }
       }
     }
