@@ -269,6 +269,35 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
 
 namespace {
 
+// The ops whose CPU kernels run channels_last inputs as fast as contiguous
+// ones, keeping the layout (kernels/cpu/elementwise.cc orders dims by the
+// output's strides; reduce.cc's 1x1 pool): the elementwise ops and the
+// squeeze-excite block's pool. Others read channels_last inputs made
+// contiguous first (a Resize's reference path on them ran 80x slower).
+bool keeps_channels_last(OpKind op) {
+  switch (op) {
+#define RT_OP(Name, name, n_in, n_out, Params)
+#define RT_UNARY(Name, ...) case OpKind::Name:
+#define RT_UNARY_P(Name, ...) case OpKind::Name:
+#include "runtime/graph/ops.def"
+#undef RT_UNARY_P
+#undef RT_UNARY
+#undef RT_OP
+    case OpKind::Gelu:
+    case OpKind::Clamp:
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::Maximum:
+    case OpKind::Minimum:
+    case OpKind::AdaptiveAvgPool2d:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // ExecutorOptions::conv_layout: marks the Conv2d ops that read channels_last
 // inputs (CPU float32; Auto: every one, where the model has a depthwise
 // convolution, whose channels-in-lanes kernel is about twice as fast).
@@ -286,7 +315,10 @@ void choose_conv_layout(const Model& m, const ExecutorOptions& options, std::vec
     depthwise = w.size() == 4 && w[1] == 1;
   }
   if (options.conv_layout == ConvLayout::Auto && !depthwise) return;
-  for (OpState& op : ops) op.channels_last = op.kind == OpKind::Conv2d;
+  for (OpState& op : ops) {
+    op.channels_last = op.kind == OpKind::Conv2d;
+    op.contiguous_inputs = !op.channels_last && !keeps_channels_last(op.kind);
+  }
 }
 
 }  // namespace
@@ -551,6 +583,12 @@ class Run {
     // not shared: a nested run allocates its own).
     std::vector<Tensor> in = std::move(in_buf_);
     EMBER_TRY(op_inputs(k, on_device, in));
+    for (Tensor& x : in) {  // OpState::contiguous_inputs
+      if (state.contiguous_inputs && x.defined() && x.dim() == 4 && !x.is_contiguous() &&
+          x.is_contiguous(MemoryFormat::ChannelsLast)) {
+        EMBER_ASSIGN_OR_RETURN(x, core::contiguous(x));
+      }
+    }
     OpContext ctx{m_, k, state.kind, state, tensors_, in, on_device ? device_ : cpu_, on_device,
                   on_device ? low_ : DType::Float32, std::move(out_buf_),
                   lora_.empty() ? nullptr : lora_[static_cast<size_t>(k)]};
