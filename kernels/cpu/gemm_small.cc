@@ -55,7 +55,7 @@ void ukernel_8x8_portable(int64_t kc, const float* __restrict a, const float* __
 // place); kARows reads A's rows in place, lda apart; pf_lines cache lines from
 // pf are brought into L2, spread over the steps. Each output is the same chain
 // of multiply-adds and the same epilogue whichever way its operands are read.
-template <int MV, bool kARows>
+template <int MV, bool kARows, bool kHalf = false>
 __attribute__((target("avx2,fma"))) void rows_6x16_avx2(int64_t kc, const float* __restrict a,
                                                         const float* __restrict b, int64_t ldb, float* c, int64_t rs,
                                                         int64_t cs, bool accumulate, int64_t mv, int64_t nv,
@@ -65,13 +65,13 @@ __attribute__((target("avx2,fma"))) void rows_6x16_avx2(int64_t kc, const float*
   SpreadPrefetch spread(pf, pf_lines, kc);
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
-    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = kHalf ? b0 : _mm256_loadu_ps(b + 8);
     spread.step(p);
 #define EMBER_GEMM_STEP(i, V, unused)                                          \
   if constexpr (i < MV) {                                                      \
     const __m256 ai = _mm256_broadcast_ss(kARows ? a + i * lda : a + i);       \
     c##i##_0 = _mm256_fmadd_ps(ai, b0, c##i##_0);                              \
-    c##i##_1 = _mm256_fmadd_ps(ai, b1, c##i##_1);                              \
+    if constexpr (!kHalf) c##i##_1 = _mm256_fmadd_ps(ai, b1, c##i##_1);        \
   }
     EMBER_GEMM_ROWS6(EMBER_GEMM_STEP, , )
 #undef EMBER_GEMM_STEP
@@ -138,19 +138,24 @@ void ukernel_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int
 }
 
 namespace {
-template <int MV>
+template <int MV, bool kHalf>
 void rows_packed_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                       bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e) {
-  rows_6x16_avx2<MV, false>(kc, a, b, 16, c, rs, cs, accumulate, mv, nv, e, 0, nullptr, 0);
+  rows_6x16_avx2<MV, false, kHalf>(kc, a, b, 16, c, rs, cs, accumulate, mv, nv, e, 0, nullptr, 0);
 }
 }  // namespace
 
+// Tiles of fewer rows compute only those; tiles of at most 8 valid columns
+// (a channels_last product's last panel: 24 = 16 + 8 output channels) only
+// the first of the panel's two vectors.
 void edge_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                     bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e) {
-  static constexpr Ukernel kRows[7] = {&rows_packed_avx2<6>, &rows_packed_avx2<1>, &rows_packed_avx2<2>,
-                                       &rows_packed_avx2<3>, &rows_packed_avx2<4>, &rows_packed_avx2<5>,
-                                       &rows_packed_avx2<6>};
-  kRows[std::clamp<int64_t>(mv, 0, 6)](kc, a, b, c, rs, cs, accumulate, mv, nv, e);
+#define EMBER_GEMM_MV(H)                                                                                    \
+  {&rows_packed_avx2<6, H>, &rows_packed_avx2<1, H>, &rows_packed_avx2<2, H>, &rows_packed_avx2<3, H>,      \
+   &rows_packed_avx2<4, H>, &rows_packed_avx2<5, H>, &rows_packed_avx2<6, H>}
+  static constexpr Ukernel kRows[2][7] = {EMBER_GEMM_MV(false), EMBER_GEMM_MV(true)};
+#undef EMBER_GEMM_MV
+  kRows[nv <= 8][std::clamp<int64_t>(mv, 0, 6)](kc, a, b, c, rs, cs, accumulate, mv, nv, e);
 }
 
 void in_place_6x16_avx2(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t rs,
