@@ -408,7 +408,7 @@ TEST_CASE("stem_conv2d into channels_last outputs: the float64 reference, bit fo
       if (act.kind == ActivationKind::HardSwish) want = ember::hardswish(want);
       want = want.to(DType::Float32);
       const Shape os = want.sizes();
-      const Tensor outs[] = {empty(os), empty(os, {}, MemoryFormat::ChannelsLast),
+      const Tensor outs[] = {ember::empty(os), ember::empty(os, {}, MemoryFormat::ChannelsLast),
                              empty({os[0], os[1] + 3, os[2], os[3]}, {}, MemoryFormat::ChannelsLast).narrow(1, 2, k.cout)};
       const Tensor ins[] = {x, x.contiguous(MemoryFormat::ChannelsLast)};
       for (int i = 0; i < 2; ++i) {
@@ -420,7 +420,7 @@ TEST_CASE("stem_conv2d into channels_last outputs: the float64 reference, bit fo
           REQUIRE(cpu::stem_applies(xv, wv, ov, p));
           std::vector<char> ws(cpu::stem_workspace(xv, wv, ov, p, threads));
           REQUIRE(cpu::stem_conv2d(xv, wv, bv, ov, p, ws.data(), ws.size(), threads));
-          check_close(outs[j], want, 1e-4, 1e-5);
+          check_close(outs[j], want, 1e-4, 1e-4);  // up to 147 taps of values up to about 8
           check_equal(outs[j], outs[0]);
         }
       }
