@@ -218,6 +218,10 @@ inline void vtranspose(Vec r[4]) { detail::transpose4(r); }
 #include "kernels/cpu/depthwise_cl_body.inc"
 constexpr int kStemOC = 4;  // 8 accumulators
 constexpr int kStemNV = 2;
+inline void stem_store_cl(Vec* r, float* dst, int64_t os_w, int64_t npos, int64_t noc) {
+  vtranspose(r);  // r[l]: position l's 4 channels
+  for (int64_t l = 0; l < npos; ++l) noc == kStemOC ? vstore(dst + l * os_w, r[l]) : vstore_n(dst + l * os_w, r[l], noc);
+}
 #include "kernels/cpu/stem_body.inc"
 }  // namespace portable
 
@@ -273,6 +277,22 @@ inline void vtranspose(Vec r[8]) {
 #include "kernels/cpu/depthwise_cl_body.inc"
 constexpr int kStemOC = 4;  // 8 of 16 registers as accumulators
 constexpr int kStemNV = 2;
+// 4 channels x 8 positions: each 128-bit half transposed 4x4 (_MM_TRANSPOSE4_PS), a position's 4 channels a store.
+inline void stem_store_cl(const Vec* r, float* dst, int64_t os_w, int64_t npos, int64_t noc) {
+  __m128 q[8];
+  for (int c = 0; c < 4; ++c) {
+    q[c] = _mm256_castps256_ps128(r[c]);
+    q[c + 4] = _mm256_extractf128_ps(r[c], 1);
+  }
+  _MM_TRANSPOSE4_PS(q[0], q[1], q[2], q[3]);
+  _MM_TRANSPOSE4_PS(q[4], q[5], q[6], q[7]);
+  if (noc == kStemOC) {
+    for (int64_t l = 0; l < npos; ++l) _mm_storeu_ps(dst + l * os_w, q[l]);
+  } else {
+    const __m128i m = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMask + 8 - noc));
+    for (int64_t l = 0; l < npos; ++l) _mm_maskstore_ps(dst + l * os_w, m, q[l]);
+  }
+}
 #include "kernels/cpu/stem_body.inc"
 }  // namespace avx2
 #pragma GCC pop_options
@@ -313,6 +333,13 @@ inline void vtranspose(Vec r[16]) { transpose16x16(r); }
 #include "kernels/cpu/depthwise_cl_body.inc"
 constexpr int kStemOC = 8;  // 24 of 32 registers as accumulators
 constexpr int kStemNV = 3;
+// Each channel's 16 positions scattered (os_w apart).
+inline void stem_store_cl(const Vec* r, float* dst, int64_t os_w, int64_t npos, int64_t noc) {
+  const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32(static_cast<int32_t>(os_w)));
+  const __mmask16 m = static_cast<__mmask16>((1u << npos) - 1);
+  for (int64_t c = 0; c < noc; ++c) _mm512_mask_i32scatter_ps(dst + c, m, idx, r[c], 4);
+}
 #include "kernels/cpu/stem_body.inc"
 }  // namespace avx512
 #pragma GCC pop_options

@@ -69,7 +69,8 @@ namespace {
 // true only when they were (the residual has the output's shape and dtype).
 Result<Tensor> conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
                            IntArrayRef padding, IntArrayRef dilation, int64_t groups, const Activation& act, bool* fuse,
-                           const PreparedWeight* packed = nullptr, const Tensor& residual = Tensor()) {
+                           const PreparedWeight* packed = nullptr, const Tensor& residual = Tensor(),
+                           MemoryFormat out_format = MemoryFormat::Preserve) {
   EMBER_CHECK(x.dim() == 3 || x.dim() == 4, Status::InvalidArgument,
               "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: ", shape_str(x.sizes()));
   const bool batched = x.dim() == 4;
@@ -128,7 +129,9 @@ Result<Tensor> conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& 
   const bool channels_last = strides_like_channels_last(input) || strides_like_channels_last(weight);
   // PyTorch's empty-input path gives no output channels when the input has none.
   const int64_t out_channels = input.size(1) == 0 ? 0 : ws[0];
-  const MemoryFormat format = channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  const MemoryFormat format = out_format != MemoryFormat::Preserve ? out_format
+                              : channels_last                      ? MemoryFormat::ChannelsLast
+                                                                   : MemoryFormat::Contiguous;
   EMBER_ASSIGN_OR_RETURN(Tensor out, core::empty({input.size(0), out_channels, out_hw[0], out_hw[1]},
                                                   TensorOptions(dtype).device(input.device()), format));
   if (residual.defined() && (residual.sizes() != out.sizes() || residual.dtype() != dtype ||
@@ -172,9 +175,9 @@ Result<Tensor> core::conv2d(const Tensor& x, const Tensor& weight, const Tensor&
 }
 
 Result<Tensor> core::conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
-                                      bool* fused, const Tensor& residual) {
+                                      bool* fused, const Tensor& residual, MemoryFormat out_format) {
   if (amp::Cast c = amp::autocast(amp::Op::Conv2d, {x, weight, bias})) {
-    return core::conv2d_activated(c[0], c[1], c[2], p, fused, residual);
+    return core::conv2d_activated(c[0], c[1], c[2], p, fused, residual, out_format);
   }
   // The CPU float32 kernel (kernels/cpu/conv2d.cc) adds a residual and applies
   // Conv2dParams::activation; other kernels take neither, and autograd records
@@ -183,7 +186,7 @@ Result<Tensor> core::conv2d_activated(const Tensor& x, const Tensor& weight, con
            x.dtype() == DType::Float32 && weight.dtype() == DType::Float32 &&
            !autograd::needs_grad({x, weight, bias, residual});
   return conv2d_impl(x, weight, bias, {p.stride[0], p.stride[1]}, {p.padding[0], p.padding[1]},
-                     {p.dilation[0], p.dilation[1]}, p.groups, p.activation, fused, p.weight, residual);
+                     {p.dilation[0], p.dilation[1]}, p.groups, p.activation, fused, p.weight, residual, out_format);
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,

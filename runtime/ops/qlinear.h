@@ -52,8 +52,11 @@ Result<Tensor> sparse_linear(const Tensor& x, const QLinearParams& params, const
 Result<Tensor> linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p,
                                 bool* activated);
 Result<Tensor> matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed);
+// out_format: the output's memory format (Preserve: as conv2d, channels_last
+// where the input or the weight is).
 Result<Tensor> conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
-                                bool* fused, const Tensor& residual = Tensor());
+                                bool* fused, const Tensor& residual = Tensor(),
+                                MemoryFormat out_format = MemoryFormat::Preserve);
 }  // namespace core
 
 }  // namespace ember

@@ -365,6 +365,69 @@ TEST_CASE("few input channels (image stems): the direct kernel matches the float
   });
 }
 
+TEST_CASE("stem_conv2d into channels_last outputs: the float64 reference, bit for bit the NCHW output") {
+  // The stem kernel by TensorView: NCHW and channels_last inputs into
+  // NCHW, channels_last and wider channels_last outputs (a position's
+  // channels followed by others); the channels_last stores transposed
+  // (stem_store_cl), partial channel blocks and vector tails; every fused
+  // activation, with and without the bias, every ISA, 1 to 3 threads.
+  struct Stem {
+    int64_t n, cin, cout, h, w, k, stride, pad;
+  };
+  const Stem cases[] = {
+      {1, 3, 32, 23, 45, 3, 2, 1}, {2, 3, 64, 20, 41, 7, 2, 3}, {1, 1, 8, 9, 33, 3, 1, 1},  {1, 2, 20, 11, 40, 3, 1, 1},
+      {1, 4, 12, 10, 50, 3, 2, 1}, {1, 3, 9, 8, 70, 7, 2, 3},   {1, 3, 40, 70, 36, 7, 2, 3}, {1, 3, 24, 12, 17, 3, 1, 1},
+      {1, 3, 36, 300, 20, 3, 1, 1},  // several bands of rows
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const Activation acts[] = {{ActivationKind::None, -inf, inf},
+                             {ActivationKind::Relu, -inf, inf},
+                             {ActivationKind::Clamp, 0.0, 6.0},
+                             {ActivationKind::HardSwish, -inf, inf}};
+  manual_seed(5);
+  each_kernel([&](int threads) {
+    int round = 0;
+    for (const Stem& k : cases) {
+      CAPTURE(k.cin);
+      CAPTURE(k.cout);
+      CAPTURE(k.w);
+      CAPTURE(k.k);
+      CAPTURE(k.stride);
+      const Tensor x = randn({k.n, k.cin, k.h, k.w}) * 2.0, w = randn({k.cout, k.cin, k.k, k.k});
+      const Tensor b = round % 2 == 0 ? randn({k.cout}) : Tensor();
+      const Activation act = acts[round++ % 4];
+      CAPTURE(static_cast<int>(act.kind));
+      Conv2dParams p;
+      p.stride[0] = p.stride[1] = k.stride;
+      p.padding[0] = p.padding[1] = k.pad;
+      p.activation = act;
+      Tensor want = conv2d(x.to(DType::Float64), w.to(DType::Float64), b.defined() ? b.to(DType::Float64) : Tensor(),
+                           {k.stride, k.stride}, {k.pad, k.pad}, {1, 1}, 1);
+      if (act.kind == ActivationKind::Relu) want = ember::relu(want);
+      if (act.kind == ActivationKind::Clamp) want = ember::clamp(want, Scalar(act.min), Scalar(act.max));
+      if (act.kind == ActivationKind::HardSwish) want = ember::hardswish(want);
+      want = want.to(DType::Float32);
+      const Shape os = want.sizes();
+      const Tensor outs[] = {ember::empty(os), ember::empty(os, {}, MemoryFormat::ChannelsLast),
+                             empty({os[0], os[1] + 3, os[2], os[3]}, {}, MemoryFormat::ChannelsLast).narrow(1, 2, k.cout)};
+      const Tensor ins[] = {x, x.contiguous(MemoryFormat::ChannelsLast)};
+      for (int i = 0; i < 2; ++i) {
+        for (int j = 0; j < 3; ++j) {
+          CAPTURE(i);
+          CAPTURE(j);
+          const TensorView xv = ins[i].kernel_view(), wv = w.kernel_view(), ov = outs[j].kernel_view();
+          const TensorView bv = b.defined() ? b.kernel_view() : TensorView{};
+          REQUIRE(cpu::stem_applies(xv, wv, ov, p));
+          std::vector<char> ws(cpu::stem_workspace(xv, wv, ov, p, threads));
+          REQUIRE(cpu::stem_conv2d(xv, wv, bv, ov, p, ws.data(), ws.size(), threads));
+          check_close(outs[j], want, 1e-4, 1e-4);  // up to 147 taps of values up to about 8
+          check_equal(outs[j], outs[0]);
+        }
+      }
+    }
+  });
+}
+
 TEST_CASE("conv2d_activated with a residual: every path adds it before the activation, as an Add would") {
   // Winograd (adds it as it stores its tiles) and the paths after which a
   // pass adds it: the GEMM on the input itself (1x1) and on im2col columns
