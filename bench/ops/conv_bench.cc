@@ -26,6 +26,7 @@ struct Shape4 {
   const char* name;
   int64_t c, hw, cout, k, stride, groups;
   bool channels_last = false;  // input (and so output) in channels_last memory
+  int64_t dilation = 1;        // (padding k / 2 * dilation: the plane's size kept)
 };
 
 const Shape4 kCases[] = {
@@ -49,6 +50,9 @@ const Shape4 kCases[] = {
     {"dwcl 64x112x112 s2", 64, 112, 64, 3, 2, 64, true},    {"dwcl 72x56x56 s1", 72, 56, 72, 3, 1, 72, true},
     {"dwcl 240x28x28 s2", 240, 28, 240, 3, 2, 240, true},   {"dwcl5 672x14x14 s2", 672, 14, 672, 5, 2, 672, true},
     {"dwcl5 960x7x7 s1", 960, 7, 960, 5, 1, 960, true},
+    // LR-ASPP's dilated last stage (MobileNetV3-Large at output stride 16): dilation 2
+    {"dw5 960x28x28 d2", 960, 28, 960, 5, 1, 960, false, 2},   {"dwcl5 960x28x28 d2", 960, 28, 960, 5, 1, 960, true, 2},
+    {"dw 480x14x14 d2", 480, 14, 480, 3, 1, 480, false, 2},    {"dwcl 480x14x14 d2", 480, 14, 480, 3, 1, 480, true, 2},
     {"stem 3->32 224 s2", 3, 224, 32, 3, 2, 1},
     {"stem7 3->64 224 s2", 3, 224, 64, 7, 2, 1},
     {"pw 64->384 14x14", 64, 14, 384, 1, 1, 1},     {"pw 384->64 14x14", 384, 14, 64, 1, 1, 1},     {"pw 16->96 112x112", 16, 112, 96, 1, 1, 1},
@@ -114,9 +118,10 @@ int main(int argc, char** argv) {
                                                                                  : MemoryFormat::Contiguous);
       const Tensor w = randn({s.cout, s.c / s.groups, s.k, s.k});
       const Tensor b = randn({s.cout});
-      const int64_t pad = s.k / 2;
-      report(threads, s.name, "conv2d", repeats,
-             [&] { (void)conv2d(x, w, b, {s.stride, s.stride}, {pad, pad}, {1, 1}, s.groups); });
+      const int64_t pad = s.k / 2 * s.dilation;
+      report(threads, s.name, "conv2d", repeats, [&] {
+        (void)conv2d(x, w, b, {s.stride, s.stride}, {pad, pad}, {s.dilation, s.dilation}, s.groups);
+      });
       if (s.groups == 1) {  // the weight packed once (Backend::prepare_weight, read through Conv2dParams::weight)
         WeightDesc desc;
         desc.weight = w.kernel_view();
