@@ -465,6 +465,7 @@ struct ClPlan {
   int64_t kdim, positions;  // GEMM depth (KH*KW*C_in) and output positions of one image
   bool direct;              // 1x1, stride 1, no padding: x is col
   int64_t rows;             // positions per col block
+  size_t x_bytes;           // x copied channels_last (an NCHW input), or 0
   size_t weight_bytes, col_bytes, gemm_bytes;
 };
 
@@ -484,16 +485,20 @@ ClPlan cl_plan(const TensorView& x, const TensorView& wt, const TensorView& o, c
                                                         std::max<int64_t>(1, c.kdim)));
   const PackedOperand* b = packed_weight(prm, wt, CpuPackedWeight::Layout::ConvB);
   const bool packed = b != nullptr && sgemm_packed_current(*b);  // (a stale one: the weight is read)
+  c.x_bytes = dense_channels_last(x) ? 0 : aligned(static_cast<size_t>(x.numel()) * sizeof(float));
   c.weight_bytes = packed || kh * kw == 1 ? 0 : aligned(static_cast<size_t>(c.kdim * cout) * sizeof(float));
   c.col_bytes = c.direct ? 0 : aligned(static_cast<size_t>(c.rows * c.kdim) * sizeof(float));
   c.gemm_bytes = aligned(sgemm_workspace(c.rows, cout, c.kdim, std::max(1, threads)));
   return c;
 }
 
-// Not for one output position (the NCHW path's gemv reads the weight in place).
-bool cl_applies(const TensorView& x, const TensorView& wt, const TensorView& o, const Conv2dParams& prm) {
-  return prm.groups == 1 && wt.is_contiguous() && x.sizes[1] > 1 && o.sizes[1] > 1 && o.sizes[2] * o.sizes[3] > 1 &&
-         dense_channels_last(x) && dense_channels_last(o);
+// Into a dense channels_last output from an input of any layout (one not
+// channels_last is copied so first: an image of few channels, which the
+// executor leaves NCHW). Not for one output position (the NCHW path's gemv
+// reads the weight in place).
+bool cl_applies(const TensorView& wt, const TensorView& o, const Conv2dParams& prm) {
+  return prm.groups == 1 && wt.is_contiguous() && o.sizes[1] > 1 && o.sizes[2] * o.sizes[3] > 1 &&
+         dense_channels_last(o);
 }
 
 // A stem (stem_applies) with a channels_last output: stem_conv2d writes it
@@ -501,8 +506,8 @@ bool cl_applies(const TensorView& x, const TensorView& wt, const TensorView& o, 
 // GEMM (im2col of 3 channels; MobileNetV2 stem, one thread: 0.59 -> 0.39-0.42 ms)
 // and of Winograd.
 bool stem_channels_last(const TensorView& x, const TensorView& wt, const TensorView& o, const Conv2dParams& prm) {
-  return o.strides[1] == 1 && o.strides[3] >= o.sizes[1] && o.strides[3] < (int64_t{1} << 26) && o.strides[2] >= o.sizes[3] * o.strides[3] &&
-         stem_applies(x, wt, o, prm);
+  return o.strides[1] == 1 && o.strides[3] >= o.sizes[1] && o.strides[3] < (int64_t{1} << 26) &&
+         o.strides[2] >= o.sizes[3] * o.strides[3] && stem_applies(x, wt, o, prm);
 }
 
 // dst [(t*C_in + ci) * C_out + co] = w[(co*C_in + ci) * taps + t]: W' row-major.
@@ -515,7 +520,8 @@ void permute_conv_b(const float* w, int64_t cout, int64_t cin, int64_t taps, flo
 }
 
 size_t cl_workspace(const ClPlan& c, int64_t cout) {
-  return kAlign + aligned(static_cast<size_t>(cout) * sizeof(float)) + c.weight_bytes + c.col_bytes + c.gemm_bytes;
+  return kAlign + aligned(static_cast<size_t>(cout) * sizeof(float)) + c.x_bytes + c.weight_bytes + c.col_bytes +
+         c.gemm_bytes;
 }
 
 // col rows for output positions [p0, p1) of image x (channels_last, C_in contiguous per position).
@@ -551,7 +557,7 @@ void im2col_cl(const float* x, const TensorView& xv, const TensorView& wt, const
   }
 }
 
-Status conv2d_cl(const KernelContext& ctx, const TensorView& x, const TensorView& wt, const TensorView& bias,
+Status conv2d_cl(const KernelContext& ctx, const TensorView& input, const TensorView& wt, const TensorView& bias,
                  const TensorView& o, const Conv2dParams& prm, const ClPlan& c) {
   const int64_t cout = o.sizes[1], cin = wt.sizes[1], taps = wt.sizes[2] * wt.sizes[3];
   const float* pw = wt.ptr<const float>();
@@ -563,6 +569,17 @@ Status conv2d_cl(const KernelContext& ctx, const TensorView& x, const TensorView
     pb = contiguous;
   }
   base += aligned(static_cast<size_t>(cout) * sizeof(float));
+  TensorView x = input;  // channels_last: the input, or its copy
+  if (c.x_bytes > 0) {
+    x.data = base;
+    x.strides[1] = 1;
+    x.strides[3] = x.sizes[1];
+    x.strides[2] = x.sizes[3] * x.sizes[1];
+    x.strides[0] = x.sizes[2] * x.strides[2];
+    TensorView dst = x;
+    EMBER_TRY(copy(ctx, Span<const TensorView>(&input, 1), Span<TensorView>(&dst, 1), OpParams{}));
+    base += c.x_bytes;
+  }
   // W' as a strided matrix: 1x1 weight^T in place, else permuted (unless packed).
   MatrixRef<const float> wb{pw, 1, c.kdim};
   if (c.weight_bytes > 0) {
@@ -620,7 +637,7 @@ size_t conv2d_f32_workspace(Span<const TensorView> in, Span<const TensorView> ou
   }
   if (stem_channels_last(in[0], in[1], out[0], *prm))
     return stem_workspace(in[0], in[1], out[0], *prm, plan_for(in[0], in[1], out[0], *prm, get_num_threads()).threads);
-  if (cl_applies(in[0], in[1], out[0], *prm))
+  if (cl_applies(in[1], out[0], *prm))
     return cl_workspace(cl_plan(in[0], in[1], out[0], *prm, get_num_threads()), out[0].sizes[1]);
   const PackedOperand* u = winograd_weight(*prm, in[1]);
   if (use_winograd(in[0], in[1], out[0], *prm, u))
@@ -661,7 +678,7 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
                   plan_for(x, wt, o, *prm, ctx.num_threads).threads)) {
     return Status::Ok;
   }
-  const bool cl = cl_applies(x, wt, o, *prm);
+  const bool cl = cl_applies(wt, o, *prm);
   if (!cl && use_winograd(x, wt, o, *prm, u) && (res == nullptr || same_strides) &&
       winograd_conv2d(x, wt, bias, o, *prm, u, ctx.scratch, ctx.scratch_bytes, ctx.num_threads,
                       res != nullptr ? res->ptr<const float>() : nullptr)) {

@@ -56,24 +56,6 @@ IOInfo io_info(const Model& m, int t) {
   return info;
 }
 
-// Opens the device's backend (the driver and a device) and checks what `options` need.
-Status check_device(const ExecutorOptions& options, std::string* error) {
-  Backend* backend = get_backend(options.device);
-  if (backend == nullptr) {
-    return report_error(error, Status::NotSupported, "ember is not built with support for ",
-                        device_type_name(options.device), " devices");
-  }
-  Result<Backend::DeviceInfo> info = backend->open();
-  if (!info.ok()) return report_error(error, info.status(), backend->last_error());
-  if (options.precision == Precision::BFloat16 && !info->bfloat16)
-    return report_error(error, Status::UnsupportedHardware, "bf16 precision: the ", backend->name(), " device '",
-                        info->device_name, "' does not support bfloat16");
-  if (options.precision == Precision::Float16 && !info->float16)
-    return report_error(error, Status::UnsupportedHardware, "fp16 precision: the ", backend->name(), " device '",
-                        info->device_name, "' does not support float16");
-  return Status::Ok;
-}
-
 Status check_options(const ExecutorOptions& options, std::string* error) {
   if (options.device == DeviceType::CPU && options.precision == Precision::Float16)
     return report_error(error, Status::InvalidArgument, "fp16 precision needs a device (vulkan, cuda); the CPU executor "
@@ -266,62 +248,6 @@ Result<std::shared_ptr<const Executor>> Executor::create(std::shared_ptr<const M
   }
   return create_graph(std::move(model), options, subgraphs, error);
 }
-
-namespace {
-
-// The ops whose CPU kernels run channels_last inputs as fast as contiguous
-// ones, keeping the layout (kernels/cpu/elementwise.cc orders dims by the
-// output's strides; reduce.cc's 1x1 pool): the elementwise ops and the
-// squeeze-excite block's pool. Others read channels_last inputs made
-// contiguous first (a Resize's reference path on them ran 80x slower).
-bool keeps_channels_last(OpKind op) {
-  switch (op) {
-#define RT_OP(Name, name, n_in, n_out, Params)
-#define RT_UNARY(Name, ...) case OpKind::Name:
-#define RT_UNARY_P(Name, ...) case OpKind::Name:
-#include "runtime/graph/ops.def"
-#undef RT_UNARY_P
-#undef RT_UNARY
-#undef RT_OP
-    case OpKind::Gelu:
-    case OpKind::Clamp:
-    case OpKind::Add:
-    case OpKind::Sub:
-    case OpKind::Mul:
-    case OpKind::Div:
-    case OpKind::Maximum:
-    case OpKind::Minimum:
-    case OpKind::AdaptiveAvgPool2d:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// ExecutorOptions::conv_layout: marks the Conv2d ops that read channels_last
-// inputs (CPU float32; Auto: every one, where the model has a depthwise
-// convolution, whose channels-in-lanes kernel is about twice as fast).
-void choose_conv_layout(const Model& m, const ExecutorOptions& options, std::vector<OpState>& ops) {
-  if (options.device != DeviceType::CPU || options.precision != Precision::Float32 ||
-      options.conv_layout == ConvLayout::Contiguous)
-    return;
-  bool depthwise = false;
-  for (int k = 0; k < m.num_ops() && !depthwise; ++k) {
-    const auto* conv = std::get_if<Conv2dParams>(&ops[static_cast<size_t>(k)].params);
-    const auto* in = m.op(k).inputs();
-    if (ops[static_cast<size_t>(k)].kind != OpKind::Conv2d || conv == nullptr || conv->groups == 1 || vlen(in) < 2)
-      continue;
-    const std::vector<int64_t> w = m.tensor_shape(in->Get(1));
-    depthwise = w.size() == 4 && w[1] == 1;
-  }
-  if (options.conv_layout == ConvLayout::Auto && !depthwise) return;
-  for (OpState& op : ops) {
-    op.channels_last = op.kind == OpKind::Conv2d;
-    op.contiguous_inputs = !op.channels_last && !keeps_channels_last(op.kind);
-  }
-}
-
-}  // namespace
 
 Result<std::shared_ptr<const Executor>> Executor::create_graph(
     std::shared_ptr<const Model> model, const ExecutorOptions& options,

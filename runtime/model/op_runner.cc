@@ -354,34 +354,18 @@ Status run_BatchNorm(OpContext& c) {
   return c.set(0, core::batch_norm(x, mean, var, c.opt(3), c.opt(4), c.params<NormParams>().eps));
 }
 
-// Whether the float32 CPU kernel's stem path (kernels/cpu/depthwise.h
-// stem_applies: groups 1, at most 4 input channels, 8 output channels or
-// more, equal strides 1 or 2, dilation 1, output rows of 16 or more) takes
-// this convolution; it reads an NCHW input as fast as a channels_last one
-// (faster: its padded rows are copies, not gathers of a channel) and writes
-// a channels_last output directly. (Where this says yes and the kernel
-// does not, the reference kernel runs it: correct, slow.)
-bool stem_conv(const Tensor& x, const Tensor& w, const Conv2dParams& p) {
-  if (x.dim() != 4 || w.dim() != 4 || p.groups != 1 || x.dtype() != DType::Float32 || !x.device().is_cpu() ||
-      w.dtype() != DType::Float32 || x.size(1) > 4 || w.size(1) != x.size(1) || w.size(0) < 8 ||
-      p.stride[0] != p.stride[1] || (p.stride[0] != 1 && p.stride[0] != 2) || p.dilation[0] != 1 ||
-      p.dilation[1] != 1 || w.size(1) * w.size(2) > 32 || w.size(2) * w.size(3) > 64) {
-    return false;
-  }
-  const int64_t padded_h = x.size(2) + 2 * p.padding[0], padded_w = x.size(3) + 2 * p.padding[1];
-  return padded_h >= w.size(2) && padded_w >= w.size(3) && (padded_w - w.size(3)) / p.stride[1] + 1 >= 16;
-}
-
 Status run_Conv2d(OpContext& c) {
   const auto& p = c.params<Conv2dParams>();
   EMBER_ASSIGN_OR_RETURN(Tensor x, c.need(0, "data"));
   EMBER_ASSIGN_OR_RETURN(const Tensor w, c.need(1, "weight"));
-  // channels_last: the input converted, but an image stem's NCHW input is
-  // read as it is (MobileNetV2's 3x224x224: the copy took 0.04 ms, and the
-  // stem's gather of the channels_last rows more) into a channels_last output.
+  // channels_last (OpState::channels_last): the input converted, but an
+  // image's few channels (groups 1) are read as they are into a
+  // channels_last output: the CPU kernel's stem reads NCHW rows (MobileNetV2's
+  // 3x224x224: the copy took 0.04 ms, and the stem's gather of channels_last
+  // rows more), its other paths convert the input in their scratch.
   MemoryFormat out_format = MemoryFormat::Preserve;
   if (c.state.channels_last && x.dim() == 4 && !x.is_contiguous(MemoryFormat::ChannelsLast)) {
-    if (x.is_contiguous() && stem_conv(x, w, p)) {
+    if (x.is_contiguous() && x.size(1) <= 4 && p.groups == 1) {
       out_format = MemoryFormat::ChannelsLast;
     } else {
       EMBER_ASSIGN_OR_RETURN(x, core::contiguous(x, MemoryFormat::ChannelsLast));

@@ -21,6 +21,7 @@
 namespace ember {
 
 class Model;
+struct ExecutorOptions;
 struct OpState;
 struct TensorState;
 
@@ -67,5 +68,15 @@ Status place_ops(const Model& m, DeviceType device, DType low, bool allow_fallba
 
 // "node 'fc1' (linear, float32)": op k as placement messages name it.
 std::string describe_op(const Model& m, int k, DType key);
+
+// Opens the device's backend (the driver and a device) and checks what
+// `options` need (its precision).
+Status check_device(const ExecutorOptions& options, std::string* error);
+
+// ExecutorOptions::conv_layout (runtime/model/executor.h): sets
+// OpState::channels_last on the Conv2d ops that read channels_last inputs and
+// OpState::contiguous_inputs on the ops beside them that read contiguous ones
+// (CPU float32; Auto: where the model has a depthwise convolution).
+void choose_conv_layout(const Model& m, const ExecutorOptions& options, std::vector<OpState>& ops);
 
 }  // namespace ember

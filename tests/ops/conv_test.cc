@@ -236,6 +236,43 @@ TEST_CASE("conv2d: channels_last activations against the float64 reference") {
   set_num_threads(saved);
 }
 
+// An NCHW input into a channels_last output (core::conv2d_activated's
+// out_format; the executor leaves an image's few channels NCHW): the stem
+// kernel where it applies, else the input copied channels_last in the
+// kernel's scratch and the channels_last product.
+TEST_CASE("conv2d: an NCHW input into a channels_last output") {
+  manual_seed(13);
+  struct Case {
+    Shape x, w, stride, padding;
+  };
+  const Case cases[] = {
+      {{2, 3, 17, 19}, {8, 3, 1, 1}, {1, 1}, {0, 0}},    // 1x1: the copy is col
+      {{1, 3, 20, 23}, {16, 3, 5, 5}, {2, 2}, {2, 2}},   // 5x5: no stem kernel
+      {{1, 1, 12, 40}, {6, 1, 3, 3}, {1, 1}, {1, 1}},    // one channel
+      {{1, 3, 40, 40}, {16, 3, 3, 3}, {2, 2}, {1, 1}},   // the stem kernel
+      {{1, 16, 9, 9}, {12, 16, 3, 3}, {1, 1}, {1, 1}},   // many channels
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.x);
+    CAPTURE(c.w);
+    const Tensor x = randn(c.x), w = randn(c.w), b = randn({c.w[0]});
+    Conv2dParams p;
+    for (int i = 0; i < 2; ++i) {
+      p.stride[i] = c.stride[i];
+      p.padding[i] = c.padding[i];
+    }
+    p.activation = Activation{ActivationKind::Relu};
+    bool fused = false;
+    const Tensor y = core::conv2d_activated(x, w, b, p, &fused, Tensor(), MemoryFormat::ChannelsLast).get();
+    REQUIRE(fused);
+    CHECK(y.is_contiguous(MemoryFormat::ChannelsLast));
+    check_close(y,
+                relu(conv2d(x.to(DType::Float64), w.to(DType::Float64), b.to(DType::Float64), c.stride, c.padding))
+                    .to(DType::Float32),
+                1e-4, 1e-5);
+  }
+}
+
 // The fused activation and residual (conv2d_activated: ember convert's fused
 // ops) on channels_last activations: the bias, then the residual, then the
 // activation, as the unfused ops.

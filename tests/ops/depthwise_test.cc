@@ -197,6 +197,36 @@ TEST_CASE("depthwise conv2d on channels_last tensors: the channels-in-lanes path
         }
       }
     }
+    // Dilation 2 (LR-ASPP's dilated stage): cl_taps_held's 5x5 blocks, the
+    // borders in checked blocks, channel groups; planes wider and narrower than
+    // a block, padding 0, 2 and 4, stride 1 and 2, channels over a group.
+    const Plane dplanes[] = {{28, 28}, {7, 7}, {9, 5}, {1, 1}, {3, 3}};
+    for (const int64_t k : {3, 5}) {
+      for (const int64_t stride : {1, 2}) {
+        for (const int64_t pad : {0, 2, 4}) {
+          for (const Plane& pl : dplanes) {
+            if (pl.h + 2 * pad < 2 * (k - 1) + 1 || pl.w + 2 * pad < 2 * (k - 1) + 1) continue;
+            for (const int64_t c : {8, 17, 960}) {
+              if (c == 960 && (threads != 2 || stride != 1 || pl.h != 28)) continue;  // (bounds the time)
+              CAPTURE(k);
+              CAPTURE(stride);
+              CAPTURE(pad);
+              CAPTURE(pl.h);
+              CAPTURE(pl.w);
+              CAPTURE(c);
+              const Tensor x = randn({1, c, pl.h, pl.w}), w = randn({c, 1, k, k}), b = randn({c});
+              Conv2dParams p;
+              p.stride[0] = p.stride[1] = stride;
+              p.padding[0] = p.padding[1] = pad;
+              p.dilation[0] = p.dilation[1] = 2;
+              p.groups = c;
+              const Tensor y = channels_last_conv(x, w, b, p, threads);
+              check_equal(y, conv2d(x, w, b, {stride, stride}, {pad, pad}, {2, 2}, c));
+            }
+          }
+        }
+      }
+    }
     // The fused activations (ReLU, clamp 0..6, HardSwish), 3x3 and 5x5, bit for bit the NCHW paths.
     for (const int64_t k : {3, 5}) {
       for (const int64_t c : {17, 72}) {
