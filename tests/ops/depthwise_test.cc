@@ -158,6 +158,32 @@ TEST_CASE("depthwise conv2d on channels_last tensors: the channels-in-lanes path
   const int64_t channels[] = {1, 3, 8, 15, 16, 17, 40, 72, 120};
   manual_seed(5);
   each_kernel([&](int threads) {
+    // n images of c channels of a plane, a k x k window: bit for bit the NCHW
+    // paths, and (`reference`) close to the float64 reference.
+    auto check = [&](int64_t n, int64_t c, const Plane& pl, int64_t k, int64_t stride, int64_t pad, int64_t dil,
+                     bool with_bias, bool reference) {
+      CAPTURE(k);
+      CAPTURE(stride);
+      CAPTURE(pad);
+      CAPTURE(dil);
+      CAPTURE(pl.h);
+      CAPTURE(pl.w);
+      CAPTURE(c);
+      CAPTURE(with_bias);
+      const Tensor x = randn({n, c, pl.h, pl.w}), w = randn({c, 1, k, k}), b = with_bias ? randn({c}) : Tensor();
+      Conv2dParams p;
+      p.stride[0] = p.stride[1] = stride;
+      p.padding[0] = p.padding[1] = pad;
+      p.dilation[0] = p.dilation[1] = dil;
+      p.groups = c;
+      const Tensor y = channels_last_conv(x, w, b, p, threads);
+      check_equal(y, conv2d(x, w, b, {stride, stride}, {pad, pad}, {dil, dil}, c));
+      if (!reference) return;
+      const Tensor expected = conv2d(x.to(DType::Float64), w.to(DType::Float64),
+                                     with_bias ? b.to(DType::Float64) : Tensor(), {stride, stride}, {pad, pad},
+                                     {dil, dil}, c);
+      check_close(y, expected.to(DType::Float32), 1e-4, 1e-5);
+    };
     int64_t checked = 0;
     for (const int64_t k : {3, 5}) {
       for (const int64_t stride : {1, 2}) {
@@ -169,37 +195,15 @@ TEST_CASE("depthwise conv2d on channels_last tensors: the channels-in-lanes path
               // (two threads: every case; one and three: every third, to bound the time)
               if (threads != 2 && (checked++ % 3) != 0) continue;
               for (const int64_t c : channels) {
-                CAPTURE(k);
-                CAPTURE(stride);
-                CAPTURE(pad);
-                CAPTURE(dil);
-                CAPTURE(pl.h);
-                CAPTURE(pl.w);
-                CAPTURE(c);
-                const Tensor x = randn({2, c, pl.h, pl.w}), w = randn({c, 1, k, k}), b = randn({c});
-                Conv2dParams p;
-                p.stride[0] = p.stride[1] = stride;
-                p.padding[0] = p.padding[1] = pad;
-                p.dilation[0] = p.dilation[1] = dil;
-                p.groups = c;
-                for (const bool with_bias : {true, false}) {
-                  const Tensor bb = with_bias ? b : Tensor();
-                  const Tensor y = channels_last_conv(x, w, bb, p, threads);
-                  check_equal(y, conv2d(x, w, bb, {stride, stride}, {pad, pad}, {dil, dil}, c));
-                  const Tensor expected = conv2d(x.to(DType::Float64), w.to(DType::Float64),
-                                                 with_bias ? b.to(DType::Float64) : Tensor(), {stride, stride},
-                                                 {pad, pad}, {dil, dil}, c);
-                  check_close(y, expected.to(DType::Float32), 1e-4, 1e-5);
-                }
+                for (const bool with_bias : {true, false}) check(2, c, pl, k, stride, pad, dil, with_bias, true);
               }
             }
           }
         }
       }
     }
-    // Dilation 2 (LR-ASPP's dilated stage): cl_taps_held's 5x5 blocks, the
-    // borders in checked blocks, channel groups; planes wider and narrower than
-    // a block, padding 0, 2 and 4, stride 1 and 2, channels over a group.
+    // Dilation 2 (LR-ASPP's dilated stage): planes wider and narrower than a
+    // block, padding 0, 2 and 4, stride 1 and 2, 960 channels.
     const Plane dplanes[] = {{28, 28}, {7, 7}, {9, 5}, {1, 1}, {3, 3}};
     for (const int64_t k : {3, 5}) {
       for (const int64_t stride : {1, 2}) {
@@ -208,20 +212,7 @@ TEST_CASE("depthwise conv2d on channels_last tensors: the channels-in-lanes path
             if (pl.h + 2 * pad < 2 * (k - 1) + 1 || pl.w + 2 * pad < 2 * (k - 1) + 1) continue;
             for (const int64_t c : {8, 17, 960}) {
               if (c == 960 && (threads != 2 || stride != 1 || pl.h != 28)) continue;  // (bounds the time)
-              CAPTURE(k);
-              CAPTURE(stride);
-              CAPTURE(pad);
-              CAPTURE(pl.h);
-              CAPTURE(pl.w);
-              CAPTURE(c);
-              const Tensor x = randn({1, c, pl.h, pl.w}), w = randn({c, 1, k, k}), b = randn({c});
-              Conv2dParams p;
-              p.stride[0] = p.stride[1] = stride;
-              p.padding[0] = p.padding[1] = pad;
-              p.dilation[0] = p.dilation[1] = 2;
-              p.groups = c;
-              const Tensor y = channels_last_conv(x, w, b, p, threads);
-              check_equal(y, conv2d(x, w, b, {stride, stride}, {pad, pad}, {2, 2}, c));
+              check(1, c, pl, k, stride, pad, 2, true, false);
             }
           }
         }
