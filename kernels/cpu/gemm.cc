@@ -34,6 +34,7 @@ using detail::store_tile;
 using detail::TileEpilogue;
 using detail::Ukernel;
 using detail::InPlaceUkernel;
+using detail::SweepUkernel;
 using detail::transpose4;
 using detail::v4f;
 #if RT_GEMM_X86
@@ -82,13 +83,15 @@ struct UkernelInfo {
   // The same family prefetching A ahead, for a pre-packed A (gemm_avx512.cc; null: this one).
   const UkernelInfo* streamed = nullptr;
   bool a_rows = false;  // bf16 A panels of rows (detail::pack_a_bf16_rows: the AMX family)
+  SweepUkernel sweep = nullptr;  // rows of tiles of a shallow product (null: a call per tile)
 };
 
 
 constexpr UkernelInfo kPortable{8, 8, 128, &detail::ukernel_8x8_portable, "portable 8x8", GemmIsa::Portable};
 #if RT_GEMM_X86
 constexpr UkernelInfo kAvx2{6,     16, 120, &detail::ukernel_6x16_avx2, "avx2 6x16", GemmIsa::Avx2,
-                            false, &detail::edge_6x16_avx2, &detail::in_place_6x16_avx2};
+                            false, &detail::edge_6x16_avx2, &detail::in_place_6x16_avx2, nullptr, false,
+                            &detail::sweep_6x16_avx2};
 constexpr UkernelInfo kAvx512Streamed{12, 32, 144, &ukernel_12x32_avx512<true>, "avx512 12x32", GemmIsa::Avx512,
                                        false, &edge_12x32_avx512<true>, &detail::in_place_12x32_avx512<true>};
 constexpr UkernelInfo kAvx512{12, 32, 144, &ukernel_12x32_avx512<false>, "avx512 12x32", GemmIsa::Avx512, false,
@@ -392,6 +395,10 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
   // measured on AVX-512. BERT at batch 8 (every Linear qualifies): no change
   // above this VM's noise.
   const bool claim_c = k - k0 > s.kc && pr.c.cs == 1 && pr.m * pr.n >= kClaimC;
+  // A shallow product's rows of tiles a call each where the family has it
+  // (UkernelInfo::sweep), A read in place where its rows are contiguous.
+  const bool sweep = u.sweep != nullptr && s.kc <= kShallowK && !in_place && pr.c.cs == 1;
+  const bool sweep_a = sweep && pr.a_packed == nullptr && a.cs == 1 && a.rs > 0;
   for (int64_t jc = n0; jc < n1; jc += s.nc) {
     const int64_t nc = std::min(s.nc, n1 - jc);
     const int64_t n_panels = (nc + u.nr - 1) / u.nr;
@@ -410,9 +417,11 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
       for (int64_t ic = m0; ic < m1; ic += s.mc) {
         const int64_t mc = std::min(s.mc, m1 - ic);
         const float* ablock = apack;
+        // The sweep reads A in place but for a block with a bottom edge (its last tile through micro).
+        const bool a_rows = a_in_place || (sweep_a && mc % u.mr == 0);
         if (pr.a_packed != nullptr) {
           ablock = pr.a_packed + slots(u, pc) * m_pad + ic * slots(u, kc);
-        } else if (!a_in_place) {
+        } else if (!a_rows) {
           pack_a(u, mc, kc, MatrixRef<const float>{a.data + ic * a.rs + pc * a.cs, a.rs, a.cs}, apack);
         }
         // The tile (jp, ir), bringing pf_lines lines from pf on into L2.
@@ -436,7 +445,18 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
               pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs, pr.c.cs, acc, mv, nv,
               tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te));
         };
-        if (s.kc <= kShallowK) {
+        if (sweep) {
+          for (int64_t ir = 0; ir < mc; ir += u.mr) {
+            if (mc - ir < u.mr) {
+              for (int64_t jp = 0; jp < n_panels; ++jp) micro(jp, ir);
+              continue;
+            }
+            TileEpilogue te;
+            u.sweep(kc, a_rows ? a.data + (ic + ir) * a.rs + pc : ablock + ir * slots(u, kc), a_rows ? a.rs : 0,
+                    bblock_packed, nc, pr.c.data + (ic + ir) * pr.c.rs + jc, pr.c.rs, acc,
+                    tile_epilogue(pr, ic + ir, jc, pc, kc, &te));
+          }
+        } else if (s.kc <= kShallowK) {
           for (int64_t ir = 0; ir < mc; ir += u.mr) {
             for (int64_t jp = 0; jp < n_panels; ++jp) micro(jp, ir);
           }

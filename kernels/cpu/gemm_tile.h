@@ -56,6 +56,15 @@ using InPlaceUkernel = void (*)(int64_t kc, const float* a, int64_t lda, const f
                                 int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e,
                                 const char* pf, int64_t pf_lines);
 
+// A row of tiles: one full mr-row tile of A (a packed panel: lda = 0; else
+// read in place, its rows lda floats apart) against n columns of a packed B
+// (its panels side by side, nr x kc each, the last zero-padded), C's columns
+// 0 to n; e is the first tile's epilogue (its column bias moves along). A
+// shallow product's tiles are short (kc <= 64 steps), and a call per tile
+// kept their accumulators on the stack and cost about a fifth of the product.
+using SweepUkernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, int64_t n, float* c,
+                              int64_t rs, bool accumulate, const TileEpilogue* e);
+
 #if RT_GEMM_X86
 // Brings `lines` cache lines from pf on into L2, one at every kc / lines-th
 // step of a micro-kernel's loop (step(p)), the rest at its end (rest()):
@@ -212,6 +221,8 @@ void edge_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_
 void in_place_6x16_avx2(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t rs,
                         int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e, const char* pf,
                         int64_t pf_lines);
+void sweep_6x16_avx2(int64_t kc, const float* a, int64_t lda, const float* b, int64_t n, float* c, int64_t rs,
+                     bool accumulate, const TileEpilogue* e);
 
 // The AVX-512 float32 family (gemm_avx512.cc): the 12x32 micro-kernel and its
 // UkernelInfo::edge, for tiles of fewer than 32 valid columns or 12 valid rows

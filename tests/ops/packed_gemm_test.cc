@@ -274,6 +274,76 @@ TEST_CASE("sgemm_fused: edge tiles (the last rows and columns) give the full til
   }
 }
 
+TEST_CASE("sgemm_fused: a shallow product's rows of tiles, a call a row, give the tile-by-tile values bit for bit") {
+  // Depth up to 64: the AVX2 family runs a row of tiles a call
+  // (UkernelInfo::sweep), A's rows read in place where contiguous. Against
+  // the same product into a column-major C (tile by tile there: C's columns
+  // are not contiguous), which sums each output in the same order: A with
+  // contiguous or padded rows (in place), A transposed (packed), A pre-packed;
+  // right edges of 1-8 and 9-15 columns, bottom edges, both epilogues, 1 and
+  // 2 threads, and a product that accumulates into C.
+  IsaGuard guard;
+  manual_seed(7);
+  for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
+    REQUIRE(cpu::sgemm_set_isa(isa));
+    for (int threads : {1, 2}) {
+      for (int64_t m : {6, 13, 121, 150}) {
+        for (int64_t n : {8, 16, 24, 29, 96}) {
+          for (int64_t k : {1, 16, 33, 64}) {
+            for (int a_form = 0; a_form < 4; ++a_form) {  // contiguous, padded rows, transposed, pre-packed
+              CAPTURE(cpu::sgemm_kernel_name());
+              CAPTURE(threads);
+              CAPTURE(m);
+              CAPTURE(n);
+              CAPTURE(k);
+              CAPTURE(a_form);
+              const Tensor a = a_form == 1   ? randn({m, k + 3}).narrow(1, 0, k)
+                               : a_form == 2 ? randn({k, m}).t()
+                                             : randn({m, k});
+              const Tensor b = randn({k, n}), row_bias = randn({m}), col_bias = randn({n});
+              const cpu::PackedOperand pa = cpu::sgemm_pack_a(m, k, ref(a));
+              const cpu::PackedOperand pb = cpu::sgemm_pack_b(k, n, ref(b));
+              cpu::GemmEpilogue conv;
+              conv.row_bias = row_bias.data_ptr<float>();
+              conv.clamp = true;
+              conv.lo = -1.0f;
+              conv.hi = 6.0f;
+              cpu::GemmEpilogue linear;
+              linear.col_bias = col_bias.data_ptr<float>();
+              linear.hardswish = true;
+              for (const cpu::GemmEpilogue& e : {conv, linear}) {
+                const Tensor rows = run(m, n, k, a, b, a_form == 3 ? &pa : nullptr, &pb, e, threads);
+                Tensor cols = empty({n, m});
+                std::vector<char> ws(cpu::sgemm_workspace(m, n, k, threads));
+                REQUIRE(cpu::sgemm_fused(m, n, k, {ref(a), a_form == 3 ? &pa : nullptr}, {ref(b), &pb},
+                                         {cols.data_ptr<float>(), 1, m}, e, ws.data(), ws.size(), threads));
+                CHECK(bitwise_equal(rows, cols.t().contiguous()));
+              }
+              check_close(run(m, n, k, a, b, nullptr, &pb, linear, threads),
+                          hardswish(mm(a.to(DType::Float64), b.to(DType::Float64)) +
+                                    col_bias.to(DType::Float64))
+                              .to(DType::Float32),
+                          1e-4, 1e-4);
+              // C += A @ B (sgemm, B row-major: packed per call).
+              const Tensor c0 = randn({m, n});
+              Tensor acc_rows = c0.clone(), acc_cols = c0.t().contiguous();
+              std::vector<char> ws(cpu::sgemm_workspace(m, n, k, threads));
+              REQUIRE(cpu::sgemm(m, n, k, ref(a), ref(b), {acc_rows.data_ptr<float>(), n, 1}, true, ws.data(),
+                                 ws.size(), threads));
+              REQUIRE(cpu::sgemm(m, n, k, ref(a), ref(b), {acc_cols.data_ptr<float>(), 1, m}, true, ws.data(),
+                                 ws.size(), threads));
+              CHECK(bitwise_equal(acc_rows, acc_cols.t().contiguous()));
+              check_close(acc_rows, (c0.to(DType::Float64) + mm(a.to(DType::Float64), b.to(DType::Float64)))
+                                        .to(DType::Float32),
+                          1e-4, 1e-4);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("GEMM epilogue HardSwish: the Hardswish op's value of the biased product, bit for bit") {
   // Every kernel family and edge tile (sgemm_fused), over K blocks, and the
   // few-row product's pass (sgemm_linear, 2 rows): x * clamp(x + 3, 0, 6) / 6
