@@ -84,6 +84,7 @@ struct UkernelInfo {
   const UkernelInfo* streamed = nullptr;
   bool a_rows = false;  // bf16 A panels of rows (detail::pack_a_bf16_rows: the AMX family)
   SweepUkernel sweep = nullptr;  // rows of tiles of a shallow product (null: a call per tile)
+  bool in_place_edges = false;  // in_place takes right edges (nv < nr) of a packed B too
 };
 
 
@@ -91,7 +92,7 @@ constexpr UkernelInfo kPortable{8, 8, 128, &detail::ukernel_8x8_portable, "porta
 #if RT_GEMM_X86
 constexpr UkernelInfo kAvx2{6,     16, 120, &detail::ukernel_6x16_avx2, "avx2 6x16", GemmIsa::Avx2,
                             false, &detail::edge_6x16_avx2, &detail::in_place_6x16_avx2, nullptr, false,
-                            &detail::sweep_6x16_avx2};
+                            &detail::sweep_6x16_avx2, true};
 constexpr UkernelInfo kAvx512Streamed{12, 32, 144, &ukernel_12x32_avx512<true>, "avx512 12x32", GemmIsa::Avx512,
                                        false, &edge_12x32_avx512<true>, &detail::in_place_12x32_avx512<true>};
 constexpr UkernelInfo kAvx512{12, 32, 144, &ukernel_12x32_avx512<false>, "avx512 12x32", GemmIsa::Avx512, false,
@@ -383,8 +384,12 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
   // P V (N = head dim) packed its A, 128 x 128 per head, for one panel.
   // bench/gemm_bench BM_ember_heads (12 heads, seq 128, dim 32), one thread,
   // Xeon: P V 126 -> 84 us (Q K^T, 128 columns, packs A as before: 107).
+  // So too a product to 24 or 40 columns (a projection in channels_last:
+  // packing its A was a third of the time) where in_place takes the right
+  // edge of a packed B (in_place_edges).
+  const bool edges_in_place = u.in_place_edges && !in_place;
   const bool a_in_place = u.in_place != nullptr && pr.a_packed == nullptr && a.cs == 1 &&
-                          pr.n % u.nr == 0 && n1 - n0 <= kAInPlaceColumns &&
+                          (pr.n % u.nr == 0 || edges_in_place) && n1 - n0 <= kAInPlaceColumns &&
                           (a.rs * static_cast<int64_t>(sizeof(float))) % 4096 != 0;
   // A C larger than L2 swept by more than one K block: each tile's rows are
   // claimed into L1 before its kernel runs, and its epilogue's reads of C
@@ -432,7 +437,7 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
           for (int64_t i = 0; claim_c && i < mv; ++i) {
             prefetch_write(pr.c.data + (ic + ir + i) * pr.c.rs + jc + jr, nv * static_cast<int64_t>(sizeof(float)));
           }
-          if ((in_place || a_in_place || pf_lines > 0) && u.in_place != nullptr && nv == u.nr) {
+          if ((in_place || a_in_place || pf_lines > 0) && u.in_place != nullptr && (nv == u.nr || edges_in_place)) {
             u.in_place(kc, a_in_place ? a.data + (ic + ir) * a.rs + pc : ablock + ir * slots(u, kc),
                        a_in_place ? a.rs : 0, in_place ? bblock.data + jr : bblock_packed + jp * u.nr * slots(u, kc),
                        in_place ? b.rs : u.nr, pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs,

@@ -163,12 +163,14 @@ void in_place_6x16_avx2(int64_t kc, const float* a, int64_t lda, const float* b,
                         int64_t pf_lines) {
   using Rows = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, int64_t, bool, int64_t, int64_t,
                         const TileEpilogue*, int64_t, const char*, int64_t);
-#define EMBER_GEMM_MV(A)                                                                                        \
-  {&rows_6x16_avx2<6, A>, &rows_6x16_avx2<1, A>, &rows_6x16_avx2<2, A>, &rows_6x16_avx2<3, A>,                  \
-   &rows_6x16_avx2<4, A>, &rows_6x16_avx2<5, A>, &rows_6x16_avx2<6, A>}
-  static constexpr Rows kRows[2][7] = {EMBER_GEMM_MV(false), EMBER_GEMM_MV(true)};
+#define EMBER_GEMM_MV(A, H)                                                                                    \
+  {&rows_6x16_avx2<6, A, H>, &rows_6x16_avx2<1, A, H>, &rows_6x16_avx2<2, A, H>, &rows_6x16_avx2<3, A, H>,      \
+   &rows_6x16_avx2<4, A, H>, &rows_6x16_avx2<5, A, H>, &rows_6x16_avx2<6, A, H>}
+  static constexpr Rows kRows[2][2][7] = {{EMBER_GEMM_MV(false, false), EMBER_GEMM_MV(false, true)},
+                                          {EMBER_GEMM_MV(true, false), EMBER_GEMM_MV(true, true)}};
 #undef EMBER_GEMM_MV
-  kRows[lda != 0][std::clamp<int64_t>(mv, 0, 6)](kc, a, b, ldb, c, rs, cs, accumulate, mv, nv, e, lda, pf, pf_lines);
+  kRows[lda != 0][nv <= 8][std::clamp<int64_t>(mv, 0, 6)](kc, a, b, ldb, c, rs, cs, accumulate, mv, nv, e, lda, pf,
+                                                          pf_lines);
 }
 
 namespace {

@@ -47,7 +47,8 @@ struct TileEpilogue {
 
 using Ukernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                          bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
-// A full-width tile (nv = nr) with mv <= mr valid rows that reads B's rows ldb
+// A full-width tile (nv = nr; a family with UkernelInfo::in_place_edges: any
+// nv, the columns past it zero in a packed B) with mv <= mr valid rows that reads B's rows ldb
 // floats apart (B read in place, its columns contiguous; a packed panel:
 // ldb = nr) and A's rows lda floats apart (A read in place, contiguous along
 // k; lda = 0: a packed panel), and brings pf_lines cache lines from pf on
