@@ -79,20 +79,28 @@ __attribute__((target("avx2,fma"))) void rows_6x16_avx2(int64_t kc, const float*
     b += ldb;
   }
   spread.rest();  // more lines than steps
-  __m256 acc[6][2] = {EMBER_GEMM_ROWS6(EMBER_GEMM_PAIR, , )};
   if (nv == 16 && cs == 1) {
-    for (int i = 0; i < MV && i < mv; ++i) {
-      float* ci = c + i * rs;
-      if (accumulate) {
-        acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(ci));
-        acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(ci + 8));
-      }
-      if (e != nullptr) epilogue_avx2(acc[i], *e, i);
-      _mm256_storeu_ps(ci, acc[i][0]);
-      _mm256_storeu_ps(ci + 8, acc[i][1]);
-    }
+    // Row by row from the named accumulators (a loop over an array of them
+    // kept them on the stack: 24 more loads and stores a tile).
+#define EMBER_GEMM_STORE(i, V, unused)                         \
+  if constexpr (i < MV) {                                      \
+    if (i < mv) {                                              \
+      __m256 row[2] = {c##i##_0, c##i##_1};                    \
+      float* ci = c + i * rs;                                  \
+      if (accumulate) {                                        \
+        row[0] = _mm256_add_ps(row[0], _mm256_loadu_ps(ci));   \
+        row[1] = _mm256_add_ps(row[1], _mm256_loadu_ps(ci + 8)); \
+      }                                                        \
+      if (e != nullptr) epilogue_avx2(row, *e, i);             \
+      _mm256_storeu_ps(ci, row[0]);                            \
+      _mm256_storeu_ps(ci + 8, row[1]);                        \
+    }                                                          \
+  }
+    EMBER_GEMM_ROWS6(EMBER_GEMM_STORE, , )
+#undef EMBER_GEMM_STORE
     return;
   }
+  __m256 acc[6][2] = {EMBER_GEMM_ROWS6(EMBER_GEMM_PAIR, , )};
   if (cs == 1) {
     // A right edge (nv < 16): the same epilogue on vectors, stored under lane
     // masks (the tile through t and store_tile, value by value, was a third of
@@ -174,50 +182,18 @@ void in_place_6x16_avx2(int64_t kc, const float* a, int64_t lda, const float* b,
 }
 
 namespace {
-// UkernelInfo::sweep's rows: the micro-kernel's steps, each panel's
-// accumulators stored straight from registers (rows_6x16_avx2's row loop
-// kept them on the stack).
+// UkernelInfo::sweep's rows: the micro-kernel inlined (flatten) for each panel.
 template <bool kARows>
-__attribute__((target("avx2,fma"))) void sweep_rows_avx2(int64_t kc, const float* a, int64_t lda, const float* b,
-                                                         int64_t n, float* c, int64_t rs, bool accumulate,
-                                                         const TileEpilogue* e) {
+__attribute__((target("avx2,fma"), flatten)) void sweep_rows_avx2(int64_t kc, const float* a, int64_t lda,
+                                                                  const float* b, int64_t n, float* c, int64_t rs,
+                                                                  bool accumulate, const TileEpilogue* e) {
   TileEpilogue t = e != nullptr ? *e : TileEpilogue{};
+  const TileEpilogue* te = e != nullptr ? &t : nullptr;
   for (int64_t p = 0; p < n / 16; ++p, b += 16 * kc, c += 16) {
-    EMBER_GEMM_ROWS6(EMBER_GEMM_ZERO, __m256, _mm256_setzero_ps())
-    const float* ap = a;
-    const float* bp = b;
-#pragma GCC unroll 4
-    for (int64_t q = 0; q < kc; ++q) {
-      const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
-#define EMBER_GEMM_STEP(i, V, unused)                                 \
-  {                                                                   \
-    const __m256 ai = _mm256_broadcast_ss(kARows ? ap + i * lda : ap + i); \
-    c##i##_0 = _mm256_fmadd_ps(ai, b0, c##i##_0);                     \
-    c##i##_1 = _mm256_fmadd_ps(ai, b1, c##i##_1);                     \
-  }
-      EMBER_GEMM_ROWS6(EMBER_GEMM_STEP, , )
-#undef EMBER_GEMM_STEP
-      ap += kARows ? 1 : 6;
-      bp += 16;
-    }
-#define EMBER_GEMM_STORE(i, V, unused)                                         \
-  {                                                                            \
-    __m256 row[2] = {c##i##_0, c##i##_1};                                      \
-    float* ci = c + i * rs;                                                    \
-    if (accumulate) {                                                          \
-      row[0] = _mm256_add_ps(row[0], _mm256_loadu_ps(ci));                     \
-      row[1] = _mm256_add_ps(row[1], _mm256_loadu_ps(ci + 8));                 \
-    }                                                                          \
-    if (e != nullptr) epilogue_avx2(row, t, i);                                \
-    _mm256_storeu_ps(ci, row[0]);                                              \
-    _mm256_storeu_ps(ci + 8, row[1]);                                          \
-  }
-    EMBER_GEMM_ROWS6(EMBER_GEMM_STORE, , )
-#undef EMBER_GEMM_STORE
+    rows_6x16_avx2<6, kARows>(kc, a, b, 16, c, rs, 1, accumulate, 6, 16, te, lda, nullptr, 0);
     if (t.col_bias != nullptr) t.col_bias += 16;
   }
   if (n % 16 == 0) return;
-  const TileEpilogue* te = e != nullptr ? &t : nullptr;
   if (n % 16 <= 8) {
     rows_6x16_avx2<6, kARows, true>(kc, a, b, 16, c, rs, 1, accumulate, 6, n % 16, te, lda, nullptr, 0);
   } else {
