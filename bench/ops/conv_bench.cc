@@ -53,6 +53,8 @@ const Shape4 kCases[] = {
     // LR-ASPP's dilated last stage (MobileNetV3-Large at output stride 16): dilation 2
     {"dw5 960x28x28 d2", 960, 28, 960, 5, 1, 960, false, 2},   {"dwcl5 960x28x28 d2", 960, 28, 960, 5, 1, 960, true, 2},
     {"dw 480x14x14 d2", 480, 14, 480, 3, 1, 480, false, 2},    {"dwcl 480x14x14 d2", 480, 14, 480, 3, 1, 480, true, 2},
+    // the same layer at a 224x224 input (14x14: 8 of a row's 14 outputs read the padding)
+    {"dw5 960x14x14 d2", 960, 14, 960, 5, 1, 960, false, 2},   {"dwcl5 960x14x14 d2", 960, 14, 960, 5, 1, 960, true, 2},
     {"stem 3->32 224 s2", 3, 224, 32, 3, 2, 1},
     {"stem7 3->64 224 s2", 3, 224, 64, 7, 2, 1},
     {"pw 64->384 14x14", 64, 14, 384, 1, 1, 1},     {"pw 384->64 14x14", 384, 14, 64, 1, 1, 1},     {"pw 16->96 112x112", 16, 112, 96, 1, 1, 1},
