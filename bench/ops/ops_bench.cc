@@ -98,6 +98,11 @@ std::vector<Case> cases() {
          Tensor x = randn({1, 96, 56, 56}).contiguous(MemoryFormat::ChannelsLast);
          return [=] { return x.contiguous(); };
        }},
+      // LR-ASPP's last op: 21 class maps bilinearly upsampled 28x28 -> 224x224.
+      {"upsample_bilinear_21x28x28_x8", [] {
+         Tensor x = randn({1, 21, 28, 28});
+         return [=] { return interpolate(x, {224, 224}, {}, "bilinear", false); };
+       }},
   };
 }
 

@@ -35,6 +35,7 @@ def cases():
     x72c, x960c = x72.contiguous(memory_format=cl), x960.contiguous(memory_format=cl)
     x3, x32, x96 = r(1, 3, 224, 224), r(1, 32, 112, 112), r(1, 96, 56, 56)
     x96c = x96.contiguous(memory_format=cl)
+    x21 = r(1, 21, 28, 28)
     return {
         "add_1M": lambda: a1 + b1,
         "mul_scalar_1M": lambda: a1 * 1.5,
@@ -69,6 +70,8 @@ def cases():
         "clone_96x56x56": lambda: x96.clone(),
         "to_channels_last_96x56x56": lambda: x96.contiguous(memory_format=cl),
         "from_channels_last_96x56x56": lambda: x96c.contiguous(),
+        "upsample_bilinear_21x28x28_x8": lambda: F.interpolate(x21, size=(224, 224), mode="bilinear",
+                                                               align_corners=False),
     }
 
 

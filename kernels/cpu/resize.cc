@@ -125,6 +125,15 @@ RT_SIMD_CLONES void blend_row(RowCache& cache, const float* plane, const int64_t
   const float* h[ref::kMaxResizeTaps];
   for (int i = 0; i < n; ++i) src[i] = plane + ro[i];
   for (int i = 0; i < n; ++i) h[i] = cache.row(src[i], cols, src, n);
+  if (n == 2) {  // linear: one pass (four over dst took LR-ASPP's 28x28 -> 224x224 output 0.9 ms)
+    const float w0 = rw[0], w1 = rw[1];
+    const float *h0 = h[0], *h1 = h[1];
+    for (int64_t j = 0; j < ow; ++j) {
+      const float v = (0.0f + w0 * h0[j]) + w1 * h1[j];
+      dst[j] = cols.outside[j] ? extrapolated : v;
+    }
+    return;
+  }
   for (int64_t j = 0; j < ow; ++j) dst[j] = 0.0f;
   for (int i = 0; i < n; ++i) {
     const float* hi = h[i];
