@@ -111,12 +111,19 @@ __attribute__((target("avx2"))) inline float avx2_sum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-template <int MB, int NB>
+// kNext: the NB columns after these are prefetched as these are read, a line
+// of each every 16 values (the single-row form, Family::row_dot).
+template <int MB, int NB, bool kNext = false>
 __attribute__((target("avx2,fma"))) void dot_avx2(int64_t k, const float* a, int64_t lda, const float* b,
                                                    int64_t ldb, float* c, int64_t rs, int64_t cs, bool accumulate) {
   RT_GEMV_ZERO(_mm256_setzero_ps())
   int64_t p = 0;
   for (; p + 8 <= k; p += 8) {
+    if constexpr (kNext) {
+      if ((p & 15) == 0) {
+        for (int j = 0; j < NB; ++j) _mm_prefetch(reinterpret_cast<const char*>(b + (NB + j) * ldb + p), _MM_HINT_T0);
+      }
+    }
 #define RT_GEMV_MAC(i, j, acc) _mm256_fmadd_ps(_mm256_loadu_ps(a + i * lda + p), _mm256_loadu_ps(b + j * ldb + p), acc)
     RT_GEMV_TILE(RT_GEMV_STEP)
 #undef RT_GEMV_MAC
@@ -271,7 +278,11 @@ __attribute__((target("avx512f"))) void axpy_row_avx512(int64_t k, const float* 
 
 // A family: dot kernels [MB - 1][0: NB columns, 1: one column]; axpy kernels
 // [MB - 1][0: the wide block of `wide` columns, 1: one vector of `vec` columns];
-// for a single row of A, `row` over blocks of `row_wide` columns (or none).
+// for a single row of A, `row` over blocks of `row_wide` columns (or none),
+// and `row_dot` over blocks of `row_nb` columns (or none): a batch-1 Linear or
+// squeeze-and-excitation FC, whose weight rows (a K of 960: 3.75 KiB) come
+// from memory and are short for the hardware's prefetchers (MobileNetV3, one
+// thread: its Linears and SE FCs 15 % of a run, stalled on those loads).
 using AxpyRowFn = void (*)(int64_t k, const float* a, int64_t acs, const float* b, int64_t ldb, float* c,
                            bool accumulate);
 struct Family {
@@ -281,6 +292,8 @@ struct Family {
   AxpyFn axpy[kMB][2];
   int64_t row_wide = 0;
   AxpyRowFn row = nullptr;
+  int row_nb = 0;
+  DotFn row_dot = nullptr;
 };
 
 #define RT_DOT(f, nb) {f<1, nb>, f<1, 1>}, {f<2, nb>, f<2, 1>}, {f<3, nb>, f<3, 1>}, {f<4, nb>, f<4, 1>}
@@ -288,7 +301,8 @@ struct Family {
 
 const Family kPortableFamily{2, {RT_DOT(dot_portable, 2)}, 8, 4, {RT_AXPY(axpy_portable, 2)}};
 #if RT_GEMV_X86
-const Family kAvx2Family{2, {RT_DOT(dot_avx2, 2)}, 16, 8, {RT_AXPY(axpy_avx2, 2)}, 64, axpy_row_avx2};
+const Family kAvx2Family{2,  {RT_DOT(dot_avx2, 2)}, 16, 8, {RT_AXPY(axpy_avx2, 2)}, 64, axpy_row_avx2,
+                         4, dot_avx2<1, 4, true>};
 const Family kAvx512Family{4, {RT_DOT(dot_avx512, 4)}, 64, 16, {RT_AXPY(axpy_avx512, 4)}, 256, axpy_row_avx512};
 #endif
 #undef RT_DOT
@@ -316,7 +330,13 @@ void sgemm_direct(GemmIsa isa, DirectKind kind, int64_t m, int64_t j0, int64_t j
                   MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
   const Family& f = family(isa);
   if (kind == DirectKind::Dot) {
-    for (int64_t j = j0; j < j1;) {
+    int64_t j = j0;
+    if (m == 1 && f.row_dot != nullptr) {
+      for (; j + f.row_nb <= j1; j += f.row_nb) {
+        f.row_dot(k, a.data, a.rs, b.data + j * b.cs, b.cs, c.data + j * c.cs, c.rs, c.cs, accumulate);
+      }
+    }
+    while (j < j1) {
       const bool full = j + f.nb <= j1;
       for (int64_t i = 0; i < m; i += kMB) {
         const int64_t mb = std::min<int64_t>(kMB, m - i);
