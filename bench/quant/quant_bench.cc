@@ -2,11 +2,13 @@
 // + int8 GEMM + fused epilogue, weights prepacked) vs ember's fp32 Linear
 // (ember::linear) at M in {1, 16, 128}, (K, N) in {(768, 3072), (3072, 768)}.
 // Prints one line per case: "M K N threads fp32_us int8_us" (median of runs).
-// Usage: quant_bench [threads ...]   (default: 1)
+// Usage: quant_bench [rr] [threads ...]   (default: 1; rr: weights over [-64, 64],
+// reduce_range, which AVX2 without VNNI runs on vpmaddubsw)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/qgemm.h"
@@ -33,7 +35,8 @@ double median_us(F&& f) {
 
 int main(int argc, char** argv) {
   std::vector<int> threads;
-  for (int i = 1; i < argc; ++i) threads.push_back(std::atoi(argv[i]));
+  const bool rr = argc > 1 && std::string(argv[1]) == "rr";
+  for (int i = rr ? 2 : 1; i < argc; ++i) threads.push_back(std::atoi(argv[i]));
   if (threads.empty()) threads.push_back(1);
   std::printf("# int8 kernel: %s\n", cpu::qgemm_kernel_name());
   const int64_t kn[][2] = {{768, 3072}, {3072, 768}};
@@ -45,7 +48,7 @@ int main(int argc, char** argv) {
       const Tensor w = randn({n, k}) * 0.05, b = randn({n});
       std::vector<int8_t> q(static_cast<size_t>(n * k));
       std::vector<float> scales(static_cast<size_t>(n));
-      quant::quantize_weight_int8(w.data_ptr<float>(), n, k, true, q.data(), scales.data());
+      quant::quantize_weight_int8(w.data_ptr<float>(), n, k, true, q.data(), scales.data(), rr);
       const quant::PackedLinear packed = quant::pack_linear(q.data(), n, k, scales.data(), true, b.data_ptr<float>());
       for (int64_t m : {1, 16, 128}) {
         const Tensor x = randn({m, k});
