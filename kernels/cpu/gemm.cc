@@ -401,8 +401,12 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
   // above this VM's noise.
   const bool claim_c = k - k0 > s.kc && pr.c.cs == 1 && pr.m * pr.n >= kClaimC;
   // A shallow product's rows of tiles a call each where the family has it
-  // (UkernelInfo::sweep), A read in place where its rows are contiguous.
-  const bool sweep = u.sweep != nullptr && s.kc <= kShallowK && !in_place && pr.c.cs == 1;
+  // (UkernelInfo::sweep), A read in place where its rows are contiguous; so
+  // too any product whose A is read in place (at most 64 columns: each row
+  // tile of A then serves every panel from L1). bench/gemm_bench, Zen 3, one
+  // thread, alternating: 3136 x 144 x 24 0.43-0.46 -> 0.31-0.33 ms, 784 x 192
+  // x 32 0.15-0.17 -> 0.11-0.12, BM_ember_heads P V 183-225 -> 160-169 us.
+  const bool sweep = u.sweep != nullptr && (s.kc <= kShallowK || a_in_place) && !in_place && pr.c.cs == 1;
   const bool sweep_a = sweep && pr.a_packed == nullptr && a.cs == 1 && a.rs > 0;
   for (int64_t jc = n0; jc < n1; jc += s.nc) {
     const int64_t nc = std::min(s.nc, n1 - jc);
