@@ -87,7 +87,6 @@ struct UkernelInfo {
   bool in_place_edges = false;  // in_place takes right edges (nv < nr) of a packed B too
 };
 
-
 constexpr UkernelInfo kPortable{8, 8, 128, &detail::ukernel_8x8_portable, "portable 8x8", GemmIsa::Portable};
 #if RT_GEMM_X86
 constexpr UkernelInfo kAvx2{6,     16, 120, &detail::ukernel_6x16_avx2, "avx2 6x16", GemmIsa::Avx2,
@@ -364,48 +363,31 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
   const int64_t k = k1;
   const int64_t m_pad = round_up(pr.m, u.mr), n_pad = round_up(pr.n, u.nr);
   const MatrixRef<const float>&a = pr.a, &b = pr.b;
-  // B with contiguous rows is read in place by the full-width tiles (only a
-  // partial last panel is packed): packing copied all of it once per K block.
-  // Not when its row stride is a multiple of 1 KiB and the block is deep: the
-  // kc rows then fall in at most 4 sets of L1 (12 ways each) and evict each
-  // other. Measured on a Xeon (bench/gemm_bench, one thread): n = 512 142 ->
-  // 174 GFLOP/s, n = 1024 127 -> 170 packed; MobileNetV2's 1x1 convolutions at
-  // 112x112 (a 49 KiB stride, 16 and 32 rows) stay faster in place.
+  // B with contiguous rows is read in place by the full-width tiles (a partial
+  // last panel is packed), but not with a row stride a multiple of 1 KiB and a
+  // deep block (its rows fall in at most 4 sets of L1 and evict each other;
+  // Xeon, gemm_bench: n = 512 142 -> 174 GFLOP/s, n = 1024 127 -> 170 packed).
   const bool aliased = (b.rs * static_cast<int64_t>(sizeof(float))) % 1024 == 0 && s.kc > 48;
-  // Not on AVX2 (a Zen 3: L1 of 8 ways, L2 of 512 KiB): MobileNetV2's
-  // projections at 56x56 gained 0.04-0.07 ms each, its expansions (m = 96-192,
-  // k = 16-32) lost up to 0.35 ms, the rows of 7x7 and 14x14 planes (each
-  // load across two lines) 0.03-0.09, and with B in place for m <= 64 only the
-  // model at two threads ran 3 % slower.
+  // Not on AVX2 (a Zen 3: L1 of 8 ways): MobileNetV2's expansions lost up to
+  // 0.35 ms, its 7x7 and 14x14 products 0.03-0.09 (loads across two lines).
   const bool b_in_place_isa = u.isa != GemmIsa::Avx2;
   const bool in_place = u.in_place != nullptr && pr.b_packed == nullptr && b.cs == 1 && !aliased && b_in_place_isa;
   // A with contiguous rows is read in place too when its packed block would
-  // serve few column panels (the tiles then all full width): attention's
-  // P V (N = head dim) packed its A, 128 x 128 per head, for one panel.
-  // bench/gemm_bench BM_ember_heads (12 heads, seq 128, dim 32), one thread,
-  // Xeon: P V 126 -> 84 us (Q K^T, 128 columns, packs A as before: 107).
-  // So too a product to 24 or 40 columns (a projection in channels_last:
-  // packing its A was a third of the time) where in_place takes the right
-  // edge of a packed B (in_place_edges).
+  // serve few column panels: attention's P V (Xeon, BM_ember_heads: 126 -> 84
+  // us), and where in_place takes right edges (in_place_edges) a projection
+  // to 24 or 40 channels (packing its A was a third of its time).
   const bool edges_in_place = u.in_place_edges && !in_place;
   const bool a_in_place = u.in_place != nullptr && pr.a_packed == nullptr && a.cs == 1 &&
                           (pr.n % u.nr == 0 || edges_in_place) && n1 - n0 <= kAInPlaceColumns &&
                           (a.rs * static_cast<int64_t>(sizeof(float))) % 4096 != 0;
   // A C larger than L2 swept by more than one K block: each tile's rows are
-  // claimed into L1 before its kernel runs, and its epilogue's reads of C
-  // (the sum so far) no longer miss: they held 11 % of a 1024^3 product's
-  // kernel time, at one vaddps. bench/gemm_bench, Zen 3 (AVX2), best of 5
-  // alternating rounds: n = 1024 76.6 -> 86.7 GFLOP/s on one thread (OpenBLAS
-  // 87-91), 151 -> 167 on two; n = 512 81 -> 86 and 169 either way. Not
-  // measured on AVX-512. BERT at batch 8 (every Linear qualifies): no change
-  // above this VM's noise.
+  // claimed into L1 before its kernel runs (the epilogue's reads of C held 11 %
+  // of a 1024^3 product's kernel time; Zen 3, gemm_bench: 76.6 -> 86.7 GFLOP/s).
   const bool claim_c = k - k0 > s.kc && pr.c.cs == 1 && pr.m * pr.n >= kClaimC;
-  // A shallow product's rows of tiles a call each where the family has it
-  // (UkernelInfo::sweep), A read in place where its rows are contiguous; so
-  // too any product whose A is read in place (at most 64 columns: each row
-  // tile of A then serves every panel from L1). bench/gemm_bench, Zen 3, one
-  // thread, alternating: 3136 x 144 x 24 0.43-0.46 -> 0.31-0.33 ms, 784 x 192
-  // x 32 0.15-0.17 -> 0.11-0.12, BM_ember_heads P V 183-225 -> 160-169 us.
+  // Rows of tiles a call each (UkernelInfo::sweep) for a shallow product, A
+  // read in place where contiguous, and for one whose A is read in place (a
+  // row tile of A then serves every panel from L1; Zen 3, gemm_bench: 3136 x
+  // 144 x 24 0.43-0.46 -> 0.31-0.33 ms, BM_ember_heads P V 183-225 -> 160-169 us).
   const bool sweep = u.sweep != nullptr && (s.kc <= kShallowK || a_in_place) && !in_place && pr.c.cs == 1;
   const bool sweep_a = sweep && pr.a_packed == nullptr && a.cs == 1 && a.rs > 0;
   for (int64_t jc = n0; jc < n1; jc += s.nc) {
@@ -454,20 +436,16 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
               pr.c.data + (ic + ir) * pr.c.rs + (jc + jr) * pr.c.cs, pr.c.rs, pr.c.cs, acc, mv, nv,
               tile_epilogue(pr, ic + ir, jc + jr, pc, kc, &te));
         };
-        if (sweep) {
+        if (sweep || s.kc <= kShallowK) {
           for (int64_t ir = 0; ir < mc; ir += u.mr) {
-            if (mc - ir < u.mr) {
+            TileEpilogue te;
+            if (!sweep || mc - ir < u.mr) {
               for (int64_t jp = 0; jp < n_panels; ++jp) micro(jp, ir);
               continue;
             }
-            TileEpilogue te;
             u.sweep(kc, a_rows ? a.data + (ic + ir) * a.rs + pc : ablock + ir * slots(u, kc), a_rows ? a.rs : 0,
                     bblock_packed, nc, pr.c.data + (ic + ir) * pr.c.rs + jc, pr.c.rs, acc,
                     tile_epilogue(pr, ic + ir, jc, pc, kc, &te));
-          }
-        } else if (s.kc <= kShallowK) {
-          for (int64_t ir = 0; ir < mc; ir += u.mr) {
-            for (int64_t jp = 0; jp < n_panels; ++jp) micro(jp, ir);
           }
         } else {
           // A B packed at load (a Linear's weight) comes from L3 or DRAM on its
