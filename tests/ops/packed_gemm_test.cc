@@ -277,7 +277,8 @@ TEST_CASE("sgemm_fused: edge tiles (the last rows and columns) give the full til
 
 TEST_CASE("sgemm_fused: a shallow product's rows of tiles, a call a row, give the tile-by-tile values bit for bit") {
   // Depth up to 64: the AVX2 family runs a row of tiles a call
-  // (UkernelInfo::sweep), A's rows read in place where contiguous. Against
+  // (UkernelInfo::sweep), A's rows read in place where contiguous (deeper
+  // products whose A is read in place: the test of A in place). Against
   // the same product into a column-major C (tile by tile there: C's columns
   // are not contiguous), which sums each output in the same order: A with
   // contiguous or padded rows (in place), A transposed (packed), A pre-packed;
