@@ -47,11 +47,11 @@ struct TileEpilogue {
 
 using Ukernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t rs, int64_t cs,
                          bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e);
-// A full-width tile (nv = nr; a family with UkernelInfo::in_place_edges: any
-// nv, the columns past it zero in a packed B) with mv <= mr valid rows that reads B's rows ldb
-// floats apart (B read in place, its columns contiguous; a packed panel:
-// ldb = nr) and A's rows lda floats apart (A read in place, contiguous along
-// k; lda = 0: a packed panel), and brings pf_lines cache lines from pf on
+// A full-width tile (nv = nr; with UkernelInfo::in_place_edges any nv, the
+// columns past it zero in a packed B) with mv <= mr valid rows that reads B's
+// rows ldb floats apart (B read in place, its columns contiguous; a packed
+// panel: ldb = nr) and A's rows lda floats apart (A read in place, contiguous
+// along k; lda = 0: a packed panel), and brings pf_lines cache lines from pf on
 // into L2 along the way (none: 0).
 using InPlaceUkernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                                 int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e,
@@ -61,8 +61,9 @@ using InPlaceUkernel = void (*)(int64_t kc, const float* a, int64_t lda, const f
 // read in place, its rows lda floats apart) against n columns of a packed B
 // (its panels side by side, nr x kc each, the last zero-padded), C's columns
 // 0 to n; e is the first tile's epilogue (its column bias moves along). A
-// shallow product's tiles are short (kc <= 64 steps), and a call per tile
-// kept their accumulators on the stack and cost about a fifth of the product.
+// shallow product's tiles are short (kc <= 64 steps): a call each cost about
+// as much as their multiply-adds. An A read in place serves every panel of a
+// row of tiles from L1.
 using SweepUkernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, int64_t n, float* c,
                               int64_t rs, bool accumulate, const TileEpilogue* e);
 
