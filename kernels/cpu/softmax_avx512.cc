@@ -92,7 +92,23 @@ inline Vec vload(const float* p) { return _mm512_loadu_ps(p); }
 inline void vstore(float* p, Vec v) { _mm512_storeu_ps(p, v); }
 inline Vec vload_tail(const float* p, Tail t) { return _mm512_maskz_loadu_ps(t, p); }
 inline void vstore_tail(float* p, Tail t, Vec v) { _mm512_mask_storeu_ps(p, t, v); }
-inline void vstore_pd(double* p, VecD d) { _mm512_storeu_pd(p, d); }
+// A row's sum in double: lane j adds the values at j mod 16 in order, then
+// the lanes in order (reduce.cc's row_sum_body).
+struct Sum {
+  VecD lo{}, hi{};
+  void add(Vec e) {
+    lo = _mm512_add_pd(lo, low_pd(e));
+    hi = _mm512_add_pd(hi, high_pd(e));
+  }
+  double total() const {
+    alignas(64) double lanes[16];
+    _mm512_storeu_pd(lanes, lo);
+    _mm512_storeu_pd(lanes + 8, hi);
+    double s = 0;
+    for (int j = 0; j < 16; ++j) s += lanes[j];
+    return s;
+  }
+};
 
 #include "kernels/cpu/softmax_rows.inc"
 
