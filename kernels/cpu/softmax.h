@@ -20,7 +20,8 @@ unsigned softmax_rows_avx512(const float* x, float* y, int64_t n, int rows, bool
 // The same on 8-lane vectors, for a CPU with AVX2 and FMA (the caller checks;
 // reduce.cc runs it where avx2_fma_variant()): each row's values the same
 // alone or in a block; within rounding of reduce.cc's RT_AVX2_FMA row, not
-// bit for bit. Returns the rows left unwritten (no finite maximum, a NaN).
+// bit for bit. Returns the rows left unwritten: no finite maximum (a row
+// with a NaN comes out all NaN, as reduce.cc's).
 unsigned softmax_rows_avx2(const float* x, float* y, int64_t n, int rows, bool log);
 
 }  // namespace ember::cpu
