@@ -1,7 +1,9 @@
 // Graph rewrites after folding (passes.h): BatchNorm folded into Conv/Gemm,
-// residual Adds and Relu/Clip/HardSwish fused into Conv/Gemm, 1-D Convs made
-// 2-D.
+// residual Adds and Relu/Clip/HardSwish fused into Conv/Gemm, MatMul biases
+// and attention scales folded into Gemms, 1-D Convs made 2-D.
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 #include "converter/onnx_import.h"
 #include "converter/pass_util.h"
@@ -208,6 +210,121 @@ int fuse_matmul_bias(Graph& graph) {
   }
   graph.erase_nodes(dead);
   return fused;
+}
+
+namespace {
+
+// The one node that reads value `id`'s elements, or -1: the value is no graph
+// output and every other reader is a Shape node (torch's .view(B, S, h, d)
+// reads the Linear's output's shape), which scaling the values leaves alone.
+int sole_value_reader(const Graph& graph, int id) {
+  if (id < 0 || graph.is_graph_output(id)) return -1;
+  int reader = -1;
+  for (int u : graph.users_of(id)) {
+    if (graph.nodes[static_cast<size_t>(u)].op_type == "Shape") continue;
+    if (reader >= 0) return -1;
+    reader = u;
+  }
+  return reader;
+}
+
+// A constant float32 value of one element, of rank at most `rank` (so that
+// broadcasting it changes no shape), finite and nonzero.
+std::optional<float> scalar_factor(const Graph& graph, int id, size_t rank) {
+  if (!graph.is_constant(id)) return std::nullopt;
+  const Tensor& t = graph.value(id).constant;
+  if (t.dtype() != DType::Float32 || t.numel() != 1 || static_cast<size_t>(t.dim()) > rank) return std::nullopt;
+  const float f = t.to_vector<float>()[0];
+  if (!std::isfinite(f) || f == 0.0f) return std::nullopt;
+  return f;
+}
+
+// A Gemm whose output scales with its constant float32 B and C: Y = alpha
+// A'B' + beta C, any transA/transB/alpha/beta; no fused activation.
+bool scalable_gemm(const Graph& graph, const Node& n) {
+  if (n.op_type != "Gemm" || n.has("activation") || n.inputs.size() < 2 || n.inputs.size() > 3 ||
+      n.outputs.size() != 1 || graph.value(n.outputs[0]).dtype != DType::Float32) {
+    return false;
+  }
+  auto f32_constant = [&](int id) {
+    return graph.is_constant(id) && graph.value(id).constant.dtype() == DType::Float32;
+  };
+  return f32_constant(n.inputs[1]) && (n.inputs.size() < 3 || n.inputs[2] < 0 || f32_constant(n.inputs[2]));
+}
+
+// The Gemm whose output reaches value `v` (read by node `reader`) through
+// Reshape/Transpose/Squeeze/Unsqueeze nodes (their data input), every value on
+// the way read by the next node alone (Shape nodes aside), or -1.
+int scalable_gemm_behind(const Graph& graph, int v, int reader) {
+  for (;;) {
+    if (sole_value_reader(graph, v) != reader) return -1;
+    const int p = graph.producer_of(v);
+    if (p < 0) return -1;
+    const Node& n = graph.nodes[static_cast<size_t>(p)];
+    if (n.op_type == "Gemm") return scalable_gemm(graph, n) ? p : -1;
+    const bool layout = n.op_type == "Reshape" || n.op_type == "Transpose" || n.op_type == "Squeeze" ||
+                        n.op_type == "Unsqueeze";
+    if (!layout || n.inputs.empty() || n.outputs.size() != 1) return -1;
+    v = n.inputs[0];
+    reader = p;
+  }
+}
+
+// t / f (divide) or t * f, element by element in float32 (as the Div or Mul).
+Tensor scaled(const Tensor& t, float f, bool divide) {
+  std::vector<float> v = t.to_vector<float>();
+  for (float& x : v) x = divide ? x / f : x * f;
+  return tensor(v, t.sizes());
+}
+
+}  // namespace
+
+int fold_attention_scales(Graph& graph) {
+  int folded = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    Node& d = graph.nodes[i];
+    const bool divide = d.op_type == "Div";
+    if ((!divide && d.op_type != "Mul") || d.inputs.size() != 2 || d.outputs.size() != 1 || d.outputs[0] < 0) continue;
+    if (graph.value(d.outputs[0]).dtype != DType::Float32) continue;
+    for (size_t side = 0; side < (divide ? 1u : 2u); ++side) {  // Div(M, c); Mul(M, c) or Mul(c, M)
+      const int m = d.inputs[side], c = d.inputs[1 - side];
+      if (m < 0 || m == c || sole_user(graph, m) != static_cast<int>(i)) continue;
+      const int p = graph.producer_of(m);
+      if (p < 0) continue;
+      const Node& mm = graph.nodes[static_cast<size_t>(p)];
+      if (mm.op_type != "MatMul" || mm.inputs.size() != 2 || mm.outputs.size() != 1 || mm.inputs[0] == mm.inputs[1]) {
+        continue;
+      }
+      const Value& mv = graph.value(m);
+      if (mv.dtype != DType::Float32 || !mv.shape) continue;
+      const std::optional<float> f = scalar_factor(graph, c, mv.shape->size());
+      if (!f) continue;
+      int g = scalable_gemm_behind(graph, mm.inputs[0], p);
+      if (g < 0) g = scalable_gemm_behind(graph, mm.inputs[1], p);
+      if (g < 0) continue;
+      // New constants (a weight or bias another node reads keeps its values).
+      Node& gemm = graph.nodes[static_cast<size_t>(g)];
+      const bool has_bias = gemm.inputs.size() > 2 && gemm.inputs[2] >= 0;
+      const Tensor w = scaled(graph.value(gemm.inputs[1]).constant, *f, divide);
+      const Tensor b = has_bias ? scaled(graph.value(gemm.inputs[2]).constant, *f, divide) : Tensor();
+      const std::string w_name = graph.value(gemm.inputs[1]).name;
+      gemm.inputs[1] = replace_constant(graph, gemm.inputs[1], g, w_name + "/scaled", w);
+      if (has_bias) {
+        const std::string b_name = graph.value(gemm.inputs[2]).name;
+        gemm.inputs[2] = replace_constant(graph, gemm.inputs[2], g, b_name + "/scaled", b);
+      }
+      // The MatMul now writes the Div's or Mul's output (its name survives).
+      graph.nodes[static_cast<size_t>(p)].outputs[0] = d.outputs[0];
+      d.inputs.clear();
+      d.outputs.clear();
+      dead[i] = true;
+      ++folded;
+      break;
+    }
+  }
+  graph.erase_nodes(dead);
+  return folded;
 }
 
 int conv1d_to_conv2d(Graph& graph) {

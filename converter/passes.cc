@@ -20,6 +20,7 @@ std::string PassReport::summary() const {
   if (ifs_inlined > 0) os << ", inlined " << ifs_inlined << " Ifs of constant condition";
   if (convs_made_2d > 0) os << ", made " << convs_made_2d << " 1-D convolutions 2-D";
   if (matmul_biases_fused > 0) os << ", fused " << matmul_biases_fused << " MatMul biases";
+  if (attention_scales_folded > 0) os << ", folded " << attention_scales_folded << " attention scales into Gemms";
   if (layer_norms_fused > 0) os << ", fused " << layer_norms_fused << " LayerNorms";
   if (gelus_fused > 0) os << ", fused " << gelus_fused << " GELUs";
   if (hardswishes_fused > 0) os << ", fused " << hardswishes_fused << " Hardswishes";
@@ -115,6 +116,7 @@ Expected<PassReport> run_passes_or_raise(Graph& graph, bool fuse_matmul_biases) 
   if (!bn.ok()) return bn.diag();
   r.batchnorms_folded = *bn;
   r.matmul_biases_fused = fuse_matmul_biases ? fuse_matmul_bias(graph) : 0;
+  r.attention_scales_folded = fuse_matmul_biases ? fold_attention_scales(graph) : 0;  // into those Gemms
   r.hardswishes_fused = fuse_hardswishes(graph);  // first: a Conv's x * HardSigmoid(x) becomes its activation
   r.residual_adds_fused = fuse_residual_adds(graph);  // before: the activation then follows the Add
   r.activations_fused = fuse_activations(graph);

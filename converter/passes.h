@@ -5,7 +5,8 @@
 // for graph ops (Reshape, Slice, Gather, Squeeze, ...), with the executor's own
 // ONNX graph ops (runtime/model/graph_ops.h): there is no second
 // implementation of any op here. Sources: fold.cc (constants), shape_fold.cc
-// (shapes), fuse.cc (BatchNorm, activations, Conv1d), passes.cc (the rest).
+// (shapes), fuse.cc (BatchNorm, activations, MatMul biases, attention
+// scales, Conv1d), passes.cc (the rest).
 #pragma once
 
 #include <map>
@@ -25,6 +26,7 @@ struct PassReport {
   int batchnorms_folded = 0;   // BatchNormalization folded into Conv/Gemm
   int activations_fused = 0;   // Relu/Clip/HardSwish fused into Conv/Gemm
   int matmul_biases_fused = 0; // MatMul + Add of a constant bias made one Gemm
+  int attention_scales_folded = 0; // Div/Mul of a MatMul by a constant folded into a Gemm's weight and bias
   int values_dropped = 0;      // unreferenced values (constants, mostly) dropped
   int ifs_inlined = 0;         // If nodes of constant condition replaced by their branch
   int convs_made_2d = 0;       // 1-D Convs rewritten as Unsqueeze, 2-D Conv, Squeeze
@@ -81,6 +83,21 @@ Expected<int> fold_batchnorm(Graph& graph);
 // torch.nn.Linear takes it), so that the bias, and a Relu fused after it, are
 // applied by the GEMM as it stores C. Returns the MatMuls fused.
 int fuse_matmul_bias(Graph& graph);
+
+// Attention's Div(MatMul(Q, Kt), sqrt(d)) (or a Mul by a constant, either
+// operand order) folded into the Gemm that computes Q (or else Kt): the
+// divisor a constant float32 of one element (rank at most the product's;
+// finite, nonzero), the MatMul float32 and its output read by the Div or
+// Mul alone; from an operand of the MatMul back through Reshape, Transpose,
+// Squeeze and Unsqueeze nodes (data input) to a Gemm without an activation
+// whose B and C (if any) are float32 constants, each value on the way read by
+// the next node alone (Shape nodes aside: they read no elements) and no graph
+// output. The Gemm's B and C become B / c and C / c (B * c, C * c for a Mul;
+// float32, element by element; new constants where another node reads the old
+// ones) and the MatMul writes the Div's output, one pass over [B, h, S, S]
+// fewer. Run after fuse_matmul_bias (which makes torch's Linear a Gemm).
+// Returns the Divs and Muls folded.
+int fold_attention_scales(Graph& graph);
 
 // An Add of a Conv's output (its only reader; the Conv without an
 // activation; 3x3, stride 1, dilation 1, one group: the shape whose CPU
@@ -180,9 +197,11 @@ Diag fix_input_shapes(Graph& graph, const InputShapes& shapes);
 
 // Identity removal, shape and constant folding, If inlining (conditions that
 // are constants) and dead-node elimination until nothing changes, then BatchNorm folding, MatMul bias fusion,
-// activation fusion, LayerNorm and GELU fusion, Conv1d to Conv2d, dead-node elimination and Graph::compact().
+// attention scale folding, activation fusion, LayerNorm and GELU fusion, Conv1d to Conv2d, dead-node
+// elimination and Graph::compact().
 // fuse_matmul_biases false: MatMuls stay MatMuls (dynamic int8 quantizing
-// MatMuls but not Gemms, --quantize-ops MatMul, must still find them).
+// MatMuls but not Gemms, --quantize-ops MatMul, must still find them) and
+// no attention scale is folded (weights keep their values).
 Expected<PassReport> run_passes(Graph& graph, bool fuse_matmul_biases = true);
 
 }  // namespace ember::converter

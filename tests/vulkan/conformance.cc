@@ -205,7 +205,11 @@ TEST_CASE("int8 and sparse COO models run on vulkan without fallback and match t
     bool sparse;           // --prune magnitude:0.9 --sparse-coo
     double atol;           // int8: one activation step may differ (Vulkan's division); fp32 sparse: sum order
   };
-  for (const QuantCase& q : {QuantCase{"bert_opset17", "bert_opset17.onnx", "dynamic-int8", false, 1e-4},
+  // bert_opset17 int8: with the attention scales folded into the Q weights
+  // (fold_attention_scales) one element of one token's dynamically quantized
+  // input rounds to the next step on Vulkan, that token's outputs 3.1e-4 off
+  // (every other token within 1e-6).
+  for (const QuantCase& q : {QuantCase{"bert_opset17", "bert_opset17.onnx", "dynamic-int8", false, 1e-3},
                              QuantCase{"transformer", "transformer.onnx", "dynamic-int8", false, 1e-4},
                              QuantCase{"mlp", "mlp.onnx", "", true, 1e-6},
                              QuantCase{"mlp", "mlp.onnx", "dynamic-int8", true, 1e-6}}) {
