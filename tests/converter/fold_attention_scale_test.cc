@@ -32,26 +32,7 @@ struct Attn {
   bool scores_read_twice = false;  // the MatMul's output is read by a Relu too (a graph output)
 };
 
-struct Builder {
-  Graph g;
-  int value(const std::string& name, std::vector<int64_t> shape, DType dt = DType::Float32) {
-    Value v;
-    v.name = name;
-    v.dtype = dt;
-    v.shape = dims_of(shape);
-    return g.add_value(std::move(v));
-  }
-  Node& node(const std::string& op, std::vector<int> in, int out) {
-    Node n;
-    n.op_type = op;
-    n.name = op + std::to_string(g.nodes.size());
-    n.kind = map_onnx_op(op);
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    g.nodes.push_back(n);
-    return g.nodes.back();
-  }
-};
+using Builder = testing::GraphBuilder;
 
 // x [B, S, D] -> Gemm(x, Wq, bq) (fuse_matmul_bias's form: W [K, N], bias
 // [N]) -> Reshape [B, S, h, d] -> Transpose -> Q [B, h, S, d]; the same for

@@ -19,25 +19,7 @@ using testing::dims_of;
 
 namespace {
 
-struct Builder {
-  Graph g;
-  int value(const std::string& name, std::vector<int64_t> shape) {
-    Value v;
-    v.name = name;
-    v.dtype = DType::Float32;
-    v.shape = dims_of(shape);
-    return g.add_value(std::move(v));
-  }
-  void node(const std::string& op, std::vector<int> in, int out) {
-    Node n;
-    n.op_type = op;
-    n.name = op + std::to_string(g.nodes.size());
-    n.kind = map_onnx_op(op);
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    g.nodes.push_back(n);
-  }
-};
+using Builder = testing::GraphBuilder;
 
 // x [B, M, K] -> Add(bias, MatMul(x, W)) (-> Relu); bias of `bias_n` values.
 Graph linear_graph(int64_t b, int64_t m, int64_t k, int64_t n, bool relu, int64_t bias_n) {

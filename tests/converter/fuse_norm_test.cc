@@ -26,23 +26,11 @@ struct Pattern {
 
 // x [2, 3, kD] -> (x - mean) / sqrt(mean((x - mean)^2) + eps) * gamma (+ beta).
 Graph layer_norm_graph(const Pattern& p) {
-  Graph g;
-  auto value = [&](const std::string& name, std::vector<int64_t> shape) {
-    Value v;
-    v.name = name;
-    v.dtype = DType::Float32;
-    v.shape = dims_of(shape);
-    return g.add_value(std::move(v));
-  };
+  testing::GraphBuilder gb;
+  Graph& g = gb.g;
+  auto value = [&](const std::string& name, std::vector<int64_t> shape) { return gb.value(name, shape); };
   auto node = [&](const std::string& op, std::vector<int> in, int out, std::map<std::string, Attr> attrs = {}) {
-    Node n;
-    n.op_type = op;
-    n.name = op + std::to_string(g.nodes.size());
-    n.kind = map_onnx_op(op);
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(n);
+    gb.node(op, std::move(in), out, std::move(attrs));
   };
   const int x = value("x", {2, 3, kD});
   g.inputs.push_back(x);

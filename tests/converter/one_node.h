@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "converter/convert.h"
+#include "converter/ir.h"
 #include "converter/passes.h"
 #include "runtime/model/executor.h"
 #include "runtime/model/writer.h"
@@ -22,6 +23,30 @@ inline std::vector<Dim> dims_of(IntArrayRef s) {
 }
 
 inline Tensor f32(std::vector<float> v, std::vector<int64_t> shape) { return tensor(v, shape); }
+
+// A converter Graph built by hand (the passes' tests): values of static shape,
+// nodes of one output named after their op and position.
+struct GraphBuilder {
+  Graph g;
+  int value(const std::string& name, std::vector<int64_t> shape, DType dt = DType::Float32) {
+    Value v;
+    v.name = name;
+    v.dtype = dt;
+    v.shape = dims_of(shape);
+    return g.add_value(std::move(v));
+  }
+  Node& node(const std::string& op, std::vector<int> in, int out, std::map<std::string, Attr> attrs = {}) {
+    Node n;
+    n.op_type = op;
+    n.name = op + std::to_string(g.nodes.size());
+    n.kind = map_onnx_op(op);
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attrs = std::move(attrs);
+    g.nodes.push_back(std::move(n));
+    return g.nodes.back();
+  }
+};
 
 // A lowered model serialized, loaded with Full verification and made into an executor.
 inline std::shared_ptr<const Executor> executor_of(const ModelDef& def) {
