@@ -3,7 +3,6 @@
 // and attention scales folded into Gemms, 1-D Convs made 2-D.
 #include <algorithm>
 #include <cmath>
-#include <optional>
 
 #include "converter/onnx_import.h"
 #include "converter/pass_util.h"
@@ -230,13 +229,12 @@ int sole_value_reader(const Graph& graph, int id) {
 
 // A constant float32 value of one element, of rank at most `rank` (so that
 // broadcasting it changes no shape), finite and nonzero.
-std::optional<float> scalar_factor(const Graph& graph, int id, size_t rank) {
-  if (!graph.is_constant(id)) return std::nullopt;
+bool scalar_factor(const Graph& graph, int id, size_t rank) {
+  if (!graph.is_constant(id)) return false;
   const Tensor& t = graph.value(id).constant;
-  if (t.dtype() != DType::Float32 || t.numel() != 1 || static_cast<size_t>(t.dim()) > rank) return std::nullopt;
+  if (t.dtype() != DType::Float32 || t.numel() != 1 || static_cast<size_t>(t.dim()) > rank) return false;
   const float f = t.to_vector<float>()[0];
-  if (!std::isfinite(f) || f == 0.0f) return std::nullopt;
-  return f;
+  return std::isfinite(f) && f != 0.0f;
 }
 
 // A Gemm whose output scales with its constant float32 B and C: Y = alpha
@@ -270,13 +268,6 @@ int scalable_gemm_behind(const Graph& graph, int v, int reader) {
   }
 }
 
-// t / f (divide) or t * f, element by element in float32 (as the Div or Mul).
-Tensor scaled(const Tensor& t, float f, bool divide) {
-  std::vector<float> v = t.to_vector<float>();
-  for (float& x : v) x = divide ? x / f : x * f;
-  return tensor(v, t.sizes());
-}
-
 }  // namespace
 
 int fold_attention_scales(Graph& graph) {
@@ -298,16 +289,21 @@ int fold_attention_scales(Graph& graph) {
       }
       const Value& mv = graph.value(m);
       if (mv.dtype != DType::Float32 || !mv.shape) continue;
-      const std::optional<float> f = scalar_factor(graph, c, mv.shape->size());
-      if (!f) continue;
+      if (!scalar_factor(graph, c, mv.shape->size())) continue;
       int g = scalable_gemm_behind(graph, mm.inputs[0], p);
       if (g < 0) g = scalable_gemm_behind(graph, mm.inputs[1], p);
       if (g < 0) continue;
       // New constants (a weight or bias another node reads keeps its values).
       Node& gemm = graph.nodes[static_cast<size_t>(g)];
       const bool has_bias = gemm.inputs.size() > 2 && gemm.inputs[2] >= 0;
-      const Tensor w = scaled(graph.value(gemm.inputs[1]).constant, *f, divide);
-      const Tensor b = has_bias ? scaled(graph.value(gemm.inputs[2]).constant, *f, divide) : Tensor();
+      // t / c or t * c by the eager ops, as the Div or Mul computes it (c as [1]).
+      const Tensor f = graph.value(c).constant.reshape({1});
+      auto scaled = [&](int id) {
+        const Tensor& t = graph.value(id).constant;
+        return divide ? div(t, f) : mul(t, f);
+      };
+      const Tensor w = scaled(gemm.inputs[1]);
+      const Tensor b = has_bias ? scaled(gemm.inputs[2]) : Tensor();
       const std::string w_name = graph.value(gemm.inputs[1]).name;
       gemm.inputs[1] = replace_constant(graph, gemm.inputs[1], g, w_name + "/scaled", w);
       if (has_bias) {
