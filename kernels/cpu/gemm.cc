@@ -67,7 +67,7 @@ constexpr int64_t kDotMaxM = 64;
 constexpr int64_t kAxpyMaxM = 8;
 constexpr int64_t kDirectChunk = 64;  // columns per thread chunk of the unpacked paths
 constexpr int64_t kDirectPerThread = 1 << 15;  // values of B a thread of the unpacked paths streams at least
-constexpr int64_t kAInPlaceColumns = 64;  // A read in place up to this many columns of C a thread (gemm_tile)
+constexpr int64_t kAInPlaceColumns[2] = {64, 768};  // A read in place up to this many columns of C a thread ([1]: AVX2)
 constexpr int64_t kPrefetchB = 1 << 20;  // a thread's unpacked B read in order first, up to (sgemm_blocked)
 constexpr int64_t kClaimC = 1 << 18;  // C's values from which gemm_tile claims its tiles' rows ahead (1 MiB)
 constexpr int64_t kSplitDepthRatio = 3;  // a product splits its depth across threads from k >= this * m on (split_depth)
@@ -158,7 +158,6 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // The 32-bit slots a depth of k takes in u's packed panels, per row or column.
 int64_t slots(const UkernelInfo& u, int64_t k) { return u.bf16 ? (k + 1) / 2 : k; }
 size_t floats_bytes(int64_t n) { return static_cast<size_t>(round_up(n * 4, kAlign)); }
-
 
 // A full panel of `mr` rows, each contiguous along p (row-major A, or the
 // columns of B = W^T, a Linear's weight): dst[p * mr + i] = src[i * rs + p],
@@ -374,11 +373,12 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
   const bool in_place = u.in_place != nullptr && pr.b_packed == nullptr && b.cs == 1 && !aliased && b_in_place_isa;
   // A with contiguous rows is read in place too when its packed block would
   // serve few column panels: attention's P V (Xeon, BM_ember_heads: 126 -> 84
-  // us), and where in_place takes right edges (in_place_edges) a projection
-  // to 24 or 40 channels (packing its A was a third of its time).
+  // us), a projection to 24 or 40 channels (packing its A was a third of its
+  // time), and on AVX2 up to 48 panels (Zen 3: a deep A from L3 cost more to
+  // pack than read in place: 1024 x 384 x 1536 88.4 -> 93.1 GFLOP/s, 96 panels -3 %).
   const bool edges_in_place = u.in_place_edges && !in_place;
   const bool a_in_place = u.in_place != nullptr && pr.a_packed == nullptr && a.cs == 1 &&
-                          (pr.n % u.nr == 0 || edges_in_place) && n1 - n0 <= kAInPlaceColumns &&
+                          (pr.n % u.nr == 0 || edges_in_place) && n1 - n0 <= kAInPlaceColumns[u.isa == GemmIsa::Avx2] &&
                           (a.rs * static_cast<int64_t>(sizeof(float))) % 4096 != 0;
   // A C larger than L2 swept by more than one K block: each tile's rows are
   // claimed into L1 before its kernel runs (the epilogue's reads of C held 11 %

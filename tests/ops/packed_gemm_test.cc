@@ -103,10 +103,11 @@ TEST_CASE("sgemm_fused: packed operands give the unpacked product bit for bit, e
   }
 }
 
-TEST_CASE("sgemm_fused: A read in place (contiguous rows, up to 64 columns) gives the packed A's product bit for bit") {
+TEST_CASE("sgemm_fused: A read in place (contiguous rows, up to 64 or 768 columns) gives the packed A's product bit for bit") {
   // Attention's P V: A's rows are read where they lie when C is at most 64
-  // columns, a multiple of the tile width (else A is packed; on AVX2 any
-  // width, B packed: 24, 29 and 40 columns end in a tile of 8, 13 and 8): against the
+  // columns (AVX2: 768), a multiple of the tile width (else A is packed; on AVX2 any
+  // width, B packed: 24, 29 and 40 columns end in a tile of 8, 13 and 8; 200 in 8,
+  // 776 is packed on every kernel): against the
   // same A pre-packed, B row-major (read in place too) and B = W^T (packed),
   // rows of A padded (rs > k) or 1024 floats apart (packed: the rows would
   // share an L1 set), partial row tiles, several K blocks and M blocks.
@@ -116,7 +117,7 @@ TEST_CASE("sgemm_fused: A read in place (contiguous rows, up to 64 columns) give
     REQUIRE(cpu::sgemm_set_isa(isa));
     for (int threads : {1, 2}) {
       for (int64_t m : {1, 5, 12, 13, 25, 150}) {
-        for (int64_t n : {24, 29, 32, 40, 64}) {
+        for (int64_t n : {24, 29, 32, 40, 64, 200, 768, 776}) {
           for (int64_t k : {1, 7, 300}) {
             for (int64_t rs : {k + 3, int64_t{1024}}) {
               for (bool b_rows : {true, false}) {
