@@ -61,9 +61,9 @@ constexpr int64_t kShallowBlock = 96 * 1024;
 // bench/gemm_bench (Zen 4, AVX-512): for a W^T operand the unpacked dot
 // products beat pack + GEMM through M = 64 (K, N = 768, 3072, one thread,
 // loaded machine: about 4.4 vs 6.8 ms at M = 64, 0.9 vs 3.8 ms at M = 16) and
-// tie at M = 128. The broadcast-FMA path is used only
-// for a few rows (its B packing is a cheap row copy).
-constexpr int64_t kDotMaxM = 64;
+// tie at M = 128; on AVX2 ([1], Zen 3) through M = 16 (M = 64: 7.1 vs 4.1 ms;
+// a B packed at load 3.2). The broadcast-FMA path: a few rows (a cheap B copy).
+constexpr int64_t kDotMaxM[2] = {64, 16};
 constexpr int64_t kAxpyMaxM = 8;
 constexpr int64_t kDirectChunk = 64;  // columns per thread chunk of the unpacked paths
 constexpr int64_t kDirectPerThread = 1 << 15;  // values of B a thread of the unpacked paths streams at least
@@ -479,7 +479,7 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
 // The unpacked paths for few rows of A (gemv.h); false when the layout has none.
 bool sgemm_direct(const UkernelInfo& u, int64_t m, int64_t n, int64_t k, MatrixRef<const float> a,
                   MatrixRef<const float> b, MatrixRef<float> c, bool accumulate, int threads) {
-  if (m > kDotMaxM) return false;
+  if (m > kDotMaxM[u.isa == GemmIsa::Avx2]) return false;
   const detail::DirectKind kind = detail::sgemm_direct_kind(a, b, c);
   if (!(kind == detail::DirectKind::Dot || (kind == detail::DirectKind::Axpy && m <= kAxpyMaxM))) return false;
   // These paths stream B, each of its values used by the few rows of A: a

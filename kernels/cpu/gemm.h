@@ -6,7 +6,7 @@
 // them, with cache blocking over K, M and N and threads over M x N blocks.
 // No allocation: packing buffers come from the caller's workspace. Products
 // with few rows of A skip packing when the layout allows (gemv.h): B = W^T
-// (b.rs == 1) with A's rows contiguous, up to 64 rows; row-major B and C
+// (b.rs == 1) with A's rows contiguous, up to 64 rows (AVX2: 16); row-major B and C
 // (b.cs == c.cs == 1), up to 8 rows. Those need no workspace at all.
 #pragma once
 
