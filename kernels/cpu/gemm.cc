@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemm_tile.h"
@@ -28,15 +27,11 @@ namespace ember::cpu {
 namespace {
 
 using detail::epilogue;
-using detail::load4;
-using detail::store4;
+using detail::pack_a;
+using detail::pack_b_panel;
 using detail::store_tile;
 using detail::TileEpilogue;
-using detail::Ukernel;
-using detail::InPlaceUkernel;
-using detail::SweepUkernel;
-using detail::transpose4;
-using detail::v4f;
+using detail::UkernelInfo;
 #if RT_GEMM_X86
 using detail::edge_12x32_avx512;
 using detail::ukernel_12x32_avx512;
@@ -72,26 +67,11 @@ constexpr int64_t kPrefetchB = 1 << 20;  // a thread's unpacked B read in order 
 constexpr int64_t kClaimC = 1 << 18;  // C's values from which gemm_tile claims its tiles' rows ahead (1 MiB)
 constexpr int64_t kSplitDepthRatio = 3;  // a product splits its depth across threads from k >= this * m on (split_depth)
 
-struct UkernelInfo {
-  int64_t mr, nr, mc;  // tile rows and columns; rows of a packed A block (a multiple of mr)
-  Ukernel fn;
-  const char* name;
-  GemmIsa isa;
-  bool bf16 = false;  // bf16 panels (gemm_tile.h: K pairs per 32-bit slot)
-  Ukernel edge = nullptr;  // for tiles of fewer than nr valid columns or mr valid rows (null: fn)
-  InPlaceUkernel in_place = nullptr;  // full-width tiles of a B with contiguous rows, unpacked (null: none)
-  // The same family prefetching A ahead, for a pre-packed A (gemm_avx512.cc; null: this one).
-  const UkernelInfo* streamed = nullptr;
-  bool a_rows = false;  // bf16 A panels of rows (detail::pack_a_bf16_rows: the AMX family)
-  SweepUkernel sweep = nullptr;  // rows of tiles of a shallow product (null: a call per tile)
-  bool in_place_edges = false;  // in_place takes right edges (nv < nr) of a packed B too
-};
-
 constexpr UkernelInfo kPortable{8, 8, 128, &detail::ukernel_8x8_portable, "portable 8x8", GemmIsa::Portable};
 #if RT_GEMM_X86
 constexpr UkernelInfo kAvx2{6,     16, 120, &detail::ukernel_6x16_avx2, "avx2 6x16", GemmIsa::Avx2,
                             false, &detail::edge_6x16_avx2, &detail::in_place_6x16_avx2, nullptr, false,
-                            &detail::sweep_6x16_avx2, true};
+                            &detail::sweep_6x16_avx2, true, &detail::narrow_6x16_avx2};
 constexpr UkernelInfo kAvx512Streamed{12, 32, 144, &ukernel_12x32_avx512<true>, "avx512 12x32", GemmIsa::Avx512,
                                        false, &edge_12x32_avx512<true>, &detail::in_place_12x32_avx512<true>};
 constexpr UkernelInfo kAvx512{12, 32, 144, &ukernel_12x32_avx512<false>, "avx512 12x32", GemmIsa::Avx512, false,
@@ -158,108 +138,6 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // The 32-bit slots a depth of k takes in u's packed panels, per row or column.
 int64_t slots(const UkernelInfo& u, int64_t k) { return u.bf16 ? (k + 1) / 2 : k; }
 size_t floats_bytes(int64_t n) { return static_cast<size_t>(round_up(n * 4, kAlign)); }
-
-// A full panel of `mr` rows, each contiguous along p (row-major A, or the
-// columns of B = W^T, a Linear's weight): dst[p * mr + i] = src[i * rs + p],
-// 4x4 blocks transposed in registers so that each store writes four values of
-// a p (a scalar store per value was 9% of a BERT int8 run's attention
-// products; a strided gather per value made packing W^T cost more than a
-// 64-row product with it). An even mr not a multiple of 4 (AVX2's 6) ends
-// with a 2 x 4 block, as pairs: AVX2 packed A value by value (10 % of a
-// 512 x 512 product, Zen 3).
-void pack_panel_rows(int64_t mr, int64_t kc, const float* src, int64_t rs, float* dst) {
-  int64_t p = 0;
-  for (; p + 4 <= kc; p += 4) {
-    int64_t i0 = 0;
-    for (; i0 + 4 <= mr; i0 += 4) {
-      v4f r[4];
-      for (int q = 0; q < 4; ++q) r[q] = load4(src + (i0 + q) * rs + p);
-      transpose4(r);
-      for (int q = 0; q < 4; ++q) store4(dst + (p + q) * mr + i0, r[q]);
-    }
-    if (i0 < mr) {  // rows i0, i0 + 1
-      v4f lo, hi;
-      detail::zip4(load4(src + i0 * rs + p), load4(src + (i0 + 1) * rs + p), &lo, &hi);
-      float pairs[8];  // (row i0, row i0 + 1) at p, p + 1, p + 2, p + 3
-      store4(pairs, lo);
-      store4(pairs + 4, hi);
-      for (int q = 0; q < 4; ++q) std::memcpy(dst + (p + q) * mr + i0, pairs + 2 * q, 2 * sizeof(float));
-    }
-  }
-  for (; p < kc; ++p) {
-    for (int64_t i = 0; i < mr; ++i) dst[p * mr + i] = src[i * rs + p];
-  }
-}
-
-// Packs rows [0, mc) x depth [0, kc) of A into MR-tall panels: panel r holds, for
-// each p, the MR values A[r*MR + i, p] (zero past mc).
-void pack_a(const UkernelInfo& u, int64_t mc, int64_t kc, MatrixRef<const float> a, float* dst) {
-  if (u.bf16) return (u.a_rows ? detail::pack_a_bf16_rows : detail::pack_a_bf16)(u.mr, mc, kc, a, dst);
-  const int64_t mr = u.mr;
-  for (int64_t r = 0; r < mc; r += mr) {
-    const int64_t rows = std::min(mr, mc - r);
-    const float* src = a.data + r * a.rs;
-    if (a.rs == 1 && rows == mr) {  // column-major A: each p is a contiguous run of MR
-      for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * mr, src + p * a.cs, sizeof(float) * mr);
-    } else if (a.cs == 1 && rows == mr && mr % 2 == 0) {
-      pack_panel_rows(mr, kc, src, a.rs, dst);
-    } else {
-      for (int64_t i = 0; i < rows; ++i) {
-        const float* row = src + i * a.rs;
-        if (a.cs == 1) {
-          for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = row[p];
-        } else {
-          for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = row[p * a.cs];
-        }
-      }
-      for (int64_t i = rows; i < mr; ++i) {
-        for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = 0.0f;
-      }
-    }
-    dst += mr * kc;
-  }
-}
-
-// dst[p * NR, +NR) = src[p * rs, +NR) for p < rows.
-template <int64_t NR>
-void copy_rows(int64_t rows, const float* src, int64_t rs, float* dst) {
-  for (int64_t p = 0; p < rows; ++p) std::memcpy(dst + p * NR, src + p * rs, sizeof(float) * NR);
-}
-
-// Packs NR-wide column panel `panel` (columns [panel*NR, +NR) of the block, nc
-// columns in all) of the kc x nc block of B: for each p, NR values B[p, j].
-void pack_b_panel(const UkernelInfo& u, int64_t panel, int64_t nc, int64_t kc, MatrixRef<const float> b,
-                  float* dst) {
-  if (u.bf16) return detail::pack_b_panel_bf16(u.nr, panel, nc, kc, b, dst);
-  const int64_t nr = u.nr;
-  const int64_t j0 = panel * nr;
-  const int64_t cols = std::min(nr, nc - j0);
-  dst += panel * nr * kc;
-  const float* src = b.data + j0 * b.cs;
-  if (b.cs == 1 && cols == nr) {
-    // A copy of constant size per kernel width compiles to vector moves (a
-    // variable-size memcpy call per row cost about 10% of MobileNetV2).
-    switch (nr) {
-      case 8: return copy_rows<8>(kc, src, b.rs, dst);
-      case 16: return copy_rows<16>(kc, src, b.rs, dst);
-      case 32: return copy_rows<32>(kc, src, b.rs, dst);
-      default:
-        for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * nr, src + p * b.rs, sizeof(float) * nr);
-        return;
-    }
-  }
-  if (b.rs == 1 && cols == nr && nr % 4 == 0) {  // B = W^T (a Linear's weight): columns contiguous along p
-    pack_panel_rows(nr, kc, src, b.cs, dst);
-    return;
-  }
-  for (int64_t p = 0; p < kc; ++p) {
-    const float* row = src + p * b.rs;
-    float* d = dst + p * nr;
-    int64_t j = 0;
-    for (; j < cols; ++j) d[j] = row[j * b.cs];
-    for (; j < nr; ++j) d[j] = 0.0f;
-  }
-}
 
 // How many threads an m x n x k product is worth (about 2^18 multiply-adds each).
 int threads_for(int64_t m, int64_t n, int64_t k, int threads) {
@@ -460,6 +338,14 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
           // tile's share would be a burst of up to a whole panel.
           const int64_t share = pr.b_packed != nullptr && tiles >= 4 ? (panel_bytes / 64 + tiles - 1) / tiles : 0;
           for (int64_t jp = 0; jp < n_panels; ++jp) {
+            const int64_t nv = nc - jp * u.nr;
+            if (nv <= 4 && u.narrow != nullptr && !a_in_place && !in_place) {
+              TileEpilogue te;
+              u.narrow(kc, ablock, mc, bblock_packed + jp * u.nr * slots(u, kc), nv,
+                       pr.c.data + ic * pr.c.rs + (jc + jp * u.nr) * pr.c.cs, pr.c.rs, pr.c.cs, acc,
+                       tile_epilogue(pr, ic, jc + jp * u.nr, pc, kc, &te));
+              continue;
+            }
             const bool ahead = share > 0 && jp + 1 < n_panels;
             const char* next = ahead ? reinterpret_cast<const char*>(bblock_packed + (jp + 1) * u.nr * slots(u, kc))
                                      : nullptr;

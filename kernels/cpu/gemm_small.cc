@@ -207,6 +207,67 @@ void sweep_6x16_avx2(int64_t kc, const float* a, int64_t lda, const float* b, in
   (lda != 0 ? &sweep_rows_avx2<true> : &sweep_rows_avx2<false>)(kc, a, lda, b, n, c, rs, accumulate, e);
 }
 
+namespace {
+// UkernelInfo::narrow for NV columns: 8 / NV tiles side by side, G * NV
+// chains of multiply-adds in flight (a lone tile's NV chains, 6 rows in a
+// vector, waited on the latency); each chain is the 6x16 tile's, in its order.
+// A panel's row of 6 is read as a vector of 8 (the last one masked).
+#define EMBER_GEMM_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+template <int NV>
+__attribute__((target("avx2,fma"))) void narrow_cols_avx2(int64_t kc, const float* a, int64_t mc, const float* b,
+                                                           float* c, int64_t rs, int64_t cs, bool accumulate,
+                                                           const TileEpilogue* e) {
+  constexpr int G = NV == 1 ? 8 : NV == 2 ? 4 : 2;
+  const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+  const int64_t tiles = (mc + 5) / 6;
+  for (int64_t t0 = 0; t0 < tiles; t0 += G) {
+    const float* at[G];  // a group's tiles (past the last: the last again, not stored)
+    for (int g = 0; g < G; ++g) at[g] = a + std::min<int64_t>(t0 + g, tiles - 1) * 6 * kc;
+#define EMBER_GEMM_ZERO1(q) __m256 c##q = _mm256_setzero_ps();
+    EMBER_GEMM_CHAINS(EMBER_GEMM_ZERO1)
+#undef EMBER_GEMM_ZERO1
+#define EMBER_GEMM_MAC(q)                                                                                   \
+  if constexpr (q < G * NV) {                                                                               \
+    c##q = _mm256_fmadd_ps(EMBER_GEMM_LOAD(at[q / NV] + 6 * p), _mm256_broadcast_ss(b + 16 * p + q % NV), c##q); \
+  }
+    int64_t p = 0;
+#define EMBER_GEMM_LOAD(x) _mm256_loadu_ps(x)
+    for (; p + 1 < kc; ++p) {
+      EMBER_GEMM_CHAINS(EMBER_GEMM_MAC)
+    }
+#undef EMBER_GEMM_LOAD
+#define EMBER_GEMM_LOAD(x) _mm256_maskload_ps(x, six)
+    EMBER_GEMM_CHAINS(EMBER_GEMM_MAC)
+#undef EMBER_GEMM_LOAD
+#undef EMBER_GEMM_MAC
+#define EMBER_GEMM_LIST(q) c##q,
+    const __m256 acc[8] = {EMBER_GEMM_CHAINS(EMBER_GEMM_LIST)};
+#undef EMBER_GEMM_LIST
+    for (int g = 0; g < G && t0 + g < tiles; ++g) {
+      alignas(kGemmAlign) float t[6 * 16], col[8];
+      for (int j = 0; j < NV; ++j) {
+        _mm256_storeu_ps(col, acc[g * NV + j]);
+        for (int i = 0; i < 6; ++i) t[i * 16 + j] = col[i];
+      }
+      const int64_t r0 = (t0 + g) * 6;
+      TileEpilogue te = e != nullptr ? *e : TileEpilogue{};
+      if (te.row_bias != nullptr) te.row_bias += r0;
+      store_tile(t, 16, c + r0 * rs, rs, cs, accumulate, std::min<int64_t>(6, mc - r0), NV,
+                 e != nullptr ? &te : nullptr);
+    }
+  }
+}
+#undef EMBER_GEMM_CHAINS
+}  // namespace
+
+void narrow_6x16_avx2(int64_t kc, const float* a, int64_t mc, const float* b, int64_t nv, float* c, int64_t rs,
+                      int64_t cs, bool accumulate, const TileEpilogue* e) {
+  static constexpr void (*kCols[4])(int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t, bool,
+                                    const TileEpilogue*) = {&narrow_cols_avx2<1>, &narrow_cols_avx2<2>,
+                                                           &narrow_cols_avx2<3>, &narrow_cols_avx2<4>};
+  kCols[std::clamp<int64_t>(nv, 1, 4) - 1](kc, a, mc, b, c, rs, cs, accumulate, e);
+}
+
 #endif  // RT_GEMM_X86
 
 }  // namespace ember::cpu::detail

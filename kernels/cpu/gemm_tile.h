@@ -67,6 +67,40 @@ using InPlaceUkernel = void (*)(int64_t kc, const float* a, int64_t lda, const f
 using SweepUkernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, int64_t n, float* c,
                               int64_t rs, bool accumulate, const TileEpilogue* e);
 
+// A right edge of nv <= 4 valid columns (the first of a packed B panel,
+// nr wide) for every tile of a packed A block of mc rows, C's rows rs apart
+// from c; e is the first tile's epilogue (its row bias moves along). Each
+// value is the full tile's chain of multiply-adds, bit for bit: a tile of
+// its own spent a step's latency on a column or two (ResNet-18's 7 x 7
+// convolutions: 49 = 3 x 16 + 1 columns).
+using NarrowUkernel = void (*)(int64_t kc, const float* a, int64_t mc, const float* b, int64_t nv, float* c,
+                               int64_t rs, int64_t cs, bool accumulate, const TileEpilogue* e);
+
+// A micro-kernel family (gemm.cc picks one by CPU features) and how it is used.
+struct UkernelInfo {
+  int64_t mr, nr, mc;  // tile rows and columns; rows of a packed A block (a multiple of mr)
+  Ukernel fn;
+  const char* name;
+  GemmIsa isa;
+  bool bf16 = false;  // bf16 panels (gemm_tile.h: K pairs per 32-bit slot)
+  Ukernel edge = nullptr;  // for tiles of fewer than nr valid columns or mr valid rows (null: fn)
+  InPlaceUkernel in_place = nullptr;  // full-width tiles of a B with contiguous rows, unpacked (null: none)
+  // The same family prefetching A ahead, for a pre-packed A (gemm_avx512.cc; null: this one).
+  const UkernelInfo* streamed = nullptr;
+  bool a_rows = false;  // bf16 A panels of rows (detail::pack_a_bf16_rows: the AMX family)
+  SweepUkernel sweep = nullptr;  // rows of tiles of a shallow product (null: a call per tile)
+  bool in_place_edges = false;  // in_place takes right edges (nv < nr) of a packed B too
+  NarrowUkernel narrow = nullptr;  // right edges of nv <= 4 columns, a packed A block a call (null: none)
+};
+
+// Packs rows [0, mc) x depth [0, kc) of A into u.mr-tall panels (gemm_pack.cc):
+// panel r holds, for each p, the mr values A[r * mr + i, p] (zero past mc).
+void pack_a(const UkernelInfo& u, int64_t mc, int64_t kc, MatrixRef<const float> a, float* dst);
+// Packs u.nr-wide column panel `panel` (columns [panel * nr, +nr) of the
+// block, nc columns in all) of the kc x nc block of B: for each p, nr values
+// B[p, j] (zero past nc), at dst + panel * nr * kc.
+void pack_b_panel(const UkernelInfo& u, int64_t panel, int64_t nc, int64_t kc, MatrixRef<const float> b, float* dst);
+
 #if RT_GEMM_X86
 // Brings `lines` cache lines from pf on into L2, one at every kc / lines-th
 // step of a micro-kernel's loop (step(p)), the rest at its end (rest()):
@@ -225,6 +259,8 @@ void in_place_6x16_avx2(int64_t kc, const float* a, int64_t lda, const float* b,
                         int64_t pf_lines);
 void sweep_6x16_avx2(int64_t kc, const float* a, int64_t lda, const float* b, int64_t n, float* c, int64_t rs,
                      bool accumulate, const TileEpilogue* e);
+void narrow_6x16_avx2(int64_t kc, const float* a, int64_t mc, const float* b, int64_t nv, float* c, int64_t rs,
+                      int64_t cs, bool accumulate, const TileEpilogue* e);
 
 // The AVX-512 float32 family (gemm_avx512.cc): the 12x32 micro-kernel and its
 // UkernelInfo::edge, for tiles of fewer than 32 valid columns or 12 valid rows

@@ -223,6 +223,7 @@ TEST_CASE("sgemm_fused: edge tiles (the last rows and columns) give the full til
   // edge) against C of m x n alone: AVX-512 runs 49 columns as 32 + 16 + 1,
   // 196's last tile as 4 columns, 40's as 8, 58's as 16 + 10 (a full tile);
   // 64 rows as 5 x 12 + 4, 70 as 5 x 12 + 10; with the conv epilogue over K blocks.
+  // (AVX2: 64 = 10 x 6 + 4, 70 = 11 x 6 + 4; 17, 49 and 196 end in 1 or 4 columns.)
   IsaGuard guard;
   manual_seed(2);
   for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
@@ -251,6 +252,10 @@ TEST_CASE("sgemm_fused: edge tiles (the last rows and columns) give the full til
           const Tensor full =
               run(tall, wide, k, a_tall, b_wide, nullptr, nullptr, conv_tall, 1).narrow(0, 0, m).narrow(1, 0, n).contiguous();
           CHECK(bitwise_equal(edge, full));
+          // A pre-packed (a conv weight): AVX2 runs a right edge of up to 4
+          // columns for a block's tiles a call, 8 / nv of them side by side.
+          const cpu::PackedOperand pa = cpu::sgemm_pack_a(m, k, ref(a));
+          for (int threads : {1, 2}) CHECK(bitwise_equal(run(m, n, k, a, b, &pa, nullptr, conv, threads), full));
           check_close(edge, clamp(mm(a.to(DType::Float64), b.to(DType::Float64)) +
                                       row_bias.to(DType::Float64).unsqueeze(1),
                                   Scalar(-1.0), Scalar(6.0))
