@@ -153,25 +153,27 @@ bool use_winograd(const TensorView& x, const TensorView& wt, const TensorView& o
   return winograd_applies(x, wt, o, prm) && winograd_profitable(x, wt, o, u != nullptr);
 }
 
-// dst[i] = src[2 * i] for i < n: a stride-2 convolution's im2col row, 16
+// dst[i] = src[2 * i] for i < n: a stride-2 convolution's im2col row, 8
 // outputs from two vectors' even lanes (GCC vector extensions, built per ISA;
-// the scalar loop cost 20% of ResNet-18's 7x7 stride-2 stem). Reads nothing
-// past src[2 * (n - 1)].
+// the scalar loop cost 20% of ResNet-18's 7x7 stride-2 stem). Not 16: GCC 12
+// builds that shuffle for AVX2 value by value through the stack (13 % of a
+// 3x3 stride-2 convolution, 56 -> 28, Zen 3); 8 take two vpermd and a blend.
+// Reads nothing past src[2 * (n - 1)].
 RT_SIMD_CLONES void copy_even(float* __restrict dst, const float* __restrict src, int64_t n) {
-  typedef float v16f __attribute__((vector_size(64)));
+  typedef float v8f __attribute__((vector_size(32)));
 #if !defined(__clang__)
-  typedef int32_t v16i __attribute__((vector_size(64)));
-  const v16i even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+  typedef int32_t v8i __attribute__((vector_size(32)));
+  const v8i even = {0, 2, 4, 6, 8, 10, 12, 14};
 #endif
   int64_t i = 0;
-  for (; i + 16 < n; i += 16) {  // reads src[2i .. 2i + 31], 2i + 31 < 2 (n - 1)
-    v16f a, b;
+  for (; i + 8 < n; i += 8) {  // reads src[2i .. 2i + 15], 2i + 15 < 2 (n - 1)
+    v8f a, b;
     std::memcpy(&a, src + 2 * i, sizeof(a));
-    std::memcpy(&b, src + 2 * i + 16, sizeof(b));
+    std::memcpy(&b, src + 2 * i + 8, sizeof(b));
 #if defined(__clang__)
-    const v16f v = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const v8f v = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
 #else
-    const v16f v = __builtin_shuffle(a, b, even);
+    const v8f v = __builtin_shuffle(a, b, even);
 #endif
     std::memcpy(dst + i, &v, sizeof(v));
   }
