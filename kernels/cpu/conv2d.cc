@@ -180,6 +180,18 @@ RT_SIMD_CLONES void copy_even(float* __restrict dst, const float* __restrict src
   for (; i < n; ++i) dst[i] = src[2 * i];
 }
 
+// dst[0, n) = src[0, n): short rows four floats a move, not a call (memcpy
+// per 7-float row of a 7x7 plane's im2col took 10 % of ResNet-18's layer4 convolutions).
+inline void copy_short(float* dst, const float* src, int64_t n) {
+  if (n > 64) {
+    std::memcpy(dst, src, sizeof(float) * n);
+    return;
+  }
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) std::memcpy(dst + k, src + k, 4 * sizeof(float));
+  for (; k < n; ++k) dst[k] = src[k];
+}
+
 // col[(ci*KH + i)*KW + j, (oh - oh0)*OW + ow] = x[ci, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside)
 // for the output rows oh in [oh0, oh1); col's rows `ld` apart. The row's (ci, i, j) advance with it and
 // each j's valid columns are computed once per call: with few output positions (a 1-D
@@ -219,7 +231,7 @@ void im2col_rows(const float* x, const TensorView& xv, const ConvPlan& p, const 
       const float* row = src + ih * sh + off_w * sw;
       for (int64_t ow = 0; ow < lo; ++ow) dst[ow] = 0.0f;
       if (st == 1 && sw == 1) {
-        std::memcpy(dst + lo, row + lo, sizeof(float) * (hi - lo));
+        copy_short(dst + lo, row + lo, hi - lo);
       } else if (st * sw == 2) {
         copy_even(dst + lo, row + 2 * lo, hi - lo);
       } else {
