@@ -33,8 +33,9 @@ __attribute__((always_inline)) inline void prefetch_a(const float* a) {
 // a + i * lda (contiguous along k), rather than from a packed panel (12
 // values a step); only its first MV rows are read. pf: pf_lines cache lines
 // to bring into L2 (gemm.cc: a share of the next pre-packed B panel),
-// spread over the steps (gemm_tile.h: SpreadPrefetch).
-template <int MV, bool kStreamA, bool kARows = false>
+// spread over the steps (gemm_tile.h: SpreadPrefetch). kHalf: the first B
+// vector only (a last panel of at most 16 valid columns).
+template <int MV, bool kStreamA, bool kARows = false, bool kHalf = false>
 __attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const float* __restrict a,
                                                                   const float* __restrict b, int64_t ldb, float* c,
                                                                   int64_t rs, int64_t cs, bool accumulate,
@@ -45,14 +46,14 @@ __attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const floa
   SpreadPrefetch spread(pf, pf_lines, kc);
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = kHalf ? b0 : _mm512_loadu_ps(b + 16);
     prefetch_a<kStreamA>(a);
     spread.step(p);
 #define EMBER_GEMM_STEP(i, V, unused)                                     \
   if constexpr (i < MV) {                                                 \
     const __m512 ai = _mm512_set1_ps(kARows ? a[i * lda] : a[i]);         \
     c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0);                         \
-    c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1);                         \
+    if constexpr (!kHalf) c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1);   \
   }
     EMBER_GEMM_ROWS12(EMBER_GEMM_STEP, , )
 #undef EMBER_GEMM_STEP
@@ -176,6 +177,32 @@ __attribute__((target("avx512f"))) void in_place_12x32_avx512(int64_t kc, const 
   static constexpr Rows kRows[2][13] = {EMBER_GEMM_MV(false), EMBER_GEMM_MV(true)};
 #undef EMBER_GEMM_MV
   kRows[lda != 0][std::clamp<int64_t>(mv, 1, 12)](kc, a, b, ldb, c, rs, cs, accumulate, mv, nv, e, lda, pf, pf_lines);
+}
+
+namespace {
+// UkernelInfo::sweep's rows: the micro-kernel inlined (flatten) for each panel.
+template <bool kARows>
+__attribute__((target("avx512f"), flatten)) void sweep_rows_avx512(int64_t kc, const float* a, int64_t lda,
+                                                                   const float* b, int64_t n, float* c, int64_t rs,
+                                                                   bool accumulate, const TileEpilogue* e) {
+  TileEpilogue t = e != nullptr ? *e : TileEpilogue{};
+  const TileEpilogue* te = e != nullptr ? &t : nullptr;
+  for (int64_t p = 0; p < n / 32; ++p, b += 32 * kc, c += 32) {
+    rows_12x32_avx512<12, false, kARows>(kc, a, b, 32, c, rs, 1, accumulate, 12, 32, te, lda);
+    if (t.col_bias != nullptr) t.col_bias += 32;
+  }
+  if (n % 32 == 0) return;
+  if (n % 32 <= 16) {
+    rows_12x32_avx512<12, false, kARows, true>(kc, a, b, 32, c, rs, 1, accumulate, 12, n % 32, te, lda);
+  } else {
+    rows_12x32_avx512<12, false, kARows>(kc, a, b, 32, c, rs, 1, accumulate, 12, n % 32, te, lda);
+  }
+}
+}  // namespace
+
+void sweep_12x32_avx512(int64_t kc, const float* a, int64_t lda, const float* b, int64_t n, float* c, int64_t rs,
+                        bool accumulate, const TileEpilogue* e) {
+  (lda != 0 ? &sweep_rows_avx512<true> : &sweep_rows_avx512<false>)(kc, a, lda, b, n, c, rs, accumulate, e);
 }
 
 // UkernelInfo::edge of the 12x32 kernel: nv < 32 (the right edge), or a full

@@ -190,14 +190,16 @@ __attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m
   }
 }
 
-// The epilogue on 16 values of row i from column j, as epilogue() does it.
+// The epilogue on 16 values of row i from column j, as epilogue() does it
+// (m: the valid columns, whose column biases are read).
 // The clamp is _mm512_max_ps(lo, v) then _mm512_min_ps(hi, v) written as
 // compare and blend (a NaN v is kept alike): GCC 12's own intrinsics trip
 // -Wmaybe-uninitialized in its header.
 __attribute__((target("avx512f"), always_inline)) inline __m512 epilogue16_avx512(__m512 v, const TileEpilogue& e,
-                                                                                   int i, int j) {
+                                                                                   int i, int j,
+                                                                                   __mmask16 m = 0xFFFF) {
   if (e.row_bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(e.row_bias[i]));
-  if (e.col_bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(e.col_bias + j));
+  if (e.col_bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, e.col_bias + j));
   if (e.clamp) {
     const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
     v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(lo, v, _CMP_GT_OQ), v, lo);
@@ -231,6 +233,19 @@ __attribute__((target("avx512f"), always_inline)) inline void store_12x32_avx512
       }
       _mm512_storeu_ps(ci, acc[i][0]);
       _mm512_storeu_ps(ci + 16, acc[i][1]);
+    }
+    return;
+  }
+  if (cs == 1) {  // a right edge: masked vectors (a channels_last product to 16 or 24 channels)
+    const __mmask16 m[2] = {static_cast<__mmask16>(nv >= 16 ? 0xFFFFu : (1u << nv) - 1),
+                            static_cast<__mmask16>(nv >= 32 ? 0xFFFFu : nv <= 16 ? 0u : (1u << (nv - 16)) - 1)};
+    for (int i = 0; i < mv; ++i) {
+      for (int v = 0; v < 2 && m[v] != 0; ++v) {
+        float* cv = c + i * rs + 16 * v;
+        __m512 x = accumulate ? _mm512_add_ps(acc[i][v], _mm512_maskz_loadu_ps(m[v], cv)) : acc[i][v];
+        if (e != nullptr) x = epilogue16_avx512(x, *e, i, 16 * v, m[v]);
+        _mm512_mask_storeu_ps(cv, m[v], x);
+      }
     }
     return;
   }
@@ -278,6 +293,10 @@ template <bool kStreamA>
 void in_place_12x32_avx512(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                            int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv, const TileEpilogue* e,
                            const char* pf, int64_t pf_lines);
+// UkernelInfo::sweep: a 12-row tile against every panel (a last panel of at
+// most 16 columns with one B vector).
+void sweep_12x32_avx512(int64_t kc, const float* a, int64_t lda, const float* b, int64_t n, float* c, int64_t rs,
+                        bool accumulate, const TileEpilogue* e);
 #endif
 
 // Whether the CPU runs the bfloat16 family (AVX-512 F, BW and BF16).
