@@ -74,10 +74,10 @@ constexpr UkernelInfo kAvx2{6,     16, 120, &detail::ukernel_6x16_avx2, "avx2 6x
                             &detail::sweep_6x16_avx2, true, &detail::narrow_6x16_avx2};
 constexpr UkernelInfo kAvx512Streamed{12,    32, 144, &ukernel_12x32_avx512<true>, "avx512 12x32", GemmIsa::Avx512,
                                        false, &edge_12x32_avx512<true>, &detail::in_place_12x32_avx512<true>, nullptr,
-                                       false, &detail::sweep_12x32_avx512};
+                                       false, &detail::sweep_12x32_avx512, true};
 constexpr UkernelInfo kAvx512{12,    32, 144, &ukernel_12x32_avx512<false>, "avx512 12x32", GemmIsa::Avx512,
                                false, &edge_12x32_avx512<false>, &detail::in_place_12x32_avx512<false>,
-                               &kAvx512Streamed, false, &detail::sweep_12x32_avx512};
+                               &kAvx512Streamed, false, &detail::sweep_12x32_avx512, true};
 #endif
 // Run only products with a bf16-packed operand (where detail::bf16_supported()):
 // AMX-BF16 where the CPU has it (bf16_family), else AVX-512 BF16.
