@@ -62,7 +62,8 @@ constexpr int64_t kDotMaxM[2] = {64, 16};
 constexpr int64_t kAxpyMaxM = 8;
 constexpr int64_t kDirectChunk = 64;  // columns per thread chunk of the unpacked paths
 constexpr int64_t kDirectPerThread = 1 << 15;  // values of B a thread of the unpacked paths streams at least
-constexpr int64_t kAInPlaceColumns[2] = {64, 768};  // A read in place up to this many columns of C a thread ([1]: AVX2)
+// A read in place up to this many columns of C a thread (the portable kernel: 64; AVX2 and AVX-512: 768).
+constexpr int64_t a_in_place_columns(GemmIsa isa) { return isa == GemmIsa::Portable ? 64 : 768; }
 constexpr int64_t kPrefetchB = 1 << 20;  // a thread's unpacked B read in order first, up to (sgemm_blocked)
 constexpr int64_t kClaimC = 1 << 18;  // C's values from which gemm_tile claims its tiles' rows ahead (1 MiB)
 constexpr int64_t kSplitDepthRatio = 3;  // a product splits its depth across threads from k >= this * m on (split_depth)
@@ -259,11 +260,13 @@ void gemm_tile(const UkernelInfo& u, const Plan& s, int64_t m0, int64_t m1, int6
   // A with contiguous rows is read in place too when its packed block would
   // serve few column panels: attention's P V (Xeon, BM_ember_heads: 126 -> 84
   // us), a projection to 24 or 40 channels (packing its A was a third of its
-  // time), and on AVX2 up to 48 panels (Zen 3: a deep A from L3 cost more to
-  // pack than read in place: 1024 x 384 x 1536 88.4 -> 93.1 GFLOP/s, 96 panels -3 %).
+  // time), and on AVX2 and AVX-512 up to 768 columns (Zen 3: a deep A from L3
+  // cost more to pack than read in place: 1024 x 384 x 1536 88.4 -> 93.1
+  // GFLOP/s, 96 panels -3 %; Zen 4, gemm_bench: BERT's Linears 2.5-3.5 % faster,
+  // MobileNetV3's projections to 112 and 160 channels 6 %).
   const bool edges_in_place = u.in_place_edges && !in_place;
   const bool a_in_place = u.in_place != nullptr && pr.a_packed == nullptr && a.cs == 1 &&
-                          (pr.n % u.nr == 0 || edges_in_place) && n1 - n0 <= kAInPlaceColumns[u.isa == GemmIsa::Avx2] &&
+                          (pr.n % u.nr == 0 || edges_in_place) && n1 - n0 <= a_in_place_columns(u.isa) &&
                           (a.rs * static_cast<int64_t>(sizeof(float))) % 4096 != 0;
   // A C larger than L2 swept by more than one K block: each tile's rows are
   // claimed into L1 before its kernel runs (the epilogue's reads of C held 11 %
