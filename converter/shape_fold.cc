@@ -10,6 +10,67 @@
 
 namespace ember::converter {
 
+namespace {
+
+// The node producing value id, if it is an `op` node (else null).
+const Node* produced_by(const Graph& g, int id, const char* op) {
+  const int p = g.producer_of(id);
+  return p >= 0 && g.nodes[static_cast<size_t>(p)].op_type == op ? &g.nodes[static_cast<size_t>(p)] : nullptr;
+}
+
+// A Reshape of x (allowzero 0) to Concat(pieces), each piece a constant or
+// x's own dim at that position (Gather(Shape(x), i), unsqueezed): such a dim
+// is a 0 in the target (copy the input's dim), so the target is a constant.
+// PyTorch's x.view(x.size(0), -1, heads, d) exports four nodes a Reshape
+// that ran at every inference (BERT: 96 of its 247 ops).
+std::optional<Tensor> copy_dims_target(const Graph& g, const Node& reshape) {
+  if (reshape.inputs.size() != 2 || reshape.get_int("allowzero", 0) != 0 || g.is_constant(reshape.inputs[1])) return {};
+  const Node* cat = produced_by(g, reshape.inputs[1], "Concat");
+  const auto& xshape = g.value(reshape.inputs[0]).shape;
+  if (cat == nullptr || cat->get_int("axis", 0) != 0 || !xshape) return {};
+  const int64_t rank = static_cast<int64_t>(xshape->size());
+  std::vector<int64_t> dims;
+  bool copied = false;
+  for (int in : cat->inputs) {
+    if (in < 0) return {};
+    if (g.is_constant(in)) {
+      const Tensor& t = g.value(in).constant;
+      if (t.dim() != 1) return {};
+      for (int64_t v : ints_of(t)) dims.push_back(v);
+      continue;
+    }
+    int id = in;
+    bool scalar = false;  // a rank-0 Gather unsqueezed to one value
+    if (const Node* u = produced_by(g, id, "Unsqueeze")) {
+      const std::vector<int64_t> axes =
+          u->inputs.size() > 1 && g.is_constant(u->inputs[1]) ? ints_of(g.value(u->inputs[1]).constant)
+                                                              : u->get_ints("axes");
+      if (axes.size() != 1 || (axes[0] != 0 && axes[0] != -1)) return {};
+      id = u->inputs[0];
+      scalar = true;
+    }
+    const Node* gather = produced_by(g, id, "Gather");
+    if (gather == nullptr || gather->inputs.size() != 2 || gather->get_int("axis", 0) != 0 ||
+        !g.is_constant(gather->inputs[1])) {
+      return {};
+    }
+    const Tensor& idx = g.value(gather->inputs[1]).constant;
+    if (idx.numel() != 1 || idx.dim() != (scalar ? 0 : 1)) return {};
+    const Node* shape = produced_by(g, gather->inputs[0], "Shape");
+    if (shape == nullptr || shape->has("start") || shape->has("end") || shape->inputs[0] != reshape.inputs[0]) return {};
+    int64_t k = ints_of(idx)[0];
+    if (k < 0) k += rank;
+    if (k != static_cast<int64_t>(dims.size()) || k >= rank) return {};
+    dims.push_back(0);
+    copied = true;
+  }
+  if (!copied) return {};
+  const int64_t n = static_cast<int64_t>(dims.size());
+  return tensor(dims, {n});
+}
+
+}  // namespace
+
 int fold_shapes(Graph& graph) {
   int folded = 0;
   std::vector<bool> dead(graph.nodes.size(), false);
@@ -49,6 +110,13 @@ int fold_shapes(Graph& graph) {
       set_constant(graph.value(node.outputs[0]), tensor(picked, idx.sizes()));
       dead[i] = true;
       ++folded;
+    } else if (node.op_type == "Reshape") {
+      if (auto target = copy_dims_target(graph, node)) {
+        const std::string name = graph.value(node.inputs[1]).name + "/copy_dims";
+        const int id = graph.add_constant(name, *target);
+        graph.nodes[i].inputs[1] = id;  // the Concat and its pieces die if nothing else reads them
+        ++folded;
+      }
     }
   }
   graph.erase_nodes(dead);

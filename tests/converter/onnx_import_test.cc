@@ -196,7 +196,7 @@ TEST_CASE("view: Shape of a static shape folds through Gather/Unsqueeze/Concat i
   CHECK(*g.value(reshape.outputs[0]).shape == std::vector<Dim>{Dim::fixed(3), Dim::fixed(64)});
 }
 
-TEST_CASE("view: with a symbolic batch the Shape sub-graph stays, its static part folds") {
+TEST_CASE("view: with a symbolic batch the Reshape copies the batch dim (a 0 in a constant target)") {
   for (int opset : {11, 13}) {
     CAPTURE(opset);
     Graph g = load("view_dynamic_opset" + std::to_string(opset));
@@ -211,11 +211,14 @@ TEST_CASE("view: with a symbolic batch the Shape sub-graph stays, its static par
     CHECK(g.nodes.size() == 8);
     auto report = run_passes(g);
     REQUIRE_MESSAGE(report.ok(), report.diag().message);
-    CHECK(report->shapes_folded == 0);     // Gather(Shape(x), 0) is the symbolic batch
-    CHECK(report->constants_folded == 1);  // Unsqueeze of the constant 64
-    CHECK(g.op_histogram() == std::map<std::string, int>{{"Concat", 1}, {"Conv", 1}, {"Gather", 1},
-                                                         {"Gemm", 1}, {"Reshape", 1}, {"Shape", 1},
-                                                         {"Unsqueeze", 1}});
+    // Gather(Shape(x), 0) is the symbolic batch, x's own dim 0 at position 0 of
+    // x's Reshape: a 0 there (allowzero 0: copy it), so the target is constant.
+    CHECK(report->shapes_folded == 1);
+    CHECK(report->constants_folded == 1);  // Unsqueeze of the constant -1
+    CHECK(g.op_histogram() == std::map<std::string, int>{{"Conv", 1}, {"Gemm", 1}, {"Reshape", 1}});
+    const Node& reshape = only_node(g, "Reshape");
+    REQUIRE(g.is_constant(reshape.inputs[1]));
+    CHECK(g.value(reshape.inputs[1]).constant.to_vector<int64_t>() == std::vector<int64_t>{0, -1});
   }
 }
 
@@ -744,6 +747,71 @@ TEST_CASE("infer_missing_shapes: GatherElements has its indices' shape; fold_sha
   CHECK(fold_shapes(g) == 1);  // Size: 3 * 5 * 2
   REQUIRE(g.is_constant(iz));
   CHECK(g.value(iz).constant.to_vector<int64_t>() == std::vector<int64_t>{30});
+}
+
+TEST_CASE("fold_shapes: a Reshape to its input's own dims (Gather(Shape(x), i) at position i) gets a 0 there") {
+  // x [batch, seq, 384] reshaped to Concat(x.size(0), pieces..., [12, 32]) as
+  // torch's x.view(x.size(0), ..., 12, 32) exports it: only pieces that are x's
+  // dim at their own position become 0 (copy); any other piece keeps the
+  // Shape sub-graph: dim 1 at position 0, the Shape of another value, a
+  // rank-0 Gather not unsqueezed, allowzero 1.
+  struct Case {
+    std::string what;
+    int64_t index;     // Gather's index into Shape(x)
+    bool other_shape;  // Shape(y) instead of Shape(x)
+    bool unsqueeze;
+    int64_t allowzero;
+    bool folds;
+  };
+  const Case cases[] = {{"x's dim 0 at position 0", 0, false, true, 0, true},
+                        {"negative index -3 (dim 0)", -3, false, true, 0, true},
+                        {"dim 1 at position 0", 1, false, true, 0, false},
+                        {"Shape of another value", 0, true, true, 0, false},
+                        {"a rank-0 piece", 0, false, false, 0, false},
+                        {"allowzero 1", 0, false, true, 1, false}};
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    Graph g;
+    auto input = [&](const std::string& name) {
+      Value v;
+      v.name = name;
+      v.dtype = DType::Float32;
+      v.shape = std::vector<Dim>{Dim::named("batch"), Dim::named("seq"), Dim::fixed(384)};
+      return g.add_value(v);
+    };
+    const int x = input("x"), y = input("y");
+    g.inputs = {x, y};
+    auto node = [&](const std::string& op, std::vector<int> ins, const std::string& out) {
+      Value v;
+      v.name = out;
+      const int id = g.add_value(v);
+      Node n;
+      n.op_type = op;
+      n.name = op + "_" + out;
+      n.inputs = std::move(ins);
+      n.outputs = {id};
+      g.nodes.push_back(n);
+      return id;
+    };
+    const int shape = node("Shape", {c.other_shape ? y : x}, "shape");
+    const int dim = node("Gather", {shape, g.add_constant("i", scalar_tensor(c.index, DType::Int64))}, "dim");
+    const int piece = c.unsqueeze ? node("Unsqueeze", {dim, g.add_constant("axes", tensor({int64_t{0}}))}, "piece")
+                                  : dim;
+    const int rest = g.add_constant("rest", tensor({int64_t{-1}, int64_t{12}, int64_t{32}}));
+    const int target = node("Concat", {piece, rest}, "target");
+    g.nodes.back().attrs["axis"] = int64_t{0};
+    const int out = node("Reshape", {x, target}, "out");
+    g.nodes.back().attrs["allowzero"] = c.allowzero;
+    g.outputs = {out};
+    REQUIRE(g.validate().ok());
+    CHECK(fold_shapes(g) == (c.folds ? 1 : 0));
+    const Node& reshape = only_node(g, "Reshape");
+    CHECK(g.is_constant(reshape.inputs[1]) == c.folds);
+    if (!c.folds) continue;
+    CHECK(g.value(reshape.inputs[1]).constant.to_vector<int64_t>() == std::vector<int64_t>{0, -1, 12, 32});
+    CHECK(eliminate_dead_nodes(g) == 4);  // Shape, Gather, Unsqueeze, Concat
+    CHECK(g.op_histogram() == std::map<std::string, int>{{"Reshape", 1}});
+  }
 }
 
 }  // namespace ember::converter
