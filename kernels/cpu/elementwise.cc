@@ -250,10 +250,24 @@ inline bool is_nan(float x) { return x != x; }
 
 namespace {
 
+// Every value goes through the same 16-wide block of code, the last n mod 16
+// too (through a zero-padded copy): the loop's scalar remainder rounded some
+// formulas differently (AVX-512 clone: HardSigmoid's a * x + b fused in the
+// vector body, not in the remainder), so a value's result depended on its
+// position (a channels_last tensor's values against the contiguous one's).
 template <typename Op>
 __attribute__((always_inline)) inline void unary_body(float* __restrict out, const float* __restrict x, int64_t n,
                                                       const Op op) {
-  for (int64_t i = 0; i < n; ++i) out[i] = op(x[i]);
+  constexpr int64_t kBlock = 16;
+  const int64_t body = n / kBlock * kBlock;
+  for (int64_t i = 0; i < body; i += kBlock) {
+    for (int64_t j = 0; j < kBlock; ++j) out[i + j] = op(x[i + j]);
+  }
+  if (body == n) return;
+  float t[kBlock] = {};
+  for (int64_t j = 0; j < n - body; ++j) t[j] = x[body + j];
+  for (int64_t j = 0; j < kBlock; ++j) t[j] = op(t[j]);
+  for (int64_t j = 0; j < n - body; ++j) out[body + j] = t[j];
 }
 
 template <typename Op>

@@ -564,7 +564,8 @@ TEST_CASE("channels_last operands: unary ops bitwise the contiguous results (the
       const Tensor x = randn({2, c, h, w}) * 4.0;
       const Tensor xc = channels_last(x);
       for (const auto& [name, op] : ops) {
-        CAPTURE(name);
+        const std::string op_name = name;
+        CAPTURE(op_name);
         const Tensor out = op(xc);
         check_layout(out);
         check_bitwise(out, op(x));
