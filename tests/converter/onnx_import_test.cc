@@ -69,6 +69,20 @@ const Tensor& constant(const Graph& g, const std::string& name) {
   return g.value(id).constant;
 }
 
+// Appends an `op` node reading ins and writing a new value `out`; its id.
+int add_node(Graph& g, const std::string& op, std::vector<int> ins, const std::string& out) {
+  Value v;
+  v.name = out;
+  const int id = g.add_value(v);
+  Node n;
+  n.op_type = op;
+  n.name = op + "_" + out;
+  n.inputs = std::move(ins);
+  n.outputs = {id};
+  g.nodes.push_back(n);
+  return id;
+}
+
 const Node& only_node(const Graph& g, const std::string& op) {
   const Node* found = nullptr;
   for (const Node& n : g.nodes) {
@@ -343,16 +357,7 @@ TEST_CASE("passes on a hand-built graph: identity to a graph output, dead nodes,
   const int x = g.add_value(in);
   g.inputs = {x};
   auto node = [&](const std::string& op, std::vector<int> ins, const std::string& out) {
-    Value v;
-    v.name = out;
-    const int id = g.add_value(v);
-    Node n;
-    n.op_type = op;
-    n.name = op + "_" + out;
-    n.inputs = std::move(ins);
-    n.outputs = {id};
-    g.nodes.push_back(n);
-    return id;
+    return add_node(g, op, std::move(ins), out);
   };
   const int r = node("Relu", {x}, "r");
   node("Exp", {r}, "unused");  // dead
@@ -782,16 +787,7 @@ TEST_CASE("fold_shapes: a Reshape to its input's own dims (Gather(Shape(x), i) a
     const int x = input("x"), y = input("y");
     g.inputs = {x, y};
     auto node = [&](const std::string& op, std::vector<int> ins, const std::string& out) {
-      Value v;
-      v.name = out;
-      const int id = g.add_value(v);
-      Node n;
-      n.op_type = op;
-      n.name = op + "_" + out;
-      n.inputs = std::move(ins);
-      n.outputs = {id};
-      g.nodes.push_back(n);
-      return id;
+      return add_node(g, op, std::move(ins), out);
     };
     const int shape = node("Shape", {c.other_shape ? y : x}, "shape");
     const int dim = node("Gather", {shape, g.add_constant("i", scalar_tensor(c.index, DType::Int64))}, "dim");
