@@ -564,7 +564,7 @@ TEST_CASE("channels_last operands: unary ops bitwise the contiguous results (the
       const Tensor x = randn({2, c, h, w}) * 4.0;
       const Tensor xc = channels_last(x);
       for (const auto& [name, op] : ops) {
-        const std::string op_name = name;
+        const std::string op_name = name;  // (a const char* binding captures as its address)
         CAPTURE(op_name);
         const Tensor out = op(xc);
         check_layout(out);
@@ -587,7 +587,10 @@ TEST_CASE("channels_last operands: unary ops bitwise the contiguous results (the
   for (Fn op : {+[](const Tensor& t) { return gelu(t); }, +[](const Tensor& t) { return sigmoid(t); },
                 +[](const Tensor& t) { return exp(t); }}) {
     const Tensor fast = op(x).contiguous(), slow = op(strided).contiguous();
-    check_close(slow, fast, 1e-5, 1e-6);
+    // 1e-5 absolute: GELU's 1 + erf(x / sqrt 2) cancels below x = -4, where the
+    // vector erf's last bits (fused or not: the sanitizer build's -O1 scalar
+    // clone on a Zen 4) moved gelu(-5.1) = -7.7e-7 by 1.1e-6.
+    check_close(slow, fast, 1e-5, 1e-5);
     CHECK(std::memcmp(fast.data_ptr<float>(), slow.data_ptr<float>(), sizeof(float) * fast.numel()) != 0);
   }
 }
