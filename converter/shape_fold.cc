@@ -14,7 +14,7 @@ namespace {
 
 // The node producing value id, if it is an `op` node (else null).
 const Node* produced_by(const Graph& g, int id, const char* op) {
-  const int p = g.producer_of(id);
+  const int p = id < 0 ? -1 : g.producer_of(id);  // (-1, an absent input, also names absent outputs)
   return p >= 0 && g.nodes[static_cast<size_t>(p)].op_type == op ? &g.nodes[static_cast<size_t>(p)] : nullptr;
 }
 
@@ -24,7 +24,11 @@ const Node* produced_by(const Graph& g, int id, const char* op) {
 // PyTorch's x.view(x.size(0), -1, heads, d) exports four nodes a Reshape
 // that ran at every inference (BERT: 96 of its 247 ops).
 std::optional<Tensor> copy_dims_target(const Graph& g, const Node& reshape) {
-  if (reshape.inputs.size() != 2 || reshape.get_int("allowzero", 0) != 0 || g.is_constant(reshape.inputs[1])) return {};
+  // (Arity is checked here: a malformed graph reaches the passes before the lowering checks it.)
+  if (reshape.inputs.size() != 2 || reshape.inputs[0] < 0 || reshape.inputs[1] < 0 ||
+      reshape.get_int("allowzero", 0) != 0 || g.is_constant(reshape.inputs[1])) {
+    return {};
+  }
   const Node* cat = produced_by(g, reshape.inputs[1], "Concat");
   const auto& xshape = g.value(reshape.inputs[0]).shape;
   if (cat == nullptr || cat->get_int("axis", 0) != 0 || !xshape) return {};
@@ -42,6 +46,7 @@ std::optional<Tensor> copy_dims_target(const Graph& g, const Node& reshape) {
     int id = in;
     bool scalar = false;  // a rank-0 Gather unsqueezed to one value
     if (const Node* u = produced_by(g, id, "Unsqueeze")) {
+      if (u->inputs.empty()) return {};
       const std::vector<int64_t> axes =
           u->inputs.size() > 1 && g.is_constant(u->inputs[1]) ? ints_of(g.value(u->inputs[1]).constant)
                                                               : u->get_ints("axes");
@@ -57,7 +62,10 @@ std::optional<Tensor> copy_dims_target(const Graph& g, const Node& reshape) {
     const Tensor& idx = g.value(gather->inputs[1]).constant;
     if (idx.numel() != 1 || idx.dim() != (scalar ? 0 : 1)) return {};
     const Node* shape = produced_by(g, gather->inputs[0], "Shape");
-    if (shape == nullptr || shape->has("start") || shape->has("end") || shape->inputs[0] != reshape.inputs[0]) return {};
+    if (shape == nullptr || shape->has("start") || shape->has("end") || shape->inputs.empty() ||
+        shape->inputs[0] != reshape.inputs[0]) {
+      return {};
+    }
     int64_t k = ints_of(idx)[0];
     if (k < 0) k += rank;
     if (k != static_cast<int64_t>(dims.size()) || k >= rank) return {};
@@ -77,7 +85,8 @@ int fold_shapes(Graph& graph) {
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = graph.nodes[i];
     if (node.outputs.empty() || node.outputs[0] < 0 || graph.is_constant(node.outputs[0])) continue;
-    if ((node.op_type == "Shape" || node.op_type == "Size") && !graph.is_constant(node.inputs[0])) {
+    if ((node.op_type == "Shape" || node.op_type == "Size") && !node.inputs.empty() && node.inputs[0] >= 0 &&
+        !graph.is_constant(node.inputs[0])) {
       const auto s = graph.value(node.inputs[0]).static_shape();
       if (!s) continue;
       // Evaluate on a zero-stride stand-in of that shape (no data needed).
@@ -87,10 +96,10 @@ int fold_shapes(Graph& graph) {
       dead[i] = true;
       ++folded;
     } else if (node.op_type == "Gather" && node.inputs.size() == 2 && graph.is_constant(node.inputs[1])) {
-      const int shape_node = graph.producer_of(node.inputs[0]);
+      const int shape_node = node.inputs[0] < 0 ? -1 : graph.producer_of(node.inputs[0]);
       if (shape_node < 0) continue;
       const Node& sn = graph.nodes[static_cast<size_t>(shape_node)];
-      if (sn.op_type != "Shape" || sn.has("start") || sn.has("end")) continue;
+      if (sn.op_type != "Shape" || sn.has("start") || sn.has("end") || sn.inputs.empty() || sn.inputs[0] < 0) continue;
       const Value& src = graph.value(sn.inputs[0]);
       if (!src.shape || node.get_int("axis", 0) != 0) continue;
       const auto& dims = *src.shape;

@@ -808,6 +808,28 @@ TEST_CASE("fold_shapes: a Reshape to its input's own dims (Gather(Shape(x), i) a
     CHECK(eliminate_dead_nodes(g) == 4);  // Shape, Gather, Unsqueeze, Concat
     CHECK(g.op_histogram() == std::map<std::string, int>{{"Reshape", 1}});
   }
+  // Malformed graphs reach the passes before the lowering checks arity: a
+  // Shape without its input, an Unsqueeze without any, and a Reshape whose
+  // data input is absent are left alone (no read past a node's inputs).
+  for (int broken = 0; broken < 3; ++broken) {
+    CAPTURE(broken);
+    Graph g;
+    Value in;
+    in.name = "x";
+    in.dtype = DType::Float32;
+    in.shape = std::vector<Dim>{Dim::named("batch"), Dim::fixed(384)};
+    const int x = g.add_value(in);
+    g.inputs = {x};
+    const int shape = add_node(g, "Shape", broken == 0 ? std::vector<int>{} : std::vector<int>{x}, "shape");
+    const int dim = add_node(g, "Gather", {shape, g.add_constant("i", scalar_tensor(int64_t{0}, DType::Int64))}, "dim");
+    const int piece = add_node(g, "Unsqueeze",
+                               broken == 1 ? std::vector<int>{} : std::vector<int>{dim, g.add_constant("axes", tensor({int64_t{0}}))},
+                               "piece");
+    const int target = add_node(g, "Concat", {piece, g.add_constant("rest", tensor({int64_t{-1}}))}, "target");
+    g.nodes.back().attrs["axis"] = int64_t{0};
+    g.outputs = {add_node(g, "Reshape", {broken == 2 ? -1 : x, target}, "out")};
+    CHECK(fold_shapes(g) == 0);
+  }
 }
 
 }  // namespace ember::converter
