@@ -37,7 +37,6 @@ using detail::edge_12x32_avx512;
 using detail::ukernel_12x32_avx512;
 #endif
 
-constexpr int64_t kKC = 256;   // most depth of a packed block (A and B panels stay in L1/L2; depth_block)
 constexpr int64_t kNC = 4096;  // columns of a packed B block (L3)
 constexpr size_t kAlign = detail::kGemmAlign;
 // Shallow products (depth up to kShallowK: 1x1 convolutions with few input
@@ -149,28 +148,40 @@ int threads_for(int64_t m, int64_t n, int64_t k, int threads) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, static_cast<int64_t>(useful))));
 }
 
-// The depth of a K block: about equal blocks of at most kKC, an even number
-// of them when there are several (the rounding below may leave one fewer), so that two threads can split a product's
-// depth at a block boundary (split_depth) and still add the blocks' sums in
-// one thread's order. Rounded up to 32: AMX-BF16 tiles take 32 of the depth,
-// so only the last block has a tail. (K = 384: 2 x 192; 576: 3 x 160 + 96.)
-int64_t depth_block(int64_t k) {
-  if (k <= kKC) return k;
-  const int64_t blocks = round_up((k + kKC - 1) / kKC, 2);
+// The most depth of a packed block: a B panel of it (nr columns) stays in L2
+// and an A tile (mr rows) in L1. 512 for the AVX-512 float32 family: half
+// the K blocks of 256, each pass over C half as many (Zen 4, gemm_bench one
+// thread: 1024^3 101-105 -> 106-108 GFLOP/s, 2048^3 103-105 -> 108;
+// MobileNetV2, MobileNetV3, BERT b8 and the transformer per-op sums within
+// 1 % or faster, 1 and 2 threads). 256 elsewhere (AVX2's 1 MB and smaller
+// L2s, bf16 panels: not measured deeper).
+int64_t most_depth(const UkernelInfo& u) { return u.isa == GemmIsa::Avx512 && !u.bf16 ? 512 : 256; }
+
+// The depth of a K block: about equal blocks of at most most_depth(u), an
+// even number of them when there are several (the rounding below may leave
+// one fewer), so that two threads can split a product's depth at a block
+// boundary (split_depth) and still add the blocks' sums in one thread's
+// order. Rounded up to 32: AMX-BF16 tiles take 32 of the depth, so only the
+// last block has a tail. (Blocks of at most 256: K = 384 takes 2 x 192, 576
+// 3 x 160 + 96.)
+int64_t depth_block(const UkernelInfo& u, int64_t k) {
+  const int64_t most = most_depth(u);
+  if (k <= most) return k;
+  const int64_t blocks = round_up((k + most - 1) / most, 2);
   return round_up((k + blocks - 1) / blocks, 32);
 }
 
 // Whether nt threads split the depth of an m x n x k product over an unpacked
 // B rather than C (sgemm_blocked): a deep product of few rows, whose K blocks
 // each thread can take its share of.
-bool split_depth(int64_t m, int64_t k, int nt) {
-  const int64_t kc = depth_block(k);
+bool split_depth(const UkernelInfo& u, int64_t m, int64_t k, int nt) {
+  const int64_t kc = depth_block(u, k);
   return nt > 1 && k >= kSplitDepthRatio * m && (k + kc - 1) / kc >= nt;
 }
 
 // The K blocks whose sums the threads after the first keep apart (split_depth): m x n floats each.
-int64_t split_partials(int64_t k, int nt) {
-  const int64_t kc = depth_block(k), blocks = (k + kc - 1) / kc;
+int64_t split_partials(const UkernelInfo& u, int64_t k, int nt) {
+  const int64_t kc = depth_block(u, k), blocks = (k + kc - 1) / kc;
   return blocks - blocks / nt;
 }
 
@@ -208,7 +219,7 @@ Plan plan_for(const UkernelInfo& u, int64_t m, int64_t n, int64_t k, int threads
   }
   p.threads = static_cast<int>(p.tm * p.tn);
   const int64_t cols = (n_tiles + p.tn - 1) / p.tn * u.nr;
-  p.kc = depth_block(k);
+  p.kc = depth_block(u, k);
   p.nc = std::min(cols, round_up(p.kc <= kShallowK ? kShallowBlock / p.kc : kNC, u.nr));
   p.mc = std::min(round_up(m, u.mr), u.mc);
   p.b_bytes = floats_bytes(p.kc * p.nc);
@@ -408,9 +419,9 @@ size_t sgemm_workspace(int64_t m, int64_t n, int64_t k, int threads) {
       const Plan s = plan_for(*u, m, n, k, nt, packed & 1, packed & 2);
       bytes = std::max(bytes, kAlign + static_cast<size_t>(s.threads) * s.slot_bytes);
     }
-    if (split_depth(m, k, nt)) {
+    if (split_depth(*u, m, k, nt)) {
       bytes = std::max(bytes, kAlign + static_cast<size_t>(nt) * plan_for(*u, m, n, k, 1).slot_bytes +
-                                  static_cast<size_t>(split_partials(k, nt)) * floats_bytes(m * n));
+                                  static_cast<size_t>(split_partials(*u, k, nt)) * floats_bytes(m * n));
     }
   }
   return bytes;
@@ -442,7 +453,7 @@ bool sgemm_split_depth(const UkernelInfo& u, const Product& pr, int nt, void* wo
   const Plan s = plan_for(u, m, n, k, 1);
   const int64_t blocks = (k + s.kc - 1) / s.kc, first = blocks / nt;
   const size_t partial = floats_bytes(m * n);
-  if (workspace_bytes < kAlign + static_cast<size_t>(nt) * s.slot_bytes + split_partials(k, nt) * partial) {
+  if (workspace_bytes < kAlign + static_cast<size_t>(nt) * s.slot_bytes + split_partials(u, k, nt) * partial) {
     return false;
   }
   char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(workspace) + kAlign - 1) / kAlign * kAlign);
@@ -493,7 +504,7 @@ bool sgemm_blocked(const UkernelInfo& u, const Product& pr, void* workspace, siz
   const int64_t m = pr.m, n = pr.n, k = pr.k;
   // Threads are capped by the work and by the packing slots the workspace holds.
   int nt = threads_for(m, n, k, std::max(1, threads));
-  if (pr.b_packed == nullptr && split_depth(m, k, nt) && sgemm_split_depth(u, pr, nt, workspace, workspace_bytes)) {
+  if (pr.b_packed == nullptr && split_depth(u, m, k, nt) && sgemm_split_depth(u, pr, nt, workspace, workspace_bytes)) {
     return true;
   }
   const bool a_packed = pr.a_packed != nullptr, b_packed = pr.b_packed != nullptr;
@@ -563,7 +574,7 @@ void sgemm_empty_depth(int64_t m, int64_t n, MatrixRef<float> c, bool accumulate
 // The packed data of `op` when it fits an operand of `outer` x k for kernel u, else null.
 const float* packed_data(const PackedOperand* op, bool is_a, int64_t outer, int64_t k, const UkernelInfo& u) {
   if (op == nullptr || op->is_a != is_a || op->isa != u.isa || op->bf16 != u.bf16 || op->outer != outer || op->k != k ||
-      op->panel != (is_a ? u.mr : u.nr) || op->kc != depth_block(k)) {
+      op->panel != (is_a ? u.mr : u.nr) || op->kc != depth_block(u, k)) {
     return nullptr;
   }
   return op->data.as<float>();
@@ -584,7 +595,7 @@ PackedOperand pack_operand(bool is_a, int64_t outer, int64_t k, MatrixRef<const 
   p.outer = std::max<int64_t>(outer, 0);
   p.k = std::max<int64_t>(k, 0);
   p.panel = is_a ? u.mr : u.nr;
-  p.kc = depth_block(p.k);
+  p.kc = depth_block(u, p.k);
   const int64_t pad = round_up(p.outer, p.panel);
   p.data = WeightBuffer(static_cast<size_t>(pad * slots(u, p.k)) * sizeof(float));
   float* dst = p.data.as<float>();

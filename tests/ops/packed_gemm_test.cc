@@ -93,8 +93,10 @@ TEST_CASE("sgemm_fused: packed operands give the unpacked product bit for bit, e
     for (int threads : {1, 2}) {
       check_packed(1, 1, 1, threads);
       check_packed(5, 3, 7, threads);          // smaller than one tile
-      check_packed(13, 17, 300, threads);      // two K blocks, partial tiles
-      check_packed(37, 45, 513, threads);      // three K blocks, the last of 1
+      // K blocks of at most 256, AVX-512's of at most 512 (gemm.cc: most_depth).
+      check_packed(13, 17, 300, threads);      // two K blocks (AVX-512: one), partial tiles
+      check_packed(37, 45, 513, threads);      // 3 x 160 + 33 (AVX-512: 288 + 225)
+      check_packed(13, 17, 1100, threads);     // 5 x 192 + 140 (AVX-512: 3 x 288 + 236)
       check_packed(64, 100, 256, threads);     // exactly one K block
       check_packed(150, 70, 600, threads);     // several M blocks (mc), threads over M
       check_packed(24, 600, 33, threads);      // threads over N
@@ -407,7 +409,8 @@ TEST_CASE("sgemm: with threads, a deep product of few rows splits its depth and 
   // sgemm_split_depth). Against one thread bit for bit and float64 closely:
   // the conv epilogue (row bias, ReLU), the Linear one (column bias, clamp),
   // HardSwish, C += A B, a C with strided columns (transposed), A packed or
-  // per call; 2 K blocks, 4 (two partials for the second thread), 3 threads.
+  // per call; 2 K blocks, 4 (two partials for the second thread; AVX-512,
+  // blocks of at most 512: K = 1920), 3 threads.
   IsaGuard guard;
   manual_seed(11);
   struct Shape {
@@ -415,7 +418,8 @@ TEST_CASE("sgemm: with threads, a deep product of few rows splits its depth and 
   };
   for (cpu::GemmIsa isa : cpu::sgemm_supported_isas()) {
     REQUIRE(cpu::sgemm_set_isa(isa));
-    for (const Shape& s : {Shape{64, 196, 384}, Shape{160, 49, 960}, Shape{13, 300, 600}, Shape{37, 200, 513}}) {
+    for (const Shape& s : {Shape{64, 196, 384}, Shape{160, 49, 960}, Shape{13, 300, 600}, Shape{37, 200, 513},
+                          Shape{40, 49, 1920}}) {
       const int64_t m = s.m, n = s.n, k = s.k;
       CAPTURE(cpu::sgemm_kernel_name());
       CAPTURE(m);
