@@ -150,11 +150,11 @@ int threads_for(int64_t m, int64_t n, int64_t k, int threads) {
 
 // The most depth of a packed block: a B panel of it (nr columns) stays in L2
 // and an A tile (mr rows) in L1. 512 for the AVX-512 float32 family: half
-// the K blocks of 256, each pass over C half as many (Zen 4, gemm_bench one
-// thread: 1024^3 101-105 -> 106-108 GFLOP/s, 2048^3 103-105 -> 108;
-// MobileNetV2, MobileNetV3, BERT b8 and the transformer per-op sums within
-// 1 % or faster, 1 and 2 threads). 256 elsewhere (AVX2's 1 MB and smaller
-// L2s, bf16 panels: not measured deeper).
+// the K blocks of 256, so half the passes over C (Zen 4, 1 MB of L2,
+// gemm_bench one thread: 1024^3 101-105 -> 107-109 GFLOP/s, 2048^3 103-106
+// -> 109-110; MobileNetV2, MobileNetV3, BERT b8 and the transformer per-op
+// sums within 1 % or faster at 1 and 2 threads). 256 for the others (not
+// measured deeper: the AVX2 hosts had 512 KB of L2; bf16 panels).
 int64_t most_depth(const UkernelInfo& u) { return u.isa == GemmIsa::Avx512 && !u.bf16 ? 512 : 256; }
 
 // The depth of a K block: about equal blocks of at most most_depth(u), an
