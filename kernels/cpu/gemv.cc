@@ -202,13 +202,21 @@ __attribute__((target("avx512f"))) inline float avx512_sum(__m512 v) {
   return _mm_cvtss_f32(s);
 }
 
-template <int MB, int NB>
+// kNext: as dot_avx2's, a line of each of the next NB columns every 16
+// values, but into L2 (into L1 it was no faster: the line fill buffers are
+// what the stream needs). Zen 4, 1 thread, batch-1 Linears whose weights come
+// from memory (8 x 2048 x 2048, 40 x 960 x 960; ONNX Runtime 5.4-5.6 and
+// 6.7-7.0 ms): 6.4-6.6 -> 4.9-5.3 ms, 8.1-8.6 -> 5.9-6.4 ms.
+template <int MB, int NB, bool kNext = false>
 __attribute__((target("avx512f"))) void dot_avx512(int64_t k, const float* a, int64_t lda, const float* b,
                                                     int64_t ldb, float* c, int64_t rs, int64_t cs,
                                                     bool accumulate) {
   RT_GEMV_ZERO(_mm512_setzero_ps())
   int64_t p = 0;
   for (; p + 16 <= k; p += 16) {
+    if constexpr (kNext) {
+      for (int j = 0; j < NB; ++j) _mm_prefetch(reinterpret_cast<const char*>(b + (NB + j) * ldb + p), _MM_HINT_T1);
+    }
 #define RT_GEMV_MAC(i, j, acc) _mm512_fmadd_ps(_mm512_loadu_ps(a + i * lda + p), _mm512_loadu_ps(b + j * ldb + p), acc)
     RT_GEMV_TILE(RT_GEMV_STEP)
 #undef RT_GEMV_MAC
@@ -303,7 +311,8 @@ const Family kPortableFamily{2, {RT_DOT(dot_portable, 2)}, 8, 4, {RT_AXPY(axpy_p
 #if RT_GEMV_X86
 const Family kAvx2Family{2,  {RT_DOT(dot_avx2, 2)}, 16, 8, {RT_AXPY(axpy_avx2, 2)}, 64, axpy_row_avx2,
                          4, dot_avx2<1, 4, true>};
-const Family kAvx512Family{4, {RT_DOT(dot_avx512, 4)}, 64, 16, {RT_AXPY(axpy_avx512, 4)}, 256, axpy_row_avx512};
+const Family kAvx512Family{4, {RT_DOT(dot_avx512, 4)}, 64, 16, {RT_AXPY(axpy_avx512, 4)}, 256, axpy_row_avx512,
+                           4, dot_avx512<1, 4, true>};
 #endif
 #undef RT_DOT
 #undef RT_AXPY
