@@ -711,7 +711,9 @@ Status conv2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   }
   const ConvPlan p = plan_for(x, wt, o, *prm, ctx.num_threads);
   if (is_depthwise(p) && wt.is_contiguous()) {
-    if (o.numel() > 0) depthwise_conv2d(x, wt, bias, o, *prm, ctx.scratch, ctx.scratch_bytes, p.threads);
+    const auto* pw = dynamic_cast<const CpuPackedWeight*>(prm->weight);
+    const DepthwiseClWeight* dw = pw != nullptr && pw->source == wt.data ? pw->depthwise_cl() : nullptr;
+    if (o.numel() > 0) depthwise_conv2d(x, wt, bias, o, *prm, ctx.scratch, ctx.scratch_bytes, p.threads, dw);
     return Status::Ok;
   }
   if (stem_applies(x, wt, o, *prm) && stem_conv2d(x, wt, bias, o, *prm, ctx.scratch, ctx.scratch_bytes, p.threads)) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/depthwise.h"
 #include "kernels/cpu/gemm.h"
 #include "runtime/backend/backend.h"
 
@@ -60,8 +61,9 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const We
 // its op's weight is still `source` (the data it was packed from) and it is
 // current (sgemm_packed_current); else it reads the weight itself.
 struct CpuPackedWeight final : PreparedWeight {
-  // ConvB (WeightDesc::channels_last): the B panels of conv_b_weight, for channels_last activations.
-  enum class Layout { ConvA, Winograd, LinearB, MatMulB, ConvB };
+  // ConvB (WeightDesc::channels_last): the B panels of conv_b_weight, for channels_last activations;
+  // DepthwiseCl: a depthwise Conv2d's weight for channels_last activations (depthwise_cl_weight).
+  enum class Layout { ConvA, Winograd, LinearB, MatMulB, ConvB, DepthwiseCl };
   Layout layout = Layout::ConvA;
   const void* source = nullptr;
   int64_t rows = 0, depth = 0;  // the weight as [rows, depth] (Winograd: C_out, C_in)
@@ -73,6 +75,8 @@ struct CpuPackedWeight final : PreparedWeight {
   const PackedOperand* gemm_operand() const;
   // The 36 packed U operands, or null unless Winograd; packs on first use.
   const PackedOperand* winograd() const;
+  // The depthwise weight's channels_last layout, or null unless DepthwiseCl; packs on first use.
+  const DepthwiseClWeight* depthwise_cl() const;
   // What the packed form holds (before it is packed too).
   size_t bytes() const override;
 
@@ -81,6 +85,7 @@ struct CpuPackedWeight final : PreparedWeight {
   mutable std::once_flag once_;
   mutable PackedOperand packed_;
   mutable std::vector<PackedOperand> winograd_u_;
+  mutable DepthwiseClWeight depthwise_;
 };
 
 // The B operand of a channels_last Conv2d's product (kernels/cpu/conv2d.cc),

@@ -472,15 +472,24 @@ size_t channels_last_bytes(const Plane& p, int64_t channels) {
 }
 
 // cl_rows over the threads (rows of (image, output row) split between them).
+// The weight's layout comes packed at load where it can (`packed`, for this
+// ISA): laid out here on every call, its 3x3 and 5x5 taps one value at a
+// time, it was half of a 960-channel 7x7 layer's time on one thread, and more
+// on two (MobileNetV2 and V3's late layers).
 void depthwise_channels_last(const Plane& p, const TensorView& x, const TensorView& wt, const TensorView& bias,
-                             const TensorView& o, void* scratch, int threads) {
+                             const TensorView& o, void* scratch, int threads, const DepthwiseClWeight* packed) {
   const int64_t c = o.sizes[1], cp = round_up(c, kLanes), taps = p.kh * p.kw;
-  float* w = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
-  float* b = w + taps * cp;
-  const float* pw = wt.ptr<const float>();
+  float* b = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
   const float* pb = bias.ptr<const float>();
   const Kernels& k = kernels();
-  k.cl_pack(c, cp, taps, pw, w);  // [cp / lanes][taps][lanes]
+  const float* w = nullptr;
+  if (packed != nullptr && packed->lanes == k.lanes) {
+    w = packed->data.as<float>();
+  } else {
+    float* laid = b + cp;
+    k.cl_pack(c, cp, taps, wt.ptr<const float>(), laid);  // [cp / lanes][taps][lanes]
+    w = laid;
+  }
   for (int64_t ch = 0; ch < cp; ++ch) b[ch] = ch < c && pb != nullptr ? pb[ch * bias.strides[0]] : 0.0f;
   const int64_t rows = o.sizes[0] * p.oh;
   const int64_t useful = std::max<int64_t>(1, rows * c * p.ow * taps / 32768);
@@ -500,6 +509,19 @@ void depthwise_channels_last(const Plane& p, const TensorView& x, const TensorVi
 
 }  // namespace
 
+size_t depthwise_cl_weight_bytes(int64_t channels, int64_t taps) {
+  return static_cast<size_t>(round_up(channels, kLanes) * taps) * sizeof(float);
+}
+
+DepthwiseClWeight depthwise_cl_weight(const float* w, int64_t channels, int64_t taps) {
+  DepthwiseClWeight d;
+  const Kernels& k = kernels();
+  d.lanes = k.lanes;
+  d.data = WeightBuffer(depthwise_cl_weight_bytes(channels, taps));
+  k.cl_pack(channels, round_up(channels, kLanes), taps, w, d.data.as<float>());
+  return d;
+}
+
 size_t depthwise_workspace(const TensorView& x, const TensorView& w, const TensorView& o, const Conv2dParams& prm,
                            int threads) {
   const Plane p = plane_of(x, w, o, prm);
@@ -511,10 +533,11 @@ size_t depthwise_workspace(const TensorView& x, const TensorView& w, const Tenso
 }
 
 void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorView& bias, const TensorView& o,
-                      const Conv2dParams& prm, void* scratch, size_t scratch_bytes, int threads) {
+                      const Conv2dParams& prm, void* scratch, size_t scratch_bytes, int threads,
+                      const DepthwiseClWeight* packed) {
   const Plane p = plane_of(x, wt, o, prm);
   if (channels_last_applies(x, o) && scratch_bytes >= channels_last_bytes(p, o.sizes[1])) {
-    return depthwise_channels_last(p, x, wt, bias, o, scratch, threads);
+    return depthwise_channels_last(p, x, wt, bias, o, scratch, threads, packed);
   }
   const int64_t channels = o.sizes[1], planes = o.sizes[0] * channels, taps = p.kh * p.kw;
   const float* px = x.ptr<const float>();

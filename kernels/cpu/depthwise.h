@@ -11,10 +11,23 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "runtime/backend/backend.h"
+#include "runtime/core/weight_memory.h"
 
 namespace ember::cpu {
+
+// The channels_last kernel's layout of a contiguous [C, 1, KH, KW] weight,
+// [cp / lanes][taps][lanes] (cp: C rounded up to 16, zeros past C), for the
+// vector width (`lanes`) of the ISA in use when it was packed; packed once
+// at load (CpuPackedWeight::Layout::DepthwiseCl) instead of on every call.
+struct DepthwiseClWeight {
+  int64_t lanes = 0;
+  WeightBuffer data;  // floats
+};
+DepthwiseClWeight depthwise_cl_weight(const float* w, int64_t channels, int64_t taps);
+size_t depthwise_cl_weight_bytes(int64_t channels, int64_t taps);
 
 // Scratch bytes depthwise_conv2d needs on up to `threads` threads (0 when the
 // vector path does not apply: then it runs the scalar loop without scratch).
@@ -22,9 +35,12 @@ size_t depthwise_workspace(const TensorView& x, const TensorView& w, const Tenso
                            int threads);
 
 // out = act(bias + depthwise conv(x, w)). x, o: [N, C, H, W] with any strides;
-// w: contiguous [C, 1, KH, KW]; bias: [C] or none (data == nullptr).
+// w: contiguous [C, 1, KH, KW]; bias: [C] or none (data == nullptr);
+// `packed`: w as depthwise_cl_weight packed it, or null (the channels_last
+// path then lays it out in the scratch on every call).
 void depthwise_conv2d(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& o,
-                      const Conv2dParams& prm, void* scratch, size_t scratch_bytes, int threads);
+                      const Conv2dParams& prm, void* scratch, size_t scratch_bytes, int threads,
+                      const DepthwiseClWeight* packed = nullptr);
 
 // A convolution of few input channels (groups 1, at most 4: an image stem,
 // 3x3 or 7x7 at stride 1 or 2): whether stem_conv2d runs it.

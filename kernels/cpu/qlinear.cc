@@ -75,13 +75,26 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_gemm(OpKind op, const Weig
   const int64_t rows = w.weight.sizes[0], depth = w.weight.numel() / std::max<int64_t>(rows, 1);
   auto p = std::make_shared<CpuPackedWeight>();
   const Conv2dParams& c = w.conv;
+  using Layout = CpuPackedWeight::Layout;
+  if (conv && c.groups > 1) {  // depthwise, channels_last only (runtime/model/weights.cc picks them)
+    if (c.groups != rows || w.weight.sizes[1] != 1 || !w.channels_last) {
+      t_last_error = "a packed grouped Conv2d weight must be a depthwise [C, 1, KH, KW] one for channels_last";
+      return Status::InvalidArgument;
+    }
+    p->layout = Layout::DepthwiseCl;
+    p->rows = rows;
+    p->depth = depth;  // the taps
+    p->release_source = w.release_source;
+    p->source = w.weight.data;
+    p->shape.assign(w.weight.sizes, w.weight.sizes + w.weight.rank);
+    return std::shared_ptr<const PreparedWeight>(std::move(p));
+  }
   const bool winograd = conv && w.weight.sizes[2] == 3 && w.weight.sizes[3] == 3 && c.groups == 1 &&
                         c.stride[0] == 1 && c.stride[1] == 1 && c.dilation[0] == 1 && c.dilation[1] == 1 &&
                         w.out_h > 0 && w.out_w > 0 &&
                         winograd_profitable(w.weight.sizes[1], rows, 1, w.out_h, w.out_w, /*pretransformed=*/true);
   // bf16 where the GEMM runs it: a Winograd weight stays float32 (measured faster than im2col in bf16).
   const bool bf16 = w.bf16 && sgemm_bf16_supported() && (!winograd || w.channels_last);
-  using Layout = CpuPackedWeight::Layout;
   p->layout = conv && w.channels_last ? Layout::ConvB
               : winograd             ? Layout::Winograd
               : conv                 ? Layout::ConvA
@@ -110,12 +123,13 @@ void CpuPackedWeight::pack() const {
     case Layout::LinearB: packed_ = sgemm_pack_b(depth, rows, MatrixRef<const float>{data, rs, cs}, bf16); break;
     case Layout::MatMulB: packed_ = sgemm_pack_b(rows, depth, MatrixRef<const float>{data, rs, cs}, bf16); break;
     case Layout::ConvB: packed_ = conv_b_weight(data, rows, shape[1], shape[2] * shape[3], bf16); break;
+    case Layout::DepthwiseCl: depthwise_ = depthwise_cl_weight(data, rows, depth); break;
   }
   if (release_source) release_source();
 }
 
 const PackedOperand* CpuPackedWeight::gemm_operand() const {
-  if (layout == Layout::Winograd) return nullptr;
+  if (layout == Layout::Winograd || layout == Layout::DepthwiseCl) return nullptr;
   std::call_once(once_, [this] { pack(); });
   return &packed_;
 }
@@ -126,8 +140,15 @@ const PackedOperand* CpuPackedWeight::winograd() const {
   return winograd_u_.data();
 }
 
+const DepthwiseClWeight* CpuPackedWeight::depthwise_cl() const {
+  if (layout != Layout::DepthwiseCl) return nullptr;
+  std::call_once(once_, [this] { pack(); });
+  return &depthwise_;
+}
+
 size_t CpuPackedWeight::bytes() const {
   switch (layout) {
+    case Layout::DepthwiseCl: return depthwise_cl_weight_bytes(rows, depth);
     case Layout::Winograd: return static_cast<size_t>(kWinogradFreqs) * sgemm_packed_bytes(true, rows, depth);
     case Layout::ConvA: return sgemm_packed_bytes(true, rows, depth, bf16);
     case Layout::LinearB: return sgemm_packed_bytes(false, rows, depth, bf16);

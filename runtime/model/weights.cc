@@ -283,12 +283,13 @@ Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string*
 
 namespace {
 
-// The float32 weight op k's GEMM reads as a constant operand (Conv2d with
-// groups 1, Linear, MatMul with a constant 2-D second input), or undefined.
+// The float32 weight op k's kernel reads packed (the GEMM's constant operand
+// of a Conv2d with groups 1, a Linear, a MatMul with a constant 2-D second
+// input; a depthwise Conv2d's weight for channels_last activations), or undefined.
 Tensor gemm_weight(const Model& m, int k, const OpState& op, const std::vector<TensorState>& tensors) {
   const auto* in = m.op(k).inputs();
   const auto* conv = std::get_if<Conv2dParams>(&op.params);
-  const bool is_conv = op.kind == OpKind::Conv2d && conv != nullptr && conv->groups == 1;
+  const bool is_conv = op.kind == OpKind::Conv2d && conv != nullptr && (conv->groups == 1 || op.channels_last);
   const bool is_linear = op.kind == OpKind::Linear && std::holds_alternative<LinearParams>(op.params);
   const bool is_matmul = op.kind == OpKind::MatMul;
   if (!(is_conv || is_linear || is_matmul) || vlen(in) < 2) return Tensor();
@@ -299,6 +300,7 @@ Tensor gemm_weight(const Model& m, int k, const OpState& op, const std::vector<T
   if (!w.defined() || w.dtype() != DType::Float32 || w.dim() != (is_conv ? 4 : 2) || !w.is_contiguous() ||
       w.numel() == 0)
     return Tensor();
+  if (is_conv && conv->groups != 1 && (w.size(1) != 1 || w.size(0) != conv->groups)) return Tensor();  // not depthwise
   return w;
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/depthwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/winograd.h"
 #include "runtime/core/thread_pool.h"
@@ -95,8 +96,9 @@ TEST_CASE("packed conv weights: read by the ops, bit-exact with eager, counted o
   options.conv_layout = layout;
   Result<std::shared_ptr<const Executor>> ex = Executor::create(model, options, &error);
   REQUIRE_MESSAGE(ex.ok(), error);
-  // conv1 and conv2 are packed; the depthwise one is not.
-  CHECK(ex.get()->prepared_bytes() == packed_bytes(net.w1, packed_as) + packed_bytes(net.w2, packed_as));
+  // conv1 and conv2 are packed; the depthwise one too for channels_last activations (its kernel's layout).
+  const size_t depthwise = packed_as == ConvLayout::ChannelsLast ? cpu::depthwise_cl_weight_bytes(10, 9) : 0;
+  CHECK(ex.get()->prepared_bytes() == packed_bytes(net.w1, packed_as) + packed_bytes(net.w2, packed_as) + depthwise);
   CHECK(packed_bytes(net.w1, packed_as) >= static_cast<size_t>(net.w1.nbytes()));
 
   ExecutionContext ctx(ex.get());
