@@ -580,9 +580,10 @@ const float* packed_data(const PackedOperand* op, bool is_a, int64_t outer, int6
   return op->data.as<float>();
 }
 
-// The bf16 family where an operand comes packed as bf16 (and the CPU has it), else the kernel in use.
-const UkernelInfo& kernel_for(const PackedOperand* a, const PackedOperand* b) {
-  const bool bf16 = (a != nullptr && a->bf16) || (b != nullptr && b->bf16);
+// The bf16 family where an operand comes packed as bf16 or asks for it (and
+// the CPU has it), else the kernel in use.
+const UkernelInfo& kernel_for(const GemmOperand& a, const GemmOperand& b) {
+  const bool bf16 = a.bf16 || b.bf16 || (a.packed != nullptr && a.packed->bf16) || (b.packed != nullptr && b.packed->bf16);
   return bf16 && detail::bf16_supported() ? bf16_family() : kernel();
 }
 
@@ -628,8 +629,8 @@ bool sgemm_packed(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b,
     return true;
   }
   if (a.m.data == nullptr || b.m.data == nullptr) return false;
-  if (sgemm_direct(kernel(), m, n, k, a.m, b.m, c, accumulate, threads)) return true;
-  const UkernelInfo& u = kernel_for(a.packed, b.packed);
+  if (!a.bf16 && !b.bf16 && sgemm_direct(kernel(), m, n, k, a.m, b.m, c, accumulate, threads)) return true;
+  const UkernelInfo& u = kernel_for(a, b);
   const Product pr{m, n, k, a.m, b.m, packed_data(a.packed, true, m, k, u), packed_data(b.packed, false, n, k, u),
                    c, accumulate, nullptr};
   return sgemm_blocked(u, pr, workspace, workspace_bytes, threads);
@@ -642,7 +643,7 @@ bool sgemm_fused(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, 
     sgemm_empty_depth(m, n, c, false, &epilogue);
     return true;
   }
-  const UkernelInfo& u = kernel_for(a.packed, b.packed);
+  const UkernelInfo& u = kernel_for(a, b);
   const Product pr{m, n, k, a.m, b.m, packed_data(a.packed, true, m, k, u), packed_data(b.packed, false, n, k, u),
                    c, false, &epilogue};
   if ((pr.a_packed == nullptr && a.m.data == nullptr) || (pr.b_packed == nullptr && b.m.data == nullptr)) return false;
@@ -652,7 +653,7 @@ bool sgemm_fused(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, 
 bool sgemm_linear(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, MatrixRef<float> c,
                   const GemmEpilogue& epilogue, void* workspace, size_t workspace_bytes, int threads) {
   if (m > 0 && n > 0 && k > 0 && epilogue.row_bias == nullptr && a.m.data != nullptr && b.m.data != nullptr &&
-      sgemm_direct(kernel(), m, n, k, a.m, b.m, c, false, threads)) {
+      !a.bf16 && !b.bf16 && sgemm_direct(kernel(), m, n, k, a.m, b.m, c, false, threads)) {
     sgemm_empty_depth(m, n, c, /*accumulate=*/true, &epilogue);  // the epilogue on C as a pass
     return true;
   }

@@ -90,9 +90,14 @@ bool sgemm_set_bf16_amx(bool use);
 const char* sgemm_bf16_kernel_name();
 
 // A GEMM operand: the matrix, and optionally its packed copy (read instead).
+// bf16: the product runs on the bf16 kernel (where sgemm_bf16_supported()),
+// this operand rounded to bf16 as it is packed per call, as a product with a
+// bf16-packed operand does (Precision::BFloat16's products of two
+// activations); not on the float32 few-row paths that skip packing.
 struct GemmOperand {
   MatrixRef<const float> m;
   const PackedOperand* packed = nullptr;
+  bool bf16 = false;
 };
 
 // sgemm() reading a pre-packed operand where it would pack that operand per

@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/gemm_tile.h"
 #include "kernels/cpu/qgemm.h"  // amx_usable, AmxTileConfig, amx_configure
+#include "kernels/cpu/transpose16.h"
 
 namespace ember::cpu::detail {
 namespace {
@@ -63,6 +64,27 @@ EMBER_BF16_TARGET void pack_a_row(const float* row, int64_t kc, int64_t mr, int6
   for (int64_t q0 = 0; q0 < pairs; q0 += 16) {
     _mm512_store_si512(slots, row_pairs(row + 2 * q0, kc - 2 * q0));
     for (int64_t t = 0; t < std::min<int64_t>(16, pairs - q0); ++t) dst[(q0 + t) * mr + i] = slots[t];
+  }
+}
+
+// The pair slots of `count` <= 16 unit-stride runs along the depth (rs
+// apart: rows of A, or columns of a B with unit row stride such as K^T), 16
+// slots a run at a time, the count x 16 block transposed in registers so that
+// each pair step's `count` slots are one masked store, at dst + q * ldd for
+// pair q. (A store per slot, or B's pairs built value by value, held
+// attention's products under Precision::BFloat16: packing cost about as
+// much as the product.)
+EMBER_BF16_TARGET void pack_pair_runs(const float* src, int64_t rs, int64_t kc, int64_t count, float* dst,
+                                      int64_t ldd) {
+  const int64_t pairs = (kc + 1) / 2;
+  const __mmask16 lanes = static_cast<__mmask16>((1u << count) - 1);
+  for (int64_t q0 = 0; q0 < pairs; q0 += 16) {
+    __m512 r[16];
+    for (int64_t i = 0; i < 16; ++i) {
+      r[i] = i < count ? _mm512_castsi512_ps(row_pairs(src + i * rs + 2 * q0, kc - 2 * q0)) : _mm512_setzero_ps();
+    }
+    transpose16x16(r);
+    for (int64_t t = 0; t < std::min<int64_t>(16, pairs - q0); ++t) _mm512_mask_storeu_ps(dst + (q0 + t) * ldd, lanes, r[t]);
   }
 }
 
@@ -201,6 +223,13 @@ void pack_a_bf16(int64_t mr, int64_t mc, int64_t kc, MatrixRef<const float> a, f
   const int64_t pairs = (kc + 1) / 2;
   for (int64_t r = 0; r < mc; r += mr) {
     const int64_t rows = std::min(mr, mc - r);
+#if RT_GEMM_X86
+    if (a.cs == 1 && rows == mr && mr <= 16) {
+      pack_pair_runs(a.data + r * a.rs, a.rs, kc, mr, dst, mr);
+      dst += mr * pairs;
+      continue;
+    }
+#endif
     for (int64_t i = 0; i < mr; ++i) {
       if (i >= rows) {
         for (int64_t q = 0; q < pairs; ++q) dst[q * mr + i] = 0.0f;
@@ -254,6 +283,10 @@ void pack_b_panel_bf16(int64_t nr, int64_t panel, int64_t nc, int64_t kc, Matrix
   const float* src = b.data + j0 * b.cs;
 #if RT_GEMM_X86
   if (b.cs == 1 && cols == nr && nr % 16 == 0) return pack_b_rows(nr, kc, src, b.rs, dst);
+  if (b.rs == 1 && cols == nr && nr % 16 == 0) {  // columns contiguous along the depth
+    for (int64_t h = 0; h < nr; h += 16) pack_pair_runs(src + h * b.cs, b.cs, kc, 16, dst + h, nr);
+    return;
+  }
 #endif
   for (int64_t q = 0; q < pairs; ++q) {
     const int64_t p = 2 * q;

@@ -6,6 +6,7 @@
 // B panels packed once (CpuPackedWeight, at the first use) while b is still what they were
 // packed from (same data, same strides); a Linear's bias and activation
 // (LinearParams::bias, ::activation) are applied as C is stored (sgemm_linear).
+// LinearParams::bf16 runs the products on bf16-rounded operands (the bf16 GEMM).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -99,9 +100,10 @@ Status matmul_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
   const auto* pw = lp != nullptr ? dynamic_cast<const CpuPackedWeight*>(lp->weight) : nullptr;
   const bool same_b = pw != nullptr && pw->source == b.data && pw->rs == b.strides[1] && pw->cs == b.strides[2];
   const PackedOperand* packed = same_b && p.batches == 1 ? pw->gemm_operand() : nullptr;
+  const bool bf16 = lp != nullptr && lp->bf16;
   auto one = [&](int64_t bi, void* ws, size_t ws_bytes, int threads) {
-    const GemmOperand ga{{pa + bi * a.strides[0], a.strides[1], a.strides[2]}, nullptr};
-    const GemmOperand gb{{pb + bi * b.strides[0], b.strides[1], b.strides[2]}, packed};
+    const GemmOperand ga{{pa + bi * a.strides[0], a.strides[1], a.strides[2]}, nullptr, bf16};
+    const GemmOperand gb{{pb + bi * b.strides[0], b.strides[1], b.strides[2]}, packed, bf16};
     const MatrixRef<float> c{po + bi * o.strides[0], o.strides[1], o.strides[2]};
     return fused ? sgemm_linear(p.m, p.n, p.k, ga, gb, c, epilogue, ws, ws_bytes, threads)
                  : sgemm_packed(p.m, p.n, p.k, ga, gb, c, /*accumulate=*/false, ws, ws_bytes, threads);

@@ -157,6 +157,10 @@ struct LinearParams {
   // float32 CPU MatMul kernel adds to its product before `activation`, both
   // as it stores C. Not stored in files; graph MatMuls leave it null.
   const float* bias = nullptr;
+  // Kernel calls only (matmul_prepacked under Precision::BFloat16): the
+  // float32 CPU MatMul kernel rounds both operands to bf16 as it packs them
+  // and sums in float32 (gemm.h: GemmOperand::bf16). Not stored in files.
+  bool bf16 = false;
 };
 
 // A weight a backend prepared (packed) once for a run-time op

@@ -187,7 +187,7 @@ EMBER_BINARY_RUNNER(Ge, ge)
 Status run_MatMul(OpContext& c) {
   EMBER_ASSIGN_OR_RETURN(const Tensor a, c.need(0, "first"));
   EMBER_ASSIGN_OR_RETURN(const Tensor b, c.need(1, "second"));
-  return c.set(0, core::matmul_prepacked(a, b, c.state.prepared.get()));
+  return c.set(0, core::matmul_prepacked(a, b, c.state.prepared.get(), c.state.bf16));
 }
 
 Status run_Where(OpContext& c) {

@@ -37,6 +37,9 @@ struct OpState {
   std::vector<std::shared_ptr<const Executor>> subgraphs;
   // Conv2d on the CPU: reads its input channels_last (ExecutorOptions::conv_layout).
   bool channels_last = false;
+  // MatMul on the CPU under Precision::BFloat16 without a packed operand:
+  // its products run on bf16-rounded operands (matmul_prepacked).
+  bool bf16 = false;
   // Beside such convolutions, an op whose kernels are not as fast on
   // channels_last inputs: reads them made contiguous.
   bool contiguous_inputs = false;

@@ -51,9 +51,11 @@ Status prepare_quantized(const Model& m, std::vector<OpState>& ops, std::string*
 
 // Packs the float32 weight of every Conv2d with groups 1, every Linear and
 // every MatMul whose second input is a constant 2-D tensor once for the CPU
-// GEMM (ops[k].prepared; Conv2dParams::weight / LinearParams::weight point to
-// it); a weight several ops read the same way is packed once. `bf16`
-// (Precision::BFloat16): packed as bfloat16 for the GEMM's bf16 kernel.
+// GEMM, and of every depthwise Conv2d reading channels_last activations for
+// its kernel (ops[k].prepared; Conv2dParams::weight / LinearParams::weight
+// point to it); a weight several ops read the same way is packed once. `bf16`
+// (Precision::BFloat16): GEMM weights packed as bfloat16 for the GEMM's bf16
+// kernel, and the other MatMuls' products on bf16-rounded operands (OpState::bf16).
 Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vector<TensorState>& tensors, bool bf16,
                       std::string* error);
 

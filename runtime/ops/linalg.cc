@@ -38,8 +38,18 @@ Tensor recorded(const Tensor& out, const Tensor& a, const Tensor& b, GradRule ru
   return out;
 }
 
+// Set on a thread (matmul_prepacked with bf16): its float32 CPU products run
+// on bf16-rounded operands (LinearParams::bf16).
+thread_local bool t_bf16_products = false;
+
 // out3 [B, M, N] = a3 [B, M, K] @ b3 [B, K, N]; out3 is a view of the result.
-Status run_matmul(const Tensor& a3, const Tensor& b3, const Tensor& out3) {
+// bf16: a float32 CPU product on bf16-rounded operands.
+Status run_matmul(const Tensor& a3, const Tensor& b3, const Tensor& out3, bool bf16 = t_bf16_products) {
+  if (bf16 && a3.device().is_cpu() && a3.dtype() == DType::Float32) {
+    LinearParams p;
+    p.bf16 = true;
+    return run_kernel(OpKind::MatMul, {a3, b3}, {out3}, p);
+  }
   return run_kernel(OpKind::MatMul, {a3, b3}, {out3});
 }
 
@@ -175,6 +185,7 @@ Result<Tensor> bmm_in_place(const Tensor& e1, const Tensor& e2, size_t lead, con
   full.insert(full.end(), {n, p});
   EMBER_ASSIGN_OR_RETURN(Tensor out, core::empty(full, TensorOptions(e1.dtype())));
   EMBER_ASSIGN_OR_RETURN(const Tensor out4, core::view(out, {outer, inner, n, p}));
+  const bool bf16 = t_bf16_products;  // (the products may run on other threads)
   // The stride of the merged inner batch dims (any value when there are none).
   auto inner_stride = [&](const Tensor& t) { return static_cast<size_t>(nb) > lead ? t.stride(nb - 1) : 0; };
   auto product = [&](int64_t o) -> Status {
@@ -190,7 +201,7 @@ Result<Tensor> bmm_in_place(const Tensor& e1, const Tensor& e2, size_t lead, con
     EMBER_ASSIGN_OR_RETURN(const Tensor b3,
                            core::as_strided(e2, {inner, m, p}, {inner_stride(e2), e2.stride(-2), e2.stride(-1)}, off2));
     EMBER_ASSIGN_OR_RETURN(const Tensor out3, core::select(out4, 0, o));
-    return run_matmul(a3, b3, out3);
+    return run_matmul(a3, b3, out3, bf16);
   };
   // Small products (attention's heads, [batch, heads] with the heads
   // interleaved): the threads split the outer index, each running its
@@ -389,12 +400,18 @@ Result<Tensor> core::linear_prepacked(const Tensor& x, const Tensor& weight, con
   return out;
 }
 
-Result<Tensor> core::matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed) {
+Result<Tensor> core::matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed, bool bf16) {
   if (amp::autocast(amp::Op::Matmul, {a, b})) return core::matmul(a, b);
   LinearParams kernel_params;
   kernel_params.weight = packed;
   EMBER_ASSIGN_OR_RETURN(const Tensor out, product_prepacked(a, b, kernel_params));
   if (out.defined()) return out;
+  if (!bf16 || autograd::needs_grad({a, b})) return core::matmul(a, b);
+  struct Scope {
+    bool previous = t_bf16_products;
+    Scope() { t_bf16_products = true; }
+    ~Scope() { t_bf16_products = previous; }
+  } scope;
   return core::matmul(a, b);
 }
 
@@ -403,8 +420,8 @@ Tensor linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bia
   return unwrap(core::linear_prepacked(x, weight, bias, p, activated));
 }
 
-Tensor matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed) {
-  return unwrap(core::matmul_prepacked(a, b, packed));
+Tensor matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed, bool bf16) {
+  return unwrap(core::matmul_prepacked(a, b, packed, bf16));
 }
 
 Tensor Tensor::matmul(const Tensor& other) const { return ember::matmul(*this, other); }

@@ -30,8 +30,10 @@ Tensor sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor&
 Tensor linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p,
                         bool* activated);
 // matmul(a, b), reading `packed` (b's B panels, packed at load) likewise:
-// bitwise matmul()'s result.
-Tensor matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed);
+// bitwise matmul()'s result. bf16 (Precision::BFloat16): where b is not
+// packed, its float32 CPU products (no autograd graph) run on bf16-rounded
+// operands, summed in float32 (the bf16 GEMM: CPUs with AVX-512 BF16).
+Tensor matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed, bool bf16 = false);
 
 // conv2d(x, weight, bias) with p's stride, padding, dilation and groups, then
 // `residual` (when defined: a residual connection's other branch, of the
@@ -51,7 +53,7 @@ Result<Tensor> qconv2d(const Tensor& x, const QConv2dParams& params);
 Result<Tensor> sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias);
 Result<Tensor> linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p,
                                 bool* activated);
-Result<Tensor> matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed);
+Result<Tensor> matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed, bool bf16 = false);
 // out_format: the output's memory format (Preserve: as conv2d, channels_last
 // where the input or the weight is).
 Result<Tensor> conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,

@@ -346,15 +346,29 @@ TEST_CASE("packed weights of a mapped file: at the first run the originals' page
 }
 
 TEST_CASE("bf16 precision on the cpu: Conv2d / Linear weights packed as bf16, products of bf16-rounded operands") {
+  // And a MatMul of two activations (attention's scores: batched, the second
+  // operand a transposed view), whose products round both operands as they
+  // pack them (OpState::bf16).
   manual_seed(6);
   const Tensor w = randn({24, 8, 3, 3}), b = randn({24}), fw = randn({40, 96}), fb = randn({40});
   Graph g;
   const int x = g.input("x", {1, 8, 10, 10}), v = g.input("v", {70, 96});
+  const int qa = g.input("q", {2, 3, 26, 40}), ka = g.input("k", {2, 3, 50, 40});
   const int y = g.act("y", {1, 24, 8, 8}), z = g.act("z", {70, 40});
+  const int kt = g.act("kt", {2, 3, 40, 50}), s = g.act("s", {2, 3, 26, 50});
   g.op(OpKind::Conv2d, {x, g.weight("w", w), g.weight("b", b)}, {y}, "conv", Conv2dParams{});
   g.op(OpKind::Linear, {v, g.weight("fw", fw), g.weight("fb", fb)}, {z}, "fc", LinearParams{});
+  DimsParams swap;
+  swap.rank = 4;
+  swap.dims[0] = 0;
+  swap.dims[1] = 1;
+  swap.dims[2] = 3;
+  swap.dims[3] = 2;
+  g.op(OpKind::Permute, {ka}, {kt}, "kt", swap);
+  g.op(OpKind::MatMul, {qa, kt}, {s}, "scores");
   g.output(y);
   g.output(z);
+  g.output(s);
   ExecutorOptions options;
   options.precision = Precision::BFloat16;
   std::string error;
@@ -369,16 +383,20 @@ TEST_CASE("bf16 precision on the cpu: Conv2d / Linear weights packed as bf16, pr
   // Half the float32 panels: two bf16 values per slot (no Winograd U for the 3x3).
   CHECK(ex.get()->prepared_bytes() ==
         cpu::sgemm_packed_bytes(true, 24, 72, true) + cpu::sgemm_packed_bytes(false, 40, 96, true));
-  const Tensor in_x = randn({1, 8, 10, 10}), in_v = randn({70, 96});
+  const Tensor in_x = randn({1, 8, 10, 10}), in_v = randn({70, 96}), in_q = randn({2, 3, 26, 40}),
+               in_k = randn({2, 3, 50, 40});
   ExecutionContext ctx(ex.get());
-  const std::vector<Tensor> out = run_ok(ctx, {in_x, in_v});
+  const std::vector<Tensor> out = run_ok(ctx, {in_x, in_v, in_q, in_k});
   // The float64 results of the bf16-rounded operands (biases float32), to float32 sums' error.
   auto rounded = [](const Tensor& t) { return t.to(DType::BFloat16).to(DType::Float64); };
   const Tensor conv_ref = conv2d(rounded(in_x), rounded(w), b.to(DType::Float64), {1, 1}, {0, 0}, {1, 1}, 1);
   const Tensor fc_ref = linear(rounded(in_v), rounded(fw), fb.to(DType::Float64));
   check_close(out[0].to(DType::Float64), conv_ref, 1e-5, 1e-5);
   check_close(out[1].to(DType::Float64), fc_ref, 1e-5, 1e-5);
+  const Tensor scores_ref = matmul(rounded(in_q), rounded(in_k).transpose(2, 3));
+  check_close(out[2].to(DType::Float64), scores_ref, 1e-5, 1e-5);
   // Not the float32 results: those differ from these by bf16's rounding.
   const Tensor fc32 = linear(in_v, fw, fb);
   CHECK((out[1] - fc32).abs().max().item<float>() > 1e-3f);
+  CHECK((out[2] - matmul(in_q, in_k.transpose(2, 3))).abs().max().item<float>() > 1e-3f);
 }

@@ -4,8 +4,8 @@
 // NaN stays NaN) by the vector packers (unit-stride rows, full panels) and the
 // scalar ones alike, and the products of rounded values are summed in
 // float32: within float32 summation error of the float64 product of the
-// rounded operands, for either operand packed, depths over one K block and
-// odd, 1 and 2 threads, with the fused epilogue. On a CPU without AVX-512
+// rounded operands, for either operand packed or neither (GemmOperand::bf16),
+// depths over one K block and odd, 1 and 2 threads, with the fused epilogue. On a CPU without AVX-512
 // BF16 a bf16 request packs float32.
 #include <cmath>
 #include <cstdint>
@@ -178,10 +178,14 @@ TEST_CASE("bf16 products: float32 sums of the rounded operands, either operand p
         CHECK(pa.bytes() == static_cast<size_t>((m + mr - 1) / mr * mr * ((k + 1) / 2)) * sizeof(float));
         CHECK(cpu::sgemm_packed_current(pb));
         const Tensor fp32 = product(m, n, k, {ref(a), nullptr}, {ref(b), nullptr}, e, threads);
+        // (B = W^T: its full panels through the transposing packer, the partial one scalar.)
         for (const Tensor& c : {product(m, n, k, {ref(a), nullptr}, {ref(b), &pb}, e, threads),        // Linear-style
                                 product(m, n, k, {ref(a_cols), nullptr}, {ref(b), &pb}, e, threads),   // scalar A packer
                                 product(m, n, k, {ref(a), &pa}, {ref(b_rows), nullptr}, e, threads),   // conv-style
-                                product(m, n, k, {ref(a), &pa}, {ref(b), nullptr}, e, threads)}) {     // scalar B packer
+                                product(m, n, k, {ref(a), &pa}, {ref(b), nullptr}, e, threads),        // W^T per call
+                                // Neither packed, both asked for in bf16 (GemmOperand::bf16: attention's products).
+                                product(m, n, k, {ref(a), nullptr, true}, {ref(b), nullptr, true}, e, threads),
+                                product(m, n, k, {ref(a_cols), nullptr, true}, {ref(b_rows), nullptr, true}, e, threads)}) {
           double worst = 0, differs = 0;
           for (int64_t i = 0; i < m * n; ++i) {
             const double d = std::fabs(static_cast<double>(c.data_ptr<float>()[i]) - want.data_ptr<double>()[i]);
