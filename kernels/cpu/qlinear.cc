@@ -76,30 +76,25 @@ Result<std::shared_ptr<const PreparedWeight>> prepare_gemm(OpKind op, const Weig
   auto p = std::make_shared<CpuPackedWeight>();
   const Conv2dParams& c = w.conv;
   using Layout = CpuPackedWeight::Layout;
-  if (conv && c.groups > 1) {  // depthwise, channels_last only (runtime/model/weights.cc picks them)
-    if (c.groups != rows || w.weight.sizes[1] != 1 || !w.channels_last) {
-      t_last_error = "a packed grouped Conv2d weight must be a depthwise [C, 1, KH, KW] one for channels_last";
-      return Status::InvalidArgument;
-    }
-    p->layout = Layout::DepthwiseCl;
-    p->rows = rows;
-    p->depth = depth;  // the taps
-    p->release_source = w.release_source;
-    p->source = w.weight.data;
-    p->shape.assign(w.weight.sizes, w.weight.sizes + w.weight.rank);
-    return std::shared_ptr<const PreparedWeight>(std::move(p));
+  // Grouped: depthwise, channels_last only (runtime/model/weights.cc picks them); depth: the taps.
+  const bool depthwise = conv && c.groups > 1;
+  if (depthwise && (c.groups != rows || w.weight.sizes[1] != 1 || !w.channels_last)) {
+    t_last_error = "a packed grouped Conv2d weight must be a depthwise [C, 1, KH, KW] one for channels_last";
+    return Status::InvalidArgument;
   }
   const bool winograd = conv && w.weight.sizes[2] == 3 && w.weight.sizes[3] == 3 && c.groups == 1 &&
                         c.stride[0] == 1 && c.stride[1] == 1 && c.dilation[0] == 1 && c.dilation[1] == 1 &&
                         w.out_h > 0 && w.out_w > 0 &&
                         winograd_profitable(w.weight.sizes[1], rows, 1, w.out_h, w.out_w, /*pretransformed=*/true);
-  // bf16 where the GEMM runs it: a Winograd weight stays float32 (measured faster than im2col in bf16).
-  const bool bf16 = w.bf16 && sgemm_bf16_supported() && (!winograd || w.channels_last);
-  p->layout = conv && w.channels_last ? Layout::ConvB
-              : winograd             ? Layout::Winograd
-              : conv                 ? Layout::ConvA
-              : op == OpKind::Linear ? Layout::LinearB
-                                     : Layout::MatMulB;
+  // bf16 where the GEMM runs it: a Winograd weight stays float32 (measured faster than im2col in bf16),
+  // and so does a depthwise one (its kernel is float32).
+  const bool bf16 = w.bf16 && sgemm_bf16_supported() && (!winograd || w.channels_last) && !depthwise;
+  p->layout = depthwise                ? Layout::DepthwiseCl
+              : conv && w.channels_last ? Layout::ConvB
+              : winograd                ? Layout::Winograd
+              : conv                    ? Layout::ConvA
+              : op == OpKind::Linear    ? Layout::LinearB
+                                        : Layout::MatMulB;
   p->rows = rows;
   p->depth = winograd && !w.channels_last ? w.weight.sizes[1] : depth;
   p->rs = p->layout == Layout::LinearB ? 1 : depth;  // B = weight^T [K, N] (else weight [K, N])

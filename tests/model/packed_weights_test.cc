@@ -400,3 +400,30 @@ TEST_CASE("bf16 precision on the cpu: Conv2d / Linear weights packed as bf16, pr
   CHECK((out[1] - fc32).abs().max().item<float>() > 1e-3f);
   CHECK((out[2] - matmul(in_q, in_k.transpose(2, 3))).abs().max().item<float>() > 1e-3f);
 }
+
+TEST_CASE("packed conv weights: a grouped weight the CPU cannot lay out is refused with its reason") {
+  // The executor packs depthwise weights for channels_last activations only
+  // (runtime/model/weights.cc); the backend refuses any other grouped one.
+  Backend* cpu = get_backend(DeviceType::CPU);
+  const Tensor grouped = randn({8, 2, 3, 3}), depthwise = randn({8, 1, 3, 3});
+  auto refused = [&](const Tensor& w, int64_t groups, bool channels_last) {
+    WeightDesc d;
+    d.weight = w.kernel_view();
+    d.conv.groups = groups;
+    d.channels_last = channels_last;
+    const Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(OpKind::Conv2d, d);
+    CHECK(r.status() == Status::InvalidArgument);
+    CHECK(cpu->last_error() ==
+          "a packed grouped Conv2d weight must be a depthwise [C, 1, KH, KW] one for channels_last");
+  };
+  refused(grouped, 4, true);      // two input channels a group
+  refused(depthwise, 8, false);   // NCHW activations: the planes' kernel reads the weight itself
+  refused(depthwise, 4, true);    // groups not the output channels
+  WeightDesc ok;
+  ok.weight = depthwise.kernel_view();
+  ok.conv.groups = 8;
+  ok.channels_last = true;
+  const Result<std::shared_ptr<const PreparedWeight>> r = cpu->prepare_weight(OpKind::Conv2d, ok);
+  REQUIRE(r.ok());
+  CHECK(r.get()->bytes() == cpu::depthwise_cl_weight_bytes(8, 9));
+}
