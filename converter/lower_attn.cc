@@ -99,6 +99,18 @@ void Lowerer::lower_matmul(const Node& n) {
   cast_new(p, DType::Float16, base, out);
 }
 
+// ember::ScaledDotProductAttention, which the converter's fuse_attention pass
+// makes of a MatMul, Softmax, MatMul chain: q, k, v and the mask (optional)
+// as they are, the attribute scale.
+void Lowerer::lower_scaled_dot_product_attention(const Node& n) {
+  require_inputs(n, 3);
+  AttentionParams p;
+  p.scale = n.get_float("scale", 1.0);
+  emit(OpKind::ScaledDotProductAttention, n,
+       {tensor(n.inputs[0]), tensor(n.inputs[1]), tensor(n.inputs[2]), has_input(n, 3) ? tensor(n.inputs[3]) : -1},
+       {out0(n)}, p);
+}
+
 // Swish (opset 24): x * sigmoid(alpha * x).
 void Lowerer::lower_swish(const Node& n) {
   float_input(n, 0);

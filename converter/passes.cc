@@ -26,6 +26,7 @@ std::string PassReport::summary() const {
   if (hardswishes_fused > 0) os << ", fused " << hardswishes_fused << " Hardswishes";
   if (residual_adds_fused > 0) os << ", fused " << residual_adds_fused << " residual Adds";
   if (recurrences_scanned > 0) os << ", made " << recurrences_scanned << " recurrences over a dynamic length Scans";
+  if (attentions_fused > 0) os << ", fused " << attentions_fused << " attentions";
   return os.str();
 }
 
@@ -117,6 +118,7 @@ Expected<PassReport> run_passes_or_raise(Graph& graph, bool fuse_matmul_biases) 
   r.batchnorms_folded = *bn;
   r.matmul_biases_fused = fuse_matmul_biases ? fuse_matmul_bias(graph) : 0;
   r.attention_scales_folded = fuse_matmul_biases ? fold_attention_scales(graph) : 0;  // into those Gemms
+  r.attentions_fused = fuse_attention(graph);  // after: a folded scale is no longer in the chain
   r.hardswishes_fused = fuse_hardswishes(graph);  // first: a Conv's x * HardSigmoid(x) becomes its activation
   r.residual_adds_fused = fuse_residual_adds(graph);  // before: the activation then follows the Add
   r.activations_fused = fuse_activations(graph);

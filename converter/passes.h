@@ -35,6 +35,7 @@ struct PassReport {
   int hardswishes_fused = 0;   // Mul(x, HardSigmoid(x)) made one HardSwish
   int residual_adds_fused = 0; // Adds of a Conv's output and a residual made the Conv's 4th input
   int recurrences_scanned = 0; // LSTM/GRU/RNN over a dynamic sequence length made Scans
+  int attentions_fused = 0;    // MatMul [Mul|Div] [Add] Softmax MatMul chains made one ScaledDotProductAttention
   // "folded 12 constants, 3 shapes, ..." for the converter's report.
   std::string summary() const;
 };
@@ -98,6 +99,15 @@ int fuse_matmul_bias(Graph& graph);
 // fewer. Run after fuse_matmul_bias (which makes torch's Linear a Gemm).
 // Returns the Divs and Muls folded.
 int fold_attention_scales(Graph& graph);
+
+// Attention as exported ops: MatMul(q, kt), an optional Mul or Div by a
+// one-element float constant (the scale), an optional Add of a float32 mask
+// that does not widen the scores, Softmax over the last axis and MatMul(p, v),
+// every intermediate read by the next node alone, all of one rank, float32,
+// becomes one ember::ScaledDotProductAttention (q, k, v, mask; attribute
+// scale), its k a Transpose of kt's last two dims (fuse_attention.cc).
+// Returns the chains fused.
+int fuse_attention(Graph& graph);
 
 // An Add of a Conv's output (its only reader; the Conv without an
 // activation; 3x3, stride 1, dilation 1, one group: the shape whose CPU

@@ -239,6 +239,18 @@ unsigned softmax_rows_vector(const float* x, float* y, int64_t n, int count, boo
   return softmax_rows_avx512(x, y, n, count, log);
 }
 
+// `rows` contiguous rows of n > 0 values, x and y distinct.
+template <bool kLog>
+void softmax_block(const float* x, float* y, int64_t n, int64_t rows) {
+  for (int64_t r = 0; r < rows; r += kSoftmaxRows) {
+    const int count = static_cast<int>(std::min<int64_t>(kSoftmaxRows, rows - r));
+    const unsigned left = softmax_rows_vector(x + r * n, y + r * n, n, count, kLog);
+    for (int q = 0; q < count; ++q) {
+      if ((left >> q & 1) != 0) softmax_row<kLog>(x + (r + q) * n, y + (r + q) * n, n);
+    }
+  }
+}
+
 template <bool kLog>
 Status softmax_rows(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                     const OpParams& params) {
@@ -254,13 +266,7 @@ Status softmax_rows(const KernelContext& ctx, Span<const TensorView> in, Span<Te
   const float* xp = x.ptr<const float>();
   float* yp = out[0].ptr<float>();
   parallel_for(0, rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; r += kSoftmaxRows) {
-      const int count = static_cast<int>(std::min<int64_t>(kSoftmaxRows, end - r));
-      const unsigned left = softmax_rows_vector(xp + r * n, yp + r * n, n, count, kLog);
-      for (int q = 0; q < count; ++q) {
-        if ((left >> q & 1) != 0) softmax_row<kLog>(xp + (r + q) * n, yp + (r + q) * n, n);
-      }
-    }
+    softmax_block<kLog>(xp + begin * n, yp + begin * n, n, end - begin);
   });
   return Status::Ok;
 }
@@ -378,6 +384,8 @@ Status adaptive_avg_pool2d_f32(const KernelContext& ctx, Span<const TensorView> 
   });
   return Status::Ok;
 }
+
+void softmax_rows_f32(const float* x, float* y, int64_t n, int64_t rows) { softmax_block<false>(x, y, n, rows); }
 
 Status softmax_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                    const OpParams& params) {

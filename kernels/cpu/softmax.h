@@ -1,5 +1,6 @@
 // The AVX-512 and AVX2 softmax rows (softmax_avx512.cc, softmax_avx2.cc), used
-// by reduce.cc's Softmax and LogSoftmax kernels ahead of their ISA clones.
+// by reduce.cc's Softmax and LogSoftmax kernels ahead of their ISA clones, and
+// those kernels' rows for the attention kernel (attention.cc).
 #pragma once
 
 #include <cstdint>
@@ -23,5 +24,10 @@ unsigned softmax_rows_avx512(const float* x, float* y, int64_t n, int rows, bool
 // bit for bit. Returns the rows left unwritten: no finite maximum (a row
 // with a NaN comes out all NaN, as reduce.cc's).
 unsigned softmax_rows_avx2(const float* x, float* y, int64_t n, int rows, bool log);
+
+// `rows` contiguous rows of softmax of n > 0 values each, x and y distinct, on
+// the calling thread: the float32 Softmax kernel's rows (reduce.cc), which
+// the attention kernel shares.
+void softmax_rows_f32(const float* x, float* y, int64_t n, int64_t rows);
 
 }  // namespace ember::cpu

@@ -23,6 +23,11 @@ bool conv_transpose_shapes_ok(const TensorView& x, const TensorView& w, const Te
 // agree with its params (shared with the CPU kernel).
 bool recurrence_shapes_ok(Span<const TensorView> in, Span<const TensorView> out, const RecurrenceParams& p);
 
+// ScaledDotProductAttention's operands: q [*, L, E], k [*, S, E], v [*, S, Ev],
+// mask [*, L, S] (or null data), out [*, L, Ev], one floating dtype, the
+// leading dims equal (the front-end expands them; shared with the CPU kernel).
+bool attention_shapes_ok(Span<const TensorView> in, const TensorView& out);
+
 // The weights of the reference QLinear / QConv2d kernels: kept unpacked.
 Result<std::shared_ptr<const PreparedWeight>> prepare_weight(OpKind op, const WeightDesc& w);
 

@@ -546,6 +546,18 @@ struct RecurrenceParams {
   }
 };
 
+// ScaledDotProductAttention: out = softmax(q @ k^T * scale + mask) @ v, the
+// softmax over the last dim (a row whose scores are all -inf is NaN, as
+// torch's). The eager front-end's default scale is 1 / sqrt(E), as torch's.
+struct AttentionParams {
+  double scale = 1.0;
+  // Kernel calls only (Precision::BFloat16, set at Executor::create): the
+  // float32 CPU kernel runs both products on bf16-rounded operands, as
+  // LinearParams::bf16. Not stored in files.
+  bool bf16 = false;
+  static constexpr auto fields() { return std::make_tuple(&AttentionParams::scale); }
+};
+
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,
                               SoftmaxParams, NormParams, Conv2dParams, Pool2dParams, PadParams,
                               DimsParams, AxisParams, LinearParams, QLinearParams, QConv2dParams,
@@ -553,6 +565,6 @@ using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, R
                               ResizeParams, ConvTransposeParams, GridSampleParams, NmsParams,
                               RoiAlignParams, DftParams, StftParams, AffineGridParams, Col2ImParams,
                               MaxUnpoolParams, IfParams, LoopParams, ScanLoopParams, DeformConvParams,
-                              RecurrenceParams>;
+                              RecurrenceParams, AttentionParams>;
 
 }  // namespace ember

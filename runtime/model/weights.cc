@@ -315,6 +315,7 @@ Status prepare_packed(const Model& m, std::vector<OpState>& ops, const std::vect
     OpState& op = ops[static_cast<size_t>(k)];
     const Tensor w = gemm_weight(m, k, op, tensors);
     op.bf16 = bf16 && op.kind == OpKind::MatMul && !w.defined();  // a product of two activations
+    if (auto* a = std::get_if<AttentionParams>(&op.params)) a->bf16 = bf16;  // its two products, as op.bf16's
     if (!w.defined()) continue;
     std::shared_ptr<const PreparedWeight>& p = packed[{w.data_ptr(), op.kind, op.channels_last}];
     if (p == nullptr) {

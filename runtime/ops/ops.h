@@ -189,6 +189,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // --- neural-network ops (runtime/ops/nn.cc) ----------------------------------------
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+// torch.nn.functional.scaled_dot_product_attention without dropout or
+// is_causal: q [*, L, E], k [*, S, E], v [*, S, Ev], attn_mask (bool: true
+// takes part; or q's dtype, added) broadcast to [*, L, S]; scale defaults to
+// 1 / sqrt(E). The graph form takes AttentionParams (runtime/ops/attention.cc).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask = {},
+                                    std::optional<double> scale = std::nullopt);
 Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 // Inference form: normalizes with the running statistics.

@@ -1,0 +1,146 @@
+// ScaledDotProductAttention in float32 (kernels/ref/attention.cc's
+// semantics). A task is one batch entry's block of query rows, on one thread:
+// its scores S = q_rows @ k^T (the blocked GEMM) into the thread's scratch,
+// S * scale + mask, softmax rows (the Softmax kernel's, softmax.h), then
+// out_rows = P @ v. The scores of a block (256 KB at most, two copies) stay in
+// the core's caches: the unfused graph (MatMul, Add, Softmax, MatMul) wrote
+// every head's scores to memory and read them back three times.
+#include <algorithm>
+#include <atomic>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/softmax.h"
+#include "kernels/ref/ref_kernels.h"
+#include "runtime/core/thread_pool.h"
+
+namespace ember::cpu {
+namespace {
+
+constexpr int64_t kScoreFloats = 32768;  // a block's scores: 128 KB, twice (scores, then probabilities)
+
+struct Plan {
+  int rank = 0;
+  int64_t batches = 1, L = 0, S = 0, E = 0, Ev = 0;
+  int64_t block = 1;   // query rows a task
+  int64_t tasks = 0;   // batches x row blocks
+  int64_t slots = 1;   // threads' scratch slots
+  size_t per_slot = 0; // scratch bytes a slot
+};
+
+size_t round_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+Plan plan_for(const TensorView& q, const TensorView& k, const TensorView& v, int threads) {
+  Plan p;
+  p.rank = q.rank;
+  for (int d = 0; d < q.rank - 2; ++d) p.batches *= q.sizes[d];
+  p.L = q.sizes[q.rank - 2];
+  p.E = q.sizes[q.rank - 1];
+  p.S = k.sizes[k.rank - 2];
+  p.Ev = v.sizes[v.rank - 1];
+  p.block = std::clamp<int64_t>(kScoreFloats / std::max<int64_t>(p.S, 1), 1, std::max<int64_t>(p.L, 1));
+  // Enough tasks for every thread: fewer batch entries than threads split their rows.
+  const int64_t per_batch = (std::max(1, threads) + p.batches - 1) / std::max<int64_t>(p.batches, 1);
+  if (per_batch > 1) p.block = std::min(p.block, std::max<int64_t>(1, (p.L + per_batch - 1) / per_batch));
+  p.tasks = p.batches * ((p.L + p.block - 1) / p.block);
+  p.slots = std::max<int64_t>(1, std::min<int64_t>(std::max(1, threads), p.tasks));
+  const size_t scores = round_up(static_cast<size_t>(p.block * p.S) * sizeof(float));
+  p.per_slot = 2 * scores + round_up(std::max(sgemm_workspace(p.block, p.S, p.E, 1), sgemm_workspace(p.block, p.Ev, p.S, 1)));
+  return p;
+}
+
+// d = s * scale + mask (mask rows `mrs` apart, columns `mcs`; none: null),
+// `rows` rows of n values, contiguous in s and d.
+RT_SIMD_CLONES void scale_add(const float* __restrict s, float* __restrict d, int64_t rows, int64_t n, float scale,
+                              const float* mask, int64_t mrs, int64_t mcs) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* si = s + i * n;
+    float* di = d + i * n;
+    if (mask == nullptr) {
+      for (int64_t j = 0; j < n; ++j) di[j] = si[j] * scale;
+      continue;
+    }
+    const float* mi = mask + i * mrs;
+    if (mcs == 1) {
+      for (int64_t j = 0; j < n; ++j) di[j] = si[j] * scale + mi[j];
+    } else {
+      for (int64_t j = 0; j < n; ++j) di[j] = si[j] * scale + mi[j * mcs];
+    }
+  }
+}
+
+// The offset of batch entry b in a view (its index over the leading dims).
+int64_t batch_offset(const TensorView& t, const TensorView& shape, int64_t b) {
+  int64_t off = 0;
+  for (int d = shape.rank - 3; d >= 0; --d) {
+    off += (b % shape.sizes[d]) * t.strides[d];
+    b /= shape.sizes[d];
+  }
+  return off;
+}
+
+}  // namespace
+
+size_t attention_f32_workspace(Span<const TensorView> in, Span<const TensorView> out, const OpParams&) {
+  if (out.size() != 1 || !ref::attention_shapes_ok(in, out[0])) return 0;
+  const Plan p = plan_for(in[0], in[1], in[2], get_num_threads());
+  return p.per_slot * static_cast<size_t>(p.slots);
+}
+
+Status attention_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                     const OpParams& params) {
+  const auto* ap = std::get_if<AttentionParams>(&params);
+  EMBER_CHECK(ap != nullptr && out.size() == 1 && ref::attention_shapes_ok(in, out[0]), Status::InvalidArgument);
+  EMBER_CHECK(in[0].dtype == DType::Float32, Status::DTypeMismatch);
+  const TensorView &q = in[0], &k = in[1], &v = in[2], &m = in[3], &o = out[0];
+  const Plan p = plan_for(q, k, v, ctx.num_threads);
+  if (ctx.scratch_bytes < p.per_slot * static_cast<size_t>(p.slots)) {
+    return ref::scaled_dot_product_attention(ctx, in, out, params);
+  }
+  if (p.tasks == 0 || p.Ev == 0) return Status::Ok;
+  const int r = p.rank;
+  const float scale = static_cast<float>(ap->scale);
+  const bool pass = m.data != nullptr || scale != 1.0f;  // scores -> scaled and masked scores
+  const bool bf16 = ap->bf16;
+  const int64_t blocks = p.tasks / p.batches;
+  std::atomic<bool> ok{true};
+  parallel_for(0, p.slots, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t slot = s0; slot < s1; ++slot) {
+      float* scores = reinterpret_cast<float*>(static_cast<char*>(ctx.scratch) + static_cast<size_t>(slot) * p.per_slot);
+      float* probs = scores + round_up(static_cast<size_t>(p.block * p.S) * sizeof(float)) / sizeof(float);
+      void* ws = probs + round_up(static_cast<size_t>(p.block * p.S) * sizeof(float)) / sizeof(float);
+      const size_t ws_bytes = p.per_slot - 2 * round_up(static_cast<size_t>(p.block * p.S) * sizeof(float));
+      for (int64_t t = p.tasks * slot / p.slots; t < p.tasks * (slot + 1) / p.slots; ++t) {
+        const int64_t b = t / blocks, row0 = t % blocks * p.block, rows = std::min(p.block, p.L - row0);
+        const float* qb = q.ptr<const float>() + batch_offset(q, q, b) + row0 * q.strides[r - 2];
+        const float* kb = k.ptr<const float>() + batch_offset(k, q, b);
+        const float* vp = v.ptr<const float>() + batch_offset(v, q, b);
+        float* ob = o.ptr<float>() + batch_offset(o, q, b) + row0 * o.strides[r - 2];
+        // S = q_rows @ k^T: k^T's (e, j) is k's (j, e).
+        const GemmOperand qa{{qb, q.strides[r - 2], q.strides[r - 1]}, nullptr, bf16};
+        const GemmOperand kt{{kb, k.strides[r - 1], k.strides[r - 2]}, nullptr, bf16};
+        if (!sgemm_packed(rows, p.S, p.E, qa, kt, {scores, p.S, 1}, false, ws, ws_bytes, 1)) ok = false;
+        float* in_softmax = scores;
+        float* weights = probs;
+        if (pass) {
+          const float* mb = m.data == nullptr
+                                ? nullptr
+                                : m.ptr<const float>() + batch_offset(m, q, b) + row0 * m.strides[r - 2];
+          scale_add(scores, probs, rows, p.S, scale, mb, mb != nullptr ? m.strides[r - 2] : 0,
+                    mb != nullptr ? m.strides[r - 1] : 0);
+          std::swap(in_softmax, weights);
+        }
+        if (p.S > 0) softmax_rows_f32(in_softmax, weights, p.S, rows);
+        // out_rows = P @ v.
+        const GemmOperand pa{{weights, p.S, 1}, nullptr, bf16};
+        const GemmOperand va{{vp, v.strides[r - 2], v.strides[r - 1]}, nullptr, bf16};
+        if (!sgemm_packed(rows, p.Ev, p.S, pa, va, {ob, o.strides[r - 2], o.strides[r - 1]}, false, ws, ws_bytes, 1)) {
+          ok = false;
+        }
+      }
+    }
+  });
+  return ok.load() ? Status::Ok : Status::OutOfMemory;
+}
+
+}  // namespace ember::cpu
