@@ -259,9 +259,13 @@ TEST_CASE("transformer encoder layer: import and passes (opsets 13 and 17)") {
     auto after = g.op_histogram();
     CHECK(after.count("Identity") == 0);
     // The three MatMuls of a constant weight followed by a bias Add become
-    // Gemms (fuse_matmul_bias); the attention's two products stay MatMuls.
+    // Gemms (fuse_matmul_bias); the attention's two products, its Softmax and
+    // its scale become one ScaledDotProductAttention (fuse_attention).
     CHECK(report->matmul_biases_fused == 3);
-    CHECK(after.at("MatMul") == 2);
+    CHECK(report->attentions_fused == 1);
+    CHECK(after.count("MatMul") == 0);
+    CHECK(after.count("Softmax") == 0);
+    CHECK(after.at("ember::ScaledDotProductAttention") == 1);
     CHECK(after.at("Gemm") == before.count("Gemm") + 3);
     CHECK(after.at("Shape") < before.at("Shape"));
     CHECK(g.validate().ok());
@@ -458,6 +462,7 @@ TEST_CASE("model zoo: every model imports, every value has a dtype and a rank, p
     auto report = run_passes(*g);
     REQUIRE_MESSAGE(report.ok(), report.diag().message);
     CHECK(g->validate().ok());
+    for (const auto& [op, n] : g->op_histogram()) ops_seen.insert(op);  // what the passes make (fuse_attention's)
   }
   // Every op the importer supports appears in some model (Constant is folded on
   // import), except the detection and signal ops of opsets 10-20 that torch
@@ -564,15 +569,23 @@ TEST_CASE("infer_missing_shapes: ranks after a Slice whose bounds come from a Sh
   CHECK(g->value(softmax->outputs[0]).shape->size() == 3);
   const std::string softmax_out = g->value(softmax->outputs[0]).name;
 
-  // After folding, the Slice bounds are constants and the dims follow.
+  // After folding, the Slice bounds are constants and the dims follow: the
+  // attention the Softmax became part of (fuse_attention) reads [batch * heads,
+  // 128, 128] scores' operands, q [batch * heads, 128, 64] and k likewise.
   auto report = run_passes(*g);
   REQUIRE_MESSAGE(report.ok(), report.diag().message);
-  const int id = g->find_value(softmax_out);
-  REQUIRE(id >= 0);
-  const auto& dims = *g->value(id).shape;
-  REQUIRE(dims.size() == 3);
-  CHECK(dims[1] == Dim::fixed(128));
-  CHECK(dims[2] == Dim::fixed(128));
+  CHECK(g->find_value(softmax_out) < 0);
+  const Node* attention = nullptr;
+  for (const Node& n : g->nodes) {
+    if (n.op_type == "ember::ScaledDotProductAttention") attention = &n;
+  }
+  REQUIRE(attention != nullptr);
+  for (int i : {0, 1}) {
+    const auto& dims = *g->value(attention->inputs[static_cast<size_t>(i)]).shape;
+    REQUIRE(dims.size() == 3);
+    CHECK(dims[1] == Dim::fixed(128));
+    CHECK(dims[2] == Dim::fixed(64));
+  }
 }
 
 TEST_CASE("infer_missing_shapes: fills unknown dims and never changes a known one") {

@@ -94,3 +94,30 @@ def cases(emit):
     emit.tensor("linalg.linear.x3t.w", w)
     emit.tensor("linalg.linear.x3t.bias", bias)
     emit.tensor("linalg.linear.x3t.out", F.linear(x.transpose(0, 1), w, bias))
+
+    # scaled_dot_product_attention (torch 2's F.scaled_dot_product_attention without dropout; this torch, 1.13,
+    # lacks it): its math path, softmax(q @ k^T * scale + mask) @ v, in float64, rounded once.
+    def sdpa(name, qs, ks, vs, mask=None, scale=None):
+        q, k, v = rn(*qs, dtype=torch.float64), rn(*ks, dtype=torch.float64), rn(*vs, dtype=torch.float64)
+        emit.tensor(f"linalg.sdpa.{name}.q", q.float())
+        emit.tensor(f"linalg.sdpa.{name}.k", k.float())
+        emit.tensor(f"linalg.sdpa.{name}.v", v.float())
+        s = q.float().double() @ k.float().double().transpose(-2, -1) * (scale or 1.0 / qs[-1] ** 0.5)
+        if mask is not None:
+            emit.tensor(f"linalg.sdpa.{name}.mask", mask)
+            s = s + (torch.zeros(mask.shape, dtype=torch.float64).masked_fill(~mask, float("-inf"))
+                     if mask.dtype == torch.bool else mask.double())
+        emit.tensor(f"linalg.sdpa.{name}.out", (torch.softmax(s, -1) @ v.float().double()).float())
+
+    sdpa("plain", (2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 6))
+    pad = torch.zeros(2, 1, 1, 7)
+    pad[1, 0, 0, 4:] = -10000.0  # BERT's padding mask
+    sdpa("bert_mask", (2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 6), pad, 0.5)
+    sdpa("bool_mask", (2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 6), torch.rand(5, 7, generator=g) > 0.3)
+    sdpa("broadcast", (2, 3, 5, 8), (1, 3, 7, 8), (2, 1, 7, 4))
+    sdpa("rank3", (4, 9, 16), (4, 11, 16), (4, 11, 16), rn(4, 9, 11))
+    # 600 keys: the CPU kernel's blocks of query rows (32768 / 600 = 54 rows).
+    sdpa("long", (1, 2, 300, 16), (1, 2, 600, 16), (1, 2, 600, 16), rn(1, 1, 300, 600), 0.25)
+    sdpa("one_query", (3, 1, 32), (3, 50, 32), (3, 50, 8))
+    causal = torch.zeros(6, 6).masked_fill(torch.ones(6, 6, dtype=torch.bool).triu(1), float("-inf"))
+    sdpa("causal", (2, 6, 4), (2, 6, 4), (2, 6, 5), causal)

@@ -667,6 +667,44 @@ std::vector<Case> softmax_cases(DType dt) {
   return cs;
 }
 
+// ScaledDotProductAttention: q [*, L, E], k [*, S, E], v [*, S, Ev], mask
+// [*, L, S] (or absent), the leading dims equal (the front-end expands them).
+std::vector<Case> attention_cases(DType dt) {
+  std::vector<Case> cs;
+  auto add = [&](std::string d, Operand q, Operand k, Operand v, Operand m, double scale = 0.35) {
+    Shape o = q.shape();
+    o.back() = v.shape().back();
+    AttentionParams p;
+    p.scale = scale;
+    const int64_t terms = std::max(q.shape().back(), k.shape()[k.shape().size() - 2]);
+    cs.push_back({std::move(d), {std::move(q), std::move(k), std::move(v), std::move(m)}, {out_contig(o, dt)}, p,
+                  Family::Accumulate, terms});
+  };
+  add("[2,3,5,8] x [2,3,7,8] x [2,3,7,6]", contig(values({2, 3, 5, 8}, dt)), contig(values({2, 3, 7, 8}, dt)),
+      contig(values({2, 3, 7, 6}, dt)), absent(), 1.0);
+  add("a mask [2,1,1,7] broadcast", contig(values({2, 3, 5, 8}, dt)), contig(values({2, 3, 7, 8}, dt)),
+      contig(values({2, 3, 7, 6}, dt)), expanded({2, 1, 1, 7}, {2, 3, 5, 7}, dt));
+  add("heads permuted from [B, L, H, E], k transposed, a full mask", permuted({2, 3, 5, 8}, {0, 2, 1, 3}, dt),
+      transposed({2, 3, 7, 8}, dt), permuted({2, 3, 7, 6}, {0, 2, 1, 3}, dt), contig(values({2, 3, 5, 7}, dt)));
+  add("k broadcast over the batch (stride 0), v stepped", contig(values({2, 3, 5, 8}, dt)),
+      expanded({1, 3, 7, 8}, {2, 3, 7, 8}, dt), stepped({2, 3, 7, 6}, dt), absent());
+  add("600 keys: blocks of query rows", contig(values({1, 2, 70, 16}, dt)), contig(values({1, 2, 600, 16}, dt)),
+      contig(values({1, 2, 600, 16}, dt)), expanded({70, 600}, {1, 2, 70, 600}, dt), 0.25);
+  add("rank 2, one query", contig(values({1, 32}, dt)), contig(values({50, 32}, dt)), contig(values({50, 8}, dt)),
+      absent());
+  add("no keys (S = 0): zeros", contig(values({2, 5, 8}, dt)), contig(values({2, 0, 8}, dt)),
+      contig(values({2, 0, 4}, dt)), absent());
+  add("no queries (L = 0)", contig(values({2, 0, 8}, dt)), contig(values({2, 7, 8}, dt)),
+      contig(values({2, 7, 4}, dt)), absent());
+  if (is_float(dt)) {
+    // The second row fully masked: NaN, as torch's softmax of -inf scores.
+    add("a row of -inf scores", contig(values({1, 3, 4}, dt)), contig(values({1, 4, 4}, dt)),
+        contig(values({1, 4, 5}, dt)),
+        contig(from_doubles({0, 0, -INFINITY, 0, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 1, 2, 3, 4}, {1, 3, 4}, dt)));
+  }
+  return cs;
+}
+
 std::vector<Case> layer_norm_cases(DType dt) {
   std::vector<Case> cs;
   auto add = [&](std::string d, Operand x, int nr, bool weight, bool bias, double eps = 1e-5) {
@@ -1703,6 +1741,7 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::MatMul: return matmul_cases(dt);
     case OpKind::Softmax:
     case OpKind::LogSoftmax: return softmax_cases(dt);
+    case OpKind::ScaledDotProductAttention: return attention_cases(dt);
     case OpKind::LayerNorm: return layer_norm_cases(dt);
     case OpKind::BatchNorm: return batch_norm_cases(dt);
     case OpKind::Conv2d: return conv2d_cases(dt);

@@ -1,0 +1,144 @@
+// scaled_dot_product_attention against torch's math path (golden_linalg.py:
+// softmax(q @ k^T * scale + mask) @ v in float64), the fused CPU kernel at 1
+// and 2 threads against the math path the front-end takes under autograd, and
+// its errors.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "kernels/cpu/gemm.h"
+#include "runtime/core/thread_pool.h"
+#include "tests/harness/testing.h"
+
+using namespace ember;
+using ember::testing::check_close;
+using ember::testing::check_equal;
+using ember::testing::check_error;
+using ember::testing::golden;
+using ember::testing::has_golden;
+
+namespace {
+
+// The ops the converter fuses, as a graph runs them without the fused op.
+Tensor math_path(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale) {
+  Tensor s = matmul(q, k.transpose(-2, -1)) * scale;
+  if (mask.defined()) s = s + mask;
+  return matmul(softmax(s, -1), v);
+}
+
+struct Threads {
+  int saved = get_num_threads();
+  explicit Threads(int n) { set_num_threads(n); }
+  ~Threads() { set_num_threads(saved); }
+};
+
+}  // namespace
+
+TEST_CASE("scaled_dot_product_attention: torch's values, fused at 1 and 2 threads") {
+  for (const char* name : {"plain", "bert_mask", "bool_mask", "broadcast", "rank3", "long", "one_query", "causal"}) {
+    CAPTURE(name);
+    const std::string p = std::string("linalg.sdpa.") + name;
+    const Tensor mask = has_golden(p + ".mask") ? golden(p + ".mask") : Tensor();
+    const std::optional<double> scale =
+        std::string(name) == "bert_mask" ? 0.5 : std::string(name) == "long" ? std::optional<double>(0.25) : std::nullopt;
+    for (int threads : {1, 2}) {
+      Threads t(threads);
+      const Tensor out = scaled_dot_product_attention(golden(p + ".q"), golden(p + ".k"), golden(p + ".v"), mask, scale);
+      check_close(out, golden(p + ".out"), 1e-5, 1e-5);
+      CHECK(out.is_contiguous());
+    }
+  }
+}
+
+TEST_CASE("scaled_dot_product_attention: permuted heads and a transposed key as the converter hands them") {
+  manual_seed(3);
+  // [B, L, H, E] projections viewed as [B, H, L, E]; the key as the Transpose of k^T.
+  const Tensor q = randn({2, 9, 4, 16}).permute({0, 2, 1, 3});
+  const Tensor kt = randn({2, 20, 4, 16}).permute({0, 2, 3, 1});
+  const Tensor v = randn({2, 20, 4, 8}).permute({0, 2, 1, 3});
+  Tensor mask = zeros({2, 1, 1, 20});
+  mask.narrow(3, 15, 5).fill_(-10000.0);
+  AttentionParams p;
+  p.scale = 0.25;
+  const Tensor out = scaled_dot_product_attention(q, kt.transpose(-2, -1), v, mask, p);
+  check_close(out, math_path(q, kt.transpose(-2, -1), v, mask, 0.25), 1e-5, 1e-6);
+  // The padded keys take no part: the same as attending to the first 15 alone.
+  check_close(out, math_path(q, kt.transpose(-2, -1).narrow(2, 0, 15), v.narrow(2, 0, 15), Tensor(), 0.25), 1e-5,
+              1e-6);
+}
+
+TEST_CASE("scaled_dot_product_attention: a fully masked row is NaN, the others are not") {
+  const Tensor q = ones({1, 2, 4}), k = ones({1, 3, 4}), v = arange(6.0).reshape({1, 3, 2});
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor mask = tensor({{{0.0, -inf, 0.0}, {-inf, -inf, -inf}}}).to(DType::Float32);
+  const Tensor out = scaled_dot_product_attention(q, k, v, mask, 1.0);
+  check_equal(out[0][0], tensor({2.0f, 3.0f}));  // the mean of v's rows 0 and 2
+  CHECK(std::isnan(out[0][1][0].item<float>()));
+  CHECK(std::isnan(out[0][1][1].item<float>()));
+}
+
+TEST_CASE("scaled_dot_product_attention: no keys give zeros; no queries an empty output") {
+  check_equal(scaled_dot_product_attention(ones({2, 3, 4}), ones({2, 0, 4}), ones({2, 0, 5})), zeros({2, 3, 5}));
+  CHECK(scaled_dot_product_attention(ones({2, 0, 4}), ones({2, 3, 4}), ones({2, 3, 5})).sizes() == Shape{2, 0, 5});
+}
+
+TEST_CASE("scaled_dot_product_attention: a mask wider than the scores widens them, as the fused Add does") {
+  manual_seed(4);
+  const Tensor q = randn({2, 1, 8}), k = randn({2, 7, 8}), v = randn({2, 7, 3}), mask = randn({2, 5, 7});
+  const Tensor out = scaled_dot_product_attention(q, k, v, mask, 1.0);
+  CHECK(out.sizes() == Shape{2, 5, 3});
+  check_close(out, math_path(q, k, v, mask, 1.0), 1e-6, 1e-6);
+}
+
+TEST_CASE("scaled_dot_product_attention: gradients through torch's math path") {
+  manual_seed(6);
+  const Tensor q = randn({2, 5, 8}).requires_grad_(), k = randn({2, 6, 8}).requires_grad_();
+  const Tensor v = randn({2, 6, 3}).requires_grad_(), mask = randn({5, 6}).requires_grad_();
+  const Tensor out = scaled_dot_product_attention(q, k, v, mask, 0.5);
+  check_close(out.detach(), scaled_dot_product_attention(q.detach(), k.detach(), v.detach(), mask.detach(), 0.5),
+              1e-6, 1e-6);
+  (out * out).sum().backward();
+  const Tensor q2 = q.detach().requires_grad_(), k2 = k.detach().requires_grad_();
+  const Tensor v2 = v.detach().requires_grad_(), m2 = mask.detach().requires_grad_();
+  const Tensor ref = math_path(q2, k2, v2, m2, 0.5);
+  (ref * ref).sum().backward();
+  check_equal(q.grad(), q2.grad());
+  check_equal(k.grad(), k2.grad());
+  check_equal(v.grad(), v2.grad());
+  check_equal(mask.grad(), m2.grad());
+}
+
+TEST_CASE("scaled_dot_product_attention: bf16 products (Precision::BFloat16) stay within bf16's rounding") {
+  if (!cpu::sgemm_bf16_supported()) return;  // the flag selects the bf16 GEMM, which this CPU lacks
+  manual_seed(7);
+  const Tensor q = randn({2, 4, 33, 32}), k = randn({2, 4, 40, 32}), v = randn({2, 4, 40, 16});
+  AttentionParams p;
+  p.scale = 0.2;
+  const Tensor f32 = scaled_dot_product_attention(q, k, v, Tensor(), p);
+  p.bf16 = true;
+  const Tensor bf = scaled_dot_product_attention(q, k, v, Tensor(), p);
+  CHECK((bf - f32).abs().max().item<float>() > 0.0f);  // the bf16 kernel ran
+  check_close(bf, f32, 3e-2, 3e-2);
+}
+
+TEST_CASE("scaled_dot_product_attention: errors") {
+  check_error([] { scaled_dot_product_attention(ones({3}), ones({3, 4}), ones({3, 4})); },
+              "scaled_dot_product_attention: query, key and value must be at least 2-D, got 1-D, 2-D and 2-D");
+  check_error([] { scaled_dot_product_attention(ones({2, 4}), ones({3, 4}, DType::Float64), ones({3, 4})); },
+              "Expected query, key, and value to have the same dtype, but got query.dtype: float32 key.dtype: "
+              "float64 and value.dtype: float32 instead.");
+  check_error([] { scaled_dot_product_attention(ones({2, 4}), ones({3, 5}), ones({3, 4})); },
+              "scaled_dot_product_attention: query's last dim (4) and key's (5) differ");
+  check_error([] { scaled_dot_product_attention(ones({2, 4}), ones({3, 4}), ones({2, 4})); },
+              "scaled_dot_product_attention: key has 3 positions (dim -2) and value 2");
+  check_error([] { scaled_dot_product_attention(ones({2, 4}, DType::Int64), ones({3, 4}, DType::Int64), ones({3, 4}, DType::Int64)); },
+              "scaled_dot_product_attention: expected floating-point query, key and value, got int64");
+  check_error([] { scaled_dot_product_attention(ones({2, 4}), ones({3, 4}), ones({3, 4}), ones({2, 3}, DType::Int64)); },
+              "Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: int64 "
+              "and  query.dtype: float32 instead.");
+  check_error([] { scaled_dot_product_attention(ones({2, 4}), ones({3, 4}), ones({3, 4}), ones({4, 3})); },
+              "The size of tensor a (2) must match the size of tensor b (4) at non-singleton dimension 0");
+  check_error([] { scaled_dot_product_attention(Tensor(), ones({3, 4}), ones({3, 4})); },
+              "scaled_dot_product_attention(): query is an undefined tensor (as grad() is before the first backward, or "
+              "after zero_grad(set_to_none=true))");
+}
