@@ -52,14 +52,6 @@ __attribute__((always_inline)) inline __m512 exp_nonpositive(__m512 c) {
   return _mm512_maskz_scalef_ps(static_cast<__mmask16>(~zero), s, n);
 }
 
-// The lanes [0, 8) and [8, 16) of v in double.
-__attribute__((always_inline)) inline __m512d low_pd(__m512 v) {
-  return _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-}
-__attribute__((always_inline)) inline __m512d high_pd(__m512 v) {
-  return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-}
-
 // The maximum of a row; *nan: whether it holds a NaN.
 __attribute__((always_inline)) inline float row_max(const float* x, int64_t n, bool* nan) {
   const int64_t body = n / 16 * 16;
@@ -82,7 +74,6 @@ __attribute__((always_inline)) inline float row_max(const float* x, int64_t n, b
 
 // softmax_rows.inc's vector primitives.
 using Vec = __m512;
-using VecD = __m512d;
 using Tail = __mmask16;
 constexpr int kL = 16;
 constexpr int kBlockRows = kSoftmaxRows;  // ops_bench softmax_12x128x128, Xeon: 101 us a row at a time, 86 two, 80 four
@@ -92,20 +83,16 @@ inline Vec vload(const float* p) { return _mm512_loadu_ps(p); }
 inline void vstore(float* p, Vec v) { _mm512_storeu_ps(p, v); }
 inline Vec vload_tail(const float* p, Tail t) { return _mm512_maskz_loadu_ps(t, p); }
 inline void vstore_tail(float* p, Tail t, Vec v) { _mm512_mask_storeu_ps(p, t, v); }
-// A row's sum in double: lane j adds the values at j mod 16 in order, then
-// the lanes in order (reduce.cc's row_sum_body).
+// A row's sum: lane j adds the values at j mod 16 in order in float (as
+// PyTorch's vectorized softmax sums), then the lanes in order in double.
 struct Sum {
-  VecD lo{}, hi{};
-  void add(Vec e) {
-    lo = _mm512_add_pd(lo, low_pd(e));
-    hi = _mm512_add_pd(hi, high_pd(e));
-  }
+  Vec acc{};
+  void add(Vec e) { acc = _mm512_add_ps(acc, e); }
   double total() const {
-    alignas(64) double lanes[16];
-    _mm512_storeu_pd(lanes, lo);
-    _mm512_storeu_pd(lanes + 8, hi);
+    alignas(64) float lanes[16];
+    _mm512_storeu_ps(lanes, acc);
     double s = 0;
-    for (int j = 0; j < 16; ++j) s += lanes[j];
+    for (int j = 0; j < 16; ++j) s += static_cast<double>(lanes[j]);
     return s;
   }
 };
