@@ -12,6 +12,7 @@
 #endif
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/gelu.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/ref/elementwise.h"
 #include "kernels/ref/loops.h"
@@ -383,8 +384,9 @@ Status gelu_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tensor
   if (p == nullptr || p->tanh_approximation || !dense_pair(in[0], out[0], &x, &o)) {
     return ref::gelu(ctx, in, out, params);
   }
-  parallel_for(0, out[0].numel(), kElementwiseGrain,
-               [&](int64_t begin, int64_t end) { unary_loop<GeluF>(o + begin, x + begin, end - begin); });
+  parallel_for(0, out[0].numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    if (!gelu_avx512(x + begin, o + begin, end - begin)) unary_loop<GeluF>(o + begin, x + begin, end - begin);
+  });
   return Status::Ok;
 }
 

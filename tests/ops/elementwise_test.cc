@@ -121,9 +121,14 @@ TEST_CASE("unary ops match PyTorch in every floating dtype") {
   }
 }
 
-TEST_CASE("gelu: bitwise torch's unfused erf graph (x / sqrt 2, erf, + 1, * x, * 0.5) on every 4099th float") {
-  // The float32 kernel's quotient is div_rn's; the unfused ops divide. Every
-  // 4099th float of both signs (subnormals to the largest), +-0, +-inf, NaN.
+TEST_CASE("gelu: torch's unfused erf graph (x / sqrt 2, erf, + 1, * x, * 0.5) on every 4099th float") {
+  // The AVX-512 kernel (gelu_avx512.cc) multiplies by 1 / sqrt 2 and divides
+  // the erf rational by a refined reciprocal; elsewhere the float32 kernel's
+  // quotient is div_rn's, bitwise the unfused ops. Both within 4 ulp of x / 2
+  // (the size of the two terms x / 2 * erf + x / 2 the formula sums: near the
+  // negative tail they cancel, and erf's own last place decides the value), and
+  // where erf is clamped (|x| / sqrt 2 > 4) exactly x or 0. Every 4099th float of
+  // both signs (subnormals to the largest), +-0, +-inf, NaN.
   std::vector<float> xs = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
   for (uint64_t b = 0; b < 0x7f800000u; b += 4099) {
     float x;
@@ -139,7 +144,12 @@ TEST_CASE("gelu: bitwise torch's unfused erf graph (x / sqrt 2, erf, + 1, * x, *
   const float* w = want.data_ptr<float>();
   int64_t wrong = 0;
   for (int64_t i = 0; i < x.numel(); ++i) {
-    const bool same = (std::isnan(g[i]) && std::isnan(w[i])) || std::memcmp(g + i, w + i, 4) == 0;
+    const float xi = xs[static_cast<size_t>(i)];
+    // Beyond the clamp GELU is x or 0 (the unfused x * 2 overflows past 1.7e38: x there).
+    const float exact = xi > 0 ? xi : 0.0f;
+    const bool same = (std::isnan(g[i]) && std::isnan(w[i])) || g[i] == w[i] ||
+                      (std::fabs(xi) > 5.66f ? g[i] == exact
+                                             : std::fabs(static_cast<double>(g[i]) - w[i]) <= std::fabs(xi) * 0x1p-22);
     if (!same && wrong++ < 5) MESSAGE("x " << xs[static_cast<size_t>(i)] << ": " << g[i] << " vs " << w[i]);
   }
   CHECK(wrong == 0);
