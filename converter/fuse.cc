@@ -213,6 +213,86 @@ int fuse_matmul_bias(Graph& graph) {
 
 namespace {
 
+// fuse_matmul_bias's form: x [.., K] @ W [K, N] + bias [N], float32, no attributes.
+bool plain_gemm(const Graph& graph, const Node& n) {
+  if (n.op_type != "Gemm" || !n.attrs.empty() || n.inputs.size() != 3 || n.outputs.size() != 1 || n.outputs[0] < 0)
+    return false;
+  if (!graph.is_constant(n.inputs[1]) || !graph.is_constant(n.inputs[2])) return false;
+  const Tensor &w = graph.value(n.inputs[1]).constant, &b = graph.value(n.inputs[2]).constant;
+  const Value& y = graph.value(n.outputs[0]);
+  return w.dim() == 2 && w.dtype() == DType::Float32 && b.dim() == 1 && b.size(0) == w.size(1) && y.shape &&
+         !y.shape->empty();
+}
+
+}  // namespace
+
+int merge_sibling_gemms(Graph& graph) {
+  int merged = 0;
+  std::vector<bool> dead(graph.nodes.size(), false);
+  std::vector<std::pair<size_t, Node>> splits;  // (after node, Split)
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (dead[i] || !plain_gemm(graph, graph.nodes[i])) continue;
+    const int x = graph.nodes[i].inputs[0];
+    const int64_t k = graph.value(graph.nodes[i].inputs[1]).constant.size(0);
+    std::vector<size_t> group = {i};
+    for (size_t j = i + 1; j < graph.nodes.size(); ++j) {
+      const Node& n = graph.nodes[j];
+      if (!dead[j] && plain_gemm(graph, n) && n.inputs[0] == x && n.inputs[1] != graph.nodes[i].inputs[1] &&
+          graph.value(n.inputs[1]).constant.size(0) == k) {
+        group.push_back(j);
+      }
+    }
+    if (group.size() < 2) continue;
+    std::vector<Tensor> ws, bs;
+    std::vector<int64_t> sizes;
+    std::vector<int> outs;
+    for (size_t j : group) {
+      const Node& n = graph.nodes[j];
+      ws.push_back(graph.value(n.inputs[1]).constant);
+      bs.push_back(graph.value(n.inputs[2]).constant);
+      sizes.push_back(ws.back().size(1));
+      outs.push_back(n.outputs[0]);
+      if (j != i) dead[j] = true;
+    }
+    Node& first = graph.nodes[i];
+    const std::string base = first.name.empty() ? graph.value(outs[0]).name : first.name;
+    Value y = graph.value(outs[0]);
+    y.name = base + "/merged";
+    int64_t total = 0;
+    for (int64_t n : sizes) total += n;
+    y.shape->back() = Dim::fixed(total);
+    first.inputs[1] = graph.add_constant(base + "/merged_weight", cat(ws, 1));
+    first.inputs[2] = graph.add_constant(base + "/merged_bias", cat(bs, 0));
+    first.outputs[0] = graph.add_value(std::move(y));
+    Node split;
+    split.name = base + "/split";
+    split.op_type = "Split";
+    split.kind = map_onnx_op("Split");
+    split.attrs["axis"] = static_cast<int64_t>(graph.value(first.outputs[0]).shape->size()) - 1;
+    split.inputs = {first.outputs[0],
+                    graph.add_constant(base + "/split_sizes", tensor(sizes, {static_cast<int64_t>(sizes.size())}))};
+    split.outputs = outs;
+    splits.emplace_back(i, std::move(split));
+    merged += static_cast<int>(group.size());
+  }
+  if (merged == 0) return 0;
+  std::vector<Node> nodes;
+  std::vector<bool> nodes_dead;
+  for (size_t i = 0, next = 0; i < graph.nodes.size(); ++i) {
+    nodes.push_back(std::move(graph.nodes[i]));
+    nodes_dead.push_back(dead[i]);
+    if (next < splits.size() && splits[next].first == i) {
+      nodes.push_back(std::move(splits[next++].second));
+      nodes_dead.push_back(false);
+    }
+  }
+  graph.nodes = std::move(nodes);
+  graph.erase_nodes(nodes_dead);
+  return merged;
+}
+
+namespace {
+
 // The one node that reads value `id`'s elements, or -1: the value is no graph
 // output and every other reader is a Shape node (torch's .view(B, S, h, d)
 // reads the Linear's output's shape), which scaling the values leaves alone.

@@ -27,6 +27,7 @@ std::string PassReport::summary() const {
   if (residual_adds_fused > 0) os << ", fused " << residual_adds_fused << " residual Adds";
   if (recurrences_scanned > 0) os << ", made " << recurrences_scanned << " recurrences over a dynamic length Scans";
   if (attentions_fused > 0) os << ", fused " << attentions_fused << " attentions";
+  if (gemms_merged > 0) os << ", merged " << gemms_merged << " Gemms of a shared input";
   return os.str();
 }
 
@@ -88,7 +89,7 @@ int eliminate_dead_nodes(Graph& graph) {
 
 namespace {
 
-Expected<PassReport> run_passes_or_raise(Graph& graph, bool fuse_matmul_biases) {
+Expected<PassReport> run_passes_or_raise(Graph& graph, bool fuse_matmul_biases, bool merge_gemms) {
   PassReport r;
   expand_flex_attention_mods(graph);
   for (;;) {
@@ -118,6 +119,7 @@ Expected<PassReport> run_passes_or_raise(Graph& graph, bool fuse_matmul_biases) 
   r.batchnorms_folded = *bn;
   r.matmul_biases_fused = fuse_matmul_biases ? fuse_matmul_bias(graph) : 0;
   r.attention_scales_folded = fuse_matmul_biases ? fold_attention_scales(graph) : 0;  // into those Gemms
+  r.gemms_merged = merge_gemms ? merge_sibling_gemms(graph) : 0;  // after: q's Gemm took its scale alone
   r.attentions_fused = fuse_attention(graph);  // after: a folded scale is no longer in the chain
   r.hardswishes_fused = fuse_hardswishes(graph);  // first: a Conv's x * HardSigmoid(x) becomes its activation
   r.residual_adds_fused = fuse_residual_adds(graph);  // before: the activation then follows the Add
@@ -134,9 +136,9 @@ Expected<PassReport> run_passes_or_raise(Graph& graph, bool fuse_matmul_biases) 
 
 }  // namespace
 
-Expected<PassReport> run_passes(Graph& graph, bool fuse_matmul_biases) {
+Expected<PassReport> run_passes(Graph& graph, bool fuse_matmul_biases, bool merge_gemms) {
   try {
-    return run_passes_or_raise(graph, fuse_matmul_biases);
+    return run_passes_or_raise(graph, fuse_matmul_biases, merge_gemms);
   } catch (const Error& e) {  // an eager op refused what a malformed graph gave it
     return Diag{e.status(), std::string("optimizing the graph: ") + e.what()};
   }

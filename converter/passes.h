@@ -36,6 +36,7 @@ struct PassReport {
   int residual_adds_fused = 0; // Adds of a Conv's output and a residual made the Conv's 4th input
   int recurrences_scanned = 0; // LSTM/GRU/RNN over a dynamic sequence length made Scans
   int attentions_fused = 0;    // MatMul [Mul|Div] [Add] Softmax MatMul chains made one ScaledDotProductAttention
+  int gemms_merged = 0;        // Gemms of one input merged into one wider Gemm and a Split
   // "folded 12 constants, 3 shapes, ..." for the converter's report.
   std::string summary() const;
 };
@@ -99,6 +100,14 @@ int fuse_matmul_bias(Graph& graph);
 // fewer. Run after fuse_matmul_bias (which makes torch's Linear a Gemm).
 // Returns the Divs and Muls folded.
 int fold_attention_scales(Graph& graph);
+
+// Gemms of fuse_matmul_bias's form (x @ W + bias, float32, no attributes)
+// that read the same x with weights of the same depth (attention's q, k and v
+// projections) become one Gemm of the weights and biases concatenated, then a
+// Split of its last dim into the original outputs (views at run time): x is
+// read (and, in an int8 model, quantized) once, and the product is wider.
+// Returns the Gemms merged.
+int merge_sibling_gemms(Graph& graph);
 
 // Attention as exported ops: MatMul(q, kt), an optional Mul or Div by a
 // one-element float constant (the scale), an optional Add of a float32 mask
@@ -207,11 +216,13 @@ Diag fix_input_shapes(Graph& graph, const InputShapes& shapes);
 
 // Identity removal, shape and constant folding, If inlining (conditions that
 // are constants) and dead-node elimination until nothing changes, then BatchNorm folding, MatMul bias fusion,
-// attention scale folding, activation fusion, LayerNorm and GELU fusion, Conv1d to Conv2d, dead-node
-// elimination and Graph::compact().
+// attention scale folding, sibling Gemm merging, attention fusion, activation fusion, LayerNorm and GELU
+// fusion, Conv1d to Conv2d, dead-node elimination and Graph::compact().
 // fuse_matmul_biases false: MatMuls stay MatMuls (dynamic int8 quantizing
 // MatMuls but not Gemms, --quantize-ops MatMul, must still find them) and
 // no attention scale is folded (weights keep their values).
-Expected<PassReport> run_passes(Graph& graph, bool fuse_matmul_biases = true);
+// merge_gemms false: no sibling Gemms merged (int8 weights quantized per
+// tensor: a merged weight would share one scale).
+Expected<PassReport> run_passes(Graph& graph, bool fuse_matmul_biases = true, bool merge_gemms = true);
 
 }  // namespace ember::converter
