@@ -2,8 +2,10 @@
 // optional Mul or Div by a one-element constant, an optional Add of a mask,
 // Softmax over the last axis and MatMul(p, v) become one
 // ember::ScaledDotProductAttention node whose key is kt with its last two
-// dims swapped (a Transpose: a view at run time). The CPU runs it as one
-// kernel, a block of query rows at a time (kernels/cpu/attention.cc).
+// dims swapped (a Transpose: a view at run time); a Transpose of its output's
+// dims -3 and -2 (the heads' before they are merged) becomes its output
+// layout. The CPU runs it as one kernel, a block of query rows at a time
+// (kernels/cpu/attention.cc).
 #include <algorithm>
 #include <cmath>
 
@@ -142,6 +144,20 @@ int fuse_attention(Graph& graph) {
     keys.push_back(std::move(t));
     key_before.push_back(i);
     for (size_t j : m.absorbed) dead[j] = true;
+    // The heads' Transpose before they are merged ([*, H, L, Ev] -> [*, L, H, Ev]): the op's output layout.
+    const int user = sole_user(graph, out.outputs[0]);
+    const size_t r = kd.size();
+    if (user >= 0 && r >= 3) {
+      Node& tr = graph.nodes[static_cast<size_t>(user)];
+      std::vector<int64_t> swap(r);
+      for (size_t d = 0; d < r; ++d) swap[d] = static_cast<int64_t>(d);
+      std::swap(swap[r - 3], swap[r - 2]);
+      if (tr.op_type == "Transpose" && tr.outputs.size() == 1 && tr.get_ints("perm") == swap) {
+        out.attrs["transpose_output"] = int64_t{1};
+        out.outputs[0] = tr.outputs[0];
+        dead[static_cast<size_t>(user)] = true;
+      }
+    }
     ++fused;
   }
   if (fused == 0) return 0;

@@ -106,6 +106,7 @@ void Lowerer::lower_scaled_dot_product_attention(const Node& n) {
   require_inputs(n, 3);
   AttentionParams p;
   p.scale = n.get_float("scale", 1.0);
+  p.transpose_output = n.get_int("transpose_output", 0) != 0;
   emit(OpKind::ScaledDotProductAttention, n,
        {tensor(n.inputs[0]), tensor(n.inputs[1]), tensor(n.inputs[2]), has_input(n, 3) ? tensor(n.inputs[3]) : -1},
        {out0(n)}, p);

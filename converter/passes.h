@@ -114,8 +114,9 @@ int merge_sibling_gemms(Graph& graph);
 // that does not widen the scores, Softmax over the last axis and MatMul(p, v),
 // every intermediate read by the next node alone, all of one rank, float32,
 // becomes one ember::ScaledDotProductAttention (q, k, v, mask; attribute
-// scale), its k a Transpose of kt's last two dims (fuse_attention.cc).
-// Returns the chains fused.
+// scale), its k a Transpose of kt's last two dims; a Transpose of the
+// output's dims -3 and -2 alone after it becomes its transpose_output
+// (fuse_attention.cc). Returns the chains fused.
 int fuse_attention(Graph& graph);
 
 // An Add of a Conv's output (its only reader; the Conv without an

@@ -551,11 +551,17 @@ struct RecurrenceParams {
 // torch's). The eager front-end's default scale is 1 / sqrt(E), as torch's.
 struct AttentionParams {
   double scale = 1.0;
+  // The output with dims -3 and -2 swapped, [*, L, H, Ev] for [*, H, L, Ev]:
+  // the Transpose a multi-head attention applies before it merges its heads
+  // (ember convert fuses it; the merging Reshape is then a view). Rank >= 3.
+  bool transpose_output = false;
   // Kernel calls only (Precision::BFloat16, set at Executor::create): the
   // float32 CPU kernel runs both products on bf16-rounded operands, as
   // LinearParams::bf16. Not stored in files.
   bool bf16 = false;
-  static constexpr auto fields() { return std::make_tuple(&AttentionParams::scale); }
+  static constexpr auto fields() {
+    return std::make_tuple(&AttentionParams::scale, &AttentionParams::transpose_output);
+  }
 };
 
 using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, ReduceParams,

@@ -82,7 +82,14 @@ Result<Tensor> core::scaled_dot_product_attention(const Tensor& q, const Tensor&
   const bool fused = backend != nullptr && backend->supports(OpKind::ScaledDotProductAttention, q.dtype()) &&
                      !widened && !autograd::needs_grad({q, k, v, mask}) &&
                      !amp::is_autocast_enabled(q.device().type());
-  if (!fused) return attention_math(q, k, v, mask, params.scale);
+  EMBER_CHECK(!params.transpose_output || batch.size() >= 1, Status::InvalidArgument,
+              "scaled_dot_product_attention: transpose_output needs a leading dim (heads) before L");
+  if (!fused) {
+    EMBER_ASSIGN_OR_RETURN(const Tensor out, attention_math(q, k, v, mask, params.scale));
+    if (!params.transpose_output) return out;
+    EMBER_ASSIGN_OR_RETURN(const Tensor t, core::transpose(out, -3, -2));
+    return core::contiguous(t);
+  }
   EMBER_ASSIGN_OR_RETURN(const Tensor qe, core::expand(q, with(batch, L, E)));
   EMBER_ASSIGN_OR_RETURN(const Tensor ke, core::expand(k, with(batch, S, E)));
   EMBER_ASSIGN_OR_RETURN(const Tensor ve, core::expand(v, with(batch, S, Ev)));
@@ -90,8 +97,14 @@ Result<Tensor> core::scaled_dot_product_attention(const Tensor& q, const Tensor&
   if (mask.defined()) {
     EMBER_ASSIGN_OR_RETURN(me, core::expand(mask, scores));
   }
-  EMBER_ASSIGN_OR_RETURN(Tensor out, core::empty(with(batch, L, Ev), TensorOptions(q.dtype()).device(q.device())));
-  EMBER_TRY(run_kernel(OpKind::ScaledDotProductAttention, {qe, ke, ve, me}, {out}, params));
+  Shape out_shape = with(batch, L, Ev);
+  if (params.transpose_output) std::swap(out_shape[out_shape.size() - 3], out_shape[out_shape.size() - 2]);
+  EMBER_ASSIGN_OR_RETURN(Tensor out, core::empty(out_shape, TensorOptions(q.dtype()).device(q.device())));
+  Tensor view = out;  // the kernel's [*, L, Ev] view of it
+  if (params.transpose_output) {
+    EMBER_ASSIGN_OR_RETURN(view, core::transpose(out, -3, -2));
+  }
+  EMBER_TRY(run_kernel(OpKind::ScaledDotProductAttention, {qe, ke, ve, me}, {view}, params));
   return out;
 }
 

@@ -20,6 +20,7 @@ struct Chain {
   bool mask_first = false;         // Add(mask, scores)
   int64_t axis = -1;               // the Softmax's
   bool probs_output = false;       // the Softmax's output is a graph output too
+  bool merge_heads = false;        // a Transpose [B, H, L, Ev] -> [B, L, H, Ev] after it
   std::vector<int64_t> mask_shape = {kB, 1, 1, kS};
 };
 
@@ -47,6 +48,11 @@ Graph chain_graph(const Chain& c) {
   gb.node("Softmax", {x}, p).attrs["axis"] = c.axis;
   gb.node("MatMul", {p, v}, out);
   gb.g.outputs = {out};
+  if (c.merge_heads) {
+    const int t = gb.value("heads_last", {kB, kL, kH, kEv});
+    gb.node("Transpose", {out}, t).attrs["perm"] = std::vector<int64_t>{0, 2, 1, 3};
+    gb.g.outputs = {t};
+  }
   if (c.probs_output) gb.g.outputs.push_back(p);
   return gb.g;
 }
@@ -79,7 +85,8 @@ void check_fused(const Chain& c, double scale) {
   CHECK(op.get_float("scale", 0.0) == scale);
   CHECK(op.inputs.size() == 4);
   CHECK((op.inputs[3] >= 0) == c.mask);
-  CHECK(fused.value(op.outputs[0]).name == "out");
+  CHECK(fused.value(op.outputs[0]).name == (c.merge_heads ? "heads_last" : "out"));
+  CHECK(op.get_int("transpose_output", 0) == (c.merge_heads ? 1 : 0));
   const std::vector<Tensor> feeds = feeds_of(unfused);
   const Tensor want = testing::lower_and_run(unfused, feeds)[0];
   const Tensor got = testing::lower_and_run(fused, feeds)[0];
@@ -101,6 +108,9 @@ TEST_CASE("fuse_attention: a Mul scale, the mask first, no scale, no mask") {
   bare.scale_op = "";
   bare.mask = false;
   check_fused(bare, 1.0);
+  Chain heads;  // the heads' Transpose taken in as the output's layout
+  heads.merge_heads = true;
+  check_fused(heads, 0.5);
   Chain full_mask;  // a mask of the scores' own shape; a Softmax axis given as 3
   full_mask.mask_shape = {kB, kH, kL, kS};
   full_mask.axis = 3;

@@ -67,6 +67,23 @@ TEST_CASE("scaled_dot_product_attention: permuted heads and a transposed key as 
               1e-6);
 }
 
+TEST_CASE("scaled_dot_product_attention: transpose_output writes [B, L, H, Ev], fused and on the math path") {
+  manual_seed(8);
+  const Tensor q = randn({2, 3, 9, 8}), k = randn({2, 3, 11, 8}), v = randn({2, 3, 11, 4});
+  AttentionParams p;
+  p.scale = 0.3;
+  const Tensor plain = scaled_dot_product_attention(q, k, v, Tensor(), p);
+  p.transpose_output = true;
+  const Tensor t = scaled_dot_product_attention(q, k, v, Tensor(), p);
+  CHECK(t.sizes() == Shape{2, 9, 3, 4});
+  CHECK(t.is_contiguous());
+  check_close(t, plain.transpose(1, 2), 1e-6, 1e-6);
+  const Tensor qg = q.clone().requires_grad_();  // autograd: the math path
+  check_close(scaled_dot_product_attention(qg, k, v, Tensor(), p).detach(), t, 1e-6, 1e-6);
+  check_error([&] { scaled_dot_product_attention(ones({9, 8}), ones({11, 8}), ones({11, 4}), Tensor(), p); },
+              "scaled_dot_product_attention: transpose_output needs a leading dim (heads) before L");
+}
+
 TEST_CASE("scaled_dot_product_attention: a fully masked row is NaN, the others are not") {
   const Tensor q = ones({1, 2, 4}), k = ones({1, 3, 4}), v = arange(6.0).reshape({1, 3, 2});
   const double inf = std::numeric_limits<double>::infinity();
