@@ -1,7 +1,8 @@
 // ScaledDotProductAttention in float32 (kernels/ref/attention.cc's
 // semantics). A task is one batch entry's block of query rows, on one thread:
 // its scores S = q_rows @ k^T (the blocked GEMM) into the thread's scratch,
-// S * scale + mask, softmax rows (the Softmax kernel's, softmax.h), then
+// S * scale + mask (a mask row shared by every query, BERT's padding mask, is
+// added by the GEMM as it stores S, a column bias), softmax rows (the Softmax kernel's, softmax.h), then
 // out_rows = P @ v. The scores of a block (256 KB at most, two copies) stay in
 // the core's caches: the unfused graph (MatMul, Add, Softmax, MatMul) wrote
 // every head's scores to memory and read them back three times.
@@ -101,6 +102,7 @@ Status attention_f32(const KernelContext& ctx, Span<const TensorView> in, Span<T
   const int r = p.rank;
   const float scale = static_cast<float>(ap->scale);
   const bool pass = m.data != nullptr || scale != 1.0f;  // scores -> scaled and masked scores
+  const bool column_mask = m.data != nullptr && scale == 1.0f && p.S > 0 && m.strides[r - 2] == 0 && m.strides[r - 1] == 1;
   const bool bf16 = ap->bf16;
   const int64_t blocks = p.tasks / p.batches;
   std::atomic<bool> ok{true};
@@ -119,16 +121,21 @@ Status attention_f32(const KernelContext& ctx, Span<const TensorView> in, Span<T
         // S = q_rows @ k^T: k^T's (e, j) is k's (j, e).
         const GemmOperand qa{{qb, q.strides[r - 2], q.strides[r - 1]}, nullptr, bf16};
         const GemmOperand kt{{kb, k.strides[r - 1], k.strides[r - 2]}, nullptr, bf16};
-        if (!sgemm_packed(rows, p.S, p.E, qa, kt, {scores, p.S, 1}, false, ws, ws_bytes, 1)) ok = false;
+        const float* mb =
+            m.data == nullptr ? nullptr : m.ptr<const float>() + batch_offset(m, q, b) + row0 * m.strides[r - 2];
         float* in_softmax = scores;
         float* weights = probs;
-        if (pass) {
-          const float* mb = m.data == nullptr
-                                ? nullptr
-                                : m.ptr<const float>() + batch_offset(m, q, b) + row0 * m.strides[r - 2];
-          scale_add(scores, probs, rows, p.S, scale, mb, mb != nullptr ? m.strides[r - 2] : 0,
-                    mb != nullptr ? m.strides[r - 1] : 0);
-          std::swap(in_softmax, weights);
+        if (column_mask) {  // one mask row for every query (a padding mask): added as the GEMM stores S
+          GemmEpilogue e;
+          e.col_bias = mb;
+          if (!sgemm_linear(rows, p.S, p.E, qa, kt, {scores, p.S, 1}, e, ws, ws_bytes, 1)) ok = false;
+        } else {
+          if (!sgemm_packed(rows, p.S, p.E, qa, kt, {scores, p.S, 1}, false, ws, ws_bytes, 1)) ok = false;
+          if (pass) {
+            scale_add(scores, probs, rows, p.S, scale, mb, mb != nullptr ? m.strides[r - 2] : 0,
+                      mb != nullptr ? m.strides[r - 1] : 0);
+            std::swap(in_softmax, weights);
+          }
         }
         if (p.S > 0) softmax_rows_f32(in_softmax, weights, p.S, rows);
         // out_rows = P @ v.

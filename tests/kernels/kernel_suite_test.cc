@@ -684,6 +684,8 @@ std::vector<Case> attention_cases(DType dt) {
       contig(values({2, 3, 7, 6}, dt)), absent(), 1.0);
   add("a mask [2,1,1,7] broadcast", contig(values({2, 3, 5, 8}, dt)), contig(values({2, 3, 7, 8}, dt)),
       contig(values({2, 3, 7, 6}, dt)), expanded({2, 1, 1, 7}, {2, 3, 5, 7}, dt));
+  add("a mask [2,1,1,7] at scale 1: the GEMM's column bias", contig(values({2, 3, 5, 8}, dt)),
+      contig(values({2, 3, 7, 8}, dt)), contig(values({2, 3, 7, 6}, dt)), expanded({2, 1, 1, 7}, {2, 3, 5, 7}, dt), 1.0);
   add("heads permuted from [B, L, H, E], k transposed, a full mask", permuted({2, 3, 5, 8}, {0, 2, 1, 3}, dt),
       transposed({2, 3, 7, 8}, dt), permuted({2, 3, 7, 6}, {0, 2, 1, 3}, dt), contig(values({2, 3, 5, 7}, dt)));
   add("k broadcast over the batch (stride 0), v stepped", contig(values({2, 3, 5, 8}, dt)),

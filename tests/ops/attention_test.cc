@@ -62,6 +62,11 @@ TEST_CASE("scaled_dot_product_attention: permuted heads and a transposed key as 
   p.scale = 0.25;
   const Tensor out = scaled_dot_product_attention(q, kt.transpose(-2, -1), v, mask, p);
   check_close(out, math_path(q, kt.transpose(-2, -1), v, mask, 0.25), 1e-5, 1e-6);
+  // At scale 1 (the converter folds the scale into q's weights) the mask row is the GEMM's column bias.
+  p.scale = 1.0;
+  check_close(scaled_dot_product_attention(q, kt.transpose(-2, -1), v, mask, p),
+              math_path(q, kt.transpose(-2, -1), v, mask, 1.0), 1e-5, 1e-6);
+  p.scale = 0.25;
   // The padded keys take no part: the same as attending to the first 15 alone.
   check_close(out, math_path(q, kt.transpose(-2, -1).narrow(2, 0, 15), v.narrow(2, 0, 15), Tensor(), 0.25), 1e-5,
               1e-6);
