@@ -70,7 +70,7 @@ RT_SIMD_CLONES void scale_add(const float* __restrict s, float* __restrict d, in
   }
 }
 
-// The offset of batch entry b in a view (its index over the leading dims).
+// The offset in view t of batch entry b (its index over `shape`'s leading dims).
 int64_t batch_offset(const TensorView& t, const TensorView& shape, int64_t b) {
   int64_t off = 0;
   for (int d = shape.rank - 3; d >= 0; --d) {
@@ -105,13 +105,15 @@ Status attention_f32(const KernelContext& ctx, Span<const TensorView> in, Span<T
   const bool column_mask = m.data != nullptr && scale == 1.0f && p.S > 0 && m.strides[r - 2] == 0 && m.strides[r - 1] == 1;
   const bool bf16 = ap->bf16;
   const int64_t blocks = p.tasks / p.batches;
+  const size_t scores_bytes = round_up(static_cast<size_t>(p.block * p.S) * sizeof(float));
   std::atomic<bool> ok{true};
   parallel_for(0, p.slots, 1, [&](int64_t s0, int64_t s1) {
     for (int64_t slot = s0; slot < s1; ++slot) {
-      float* scores = reinterpret_cast<float*>(static_cast<char*>(ctx.scratch) + static_cast<size_t>(slot) * p.per_slot);
-      float* probs = scores + round_up(static_cast<size_t>(p.block * p.S) * sizeof(float)) / sizeof(float);
-      void* ws = probs + round_up(static_cast<size_t>(p.block * p.S) * sizeof(float)) / sizeof(float);
-      const size_t ws_bytes = p.per_slot - 2 * round_up(static_cast<size_t>(p.block * p.S) * sizeof(float));
+      char* base = static_cast<char*>(ctx.scratch) + static_cast<size_t>(slot) * p.per_slot;
+      float* scores = reinterpret_cast<float*>(base);
+      float* probs = reinterpret_cast<float*>(base + scores_bytes);
+      void* ws = base + 2 * scores_bytes;
+      const size_t ws_bytes = p.per_slot - 2 * scores_bytes;
       for (int64_t t = p.tasks * slot / p.slots; t < p.tasks * (slot + 1) / p.slots; ++t) {
         const int64_t b = t / blocks, row0 = t % blocks * p.block, rows = std::min(p.block, p.L - row0);
         const float* qb = q.ptr<const float>() + batch_offset(q, q, b) + row0 * q.strides[r - 2];

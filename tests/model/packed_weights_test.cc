@@ -366,9 +366,15 @@ TEST_CASE("bf16 precision on the cpu: Conv2d / Linear weights packed as bf16, pr
   swap.dims[3] = 2;
   g.op(OpKind::Permute, {ka}, {kt}, "kt", swap);
   g.op(OpKind::MatMul, {qa, kt}, {s}, "scores");
+  // And the fused attention (AttentionParams::bf16): both of its products.
+  const int va = g.input("v2", {2, 3, 50, 16}), att = g.act("att", {2, 3, 26, 16});
+  AttentionParams ap;
+  ap.scale = 0.2;
+  g.op(OpKind::ScaledDotProductAttention, {qa, ka, va, -1}, {att}, "attention", ap);
   g.output(y);
   g.output(z);
   g.output(s);
+  g.output(att);
   ExecutorOptions options;
   options.precision = Precision::BFloat16;
   std::string error;
@@ -384,9 +390,9 @@ TEST_CASE("bf16 precision on the cpu: Conv2d / Linear weights packed as bf16, pr
   CHECK(ex.get()->prepared_bytes() ==
         cpu::sgemm_packed_bytes(true, 24, 72, true) + cpu::sgemm_packed_bytes(false, 40, 96, true));
   const Tensor in_x = randn({1, 8, 10, 10}), in_v = randn({70, 96}), in_q = randn({2, 3, 26, 40}),
-               in_k = randn({2, 3, 50, 40});
+               in_k = randn({2, 3, 50, 40}), in_v2 = randn({2, 3, 50, 16});
   ExecutionContext ctx(ex.get());
-  const std::vector<Tensor> out = run_ok(ctx, {in_x, in_v, in_q, in_k});
+  const std::vector<Tensor> out = run_ok(ctx, {in_x, in_v, in_q, in_k, in_v2});
   // The float64 results of the bf16-rounded operands (biases float32), to float32 sums' error.
   auto rounded = [](const Tensor& t) { return t.to(DType::BFloat16).to(DType::Float64); };
   const Tensor conv_ref = conv2d(rounded(in_x), rounded(w), b.to(DType::Float64), {1, 1}, {0, 0}, {1, 1}, 1);
@@ -399,6 +405,9 @@ TEST_CASE("bf16 precision on the cpu: Conv2d / Linear weights packed as bf16, pr
   const Tensor fc32 = linear(in_v, fw, fb);
   CHECK((out[1] - fc32).abs().max().item<float>() > 1e-3f);
   CHECK((out[2] - matmul(in_q, in_k.transpose(2, 3))).abs().max().item<float>() > 1e-3f);
+  const Tensor att32 = scaled_dot_product_attention(in_q, in_k, in_v2, Tensor(), 0.2);
+  check_close(out[3], att32, 3e-2, 3e-2);
+  CHECK((out[3] - att32).abs().max().item<float>() > 1e-3f);
 }
 
 TEST_CASE("packed conv weights: a grouped weight the CPU cannot lay out is refused with its reason") {
