@@ -105,7 +105,8 @@ Diag convert_file(const std::string& onnx_path, const std::string& out_path, con
     const bool quantized_matmuls_only = !options.quantize.empty() &&
                                         std::find(ops.begin(), ops.end(), "MatMul") != ops.end() &&
                                         std::find(ops.begin(), ops.end(), "Gemm") == ops.end();
-    auto passes = run_passes(g, !quantized_matmuls_only, options.quantize.empty() || !options.per_tensor);
+    const bool merge = options.merge_projections && (options.quantize.empty() || !options.per_tensor);
+    auto passes = run_passes(g, !quantized_matmuls_only, merge);
     if (!passes.ok()) return passes.diag();
     r.passes = *passes;
   }

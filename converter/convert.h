@@ -50,6 +50,11 @@ struct ConvertOptions {
   // Layers whose SNR is below this stay fp32 (implies the measurement).
   std::optional<double> min_snr;
 
+  // Gemms of one input (attention's q, k and v projections) merged into one
+  // wider Gemm and a Split (merge_sibling_gemms, passes.h); false
+  // (--keep-projections): each keeps its own weight, for --train / LoRA
+  // patterns that name one of them. Never with per_tensor int8 weights.
+  bool merge_projections = true;
   // dynamic-int8: symmetric int8 weights, per output channel unless per_tensor.
   bool per_tensor = false;
   // dynamic-int8: weights within [-64, 64] (7 bits, as ONNX Runtime's

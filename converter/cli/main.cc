@@ -136,6 +136,10 @@ int main(int argc, char** argv) {
   CLI::Option* quantize_opt = convert_cmd->add_option(
       "--quantize", convert_args.options.quantize,
       "dynamic-int8: int8 weights (per output channel), activations quantized at run time");
+  bool keep_projections = false;
+  convert_cmd->add_flag("--keep-projections", keep_projections,
+                        "Keep Linears that read one input (attention's q, k, v) separate instead of one wider Linear "
+                        "(for --train or --lora-targets patterns that name one of them)");
   convert_cmd->add_flag("--per-tensor", convert_args.options.per_tensor,
                         "With --quantize: one scale per weight (PyTorch's default) instead of per channel");
   convert_cmd
@@ -230,6 +234,7 @@ int main(int argc, char** argv) {
 #if EMBER_CLI_CONVERT
     if (convert_cmd->parsed()) {
       convert_args.options.optimize = !no_optimize;
+      convert_args.options.merge_projections = !keep_projections;
       if (activations_opt->count() > 0 && activations == "per-row")
         convert_args.options.activations = ember::ActivationQuant::PerRow;
       if (min_snr_opt->count() > 0) convert_args.options.min_snr = min_snr;

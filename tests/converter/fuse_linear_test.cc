@@ -324,6 +324,12 @@ TEST_CASE("fuse_hardswishes: Mul(x, HardSigmoid(x)) with alpha 1/6 -> one HardSw
 namespace ember::converter {
 namespace {
 
+size_t count_ops(const Graph& g, const std::string& op) {
+  size_t n = 0;
+  for (const Node& node : g.nodes) n += node.op_type == op ? 1 : 0;
+  return n;
+}
+
 // x [2, 9, 16] read by three Gemms (fuse_matmul_bias's form) of 8, 8 and 12
 // columns, each output a graph output; a fourth of another depth reads y.
 Graph siblings_graph() {
@@ -370,6 +376,17 @@ TEST_CASE("merge_sibling_gemms: three Gemms of one input -> one Gemm of 28 colum
     // One wider product: per output column the same sum, within the blocked GEMM's rounding.
     ember::testing::check_close(got[k], want[k], 1e-5, 1e-5);
   }
+  // run_passes merges them unless told not to (--keep-projections, per-tensor int8 weights).
+  Graph kept = unfused;
+  auto report = run_passes(kept, true, /*merge_gemms=*/false);
+  REQUIRE(report.ok());
+  CHECK(report->gemms_merged == 0);
+  CHECK(count_ops(kept, "Gemm") == 4);
+  Graph passed = unfused;
+  report = run_passes(passed, true);
+  REQUIRE(report.ok());
+  CHECK(report->gemms_merged == 3);
+  CHECK(count_ops(passed, "Split") == 1);
   // Gemms of other inputs or another form stay.
   Graph alone = linear_graph(2, 9, 16, 8, false, 8);
   REQUIRE(fuse_matmul_bias(alone) == 1);
