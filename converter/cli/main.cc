@@ -131,15 +131,12 @@ int main(int argc, char** argv) {
   CLI::App* convert_cmd = app.add_subcommand("convert", "Convert an ONNX model to a .ember file");
   convert_cmd->add_option("input", convert_args.input, "The ONNX model")->required();
   convert_cmd->add_option("-o,--output", convert_args.output, "The .ember file to write")->required();
-  bool no_optimize = false;
-  convert_cmd->add_flag("--no-optimize", no_optimize, "Skip the graph passes (folding, fusion)");
+  convert_cmd->add_flag("--no-optimize{false}", convert_args.options.optimize, "Skip the graph passes (folding, fusion)");
   CLI::Option* quantize_opt = convert_cmd->add_option(
       "--quantize", convert_args.options.quantize,
       "dynamic-int8: int8 weights (per output channel), activations quantized at run time");
-  bool keep_projections = false;
-  convert_cmd->add_flag("--keep-projections", keep_projections,
-                        "Keep Linears that read one input (attention's q, k, v) separate instead of one wider Linear "
-                        "(for --train or --lora-targets patterns that name one of them)");
+  convert_cmd->add_flag("--keep-projections{false}", convert_args.options.merge_projections,
+                        "Keep Linears of one input (q, k, v) apart, not one wider Linear: for --train / LoRA on one");
   convert_cmd->add_flag("--per-tensor", convert_args.options.per_tensor,
                         "With --quantize: one scale per weight (PyTorch's default) instead of per channel");
   convert_cmd
@@ -233,8 +230,6 @@ int main(int argc, char** argv) {
   try {
 #if EMBER_CLI_CONVERT
     if (convert_cmd->parsed()) {
-      convert_args.options.optimize = !no_optimize;
-      convert_args.options.merge_projections = !keep_projections;
       if (activations_opt->count() > 0 && activations == "per-row")
         convert_args.options.activations = ember::ActivationQuant::PerRow;
       if (min_snr_opt->count() > 0) convert_args.options.min_snr = min_snr;
