@@ -275,19 +275,7 @@ int merge_sibling_gemms(Graph& graph) {
     splits.emplace_back(i, std::move(split));
     merged += static_cast<int>(group.size());
   }
-  if (merged == 0) return 0;
-  std::vector<Node> nodes;
-  std::vector<bool> nodes_dead;
-  for (size_t i = 0, next = 0; i < graph.nodes.size(); ++i) {
-    nodes.push_back(std::move(graph.nodes[i]));
-    nodes_dead.push_back(dead[i]);
-    if (next < splits.size() && splits[next].first == i) {
-      nodes.push_back(std::move(splits[next++].second));
-      nodes_dead.push_back(false);
-    }
-  }
-  graph.nodes = std::move(nodes);
-  graph.erase_nodes(nodes_dead);
+  if (merged > 0) add_nodes_after(graph, std::move(splits), dead);
   return merged;
 }
 

@@ -38,6 +38,14 @@ double scalar_of(const Graph& g, int id) {
   return t.to_vector<float>()[0];
 }
 
+// 0, 1, ..., rank - 1 with dims a and b swapped (a Transpose's perm).
+std::vector<int64_t> perm_swapping(size_t rank, size_t a, size_t b) {
+  std::vector<int64_t> perm(rank);
+  for (size_t d = 0; d < rank; ++d) perm[d] = static_cast<int64_t>(d);
+  std::swap(perm[a], perm[b]);
+  return perm;
+}
+
 struct Match {
   int q = -1, kt = -1, v = -1, mask = -1;
   double scale = 1.0;
@@ -111,48 +119,39 @@ bool match(Graph& g, size_t i, Match* m) {
 int fuse_attention(Graph& graph) {
   int fused = 0;
   std::vector<bool> dead(graph.nodes.size(), false);
-  std::vector<Node> keys;  // the Transposes of kt, each placed before its attention node
-  std::vector<size_t> key_before;
+  std::vector<std::pair<size_t, Node>> keys;  // the Transposes of kt, each right before its attention node
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     Match m;
     if (!match(graph, i, &m)) continue;
     if (std::any_of(m.absorbed.begin(), m.absorbed.end(), [&](size_t j) { return dead[j]; })) continue;
-    Node& pv = graph.nodes[i];
-    const std::string base = pv.name.empty() ? graph.value(pv.outputs[0]).name : pv.name;
+    Node& out = graph.nodes[i];  // the last MatMul becomes the attention node
+    const std::string base = out.name.empty() ? graph.value(out.outputs[0]).name : out.name;
+    std::vector<Dim> kd = *graph.value(m.kt).shape;
+    const size_t r = kd.size();
+    std::swap(kd[r - 1], kd[r - 2]);
     Value k;
     k.name = base + "/key";
     k.dtype = DType::Float32;
-    std::vector<Dim> kd = *graph.value(m.kt).shape;
-    std::swap(kd[kd.size() - 1], kd[kd.size() - 2]);
     k.shape = kd;
     Node t;
     t.name = base + "/key_transpose";
     t.op_type = "Transpose";
     t.kind = map_onnx_op("Transpose");
-    std::vector<int64_t> perm(kd.size());
-    for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
-    std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-    t.attrs["perm"] = perm;
+    t.attrs["perm"] = perm_swapping(r, r - 1, r - 2);
     t.inputs = {m.kt};
     t.outputs = {graph.add_value(std::move(k))};
-    Node& out = pv;
     out.op_type = "ember::ScaledDotProductAttention";
     out.kind = OpKind::ScaledDotProductAttention;
     out.attrs.clear();
     out.attrs["scale"] = m.scale;
     out.inputs = {m.q, t.outputs[0], m.v, m.mask};
-    keys.push_back(std::move(t));
-    key_before.push_back(i);
+    keys.emplace_back(i - 1, std::move(t));  // i > 0: the chain's first MatMul comes before
     for (size_t j : m.absorbed) dead[j] = true;
     // The heads' Transpose before they are merged ([*, H, L, Ev] -> [*, L, H, Ev]): the op's output layout.
     const int user = sole_user(graph, out.outputs[0]);
-    const size_t r = kd.size();
     if (user >= 0 && r >= 3) {
       Node& tr = graph.nodes[static_cast<size_t>(user)];
-      std::vector<int64_t> swap(r);
-      for (size_t d = 0; d < r; ++d) swap[d] = static_cast<int64_t>(d);
-      std::swap(swap[r - 3], swap[r - 2]);
-      if (tr.op_type == "Transpose" && tr.outputs.size() == 1 && tr.get_ints("perm") == swap) {
+      if (tr.op_type == "Transpose" && tr.outputs.size() == 1 && tr.get_ints("perm") == perm_swapping(r, r - 3, r - 2)) {
         out.attrs["transpose_output"] = int64_t{1};
         out.outputs[0] = tr.outputs[0];
         dead[static_cast<size_t>(user)] = true;
@@ -160,19 +159,7 @@ int fuse_attention(Graph& graph) {
     }
     ++fused;
   }
-  if (fused == 0) return 0;
-  std::vector<Node> nodes;
-  std::vector<bool> nodes_dead;
-  for (size_t i = 0, next = 0; i < graph.nodes.size(); ++i) {
-    if (next < key_before.size() && key_before[next] == i) {
-      nodes.push_back(std::move(keys[next++]));
-      nodes_dead.push_back(false);
-    }
-    nodes.push_back(std::move(graph.nodes[i]));
-    nodes_dead.push_back(dead[i]);
-  }
-  graph.nodes = std::move(nodes);
-  graph.erase_nodes(nodes_dead);
+  if (fused > 0) add_nodes_after(graph, std::move(keys), dead);
   return fused;
 }
 

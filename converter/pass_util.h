@@ -19,6 +19,24 @@ inline int sole_user(const Graph& graph, int id) {
   return users.size() == 1 ? users[0] : -1;
 }
 
+// Rebuilds graph.nodes with each of `added` placed right after the node of
+// its index (indices ascending), then erases the nodes flagged in `dead`
+// (indexed as graph.nodes was): a pass's new nodes and the ones it replaced.
+inline void add_nodes_after(Graph& graph, std::vector<std::pair<size_t, Node>> added, const std::vector<bool>& dead) {
+  std::vector<Node> nodes;
+  std::vector<bool> nodes_dead;
+  for (size_t i = 0, next = 0; i < graph.nodes.size(); ++i) {
+    nodes.push_back(std::move(graph.nodes[i]));
+    nodes_dead.push_back(dead[i]);
+    for (; next < added.size() && added[next].first == i; ++next) {
+      nodes.push_back(std::move(added[next].second));
+      nodes_dead.push_back(false);
+    }
+  }
+  graph.nodes = std::move(nodes);
+  graph.erase_nodes(nodes_dead);
+}
+
 // The values of a constant int tensor (axes, shapes, pads...).
 inline std::vector<int64_t> ints_of(const Tensor& t) {
   if (!t.defined()) return {};

@@ -66,8 +66,9 @@ std::vector<std::pair<OpKind, OpRule>> special_rules() {
       {OpKind::ShapeOf, {{}, kAllSlots, 0, true}},
       // keyed by the values, not the condition
       {OpKind::Where, {{}, 0, 1}},
-      // without a kernel of its own, the front-end's math path
-      {OpKind::ScaledDotProductAttention, {{OpKind::MatMul, OpKind::Mul, OpKind::Add, OpKind::Softmax}}},
+      // without a kernel of its own, the front-end's math path (Copy: transpose_output's layout)
+      {OpKind::ScaledDotProductAttention,
+       {{OpKind::MatMul, OpKind::Mul, OpKind::Add, OpKind::Softmax, OpKind::Copy}}},
       // Indexing, selection and scans: their own kernels; indices are read on
       // the host to be checked and wrapped; CumSum's axis and TopK's k are read
       // on the host. NonZero and Unique run on the host (their output sizes
