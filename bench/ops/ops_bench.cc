@@ -44,6 +44,13 @@ std::vector<Case> cases() {
          Tensor p = randn({8, 12, 128, 128}), v = randn({8, 128, 12, 32}).permute({0, 2, 1, 3});
          return [=] { return matmul(p, v); };
        }},
+      // The fused attention on BERT b8's heads: q, k, v as views of [batch, seq, heads, dim], a padding mask.
+      {"sdpa_8x12x128x32_mask", [] {
+         Tensor q = randn({8, 128, 12, 32}).permute({0, 2, 1, 3}), k = randn({8, 128, 12, 32}).permute({0, 2, 1, 3});
+         Tensor v = randn({8, 128, 12, 32}).permute({0, 2, 1, 3}), m = zeros({8, 1, 1, 128});
+         m.narrow(3, 100, 28).fill_(-10000.0);
+         return [=] { return scaled_dot_product_attention(q, k, v, m, 1.0); };
+       }},
       {"conv2d_64x56x56_3x3", [] {
          Tensor x = randn({1, 64, 56, 56}), w = randn({64, 64, 3, 3});
          return [=] { return conv2d(x, w, Tensor(), {1, 1}, {1, 1}); };

@@ -26,6 +26,9 @@ def cases():
     masked = att.clone()
     masked[:, :, 100:] = -10000.0  # BERT's padding mask: exp underflows to 0
     p, pv = r(8, 12, 128, 128), r(8, 128, 12, 32).permute(0, 2, 1, 3)
+    sq, sk, sv = (r(8, 128, 12, 32).permute(0, 2, 1, 3) for _ in range(3))
+    smask = torch.zeros(8, 1, 1, 128)
+    smask[..., 100:] = -10000.0
     cl = torch.channels_last
     a40, b40 = r(1, 40, 28, 28), r(1, 40, 28, 28)
     a40c, b40c = a40.contiguous(memory_format=cl), b40.contiguous(memory_format=cl)
@@ -52,6 +55,8 @@ def cases():
         "matmul_256": lambda: g1 @ g2,
         "matmul_attn_qk_8x12x128x32": lambda: q @ k,
         "matmul_attn_pv_8x12x128x128": lambda: p @ pv,
+        # torch 1.13 has no F.scaled_dot_product_attention: its math path.
+        "sdpa_8x12x128x32_mask": lambda: torch.softmax(sq @ sk.transpose(-2, -1) + smask, -1) @ sv,
         "conv2d_64x56x56_3x3": lambda: F.conv2d(x, cw, None, 1, 1),
         "max_pool2d_64x56x56": lambda: F.max_pool2d(x, 3, 2, 1),
         "add_40x28x28": lambda: a40 + b40,

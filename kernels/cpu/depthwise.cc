@@ -18,7 +18,8 @@
 // put channels in the vector lanes instead (channel_group). Other strides,
 // and runs without scratch, use the scalar loop. The same padded rows serve
 // convolutions of few input channels (stem_conv2d, stem_body.inc): blocks of
-// output channels share each input vector loaded.
+// output channels share each input vector loaded (into channels_last on
+// AVX-512: blocks of positions share each tap's weight vectors).
 #include "kernels/cpu/depthwise.h"
 
 #include <algorithm>
@@ -218,6 +219,7 @@ inline void vtranspose(Vec r[4]) { detail::transpose4(r); }
 #include "kernels/cpu/depthwise_cl_body.inc"
 constexpr int kStemOC = 4;  // 8 accumulators
 constexpr int kStemNV = 2;
+constexpr int kStemClOC = 0;  // channels_last outputs transposed (stem_row_cl)
 inline void stem_store_cl(Vec* r, float* dst, int64_t os_w, int64_t npos, int64_t noc) {
   vtranspose(r);  // r[l]: position l's 4 channels
   for (int64_t l = 0; l < npos; ++l) noc == kStemOC ? vstore(dst + l * os_w, r[l]) : vstore_n(dst + l * os_w, r[l], noc);
@@ -277,6 +279,7 @@ inline void vtranspose(Vec r[8]) {
 #include "kernels/cpu/depthwise_cl_body.inc"
 constexpr int kStemOC = 4;  // 12 of 16 registers as accumulators (8: ResNet-18's 7x7 stem 2.90 -> 2.73 ms, Zen 3)
 constexpr int kStemNV = 3;
+constexpr int kStemClOC = 0;
 // 4 channels x 8 positions: each 128-bit half transposed 4x4 (_MM_TRANSPOSE4_PS), a position's 4 channels a store.
 inline void stem_store_cl(const Vec* r, float* dst, int64_t os_w, int64_t npos, int64_t noc) {
   __m128 q[8];
@@ -333,6 +336,12 @@ inline void vtranspose(Vec r[16]) { transpose16x16(r); }
 #include "kernels/cpu/depthwise_cl_body.inc"
 constexpr int kStemOC = 8;  // 24 of 32 registers as accumulators
 constexpr int kStemNV = 3;
+// Channels_last outputs by positions (stem_row_cl), blocks of 32 channels.
+// MobileNetV2's 3x3 stride-2 stem (32 channels), one thread: 0.375 -> 0.321
+// ms; MobileNetV3's (16 channels, HardSwish) 0.236 -> 0.212 (transposed 8
+// channels at a time by stem_store_cl before; the rest is mostly reading the
+// image, 0.09 ms, cold).
+constexpr int kStemClOC = 32;
 // 8 channels x 16 positions transposed in registers: each 128-bit lane 4 x 4
 // (unpack, shuffle), then a position's channels 0-3 and 4-7 joined
 // (vpermt2ps), a position's channels one store. (A scatter per channel,
@@ -398,6 +407,7 @@ struct Kernels {
   ClRowsFn cl;       // cl_rows (channels_last)
   void (*cl_pack)(int64_t, int64_t, int64_t, const float*, float*);  // its weight layout
   int64_t lanes, stem_oc;
+  int64_t stem_cl_oc;  // stem_oc of channels_last outputs (kStemClOC, else kStemOC)
   bool shift_rows;   // row_block shifts its taps from whole vectors (kShiftRows)
 };
 
@@ -411,13 +421,15 @@ const Kernels& kernels() {
                                   &portable::cl_pack,
                                   portable::kL,
                                   portable::kStemOC,
+                                  portable::kStemOC,
                                   portable::kShiftRows};
 #if RT_DW_X86
   static const Kernels avx2_k{{&avx2::plane_s1, &avx2::plane_s2}, &avx2::channel_group_any, &avx2::stem_rows,
-                              &avx2::cl_rows, &avx2::cl_pack, avx2::kL, avx2::kStemOC, avx2::kShiftRows};
+                              &avx2::cl_rows, &avx2::cl_pack, avx2::kL, avx2::kStemOC, avx2::kStemOC,
+                              avx2::kShiftRows};
   static const Kernels avx512_k{{&avx512::plane_s1, &avx512::plane_s2}, &avx512::channel_group_any,
                                 &avx512::stem_rows, &avx512::cl_rows, &avx512::cl_pack, avx512::kL, avx512::kStemOC,
-                                avx512::kShiftRows};
+                                avx512::kStemClOC, avx512::kShiftRows};
   switch (sgemm_isa()) {
     case GemmIsa::Avx512: return avx512_k;
     case GemmIsa::Avx2: return avx2_k;
@@ -636,7 +648,7 @@ namespace {
 // channels), then per thread cin * kh padded rows.
 struct StemPlan {
   Plane p;
-  int64_t cin, cout, oc_pad, taps;
+  int64_t cin, cout, oc, oc_pad, taps;  // oc: channels a weight block (the kernels' stem_oc for this output)
   size_t weight_bytes, rows_bytes;
 };
 
@@ -645,7 +657,8 @@ StemPlan stem_plan(const TensorView& x, const TensorView& wt, const TensorView& 
   s.p = plane_of(x, wt, o, prm);
   s.cin = wt.sizes[1];
   s.cout = wt.sizes[0];
-  s.oc_pad = round_up(s.cout, kernels().stem_oc);
+  s.oc = o.strides[1] == 1 ? kernels().stem_cl_oc : kernels().stem_oc;
+  s.oc_pad = round_up(s.cout, s.oc);
   s.taps = s.cin * s.p.kh * s.p.kw;
   s.weight_bytes = round_up((s.oc_pad * s.taps + s.oc_pad) * 4, kAlign);
   s.rows_bytes = round_up(s.cin * stem_band_rows(s.p, stem_band(s.p, s.cin, s.cout)) * s.p.wp * 4, kAlign);
@@ -681,14 +694,14 @@ bool stem_conv2d(const TensorView& x, const TensorView& wt, const TensorView& bi
   if (scratch_bytes < kAlign + s.weight_bytes + s.rows_bytes * static_cast<size_t>(parts)) return false;
   const Kernels& k = kernels();
   char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
-  // Weights [cout / stem_oc][taps][stem_oc], zero past cout; the bias after them.
+  // Weights [cout / oc][taps][oc], zero past cout; the bias after them.
   float* w = reinterpret_cast<float*>(base);
   float* b = w + s.oc_pad * s.taps;
   const float* pw = wt.ptr<const float>();
   const float* pb = bias.ptr<const float>();
   for (int64_t c = 0; c < s.oc_pad; ++c) {
-    float* dst = w + c / k.stem_oc * s.taps * k.stem_oc + c % k.stem_oc;
-    for (int64_t t = 0; t < s.taps; ++t) dst[t * k.stem_oc] = c < s.cout ? pw[c * s.taps + t] : 0.0f;
+    float* dst = w + c / s.oc * s.taps * s.oc + c % s.oc;
+    for (int64_t t = 0; t < s.taps; ++t) dst[t * s.oc] = c < s.cout ? pw[c * s.taps + t] : 0.0f;
     b[c] = c < s.cout && pb != nullptr ? pb[c * bias.strides[0]] : 0.0f;
   }
   auto run = [&](int64_t part) {

@@ -39,6 +39,26 @@ Status embedding(const KernelContext&, Span<const TensorView> in, Span<TensorVie
     const T* w = weight.ptr<const T>();
     T* o = y.ptr<T>();
     const int64_t out_step = y.strides[indices.rank];
+    if (indices.is_contiguous() && y.is_contiguous() && weight.strides[1] == 1) {
+      // Rows in index order, a row copied as the rows kAhead later are
+      // fetched: BERT's token rows come from a 47 MB table, each a DRAM
+      // latency when copied alone (int8 BERT at batch 8, one thread: 0.46 ->
+      // 0.28 ms; 16 rows ahead: the same).
+      constexpr int64_t kAhead = 8;
+      const int64_t n = indices.numel(), row_bytes = D * static_cast<int64_t>(sizeof(T));
+      const bool i32 = indices.dtype == DType::Int32;
+      auto row_of = [&](int64_t k) {
+        return w + (i32 ? indices.ptr<const int32_t>()[k] : indices.ptr<const int64_t>()[k]) * weight.strides[0];
+      };
+      for (int64_t k = 0; k < n; ++k) {
+        if (k + kAhead < n) {
+          const char* next = reinterpret_cast<const char*>(row_of(k + kAhead));
+          for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(next + b);
+        }
+        std::memcpy(o + k * D, row_of(k), static_cast<size_t>(row_bytes));
+      }
+      return;
+    }
     int64_t i[kMaxRank] = {};
     do {
       const T* row = w + index_at(i) * weight.strides[0];

@@ -19,6 +19,10 @@ TEST_CASE("embedding gathers rows as PyTorch does") {
   check_equal(embedding(tensor({{1, 2}, {3, 4}}), tensor({1, 1, 0}).expand({2, 3})),
               tensor({{{3, 4}, {3, 4}, {1, 2}}, {{3, 4}, {3, 4}, {1, 2}}}));
   check_equal(embedding(tensor({{true}, {false}}), tensor({1, 0})), tensor({{false}, {true}}));
+  // More rows than the kernel fetches ahead (8): the rows index_select (GatherElements) takes.
+  const Tensor table = randn({30, 5}), rows = tensor({29, 0, 7, 7, 13, 2, 28, 1, 9, 11, 3, 17, 0, 25, 5, 6, 21, 8});
+  check_equal(embedding(table, rows), index_select(table, 0, rows));
+  check_equal(embedding(table, rows.to(DType::Int32).reshape({3, 6})), index_select(table, 0, rows).reshape({3, 6, 5}));
   CHECK(embedding(w, zeros({0, 3}, DType::Int64)).sizes() == Shape{0, 3, 4});
   CHECK(embedding(zeros({3, 0}), tensor({0, 2})).sizes() == Shape{2, 0});
 }
