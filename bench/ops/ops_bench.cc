@@ -55,6 +55,24 @@ std::vector<Case> cases() {
          Tensor x = randn({1, 64, 56, 56}), w = randn({64, 64, 3, 3});
          return [=] { return conv2d(x, w, Tensor(), {1, 1}, {1, 1}); };
        }},
+      // MobileNetV3's first depthwise (16 channels at 112x112) and MobileNetV2's (32), channels_last.
+      {"dw3x3_16x112x112_cl", [] {
+         Tensor x = randn({1, 16, 112, 112}).contiguous(MemoryFormat::ChannelsLast), w = randn({16, 1, 3, 3});
+         return [=] { return conv2d(x, w, Tensor(), {1, 1}, {1, 1}, {1, 1}, 16); };
+       }},
+      {"dw3x3_32x112x112_cl", [] {
+         Tensor x = randn({1, 32, 112, 112}).contiguous(MemoryFormat::ChannelsLast), w = randn({32, 1, 3, 3});
+         return [=] { return conv2d(x, w, Tensor(), {1, 1}, {1, 1}, {1, 1}, 32); };
+       }},
+      // MobileNetV3's 1x1 convolutions at 112x112 (16 -> 16, 16 -> 64), channels_last.
+      {"pw1x1_16to16x112x112_cl", [] {
+         Tensor x = randn({1, 16, 112, 112}).contiguous(MemoryFormat::ChannelsLast), w = randn({16, 16, 1, 1});
+         return [=] { return conv2d(x, w); };
+       }},
+      {"pw1x1_16to64x112x112_cl", [] {
+         Tensor x = randn({1, 16, 112, 112}).contiguous(MemoryFormat::ChannelsLast), w = randn({64, 16, 1, 1});
+         return [=] { return conv2d(x, w); };
+       }},
       {"max_pool2d_64x56x56", [] {
          Tensor x = randn({1, 64, 56, 56});
          return [=] { return max_pool2d(x, {3, 3}, {2, 2}, {1, 1}); };

@@ -39,6 +39,9 @@ def cases():
     x3, x32, x96 = r(1, 3, 224, 224), r(1, 32, 112, 112), r(1, 96, 56, 56)
     x96c = x96.contiguous(memory_format=cl)
     x21 = r(1, 21, 28, 28)
+    x16c, w16 = r(1, 16, 112, 112).contiguous(memory_format=cl), r(16, 1, 3, 3)
+    x32c, w32 = x32.contiguous(memory_format=cl), r(32, 1, 3, 3)
+    p16, p64 = r(16, 16, 1, 1), r(64, 16, 1, 1)
     return {
         "add_1M": lambda: a1 + b1,
         "mul_scalar_1M": lambda: a1 * 1.5,
@@ -58,6 +61,10 @@ def cases():
         # torch 1.13 has no F.scaled_dot_product_attention: its math path.
         "sdpa_8x12x128x32_mask": lambda: torch.softmax(sq @ sk.transpose(-2, -1) + smask, -1) @ sv,
         "conv2d_64x56x56_3x3": lambda: F.conv2d(x, cw, None, 1, 1),
+        "dw3x3_16x112x112_cl": lambda: F.conv2d(x16c, w16, None, 1, 1, 1, 16),
+        "dw3x3_32x112x112_cl": lambda: F.conv2d(x32c, w32, None, 1, 1, 1, 32),
+        "pw1x1_16to16x112x112_cl": lambda: F.conv2d(x16c, p16),
+        "pw1x1_16to64x112x112_cl": lambda: F.conv2d(x16c, p64),
         "max_pool2d_64x56x56": lambda: F.max_pool2d(x, 3, 2, 1),
         "add_40x28x28": lambda: a40 + b40,
         "add_40x28x28_cl": lambda: a40c + b40c,

@@ -99,6 +99,35 @@ TEST_CASE("scaled_dot_product_attention: a fully masked row is NaN, the others a
   CHECK(std::isnan(out[0][1][1].item<float>()));
 }
 
+TEST_CASE("scaled_dot_product_attention: padded keys are skipped only where their weights are exactly 0") {
+  // A padding mask (one row for every query): the CPU kernel skips the keys
+  // past the last one a score can reach (attention.cc's keys_kept), so v's
+  // rows there are not read: NaN in them stays out of the output, where the
+  // math path's 0 * NaN spreads it.
+  manual_seed(6);
+  const Tensor q = randn({2, 3, 40, 16}), k = randn({2, 3, 40, 16});
+  const Tensor finite = randn({2, 3, 40, 8});
+  Tensor mask = zeros({2, 1, 1, 40}), v = finite.clone();
+  mask[0].narrow(2, 27, 13).fill_(-10000.0);
+  mask[1].narrow(2, 10, 30).fill_(-1e9);
+  v[0].narrow(1, 27, 13).fill_(std::numeric_limits<double>::quiet_NaN());
+  v[1].narrow(1, 10, 30).fill_(std::numeric_limits<double>::quiet_NaN());
+  for (int threads : {1, 2}) {
+    Threads t(threads);
+    check_close(scaled_dot_product_attention(q, k, v, mask, 0.25), math_path(q, k, finite, mask, 0.25), 1e-6, 1e-6);
+    check_close(scaled_dot_product_attention(q, k, v, mask, 1.0), math_path(q, k, finite, mask, 1.0), 1e-6, 1e-6);
+  }
+  // Scores that outweigh the mask: key 5, masked by -10000, scores 16000
+  // (q . k = 16 * 10 * 100) against 0 for the others, so it takes all the
+  // weight; the norms' bound keeps every key.
+  const Tensor q2 = full({1, 2, 16}, 10.0);
+  Tensor k2 = zeros({1, 6, 16}), mask2 = zeros({1, 1, 6});
+  k2[0][5].fill_(100.0);
+  mask2.narrow(2, 3, 3).fill_(-10000.0);
+  const Tensor v2 = arange(12.0).reshape({1, 6, 2}).to(DType::Float32);
+  check_equal(scaled_dot_product_attention(q2, k2, v2, mask2, 1.0), tensor({{{10.0f, 11.0f}, {10.0f, 11.0f}}}));
+}
+
 TEST_CASE("scaled_dot_product_attention: no keys give zeros; no queries an empty output") {
   check_equal(scaled_dot_product_attention(ones({2, 3, 4}), ones({2, 0, 4}), ones({2, 0, 5})), zeros({2, 3, 5}));
   CHECK(scaled_dot_product_attention(ones({2, 0, 4}), ones({2, 3, 4}), ones({2, 3, 5})).sizes() == Shape{2, 0, 5});
