@@ -41,7 +41,7 @@ TEST_CASE("qgemm: int32 sums equal the reference on odd sizes, every kernel") {
   const int64_t sizes[][3] = {{1, 1, 1},   {1, 17, 3},   {5, 33, 7},    {7, 65, 129}, {13, 100, 31},
                               {49, 70, 61}, {2, 16, 4},   {6, 64, 256},  {50, 129, 1027}, {3, 48, 2},
                               {4, 31, 5},   {8, 16, 384}, {9, 47, 6},    {10, 80, 9},   {11, 15, 1536},
-                              {12, 33, 10}};
+                              {12, 33, 10},  {128, 200, 40}, {100, 64, 8}};  // (row chunks 48, 48, 32 / 48, 48, 4)
   for (auto isa : isas()) {
     REQUIRE(cpu::qgemm_set_isa(isa));
     INFO(cpu::qgemm_kernel_name());
@@ -64,7 +64,8 @@ TEST_CASE("qgemm: int32 sums equal the reference on odd sizes, every kernel") {
       std::vector<int32_t> ref(static_cast<size_t>(m * n)), got(static_cast<size_t>(m * n), -1);
       ref::qgemm_u8s8s32(m, n, k, a.data(), k4, w.data(), k, ref.data(), n);
       // Threads 2 and 3 with one task per thread allowed (min macs 1): the
-      // tasks are claimed dynamically; the sums do not depend on who ran them.
+      // threads take ranges of tasks of equal work; the sums do not depend on
+      // who ran them.
       for (int threads : {1, 2, 3}) {
         const int64_t previous = cpu::qgemm_set_min_macs_per_thread(threads > 1 ? 1 : cpu::kDefaultMinMacsPerThread);
         std::fill(got.begin(), got.end(), -1);
