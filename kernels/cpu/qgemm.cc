@@ -616,17 +616,7 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
     const int64_t tiles = (std::min(m, (rc + 1) * kRowChunk) - rc * kRowChunk + u.mr - 1) / u.mr;
     return tiles * std::min<int64_t>(npt, panels - cb * npt);
   };
-  std::vector<int64_t> bounds(static_cast<size_t>(nt) + 1, tasks);  // thread p: [bounds[p], bounds[p + 1])
-  bounds[0] = 0;
-  int64_t total = 0;
-  for (int64_t t = 0; t < tasks; ++t) total += cost(t);
-  for (int64_t t = 0, p = 1, before = 0; t < tasks && p < nt; ++t) {
-    const int64_t after = before + cost(t);
-    for (; p < nt && after * nt >= total * p; ++p) {  // thread p's share starts within task t: at its nearer end
-      bounds[static_cast<size_t>(p)] = total * p - before * nt < after * nt - total * p ? t : t + 1;
-    }
-    before = after;
-  }
+  const std::vector<int64_t> bounds = ranges_by_cost(tasks, nt, cost);
   ThreadLimitGuard guard(static_cast<int>(nt));
   parallel_for(0, nt, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) task(bounds[static_cast<size_t>(p)], bounds[static_cast<size_t>(p) + 1]);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace ember {
 
@@ -35,5 +36,24 @@ class ThreadLimitGuard {
 // Calls fn(chunk_begin, chunk_end) over disjoint chunks covering [begin, end).
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& fn);
+
+// [0, tasks) in `parts` contiguous ranges of about equal cost (cost(t) >= 0:
+// task t's work): part p is [bounds[p], bounds[p + 1]), each boundary at the
+// nearer end of the task its share's start falls in.
+template <typename Cost>
+std::vector<int64_t> ranges_by_cost(int64_t tasks, int64_t parts, const Cost& cost) {
+  std::vector<int64_t> bounds(static_cast<size_t>(parts) + 1, tasks);
+  bounds[0] = 0;
+  int64_t total = 0;
+  for (int64_t t = 0; t < tasks; ++t) total += cost(t);
+  for (int64_t t = 0, p = 1, before = 0; t < tasks && p < parts; ++t) {
+    const int64_t after = before + cost(t);
+    for (; p < parts && after * parts >= total * p; ++p) {
+      bounds[static_cast<size_t>(p)] = total * p - before * parts < after * parts - total * p ? t : t + 1;
+    }
+    before = after;
+  }
+  return bounds;
+}
 
 }  // namespace ember

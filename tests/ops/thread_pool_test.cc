@@ -28,6 +28,17 @@ TEST_CASE("parallel_for covers [begin, end) exactly once") {
   }
 }
 
+TEST_CASE("ranges_by_cost: contiguous ranges of about equal cost, boundaries at the nearer task end") {
+  const std::vector<int64_t> c = {8, 8, 8, 6, 6, 6};  // int8 BERT at batch 1: row chunks of 8, 8, 6 tiles
+  auto cost = [&](int64_t t) { return c[static_cast<size_t>(t)]; };
+  CHECK(ranges_by_cost(6, 2, cost) == std::vector<int64_t>{0, 3, 6});  // 24 | 18 (by counts alike)
+  CHECK(ranges_by_cost(6, 3, cost) == std::vector<int64_t>{0, 2, 4, 6});  // 16 | 14 | 12
+  const std::vector<int64_t> d = {8, 8, 8, 8, 8, 8, 4, 4, 4};  // counts split 40 | 20, costs 32 | 28
+  CHECK(ranges_by_cost(9, 2, [&](int64_t t) { return d[static_cast<size_t>(t)]; }) == std::vector<int64_t>{0, 4, 9});
+  CHECK(ranges_by_cost(2, 4, cost) == std::vector<int64_t>{0, 1, 1, 2, 2});  // more parts than tasks: some empty
+  CHECK(ranges_by_cost(0, 2, cost) == std::vector<int64_t>{0, 0, 0});
+}
+
 TEST_CASE("many back-to-back regions each visit every index once") {
   for (int threads : {2, 4}) {
     set_num_threads(threads);
