@@ -8,10 +8,10 @@
 // every head's scores to memory and read them back three times. Under a
 // padding mask, keys whose weights are exactly 0 are skipped (keys_kept).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <atomic>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemm.h"
@@ -74,20 +74,6 @@ RT_SIMD_CLONES void scale_add(const float* __restrict s, float* __restrict d, in
   }
 }
 
-// Padding masks (one mask row for every query: BERT's, large negative values
-// on the padded keys): the keys after the last one a query can weigh are
-// skipped. |scale q_i . k_j| <= bound = |scale| max_i |q_i| max_j |k_j|
-// (Cauchy-Schwarz), so a row's maximum is at least m_max - bound and its score
-// at key j at most m_j + bound: where m_j - m_max + 2 bound < -110, exp of the
-// score less the maximum is exactly 0 (a float exp below -104 rounds to 0;
-// softmax.h's kernels flush there), and key j adds nothing to the row's sum
-// nor, through P, to the output (v's row j is not read: an inf or NaN there,
-// which 0 * v would spread, is not). q, k or the mask not finite: none is
-// skipped. `q` (`rows` rows), `k` (S keys) and `mask` (S values) at their
-// strides; returns the keys kept, a prefix of the S. BERT at batch 8 (8 * b
-// padded tokens in row b: 78 % of the keys kept), one thread: its six
-// attention ops 17.8 -> 16.5 ms, less than the keys' share (a last panel of
-// fewer than 32 columns costs as much as a whole one in q @ k^T).
 // The largest squared norm of n rows of E values (rows rs apart, values cs
 // apart), each summed in 8 float lanes (a vector; ordinary roundings).
 RT_SIMD_CLONES float max_square_norm(const float* x, int64_t rs, int64_t cs, int64_t n, int64_t E) {
@@ -110,6 +96,22 @@ RT_SIMD_CLONES float max_square_norm(const float* x, int64_t rs, int64_t cs, int
   return top;
 }
 
+// Padding masks (one mask row for every query: BERT's, large negative values
+// on the padded keys): the keys after the last one a query can weigh are
+// skipped. |scale q_i . k_j| <= bound = |scale| max_i |q_i| max_j |k_j|
+// (Cauchy-Schwarz), so a row's maximum is at least m_max - bound and its score
+// at key j at most m_j + bound: where m_j - m_max + 2 bound < -110, exp of the
+// score less the maximum is exactly 0 (a float exp below -104 rounds to 0;
+// softmax.h's kernels flush there), and key j adds nothing to the row's sum
+// nor, through P, to the output (v's row j is not read: an inf or NaN there,
+// which 0 * v would spread, is not). q, k or the mask not finite: none is
+// skipped. `q` (`rows` rows), `k` (S keys) and `mask` (S values) at their
+// strides; returns the keys kept, a prefix of the S. BERT at batch 8 (8 * b
+// padded tokens in row b: 78 % of the keys kept), one thread: its six
+// attention ops 17.8 -> 16.5 ms, less than the keys' share (a last panel of
+// fewer than 32 columns costs as much as a whole one in q @ k^T).
+constexpr double kZeroWeight = -110.0;  // a score this far below its row's maximum has weight exactly 0
+
 int64_t keys_kept(const float* q, int64_t qrs, int64_t qcs, int64_t rows, const float* k, int64_t krs, int64_t kcs,
                   int64_t S, int64_t E, const float* mask, int64_t mcs, double scale) {
   double m_max = -std::numeric_limits<double>::infinity();
@@ -118,13 +120,13 @@ int64_t keys_kept(const float* q, int64_t qrs, int64_t qcs, int64_t rows, const 
     if (!std::isfinite(mj)) return S;
     m_max = std::max(m_max, mj);
   }
-  if (mask[(S - 1) * mcs] - m_max >= -110.0) return S;  // the last key kept whatever the bound (no padding)
+  if (mask[(S - 1) * mcs] - m_max >= kZeroWeight) return S;  // the last key kept whatever the bound (no padding)
   // (1 + 2^-6: the float sums' and products' roundings, bf16's included.)
   const double bound = std::abs(scale) * std::sqrt(max_square_norm(q, qrs, qcs, rows, E)) *
                        std::sqrt(max_square_norm(k, krs, kcs, S, E)) * (1.0 + 1.0 / 64);
   if (!std::isfinite(bound)) return S;
   int64_t kept = S;
-  while (kept > 1 && mask[(kept - 1) * mcs] - m_max + 2 * bound < -110.0) --kept;
+  while (kept > 1 && mask[(kept - 1) * mcs] - m_max + 2 * bound < kZeroWeight) --kept;
   return kept;
 }
 
