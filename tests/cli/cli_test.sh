@@ -113,6 +113,26 @@ has "$err" "--activations: 'per-col' is not an activation quantization (per-tens
 run_ember nonzero convert "$onnx_dir/mlp_opset13.onnx" -o bad_act.ember --activations per-row
 has "$err" "--activations requires --quantize"
 [[ ! -e bad_act.ember ]] || fail "--activations without --quantize still wrote bad_act.ember"
+# Linears of one input (q, k, v) merge into one wider Linear and a Split, unless
+# --keep-projections keeps them apart (LoRA on one of them); the outputs agree.
+run_ember 0 convert "$onnx_dir/projections_opset13.onnx" -o proj.ember
+has "$out" ", merged 3 Gemms of a shared input"
+run_ember 0 inspect proj.ember
+has_line "$out" "^  linear +1$"
+has_line "$out" "^  split +1$"
+run_ember 0 convert "$onnx_dir/projections_opset13.onnx" -o proj_kept.ember --keep-projections
+[[ "$out" != *"merged"* ]] || fail "--keep-projections still merged: $out"
+run_ember 0 inspect proj_kept.ember
+has_line "$out" "^  linear +3$"
+$py -c "import numpy as np; np.save('proj_x.npy', np.random.RandomState(0).randn(2, 5, 16).astype(np.float32))"
+run_ember 0 run proj.ember --input input=proj_x.npy --output-dir out_proj
+run_ember 0 run proj_kept.ember --input input=proj_x.npy --output-dir out_proj_kept
+$py -c "import numpy as np, sys; a, b = np.load('out_proj/output.npy'), np.load('out_proj_kept/output.npy')
+sys.exit(0 if a.shape == (2, 5, 28) and np.allclose(a, b, rtol=1e-5, atol=1e-5) else 1)" ||
+  fail "merged and kept projections differ"
+run_ember nonzero convert "$onnx_dir/projections_opset13.onnx" -o bad_proj.ember --keep-projections=maybe
+has "$err" "--keep-projections"
+[[ ! -e bad_proj.ember ]] || fail "--keep-projections=maybe still wrote bad_proj.ember"
 # --reduce-range: int8 weights within [-64, 64]; needs --quantize.
 run_ember 0 convert "$onnx_dir/mlp_opset13.onnx" -o mlp_rr.ember --quantize dynamic-int8 --reduce-range
 has_line "$out" "^quantized \(dynamic-int8, per channel, weights within \+-64, activations per tensor\): 2 weights, "

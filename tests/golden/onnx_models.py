@@ -29,6 +29,20 @@ class Mlp(nn.Module):
         return self.fc2(torch.relu(self.fc1(x)))
 
 
+class Projections(nn.Module):
+    """Three Linears of one input (attention's q, k and v), their outputs
+    concatenated: the converter merges them into one wider Linear unless told
+    --keep-projections."""
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Linear(16, 8)
+        self.k = nn.Linear(16, 8)
+        self.v = nn.Linear(16, 12)
+
+    def forward(self, x):
+        return torch.cat([self.q(x), self.k(x), self.v(x)], -1)
+
+
 class SmallCnn(nn.Module):
     def __init__(self):
         super().__init__()
@@ -290,6 +304,9 @@ def main(out_dir):
         export(mlp, x, os.path.join(out_dir, f"mlp_opset{opset}.onnx"), opset)
     for name, p in mlp.state_dict().items():
         emit.tensor(f"mlp.{name}", p)
+
+    torch.manual_seed(4)
+    export(Projections(), torch.randn(2, 5, 16), os.path.join(out_dir, "projections_opset13.onnx"), 13)
 
     torch.manual_seed(1)
     cnn = SmallCnn()
