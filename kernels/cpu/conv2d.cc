@@ -127,15 +127,6 @@ size_t workspace_of(const ConvPlan& p) {
   return kAlign + p.bias_bytes + p.slot_bytes * static_cast<size_t>(p.slots);
 }
 
-// The packed weight the kernel may read: packed from this weight (groups 1)
-// in `layout` (ConvA: the A panels of the NCHW product; ConvB: the B panels of
-// the channels-last one).
-const PackedOperand* packed_weight(const Conv2dParams& prm, const TensorView& wt,
-                                   CpuPackedWeight::Layout layout = CpuPackedWeight::Layout::ConvA) {
-  const auto* w = dynamic_cast<const CpuPackedWeight*>(prm.weight);
-  if (w == nullptr || prm.groups != 1 || w->source != wt.data || w->layout != layout) return nullptr;
-  return w->gemm_operand();
-}
 
 // The packed Winograd-transformed weight the kernel may read (of this weight,
 // for the GEMM kernel in use), or nullptr.
@@ -282,12 +273,6 @@ RT_SIMD_CLONES void add_row(float* __restrict y, const float* __restrict r, int6
   for (int64_t i = 0; i < n; ++i) y[i] += r[i];
 }
 
-// Whether t ([N, C, H, W]) is dense channels_last: strides [H*W*C, 1, W*C, C].
-bool dense_channels_last(const TensorView& t) {
-  const int64_t c = t.sizes[1], w = t.sizes[3], h = t.sizes[2];
-  return (c == 1 || t.strides[1] == 1) && (w == 1 || t.strides[3] == c) && (h == 1 || t.strides[2] == w * c) &&
-         (t.sizes[0] == 1 || t.strides[0] == h * w * c);
-}
 
 // o = act(o + r): the residual of a path that does not add it as it stores
 // (o and r of one shape, any strides), in the order a separate Add and
@@ -633,6 +618,18 @@ Status conv2d_cl(const KernelContext& ctx, const TensorView& input, const Tensor
 }
 
 }  // namespace
+
+bool dense_channels_last(const TensorView& t) {
+  const int64_t c = t.sizes[1], w = t.sizes[3], h = t.sizes[2];
+  return (c == 1 || t.strides[1] == 1) && (w == 1 || t.strides[3] == c) && (h == 1 || t.strides[2] == w * c) &&
+         (t.sizes[0] == 1 || t.strides[0] == h * w * c);
+}
+
+const PackedOperand* packed_weight(const Conv2dParams& prm, const TensorView& wt, CpuPackedWeight::Layout layout) {
+  const auto* w = dynamic_cast<const CpuPackedWeight*>(prm.weight);
+  if (w == nullptr || prm.groups != 1 || w->source != wt.data || w->layout != layout) return nullptr;
+  return w->gemm_operand();
+}
 
 // The channels-last product's B operand: W'[(i*KW + j)*C_in + ci, co] = w[co, ci, i, j]
 // (CpuPackedWeight::Layout::ConvB packs it once).

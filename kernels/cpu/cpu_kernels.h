@@ -93,6 +93,15 @@ struct CpuPackedWeight final : PreparedWeight {
 // [C_out, C_in, KH, KW] weight (taps = KH*KW).
 PackedOperand conv_b_weight(const float* w, int64_t cout, int64_t cin, int64_t taps, bool bf16);
 
+// The packed weight a Conv2d kernel may read: packed from this weight (groups
+// 1) in `layout` (ConvA: the A panels of the NCHW product; ConvB: the B panels
+// of the channels-last one), else null.
+const PackedOperand* packed_weight(const Conv2dParams& prm, const TensorView& wt,
+                                   CpuPackedWeight::Layout layout = CpuPackedWeight::Layout::ConvA);
+
+// Whether t ([N, C, H, W]) is dense channels_last: strides [H*W*C, 1, W*C, C].
+bool dense_channels_last(const TensorView& t);
+
 // The GEMM epilogue of a fused activation (Conv2dParams, LinearParams; no bias).
 inline GemmEpilogue activation_epilogue(const Activation& a) {
   GemmEpilogue e;

@@ -478,37 +478,19 @@ bool channels_last_applies(const TensorView& x, const TensorView& o) {
          o.strides[2] >= c;
 }
 
-// Its scratch: the weight [cp / lanes][taps][lanes] and the bias [cp], cp = channels rounded up to kLanes.
-size_t channels_last_bytes(const Plane& p, int64_t channels) {
-  return kAlign + static_cast<size_t>((p.kh * p.kw + 1) * round_up(channels, kLanes)) * 4;
-}
 
 // cl_rows over the threads (rows of (image, output row) split between them).
-// The weight's layout comes packed at load where it can (`packed`, for this
-// ISA): laid out here on every call, its 3x3 and 5x5 taps one value at a
-// time, it was half of a 960-channel 7x7 layer's time on one thread, and more
-// on two (MobileNetV2 and V3's late layers).
 void depthwise_channels_last(const Plane& p, const TensorView& x, const TensorView& wt, const TensorView& bias,
                              const TensorView& o, void* scratch, int threads, const DepthwiseClWeight* packed) {
-  const int64_t c = o.sizes[1], cp = round_up(c, kLanes), taps = p.kh * p.kw;
-  float* b = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
-  const float* pb = bias.ptr<const float>();
+  const int64_t c = o.sizes[1], taps = p.kh * p.kw;
+  const DepthwiseClOperands ops = depthwise_cl_operands(wt, bias, packed, scratch);
   const Kernels& k = kernels();
-  const float* w = nullptr;
-  if (packed != nullptr && packed->lanes == k.lanes) {
-    w = packed->data.as<float>();
-  } else {
-    float* laid = b + cp;
-    k.cl_pack(c, cp, taps, wt.ptr<const float>(), laid);  // [cp / lanes][taps][lanes]
-    w = laid;
-  }
-  for (int64_t ch = 0; ch < cp; ++ch) b[ch] = ch < c && pb != nullptr ? pb[ch * bias.strides[0]] : 0.0f;
   const int64_t rows = o.sizes[0] * p.oh;
   const int64_t useful = std::max<int64_t>(1, rows * c * p.ow * taps / 32768);
   const int64_t parts = std::max<int64_t>(1, std::min({static_cast<int64_t>(std::max(1, threads)), rows, useful}));
   auto run = [&](int64_t part) {
-    k.cl(p, c, x.ptr<const float>(), x.strides[0], w, b, o.ptr<float>(), o.strides[0], rows * part / parts,
-         rows * (part + 1) / parts);
+    k.cl(p, c, x.ptr<const float>(), x.strides[0], ops.w, ops.b, o.ptr<float>(), o.strides[0],
+         rows * part / parts, rows * (part + 1) / parts);
   };
   if (parts > 1) {
     parallel_for(0, parts, 1, [&](int64_t a, int64_t e) {
@@ -520,6 +502,38 @@ void depthwise_channels_last(const Plane& p, const TensorView& x, const TensorVi
 }
 
 }  // namespace
+
+// The weight's layout comes packed at load where it can (`packed`, for this
+// ISA): laid out here on every call, its 3x3 and 5x5 taps one value at a
+// time, it was half of a 960-channel 7x7 layer's time on one thread, and more
+// on two (MobileNetV2 and V3's late layers).
+DepthwiseClOperands depthwise_cl_operands(const TensorView& wt, const TensorView& bias,
+                                          const DepthwiseClWeight* packed, void* scratch) {
+  const int64_t c = wt.sizes[0], cp = round_up(c, kLanes), taps = wt.sizes[2] * wt.sizes[3];
+  float* b = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
+  const float* pb = bias.ptr<const float>();
+  for (int64_t ch = 0; ch < cp; ++ch) b[ch] = ch < c && pb != nullptr ? pb[ch * bias.strides[0]] : 0.0f;
+  const Kernels& k = kernels();
+  if (packed != nullptr && packed->lanes == k.lanes) return {packed->data.as<float>(), b};
+  float* laid = b + cp;
+  k.cl_pack(c, cp, taps, wt.ptr<const float>(), laid);  // [cp / lanes][taps][lanes]
+  return {laid, b};
+}
+
+size_t depthwise_cl_operands_bytes(int64_t channels, int64_t taps) {
+  return kAlign + static_cast<size_t>((taps + 1) * round_up(channels, kLanes)) * sizeof(float);
+}
+
+void depthwise_cl_band(const TensorView& x, const TensorView& wt, const TensorView& o, const Conv2dParams& prm,
+                       const float* band, int64_t first, int64_t rows, const DepthwiseClOperands& ops, int64_t r0,
+                       int64_t r1) {
+  Plane p = plane_of(x, wt, o, prm);
+  p.h = rows;  // the band as the image: rows outside it lie outside the image or are not read
+  p.ph += first;
+  p.xs_w = o.sizes[1];
+  p.xs_h = x.sizes[3] * p.xs_w;
+  kernels().cl(p, o.sizes[1], band, 0, ops.w, ops.b, o.ptr<float>(), 0, r0, r1);
+}
 
 size_t depthwise_cl_weight_bytes(int64_t channels, int64_t taps) {
   return static_cast<size_t>(round_up(channels, kLanes) * taps) * sizeof(float);
@@ -537,7 +551,7 @@ DepthwiseClWeight depthwise_cl_weight(const float* w, int64_t channels, int64_t 
 size_t depthwise_workspace(const TensorView& x, const TensorView& w, const TensorView& o, const Conv2dParams& prm,
                            int threads) {
   const Plane p = plane_of(x, w, o, prm);
-  if (channels_last_applies(x, o)) return channels_last_bytes(p, o.sizes[1]);
+  if (channels_last_applies(x, o)) return depthwise_cl_operands_bytes(o.sizes[1], p.kh * p.kw);
   if (!vectorizable(p)) return 0;
   const int64_t planes = o.sizes[0] * o.sizes[1];
   const size_t slot = channel_lanes(p, o.sizes[1]) ? group_bytes(p) : slot_bytes(p);
@@ -548,7 +562,7 @@ void depthwise_conv2d(const TensorView& x, const TensorView& wt, const TensorVie
                       const Conv2dParams& prm, void* scratch, size_t scratch_bytes, int threads,
                       const DepthwiseClWeight* packed) {
   const Plane p = plane_of(x, wt, o, prm);
-  if (channels_last_applies(x, o) && scratch_bytes >= channels_last_bytes(p, o.sizes[1])) {
+  if (channels_last_applies(x, o) && scratch_bytes >= depthwise_cl_operands_bytes(o.sizes[1], p.kh * p.kw)) {
     return depthwise_channels_last(p, x, wt, bias, o, scratch, threads, packed);
   }
   const int64_t channels = o.sizes[1], planes = o.sizes[0] * channels, taps = p.kh * p.kw;

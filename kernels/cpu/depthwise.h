@@ -29,6 +29,28 @@ struct DepthwiseClWeight {
 DepthwiseClWeight depthwise_cl_weight(const float* w, int64_t channels, int64_t taps);
 size_t depthwise_cl_weight_bytes(int64_t channels, int64_t taps);
 
+// The channels_last kernel's operands for the ISA in use: the weight laid
+// out [cp / lanes][taps][lanes] (`packed` where it has this ISA's lanes, else
+// laid out in `scratch`) and the bias padded with zeros to cp (C rounded up
+// to 16), in `scratch` (depthwise_cl_operands_bytes).
+struct DepthwiseClOperands {
+  const float* w;
+  const float* b;
+};
+size_t depthwise_cl_operands_bytes(int64_t channels, int64_t taps);
+DepthwiseClOperands depthwise_cl_operands(const TensorView& w, const TensorView& bias,
+                                          const DepthwiseClWeight* packed, void* scratch);
+
+// Output rows [r0, r1) of one image of the channels_last depthwise
+// convolution of x (its geometry; not read) with w into o (o.data: the
+// image's first output; channel stride 1), on the calling thread, from
+// `band`: the input rows [first, first + rows) of that image, dense
+// channels_last (W positions of C channels a row). The rows it reads inside
+// the image must lie in the band. The same floats as depthwise_conv2d.
+void depthwise_cl_band(const TensorView& x, const TensorView& w, const TensorView& o, const Conv2dParams& prm,
+                       const float* band, int64_t first, int64_t rows, const DepthwiseClOperands& ops, int64_t r0,
+                       int64_t r1);
+
 // Scratch bytes depthwise_conv2d needs on up to `threads` threads (0 when the
 // vector path does not apply: then it runs the scalar loop without scratch).
 size_t depthwise_workspace(const TensorView& x, const TensorView& w, const TensorView& o, const Conv2dParams& prm,

@@ -66,7 +66,7 @@ constexpr int op_num_outputs(OpKind op) {
 // The run-time ops of ops.def: the executor makes them at create, model files
 // never hold them.
 constexpr bool is_run_time_op(OpKind op) {
-  return op == OpKind::QLinear || op == OpKind::QConv2d || op == OpKind::SparseLinear;
+  return op == OpKind::QLinear || op == OpKind::QConv2d || op == OpKind::SparseLinear || op == OpKind::Conv2dPair;
 }
 
 }  // namespace ember

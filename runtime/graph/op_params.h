@@ -178,6 +178,13 @@ struct QConv2dParams {
   const PreparedWeight* weight = nullptr;
 };
 
+// Conv2dPair (a run-time op): depthwise(pointwise(x)), each with its fused
+// activation and its weight prepared for the CPU (Conv2dParams::weight).
+struct Conv2dPairParams {
+  Conv2dParams pointwise;  // 1x1, stride 1, no padding, groups 1
+  Conv2dParams depthwise;  // groups = its channels
+};
+
 // The parameters of an RT_UNARY_P op of ops.def (alpha, beta / gamma...).
 struct UnaryParams {
   double a = 0, b = 0;
@@ -571,6 +578,6 @@ using OpParams = std::variant<NoParams, ScalarParams, GeluParams, ClampParams, R
                               ResizeParams, ConvTransposeParams, GridSampleParams, NmsParams,
                               RoiAlignParams, DftParams, StftParams, AffineGridParams, Col2ImParams,
                               MaxUnpoolParams, IfParams, LoopParams, ScanLoopParams, DeformConvParams,
-                              RecurrenceParams, AttentionParams>;
+                              RecurrenceParams, AttentionParams, Conv2dPairParams>;
 
 }  // namespace ember

@@ -73,35 +73,6 @@ Status check_options(const ExecutorOptions& options, std::string* error) {
   return Status::Ok;
 }
 
-// ExecutorOptions::adapters: each on a Linear op (run as Linear or QLinear)
-// whose weight is [out, in], A float32 [r, in], B float32 [out, r], one per op.
-Status check_adapters(const Model& m, const std::vector<OpState>& ops,
-                      const std::vector<std::pair<int, LoraAdapter>>& adapters, std::string* error) {
-  std::vector<bool> seen(static_cast<size_t>(m.num_ops()), false);
-  for (const auto& [k, a] : adapters) {
-    if (k < 0 || k >= m.num_ops())
-      return report_error(error, Status::InvalidArgument, "LoRA adapter on op ", k, ": the model has ", m.num_ops(),
-                          " ops");
-    const OpKind kind = ops[static_cast<size_t>(k)].kind;
-    if (kind != OpKind::Linear && kind != OpKind::QLinear)
-      return report_error(error, Status::NotSupported, "LoRA adapter on ", op_ref(m, k), ": runs as ", op_name(kind),
-                          " (adapters go on float32 or int8 Linear layers)");
-    if (seen[static_cast<size_t>(k)])
-      return report_error(error, Status::InvalidArgument, "two LoRA adapters on ", op_ref(m, k));
-    seen[static_cast<size_t>(k)] = true;
-    const std::vector<int64_t> w = m.tensor_shape(m.op(k).inputs()->Get(1));
-    const bool fits = a.a.defined() && a.b.defined() && a.a.dtype() == DType::Float32 &&
-                      a.b.dtype() == DType::Float32 && a.a.dim() == 2 && a.b.dim() == 2 && w.size() == 2 &&
-                      a.a.size(1) == w[1] && a.b.size(0) == w[0] && a.b.size(1) == a.a.size(0);
-    if (!fits)
-      return report_error(error, Status::ShapeMismatch, "LoRA adapter on ", op_ref(m, k), ": A ",
-                          a.a.defined() ? shape_str(a.a.sizes()) : "(none)", ", B ",
-                          a.b.defined() ? shape_str(a.b.sizes()) : "(none)", " do not fit its weight ", shape_str(w),
-                          " (A float32 [rank, in], B float32 [out, rank])");
-  }
-  return Status::Ok;
-}
-
 // A device run can be captured into a graph and replayed: no op falls back to
 // the CPU, and no host op reads a value computed from an input's data (a
 // replay would not see new values; ShapeOf reads only the sizes, which the
@@ -260,8 +231,10 @@ Result<std::shared_ptr<const Executor>> Executor::create_graph(
   EMBER_TRY(upcast_fp16_weights(m, ex->tensors_, error));
   EMBER_TRY(prepare_quantized(m, ex->ops_, error));
   choose_conv_layout(m, options, ex->ops_);
-  if (options.device == DeviceType::CPU)
+  if (options.device == DeviceType::CPU) {
     EMBER_TRY(prepare_packed(m, ex->ops_, ex->tensors_, options.precision == Precision::BFloat16, error));
+    pair_convolutions(m, ex->ops_, ex->tensors_);
+  }
   EMBER_TRY(check_adapters(m, ex->ops_, options.adapters, error));
   ex->options_ = options;
   if (options.device != DeviceType::CPU) {
@@ -397,12 +370,16 @@ class Run {
   // Runs every op in order; on failure sets *message ("node 'fc1' (linear): ...").
   Status run_ops(bool profile, std::vector<OpProfile>* times, std::string* message) {
     for (int k = 0; k < m_.num_ops(); ++k) {
-      const Placement place = ops_[static_cast<size_t>(k)].placement;
+      const OpState& state = ops_[static_cast<size_t>(k)];
+      if (state.paired > k) continue;  // the Conv2dPair at state.paired runs it
       OpTimer timer;
-      if (profile) timer.begin(m_, k, on_cpu_, place, device_.type(), values_);
+      if (profile) timer.begin(m_, k, on_cpu_, state.placement, device_.type(), values_);
       const Status status = run_one(k, profile, message);
       if (status != Status::Ok) return status;
-      if (profile) times->push_back(timer.end());
+      if (profile) {
+        times->push_back(timer.end());
+        if (state.paired >= 0) times->back().type = std::string(op_name(state.kind));
+      }
       drop_dead(k);
     }
     return Status::Ok;
@@ -481,6 +458,14 @@ class Run {
 
   // Sets `in` to op k's inputs, on the device where it runs (host slots on the CPU).
   Status op_inputs(int k, bool on_device, std::vector<Tensor>& in) {
+    if (ops_[static_cast<size_t>(k)].paired >= 0) {  // a Conv2dPair (CPU executors)
+      in.assign(5, Tensor());
+      for (uint32_t j = 0; j < 5; ++j) {
+        const int32_t t = conv_pair_input(m_, ops_[static_cast<size_t>(k)].paired, k, j);
+        if (t >= 0) in[j] = values_[static_cast<size_t>(t)];
+      }
+      return Status::Ok;
+    }
     const fb::Operator& op = m_.op(k);
     const OpKind kind = m_.op_kind(k);
     in.assign(vlen(op.inputs()), Tensor());
@@ -538,9 +523,12 @@ class Run {
       values_[static_cast<size_t>(t)] = Tensor();
       if (!on_cpu_) other_[static_cast<size_t>(t)] = Tensor();
     };
-    for (uint32_t j = 0; j < vlen(op.inputs()); ++j) {
-      const int32_t t = op.inputs()->Get(j);
-      if (t >= 0 && tensors_[static_cast<size_t>(t)].last_use == k) drop(t);
+    const int first = ops_[static_cast<size_t>(k)].paired;  // a Conv2dPair reads its 1x1 op's inputs too
+    for (int i : {k, first >= 0 && first < k ? first : k}) {
+      for (uint32_t j = 0; j < vlen(m_.op(i).inputs()); ++j) {
+        const int32_t t = m_.op(i).inputs()->Get(j);
+        if (t >= 0 && tensors_[static_cast<size_t>(t)].last_use == k) drop(t);
+      }
     }
     for (uint32_t j = 0; j < vlen(op.outputs()); ++j) {
       const int32_t t = op.outputs()->Get(j);

@@ -33,6 +33,7 @@ template <> struct AttrsOf<UnaryParams> { static constexpr fb::OpAttrs value = f
 // The run-time ops' params: never stored (attrs_to_params refuses those ops).
 template <> struct AttrsOf<QLinearParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::NONE; };
 template <> struct AttrsOf<QConv2dParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::NONE; };
+template <> struct AttrsOf<Conv2dPairParams> { static constexpr fb::OpAttrs value = fb::OpAttrs::NONE; };
 
 Status fail(std::string* error, std::string message) {
   if (error != nullptr) *error = std::move(message);
@@ -261,7 +262,7 @@ flatbuffers::Offset<void> params_to_attrs(flatbuffers::FlatBufferBuilder& fbb, c
         using P = std::decay_t<decltype(p)>;
         *type = AttrsOf<P>::value;
         if constexpr (std::is_same_v<P, NoParams> || std::is_same_v<P, QLinearParams> ||
-                      std::is_same_v<P, QConv2dParams>) {
+                      std::is_same_v<P, QConv2dParams> || std::is_same_v<P, Conv2dPairParams>) {
           return 0;  // the run-time ops' params: never written (the writer refuses those ops)
         } else if constexpr (std::is_same_v<P, ScalarParams>) {
           return fb::CreateScalarAttrs(fbb, scalar_to_fb(fbb, p.value)).Union();

@@ -71,6 +71,17 @@ Result<Tensor> activate(const Tensor& y, const Activation& a) {
   return y;
 }
 
+Result<Tensor> conv2d_step(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+                           const Tensor& residual, MemoryFormat out_format) {
+  bool fused = false;  // applied by the CPU kernel (never when a gradient is recorded)
+  EMBER_ASSIGN_OR_RETURN(Tensor y, core::conv2d_activated(x, w, bias, p, &fused, residual, out_format));
+  if (fused) return y;
+  if (residual.defined()) {
+    EMBER_ASSIGN_OR_RETURN(y, core::add(y, residual));
+  }
+  return activate(y, p.activation);
+}
+
 // y + a LoRA adapter's term scale * (x A^T) B^T (the trainer's, runtime/train).
 Result<Tensor> add_lora(const Tensor& y, const LoraAdapter& a, const Tensor& x) {
   EMBER_ASSIGN_OR_RETURN(Tensor t, core::linear(x, a.a));
@@ -371,14 +382,7 @@ Status run_Conv2d(OpContext& c) {
       EMBER_ASSIGN_OR_RETURN(x, core::contiguous(x, MemoryFormat::ChannelsLast));
     }
   }
-  const Tensor residual = c.opt(3);  // ember convert's fused residual Add (or none)
-  bool fused = false;  // applied by the CPU kernel (never when a gradient is recorded)
-  EMBER_ASSIGN_OR_RETURN(Tensor y, core::conv2d_activated(x, w, c.opt(2), p, &fused, residual, out_format));
-  if (fused) return c.set(0, y);
-  if (residual.defined()) {
-    EMBER_ASSIGN_OR_RETURN(y, core::add(y, residual));
-  }
-  return c.set(0, activate(y, p.activation));
+  return c.set(0, conv2d_step(x, w, c.opt(2), p, c.opt(3), out_format));
 }
 
 Status run_MaxPool2d(OpContext& c) {

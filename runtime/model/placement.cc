@@ -1,5 +1,6 @@
 #include "runtime/model/placement.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -334,6 +335,71 @@ void choose_conv_layout(const Model& m, const ExecutorOptions& options, std::vec
   for (OpState& op : ops) {
     op.channels_last = op.kind == OpKind::Conv2d;
     op.contiguous_inputs = !op.channels_last && !keeps_channels_last(op.kind);
+  }
+}
+
+namespace {
+
+// Op k's input j when it is a weight of the model (or absent: -1), else -2.
+int32_t weight_input(const Model& m, int k, uint32_t j) {
+  const auto* in = m.op(k).inputs();
+  if (j >= vlen(in) || in->Get(j) < 0) return -1;
+  return m.weight(in->Get(j)).defined() ? in->Get(j) : -2;
+}
+
+// Op k: a float32 channels_last Conv2d with constant weights and no residual.
+const Conv2dParams* plain_conv(const Model& m, const std::vector<OpState>& ops, int k) {
+  const OpState& op = ops[static_cast<size_t>(k)];
+  const auto* p = std::get_if<Conv2dParams>(&op.params);
+  const auto* in = m.op(k).inputs();
+  if (op.kind != OpKind::Conv2d || !op.channels_last || p == nullptr || vlen(in) < 2 || vlen(m.op(k).outputs()) != 1 ||
+      weight_input(m, k, 1) < 0 || weight_input(m, k, 2) == -2 || weight_input(m, k, 3) != -1 || in->Get(0) < 0 ||
+      m.tensor_dtype(in->Get(0)) != DType::Float32 || m.tensor_dtype(in->Get(1)) != DType::Float32) {
+    return nullptr;
+  }
+  return p;
+}
+
+}  // namespace
+
+int32_t conv_pair_input(const Model& m, int first, int k, uint32_t j) {
+  const auto* in = m.op(j < 3 ? first : k).inputs();
+  const uint32_t i = j < 3 ? j : j - 2;
+  return i < vlen(in) ? in->Get(i) : -1;
+}
+
+void pair_convolutions(const Model& m, std::vector<OpState>& ops, std::vector<TensorState>& tensors) {
+  std::vector<int> readers(static_cast<size_t>(m.num_tensors()), 0);
+  for (int k = 0; k < m.num_ops(); ++k) {
+    for (uint32_t j = 0; j < vlen(m.op(k).inputs()); ++j) {
+      const int32_t t = m.op(k).inputs()->Get(j);
+      if (t >= 0) ++readers[static_cast<size_t>(t)];
+    }
+  }
+  for (int32_t t : m.outputs()) ++readers[static_cast<size_t>(t)];
+  for (int b = 1; b < m.num_ops(); ++b) {
+    const int a = b - 1;
+    const Conv2dParams* pw = plain_conv(m, ops, a);
+    const Conv2dParams* dw = plain_conv(m, ops, b);
+    if (pw == nullptr || dw == nullptr || ops[static_cast<size_t>(a)].paired >= 0) continue;
+    const int32_t mid = m.op(a).outputs()->Get(0);
+    const std::vector<int64_t> w1 = m.tensor_shape(m.op(a).inputs()->Get(1));
+    const std::vector<int64_t> w2 = m.tensor_shape(m.op(b).inputs()->Get(1));
+    const bool pointwise = w1.size() == 4 && w1[2] == 1 && w1[3] == 1 && pw->groups == 1 && pw->stride[0] == 1 &&
+                           pw->stride[1] == 1 && pw->padding[0] == 0 && pw->padding[1] == 0;
+    const bool depthwise = w2.size() == 4 && w2[1] == 1 && w1.size() == 4 && w2[0] == w1[0] && dw->groups == w1[0];
+    if (!pointwise || !depthwise || m.op(b).inputs()->Get(0) != mid || mid < 0 || readers[static_cast<size_t>(mid)] != 1)
+      continue;
+    OpState &first = ops[static_cast<size_t>(a)], &pair = ops[static_cast<size_t>(b)];
+    pair.params = Conv2dPairParams{*pw, *dw};
+    pair.kind = OpKind::Conv2dPair;
+    pair.paired = a;
+    first.paired = b;
+    // The pair reads the first op's inputs: they live until it has run.
+    for (uint32_t j = 0; j < vlen(m.op(a).inputs()); ++j) {
+      const int32_t t = m.op(a).inputs()->Get(j);
+      if (t >= 0) tensors[static_cast<size_t>(t)].last_use = std::max(tensors[static_cast<size_t>(t)].last_use, b);
+    }
   }
 }
 

@@ -79,4 +79,16 @@ Status check_device(const ExecutorOptions& options, std::string* error);
 // (CPU float32; Auto: where the model has a depthwise convolution).
 void choose_conv_layout(const Model& m, const ExecutorOptions& options, std::vector<OpState>& ops);
 
+// The CPU executor's convolution pairs: a 1x1 Conv2d (stride 1, no padding,
+// groups 1) followed by the depthwise Conv2d that alone reads its output,
+// both channels_last (choose_conv_layout) float32 with constant weights and no
+// residual, become one Conv2dPair op at the second's place (OpState::paired;
+// its params carry both ops' Conv2dParams with their prepared weights). The
+// first is skipped, its output never made (kernels/cpu/conv_pair.cc); its
+// inputs live until the pair has run.
+void pair_convolutions(const Model& m, std::vector<OpState>& ops, std::vector<TensorState>& tensors);
+// Conv2dPair input j (0-4: x, weight, bias of the 1x1 op `first`, then the
+// weight and bias of the depthwise op k): its model tensor, or -1 (none).
+int32_t conv_pair_input(const Model& m, int first, int k, uint32_t j);
+
 }  // namespace ember

@@ -1,12 +1,13 @@
 // The run-time ops' runners (op_runner.h): QLinear, QConv2d and SparseLinear,
 // which create() makes of a Linear / Conv2d with the weight prepared by the
-// backend of the device they run on. The kernels take float32 (a float16
+// backend of the device they run on, and Conv2dPair (pair_convolutions). The kernels take float32 (a float16
 // executor converts around them) and apply the fused activation; under the
 // trainer (runtime/train) a straight-through estimator gives them the float32
 // layer's gradient.
 #include <cmath>
 #include <optional>
 
+#include "runtime/autograd/node.h"
 #include "runtime/core/error.h"
 #include "runtime/model/model_access.h"
 #include "runtime/model/op_runner.h"
@@ -165,6 +166,20 @@ Status run_SparseLinear(OpContext& c) {
   EMBER_ASSIGN_OR_RETURN(const Tensor y,
                          in_float32(x, [&](const Tensor& v) { return core::sparse_linear(v, p, c.opt(2)); }));
   return c.set(0, straight_through(y, x, dense));
+}
+
+// The pair's kernel where it runs float32 with no gradient to record; else
+// (the trainer) its two convolutions as run_Conv2d runs them.
+Status run_Conv2dPair(OpContext& c) {
+  const auto& p = c.params<Conv2dPairParams>();
+  EMBER_ASSIGN_OR_RETURN(const Tensor x, c.need(0, "data"));
+  EMBER_ASSIGN_OR_RETURN(const Tensor w1, c.need(1, "weight"));
+  EMBER_ASSIGN_OR_RETURN(const Tensor w2, c.need(3, "depthwise weight"));
+  const Tensor &b1 = c.opt(2), &b2 = c.opt(4);
+  if (x.dtype() == DType::Float32 && x.device().is_cpu() && !autograd::needs_grad({x, w1, b1, w2, b2}))
+    return c.set(0, core::conv2d_pair(x, w1, b1, w2, b2, p));
+  EMBER_ASSIGN_OR_RETURN(const Tensor y, conv2d_step(x, w1, b1, p.pointwise));
+  return c.set(0, conv2d_step(y, w2, b2, p.depthwise));
 }
 
 }  // namespace ember

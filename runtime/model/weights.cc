@@ -392,4 +392,33 @@ Status upload_weights(const Model& m, const ExecutorOptions& options, const std:
   return Status::Ok;
 }
 
+// ExecutorOptions::adapters: each on a Linear op (run as Linear or QLinear)
+// whose weight is [out, in], A float32 [r, in], B float32 [out, r], one per op.
+Status check_adapters(const Model& m, const std::vector<OpState>& ops,
+                      const std::vector<std::pair<int, LoraAdapter>>& adapters, std::string* error) {
+  std::vector<bool> seen(static_cast<size_t>(m.num_ops()), false);
+  for (const auto& [k, a] : adapters) {
+    if (k < 0 || k >= m.num_ops())
+      return report_error(error, Status::InvalidArgument, "LoRA adapter on op ", k, ": the model has ", m.num_ops(),
+                          " ops");
+    const OpKind kind = ops[static_cast<size_t>(k)].kind;
+    if (kind != OpKind::Linear && kind != OpKind::QLinear)
+      return report_error(error, Status::NotSupported, "LoRA adapter on ", op_ref(m, k), ": runs as ", op_name(kind),
+                          " (adapters go on float32 or int8 Linear layers)");
+    if (seen[static_cast<size_t>(k)])
+      return report_error(error, Status::InvalidArgument, "two LoRA adapters on ", op_ref(m, k));
+    seen[static_cast<size_t>(k)] = true;
+    const std::vector<int64_t> w = m.tensor_shape(m.op(k).inputs()->Get(1));
+    const bool fits = a.a.defined() && a.b.defined() && a.a.dtype() == DType::Float32 &&
+                      a.b.dtype() == DType::Float32 && a.a.dim() == 2 && a.b.dim() == 2 && w.size() == 2 &&
+                      a.a.size(1) == w[1] && a.b.size(0) == w[0] && a.b.size(1) == a.a.size(0);
+    if (!fits)
+      return report_error(error, Status::ShapeMismatch, "LoRA adapter on ", op_ref(m, k), ": A ",
+                          a.a.defined() ? shape_str(a.a.sizes()) : "(none)", ", B ",
+                          a.b.defined() ? shape_str(a.b.sizes()) : "(none)", " do not fit its weight ", shape_str(w),
+                          " (A float32 [rank, in], B float32 [out, rank])");
+  }
+  return Status::Ok;
+}
+
 }  // namespace ember

@@ -70,4 +70,9 @@ std::string prepare_for_device(const Model& m, int k, Backend& backend, OpState&
 Status upload_weights(const Model& m, const ExecutorOptions& options, const std::vector<OpState>& ops,
                       std::vector<TensorState>& tensors, std::string* error);
 
+// ExecutorOptions::adapters: each on a Linear op (run as Linear or QLinear)
+// whose weight is [out, in], A float32 [r, in], B float32 [out, r], one per op.
+Status check_adapters(const Model& m, const std::vector<OpState>& ops,
+                      const std::vector<std::pair<int, LoraAdapter>>& adapters, std::string* error);
+
 }  // namespace ember

@@ -1,5 +1,6 @@
 #include "runtime/ops/qlinear.h"
 
+#include "runtime/autograd/node.h"
 #include "runtime/backend/backend.h"
 #include "runtime/core/error.h"
 #include "runtime/ops/dispatch.h"
@@ -83,6 +84,45 @@ Result<Tensor> core::sparse_linear(const Tensor& x, const QLinearParams& params,
   EMBER_ASSIGN_OR_RETURN(Tensor y, core::empty(shape, TensorOptions(DType::Float32).device(x.device())));
   EMBER_TRY(run_kernel(OpKind::SparseLinear, {xc, Tensor(), b}, {y}, params));
   return y;
+}
+
+Result<Tensor> core::conv2d_pair(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2,
+                                 const Tensor& b2, const Conv2dPairParams& p) {
+  EMBER_TRY(check_defined(x, "conv2d_pair", "input"));
+  EMBER_TRY(check_defined(w1, "conv2d_pair", "weight"));
+  EMBER_TRY(check_defined(w2, "conv2d_pair", "depthwise weight"));
+  EMBER_CHECK(!autograd::needs_grad({x, w1, b1, w2, b2}), Status::NotSupported,
+              "conv2d_pair has no backward: run its two convolutions to record a gradient");
+  EMBER_TRY(check_same_device({x, w1, b1, w2, b2}));
+  for (const Tensor* t : {&x, &w1, &b1, &w2, &b2}) {
+    EMBER_CHECK(!t->defined() || t->dtype() == DType::Float32, Status::DTypeMismatch,
+                "conv2d_pair: expected float32 tensors, got ", dtype_name(t->dtype()));
+  }
+  EMBER_CHECK(x.device().is_cpu(), Status::NotSupported, "conv2d_pair: CPU tensors only, got ", x.device());
+  const int64_t e = w1.dim() == 4 ? w1.size(0) : -1;
+  EMBER_CHECK(x.dim() == 4 && w1.dim() == 4 && w1.size(1) == x.size(1) && w1.size(2) == 1 && w1.size(3) == 1 &&
+                  w2.dim() == 4 && w2.size(0) == e && w2.size(1) == 1 && p.depthwise.groups == e &&
+                  p.pointwise.groups == 1 && (!b1.defined() || b1.sizes() == Shape{e}) &&
+                  (!b2.defined() || b2.sizes() == Shape{e}),
+              Status::ShapeMismatch, "conv2d_pair: expected x [N, C, H, W], a 1x1 weight [E, C, 1, 1] and a ",
+              "depthwise weight [E, 1, KH, KW] (groups E), biases [E]; got x ", shape_str(x.sizes()), ", ",
+              shape_str(w1.sizes()), ", ", shape_str(w2.sizes()), " with groups ", p.depthwise.groups);
+  const int64_t oh = conv_out_size(p.depthwise, 0, x.size(2), w2.size(2));
+  const int64_t ow = conv_out_size(p.depthwise, 1, x.size(3), w2.size(3));
+  EMBER_CHECK(oh > 0 && ow > 0, Status::ShapeMismatch, "conv2d_pair: the input ", x.size(2), "x", x.size(3),
+              " is smaller than the depthwise kernel");
+  EMBER_ASSIGN_OR_RETURN(const Tensor xc, core::contiguous(x, MemoryFormat::ChannelsLast));
+  EMBER_ASSIGN_OR_RETURN(const Tensor w1c, core::contiguous(w1));
+  EMBER_ASSIGN_OR_RETURN(const Tensor w2c, core::contiguous(w2));
+  EMBER_ASSIGN_OR_RETURN(Tensor y, core::empty({x.size(0), e, oh, ow}, TensorOptions(DType::Float32),
+                                               MemoryFormat::ChannelsLast));
+  EMBER_TRY(run_kernel(OpKind::Conv2dPair, {xc, w1c, b1, w2c, b2}, {y}, p));
+  return y;
+}
+
+Tensor conv2d_pair(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
+                   const Conv2dPairParams& p) {
+  return unwrap(core::conv2d_pair(x, w1, b1, w2, b2, p));
 }
 
 Tensor qlinear(const Tensor& x, const QLinearParams& params) { return unwrap(core::qlinear(x, params)); }

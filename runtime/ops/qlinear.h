@@ -1,4 +1,4 @@
-// Eager front-ends of the run-time ops (ops.def: QLinear, QConv2d, SparseLinear) and of
+// Eager front-ends of the run-time ops (ops.def: QLinear, QConv2d, SparseLinear, Conv2dPair) and of
 // Conv2d with its fused activation, for the executor. For the run-time ops
 // the weight was prepared once by the backend of x's device
 // (Backend::prepare_weight) and travels in the params. Each checks x, allocates
@@ -16,6 +16,14 @@ Tensor qlinear(const Tensor& x, const QLinearParams& params);
 
 // y [N, C_out, OH, OW] = act(dynamic int8 conv2d(x [N, C_in, H, W] float32)).
 Tensor qconv2d(const Tensor& x, const QConv2dParams& params);
+
+// y = depthwise(pointwise(x)): the 1x1 Conv2d (weight [E, C, 1, 1], bias [E]
+// or undefined, p.pointwise's activation) then the depthwise one (weight [E,
+// 1, KH, KW], bias, p.depthwise's geometry and activation), float32 on the
+// CPU, by the kernel of the pair (no autograd: refused when an input needs a
+// gradient). y is channels_last. The same values as the two convolutions.
+Tensor conv2d_pair(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
+                   const Conv2dPairParams& p);
 
 // y [*, N] = act(x [*, K] float32 @ W^T + bias (float32 [N] or undefined)), W
 // the prepared sparse weight.
@@ -51,6 +59,8 @@ namespace core {
 Result<Tensor> qlinear(const Tensor& x, const QLinearParams& params);
 Result<Tensor> qconv2d(const Tensor& x, const QConv2dParams& params);
 Result<Tensor> sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias);
+Result<Tensor> conv2d_pair(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
+                           const Conv2dPairParams& p);
 Result<Tensor> linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p,
                                 bool* activated);
 Result<Tensor> matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed, bool bf16 = false);

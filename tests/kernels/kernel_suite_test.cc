@@ -930,6 +930,42 @@ std::vector<Case> qconv2d_cases(DType dt) {
   return cs;
 }
 
+// Conv2dPair: a 1x1 Conv2d then a depthwise one, channels_last (the executor's
+// layout) or NCHW; the first expands to over 1 MB (the CPU kernel's bands of rows).
+std::vector<Case> conv2d_pair_cases(DType dt) {
+  std::vector<Case> cs;
+  if (dt != DType::Float32) return cs;
+  auto add = [&](std::string d, const Shape& xs, int64_t e, int64_t k, int64_t stride, int64_t pad, int64_t dil,
+                 int act1, int act2, bool bias, bool channels_last) {
+    Conv2dPairParams p;
+    p.pointwise.activation = act1 == 3 ? Activation{ActivationKind::HardSwish} : relu_or_clamp(act1);
+    p.depthwise.activation = act2 == 3 ? Activation{ActivationKind::HardSwish} : relu_or_clamp(act2);
+    p.depthwise.stride[0] = p.depthwise.stride[1] = stride;
+    p.depthwise.padding[0] = p.depthwise.padding[1] = pad;
+    p.depthwise.dilation[0] = p.depthwise.dilation[1] = dil;
+    p.depthwise.groups = e;
+    const Shape os = {xs[0], e, conv_out(xs[2], k, stride, pad, dil), conv_out(xs[3], k, stride, pad, dil)};
+    std::ostringstream name;
+    name << d << " x" << shape_text(xs) << " to " << e << " channels, " << k << "x" << k << " stride=" << stride
+         << " padding=" << pad << " dilation=" << dil << " activations " << act1 << "," << act2
+         << (bias ? " biases" : "") << (channels_last ? " channels_last" : "");
+    Operand x = channels_last ? permuted(xs, {0, 2, 3, 1}, dt) : contig(values(xs, dt));
+    Operand o = channels_last ? out_permuted(os, {0, 2, 3, 1}, dt) : out_contig(os, dt);
+    cs.push_back({name.str(),
+                  {std::move(x), contig(values({e, xs[1], 1, 1}, dt)), bias ? contig(values({e}, dt)) : absent(),
+                   contig(values({e, 1, k, k}, dt)), bias ? contig(values({e}, dt)) : absent()},
+                  {std::move(o)}, p, Family::Accumulate, xs[1] * k * k});
+  };
+  add("banded", {1, 16, 48, 48}, 120, 3, 2, 1, 1, 2, 3, true, true);
+  add("banded stride 1", {2, 8, 40, 56}, 128, 3, 1, 1, 1, 3, 1, false, true);
+  add("banded 5x5", {1, 4, 45, 47}, 128, 5, 2, 2, 1, 0, 2, true, true);
+  add("banded dilated", {1, 8, 44, 44}, 136, 3, 1, 2, 2, 1, 0, true, true);
+  add("small", {2, 8, 7, 9}, 24, 3, 1, 1, 1, 2, 2, true, true);
+  add("NCHW", {1, 8, 9, 7}, 20, 3, 2, 1, 1, 1, 3, false, false);
+  add("empty batch", {0, 8, 9, 7}, 20, 3, 2, 1, 1, 1, 3, true, true);
+  return cs;
+}
+
 // A random [n, k] COO weight (about `density` of it nonzero), values of `vt`:
 // float32, float16, or int8 with scales (per channel: n) and zero points.
 std::shared_ptr<QuantWeight> sparse_weight(int64_t n, int64_t k, double density, DType vt, DType it,
@@ -1807,6 +1843,7 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::QLinear: return qlinear_cases(dt);
     case OpKind::QConv2d: return qconv2d_cases(dt);
     case OpKind::SparseLinear: return sparse_linear_cases(dt);
+    case OpKind::Conv2dPair: return conv2d_pair_cases(dt);
     // Rounding and sign: exact; Quantized inputs have halves (round's ties to even).
     case OpKind::Floor:
     case OpKind::Ceil:
