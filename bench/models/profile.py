@@ -8,7 +8,9 @@ the median per op. ORT: an InferenceSession with enable_profiling, --runs runs
 after 10 warm-up runs, the median per node of the fastest half. The two graphs
 differ (ORT fuses activations, adds and reorders for its NCHWc layout under
 other node names), so the heavy ops are matched by position: the k-th
-convolution / Gemm / MatMul of each (both keep them in graph order). Then the
+convolution / Gemm / MatMul of each (both keep them in graph order; ember's
+conv2d_pair, a 1x1 and a depthwise convolution run as one op, against the sum
+of ORT's two). Then the
 totals by op type on each side.
 
     bench/.venv-ort/bin/python bench/models/profile.py MODEL.onnx MODEL.ember \\
@@ -26,7 +28,7 @@ import tempfile
 import numpy as np
 import onnxruntime as ort
 
-HEAVY_EMBER = {"conv2d", "linear", "matmul", "conv_transpose2d"}
+HEAVY_EMBER = {"conv2d", "linear", "matmul", "conv_transpose2d", "conv2d_pair"}
 HEAVY_ORT = {"Conv", "FusedConv", "NchwcConv", "Gemm", "MatMul", "FusedMatMul", "ConvTranspose"}
 
 
@@ -99,13 +101,19 @@ def main():
     heavy_o = [r for r in on if r[1] in HEAVY_ORT]
     print(f"{args.onnx}: {args.threads} thread(s), onnxruntime {ort.__version__}; ember {len(em)} ops "
           f"({len(heavy_e)} conv/gemm/matmul), ORT {len(on)} nodes ({len(heavy_o)}); ms, median of {args.runs} runs")
-    if len(heavy_e) == len(heavy_o):
-        rows = [(e[3] - o[2], e, o) for e, o in zip(heavy_e, heavy_o)]
+    # A conv2d_pair (a 1x1 Conv2d and the depthwise one after it, run as one op) stands for two ORT convolutions.
+    width = [2 if e[1] == "conv2d_pair" else 1 for e in heavy_e]
+    if sum(width) == len(heavy_o):
+        starts = [sum(width[:i]) for i in range(len(width))]
+        matched = [(n, k, sum(o[2] for o in heavy_o[i:i + w])) for i, w in zip(starts, width)
+                   for n, k in [(heavy_o[i][0], heavy_o[i][1])]]
+        rows = [(e[3] - o[2], e, o) for e, o in zip(heavy_e, matched)]
         print(f"\nthe k-th conv/gemm/matmul of each, largest (ember - ORT) first (top {args.top}):")
         print(f"{'#':>4} {'ember op':<48} {'ember':>7} {'ORT':>7} {'ratio':>6}")
         for diff, e, o in sorted(rows, key=lambda r: -r[0])[: args.top]:
             print(f"{e[0]:>4} {e[2][-48:]:<48} {e[3]:7.3f} {o[2]:7.3f} {e[3] / max(o[2], 1e-9):6.2f}")
-        print(f"sum of these: ember {sum(e[3] for e in heavy_e):.3f}, ORT {sum(o[2] for o in heavy_o):.3f}")
+        print(f"sum of these: ember {sum(e[3] for e in heavy_e):.3f}, ORT {sum(o[2] for o in heavy_o):.3f}"
+              " (a conv2d_pair against the sum of ORT's two)")
     else:
         print("\n(the conv/gemm/matmul counts differ: no matching by position)")
     for side, rows, t, ms in (("ember", em, 1, 3), ("ORT", on, 1, 2)):

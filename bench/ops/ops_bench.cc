@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/ember.h"
+#include "runtime/ops/qlinear.h"
 
 using namespace ember;
 
@@ -72,6 +73,26 @@ std::vector<Case> cases() {
       {"pw1x1_16to64x112x112_cl", [] {
          Tensor x = randn({1, 16, 112, 112}).contiguous(MemoryFormat::ChannelsLast), w = randn({64, 16, 1, 1});
          return [=] { return conv2d(x, w); };
+       }},
+      // MobileNetV3's first expansion and depthwise convolution (16 -> 64 at 112x112, 3x3 stride 2, ReLU each):
+      // as the executor pairs them (conv2d_pair: no 64 x 112 x 112 tensor) and as two convolutions.
+      {"pair_16to64x112x112_dw_s2_cl", [] {
+         Tensor x = randn({1, 16, 112, 112}).contiguous(MemoryFormat::ChannelsLast), w1 = randn({64, 16, 1, 1});
+         Tensor w2 = randn({64, 1, 3, 3}), b1 = randn({64}), b2 = randn({64});
+         Conv2dPairParams p;
+         p.pointwise.activation.kind = p.depthwise.activation.kind = ActivationKind::Relu;
+         p.depthwise = Conv2dParams{{2, 2}, {1, 1}, {1, 1}, 64, p.depthwise.activation};
+         return [=] { return conv2d_pair(x, w1, b1, w2, b2, p); };
+       }},
+      {"unpaired_16to64x112x112_dw_s2_cl", [] {
+         Tensor x = randn({1, 16, 112, 112}).contiguous(MemoryFormat::ChannelsLast), w1 = randn({64, 16, 1, 1});
+         Tensor w2 = randn({64, 1, 3, 3}), b1 = randn({64}), b2 = randn({64});
+         Conv2dParams first, second{{2, 2}, {1, 1}, {1, 1}, 64, {ActivationKind::Relu}};
+         first.activation.kind = ActivationKind::Relu;
+         return [=] {
+           bool fused = false;
+           return conv2d_activated(conv2d_activated(x, w1, b1, first, &fused), w2, b2, second, &fused);
+         };
        }},
       {"max_pool2d_64x56x56", [] {
          Tensor x = randn({1, 64, 56, 56});

@@ -42,6 +42,10 @@ def cases():
     x16c, w16 = r(1, 16, 112, 112).contiguous(memory_format=cl), r(16, 1, 3, 3)
     x32c, w32 = x32.contiguous(memory_format=cl), r(32, 1, 3, 3)
     p16, p64 = r(16, 16, 1, 1), r(64, 16, 1, 1)
+    d64, b64, c64 = r(64, 1, 3, 3), r(64), r(64)
+
+    def pair():  # MobileNetV3's first expansion and depthwise convolution (ember: one conv2d_pair op)
+        return F.relu(F.conv2d(F.relu(F.conv2d(x16c, p64, b64)), d64, c64, 2, 1, 1, 64))
     return {
         "add_1M": lambda: a1 + b1,
         "mul_scalar_1M": lambda: a1 * 1.5,
@@ -65,6 +69,8 @@ def cases():
         "dw3x3_32x112x112_cl": lambda: F.conv2d(x32c, w32, None, 1, 1, 1, 32),
         "pw1x1_16to16x112x112_cl": lambda: F.conv2d(x16c, p16),
         "pw1x1_16to64x112x112_cl": lambda: F.conv2d(x16c, p64),
+        "pair_16to64x112x112_dw_s2_cl": pair,
+        "unpaired_16to64x112x112_dw_s2_cl": pair,
         "max_pool2d_64x56x56": lambda: F.max_pool2d(x, 3, 2, 1),
         "add_40x28x28": lambda: a40 + b40,
         "add_40x28x28_cl": lambda: a40c + b40c,

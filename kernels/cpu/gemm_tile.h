@@ -215,45 +215,93 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 epilogue16_avx51
   return v;
 }
 
+// A tile's epilogue read once, its vectors in registers (store_12x32_avx512).
+struct Epilogue512 {
+  const float* row_bias = nullptr;
+  bool col_bias = false, clamp = false, hardswish = false;
+  __m512 cb[2], lo, hi;
+};
+
+__attribute__((target("avx512f"), always_inline)) inline Epilogue512 epilogue512(const TileEpilogue* e,
+                                                                                  const __mmask16* m) {
+  Epilogue512 r;
+  if (e == nullptr) return r;
+  r.row_bias = e->row_bias;
+  r.col_bias = e->col_bias != nullptr;
+  for (int v = 0; v < 2; ++v) {
+    r.cb[v] = r.col_bias && m[v] != 0 ? _mm512_maskz_loadu_ps(m[v], e->col_bias + 16 * v) : _mm512_setzero_ps();
+  }
+  r.clamp = e->clamp;
+  r.lo = _mm512_set1_ps(e->lo);
+  r.hi = _mm512_set1_ps(e->hi);
+  r.hardswish = e->hardswish;
+  return r;
+}
+
+// epilogue16_avx512 with the tile's epilogue in registers; the clamp as
+// max(lo, v) then min(hi, v), which return v where it is NaN, as the blends
+// (the builtins with a zero pass-through: GCC 12's _mm512_max_ps trips
+// -Wmaybe-uninitialized on its undefined one).
+__attribute__((target("avx512f"), always_inline)) inline __m512 apply512(__m512 v, const Epilogue512& e, int i,
+                                                                          int half) {
+  if (e.row_bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(e.row_bias[i]));
+  if (e.col_bias) v = _mm512_add_ps(v, e.cb[half]);
+  if (e.clamp) {
+    v = __builtin_ia32_maxps512_mask(e.lo, v, _mm512_setzero_ps(), 0xFFFF, _MM_FROUND_CUR_DIRECTION);
+    v = __builtin_ia32_minps512_mask(e.hi, v, _mm512_setzero_ps(), 0xFFFF, _MM_FROUND_CUR_DIRECTION);
+  }
+  if (e.hardswish) {  // as hardswish_value
+    const __m512 zero = _mm512_setzero_ps(), six = _mm512_set1_ps(6.0f);
+    __m512 t = _mm512_add_ps(v, _mm512_set1_ps(3.0f));
+    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, zero, _CMP_LT_OQ), t, zero);
+    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, six, _CMP_GT_OQ), t, six);
+    v = _mm512_div_ps(_mm512_mul_ps(v, t), six);
+  }
+  return v;
+}
+
 // Stores a 12x32 tile of accumulators (the AVX-512 kernels' tail): C (+)= acc
-// with the epilogue, the valid mv x nv part.
+// with the epilogue, the valid mv x nv part. Every row by name (constant
+// indices) and the epilogue read once: a loop over the rows kept all 24
+// accumulators on the stack and re-read the epilogue per row, 0.14 us of a
+// 12x32 tile of a 16-deep product (MobileNets' 1x1 convolutions from 16
+// channels: 25 % of their time).
 __attribute__((target("avx512f"), always_inline)) inline void store_12x32_avx512(
     __m512 (*acc)[2], float* c, int64_t rs, int64_t cs, bool accumulate, int64_t mv, int64_t nv,
     const TileEpilogue* e) {
-  if (nv == 32 && cs == 1) {
-    for (int i = 0; i < mv; ++i) {
-      float* ci = c + i * rs;
-      if (accumulate) {
-        acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(ci));
-        acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(ci + 16));
-      }
-      if (e != nullptr) {
-        acc[i][0] = epilogue16_avx512(acc[i][0], *e, i, 0);
-        acc[i][1] = epilogue16_avx512(acc[i][1], *e, i, 16);
-      }
-      _mm512_storeu_ps(ci, acc[i][0]);
-      _mm512_storeu_ps(ci + 16, acc[i][1]);
-    }
-    return;
-  }
   if (cs == 1) {  // a right edge: masked vectors (a channels_last product to 16 or 24 channels)
     const __mmask16 m[2] = {static_cast<__mmask16>(nv >= 16 ? 0xFFFFu : (1u << nv) - 1),
                             static_cast<__mmask16>(nv >= 32 ? 0xFFFFu : nv <= 16 ? 0u : (1u << (nv - 16)) - 1)};
-    for (int i = 0; i < mv; ++i) {
-      for (int v = 0; v < 2 && m[v] != 0; ++v) {
-        float* cv = c + i * rs + 16 * v;
-        __m512 x = accumulate ? _mm512_add_ps(acc[i][v], _mm512_maskz_loadu_ps(m[v], cv)) : acc[i][v];
-        if (e != nullptr) x = epilogue16_avx512(x, *e, i, 16 * v, m[v]);
-        _mm512_mask_storeu_ps(cv, m[v], x);
-      }
-    }
+    const Epilogue512 ep = epilogue512(e, m);
+    const bool full = nv >= 32;
+    // Vector v (0 or 1) of row i.
+#define EMBER_GEMM_STORE_VEC(i, v)                                                                \
+  if (m[v] != 0) {                                                                                \
+    float* cv = c + i * rs + 16 * v;                                                              \
+    __m512 x = accumulate ? _mm512_add_ps(acc[i][v], _mm512_maskz_loadu_ps(m[v], cv)) : acc[i][v]; \
+    if (e != nullptr) x = apply512(x, ep, i, v);                                                  \
+    if (full) {                                                                                   \
+      _mm512_storeu_ps(cv, x);                                                                    \
+    } else {                                                                                      \
+      _mm512_mask_storeu_ps(cv, m[v], x);                                                         \
+    }                                                                                             \
+  }
+#define EMBER_GEMM_STORE_ROW(i, V, unused) \
+  if (i < mv) {                           \
+    EMBER_GEMM_STORE_VEC(i, 0)             \
+    EMBER_GEMM_STORE_VEC(i, 1)             \
+  }
+    EMBER_GEMM_ROWS12(EMBER_GEMM_STORE_ROW, , )
+#undef EMBER_GEMM_STORE_ROW
+#undef EMBER_GEMM_STORE_VEC
     return;
   }
   alignas(kGemmAlign) float t[12 * 32];
-  for (int i = 0; i < 12; ++i) {
-    _mm512_store_ps(t + i * 32, acc[i][0]);
-    _mm512_store_ps(t + i * 32 + 16, acc[i][1]);
-  }
+#define EMBER_GEMM_SPILL_ROW(i, V, unused)     \
+  _mm512_store_ps(t + i * 32, acc[i][0]);      \
+  _mm512_store_ps(t + i * 32 + 16, acc[i][1]);
+  EMBER_GEMM_ROWS12(EMBER_GEMM_SPILL_ROW, , )
+#undef EMBER_GEMM_SPILL_ROW
   store_tile(t, 32, c, rs, cs, accumulate, mv, nv, e);
 }
 #endif  // RT_GEMM_X86
