@@ -190,7 +190,8 @@ bool valid(Span<const TensorView> in, Span<const TensorView> out, const OpParams
   for (const TensorView* t : {&in[0], &in[1], &in[3], &out[0]}) {
     if (t->rank != 4 || t->dtype != DType::Float32) return false;
   }
-  return in[1].sizes[0] == in[3].sizes[0] && out[0].sizes[1] == in[1].sizes[0];
+  return in[1].sizes[1] == in[0].sizes[1] && in[1].sizes[0] == in[3].sizes[0] && out[0].sizes[1] == in[1].sizes[0] &&
+         out[0].sizes[0] == in[0].sizes[0];
 }
 
 }  // namespace
