@@ -190,29 +190,30 @@ __attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m
   }
 }
 
+// max(lo, v) then min(hi, v), which return v where it is NaN (the builtins
+// with a zero pass-through: GCC 12's _mm512_max_ps trips
+// -Wmaybe-uninitialized on its undefined one).
+__attribute__((target("avx512f"), always_inline)) inline __m512 clamp512(__m512 v, __m512 lo, __m512 hi) {
+  v = __builtin_ia32_maxps512_mask(lo, v, _mm512_setzero_ps(), 0xFFFF, _MM_FROUND_CUR_DIRECTION);
+  return __builtin_ia32_minps512_mask(hi, v, _mm512_setzero_ps(), 0xFFFF, _MM_FROUND_CUR_DIRECTION);
+}
+
+// As hardswish_value: v * min(6, max(0, v + 3)) / 6 (a NaN stays NaN).
+__attribute__((target("avx512f"), always_inline)) inline __m512 hardswish512(__m512 v) {
+  const __m512 six = _mm512_set1_ps(6.0f);
+  const __m512 t = clamp512(_mm512_add_ps(v, _mm512_set1_ps(3.0f)), _mm512_setzero_ps(), six);
+  return _mm512_div_ps(_mm512_mul_ps(v, t), six);
+}
+
 // The epilogue on 16 values of row i from column j, as epilogue() does it
 // (m: the valid columns, whose column biases are read).
-// The clamp is _mm512_max_ps(lo, v) then _mm512_min_ps(hi, v) written as
-// compare and blend (a NaN v is kept alike): GCC 12's own intrinsics trip
-// -Wmaybe-uninitialized in its header.
 __attribute__((target("avx512f"), always_inline)) inline __m512 epilogue16_avx512(__m512 v, const TileEpilogue& e,
                                                                                    int i, int j,
                                                                                    __mmask16 m = 0xFFFF) {
   if (e.row_bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(e.row_bias[i]));
   if (e.col_bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, e.col_bias + j));
-  if (e.clamp) {
-    const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
-    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(lo, v, _CMP_GT_OQ), v, lo);
-    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(hi, v, _CMP_LT_OQ), v, hi);
-  }
-  if (e.hardswish) {  // as hardswish_value
-    const __m512 zero = _mm512_setzero_ps(), six = _mm512_set1_ps(6.0f);
-    __m512 t = _mm512_add_ps(v, _mm512_set1_ps(3.0f));
-    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, zero, _CMP_LT_OQ), t, zero);
-    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, six, _CMP_GT_OQ), t, six);
-    v = _mm512_div_ps(_mm512_mul_ps(v, t), six);
-  }
-  return v;
+  if (e.clamp) v = clamp512(v, _mm512_set1_ps(e.lo), _mm512_set1_ps(e.hi));
+  return e.hardswish ? hardswish512(v) : v;
 }
 
 // A tile's epilogue read once, its vectors in registers (store_12x32_avx512).
@@ -238,26 +239,13 @@ __attribute__((target("avx512f"), always_inline)) inline Epilogue512 epilogue512
   return r;
 }
 
-// epilogue16_avx512 with the tile's epilogue in registers; the clamp as
-// max(lo, v) then min(hi, v), which return v where it is NaN, as the blends
-// (the builtins with a zero pass-through: GCC 12's _mm512_max_ps trips
-// -Wmaybe-uninitialized on its undefined one).
+// epilogue16_avx512 with the tile's epilogue in registers (vector `half` of row i).
 __attribute__((target("avx512f"), always_inline)) inline __m512 apply512(__m512 v, const Epilogue512& e, int i,
                                                                           int half) {
   if (e.row_bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(e.row_bias[i]));
   if (e.col_bias) v = _mm512_add_ps(v, e.cb[half]);
-  if (e.clamp) {
-    v = __builtin_ia32_maxps512_mask(e.lo, v, _mm512_setzero_ps(), 0xFFFF, _MM_FROUND_CUR_DIRECTION);
-    v = __builtin_ia32_minps512_mask(e.hi, v, _mm512_setzero_ps(), 0xFFFF, _MM_FROUND_CUR_DIRECTION);
-  }
-  if (e.hardswish) {  // as hardswish_value
-    const __m512 zero = _mm512_setzero_ps(), six = _mm512_set1_ps(6.0f);
-    __m512 t = _mm512_add_ps(v, _mm512_set1_ps(3.0f));
-    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, zero, _CMP_LT_OQ), t, zero);
-    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, six, _CMP_GT_OQ), t, six);
-    v = _mm512_div_ps(_mm512_mul_ps(v, t), six);
-  }
-  return v;
+  if (e.clamp) v = clamp512(v, e.lo, e.hi);
+  return e.hardswish ? hardswish512(v) : v;
 }
 
 // Stores a 12x32 tile of accumulators (the AVX-512 kernels' tail): C (+)= acc
