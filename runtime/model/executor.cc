@@ -376,9 +376,15 @@ class Run {
       if (profile) timer.begin(m_, k, on_cpu_, state.placement, device_.type(), values_);
       const Status status = run_one(k, profile, message);
       if (status != Status::Ok) return status;
-      if (profile) {
-        times->push_back(timer.end());
-        if (state.paired >= 0) times->back().type = std::string(op_name(state.kind));
+      if (profile) times->push_back(timer.end());
+      if (profile && state.paired >= 0) {  // a Conv2dPair: its name and its five inputs' shapes
+        times->back().type = std::string(op_name(state.kind));
+        times->back().input_shapes.clear();
+        for (uint32_t j = 0; j < 5; ++j) {
+          const int32_t t = conv_pair_input(m_, state.paired, k, j);
+          if (t >= 0 && values_[static_cast<size_t>(t)].defined())
+            times->back().input_shapes.push_back(values_[static_cast<size_t>(t)].sizes());
+        }
       }
       drop_dead(k);
     }

@@ -1,9 +1,9 @@
 // The run-time ops' runners (op_runner.h): QLinear, QConv2d and SparseLinear,
 // which create() makes of a Linear / Conv2d with the weight prepared by the
-// backend of the device they run on, and Conv2dPair (pair_convolutions). The kernels take float32 (a float16
-// executor converts around them) and apply the fused activation; under the
-// trainer (runtime/train) a straight-through estimator gives them the float32
-// layer's gradient.
+// backend of the device they run on, and Conv2dPair (pair_convolutions). The
+// kernels take float32 (a float16 executor converts around them) and apply the
+// fused activation; under the trainer (runtime/train) a straight-through
+// estimator gives the int8 and sparse ones the float32 layer's gradient.
 #include <cmath>
 #include <optional>
 

@@ -165,7 +165,12 @@ std::vector<std::string> profiled_types(ExecutionContext& ctx, const Tensor& x) 
   ro.profile = true;
   run_ok(ctx, {x}, ro);
   std::vector<std::string> types;
-  for (const OpProfile& op : ctx.profile()) types.push_back(op.type);
+  for (const OpProfile& op : ctx.profile()) {
+    types.push_back(op.type);
+    // A pair's entry: x, the 1x1 weight and bias, the depthwise weight and bias.
+    if (op.type == "conv2d_pair")
+      CHECK(op.input_shapes == std::vector<Shape>{{2, 16, 48, 48}, {120, 16, 1, 1}, {120}, {120, 1, 3, 3}, {120}});
+  }
   return types;
 }
 
