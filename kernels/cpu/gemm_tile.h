@@ -190,12 +190,12 @@ __attribute__((target("avx2,fma"), always_inline)) inline void epilogue_avx2(__m
   }
 }
 
-// max(lo, v) then min(hi, v), which return v where it is NaN (the builtins
-// with a zero pass-through: GCC 12's _mm512_max_ps trips
+// max(lo, v) then min(hi, v), which return v where it is NaN (the masked
+// forms with a zero pass-through: GCC 12's _mm512_max_ps trips
 // -Wmaybe-uninitialized on its undefined one).
 __attribute__((target("avx512f"), always_inline)) inline __m512 clamp512(__m512 v, __m512 lo, __m512 hi) {
-  v = __builtin_ia32_maxps512_mask(lo, v, _mm512_setzero_ps(), 0xFFFF, _MM_FROUND_CUR_DIRECTION);
-  return __builtin_ia32_minps512_mask(hi, v, _mm512_setzero_ps(), 0xFFFF, _MM_FROUND_CUR_DIRECTION);
+  v = _mm512_mask_max_ps(_mm512_setzero_ps(), 0xFFFF, lo, v);
+  return _mm512_mask_min_ps(_mm512_setzero_ps(), 0xFFFF, hi, v);
 }
 
 // As hardswish_value: v * min(6, max(0, v + 3)) / 6 (a NaN stays NaN).
