@@ -10,8 +10,7 @@ differ (ORT fuses activations, adds and reorders for its NCHWc layout under
 other node names), so the heavy ops are matched by position: the k-th
 convolution / Gemm / MatMul of each (both keep them in graph order; ember's
 conv2d_pair, a 1x1 and a depthwise convolution run as one op, against the sum
-of ORT's two). Then the
-totals by op type on each side.
+of ORT's two). Then the totals by op type on each side.
 
     bench/.venv-ort/bin/python bench/models/profile.py MODEL.onnx MODEL.ember \\
         --input NAME=FILE.npy [--input ...] [--threads 1] [--runs 15] [--top 40]
@@ -104,9 +103,10 @@ def main():
     # A conv2d_pair (a 1x1 Conv2d and the depthwise one after it, run as one op) stands for two ORT convolutions.
     width = [2 if e[1] == "conv2d_pair" else 1 for e in heavy_e]
     if sum(width) == len(heavy_o):
-        starts = [sum(width[:i]) for i in range(len(width))]
-        matched = [(n, k, sum(o[2] for o in heavy_o[i:i + w])) for i, w in zip(starts, width)
-                   for n, k in [(heavy_o[i][0], heavy_o[i][1])]]
+        matched, i = [], 0
+        for w in width:
+            matched.append((heavy_o[i][0], heavy_o[i][1], sum(o[2] for o in heavy_o[i:i + w])))
+            i += w
         rows = [(e[3] - o[2], e, o) for e, o in zip(heavy_e, matched)]
         print(f"\nthe k-th conv/gemm/matmul of each, largest (ember - ORT) first (top {args.top}):")
         print(f"{'#':>4} {'ember op':<48} {'ember':>7} {'ORT':>7} {'ratio':>6}")

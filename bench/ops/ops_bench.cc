@@ -80,8 +80,8 @@ std::vector<Case> cases() {
          Tensor x = randn({1, 16, 112, 112}).contiguous(MemoryFormat::ChannelsLast), w1 = randn({64, 16, 1, 1});
          Tensor w2 = randn({64, 1, 3, 3}), b1 = randn({64}), b2 = randn({64});
          Conv2dPairParams p;
-         p.pointwise.activation.kind = p.depthwise.activation.kind = ActivationKind::Relu;
-         p.depthwise = Conv2dParams{{2, 2}, {1, 1}, {1, 1}, 64, p.depthwise.activation};
+         p.pointwise.activation.kind = ActivationKind::Relu;
+         p.depthwise = Conv2dParams{{2, 2}, {1, 1}, {1, 1}, 64, {ActivationKind::Relu}};
          return [=] { return conv2d_pair(x, w1, b1, w2, b2, p); };
        }},
       {"unpaired_16to64x112x112_dw_s2_cl", [] {

@@ -127,7 +127,6 @@ size_t workspace_of(const ConvPlan& p) {
   return kAlign + p.bias_bytes + p.slot_bytes * static_cast<size_t>(p.slots);
 }
 
-
 // The packed Winograd-transformed weight the kernel may read (of this weight,
 // for the GEMM kernel in use), or nullptr.
 const PackedOperand* winograd_weight(const Conv2dParams& prm, const TensorView& wt) {
@@ -272,7 +271,6 @@ void activate_rows(float* y, int64_t rows, int64_t rs, int64_t cols, int64_t cs,
 RT_SIMD_CLONES void add_row(float* __restrict y, const float* __restrict r, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += r[i];
 }
-
 
 // o = act(o + r): the residual of a path that does not add it as it stores
 // (o and r of one shape, any strides), in the order a separate Add and
@@ -448,7 +446,6 @@ Status conv2d_gemm(const KernelContext& ctx, const TensorView& x, const TensorVi
   });
   return ok.load() ? Status::Ok : Status::OutOfMemory;
 }
-
 
 // Channels-last convolutions (groups 1; x and out dense channels_last: each
 // position's channels contiguous) run the product in the Linear orientation,

@@ -44,7 +44,6 @@ namespace {
 constexpr int64_t kLanes = 16;  // the widest vector (padding is sized for it)
 constexpr size_t kAlign = 64;
 
-
 struct Plane {
   int64_t h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
   int64_t xs_h, xs_w, os_h, os_w;  // strides of the input and output planes
@@ -477,7 +476,6 @@ bool channels_last_applies(const TensorView& x, const TensorView& o) {
   return x.strides[1] == 1 && o.strides[1] == 1 && x.strides[3] >= c && o.strides[3] >= c && x.strides[2] >= c &&
          o.strides[2] >= c;
 }
-
 
 // cl_rows over the threads (rows of (image, output row) split between them).
 void depthwise_channels_last(const Plane& p, const TensorView& x, const TensorView& wt, const TensorView& bias,
