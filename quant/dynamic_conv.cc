@@ -72,23 +72,27 @@ int64_t conv_out_size(const PackedConv2d& c, int d, int64_t in) {
 }
 
 void dynamic_conv2d(const float* x, int64_t n, int64_t h, int64_t w, const PackedConv2d& c, float* y,
-                    const Activation& act, const DynamicQuantOptions& options, int threads) {
+                    const Activation& act, const DynamicQuantOptions& options, int threads, bool channels_last) {
   if (threads <= 0) threads = get_num_threads();
   const int64_t oh = conv_out_size(c, 0, h), ow = conv_out_size(c, 1, w);
   const int64_t m = oh * ow, k4 = c.gemm.weight.k4, ci = c.c_in;
   if (n <= 0 || m <= 0 || c.c_out <= 0) return;
-  // The input transposed to channels last, hwc[((b * h + iy) * w + ix) * c_in + ci],
-  // and quantized once, per tensor (per_row is not meaningful here).
+  // The input in channels last, hwc[((b * h + iy) * w + ix) * c_in + ci] (an
+  // NCHW one transposed), quantized once, per tensor (per_row is not meaningful here).
   thread_local std::vector<uint8_t> hwc, cols;
   thread_local std::vector<float> tmp;
   const int64_t plane = ci * h * w;
-  if (tmp.size() < static_cast<size_t>(n * plane)) tmp.resize(static_cast<size_t>(n * plane));
-  for (int64_t b = 0; b < n; ++b) transpose(x + b * plane, ci, h * w, h * w, tmp.data() + b * plane, ci, threads);
+  const float* nhwc = x;
+  if (!channels_last) {
+    if (tmp.size() < static_cast<size_t>(n * plane)) tmp.resize(static_cast<size_t>(n * plane));
+    for (int64_t b = 0; b < n; ++b) transpose(x + b * plane, ci, h * w, h * w, tmp.data() + b * plane, ci, threads);
+    nhwc = tmp.data();
+  }
   if (hwc.size() < static_cast<size_t>(n * plane)) hwc.resize(static_cast<size_t>(n * plane));
   float scale;
   int32_t zp;
-  quantize_activations_u8(tmp.data(), 1, n * plane, n * plane, false, options.reduce_range, hwc.data(), n * plane,
-                          &scale, &zp);
+  // (As rows of c_in values, which the threads split; one scale for all.)
+  quantize_activations_u8(nhwc, n * h * w, ci, ci, false, options.reduce_range, hwc.data(), ci, &scale, &zp);
   // A 1x1 convolution with stride 1 and no padding whose channels fill the
   // GEMM's depth reads the channels-last input as its A.
   const bool pointwise = c.kh == 1 && c.kw == 1 && c.stride[0] == 1 && c.stride[1] == 1 && c.padding[0] == 0 &&
@@ -101,7 +105,7 @@ void dynamic_conv2d(const float* x, int64_t n, int64_t h, int64_t w, const Packe
   ep.w_per_channel = c.gemm.per_channel;
   ep.bias = c.gemm.bias.empty() ? nullptr : c.gemm.bias.data();
   ep.activation = act;
-  ep.y_transposed = true;
+  ep.y_transposed = !channels_last;
   // (The workers see their own thread_local buffers: they get the caller's by pointer.)
   uint8_t* const hwc_p = hwc.data();
   uint8_t* const cols_p = cols.data();
@@ -143,7 +147,8 @@ void dynamic_conv2d(const float* x, int64_t n, int64_t h, int64_t w, const Packe
       });
       a = cols_p;
     }
-    cpu::qgemm_u8s8(m, a, k4, c.gemm.weight, &ep, nullptr, y + b * c.c_out * m, m, threads);  // [c_out, oh, ow]
+    // y[b]: [c_out, oh, ow], or [oh, ow, c_out] channels last
+    cpu::qgemm_u8s8(m, a, k4, c.gemm.weight, &ep, nullptr, y + b * c.c_out * m, channels_last ? c.c_out : m, threads);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "quant/qscheme.h"
 #include "runtime/ember.h"
 #include "runtime/ops/qlinear.h"
 
@@ -64,6 +65,22 @@ std::vector<Case> cases() {
       {"dw3x3_32x112x112_cl", [] {
          Tensor x = randn({1, 32, 112, 112}).contiguous(MemoryFormat::ChannelsLast), w = randn({32, 1, 3, 3});
          return [=] { return conv2d(x, w, Tensor(), {1, 1}, {1, 1}, {1, 1}, 32); };
+       }},
+      // MobileNetV2's first stride-2 depthwise (96 channels at 112x112) in float32, beside the dynamic
+      // quantization of its input to uint8 (one scale; what an int8 depthwise kernel would run first).
+      {"dw3x3_96x112x112_s2_cl", [] {
+         Tensor x = randn({1, 96, 112, 112}).contiguous(MemoryFormat::ChannelsLast), w = randn({96, 1, 3, 3});
+         return [=] { return conv2d(x, w, Tensor(), {2, 2}, {1, 1}, {1, 1}, 96); };
+       }},
+      {"quantize_u8_96x112x112", [] {
+         Tensor x = randn({1, 96, 112, 112}), q = empty({1, 96, 112, 112}, TensorOptions(DType::UInt8));
+         return [=] {
+           float scale;
+           int32_t zero_point;
+           quant::quantize_activations_u8(x.data_ptr<float>(), 112 * 112, 96, 96, false, false,
+                                          q.data_ptr<uint8_t>(), 96, &scale, &zero_point);
+           return q;
+         };
        }},
       // MobileNetV3's 1x1 convolutions at 112x112 (16 -> 16, 16 -> 64), channels_last.
       {"pw1x1_16to16x112x112_cl", [] {

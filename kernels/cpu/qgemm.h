@@ -72,15 +72,15 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
 
 // Threads: qgemm_u8s8 uses at most one thread per `min macs per thread`
 // multiply-adds (m x padded n x padded k), so products too small to repay a
-// pool worker's wake-up run on the calling thread alone. The default, 2^23
-// (8.4 M: about 50 us of VNNI work at M = 4 to 16), is about what waking a
-// sleeping pool worker costs on the 2-core Zen 4 VM of bench/quant (it started
-// 20-25 us after the region began when quiet, 60-150 us with the other core
-// busy; bench/quant/README.md): M = 1 to 7 at BERT sizes
-// (768 x 3072) stay on one thread, M = 8 and up split. Sets the value (>= 1;
-// 1: every task may get a thread) and returns the previous one (tests,
-// benchmarks).
-constexpr int64_t kDefaultMinMacsPerThread = int64_t{1} << 23;
+// parallel region run on the calling thread alone. The default, 2^20 (1 M:
+// about 5 us of VNNI work), is about what a region costs while the pool's
+// workers spin between the ops of a run (runtime/core/thread_pool.cc). It was
+// 2^23 while a region woke sleeping workers (20-25 us on the 2-core Zen 4 VM,
+// bench/quant/README.md), which left an int8 MobileNetV2's 1x1 convolutions
+// (10-20 M each) on one thread: 3.02 -> 2.13 ms a run at two threads. Sets
+// the value (>= 1; 1: every task may get a thread) and returns the previous
+// one (tests, benchmarks).
+constexpr int64_t kDefaultMinMacsPerThread = int64_t{1} << 20;
 int64_t qgemm_set_min_macs_per_thread(int64_t macs);
 
 // Selects the micro-kernel family for weights packed from now on (tests,

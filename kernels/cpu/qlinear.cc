@@ -203,7 +203,8 @@ Status qlinear_f32(const KernelContext&, Span<const TensorView> in, Span<TensorV
   return Status::Ok;
 }
 
-// in: x float32 [N, C_in, H, W] contiguous; out: [N, C_out, OH, OW].
+// in: x float32 [N, C_in, H, W]; out: [N, C_out, OH, OW]; both contiguous or
+// both dense channels_last.
 Status qconv2d_f32(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto& p = std::get<QConv2dParams>(params);
   const auto* w = dynamic_cast<const CpuQConv2d*>(p.weight);
@@ -211,12 +212,14 @@ Status qconv2d_f32(const KernelContext&, Span<const TensorView> in, Span<TensorV
   const TensorView& x = in[0];
   const TensorView& y = out[0];
   const quant::PackedConv2d& c = w->packed;
-  if (x.rank != 4 || x.sizes[1] != c.c_in || !dense(x) || y.rank != 4 || !dense(y) ||
-      y.dtype != DType::Float32 || y.sizes[0] != x.sizes[0] || y.sizes[1] != c.c_out ||
-      y.sizes[2] != quant::conv_out_size(c, 0, x.sizes[2]) || y.sizes[3] != quant::conv_out_size(c, 1, x.sizes[3]))
+  if (x.rank != 4 || x.sizes[1] != c.c_in || y.rank != 4 || y.dtype != DType::Float32 || y.sizes[0] != x.sizes[0] ||
+      y.sizes[1] != c.c_out || y.sizes[2] != quant::conv_out_size(c, 0, x.sizes[2]) ||
+      y.sizes[3] != quant::conv_out_size(c, 1, x.sizes[3]))
     return Status::InvalidArgument;
+  const bool channels_last = !dense(x) || !dense(y);
+  if (channels_last && !(dense_channels_last(x) && dense_channels_last(y))) return Status::InvalidArgument;
   quant::dynamic_conv2d(x.ptr<const float>(), x.sizes[0], x.sizes[2], x.sizes[3], c, y.ptr<float>(),
-                        p.conv.activation);
+                        p.conv.activation, {}, 0, channels_last);
   return Status::Ok;
 }
 

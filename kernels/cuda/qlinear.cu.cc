@@ -10,6 +10,7 @@
 // The int8 Conv2d (QConv2d, groups 1) is the reference's direct convolution:
 // x quantized per tensor (the same first launch, one group), padding read as
 // the zero point (real 0), one thread per output, the same epilogue.
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -134,7 +135,16 @@ struct QConvArgs {
   float* y;
   int64_t nb, ci, h, w, co, kh, kw, oh, ow;
   Conv2dParams conv;
+  int64_t xs[4], ys[4];  // x's and y's strides (NCHW or channels_last)
 };
+
+// Dense NCHW, or dense channels_last: strides [H*W*C, 1, W*C, C].
+bool dense_4d(const TensorView& v) {
+  if (v.numel() == 0 || v.is_contiguous()) return true;
+  const int64_t c = v.sizes[1], h = v.sizes[2], w = v.sizes[3];
+  return (c == 1 || v.strides[1] == 1) && (w == 1 || v.strides[3] == c) && (h == 1 || v.strides[2] == w * c) &&
+         (v.sizes[0] == 1 || v.strides[0] == h * w * c);
+}
 
 __global__ void qconv2d_kernel(QConvArgs a, const int8_t* wq, const int32_t* rowsum, const float* w_scale,
                                bool per_channel, const float* bias, const float* a_scale, const int32_t* a_zp) {
@@ -153,14 +163,15 @@ __global__ void qconv2d_kernel(QConvArgs a, const int8_t* wq, const int32_t* row
           const int64_t ix = ox * c.stride[1] - c.padding[1] + kx * c.dilation[1];
           const int32_t v = iy < 0 || iy >= a.h || ix < 0 || ix >= a.w
                                 ? zp
-                                : quantize_u8(a.x[((b * a.ci + cc) * a.h + iy) * a.w + ix], inv, zp);
+                                : quantize_u8(a.x[b * a.xs[0] + cc * a.xs[1] + iy * a.xs[2] + ix * a.xs[3]], inv, zp);
           acc += v * static_cast<int32_t>(wo[(cc * a.kh + ky) * a.kw + kx]);
         }
       }
     }
     const float out = __fmul_rn(static_cast<float>(acc - zp * rowsum[o]),
                                 __fmul_rn(a_scale[0], w_scale[per_channel ? o : 0]));
-    a.y[e] = activate(bias != nullptr ? __fadd_rn(out, bias[o]) : out, c.activation);
+    a.y[b * a.ys[0] + o * a.ys[1] + oy * a.ys[2] + ox * a.ys[3]] =
+        activate(bias != nullptr ? __fadd_rn(out, bias[o]) : out, c.activation);
   }
 }
 
@@ -246,8 +257,7 @@ Status qlinear(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
   const int64_t n = w->shape[0], k = w->shape[1];
   EMBER_CHECK(x.dtype == DType::Float32 && y.dtype == DType::Float32, Status::DTypeMismatch);
   EMBER_CHECK(x.rank >= 1 && x.sizes[x.rank - 1] == k, Status::ShapeMismatch);
-  EMBER_CHECK(x.numel() == 0 || x.is_contiguous(), Status::InvalidArgument);
-  EMBER_CHECK(y.numel() == 0 || y.is_contiguous(), Status::InvalidArgument);
+  EMBER_CHECK(dense_4d(x) && dense_4d(y), Status::InvalidArgument);  // x's values read as one run by qparams_kernel
   const int64_t m = k > 0 ? x.numel() / k : 0;
   if (m <= 0 || n <= 0) return Status::Ok;
   const int64_t groups = groups_of(*p, m);
@@ -275,7 +285,8 @@ size_t qconv2d_workspace(Span<const TensorView>, Span<const TensorView>, const O
   return sizeof(float) + sizeof(int32_t);
 }
 
-// in: x float32 [N, C_in, H, W] contiguous, (weight); out: [N, C_out, OH, OW].
+// in: x float32 [N, C_in, H, W], (weight); out: [N, C_out, OH, OW]; each dense
+// NCHW or channels_last.
 Status qconv2d(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto* p = std::get_if<QConv2dParams>(&params);
   const auto* w = p != nullptr ? dynamic_cast<const CudaQWeight*>(p->weight) : nullptr;
@@ -290,12 +301,13 @@ Status qconv2d(const KernelContext& ctx, Span<const TensorView> in, Span<TensorV
   EMBER_CHECK(x.rank == 4 && x.sizes[1] == ci && y.rank == 4, Status::ShapeMismatch);
   const Conv2dParams& c = p->conv;
   EMBER_CHECK(c.groups == 1, Status::InvalidArgument);
-  const QConvArgs a{x.ptr<const float>(), y.ptr<float>(), x.sizes[0], ci, x.sizes[2], x.sizes[3], co, kh, kw,
-                    conv_out(x.sizes[2], kh, c, 0), conv_out(x.sizes[3], kw, c, 1), c};
+  QConvArgs a{x.ptr<const float>(), y.ptr<float>(), x.sizes[0], ci, x.sizes[2], x.sizes[3], co, kh, kw,
+              conv_out(x.sizes[2], kh, c, 0), conv_out(x.sizes[3], kw, c, 1), c, {}, {}};
+  std::copy(x.strides, x.strides + 4, a.xs);
+  std::copy(y.strides, y.strides + 4, a.ys);
   EMBER_CHECK(y.sizes[0] == a.nb && y.sizes[1] == co && y.sizes[2] == a.oh && y.sizes[3] == a.ow,
                      Status::ShapeMismatch);
-  EMBER_CHECK(x.numel() == 0 || x.is_contiguous(), Status::InvalidArgument);
-  EMBER_CHECK(y.numel() == 0 || y.is_contiguous(), Status::InvalidArgument);
+  EMBER_CHECK(dense_4d(x) && dense_4d(y), Status::InvalidArgument);  // x's values read as one run by qparams_kernel
   if (y.numel() == 0) return Status::Ok;
   EMBER_CHECK(ctx.scratch != nullptr && ctx.scratch_bytes >= qconv2d_workspace(in, {}, params),
                      Status::InvalidArgument);

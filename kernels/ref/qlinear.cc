@@ -143,16 +143,25 @@ Status qconv2d(const KernelContext&, Span<const TensorView> in, Span<TensorView>
   const TensorView& x = in[0];
   const TensorView& y = out[0];
   const int64_t co = w->shape[0], ci = w->shape[1], kh = w->shape[2], kw = w->shape[3];
-  if (x.rank != 4 || x.sizes[1] != ci || !dense(x) || !dense(y)) return Status::InvalidArgument;
+  if (x.rank != 4 || x.sizes[1] != ci || y.rank != 4) return Status::InvalidArgument;
   const int64_t nb = x.sizes[0], h = x.sizes[2], wd = x.sizes[3];
   const Conv2dParams& c = p.conv;
   const int64_t oh = out_size(h, kh, c, 0), ow = out_size(wd, kw, c, 1);
+  if (y.sizes[0] != nb || y.sizes[1] != co || y.sizes[2] != oh || y.sizes[3] != ow) return Status::InvalidArgument;
   if (nb <= 0 || oh <= 0 || ow <= 0 || co <= 0) return Status::Ok;
+  // x and y at any strides (NCHW, channels_last): x gathered as NCHW first.
   const int64_t total = x.numel();
+  std::vector<float> xs(static_cast<size_t>(total));
+  const float* xp = x.ptr<const float>();
+  for (int64_t i = 0; i < total; ++i) {
+    const int64_t b = i / (ci * h * wd), cc = i / (h * wd) % ci, iy = i / wd % h, ix = i % wd;
+    xs[static_cast<size_t>(i)] =
+        xp[b * x.strides[0] + cc * x.strides[1] + iy * x.strides[2] + ix * x.strides[3]];
+  }
   std::vector<uint8_t> qx(static_cast<size_t>(total));
   float scale;
   int32_t zp;
-  quant::quantize_activations_u8(x.ptr<const float>(), 1, total, total, false, false, qx.data(), total, &scale, &zp);
+  quant::quantize_activations_u8(xs.data(), 1, total, total, false, false, qx.data(), total, &scale, &zp);
   const int64_t depth = ci * kh * kw;
   float* yp = y.ptr<float>();
   for (int64_t o = 0; o < co; ++o) {
@@ -173,7 +182,8 @@ Status qconv2d(const KernelContext&, Span<const TensorView> in, Span<TensorView>
               }
             }
           }
-          yp[((b * co + o) * oh + oy) * ow + ox] = epilogue(acc, zp, rowsum, scale, *w, o, c.activation);
+          yp[b * y.strides[0] + o * y.strides[1] + oy * y.strides[2] + ox * y.strides[3]] =
+              epilogue(acc, zp, rowsum, scale, *w, o, c.activation);
         }
       }
     }

@@ -333,7 +333,7 @@ void choose_conv_layout(const Model& m, const ExecutorOptions& options, std::vec
   }
   if (options.conv_layout == ConvLayout::Auto && !depthwise) return;
   for (OpState& op : ops) {
-    op.channels_last = op.kind == OpKind::Conv2d;
+    op.channels_last = op.kind == OpKind::Conv2d || op.kind == OpKind::QConv2d;
     op.contiguous_inputs = !op.channels_last && !keeps_channels_last(op.kind);
   }
 }

@@ -126,7 +126,10 @@ Status run_QLinear(OpContext& c) {
 }
 
 Status run_QConv2d(OpContext& c) {
-  EMBER_ASSIGN_OR_RETURN(const Tensor x, c.need(0, "data"));
+  EMBER_ASSIGN_OR_RETURN(Tensor x, c.need(0, "data"));
+  if (c.state.channels_last && x.dim() == 4) {  // (OpState::channels_last) its output follows x's layout
+    EMBER_ASSIGN_OR_RETURN(x, core::contiguous(x, MemoryFormat::ChannelsLast));
+  }
   QConv2dParams p = c.params<QConv2dParams>();
   const Activation act = p.conv.activation;
   EMBER_ASSIGN_OR_RETURN(const Tensor db, trained_bias_delta(c));

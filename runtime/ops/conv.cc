@@ -43,27 +43,6 @@ Result<std::vector<int64_t>> expand_param(IntArrayRef param, const char* name, i
   return std::vector<int64_t>(param.begin(), param.end());
 }
 
-// c10's is_channels_last_strides_2d: a 4-D layout whose strides order is
-// C < W < H < N, with PyTorch's rules for ambiguous size-1 dims.
-bool strides_like_channels_last(const Tensor& t) {
-  if (t.dim() != 4) return false;
-  const Shape& sizes = t.sizes();
-  const Shape& strides = t.strides();
-  if (strides[1] == 0) return false;
-  int64_t min = 0;
-  for (int d : {1, 3, 2, 0}) {
-    if (sizes[d] == 0 || strides[d] < min) return false;
-    if (d == 0 && min == strides[1]) return false;
-    min = strides[d];
-    if (sizes[d] > 1) min *= sizes[d];
-  }
-  return true;
-}
-
-}  // namespace
-
-namespace {
-
 // conv2d; `act` and `residual` (when defined) are passed to the kernel (which
 // then adds the residual and applies the activation) when *fuse, which stays
 // true only when they were (the residual has the output's shape and dtype).
@@ -126,7 +105,8 @@ Result<Tensor> conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& 
   EMBER_CHECK(weight.dtype() == dtype, Status::DTypeMismatch, "expected scalar type ", dtype_legacy_name(dtype),
               " but found ", dtype_legacy_name(weight.dtype()));
 
-  const bool channels_last = strides_like_channels_last(input) || strides_like_channels_last(weight);
+  const bool channels_last = input.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                             weight.suggest_memory_format() == MemoryFormat::ChannelsLast;
   // PyTorch's empty-input path gives no output channels when the input has none.
   const int64_t out_channels = input.size(1) == 0 ? 0 : ws[0];
   const MemoryFormat format = out_format != MemoryFormat::Preserve ? out_format

@@ -901,7 +901,7 @@ std::vector<Case> qconv2d_cases(DType dt) {
   std::vector<Case> cs;
   if (dt != DType::Float32) return cs;
   auto add = [&](std::string d, const Shape& xs, int64_t cout, int64_t kh, int64_t kw, int64_t stride, int64_t pad,
-                 int64_t dil, bool per_channel, bool bias, int act) {
+                 int64_t dil, bool per_channel, bool bias, int act, bool channels_last = false) {
     QConv2dParams p;
     p.conv.stride[0] = p.conv.stride[1] = stride;
     p.conv.padding[0] = p.conv.padding[1] = pad;
@@ -912,9 +912,10 @@ std::vector<Case> qconv2d_cases(DType dt) {
     std::ostringstream name;
     name << d << " x" << shape_text(xs) << " w" << shape_text(ws) << " stride=" << stride << " padding=" << pad
          << " dilation=" << dil << (per_channel ? " per channel" : " per tensor") << (bias ? " bias" : "")
-         << (act == 1 ? " relu" : act == 2 ? " clamp" : "");
-    Case c{name.str(), {contig(values(xs, dt)), absent(), absent()}, {out_contig(os, dt)}, p, Family::Exact,
-           xs[1] * kh * kw};
+         << (act == 1 ? " relu" : act == 2 ? " clamp" : "") << (channels_last ? " channels_last" : "");
+    Operand x = channels_last ? permuted(xs, {0, 2, 3, 1}, dt) : contig(values(xs, dt));
+    Operand o = channels_last ? out_permuted(os, {0, 2, 3, 1}, dt) : out_contig(os, dt);
+    Case c{name.str(), {std::move(x), absent(), absent()}, {std::move(o)}, p, Family::Exact, xs[1] * kh * kw};
     auto w = quant_weight(ws, per_channel, bias);
     w->conv = p.conv;
     c.qweight = std::move(w);
@@ -927,6 +928,9 @@ std::vector<Case> qconv2d_cases(DType dt) {
   add("3x2 stride 3", {2, 5, 8, 11}, 7, 3, 2, 3, 2, 1, false, false, 1);
   add("5x5 padding 2", {1, 16, 12, 10}, 32, 5, 5, 1, 2, 1, true, true, 2);
   add("empty batch", {0, 3, 7, 9}, 5, 3, 3, 1, 1, 1, true, true, 0);
+  add("1x1", {2, 8, 5, 6}, 17, 1, 1, 1, 0, 1, true, true, 1, true);
+  add("3x3 stride 2", {2, 3, 9, 7}, 6, 3, 3, 2, 1, 1, true, false, 2, true);
+  add("5x5 padding 2", {1, 16, 12, 10}, 32, 5, 5, 1, 2, 1, false, true, 0, true);
   return cs;
 }
 

@@ -13,7 +13,7 @@
 
 using namespace ember;
 
-TEST_CASE("dynamic_conv2d: equals the dequantized reference (stride, padding, dilation, bias, relu)") {
+TEST_CASE("dynamic_conv2d: equals the dequantized reference (stride, padding, dilation, bias, relu), NCHW and channels last") {
   std::mt19937 rng(3);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   struct Case {
@@ -61,6 +61,23 @@ TEST_CASE("dynamic_conv2d: equals the dequantized reference (stride, padding, di
     if (c.relu) act.kind = ActivationKind::Relu;
     std::vector<float> y(static_cast<size_t>(c.n * c.co * oh * ow));
     quant::dynamic_conv2d(x.data(), c.n, c.h, c.w, packed, y.data(), act, {}, 2);
+    // Channels last in and out: the same values, bit for bit.
+    std::vector<float> x_cl(x.size()), y_cl(y.size());
+    for (int64_t b = 0; b < c.n; ++b) {
+      for (int64_t i = 0; i < c.ci * c.h * c.w; ++i) {
+        x_cl[static_cast<size_t>((b * c.h * c.w + i % (c.h * c.w)) * c.ci + i / (c.h * c.w))] =
+            x[static_cast<size_t>(b * c.ci * c.h * c.w + i)];
+      }
+    }
+    quant::dynamic_conv2d(x_cl.data(), c.n, c.h, c.w, packed, y_cl.data(), act, {}, 2, /*channels_last=*/true);
+    int64_t cl_mismatches = 0;
+    for (int64_t b = 0; b < c.n; ++b) {
+      for (int64_t i = 0; i < c.co * oh * ow; ++i) {
+        cl_mismatches += y_cl[static_cast<size_t>((b * oh * ow + i % (oh * ow)) * c.co + i / (oh * ow))] !=
+                         y[static_cast<size_t>(b * c.co * oh * ow + i)];
+      }
+    }
+    CHECK(cl_mismatches == 0);
     // Reference: the input's per-tensor quantization, dequantized; weights dequantized.
     const int64_t total = static_cast<int64_t>(x.size());
     std::vector<uint8_t> qx(x.size());

@@ -315,6 +315,39 @@ TEST_CASE("quantize_activations_u8: rows split across threads give the one-threa
   set_num_threads(saved);
 }
 
+TEST_CASE("quantize_activations_u8: one scale over dense short rows, as one run, at 1 and 2 threads") {
+  // 40001 rows of 3 values (a convolution's channels): 120003 values, scanned
+  // and quantized in 4 chunks across the threads; the extremes and a NaN in
+  // different chunks; each value as quantize_val with the tensor's range.
+  const int64_t m = 40001, k = 3, total = m * k;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(total));
+  for (auto& v : x) v = nd(rng);
+  x[5] = -7.5f;
+  x[static_cast<size_t>(total - 1)] = 12.25f;
+  x[static_cast<size_t>(total / 2)] = std::nanf("");
+  const quant::QParams p = quant::choose_qparams(-7.5f, 12.25f, 0, 255);
+  const int saved = get_num_threads();
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    set_num_threads(threads);
+    std::vector<uint8_t> q(static_cast<size_t>(total));
+    float s = 0.0f;
+    int32_t z = -1;
+    quant::quantize_activations_u8(x.data(), m, k, k, false, false, q.data(), k, &s, &z);
+    CHECK(s == p.scale);
+    CHECK(z == p.zero_point);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < total; ++i) {
+      const float v = x[static_cast<size_t>(i)];
+      if (i != total / 2) wrong += q[static_cast<size_t>(i)] != quant::quantize_val(v, 1.0f / p.scale, p.zero_point, 0, 255);
+    }
+    CHECK(wrong == 0);
+  }
+  set_num_threads(saved);
+}
+
 TEST_CASE("dynamic_linear: the fused epilogue equals the reference formulas bit for bit") {
   IsaRestore restore;
   std::mt19937 rng(11);

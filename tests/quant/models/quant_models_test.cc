@@ -47,12 +47,14 @@ std::string convert(const std::string& model, const ConvertOptions& o, const std
   return out;
 }
 
-Tensor run(const std::string& path, const Tensor& x) {
+Tensor run(const std::string& path, const Tensor& x, ConvLayout layout = ConvLayout::Auto) {
   std::string error;
   Result<Model> m = Model::load(path, Verification::Full, &error);
   REQUIRE_MESSAGE(m.ok(), error);
   auto model = std::make_shared<const Model>(std::move(m.get()));
-  auto ex = Executor::create(model, &error);
+  ExecutorOptions options;
+  options.conv_layout = layout;
+  auto ex = Executor::create(model, options, &error);
   REQUIRE_MESSAGE(ex.ok(), error);
   ExecutionContext ctx(ex.get());
   std::vector<Tensor> in{x};
@@ -385,6 +387,14 @@ TEST_CASE("dynamic int8: --quantize-ops Conv,Gemm on a CNN stays close to fp32")
     CHECK(diff(y, fp32).max_diff <= 0.03f * range);
   }
   CHECK(err[1] <= err[0]);
+  // The executor's channels_last layout: the int8 convolutions read and write
+  // channels_last tensors; the same values as in NCHW, bit for bit.
+  ConvertOptions o = dynamic_int8(false);
+  o.quantize_ops = {"Conv", "Gemm"};
+  const std::string path = convert("cnn", o, "cnn_cl.ember");
+  const Tensor nchw = run(path, x, ConvLayout::Contiguous);
+  CHECK(diff(nchw, fp32).max_diff <= 0.03f * range);
+  CHECK(diff(run(path, x, ConvLayout::ChannelsLast), nchw).max_diff == 0.0f);
   // Without Conv in the list only the classifier is quantized.
   converter::ConvertReport r;
   convert("cnn", dynamic_int8(false), "cnn_gemm.ember", &r);
