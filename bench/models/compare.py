@@ -7,13 +7,14 @@ Driven by bench/models/run.sh, which exports the models, converts them with
 
     compare.py --dir DIR --ember BIN [--threads 1,2] [--iterations 50] [--warmup 10]
     compare.py --dir DIR --ember BIN --baseline OLD_BIN [--baseline-dir BDIR] [--rounds 5]
-        [--cases mobilenet_v2,resnet18] (latency cases: any of LATENCY_CASES; default all)
+        [--cases mobilenet_v2,resnet18] (any of LATENCY_CASES, or of INT8_CASES with --int8; default all)
         (two builds, alternating rounds; the baseline runs BDIR/<model>.ember, converted by
         OLD_BIN so that converter changes count too, else DIR's)
     compare.py --dir DIR --ember BIN --int8 [--rounds 5]
-        (dynamic int8 only: DIR/bert_int8.ember, from `ember convert --quantize dynamic-int8`,
-        vs DIR/bert_int8.onnx, from ORT's quantize_dynamic, and vs ember's fp32 DIR/bert.ember,
-        in alternating rounds; plus the outputs' max abs differences)
+        (dynamic int8 only, INT8_CASES: DIR/bert_int8.ember and the CNNs' <model>_int8.ember,
+        from `ember convert --quantize dynamic-int8`, vs DIR/<model>_int8.onnx, from ORT's
+        quantize_dynamic, and vs ember's fp32 DIR/<model>.ember, in alternating rounds; plus
+        the outputs' max abs differences)
 
 DIR holds <model>.onnx and, once converted, <model>.ember; a latency case with
 input names reads its inputs from DIR/<case>.<input>.npy (both runtimes),
@@ -38,8 +39,12 @@ MEMORY_MODELS = ["mlp", "mobilenet_v2", "resnet18", "transformer", "mobilenet_v3
 # Dynamic int8: (row, case (its inputs DIR/<case>.<name>.npy), fp32 model, int8 model
 # (DIR/<name>.ember and .onnx), input names). _rr: weights within [-64, 64] in both
 # (ember convert --reduce-range, quantize_dynamic(reduce_range=True)).
+# The CNNs: every Conv and Gemm quantized in both (ember convert --quantize-ops
+# Conv,Gemm; quantize_dynamic's default op types); random inputs where None.
 INT8_CASES = [(case + rr, case, "bert", "bert_int8" + rr, ["ids", "mask"])
-              for case in ("bert_b1", "bert_b8") for rr in ("", "_rr")]
+              for case in ("bert_b1", "bert_b8") for rr in ("", "_rr")] + \
+             [(m, m, m, m + "_int8", inputs)
+              for m, inputs in (("mobilenet_v2", None), ("resnet18", None), ("mobilenet_v3", ["input"]))]
 
 
 def run_measured(cmd):
@@ -142,12 +147,12 @@ def ember_measure(args, ember_model, threads, feeds=()):
     return {"median_ms": median, "peak_rss_mib": rss, "load_ms": load}
 
 
-def latency_cases(args):
-    """LATENCY_CASES, restricted to --cases when given."""
+def latency_cases(args, cases=LATENCY_CASES):
+    """LATENCY_CASES (or INT8_CASES), restricted to --cases when given."""
     if not args.cases:
-        return LATENCY_CASES
+        return cases
     wanted = args.cases.split(",")
-    return [c for c in LATENCY_CASES if c[0] in wanted]
+    return [c for c in cases if c[0] in wanted]
 
 
 def median(values):
@@ -191,7 +196,7 @@ def compare_int8(args):
     ...): the medians over rounds of each measurement and of each round's ratios."""
     print(f"{'int8 model':14s} {'threads':>7s} {'ember i8':>9s} {'ORT i8':>8s} {'ember f32':>9s} "
           f"{'i8: ember/ORT':>13s} {'ember i8/f32':>12s}   (ms, median of {args.rounds} rounds)")
-    for name, case, f32, i8, inputs in INT8_CASES:
+    for name, case, f32, i8, inputs in latency_cases(args, INT8_CASES):
         feeds = feeds_of(args, case, inputs)
         for threads in [int(t) for t in args.threads.split(",")]:
             rows = []
@@ -216,15 +221,24 @@ def int8_accuracy(args):
 
     print(f"\n{'int8 model':14s} {'max |out|':>9s} {'ember i8-f32':>12s} {'ORT i8-f32':>10s} "
           f"{'ember i8-ORT i8':>15s} {'ember f32-ORT f32':>17s}   (max abs difference)")
-    for name, case, f32, i8, inputs in INT8_CASES:
-        feeds = {n: np.load(os.path.join(args.dir, f"{case}.{n}.npy")) for n in inputs}
+    for name, case, f32, i8, inputs in latency_cases(args, INT8_CASES):
         outs = {}
         with tempfile.TemporaryDirectory() as tmp:
+            if inputs is None:  # one standard normal input (fixed seed), its symbolic dims 1
+                first = ort.InferenceSession(os.path.join(args.dir, f32 + ".onnx"),
+                                             providers=["CPUExecutionProvider"]).get_inputs()[0]
+                shape = [d if isinstance(d, int) else 1 for d in first.shape]
+                feeds = {first.name: np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
+                np.save(os.path.join(tmp, "x.npy"), feeds[first.name])
+                files = [f"{first.name}={os.path.join(tmp, 'x.npy')}"]
+            else:
+                feeds = {n: np.load(os.path.join(args.dir, f"{case}.{n}.npy")) for n in inputs}
+                files = feeds_of(args, case, inputs)
             for model in (f32, i8):
                 d = os.path.join(tmp, model)
                 os.makedirs(d)
                 run_measured([args.ember, "run", os.path.join(args.dir, model + ".ember"), "-d", d] +
-                             [a for f in feeds_of(args, case, inputs) for a in ("--input", f)])
+                             [a for f in files for a in ("--input", f)])
                 outs["ember", model] = np.load(os.path.join(d, sorted(os.listdir(d))[0]))
         for model in (f32, i8):
             sess = ort.InferenceSession(os.path.join(args.dir, model + ".onnx"), providers=["CPUExecutionProvider"])
@@ -255,7 +269,7 @@ def main():
     ap.add_argument("--baseline", help="a second ember binary (e.g. main before a change): compare builds")
     ap.add_argument("--baseline-dir", help="the baseline's .ember files (converted by the baseline binary)")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--cases", help="latency cases to run, comma-separated (default: all of LATENCY_CASES)")
+    ap.add_argument("--cases", help="cases to run, comma-separated (default: all of LATENCY_CASES, or of INT8_CASES)")
     ap.add_argument("--int8", action="store_true", help="dynamic int8 models only (INT8_CASES)")
     args = ap.parse_args()
     if args.ort_worker:

@@ -13,7 +13,9 @@
 # same ONNX model through ORT's quantize_dynamic(per_channel=True,
 # reduce_range=False), and vs ember's fp32 model, in alternating rounds, plus the
 # outputs' max abs differences; rows *_rr: weights within [-64, 64] in both
-# (--reduce-range, reduce_range=True).
+# (--reduce-range, reduce_range=True); and MobileNetV2, ResNet-18 and
+# MobileNetV3 with their convolutions quantized too (--quantize-ops Conv,Gemm;
+# quantize_dynamic's default op types, ConvInteger in ORT).
 # Needs network access once, to install onnxruntime into bench/.venv, and
 # onnxruntime, onnx and ml_dtypes into bench/.venv-ort (ORT's quantization tool
 # needs a newer onnx than Debian's; bench/quant uses the same venv).
@@ -54,6 +56,10 @@ done
 # (int8 weights per output channel, uint8 activations per tensor, full range).
 "$EMBER" convert "$OUT/bert.onnx" -o "$OUT/bert_int8.ember" --quantize dynamic-int8 >/dev/null
 "$EMBER" convert "$OUT/bert.onnx" -o "$OUT/bert_int8_rr.ember" --quantize dynamic-int8 --reduce-range >/dev/null
+# The CNNs with their convolutions quantized too (quantize_dynamic's defaults include Conv).
+for m in mobilenet_v2 resnet18 mobilenet_v3; do
+  "$EMBER" convert "$OUT/$m.onnx" -o "$OUT/${m}_int8.ember" --quantize dynamic-int8 --quantize-ops Conv,Gemm >/dev/null
+done
 if [ ! -x "$QVENV/bin/python" ]; then
   /usr/bin/python3 -m venv "$QVENV"
   "$QVENV/bin/pip" install -q onnxruntime onnx ml_dtypes
@@ -63,7 +69,10 @@ import sys
 from onnxruntime.quantization import QuantType, quantize_dynamic
 for rr, out in ((False, sys.argv[2]), (True, sys.argv[3])):
     quantize_dynamic(sys.argv[1], out, weight_type=QuantType.QInt8, per_channel=True, reduce_range=rr)
-" "$OUT/bert.onnx" "$OUT/bert_int8.onnx" "$OUT/bert_int8_rr.onnx" 2>/dev/null
+for m in ('mobilenet_v2', 'resnet18', 'mobilenet_v3'):
+    quantize_dynamic(f'{sys.argv[4]}/{m}.onnx', f'{sys.argv[4]}/{m}_int8.onnx', weight_type=QuantType.QInt8,
+                     per_channel=True)
+" "$OUT/bert.onnx" "$OUT/bert_int8.onnx" "$OUT/bert_int8_rr.onnx" "$OUT" 2>/dev/null
 if [ -n "${INT8_ONLY:-}" ]; then
   exec "$VENV/bin/python" bench/models/compare.py --dir "$OUT" --ember "$EMBER" --int8 --threads 1,2 \
     --rounds "${ROUNDS:-5}" --iterations "${ITERS:-50}"

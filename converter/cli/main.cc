@@ -75,7 +75,7 @@ CLI::App* add_finetune(CLI::App& app, ember::cli::FinetuneArgs& ft) {
 }
 
 constexpr const char* kConvLayoutHelp =
-    "CPU convolution activations: auto (channels_last where the model has a depthwise convolution), nchw or "
+    "CPU convolution activations: auto (channels_last where the model has a depthwise or an int8 convolution), nchw or "
     "channels_last";
 
 // `ember bench`'s flags into `b`.

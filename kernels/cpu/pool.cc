@@ -5,8 +5,10 @@
 // at the stride: vector loops (strided loads) without a clipped case. The
 // whole plane is one function per ISA clone. NaN propagates as in the
 // reference (a window holding a NaN gives NaN). Threads split the (image,
-// channel) planes. Rows wider than kMaxRow, or an input whose W stride is
-// not 1, use the reference kernel.
+// channel) planes. A dense channels_last input and output: a vector over
+// the channels per window position, threads splitting the output rows. Rows
+// wider than kMaxRow, or another input whose W stride is not 1, use the
+// reference kernel.
 #include <algorithm>
 #include <limits>
 
@@ -91,6 +93,25 @@ RT_SIMD_CLONES void pool_plane(const Pool2dParams& p, const float* x, int64_t h,
   }
 }
 
+// Output row oh of image x (dense channels_last, [H, W, C] in memory): each
+// output position the maximum of its window's positions, a vector over the
+// channels (NaN-sticky as pool_plane; -inf where a window is empty).
+RT_SIMD_CLONES void pool_row_cl(const Pool2dParams& p, const float* x, int64_t h, int64_t w, int64_t c, float* y,
+                                int64_t oh, int64_t ow_n) {
+  constexpr float kLow = -std::numeric_limits<float>::infinity();
+  for (int64_t ow = 0; ow < ow_n; ++ow) {
+    const ref::PoolWindow win = ref::max_pool_window(p, oh, ow, h, w);
+    float* __restrict dst = y + ow * c;
+    std::fill(dst, dst + c, kLow);
+    for (int64_t ih = win.h0; ih < win.h1; ih += p.dilation[0]) {
+      for (int64_t iw = win.w0; iw < win.w1; iw += p.dilation[1]) {
+        const float* src = x + (ih * w + iw) * c;
+        for (int64_t k = 0; k < c; ++k) dst[k] = max_nan(dst[k], src[k]);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Status max_pool2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
@@ -98,6 +119,23 @@ Status max_pool2d_f32(const KernelContext& ctx, Span<const TensorView> in, Span<
   const auto* p = std::get_if<Pool2dParams>(&params);
   EMBER_CHECK(p != nullptr && in.size() == 1 && out.size() == 1, Status::InvalidArgument);
   const TensorView &x = in[0], &y = out[0];
+  if (x.rank == 4 && y.rank == 4 && x.dtype == DType::Float32 && y.dtype == DType::Float32 &&
+      x.sizes[0] == y.sizes[0] && x.sizes[1] == y.sizes[1] && !x.is_contiguous() && dense_channels_last(x) &&
+      dense_channels_last(y)) {
+    // channels_last in and out (the executor's layout around int8 convolutions): threads split the output rows.
+    const int64_t c = x.sizes[1], h = x.sizes[2], w = x.sizes[3], oh_n = y.sizes[2], ow_n = y.sizes[3];
+    const float* px = x.ptr<const float>();
+    float* py = y.ptr<float>();
+    const int64_t per_row = ow_n * c * p->kernel[0] * p->kernel[1];
+    parallel_for(0, y.sizes[0] * oh_n, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, per_row)),
+                 [&](int64_t r0, int64_t r1) {
+                   for (int64_t r = r0; r < r1; ++r) {
+                     const int64_t n = r / oh_n, oh = r % oh_n;
+                     pool_row_cl(*p, px + n * h * w * c, h, w, c, py + (n * oh_n + oh) * ow_n * c, oh, ow_n);
+                   }
+                 });
+    return Status::Ok;
+  }
   if (x.rank != 4 || y.rank != 4 || x.dtype != DType::Float32 || y.dtype != DType::Float32 ||
       x.sizes[0] != y.sizes[0] || x.sizes[1] != y.sizes[1] || (x.strides[3] != 1 && x.sizes[3] > 1) ||
       x.sizes[3] > kMaxRow || p->kernel[0] <= 0 || p->kernel[1] <= 0 || p->stride[0] <= 0 || p->stride[1] <= 0 ||

@@ -73,7 +73,7 @@ inline DType device_float_dtype(Precision p) {
 
 // The memory format of the CPU executor's convolution activations.
 enum class ConvLayout {
-  Auto,          // channels_last for models with a depthwise convolution, else contiguous
+  Auto,          // channels_last for models with a depthwise or an int8 convolution, else contiguous
   Contiguous,    // NCHW
   ChannelsLast,  // NHWC memory (logical NCHW shapes, PyTorch's memory_format=channels_last)
 };
@@ -104,12 +104,14 @@ struct ExecutorOptions {
   // into this (runtime/train/delta.h, load_delta). CPU executor only; create()
   // checks the ops and the adapters' shapes ([rank, in], [out, rank], float32).
   std::vector<std::pair<int, LoraAdapter>> adapters;
-  // CPU float32: each Conv2d reads its input channels_last (converting it
-  // where it is not), so its output and the elementwise ops, pools and
-  // convolutions after it stay channels_last (runtime/ops keep the input's
-  // memory format, as PyTorch); the model's outputs come back contiguous.
-  // The kernels put channels in vector lanes there (kernels/cpu/conv2d.cc,
-  // depthwise.cc). Auto: where the model has a depthwise convolution.
+  // CPU float32: each Conv2d and int8 Conv2d (QConv2d) reads its input
+  // channels_last (converting it where it is not), so its output and the
+  // elementwise ops, pools and convolutions after it stay channels_last
+  // (runtime/ops keep the input's memory format, as PyTorch); the model's
+  // outputs come back contiguous. The kernels put channels in vector lanes
+  // there (kernels/cpu/conv2d.cc, depthwise.cc, pool.cc,
+  // quant/dynamic_conv.cc). Auto: where the model has a depthwise
+  // convolution or an int8 one (QConv2d).
   ConvLayout conv_layout = ConvLayout::Auto;
 };
 

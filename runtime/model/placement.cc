@@ -287,9 +287,10 @@ namespace {
 
 // The ops whose CPU kernels run channels_last inputs as fast as contiguous
 // ones, keeping the layout (kernels/cpu/elementwise.cc orders dims by the
-// output's strides; reduce.cc's 1x1 pool): the elementwise ops and the
-// squeeze-excite block's pool. Others read channels_last inputs made
-// contiguous first (a Resize's reference path on them ran 80x slower).
+// output's strides; reduce.cc's 1x1 pool; pool.cc's max pooling): the
+// elementwise ops, the squeeze-excite block's pool and max pooling. Others
+// read channels_last inputs made contiguous first (a Resize's reference path
+// on them ran 80x slower).
 bool keeps_channels_last(OpKind op) {
   switch (op) {
 #define RT_OP(Name, name, n_in, n_out, Params)
@@ -308,6 +309,7 @@ bool keeps_channels_last(OpKind op) {
     case OpKind::Maximum:
     case OpKind::Minimum:
     case OpKind::AdaptiveAvgPool2d:
+    case OpKind::MaxPool2d:
       return true;
     default:
       return false;
@@ -317,21 +319,23 @@ bool keeps_channels_last(OpKind op) {
 }  // namespace
 
 // Auto: where the model has a depthwise convolution, whose channels-in-lanes
-// kernel is about twice as fast.
+// kernel is about twice as fast, or an int8 one, which otherwise transposes
+// its input to channels last and its output back.
 void choose_conv_layout(const Model& m, const ExecutorOptions& options, std::vector<OpState>& ops) {
   if (options.device != DeviceType::CPU || options.precision != Precision::Float32 ||
       options.conv_layout == ConvLayout::Contiguous)
     return;
-  bool depthwise = false;
-  for (int k = 0; k < m.num_ops() && !depthwise; ++k) {
-    const auto* conv = std::get_if<Conv2dParams>(&ops[static_cast<size_t>(k)].params);
+  bool wanted = false;
+  for (int k = 0; k < m.num_ops() && !wanted; ++k) {
+    const OpState& op = ops[static_cast<size_t>(k)];
+    const auto* conv = std::get_if<Conv2dParams>(&op.params);
     const auto* in = m.op(k).inputs();
-    if (ops[static_cast<size_t>(k)].kind != OpKind::Conv2d || conv == nullptr || conv->groups == 1 || vlen(in) < 2)
-      continue;
+    if (op.kind == OpKind::QConv2d) wanted = true;
+    if (op.kind != OpKind::Conv2d || conv == nullptr || conv->groups == 1 || vlen(in) < 2) continue;
     const std::vector<int64_t> w = m.tensor_shape(in->Get(1));
-    depthwise = w.size() == 4 && w[1] == 1;
+    wanted = w.size() == 4 && w[1] == 1;
   }
-  if (options.conv_layout == ConvLayout::Auto && !depthwise) return;
+  if (options.conv_layout == ConvLayout::Auto && !wanted) return;
   for (OpState& op : ops) {
     op.channels_last = op.kind == OpKind::Conv2d || op.kind == OpKind::QConv2d;
     op.contiguous_inputs = !op.channels_last && !keeps_channels_last(op.kind);

@@ -1102,6 +1102,8 @@ std::vector<PoolSpec> pool_specs(bool is_max) {
   if (is_max) {
     v.push_back({"3x3/1 dilation 2", {1, 2, 9, 9}, 3, 1, 1, 2, false, true, 0, 0});
     v.push_back({"2x2/2 dilation 2 ceil", {1, 2, 9, 8}, 2, 2, 1, 2, true, true, 0, 0});
+    v.push_back({"3x3/2 pad 1 ceil", {2, 20, 9, 11}, 3, 2, 1, 1, true, true, 0, 1});
+    v.push_back({"3x3/1 dilation 2", {1, 17, 9, 9}, 3, 1, 1, 2, false, true, 0, 1});
   } else {
     v.push_back({"3x3/2 pad 1 excl. pad", {1, 3, 7, 9}, 3, 2, 1, 1, false, false, 0, 0});
     v.push_back({"3x3/2 pad 1 ceil excl. pad", {1, 3, 8, 8}, 3, 2, 1, 1, true, false, 0, 0});
@@ -1113,13 +1115,21 @@ std::vector<PoolSpec> pool_specs(bool is_max) {
 std::vector<Case> pool_cases(bool is_max, DType dt) {
   std::vector<Case> cs;
   for (const PoolSpec& ps : pool_specs(is_max)) {
-    cs.push_back({pool_desc(ps), {layout_operand(ps.x, ps.layout, dt)}, {out_contig(pool_out_shape(ps), dt)},
-                  pool_params(ps), is_max ? Family::Exact : Family::Accumulate, ps.k * ps.k});
+    // Max pooling of a channels_last input into a channels_last output (the executor's layout).
+    Operand o = is_max && ps.layout == 1 ? out_permuted(pool_out_shape(ps), {0, 2, 3, 1}, dt)
+                                         : out_contig(pool_out_shape(ps), dt);
+    cs.push_back({pool_desc(ps), {layout_operand(ps.x, ps.layout, dt)}, {std::move(o)}, pool_params(ps),
+                  is_max ? Family::Exact : Family::Accumulate, ps.k * ps.k});
   }
   if (is_max && is_float(dt)) {
     PoolSpec ps{"NaN and inf windows", {1, 1, 3, 4}, 2, 2, 0, 1, false, true, 0, 0};
     cs.push_back({pool_desc(ps), {contig(specials(dt).reshape({1, 1, 3, 4}))}, {out_contig(pool_out_shape(ps), dt)},
                   pool_params(ps), Family::Exact, 4});
+    // The same values as 3 channels of 2x2, channels_last: each channel's window holds a NaN or an inf.
+    PoolSpec cl{"NaN and inf windows", {1, 3, 2, 2}, 2, 1, 0, 1, false, true, 0, 1};
+    Operand x{specials(dt).reshape({1, 2, 2, 3}), [](const Tensor& b) { return b.permute({0, 3, 1, 2}); }, "permuted"};
+    cs.push_back({pool_desc(cl), {std::move(x)}, {out_contig(pool_out_shape(cl), dt)}, pool_params(cl),
+                  Family::Exact, 4});
   }
   return cs;
 }
