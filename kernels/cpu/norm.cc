@@ -1,8 +1,12 @@
 // float32 layer_norm over contiguous rows: vectorized statistics (float lanes,
 // as PyTorch's) and a fused normalize-scale-shift pass, rows split across
-// threads. Other layouts use the reference kernel.
+// threads; AddLayerNorm the same on each row of a + b, summed into an L1
+// buffer first (the values the Add op would have written). Other layouts use
+// the reference kernels.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/ref/ref_kernels.h"
@@ -60,35 +64,79 @@ RT_SIMD_CLONES void normalize_row(const float* __restrict x, float mean, float r
   }
 }
 
+RT_SIMD_CLONES void add_rows(const float* __restrict a, const float* __restrict b, float* __restrict s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) s[i] = a[i] + b[i];
+}
+
+// Contiguous float32 inputs (the optional ones absent or so too) and output:
+// the rows (of n values each) of in[0]; -1 for another layout or dtype.
+int64_t fast_rows(Span<const TensorView> in, const TensorView& out, const NormParams* p, int64_t* n) {
+  const TensorView& x = in[0];
+  bool fast = p != nullptr && x.dtype == DType::Float32 && out.dtype == DType::Float32 && x.is_contiguous() &&
+              out.is_contiguous() && p->normalized_rank >= 1 && p->normalized_rank <= x.rank;
+  for (size_t i = 1; i < in.size(); ++i) {
+    const TensorView& v = in[i];
+    fast = fast && (v.data == nullptr || (v.dtype == DType::Float32 && v.is_contiguous()));
+  }
+  if (!fast) return -1;
+  *n = 1;
+  for (int d = x.rank - p->normalized_rank; d < x.rank; ++d) *n *= x.sizes[d];
+  return *n == 0 ? 0 : x.numel() / *n;
+}
+
+// out's rows = layer_norm of x's rows (x + y's with `y`), weight and bias
+// (or null) of n values.
+void norm_rows(const float* xp, const float* yp, const float* wp, const float* bp, float* op, int64_t rows,
+               int64_t n, double eps) {
+  parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t begin, int64_t end) {
+    // AddLayerNorm: the row's sum, as the Add op's output would hold it, in L1.
+    thread_local std::vector<float> sum;
+    if (yp != nullptr && sum.size() < static_cast<size_t>(n)) sum.resize(static_cast<size_t>(n));
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = xp + r * n;
+      if (yp != nullptr) {
+        add_rows(xr, yp + r * n, sum.data(), n);
+        xr = sum.data();
+      }
+      const float mean = static_cast<float>(row_moment<false>(xr, n, 0.0f) / static_cast<double>(n));
+      const double m2 = row_moment<true>(xr, n, mean);  // a second pass around the mean: no cancellation
+      const double rstd = 1.0 / std::sqrt(m2 / static_cast<double>(n) + eps);
+      normalize_row(xr, mean, static_cast<float>(rstd), wp, bp, op + r * n, n);
+    }
+  });
+}
+
+const float* data_or_null(const TensorView& v) { return v.data ? v.ptr<const float>() : nullptr; }
+
 }  // namespace
 
 Status layer_norm_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                       const OpParams& params) {
   const auto* p = std::get_if<NormParams>(&params);
-  const TensorView &x = in[0], &w = in[1], &b = in[2];
-  bool fast = p != nullptr && x.dtype == DType::Float32 && out[0].dtype == DType::Float32 && x.is_contiguous() &&
-              out[0].is_contiguous() && p->normalized_rank >= 1 && p->normalized_rank <= x.rank;
-  for (const TensorView* v : {&w, &b}) {
-    fast = fast && (v->data == nullptr || (v->dtype == DType::Float32 && v->is_contiguous()));
+  int64_t n = 0;
+  const int64_t rows = fast_rows(in, out[0], p, &n);
+  if (rows < 0) return ref::layer_norm(ctx, in, out, params);
+  if (rows > 0) {
+    norm_rows(in[0].ptr<const float>(), nullptr, data_or_null(in[1]), data_or_null(in[2]), out[0].ptr<float>(),
+              rows, n, p->eps);
   }
-  if (!fast) return ref::layer_norm(ctx, in, out, params);
-  int64_t n = 1;
-  for (int d = x.rank - p->normalized_rank; d < x.rank; ++d) n *= x.sizes[d];
-  if (n == 0 || x.numel() == 0) return Status::Ok;
-  const int64_t rows = x.numel() / n;
-  const float* xp = x.ptr<const float>();
-  const float* wp = w.data ? w.ptr<const float>() : nullptr;
-  const float* bp = b.data ? b.ptr<const float>() : nullptr;
-  float* yp = out[0].ptr<float>();
-  parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* xr = xp + r * n;
-      const float mean = static_cast<float>(row_moment<false>(xr, n, 0.0f) / static_cast<double>(n));
-      const double m2 = row_moment<true>(xr, n, mean);  // a second pass around the mean: no cancellation
-      const double rstd = 1.0 / std::sqrt(m2 / static_cast<double>(n) + p->eps);
-      normalize_row(xr, mean, static_cast<float>(rstd), wp, bp, yp + r * n, n);
-    }
-  });
+  return Status::Ok;
+}
+
+// AddLayerNorm: in a, b (a's shape), weight, bias; out layer_norm(a + b).
+Status add_layer_norm_f32(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                          const OpParams& params) {
+  const auto* p = std::get_if<NormParams>(&params);
+  int64_t n = 0;
+  const TensorView &a = in[0], &b = in[1];
+  const bool same = in.size() == 4 && b.data != nullptr && a.rank == b.rank &&
+                    std::equal(a.sizes, a.sizes + a.rank, b.sizes);
+  const int64_t rows = same ? fast_rows(in, out[0], p, &n) : -1;
+  if (rows < 0) return ref::add_layer_norm(ctx, in, out, params);
+  if (rows > 0) {
+    norm_rows(a.ptr<const float>(), b.ptr<const float>(), data_or_null(in[2]), data_or_null(in[3]),
+              out[0].ptr<float>(), rows, n, p->eps);
+  }
   return Status::Ok;
 }
 

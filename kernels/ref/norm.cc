@@ -3,6 +3,7 @@
 // channel, dim 1). Optional inputs (weight, bias) arrive with data == nullptr.
 // Statistics compute in double.
 #include <cmath>
+#include <vector>
 
 #include "kernels/ref/loops.h"
 #include "kernels/ref/ref_kernels.h"
@@ -117,6 +118,29 @@ Status layer_norm(const KernelContext&, Span<const TensorView> in, Span<TensorVi
     }
   });
   return Status::Ok;
+}
+
+// AddLayerNorm (a run-time op, ops.def): a + b into a float32 tensor of its
+// own, as the Add op's output is, then layer_norm of it.
+Status add_layer_norm(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
+                      const OpParams& params) {
+  EMBER_CHECK(in.size() == 4 && out.size() == 1, Status::InvalidArgument);
+  const TensorView &a = in[0], &b = in[1];
+  EMBER_CHECK(same_shape(a, b) && a.dtype == DType::Float32 && b.dtype == DType::Float32, Status::InvalidArgument);
+  TensorView sum = a;
+  int64_t stride = 1;
+  for (int d = a.rank - 1; d >= 0; --d) {
+    sum.strides[d] = stride;
+    stride *= a.sizes[d];
+  }
+  std::vector<float> values(static_cast<size_t>(a.numel()));
+  sum.data = values.data();
+  float* sp = values.data();
+  for_each_index2(a.rank, a.sizes, a.strides, b.strides, [&](int64_t ai, int64_t bi) {
+    *sp++ = a.ptr<const float>()[ai] + b.ptr<const float>()[bi];
+  });
+  const TensorView norm_in[3] = {sum, in[2], in[3]};
+  return layer_norm(ctx, norm_in, out, params);
 }
 
 Status batch_norm(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {

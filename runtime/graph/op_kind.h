@@ -66,7 +66,8 @@ constexpr int op_num_outputs(OpKind op) {
 // The run-time ops of ops.def: the executor makes them at create, model files
 // never hold them.
 constexpr bool is_run_time_op(OpKind op) {
-  return op == OpKind::QLinear || op == OpKind::QConv2d || op == OpKind::SparseLinear || op == OpKind::Conv2dPair;
+  return op == OpKind::QLinear || op == OpKind::QConv2d || op == OpKind::SparseLinear || op == OpKind::Conv2dPair ||
+         op == OpKind::AddLayerNorm;
 }
 
 }  // namespace ember

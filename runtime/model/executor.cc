@@ -233,7 +233,7 @@ Result<std::shared_ptr<const Executor>> Executor::create_graph(
   choose_conv_layout(m, options, ex->ops_);
   if (options.device == DeviceType::CPU) {
     EMBER_TRY(prepare_packed(m, ex->ops_, ex->tensors_, options.precision == Precision::BFloat16, error));
-    pair_convolutions(m, ex->ops_, ex->tensors_);
+    pair_ops(m, ex->ops_, ex->tensors_);
   }
   EMBER_TRY(check_adapters(m, ex->ops_, options.adapters, error));
   ex->options_ = options;
@@ -371,17 +371,17 @@ class Run {
   Status run_ops(bool profile, std::vector<OpProfile>* times, std::string* message) {
     for (int k = 0; k < m_.num_ops(); ++k) {
       const OpState& state = ops_[static_cast<size_t>(k)];
-      if (state.paired > k) continue;  // the Conv2dPair at state.paired runs it
+      if (state.paired > k) continue;  // the pair op at state.paired runs it
       OpTimer timer;
       if (profile) timer.begin(m_, k, on_cpu_, state.placement, device_.type(), values_);
       const Status status = run_one(k, profile, message);
       if (status != Status::Ok) return status;
       if (profile) times->push_back(timer.end());
-      if (profile && state.paired >= 0) {  // a Conv2dPair: its name and its five inputs' shapes
+      if (profile && state.paired >= 0) {  // a pair op: its name and its inputs' shapes
         times->back().type = std::string(op_name(state.kind));
         times->back().input_shapes.clear();
-        for (uint32_t j = 0; j < 5; ++j) {
-          const int32_t t = conv_pair_input(m_, state.paired, k, j);
+        for (uint32_t j = 0; j < static_cast<uint32_t>(op_num_inputs(state.kind)); ++j) {
+          const int32_t t = pair_input(m_, state.kind, state.paired, k, j);
           if (t >= 0 && values_[static_cast<size_t>(t)].defined())
             times->back().input_shapes.push_back(values_[static_cast<size_t>(t)].sizes());
         }
@@ -464,10 +464,12 @@ class Run {
 
   // Sets `in` to op k's inputs, on the device where it runs (host slots on the CPU).
   Status op_inputs(int k, bool on_device, std::vector<Tensor>& in) {
-    if (ops_[static_cast<size_t>(k)].paired >= 0) {  // a Conv2dPair (CPU executors)
-      in.assign(5, Tensor());
-      for (uint32_t j = 0; j < 5; ++j) {
-        const int32_t t = conv_pair_input(m_, ops_[static_cast<size_t>(k)].paired, k, j);
+    const OpState& state = ops_[static_cast<size_t>(k)];
+    if (state.paired >= 0) {  // a pair op (CPU executors)
+      const uint32_t n = static_cast<uint32_t>(op_num_inputs(state.kind));
+      in.assign(n, Tensor());
+      for (uint32_t j = 0; j < n; ++j) {
+        const int32_t t = pair_input(m_, state.kind, state.paired, k, j);
         if (t >= 0) in[j] = values_[static_cast<size_t>(t)];
       }
       return Status::Ok;
@@ -529,7 +531,7 @@ class Run {
       values_[static_cast<size_t>(t)] = Tensor();
       if (!on_cpu_) other_[static_cast<size_t>(t)] = Tensor();
     };
-    const int first = ops_[static_cast<size_t>(k)].paired;  // a Conv2dPair reads its 1x1 op's inputs too
+    const int first = ops_[static_cast<size_t>(k)].paired;  // a pair op reads its first op's inputs too
     for (int i : {k, first >= 0 && first < k ? first : k}) {
       for (uint32_t j = 0; j < vlen(m_.op(i).inputs()); ++j) {
         const int32_t t = m_.op(i).inputs()->Get(j);

@@ -71,6 +71,13 @@ Result<Tensor> activate(const Tensor& y, const Activation& a) {
   return y;
 }
 
+Result<Tensor> layer_norm_step(const Tensor& x, const Tensor& w, const Tensor& bias, const NormParams& p) {
+  EMBER_CHECK(p.normalized_rank >= 1 && p.normalized_rank <= x.dim(), Status::InvalidArgument,
+              "layer_norm normalizes ", p.normalized_rank, " dims of an input of rank ", x.dim());
+  const Shape normalized(x.sizes().end() - p.normalized_rank, x.sizes().end());
+  return core::layer_norm(x, normalized, w, bias, p.eps);
+}
+
 Result<Tensor> conv2d_step(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
                            const Tensor& residual, MemoryFormat out_format) {
   bool fused = false;  // applied by the CPU kernel (never when a gradient is recorded)
@@ -350,12 +357,8 @@ Status run_LogSoftmax(OpContext& c) {
 }
 
 Status run_LayerNorm(OpContext& c) {
-  const auto& p = c.params<NormParams>();
   EMBER_ASSIGN_OR_RETURN(const Tensor x, c.need(0, "data"));
-  EMBER_CHECK(p.normalized_rank >= 1 && p.normalized_rank <= x.dim(), Status::InvalidArgument,
-              "layer_norm normalizes ", p.normalized_rank, " dims of an input of rank ", x.dim());
-  const Shape normalized(x.sizes().end() - p.normalized_rank, x.sizes().end());
-  return c.set(0, core::layer_norm(x, normalized, c.opt(1), c.opt(2), p.eps));
+  return c.set(0, layer_norm_step(x, c.opt(1), c.opt(2), c.params<NormParams>()));
 }
 
 Status run_BatchNorm(OpContext& c) {

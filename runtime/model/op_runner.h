@@ -63,6 +63,9 @@ Result<Tensor> activate(const Tensor& y, const Activation& a);
 Result<Tensor> add_lora(const Tensor& y, const LoraAdapter& a, const Tensor& x);
 // A Conv2d as the executor runs it: the convolution, then `residual` (or
 // none) and p's activation (by the CPU kernel where it can).
+// layer_norm of x over its last p.normalized_rank dims (weight and bias
+// optional), as the LayerNorm op runs it.
+Result<Tensor> layer_norm_step(const Tensor& x, const Tensor& w, const Tensor& bias, const NormParams& p);
 Result<Tensor> conv2d_step(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
                            const Tensor& residual = Tensor(), MemoryFormat out_format = MemoryFormat::Preserve);
 
@@ -71,6 +74,7 @@ Status run_QLinear(OpContext& c);
 Status run_QConv2d(OpContext& c);
 Status run_SparseLinear(OpContext& c);
 Status run_Conv2dPair(OpContext& c);
+Status run_AddLayerNorm(OpContext& c);
 
 // Runs op ctx.index: the runner fills ctx.out, then each output is checked
 // against the model's declared dtype and shape and stored in values[tensor].

@@ -43,8 +43,9 @@ struct OpState {
   // Beside such convolutions, an op whose kernels are not as fast on
   // channels_last inputs: reads them made contiguous.
   bool contiguous_inputs = false;
-  // Conv2dPair (pair_convolutions): the index of the 1x1 Conv2d it runs as
-  // well; on that op, the pair's index (the executor skips it). Else -1.
+  // A pair op (pair_ops: Conv2dPair, AddLayerNorm): the index of the first
+  // op, which it runs as well; on that op, the pair's index (the executor
+  // skips it). Else -1.
   int paired = -1;
 };
 

@@ -366,13 +366,31 @@ const Conv2dParams* plain_conv(const Model& m, const std::vector<OpState>& ops, 
 
 }  // namespace
 
-int32_t conv_pair_input(const Model& m, int first, int k, uint32_t j) {
-  const auto* in = m.op(j < 3 ? first : k).inputs();
-  const uint32_t i = j < 3 ? j : j - 2;
+int32_t pair_input(const Model& m, OpKind kind, int first, int k, uint32_t j) {
+  const uint32_t from_first = kind == OpKind::Conv2dPair ? 3 : 2;  // AddLayerNorm: the Add's two
+  const auto* in = m.op(j < from_first ? first : k).inputs();
+  const uint32_t i = j < from_first ? j : j - from_first + 1;  // (the second op's input 0 is the first's output)
   return i < vlen(in) ? in->Get(i) : -1;
 }
 
-void pair_convolutions(const Model& m, std::vector<OpState>& ops, std::vector<TensorState>& tensors) {
+namespace {
+
+// Op b, a LayerNorm, and op a, the Add whose float32 sum of two tensors of
+// one declared shape it alone reads.
+bool add_then_layer_norm(const Model& m, const std::vector<OpState>& ops, int a, int b) {
+  const auto* in = m.op(a).inputs();
+  if (ops[static_cast<size_t>(a)].kind != OpKind::Add || ops[static_cast<size_t>(b)].kind != OpKind::LayerNorm ||
+      vlen(in) != 2 || in->Get(0) < 0 || in->Get(1) < 0 || vlen(m.op(a).outputs()) != 1)
+    return false;
+  for (int32_t t : {in->Get(0), in->Get(1), m.op(a).outputs()->Get(0)}) {
+    if (m.tensor_dtype(t) != DType::Float32) return false;
+  }
+  return m.tensor_shape(in->Get(0)) == m.tensor_shape(in->Get(1));
+}
+
+}  // namespace
+
+void pair_ops(const Model& m, std::vector<OpState>& ops, std::vector<TensorState>& tensors) {
   std::vector<int> readers(static_cast<size_t>(m.num_tensors()), 0);
   for (int k = 0; k < m.num_ops(); ++k) {
     for (uint32_t j = 0; j < vlen(m.op(k).inputs()); ++j) {
@@ -383,20 +401,26 @@ void pair_convolutions(const Model& m, std::vector<OpState>& ops, std::vector<Te
   for (int32_t t : m.outputs()) ++readers[static_cast<size_t>(t)];
   for (int b = 1; b < m.num_ops(); ++b) {
     const int a = b - 1;
+    if (ops[static_cast<size_t>(a)].paired >= 0 || vlen(m.op(a).outputs()) < 1 || vlen(m.op(b).inputs()) < 1) continue;
+    const int32_t mid = m.op(a).outputs()->Get(0);
+    if (m.op(b).inputs()->Get(0) != mid || mid < 0 || readers[static_cast<size_t>(mid)] != 1) continue;
+    OpState &first = ops[static_cast<size_t>(a)], &pair = ops[static_cast<size_t>(b)];
     const Conv2dParams* pw = plain_conv(m, ops, a);
     const Conv2dParams* dw = plain_conv(m, ops, b);
-    if (pw == nullptr || dw == nullptr || ops[static_cast<size_t>(a)].paired >= 0) continue;
-    const int32_t mid = m.op(a).outputs()->Get(0);
-    const std::vector<int64_t> w1 = m.tensor_shape(m.op(a).inputs()->Get(1));
-    const std::vector<int64_t> w2 = m.tensor_shape(m.op(b).inputs()->Get(1));
-    const bool pointwise = w1.size() == 4 && w1[2] == 1 && w1[3] == 1 && pw->groups == 1 && pw->stride[0] == 1 &&
-                           pw->stride[1] == 1 && pw->padding[0] == 0 && pw->padding[1] == 0;
-    const bool depthwise = w2.size() == 4 && w2[1] == 1 && w1.size() == 4 && w2[0] == w1[0] && dw->groups == w1[0];
-    if (!pointwise || !depthwise || m.op(b).inputs()->Get(0) != mid || mid < 0 || readers[static_cast<size_t>(mid)] != 1)
+    if (pw != nullptr && dw != nullptr) {
+      const std::vector<int64_t> w1 = m.tensor_shape(m.op(a).inputs()->Get(1));
+      const std::vector<int64_t> w2 = m.tensor_shape(m.op(b).inputs()->Get(1));
+      const bool pointwise = w1.size() == 4 && w1[2] == 1 && w1[3] == 1 && pw->groups == 1 && pw->stride[0] == 1 &&
+                             pw->stride[1] == 1 && pw->padding[0] == 0 && pw->padding[1] == 0;
+      const bool depthwise = w2.size() == 4 && w2[1] == 1 && w1.size() == 4 && w2[0] == w1[0] && dw->groups == w1[0];
+      if (!pointwise || !depthwise) continue;
+      pair.params = Conv2dPairParams{*pw, *dw};
+      pair.kind = OpKind::Conv2dPair;
+    } else if (add_then_layer_norm(m, ops, a, b)) {
+      pair.kind = OpKind::AddLayerNorm;  // (its params: the LayerNorm's)
+    } else {
       continue;
-    OpState &first = ops[static_cast<size_t>(a)], &pair = ops[static_cast<size_t>(b)];
-    pair.params = Conv2dPairParams{*pw, *dw};
-    pair.kind = OpKind::Conv2dPair;
+    }
     pair.paired = a;
     first.paired = b;
     // The pair reads the first op's inputs: they live until it has run.

@@ -79,16 +79,23 @@ Status check_device(const ExecutorOptions& options, std::string* error);
 // (CPU float32; Auto: where the model has a depthwise convolution).
 void choose_conv_layout(const Model& m, const ExecutorOptions& options, std::vector<OpState>& ops);
 
-// The CPU executor's convolution pairs: a 1x1 Conv2d (stride 1, no padding,
-// groups 1) followed by the depthwise Conv2d that alone reads its output,
-// both channels_last (choose_conv_layout) float32 with constant weights and no
-// residual, become one Conv2dPair op at the second's place (OpState::paired;
-// its params carry both ops' Conv2dParams with their prepared weights). The
-// first is skipped, its output never made (kernels/cpu/conv_pair.cc); its
-// inputs live until the pair has run.
-void pair_convolutions(const Model& m, std::vector<OpState>& ops, std::vector<TensorState>& tensors);
-// Conv2dPair input j (0-4: x, weight, bias of the 1x1 op `first`, then the
-// weight and bias of the depthwise op k): its model tensor, or -1 (none).
-int32_t conv_pair_input(const Model& m, int first, int k, uint32_t j);
+// The CPU executor's pairs of ops run as one (OpState::paired), the second
+// op becoming a run-time op at its place; the first is skipped, its output
+// never made, and its inputs live until the pair has run:
+// - Conv2dPair: a 1x1 Conv2d (stride 1, no padding, groups 1) followed by the
+//   depthwise Conv2d that alone reads its output, both channels_last
+//   (choose_conv_layout) float32 with constant weights and no residual (its
+//   params carry both ops' Conv2dParams with their prepared weights;
+//   kernels/cpu/conv_pair.cc);
+// - AddLayerNorm: a float32 Add of two tensors of one declared shape followed
+//   by the LayerNorm that alone reads the sum (its params: the LayerNorm's;
+//   kernels/cpu/norm.cc). Other shapes at run time: add, then layer_norm.
+// Each forms only between adjacent ops (the converter's order).
+void pair_ops(const Model& m, std::vector<OpState>& ops, std::vector<TensorState>& tensors);
+// Input j of the pair op `kind` at op k whose first op is `first`: its model
+// tensor, or -1 (none). Conv2dPair (0-4): x, weight, bias of the 1x1 op, then
+// the weight and bias of the depthwise op k; AddLayerNorm (0-3): the Add's
+// two inputs, then the LayerNorm's weight and bias.
+int32_t pair_input(const Model& m, OpKind kind, int first, int k, uint32_t j);
 
 }  // namespace ember

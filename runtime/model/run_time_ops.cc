@@ -1,9 +1,10 @@
 // The run-time ops' runners (op_runner.h): QLinear, QConv2d and SparseLinear,
 // which create() makes of a Linear / Conv2d with the weight prepared by the
-// backend of the device they run on, and Conv2dPair (pair_convolutions). The
-// kernels take float32 (a float16 executor converts around them) and apply the
-// fused activation; under the trainer (runtime/train) a straight-through
-// estimator gives the int8 and sparse ones the float32 layer's gradient.
+// backend of the device they run on, and the pair ops Conv2dPair and
+// AddLayerNorm (pair_ops). The kernels take float32 (a float16 executor
+// converts around them) and apply the fused activation; under the trainer
+// (runtime/train) a straight-through estimator gives the int8 and sparse ones
+// the float32 layer's gradient.
 #include <cmath>
 #include <optional>
 
@@ -183,6 +184,21 @@ Status run_Conv2dPair(OpContext& c) {
     return c.set(0, core::conv2d_pair(x, w1, b1, w2, b2, p));
   EMBER_ASSIGN_OR_RETURN(const Tensor y, conv2d_step(x, w1, b1, p.pointwise));
   return c.set(0, conv2d_step(y, w2, b2, p.depthwise));
+}
+
+// The pair's kernel for float32 CPU inputs of one shape with no gradient to
+// record; else (broadcasting, the trainer) add, then layer_norm, as the two
+// ops run.
+Status run_AddLayerNorm(OpContext& c) {
+  const auto& p = c.params<NormParams>();
+  EMBER_ASSIGN_OR_RETURN(const Tensor a, c.need(0, "input"));
+  EMBER_ASSIGN_OR_RETURN(const Tensor b, c.need(1, "other"));
+  const Tensor &w = c.opt(2), &bias = c.opt(3);
+  if (a.dtype() == DType::Float32 && b.dtype() == DType::Float32 && a.sizes() == b.sizes() && a.device().is_cpu() &&
+      b.device().is_cpu() && !autograd::needs_grad({a, b, w, bias}))
+    return c.set(0, core::add_layer_norm(a, b, w, bias, p));
+  EMBER_ASSIGN_OR_RETURN(const Tensor sum, core::add(a, b));
+  return c.set(0, layer_norm_step(sum, w, bias, p));
 }
 
 }  // namespace ember

@@ -127,6 +127,42 @@ Tensor conv2d_pair(const Tensor& x, const Tensor& w1, const Tensor& b1, const Te
   return unwrap(core::conv2d_pair(x, w1, b1, w2, b2, p));
 }
 
+Result<Tensor> core::add_layer_norm(const Tensor& a, const Tensor& b, const Tensor& weight, const Tensor& bias,
+                                    const NormParams& p) {
+  EMBER_TRY(check_defined(a, "add_layer_norm", "input"));
+  EMBER_TRY(check_defined(b, "add_layer_norm", "other"));
+  EMBER_CHECK(!autograd::needs_grad({a, b, weight, bias}), Status::NotSupported,
+              "add_layer_norm has no backward: run add and layer_norm to record a gradient");
+  EMBER_TRY(check_same_device({a, b, weight, bias}));
+  for (const Tensor* t : {&a, &b, &weight, &bias}) {
+    EMBER_CHECK(!t->defined() || t->dtype() == DType::Float32, Status::DTypeMismatch,
+                "add_layer_norm: expected float32 tensors, got ", dtype_name(t->dtype()));
+  }
+  EMBER_CHECK(a.device().is_cpu(), Status::NotSupported, "add_layer_norm: CPU tensors only, got ", a.device());
+  EMBER_CHECK(p.normalized_rank >= 1 && p.normalized_rank <= a.dim(), Status::InvalidArgument, "add_layer_norm ",
+              "normalizes ", p.normalized_rank, " dims of an input of rank ", a.dim());
+  const Shape normalized(a.sizes().end() - p.normalized_rank, a.sizes().end());
+  EMBER_CHECK(b.sizes() == a.sizes() && (!weight.defined() || weight.sizes() == normalized) &&
+                  (!bias.defined() || bias.sizes() == normalized),
+              Status::ShapeMismatch, "add_layer_norm: expected two inputs of one shape and a weight and bias ",
+              shape_str(normalized), "; got ", shape_str(a.sizes()), ", ", shape_str(b.sizes()), ", ",
+              shape_str(weight.defined() ? weight.sizes() : Shape{}), ", ",
+              shape_str(bias.defined() ? bias.sizes() : Shape{}));
+  Tensor in[4] = {a, b, weight, bias};
+  for (Tensor& t : in) {
+    if (t.defined()) {
+      EMBER_ASSIGN_OR_RETURN(t, core::contiguous(t));
+    }
+  }
+  EMBER_ASSIGN_OR_RETURN(Tensor y, core::empty(a.sizes(), TensorOptions(DType::Float32)));
+  EMBER_TRY(run_kernel(OpKind::AddLayerNorm, {in[0], in[1], in[2], in[3]}, {y}, p));
+  return y;
+}
+
+Tensor add_layer_norm(const Tensor& a, const Tensor& b, const Tensor& weight, const Tensor& bias, const NormParams& p) {
+  return unwrap(core::add_layer_norm(a, b, weight, bias, p));
+}
+
 Tensor qlinear(const Tensor& x, const QLinearParams& params) { return unwrap(core::qlinear(x, params)); }
 
 Tensor qconv2d(const Tensor& x, const QConv2dParams& params) { return unwrap(core::qconv2d(x, params)); }

@@ -1,4 +1,5 @@
-// Eager front-ends of the run-time ops (ops.def: QLinear, QConv2d, SparseLinear, Conv2dPair) and of
+// Eager front-ends of the run-time ops (ops.def: QLinear, QConv2d, SparseLinear, Conv2dPair,
+// AddLayerNorm) and of
 // Conv2d with its fused activation, for the executor. For the run-time ops
 // the weight was prepared once by the backend of x's device
 // (Backend::prepare_weight) and travels in the params. Each checks x, allocates
@@ -24,6 +25,12 @@ Tensor qconv2d(const Tensor& x, const QConv2dParams& params);
 // gradient). y is channels_last. The same values as the two convolutions.
 Tensor conv2d_pair(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
                    const Conv2dPairParams& p);
+
+// y = layer_norm(a + b) over the last p.normalized_rank dims (weight and bias
+// their shape, or undefined; p.eps), a and b float32 of one shape on the CPU,
+// by the kernel of the pair (no autograd: refused when an input needs a
+// gradient). The same values as add then layer_norm.
+Tensor add_layer_norm(const Tensor& a, const Tensor& b, const Tensor& weight, const Tensor& bias, const NormParams& p);
 
 // y [*, N] = act(x [*, K] float32 @ W^T + bias (float32 [N] or undefined)), W
 // the prepared sparse weight.
@@ -61,6 +68,8 @@ Result<Tensor> qconv2d(const Tensor& x, const QConv2dParams& params);
 Result<Tensor> sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias);
 Result<Tensor> conv2d_pair(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
                            const Conv2dPairParams& p);
+Result<Tensor> add_layer_norm(const Tensor& a, const Tensor& b, const Tensor& weight, const Tensor& bias,
+                              const NormParams& p);
 Result<Tensor> linear_prepacked(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearParams& p,
                                 bool* activated);
 Result<Tensor> matmul_prepacked(const Tensor& a, const Tensor& b, const PreparedWeight* packed, bool bf16 = false);

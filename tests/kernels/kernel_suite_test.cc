@@ -752,6 +752,32 @@ std::vector<Case> layer_norm_cases(DType dt) {
   return cs;
 }
 
+// AddLayerNorm (a run-time op): layer_norm(a + b), a and b of one shape.
+std::vector<Case> add_layer_norm_cases(DType dt) {
+  std::vector<Case> cs;
+  if (dt != DType::Float32) return cs;
+  auto add = [&](std::string d, Operand a, Operand b, int nr, bool weight, bool bias) {
+    const Shape s = a.shape();
+    const Shape ns(s.end() - nr, s.end());
+    NormParams p;
+    p.normalized_rank = nr;
+    std::ostringstream name;
+    name << d << " normalized_rank=" << nr << (weight ? " weight" : "") << (bias ? " bias" : "");
+    cs.push_back({name.str(),
+                  {std::move(a), std::move(b), weight ? contig(values(ns, dt)) : absent(),
+                   bias ? contig(values(ns, dt)) : absent()},
+                  {out_contig(s, dt)}, p, Family::Accumulate, numel_of(ns) + 1});
+  };
+  add("[8,384]", contig(values({8, 384}, dt)), contig(values({8, 384}, dt)), 1, true, true);
+  add("[2,3,65]", contig(values({2, 3, 65}, dt)), contig(values({2, 3, 65}, dt)), 2, false, true);
+  add("[7,17]", contig(values({7, 17}, dt)), contig(values({7, 17}, dt)), 1, true, false);
+  add("[70001,3]", contig(values({70001, 3}, dt)), contig(values({70001, 3}, dt)), 1, false, false);
+  add("transposed [17,7]", transposed({17, 7}, dt), contig(values({17, 7}, dt)), 1, true, true);
+  add("stepped [5,9]", contig(values({5, 9}, dt)), stepped({5, 9}, dt), 1, true, true);
+  add("[0,5]", contig(values({0, 5}, dt)), contig(values({0, 5}, dt)), 1, true, true);
+  return cs;
+}
+
 std::vector<Case> batch_norm_cases(DType dt) {
   std::vector<Case> cs;
   const bool half = dt == DType::Float16 || dt == DType::BFloat16;
@@ -1795,6 +1821,7 @@ std::vector<Case> cases_for(OpKind op, DType dt) {
     case OpKind::LogSoftmax: return softmax_cases(dt);
     case OpKind::ScaledDotProductAttention: return attention_cases(dt);
     case OpKind::LayerNorm: return layer_norm_cases(dt);
+    case OpKind::AddLayerNorm: return add_layer_norm_cases(dt);
     case OpKind::BatchNorm: return batch_norm_cases(dt);
     case OpKind::Conv2d: return conv2d_cases(dt);
     case OpKind::MaxPool2d: return pool_cases(true, dt);

@@ -2,7 +2,7 @@
 // depthwise Conv2d after it as one op. The front-end against the two
 // convolutions (bit for bit, both the banded path and the small pairs' two
 // kernels, every GEMM ISA, 1-3 threads, against float64 too), its refusals,
-// and the executor's pairing (pair_convolutions): which ops pair, the profile,
+// and the executor's pairing (pair_ops): which ops pair, the profile,
 // the arena without the expanded tensor, and the trainer's gradient through
 // the pair's two convolutions.
 #include <string>
