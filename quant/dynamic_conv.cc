@@ -91,7 +91,7 @@ void dynamic_conv2d(const float* x, int64_t n, int64_t h, int64_t w, const Packe
   if (hwc.size() < static_cast<size_t>(n * plane)) hwc.resize(static_cast<size_t>(n * plane));
   float scale;
   int32_t zp;
-  // (As rows of c_in values, which the threads split; one scale for all.)
+  // (One scale: quantize_activations_u8 takes the dense rows as one run.)
   quantize_activations_u8(nhwc, n * h * w, ci, ci, false, options.reduce_range, hwc.data(), ci, &scale, &zp);
   // A 1x1 convolution with stride 1 and no padding whose channels fill the
   // GEMM's depth reads the channels-last input as its A.
