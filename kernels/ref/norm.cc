@@ -120,8 +120,8 @@ Status layer_norm(const KernelContext&, Span<const TensorView> in, Span<TensorVi
   return Status::Ok;
 }
 
-// AddLayerNorm (a run-time op, ops.def): a + b into a float32 tensor of its
-// own, as the Add op's output is, then layer_norm of it.
+// AddLayerNorm (a run-time op, ops.def): the Add kernel into a float32
+// tensor of its own, as the Add op's output is, then layer_norm of it.
 Status add_layer_norm(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out,
                       const OpParams& params) {
   EMBER_CHECK(in.size() == 4 && out.size() == 1, Status::InvalidArgument);
@@ -135,10 +135,7 @@ Status add_layer_norm(const KernelContext& ctx, Span<const TensorView> in, Span<
   }
   std::vector<float> values(static_cast<size_t>(a.numel()));
   sum.data = values.data();
-  float* sp = values.data();
-  for_each_index2(a.rank, a.sizes, a.strides, b.strides, [&](int64_t ai, int64_t bi) {
-    *sp++ = a.ptr<const float>()[ai] + b.ptr<const float>()[bi];
-  });
+  EMBER_TRY(add(ctx, Span<const TensorView>(in.data(), 2), Span<TensorView>(&sum, 1), NoParams{}));
   const TensorView norm_in[3] = {sum, in[2], in[3]};
   return layer_norm(ctx, norm_in, out, params);
 }

@@ -136,7 +136,7 @@ Status qlinear(const KernelContext&, Span<const TensorView> in, Span<TensorView>
 }
 
 // Direct convolution over the quantized input: padding is the zero point (real 0).
-Status qconv2d(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
+Status qconv2d(const KernelContext& ctx, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto& p = std::get<QConv2dParams>(params);
   const auto* w = dynamic_cast<const RefQWeight*>(p.weight);
   if (w == nullptr || in.size() < 1 || out.size() != 1 || w->shape.size() != 4) return Status::InvalidArgument;
@@ -149,15 +149,16 @@ Status qconv2d(const KernelContext&, Span<const TensorView> in, Span<TensorView>
   const int64_t oh = out_size(h, kh, c, 0), ow = out_size(wd, kw, c, 1);
   if (y.sizes[0] != nb || y.sizes[1] != co || y.sizes[2] != oh || y.sizes[3] != ow) return Status::InvalidArgument;
   if (nb <= 0 || oh <= 0 || ow <= 0 || co <= 0) return Status::Ok;
-  // x and y at any strides (NCHW, channels_last): x gathered as NCHW first.
+  // x and y at any strides (NCHW, channels_last): x copied as NCHW first (the Copy kernel).
   const int64_t total = x.numel();
   std::vector<float> xs(static_cast<size_t>(total));
-  const float* xp = x.ptr<const float>();
-  for (int64_t i = 0; i < total; ++i) {
-    const int64_t b = i / (ci * h * wd), cc = i / (h * wd) % ci, iy = i / wd % h, ix = i % wd;
-    xs[static_cast<size_t>(i)] =
-        xp[b * x.strides[0] + cc * x.strides[1] + iy * x.strides[2] + ix * x.strides[3]];
-  }
+  TensorView xv = x;
+  xv.data = xs.data();
+  xv.strides[3] = 1;
+  xv.strides[2] = wd;
+  xv.strides[1] = h * wd;
+  xv.strides[0] = ci * h * wd;
+  EMBER_TRY(copy(ctx, Span<const TensorView>(in.data(), 1), Span<TensorView>(&xv, 1), NoParams{}));
   std::vector<uint8_t> qx(static_cast<size_t>(total));
   float scale;
   int32_t zp;
