@@ -168,49 +168,46 @@ Status attention_f32(const KernelContext& ctx, Span<const TensorView> in, Span<T
   const int64_t blocks = p.tasks / p.batches;
   const size_t scores_bytes = round_up(static_cast<size_t>(p.block * p.S) * sizeof(float));
   std::atomic<bool> ok{true};
-  parallel_for(0, p.slots, 1, [&](int64_t s0, int64_t s1) {
-    for (int64_t slot = s0; slot < s1; ++slot) {
-      char* base = static_cast<char*>(ctx.scratch) + static_cast<size_t>(slot) * p.per_slot;
-      float* scores = reinterpret_cast<float*>(base);
-      float* probs = reinterpret_cast<float*>(base + scores_bytes);
-      void* ws = base + 2 * scores_bytes;
-      const size_t ws_bytes = p.per_slot - 2 * scores_bytes;
-      for (int64_t t = p.tasks * slot / p.slots; t < p.tasks * (slot + 1) / p.slots; ++t) {
-        const int64_t b = t / blocks, row0 = t % blocks * p.block, rows = std::min(p.block, p.L - row0);
-        const float* qb = q.ptr<const float>() + batch_offset(q, q, b) + row0 * q.strides[r - 2];
-        const float* kb = k.ptr<const float>() + batch_offset(k, q, b);
-        const float* vp = v.ptr<const float>() + batch_offset(v, q, b);
-        float* ob = o.ptr<float>() + batch_offset(o, q, b) + row0 * o.strides[r - 2];
-        // S = q_rows @ k^T: k^T's (e, j) is k's (j, e).
-        const GemmOperand qa{{qb, q.strides[r - 2], q.strides[r - 1]}, nullptr, bf16};
-        const GemmOperand kt{{kb, k.strides[r - 1], k.strides[r - 2]}, nullptr, bf16};
-        const float* mb =
-            m.data == nullptr ? nullptr : m.ptr<const float>() + batch_offset(m, q, b) + row0 * m.strides[r - 2];
-        const int64_t S = padding_mask ? keys_kept(qb, q.strides[r - 2], q.strides[r - 1], rows, kb, k.strides[r - 2],
-                                                   k.strides[r - 1], p.S, p.E, mb, m.strides[r - 1], ap->scale)
-                                       : p.S;
-        float* in_softmax = scores;
-        float* weights = probs;
-        if (column_mask) {  // one mask row for every query (a padding mask): added as the GEMM stores S
-          GemmEpilogue e;
-          e.col_bias = mb;
-          if (!sgemm_linear(rows, S, p.E, qa, kt, {scores, S, 1}, e, ws, ws_bytes, 1)) ok = false;
-        } else {
-          if (!sgemm_packed(rows, S, p.E, qa, kt, {scores, S, 1}, false, ws, ws_bytes, 1)) ok = false;
-          if (pass) {
-            scale_add(scores, probs, rows, S, scale, mb, mb != nullptr ? m.strides[r - 2] : 0,
-                      mb != nullptr ? m.strides[r - 1] : 0);
-            std::swap(in_softmax, weights);
-          }
-        }
-        if (S > 0) softmax_rows_f32(in_softmax, weights, S, rows);
-        // out_rows = P @ v.
-        const GemmOperand pa{{weights, S, 1}, nullptr, bf16};
-        const GemmOperand va{{vp, v.strides[r - 2], v.strides[r - 1]}, nullptr, bf16};
-        if (!sgemm_packed(rows, p.Ev, S, pa, va, {ob, o.strides[r - 2], o.strides[r - 1]}, false, ws, ws_bytes, 1)) {
-          ok = false;
-        }
+  // A task a thread (slot) at a time, its scores in the slot's scratch.
+  parallel_tasks(p.tasks, static_cast<int>(p.slots), [&](int64_t t, int slot) {
+    char* base = static_cast<char*>(ctx.scratch) + static_cast<size_t>(slot) * p.per_slot;
+    float* scores = reinterpret_cast<float*>(base);
+    float* probs = reinterpret_cast<float*>(base + scores_bytes);
+    void* ws = base + 2 * scores_bytes;
+    const size_t ws_bytes = p.per_slot - 2 * scores_bytes;
+    const int64_t b = t / blocks, row0 = t % blocks * p.block, rows = std::min(p.block, p.L - row0);
+    const float* qb = q.ptr<const float>() + batch_offset(q, q, b) + row0 * q.strides[r - 2];
+    const float* kb = k.ptr<const float>() + batch_offset(k, q, b);
+    const float* vp = v.ptr<const float>() + batch_offset(v, q, b);
+    float* ob = o.ptr<float>() + batch_offset(o, q, b) + row0 * o.strides[r - 2];
+    // S = q_rows @ k^T: k^T's (e, j) is k's (j, e).
+    const GemmOperand qa{{qb, q.strides[r - 2], q.strides[r - 1]}, nullptr, bf16};
+    const GemmOperand kt{{kb, k.strides[r - 1], k.strides[r - 2]}, nullptr, bf16};
+    const float* mb =
+        m.data == nullptr ? nullptr : m.ptr<const float>() + batch_offset(m, q, b) + row0 * m.strides[r - 2];
+    const int64_t S = padding_mask ? keys_kept(qb, q.strides[r - 2], q.strides[r - 1], rows, kb, k.strides[r - 2],
+                                               k.strides[r - 1], p.S, p.E, mb, m.strides[r - 1], ap->scale)
+                                   : p.S;
+    float* in_softmax = scores;
+    float* weights = probs;
+    if (column_mask) {  // one mask row for every query (a padding mask): added as the GEMM stores S
+      GemmEpilogue e;
+      e.col_bias = mb;
+      if (!sgemm_linear(rows, S, p.E, qa, kt, {scores, S, 1}, e, ws, ws_bytes, 1)) ok = false;
+    } else {
+      if (!sgemm_packed(rows, S, p.E, qa, kt, {scores, S, 1}, false, ws, ws_bytes, 1)) ok = false;
+      if (pass) {
+        scale_add(scores, probs, rows, S, scale, mb, mb != nullptr ? m.strides[r - 2] : 0,
+                  mb != nullptr ? m.strides[r - 1] : 0);
+        std::swap(in_softmax, weights);
       }
+    }
+    if (S > 0) softmax_rows_f32(in_softmax, weights, S, rows);
+    // out_rows = P @ v.
+    const GemmOperand pa{{weights, S, 1}, nullptr, bf16};
+    const GemmOperand va{{vp, v.strides[r - 2], v.strides[r - 1]}, nullptr, bf16};
+    if (!sgemm_packed(rows, p.Ev, S, pa, va, {ob, o.strides[r - 2], o.strides[r - 1]}, false, ws, ws_bytes, 1)) {
+      ok = false;
     }
   });
   return ok.load() ? Status::Ok : Status::OutOfMemory;

@@ -427,21 +427,23 @@ Status conv2d_gemm(const KernelContext& ctx, const TensorView& x, const TensorVi
     }
     return Status::Ok;
   }
-  // Slot s: units [units*s/slots, ...) whole, or (over_rows) of every unit
-  // the output rows [oh*s/slots, oh*(s+1)/slots).
+  // Tasks of whole units, or (over_rows) bands of the output rows of every
+  // unit (of at least kRowSplitColumns positions), up to kChunksPerThread a
+  // thread; each thread's scratch a slot.
+  const int64_t tasks =
+      p.over_rows ? p.slots * std::clamp<int64_t>(p.p / (kRowSplitColumns * p.slots), 1, kChunksPerThread)
+                  : std::min(units, p.slots * kChunksPerThread);
   std::atomic<bool> ok{true};
-  parallel_for(0, p.slots, 1, [&](int64_t s0, int64_t s1) {
-    for (int64_t s = s0; s < s1; ++s) {
-      char* slot = reinterpret_cast<char*>(base) + static_cast<size_t>(s) * p.slot_bytes;
-      if (p.over_rows) {
-        for (int64_t u = 0; u < units; ++u) {
-          if (!unit(u, slot, 1, p.oh * s / p.slots, p.oh * (s + 1) / p.slots)) ok = false;
-        }
-        continue;
+  parallel_tasks(tasks, static_cast<int>(p.slots), [&](int64_t t, int s) {
+    char* slot = reinterpret_cast<char*>(base) + static_cast<size_t>(s) * p.slot_bytes;
+    if (p.over_rows) {
+      for (int64_t u = 0; u < units; ++u) {
+        if (!unit(u, slot, 1, p.oh * t / tasks, p.oh * (t + 1) / tasks)) ok = false;
       }
-      for (int64_t u = units * s / p.slots; u < units * (s + 1) / p.slots; ++u) {
-        if (!unit(u, slot, 1, 0, p.oh)) ok = false;
-      }
+      return;
+    }
+    for (int64_t u = units * t / tasks; u < units * (t + 1) / tasks; ++u) {
+      if (!unit(u, slot, 1, 0, p.oh)) ok = false;
     }
   });
   return ok.load() ? Status::Ok : Status::OutOfMemory;

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <new>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "runtime/core/thread_pool.h"
@@ -65,11 +66,16 @@ bool fused_applies(const Pair& p) {
          e * p.x.sizes[2] * p.x.sizes[3] * static_cast<int64_t>(sizeof(float)) >= kPairMinBytes;
 }
 
+// The expanded rows a slot's buffer holds: [lo, hi) of image n (none: n < 0).
+struct Held {
+  int64_t n = -1, lo = 0, hi = 0;
+};
+
 struct BandPlan {
   int64_t band_out, band_in;  // output rows a band, input rows its buffer holds
   int64_t parts;              // threads' ranges of (image, output row)
   size_t rows_bytes, gemm_bytes, ops_bytes;
-  size_t slot_bytes() const { return rows_bytes + gemm_bytes; }
+  size_t slot_bytes() const { return rows_bytes + gemm_bytes + kAlign; }  // the buffer, the GEMM's, a Held
   size_t total() const { return kAlign + ops_bytes + slot_bytes() * static_cast<size_t>(parts); }
 };
 
@@ -118,16 +124,17 @@ Status run_unfused(const KernelContext& ctx, const Pair& p) {
 }
 
 // Output rows [u0, u1) of the flattened (image, output row) range, on the
-// calling thread, with its slot of the scratch.
+// calling thread, with its slot of the scratch, whose buffer holds `held`
+// (the rows a band shares with the slot's last are moved, not expanded again).
 bool run_rows(const Pair& p, const BandPlan& b, const GemmOperand& w1, const GemmEpilogue& ep,
-              const DepthwiseClOperands& dw, int64_t u0, int64_t u1, char* slot) {
+              const DepthwiseClOperands& dw, int64_t u0, int64_t u1, char* slot, Held& held) {
   const Conv2dParams& d = p.prm.depthwise;
   const int64_t c = p.x.sizes[1], h = p.x.sizes[2], w = p.x.sizes[3], e = p.w1.sizes[0], oh = p.o.sizes[2];
   const int64_t span = (p.w2.sizes[2] - 1) * d.dilation[0] + 1;
   const TensorView m = expanded(p);
   float* rows = reinterpret_cast<float*>(slot);
   char* gemm_ws = slot + b.rows_bytes;
-  int64_t have_n = -1, have_lo = 0, have_hi = 0;  // the buffer holds rows [have_lo, have_hi) of image have_n
+  int64_t &have_n = held.n, &have_lo = held.lo, &have_hi = held.hi;
   for (int64_t u = u0; u < u1;) {
     const int64_t n = u / oh, r0 = u % oh, r1 = std::min({oh, r0 + b.band_out, r0 + u1 - u});
     const int64_t lo = std::clamp<int64_t>(r0 * d.stride[0] - d.padding[0], 0, h);
@@ -169,19 +176,17 @@ Status run_fused(const KernelContext& ctx, const Pair& p) {
                        packed_weight(p.prm.pointwise, p.w1, CpuPackedWeight::Layout::ConvB)};
   GemmEpilogue ep = activation_epilogue(p.prm.pointwise.activation);
   ep.col_bias = p.b1.ptr<const float>();
+  // Up to kChunksPerThread ranges of rows a thread, each thread's own in
+  // order (its buffer's rows carry over from one range to the next).
   const int64_t rows = p.o.sizes[0] * p.o.sizes[2];
+  const int64_t tasks = b.parts > 1 ? std::min(rows, b.parts * kChunksPerThread) : 1;
+  for (int64_t i = 0; i < b.parts; ++i) new (slots + i * b.slot_bytes() + b.rows_bytes + b.gemm_bytes) Held{};
   std::atomic<bool> ok{true};
-  auto part = [&](int64_t i) {
-    if (!run_rows(p, b, w1, ep, dw, rows * i / b.parts, rows * (i + 1) / b.parts, slots + i * b.slot_bytes()))
-      ok = false;
-  };
-  if (b.parts > 1) {
-    parallel_for(0, b.parts, 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) part(i);
-    });
-  } else {
-    part(0);
-  }
+  parallel_tasks(tasks, static_cast<int>(b.parts), [&](int64_t i, int slot_index) {
+    char* slot = slots + slot_index * b.slot_bytes();
+    Held& held = *reinterpret_cast<Held*>(slot + b.rows_bytes + b.gemm_bytes);
+    if (!run_rows(p, b, w1, ep, dw, rows * i / tasks, rows * (i + 1) / tasks, slot, held)) ok = false;
+  });
   return ok ? Status::Ok : Status::OutOfMemory;
 }
 

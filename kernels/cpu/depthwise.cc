@@ -485,17 +485,16 @@ void depthwise_channels_last(const Plane& p, const TensorView& x, const TensorVi
   const Kernels& k = kernels();
   const int64_t rows = o.sizes[0] * p.oh;
   const int64_t useful = std::max<int64_t>(1, rows * c * p.ow * taps / 32768);
-  const int64_t parts = std::max<int64_t>(1, std::min({static_cast<int64_t>(std::max(1, threads)), rows, useful}));
-  auto run = [&](int64_t part) {
-    k.cl(p, c, x.ptr<const float>(), x.strides[0], ops.w, ops.b, o.ptr<float>(), o.strides[0],
-         rows * part / parts, rows * (part + 1) / parts);
+  // Up to kChunksPerThread bands of rows a thread: another thread can take a slow one's last.
+  const int64_t bands = std::max<int64_t>(
+      1, std::min({static_cast<int64_t>(std::max(1, threads)) * kChunksPerThread, rows, useful}));
+  auto run = [&](int64_t r0, int64_t r1) {
+    k.cl(p, c, x.ptr<const float>(), x.strides[0], ops.w, ops.b, o.ptr<float>(), o.strides[0], r0, r1);
   };
-  if (parts > 1) {
-    parallel_for(0, parts, 1, [&](int64_t a, int64_t e) {
-      for (int64_t part = a; part < e; ++part) run(part);
-    });
+  if (threads > 1 && bands > 1) {
+    parallel_for(0, rows, (rows + bands - 1) / bands, run);
   } else {
-    run(0);
+    run(0, rows);
   }
 }
 
@@ -716,24 +715,19 @@ bool stem_conv2d(const TensorView& x, const TensorView& wt, const TensorView& bi
     for (int64_t t = 0; t < s.taps; ++t) dst[t * s.oc] = c < s.cout ? pw[c * s.taps + t] : 0.0f;
     b[c] = c < s.cout && pb != nullptr ? pb[c * bias.strides[0]] : 0.0f;
   }
-  auto run = [&](int64_t part) {
-    float* buf = reinterpret_cast<float*>(base + s.weight_bytes + static_cast<size_t>(part) * s.rows_bytes);
+  // Bands of output rows, up to kChunksPerThread a thread, each thread's padded rows a slot.
+  const int64_t bands = parts > 1 ? std::min(s.p.oh, parts * kChunksPerThread) : 1;
+  parallel_tasks(bands, static_cast<int>(parts), [&](int64_t band, int slot) {
+    float* buf = reinterpret_cast<float*>(base + s.weight_bytes + static_cast<size_t>(slot) * s.rows_bytes);
     std::memset(buf, 0, s.rows_bytes);  // the border; rows write the interior
     Plane q = s.p;
-    q.row0 = s.p.oh * part / parts;
-    q.row1 = s.p.oh * (part + 1) / parts;
+    q.row0 = s.p.oh * band / bands;
+    q.row1 = s.p.oh * (band + 1) / bands;
     for (int64_t n = 0; n < o.sizes[0]; ++n) {
       k.stem(q, s.cin, x.ptr<const float>() + n * x.strides[0], x.strides[1], w, b, s.cout,
              o.ptr<float>() + n * o.strides[0], o.strides[1], buf);
     }
-  };
-  if (parts > 1) {
-    parallel_for(0, parts, 1, [&](int64_t a, int64_t e) {
-      for (int64_t part = a; part < e; ++part) run(part);
-    });
-  } else {
-    run(0);
-  }
+  });
   return true;
 }
 

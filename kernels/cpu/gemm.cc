@@ -63,7 +63,10 @@ constexpr int64_t kDirectChunk = 64;  // columns per thread chunk of the unpacke
 constexpr int64_t kDirectPerThread = 1 << 15;  // values of B a thread of the unpacked paths streams at least
 // A read in place up to this many columns of C a thread (the portable kernel: 64; AVX2 and AVX-512: 768).
 constexpr int64_t a_in_place_columns(GemmIsa isa) { return isa == GemmIsa::Portable ? 64 : 768; }
-constexpr int64_t kPrefetchB = 1 << 20;  // a thread's unpacked B read in order first, up to (sgemm_blocked)
+constexpr int64_t kPrefetchB = 1 << 20;
+// Tasks a thread's tile of C is cut into (sgemm_blocked): what another thread
+// can take over when this one falls behind.
+constexpr int64_t kTileParts = 4;  // a thread's unpacked B read in order first, up to (sgemm_blocked)
 constexpr int64_t kClaimC = 1 << 18;  // C's values from which gemm_tile claims its tiles' rows ahead (1 MiB)
 constexpr int64_t kSplitDepthRatio = 3;  // a product splits its depth across threads from k >= this * m on (split_depth)
 
@@ -515,12 +518,27 @@ bool sgemm_blocked(const UkernelInfo& u, const Product& pr, void* workspace, siz
   }
   const uintptr_t base = (reinterpret_cast<uintptr_t>(workspace) + kAlign - 1) / kAlign * kAlign;
   const int64_t m_tiles = (m + u.mr - 1) / u.mr, n_tiles = (n + u.nr - 1) / u.nr;
-  auto run_tile = [&](int64_t t) {
+  // Each thread's tile of C is cut into `parts` tasks (parallel_tasks runs a
+  // thread's own in order, and a thread done with its own takes another's
+  // last), across the operand read from its packed layout: parts of a
+  // pre-packed B's tile take rows, of a pre-packed A's columns, so that no
+  // operand is packed twice (with neither, the cut packs the smaller again).
+  const int64_t parts = s.threads > 1 ? kTileParts : 1;
+  const bool cut_columns = a_packed || (!b_packed && m_tiles / s.tm < n_tiles / s.tn);
+  auto run_task = [&](int64_t task, int slot_index) {
+    const int64_t t = task / parts, part = task % parts;
     const int64_t ti = t / s.tn, tj = t % s.tn;
-    const int64_t m0 = std::min(m, m_tiles * ti / s.tm * u.mr), m1 = std::min(m, m_tiles * (ti + 1) / s.tm * u.mr);
-    const int64_t n0 = std::min(n, n_tiles * tj / s.tn * u.nr), n1 = std::min(n, n_tiles * (tj + 1) / s.tn * u.nr);
+    int64_t i0 = m_tiles * ti / s.tm, i1 = m_tiles * (ti + 1) / s.tm;  // tile rows and columns, in micro-tiles
+    int64_t j0 = n_tiles * tj / s.tn, j1 = n_tiles * (tj + 1) / s.tn;
+    int64_t& c0 = cut_columns ? j0 : i0;
+    int64_t& c1 = cut_columns ? j1 : i1;
+    const int64_t extent = c1 - c0;
+    c1 = c0 + extent * (part + 1) / parts;
+    c0 += extent * part / parts;
+    const int64_t m0 = std::min(m, i0 * u.mr), m1 = std::min(m, i1 * u.mr);
+    const int64_t n0 = std::min(n, j0 * u.nr), n1 = std::min(n, j1 * u.nr);
     if (m0 >= m1 || n0 >= n1) return;
-    char* slot = reinterpret_cast<char*>(base) + static_cast<size_t>(t) * s.slot_bytes;
+    char* slot = reinterpret_cast<char*>(base) + static_cast<size_t>(slot_index) * s.slot_bytes;
     // With threads, an unpacked B of up to kPrefetchB bytes a thread is read
     // first in memory order (prefetched): the previous op's threads wrote
     // it, and the lines the other core wrote come over at about 16 GB/s
@@ -528,7 +546,7 @@ bool sgemm_blocked(const UkernelInfo& u, const Product& pr, void* workspace, siz
     // rows, one line each, faster than the hardware prefetchers follow).
     // MobileNetV2's 384 -> 64 1x1 at 14x14 after its depthwise, 2 threads:
     // 68 -> 48 us a thread.
-    if (s.threads > 1 && pr.b_packed == nullptr && pr.b.cs == 1 &&
+    if (s.threads > 1 && pr.b_packed == nullptr && pr.b.cs == 1 && (cut_columns || part == 0) &&
         k * (n1 - n0) * static_cast<int64_t>(sizeof(float)) <= kPrefetchB) {
       for (int64_t r = 0; r < k; ++r) {
         prefetch_read(pr.b.data + r * pr.b.rs + n0, (n1 - n0) * static_cast<int64_t>(sizeof(float)));
@@ -538,11 +556,9 @@ bool sgemm_blocked(const UkernelInfo& u, const Product& pr, void* workspace, siz
               reinterpret_cast<float*>(slot), reinterpret_cast<float*>(slot + s.b_bytes));
   };
   if (s.threads > 1) {
-    parallel_for(0, s.threads, 1, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) run_tile(t);
-    });
+    parallel_tasks(s.threads * parts, s.threads, run_task);
   } else {
-    run_tile(0);
+    run_task(0, 0);
   }
   return true;
 }

@@ -114,15 +114,9 @@ Status matmul_f32(const KernelContext& ctx, Span<const TensorView> in, Span<Tens
     }
     return Status::Ok;
   }
-  const int64_t slots = std::min<int64_t>(p.threads, p.batches);
   std::atomic<bool> ok{true};
-  parallel_for(0, slots, 1, [&](int64_t s0, int64_t s1) {
-    for (int64_t s = s0; s < s1; ++s) {
-      void* ws = static_cast<char*>(ctx.scratch) + static_cast<size_t>(s) * p.per_slot;
-      for (int64_t bi = p.batches * s / slots; bi < p.batches * (s + 1) / slots; ++bi) {
-        if (!one(bi, ws, p.per_slot, 1)) ok = false;
-      }
-    }
+  parallel_tasks(p.batches, p.threads, [&](int64_t bi, int slot) {
+    if (!one(bi, static_cast<char*>(ctx.scratch) + static_cast<size_t>(slot) * p.per_slot, p.per_slot, 1)) ok = false;
   });
   return ok.load() ? Status::Ok : Status::OutOfMemory;
 }

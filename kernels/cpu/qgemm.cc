@@ -598,7 +598,7 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
     }
   };
   const int64_t tasks = cblocks * rchunks;
-  const int64_t nt = std::min(want, tasks);
+  const int nt = parallel_threads(tasks, static_cast<int>(std::min<int64_t>(want, tasks)));
   if (nt <= 1) {
     task(0, tasks);
     return;
@@ -616,11 +616,8 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, const PackedInt8Weight
     const int64_t tiles = (std::min(m, (rc + 1) * kRowChunk) - rc * kRowChunk + u.mr - 1) / u.mr;
     return tiles * std::min<int64_t>(npt, panels - cb * npt);
   };
-  const std::vector<int64_t> bounds = ranges_by_cost(tasks, nt, cost);
-  ThreadLimitGuard guard(static_cast<int>(nt));
-  parallel_for(0, nt, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) task(bounds[static_cast<size_t>(p)], bounds[static_cast<size_t>(p) + 1]);
-  });
+  // A thread done with its range takes tasks from the end of another's.
+  parallel_tasks(ranges_by_cost(tasks, nt, cost), [&](int64_t t, int) { task(t, t + 1); });
 }
 
 bool qgemm_set_isa(QGemmIsa isa) {

@@ -447,33 +447,28 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
   float* po = o.ptr<float>();
   const float* px = x.ptr<const float>();
   const int64_t tb = tile_block(g);
-  if (tb < g.tp) {  // tile blocks, whole blocks a thread
+  if (tb < g.tp) {  // tile blocks, whole blocks a task, each thread's scratch a slot
     const int64_t blocks = (g.tp + tb - 1) / tb;
     const size_t bytes = block_bytes(g, tb);
-    const int64_t parts = block_slots(g, tb, threads);
     std::atomic<bool> ok{true};
-    run(parts, 1, threads, [&](int64_t p0, int64_t p1) {
-      for (int64_t part = p0; part < p1; ++part) {
-        char* slot = base + static_cast<size_t>(part) * bytes;
-        const Geo g0 = block_of(g, tb, 0);
-        float* v = reinterpret_cast<float*>(slot);
-        float* m = reinterpret_cast<float*>(slot + v_bytes(g0));
-        char* gemm = slot + v_bytes(g0) + m_bytes(g0);
-        const size_t gemm_bytes = bytes - v_bytes(g0) - m_bytes(g0);
-        for (int64_t b = blocks * part / parts; b < blocks * (part + 1) / parts; ++b) {
-          const Geo gb = block_of(g, tb, b);  // V and M: this block's tiles
-          const int64_t t1 = std::min(g.tiles, gb.t_base + tb);
-          for (int64_t ci = 0; ci < g.cin; ++ci) {
-            for (int64_t t0 = gb.t_base; t0 < t1; t0 += f.lanes) f.input(gb, px, v, ci, t0);
-          }
-          for (int64_t q = 0; q < kWinogradFreqs; ++q) {
-            if (!frequency_product(gb, q, uw, u, v, m, t1 - gb.t_base, gemm, gemm_bytes)) ok = false;
-          }
-          for (int64_t co = 0; co < g.cout; ++co) {
-            const float bco = pb != nullptr ? pb[co * bias.strides[0]] : 0.0f;
-            for (int64_t t0 = gb.t_base; t0 < t1; t0 += f.lanes) f.output(gb, m, bco, po, co, t0);
-          }
-        }
+    parallel_tasks(blocks, static_cast<int>(block_slots(g, tb, threads)), [&](int64_t b, int slot_index) {
+      char* slot = base + static_cast<size_t>(slot_index) * bytes;
+      const Geo g0 = block_of(g, tb, 0);
+      float* v = reinterpret_cast<float*>(slot);
+      float* m = reinterpret_cast<float*>(slot + v_bytes(g0));
+      char* gemm = slot + v_bytes(g0) + m_bytes(g0);
+      const size_t gemm_bytes = bytes - v_bytes(g0) - m_bytes(g0);
+      const Geo gb = block_of(g, tb, b);  // V and M: this block's tiles
+      const int64_t t1 = std::min(g.tiles, gb.t_base + tb);
+      for (int64_t ci = 0; ci < g.cin; ++ci) {
+        for (int64_t t0 = gb.t_base; t0 < t1; t0 += f.lanes) f.input(gb, px, v, ci, t0);
+      }
+      for (int64_t q = 0; q < kWinogradFreqs; ++q) {
+        if (!frequency_product(gb, q, uw, u, v, m, t1 - gb.t_base, gemm, gemm_bytes)) ok = false;
+      }
+      for (int64_t co = 0; co < g.cout; ++co) {
+        const float bco = pb != nullptr ? pb[co * bias.strides[0]] : 0.0f;
+        for (int64_t t0 = gb.t_base; t0 < t1; t0 += f.lanes) f.output(gb, m, bco, po, co, t0);
       }
     });
     return ok.load();
@@ -488,14 +483,9 @@ bool winograd_conv2d(const TensorView& x, const TensorView& w, const TensorView&
     for (int64_t i = a; i < e; ++i) f.input(g, px, v, i / groups, i % groups * f.lanes);
   });
 
-  const int64_t slots = slots_for(threads);
   std::atomic<bool> ok{true};
-  run(slots, 1, threads, [&](int64_t s0, int64_t s1) {
-    for (int64_t s = s0; s < s1; ++s) {
-      for (int64_t q = kWinogradFreqs * s / slots; q < kWinogradFreqs * (s + 1) / slots; ++q) {
-        if (!frequency_product(g, q, uw, u, v, m, g.tiles, gemm_base + s * gemm_bytes, gemm_bytes)) ok = false;
-      }
-    }
+  parallel_tasks(kWinogradFreqs, static_cast<int>(slots_for(threads)), [&](int64_t q, int slot) {
+    if (!frequency_product(g, q, uw, u, v, m, g.tiles, gemm_base + slot * gemm_bytes, gemm_bytes)) ok = false;
   });
   if (!ok.load()) return false;
 

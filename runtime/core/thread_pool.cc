@@ -1,16 +1,27 @@
 // The process-wide pool (thread_pool.h). A parallel region is published by
 // bumping an atomic generation counter; workers that are spinning see it within
-// a few hundred nanoseconds and claim chunks from a per-region atomic counter.
-// A worker spins for a bounded time (kSpinNs) after its last region, then
-// sleeps on a condition variable, so an idle process burns no CPU; the caller
-// takes the mutex and notifies only when some worker sleeps.
+// a few hundred nanoseconds. A worker spins for a bounded time (kSpinNs) after
+// its last region, then sleeps on a condition variable, so an idle process
+// burns no CPU; the caller takes the mutex and notifies only when some worker
+// sleeps.
+//
+// Work stealing (pthreadpool's scheme): a region's items start as one
+// contiguous share per slot, in order. The thread that takes slot s (the
+// caller takes 0, workers the next free one as they arrive) runs its share
+// from the front; then it takes items from the back of the other shares. A
+// share's `left` counter arbitrates: each decrement that finds it positive
+// grants one item, the owner's at `front`, a stealer's at --`back`, so no
+// item runs twice and none is lost. When the threads keep pace, each runs
+// exactly its share, in order, as a static split would (the cache locality of
+// the ops before and after); when one is slower (a little core, a busy vCPU,
+// a worker still waking up), the others take over its share's end.
 //
 // Region protocol (all region state is written by the caller while no worker
 // is inside a region, i.e. while active_ == 0):
-//   caller: write task/count, next_ = 0, done_ = 0, open_ = true, ++generation_
-//           run chunks itself; wait done_ == count; open_ = false; wait active_ == 0
+//   caller: write task/shares, joined_ = 1, done_ = 0, open_ = true, ++generation_
+//           run slot 0, steal; wait done_ == items; open_ = false; wait active_ == 0
 //   worker: see generation_ != seen; ++active_; if open_ and generation_ == seen:
-//           claim chunks; --active_
+//           take a slot, run its share, steal; --active_
 // Sequentially consistent operations on active_, open_ and generation_ make sure
 // that a worker either sees the region closed or is waited for by the caller.
 #include "runtime/core/thread_pool.h"
@@ -20,6 +31,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -51,6 +63,8 @@ namespace {
 
 thread_local bool in_parallel_region = false;
 thread_local int thread_limit = 0;  // 0: none (the pool's size)
+std::atomic<int64_t> steals{0};        // items run from another thread's share
+std::atomic<int64_t> worker_lag_ns{0};  // set_worker_lag_for_testing
 
 // How long a worker polls for the next region before it sleeps (the first
 // kPureSpinNs with pause instructions only, then yielding its core between
@@ -138,6 +152,7 @@ class ThreadPool {
     std::lock_guard<std::mutex> run_lock(run_mutex_);
     stop_workers();
     size_ = threads;
+    shares_.reset(new Share[static_cast<size_t>(threads)]);
     stop_.store(false);
     place_ = Placement::away_from_caller();
     const Placement& place = place_;
@@ -148,18 +163,31 @@ class ThreadPool {
     }
   }
 
-  // Runs task(i) for i in [0, n) across the workers and the caller; returns when
-  // all are done. While another thread's region runs, runs every task inline.
-  void run(int n, const std::function<void(int)>& task) {
+  // Runs task(i, slot) for i in [0, items) on up to `slots` threads (the
+  // caller and workers, slot < slots), slot s starting on items [bounds[s],
+  // bounds[s + 1]) (bounds: slots + 1 ascending values from 0 to items), or
+  // without bounds on an equal share; returns when all are done. While
+  // another thread's region runs, runs every item inline on slot 0.
+  void run(int64_t items, int slots, const int64_t* bounds, const std::function<void(int64_t, int)>& task) {
     std::unique_lock<std::mutex> run_lock(run_mutex_, std::try_to_lock);
-    if (!run_lock.owns_lock() || workers_.empty()) {
-      run_inline(n, task);
+    if (slots > size_) bounds = nullptr;  // a limit above the pool's size: equal shares of its threads
+    slots = std::min(slots, size_);
+    if (!run_lock.owns_lock() || workers_.empty() || slots < 2) {
+      run_inline(items, task);
       return;
     }
     task_ = &task;
-    num_tasks_ = n;
+    slots_ = slots;
     error_ = nullptr;
-    next_.store(0, std::memory_order_relaxed);
+    for (int p = 0; p < slots; ++p) {
+      Share& sh = shares_[static_cast<size_t>(p)];
+      const int64_t b = bounds != nullptr ? bounds[p] : items * p / slots;
+      const int64_t e = bounds != nullptr ? bounds[p + 1] : items * (p + 1) / slots;
+      sh.front = b;
+      sh.back.store(e, std::memory_order_relaxed);
+      sh.left.store(e - b, std::memory_order_relaxed);
+    }
+    joined_.store(1, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     open_.store(true);
     caller_cpu_.store(current_cpu(), std::memory_order_relaxed);
@@ -168,8 +196,8 @@ class ThreadPool {
       std::lock_guard<std::mutex> lock(mutex_);
       wake_.notify_all();
     }
-    work();
-    for (int spins = 0; done_.load(std::memory_order_acquire) != n; ++spins) relax(spins);
+    work(0);
+    for (int spins = 0; done_.load(std::memory_order_acquire) != items; ++spins) relax(spins);
     open_.store(false);
     for (int spins = 0; active_.load() != 0; ++spins) relax(spins);
     task_ = nullptr;
@@ -183,6 +211,13 @@ class ThreadPool {
   }
 
  private:
+  // A slot's items: [front, back) not yet claimed, `left` of them (<= 0: none).
+  struct alignas(64) Share {
+    std::atomic<int64_t> left{0};
+    std::atomic<int64_t> back{0};
+    int64_t front = 0;  // the owner's next item (only the owner moves it)
+  };
+
   static void relax(int spins) {
     if (spins < kCallerSpins) {
       RT_CPU_RELAX();
@@ -191,35 +226,54 @@ class ThreadPool {
     }
   }
 
-  static void run_inline(int n, const std::function<void(int)>& task) {
+  static void run_inline(int64_t items, const std::function<void(int64_t, int)>& task) {
     const bool was = in_parallel_region;
     in_parallel_region = true;
     struct Restore {
       bool v;
       ~Restore() { in_parallel_region = v; }
     } restore{was};
-    for (int i = 0; i < n; ++i) task(i);
+    for (int64_t i = 0; i < items; ++i) task(i, 0);
   }
 
-  // Claims and runs chunks of the current region until none is left.
-  void work() {
-    in_parallel_region = true;
-    for (;;) {
-      const int i = next_.fetch_add(1, std::memory_order_relaxed);
-      if (i >= num_tasks_) break;
+  void run_item(int64_t i, int slot) {
 #if RT_POOL_EXCEPTIONS
-      try {
-        (*task_)(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!error_) error_ = std::current_exception();
-      }
-#else
-      (*task_)(i);
-#endif
-      done_.fetch_add(1, std::memory_order_release);
+    try {
+      (*task_)(i, slot);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
     }
+#else
+    (*task_)(i, slot);
+#endif
+  }
+
+  // Runs slot `slot`'s share from the front, then the other shares' items
+  // from their backs, until every share is empty.
+  void work(int slot) {
+    in_parallel_region = true;
+    int64_t ran = 0, stolen = 0;
+    const int64_t lag = slot > 0 ? worker_lag_ns.load(std::memory_order_relaxed) : 0;
+    Share& own = shares_[static_cast<size_t>(slot)];
+    for (; lag_then_take(own, lag); ++ran) run_item(own.front++, slot);
+    for (int d = 1; d < slots_; ++d) {
+      Share& victim = shares_[static_cast<size_t>((slot + d) % slots_)];
+      for (; lag_then_take(victim, lag); ++ran, ++stolen) {
+        run_item(victim.back.fetch_sub(1, std::memory_order_relaxed) - 1, slot);
+      }
+    }
+    if (stolen > 0) steals.fetch_add(stolen, std::memory_order_relaxed);
+    done_.fetch_add(ran, std::memory_order_release);
     in_parallel_region = false;
+  }
+
+  // Claims one of the share's items (false: none left), after `lag_ns` (set_worker_lag_for_testing).
+  static bool lag_then_take(Share& share, int64_t lag_ns) {
+    if (lag_ns > 0) {
+      for (const int64_t until = now_ns() + lag_ns; now_ns() < until;) RT_CPU_RELAX();
+    }
+    return share.left.fetch_sub(1, std::memory_order_acq_rel) > 0;
   }
 
   // Waits for a generation other than `seen` (spinning, then sleeping); false on stop.
@@ -264,7 +318,10 @@ class ThreadPool {
       const int caller_cpu = caller_cpu_.load(std::memory_order_relaxed);
       if (spread_ && caller_cpu >= 0 && current_cpu() == caller_cpu) place_.step_aside(caller_cpu);
       active_.fetch_add(1);
-      if (open_.load() && generation_.load() == seen) work();
+      if (open_.load() && generation_.load() == seen) {
+        const int slot = joined_.fetch_add(1, std::memory_order_relaxed);
+        if (slot < slots_) work(slot);
+      }
       active_.fetch_sub(1);
     }
   }
@@ -286,15 +343,16 @@ class ThreadPool {
   std::mutex mutex_;      // sleeping workers and the first exception
   std::condition_variable wake_;
   std::vector<std::thread> workers_;
-  const std::function<void(int)>* task_ = nullptr;
-  int num_tasks_ = 0;
+  const std::function<void(int64_t, int)>* task_ = nullptr;
+  std::unique_ptr<Share[]> shares_;  // one per pool thread
+  int slots_ = 0;                    // the current region's shares
   std::exception_ptr error_;
   alignas(64) std::atomic<uint64_t> generation_{0};
   std::atomic<bool> open_{false};
   std::atomic<bool> stop_{false};
   std::atomic<int> sleepers_{0};
-  alignas(64) std::atomic<int> next_{0};
-  alignas(64) std::atomic<int> done_{0};
+  alignas(64) std::atomic<int> joined_{0};  // slots taken in the current region
+  alignas(64) std::atomic<int64_t> done_{0};   // items run in the current region
   alignas(64) std::atomic<int> active_{0};  // workers inside a region
   int size_ = 1;
 };
@@ -319,23 +377,49 @@ ThreadLimitGuard::ThreadLimitGuard(int n) : previous_(thread_limit) {
 
 ThreadLimitGuard::~ThreadLimitGuard() { thread_limit = previous_; }
 
+int64_t parallel_steals() { return steals.load(std::memory_order_relaxed); }
+
+void set_worker_lag_for_testing(int64_t ns) { worker_lag_ns.store(std::max<int64_t>(ns, 0)); }
+
+int parallel_threads(int64_t tasks, int threads) {
+  const int64_t t = std::min<int64_t>(std::min(std::max(threads, 1), in_parallel_region ? 1 : get_num_threads()), tasks);
+  return static_cast<int>(std::max<int64_t>(t, 1));
+}
+
+void parallel_tasks(int64_t tasks, int threads, const std::function<void(int64_t, int)>& fn) {
+  if (tasks <= 0) return;
+  const int slots = parallel_threads(tasks, threads);
+  if (slots <= 1) {
+    for (int64_t i = 0; i < tasks; ++i) fn(i, 0);
+    return;
+  }
+  pool().run(tasks, slots, nullptr, fn);
+}
+
+void parallel_tasks(const std::vector<int64_t>& bounds, const std::function<void(int64_t, int)>& fn) {
+  if (bounds.size() < 2) return;
+  const int64_t tasks = bounds.back();
+  const int slots = static_cast<int>(bounds.size() - 1);
+  if (slots <= 1 || in_parallel_region) {
+    for (int64_t i = 0; i < tasks; ++i) fn(i, 0);
+    return;
+  }
+  pool().run(tasks, slots, bounds.data(), fn);
+}
+
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& fn) {
   if (begin >= end) return;
   const int64_t n = end - begin;
   grain = std::max<int64_t>(grain, 1);
   const int threads = in_parallel_region ? 1 : get_num_threads();
-  const int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
-  if (chunks <= 1) {
+  const int64_t chunks = std::min<int64_t>(int64_t{threads} * kChunksPerThread, (n + grain - 1) / grain);
+  if (threads <= 1 || chunks <= 1) {
     fn(begin, end);
     return;
   }
-  const int64_t step = (n + chunks - 1) / chunks;
-  pool().run(static_cast<int>(chunks), [&](int i) {
-    const int64_t b = begin + i * step;
-    const int64_t e = std::min(end, b + step);
-    if (b < e) fn(b, e);
-  });
+  pool().run(chunks, static_cast<int>(std::min<int64_t>(threads, chunks)), nullptr,
+             [&](int64_t i, int) { fn(begin + n * i / chunks, begin + n * (i + 1) / chunks); });
 }
 
 }  // namespace ember

@@ -11,6 +11,7 @@
 #include "kernels/ref/qgemm.h"
 #include "quant/dynamic_linear.h"
 #include "quant/qscheme.h"
+#include "runtime/core/thread_pool.h"
 #include "tests/harness/testing.h"
 
 using namespace ember;
@@ -64,18 +65,26 @@ TEST_CASE("qgemm: int32 sums equal the reference on odd sizes, every kernel") {
       std::vector<int32_t> ref(static_cast<size_t>(m * n)), got(static_cast<size_t>(m * n), -1);
       ref::qgemm_u8s8s32(m, n, k, a.data(), k4, w.data(), k, ref.data(), n);
       // Threads 2 and 3 with one task per thread allowed (min macs 1): the
-      // threads take ranges of tasks of equal work; the sums do not depend on
-      // who ran them.
+      // threads take ranges of tasks of equal work, and with the pool's
+      // workers lagging (set_worker_lag_for_testing) the caller takes the
+      // ends of theirs; the sums do not depend on who ran them.
       for (int threads : {1, 2, 3}) {
-        const int64_t previous = cpu::qgemm_set_min_macs_per_thread(threads > 1 ? 1 : cpu::kDefaultMinMacsPerThread);
-        std::fill(got.begin(), got.end(), -1);
-        cpu::qgemm_u8s8(m, a.data(), k4, pw, nullptr, got.data(), nullptr, n, threads);
-        cpu::qgemm_set_min_macs_per_thread(previous);
-        CAPTURE(m);
-        CAPTURE(n);
-        CAPTURE(k);
-        CAPTURE(threads);
-        CHECK(got == ref);
+        for (int64_t lag : {0, 20000}) {
+          if (threads == 1 && lag > 0) continue;
+          const int64_t previous =
+              cpu::qgemm_set_min_macs_per_thread(threads > 1 ? 1 : cpu::kDefaultMinMacsPerThread);
+          std::fill(got.begin(), got.end(), -1);
+          set_worker_lag_for_testing(lag);
+          cpu::qgemm_u8s8(m, a.data(), k4, pw, nullptr, got.data(), nullptr, n, threads);
+          set_worker_lag_for_testing(0);
+          cpu::qgemm_set_min_macs_per_thread(previous);
+          CAPTURE(m);
+          CAPTURE(n);
+          CAPTURE(k);
+          CAPTURE(threads);
+          CAPTURE(lag);
+          CHECK(got == ref);
+        }
       }
       for (int64_t j = 0; j < n; ++j) {
         int32_t sum = 0;
