@@ -1,5 +1,7 @@
 // Round trip of a parallel region: the time parallel_for takes to hand one
 // chunk to each pool thread and return, for an empty body and for a tiny one.
+// Then a region whose workers run at half speed, split statically and with
+// work stealing.
 //   bazel run //bench/threads:thread_bench -- [threads=2] [regions=20000] [repeats=15]
 // Prints min / median over `repeats` batches of `regions` back-to-back regions
 // (µs per region). On a shared machine only the minimum means much.
@@ -8,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include "runtime/core/thread_pool.h"
@@ -62,5 +65,33 @@ int main(int argc, char** argv) {
     });
   });
   std::printf("(checksum %lld)\n", static_cast<long long>(sink.load()));
+
+  // A region of equal items (each `item_us` of spinning, 16 a thread) where
+  // every thread but the caller runs at half speed (its items spin twice as
+  // long), as a little core or a busy vCPU: one task a thread (a static
+  // split: the region waits for the slow threads' halves) against 16 (work
+  // stealing: the caller takes the ends of their shares). The ideal with
+  // one full-speed and threads - 1 half-speed threads: items / (1 + (threads - 1) / 2) items' time.
+  const int64_t item_ns = 20 * 1000, per_thread = 16;
+  auto spin = [](int64_t ns) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  const int items = threads * static_cast<int>(per_thread);
+  const double ideal_us = items * item_ns / 1e3 / (1.0 + (threads - 1) / 2.0);
+  std::printf("\nworkers at half speed, %d items of %lld us (ideal %.0f us, one thread %.0f us):\n", items,
+              static_cast<long long>(item_ns / 1000), ideal_us, items * item_ns / 1e3);
+  const std::thread::id main_id = std::this_thread::get_id();
+  auto slow_item = [&](int64_t n) {
+    const bool slow = std::this_thread::get_id() != main_id;
+    for (int64_t i = 0; i < n; ++i) spin(slow ? 2 * item_ns : item_ns);
+  };
+  report("one task a thread (static split)", 200, repeats, [&] {
+    ember::parallel_tasks(threads, threads, [&](int64_t, int) { slow_item(per_thread); });
+  });
+  report("16 tasks a thread (work stealing)", 200, repeats, [&] {
+    ember::parallel_tasks(items, threads, [&](int64_t, int) { slow_item(1); });
+  });
   return 0;
 }

@@ -476,7 +476,9 @@ Diag bench(const BenchArgs& args, std::ostream& out) {
   const Span<const Tensor> in(inputs->data(), inputs->size());
   std::string error;
   std::vector<double> ms;
+  int64_t steals_before = 0;
   for (int i = 0; i < args.warmup + args.iterations; ++i) {
+    if (i == args.warmup) steals_before = parallel_steals();
     const auto t0 = std::chrono::steady_clock::now();
     Result<std::vector<Tensor>> r = ctx.run(in, options, &error);
     const double t = ms_since(t0);
@@ -495,6 +497,8 @@ Diag bench(const BenchArgs& args, std::ostream& out) {
   const int64_t rss = peak_rss_bytes();
   const size_t arena = ctx.memory_plan().arena_bytes;
   const int threads = args.threads > 0 ? args.threads : get_num_threads();
+  // Items a run's parallel regions moved from a slower thread's share to another (work stealing).
+  const double stolen = static_cast<double>(parallel_steals() - steals_before) / static_cast<double>(n);
 
   if (args.json) {
     out << "{\"model\": " << json_string(args.model) << ", \"device\": " << json_string(args.device)
@@ -502,7 +506,8 @@ Diag bench(const BenchArgs& args, std::ostream& out) {
         << ", \"load_ms\": " << fixed(load_ms, 3) << ", \"latency_ms\": {\"min\": " << fixed(ms.front(), 6) << ", \"median\": " << fixed(median, 6)
         << ", \"p90\": " << fixed(p90, 6) << ", \"mean\": " << fixed(mean, 6) << "}"
         << ", \"throughput_per_s\": " << fixed(throughput, 3) << ", \"peak_rss_bytes\": " << rss
-        << ", \"arena_bytes\": " << arena << ", \"precision\": " << json_string(args.precision)
+        << ", \"arena_bytes\": " << arena << ", \"stolen_items_per_run\": " << fixed(stolen, 2)
+        << ", \"precision\": " << json_string(args.precision)
         << ", \"fallback_nodes\": " << loaded->executor->fallback_ops().size()
         << ", \"nodes\": " << loaded->model->num_ops() << "}\n";
     return Diag::success();
@@ -525,6 +530,7 @@ Diag bench(const BenchArgs& args, std::ostream& out) {
       << "load: " << fixed(load_ms, 3) << " ms (map, verify, build the executor)\n"
       << "peak RSS: " << fixed(static_cast<double>(rss) / (1024.0 * 1024.0), 1) << " MiB\n"
       << "arena: " << with_commas(static_cast<int64_t>(arena)) << " bytes\n";
+  if (threads > 1) out << "work stealing: " << fixed(stolen, 2) << " items a run taken from another thread's share\n";
   return Diag::success();
 }
 

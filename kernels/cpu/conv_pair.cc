@@ -177,15 +177,16 @@ Status run_fused(const KernelContext& ctx, const Pair& p) {
   GemmEpilogue ep = activation_epilogue(p.prm.pointwise.activation);
   ep.col_bias = p.b1.ptr<const float>();
   // Up to kChunksPerThread ranges of rows a thread, each thread's own in
-  // order (its buffer's rows carry over from one range to the next).
+  // order, the rows its buffer holds carried from one range to the next; a
+  // thread done with its own takes ranges from the end of another's.
   const int64_t rows = p.o.sizes[0] * p.o.sizes[2];
   const int64_t tasks = b.parts > 1 ? std::min(rows, b.parts * kChunksPerThread) : 1;
   for (int64_t i = 0; i < b.parts; ++i) new (slots + i * b.slot_bytes() + b.rows_bytes + b.gemm_bytes) Held{};
   std::atomic<bool> ok{true};
-  parallel_tasks(tasks, static_cast<int>(b.parts), [&](int64_t i, int slot_index) {
+  parallel_tasks(tasks, static_cast<int>(b.parts), [&](int64_t t, int slot_index) {
     char* slot = slots + slot_index * b.slot_bytes();
     Held& held = *reinterpret_cast<Held*>(slot + b.rows_bytes + b.gemm_bytes);
-    if (!run_rows(p, b, w1, ep, dw, rows * i / tasks, rows * (i + 1) / tasks, slot, held)) ok = false;
+    if (!run_rows(p, b, w1, ep, dw, rows * t / tasks, rows * (t + 1) / tasks, slot, held)) ok = false;
   });
   return ok ? Status::Ok : Status::OutOfMemory;
 }
