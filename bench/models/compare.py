@@ -10,6 +10,8 @@ Driven by bench/models/run.sh, which exports the models, converts them with
         [--cases mobilenet_v2,resnet18] (any of LATENCY_CASES, or of INT8_CASES with --int8; default all)
         (two builds, alternating rounds; the baseline runs BDIR/<model>.ember, converted by
         OLD_BIN so that converter changes count too, else DIR's)
+    compare.py ... --busy-core
+        (any of the above while a busy loop holds the last CPU: threads that no longer keep pace)
     compare.py --dir DIR --ember BIN --int8 [--rounds 5]
         (dynamic int8 only, INT8_CASES: DIR/bert_int8.ember and the CNNs' <model>_int8.ember,
         from `ember convert --quantize dynamic-int8`, vs DIR/<model>_int8.onnx, from ORT's
@@ -271,10 +273,26 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cases", help="cases to run, comma-separated (default: all of LATENCY_CASES, or of INT8_CASES)")
     ap.add_argument("--int8", action="store_true", help="dynamic int8 models only (INT8_CASES)")
+    ap.add_argument("--busy-core", action="store_true",
+                    help="a busy loop holds the last allowed CPU throughout (another process on one core, "
+                         "as a phone's little core or a shared VM: the threads no longer keep pace)")
     args = ap.parse_args()
     if args.ort_worker:
         args.threads = int(args.threads)
         return ort_worker(args)
+    if args.busy_core:
+        cpu = max(os.sched_getaffinity(0))
+        hog = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
+        print(f"busy core: a busy loop (pid {hog.pid}) holds CPU {cpu}")
+        try:
+            return run(args)
+        finally:
+            hog.kill()
+            hog.wait()
+    return run(args)
+
+
+def run(args):
 
     import onnxruntime
     print(f"onnxruntime {onnxruntime.__version__}; batch 1 (bert_b8: 8); median of {args.iterations} runs "

@@ -63,10 +63,10 @@ constexpr int64_t kDirectChunk = 64;  // columns per thread chunk of the unpacke
 constexpr int64_t kDirectPerThread = 1 << 15;  // values of B a thread of the unpacked paths streams at least
 // A read in place up to this many columns of C a thread (the portable kernel: 64; AVX2 and AVX-512: 768).
 constexpr int64_t a_in_place_columns(GemmIsa isa) { return isa == GemmIsa::Portable ? 64 : 768; }
-constexpr int64_t kPrefetchB = 1 << 20;
-// Tasks a thread's tile of C is cut into (sgemm_blocked): what another thread
-// can take over when this one falls behind.
-constexpr int64_t kTileParts = 4;  // a thread's unpacked B read in order first, up to (sgemm_blocked)
+constexpr int64_t kPrefetchB = 1 << 20;  // a thread's unpacked B read in order first, up to (sgemm_blocked)
+// Tasks a thread's tile of C is cut into at most (sgemm_blocked): what another
+// thread can take over when this one falls behind.
+constexpr int64_t kTileParts = 4;
 constexpr int64_t kClaimC = 1 << 18;  // C's values from which gemm_tile claims its tiles' rows ahead (1 MiB)
 constexpr int64_t kSplitDepthRatio = 3;  // a product splits its depth across threads from k >= this * m on (split_depth)
 
