@@ -5,8 +5,8 @@
 // the reference kernels.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/ref/ref_kernels.h"
@@ -84,19 +84,20 @@ int64_t fast_rows(Span<const TensorView> in, const TensorView& out, const NormPa
   return *n == 0 ? 0 : x.numel() / *n;
 }
 
-// out's rows = layer_norm of x's rows (x + y's with `y`), weight and bias
-// (or null) of n values.
+// out's rows = layer_norm of x's rows (x + y's with `y`, each row's sum in
+// `sums`: a row of n floats a slot, `sum_stride` apart), weight and bias (or
+// null) of n values, on up to `threads` threads.
 void norm_rows(const float* xp, const float* yp, const float* wp, const float* bp, float* op, int64_t rows,
-               int64_t n, double eps) {
-  parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t begin, int64_t end) {
-    // AddLayerNorm: the row's sum, as the Add op's output would hold it, in L1.
-    thread_local std::vector<float> sum;
-    if (yp != nullptr && sum.size() < static_cast<size_t>(n)) sum.resize(static_cast<size_t>(n));
-    for (int64_t r = begin; r < end; ++r) {
+               int64_t n, double eps, int threads, float* sums = nullptr, int64_t sum_stride = 0) {
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / n);
+  const int64_t tasks = std::min(int64_t{std::max(threads, 1)} * kChunksPerThread, (rows + grain - 1) / grain);
+  parallel_tasks(tasks, threads, [&](int64_t t, int slot) {
+    for (int64_t r = rows * t / tasks; r < rows * (t + 1) / tasks; ++r) {
       const float* xr = xp + r * n;
-      if (yp != nullptr) {
-        add_rows(xr, yp + r * n, sum.data(), n);
-        xr = sum.data();
+      if (yp != nullptr) {  // AddLayerNorm: the row's sum, as the Add op's output would hold it, in L1
+        float* sum = sums + slot * sum_stride;
+        add_rows(xr, yp + r * n, sum, n);
+        xr = sum;
       }
       const float mean = static_cast<float>(row_moment<false>(xr, n, 0.0f) / static_cast<double>(n));
       const double m2 = row_moment<true>(xr, n, mean);  // a second pass around the mean: no cancellation
@@ -105,6 +106,9 @@ void norm_rows(const float* xp, const float* yp, const float* wp, const float* b
     }
   });
 }
+
+// AddLayerNorm's row-sum buffer a thread slot: n floats, 64-byte aligned.
+int64_t sum_stride(int64_t n) { return (n + 15) / 16 * 16; }
 
 const float* data_or_null(const TensorView& v) { return v.data ? v.ptr<const float>() : nullptr; }
 
@@ -118,9 +122,15 @@ Status layer_norm_f32(const KernelContext& ctx, Span<const TensorView> in, Span<
   if (rows < 0) return ref::layer_norm(ctx, in, out, params);
   if (rows > 0) {
     norm_rows(in[0].ptr<const float>(), nullptr, data_or_null(in[1]), data_or_null(in[2]), out[0].ptr<float>(),
-              rows, n, p->eps);
+              rows, n, p->eps, ctx.num_threads);
   }
   return Status::Ok;
+}
+
+size_t add_layer_norm_f32_workspace(Span<const TensorView> in, Span<const TensorView> out, const OpParams& params) {
+  int64_t n = 0;
+  if (in.size() != 4 || out.size() != 1 || fast_rows(in, out[0], std::get_if<NormParams>(&params), &n) <= 0) return 0;
+  return 64 + static_cast<size_t>(get_num_threads() * sum_stride(n)) * sizeof(float);
 }
 
 // AddLayerNorm: in a, b (a's shape), weight, bias; out layer_norm(a + b).
@@ -132,11 +142,14 @@ Status add_layer_norm_f32(const KernelContext& ctx, Span<const TensorView> in, S
   const bool same = in.size() == 4 && b.data != nullptr && a.rank == b.rank &&
                     std::equal(a.sizes, a.sizes + a.rank, b.sizes);
   const int64_t rows = same ? fast_rows(in, out[0], p, &n) : -1;
-  if (rows < 0) return ref::add_layer_norm(ctx, in, out, params);
-  if (rows > 0) {
-    norm_rows(a.ptr<const float>(), b.ptr<const float>(), data_or_null(in[2]), data_or_null(in[3]),
-              out[0].ptr<float>(), rows, n, p->eps);
-  }
+  if (rows == 0) return Status::Ok;
+  // A row buffer a thread from the workspace (planned for fewer threads: fewer of them).
+  const int64_t stride = rows > 0 ? sum_stride(n) : 1;
+  const int64_t slots = ctx.scratch_bytes > 64 ? static_cast<int64_t>((ctx.scratch_bytes - 64) / sizeof(float)) / stride : 0;
+  if (rows < 0 || slots < 1) return ref::add_layer_norm(ctx, in, out, params);
+  float* sums = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(ctx.scratch) + 63) / 64 * 64);
+  norm_rows(a.ptr<const float>(), b.ptr<const float>(), data_or_null(in[2]), data_or_null(in[3]), out[0].ptr<float>(),
+            rows, n, p->eps, static_cast<int>(std::min<int64_t>(ctx.num_threads, slots)), sums, stride);
   return Status::Ok;
 }
 

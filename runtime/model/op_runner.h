@@ -61,11 +61,11 @@ Result<Tensor> dequantize_weight(const Model& m, int t);
 // term scale * (x A^T) B^T.
 Result<Tensor> activate(const Tensor& y, const Activation& a);
 Result<Tensor> add_lora(const Tensor& y, const LoraAdapter& a, const Tensor& x);
-// A Conv2d as the executor runs it: the convolution, then `residual` (or
-// none) and p's activation (by the CPU kernel where it can).
 // layer_norm of x over its last p.normalized_rank dims (weight and bias
 // optional), as the LayerNorm op runs it.
 Result<Tensor> layer_norm_step(const Tensor& x, const Tensor& w, const Tensor& bias, const NormParams& p);
+// A Conv2d as the executor runs it: the convolution, then `residual` (or
+// none) and p's activation (by the CPU kernel where it can).
 Result<Tensor> conv2d_step(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
                            const Tensor& residual = Tensor(), MemoryFormat out_format = MemoryFormat::Preserve);
 

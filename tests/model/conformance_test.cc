@@ -240,16 +240,18 @@ TEST_CASE("conformance: the real models are bit-identical when the pool's worker
   // bits (conv pairs, channels-last depthwise and stem, Winograd, im2col
   // bands, the GEMM's cut tiles, attention).
   const int saved = get_num_threads();
+  int checked = 0;
   for (int threads : {2, 3}) {
     CAPTURE(threads);
     set_num_threads(threads);
-    for (const char* model : {"mobilenet_v2", "resnet18", "transformer", "bert_opset14_b1"}) {
-      CAPTURE(model);
-      const std::string file = std::string(model) == "bert_opset14_b1" ? "bert_opset14.onnx" : std::string(model) + ".onnx";
+    for (const Case& c : manifest()) {
+      if (c.name != "mobilenet_v2" && c.name != "resnet18" && c.name != "transformer" && c.name != "bert_opset14_b1")
+        continue;
+      CAPTURE(c.name);
       std::string error;
-      auto ex = load_executor(file, &error);
+      auto ex = load_executor(c.file, &error);
       REQUIRE_MESSAGE(ex != nullptr, error);
-      const std::vector<Tensor> in = load_tensors(model, "in", ex->inputs().size());
+      const std::vector<Tensor> in = load_tensors(c.name, "in", c.inputs.size());
       auto run = [&] {
         ExecutionContext ctx(ex);
         auto out = ctx.run(Span<const Tensor>(in.data(), in.size()), {}, &error);
@@ -265,10 +267,12 @@ TEST_CASE("conformance: the real models are bit-identical when the pool's worker
       REQUIRE(lagged.sizes() == reference.sizes());
       CHECK(std::memcmp(lagged.data_ptr(), reference.data_ptr(),
                         static_cast<size_t>(reference.numel()) * element_size(reference.dtype())) == 0);
-      const Comparison cmp = compare(lagged, load_tensors(model, "out", 1)[0], 1e-4, 1e-4);
+      const Comparison cmp = compare(lagged, load_tensors(c.name, "out", 1)[0], c.rtol, c.atol);
       CHECK_MESSAGE(cmp.ok, cmp.detail);
+      ++checked;
     }
   }
+  CHECK(checked == 8);  // the four models at 2 and 3 threads
   set_num_threads(saved);
 }
 
