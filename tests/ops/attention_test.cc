@@ -128,6 +128,40 @@ TEST_CASE("scaled_dot_product_attention: padded keys are skipped only where thei
   check_equal(scaled_dot_product_attention(q2, k2, v2, mask2, 1.0), tensor({{{10.0f, 11.0f}, {10.0f, 11.0f}}}));
 }
 
+TEST_CASE("scaled_dot_product_attention: the padded keys' bound counts every column, vector or not") {
+  // Key 5, masked by -4000, scores exactly 4000 (q . k over the 4 columns
+  // that carry values: 4 * 10 * 100), so it weighs as much as keys 0-2;
+  // keys 3-4 (masked, scores 0) weigh 0. The bound keeps key 5 only if it
+  // counts those columns: in the first or a later vector of 8 columns, in the
+  // columns after the last whole vector, or with k transposed (no vectors).
+  const int64_t E = 20;
+  const Tensor v = arange(12.0).reshape({1, 6, 2}).to(DType::Float32);
+  Tensor mask = zeros({1, 1, 6});
+  mask.narrow(2, 3, 3).fill_(-4000.0);
+  const Tensor expected = tensor({{{4.0f, 5.0f}, {4.0f, 5.0f}}});  // (v0 + v1 + v2 + v5) / 4
+  for (int64_t first : {0, 8, 16}) {
+    for (bool transposed : {false, true}) {
+      CAPTURE(first);
+      CAPTURE(transposed);
+      Tensor q = zeros({1, 2, E}), k = zeros({1, 6, E});
+      q.narrow(2, first, 4).fill_(10.0);
+      k[0][5].narrow(0, first, 4).fill_(100.0);
+      const Tensor kv = transposed ? k.transpose(-2, -1).contiguous().transpose(-2, -1) : k;
+      check_equal(scaled_dot_product_attention(q, kv, v, mask, 1.0), expected);
+    }
+  }
+  // A NaN in a padded key's row: no key is skipped, every score row meets
+  // it and comes out NaN, as the math path's.
+  for (int64_t col : {2, 17}) {
+    CAPTURE(col);
+    Tensor q = randn({1, 3, E}), k = randn({1, 6, E});
+    k[0][4][col].fill_(std::numeric_limits<double>::quiet_NaN());
+    const Tensor out = scaled_dot_product_attention(q, k, v, mask, 1.0);
+    check_equal(isnan(out), full({1, 3, 2}, 1.0).to(DType::Bool));
+    check_equal(isnan(math_path(q, k, v, mask, 1.0)), full({1, 3, 2}, 1.0).to(DType::Bool));
+  }
+}
+
 TEST_CASE("scaled_dot_product_attention: no keys give zeros; no queries an empty output") {
   check_equal(scaled_dot_product_attention(ones({2, 3, 4}), ones({2, 0, 4}), ones({2, 0, 5})), zeros({2, 3, 5}));
   CHECK(scaled_dot_product_attention(ones({2, 0, 4}), ones({2, 3, 4}), ones({2, 3, 5})).sizes() == Shape{2, 0, 5});
