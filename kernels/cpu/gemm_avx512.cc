@@ -24,6 +24,39 @@ __attribute__((always_inline)) inline void prefetch_a(const float* a) {
   if constexpr (kStreamA) _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchA), _MM_HINT_T0);
 }
 
+// A last panel's columns in a narrower vector: 8 or fewer take a 256-bit
+// vector, not a 512-bit one (a panel of 24 columns: one of each). Zen 4 runs
+// a 512-bit multiply-add as two 256-bit halves, so those cost half as much
+// (MobileNetV2's and V3's projections to 24 and 40 channels). Wide<N>: the
+// vector type of N > 0 columns, 16 at most.
+template <bool kNarrow>
+struct WideOf {
+  using type = __m512;
+};
+template <>
+struct WideOf<true> {
+  using type = __m256;
+};
+template <int N>
+using Wide = typename WideOf<(N <= 8)>::type;
+
+__attribute__((target("avx512f,fma"), always_inline)) inline void load_b(const float* b, __m512* v) {
+  *v = _mm512_loadu_ps(b);
+}
+__attribute__((target("avx512f,fma"), always_inline)) inline void load_b(const float* b, __m256* v) {
+  *v = _mm256_loadu_ps(b);
+}
+__attribute__((target("avx512f,fma"), always_inline)) inline __m512 fma_b(float a, __m512 b, __m512 c) {
+  return _mm512_fmadd_ps(_mm512_set1_ps(a), b, c);
+}
+__attribute__((target("avx512f,fma"), always_inline)) inline __m256 fma_b(float a, __m256 b, __m256 c) {
+  return _mm256_fmadd_ps(_mm256_set1_ps(a), b, c);
+}
+__attribute__((target("avx512f,fma"), always_inline)) inline __m512 wide(__m512 v) { return v; }
+__attribute__((target("avx512f,fma"), always_inline)) inline __m512 wide(__m256 v) {
+  return _mm512_castpd_ps(_mm512_maskz_insertf64x4(0xFF, _mm512_setzero_pd(), _mm256_castps_pd(v), 0));
+}
+
 // --- AVX-512 12x32: 24 accumulators, 2 B vectors, embedded broadcasts --------
 // MV < 12: the first MV rows only (a tile at the bottom edge: C_out = 64 is
 // 5 x 12 + 4, and 4 rows cost 8 multiply-adds a step, not 24), each the same
@@ -33,27 +66,34 @@ __attribute__((always_inline)) inline void prefetch_a(const float* a) {
 // a + i * lda (contiguous along k), rather than from a packed panel (12
 // values a step); only its first MV rows are read. pf: pf_lines cache lines
 // to bring into L2 (gemm.cc: a share of the next pre-packed B panel),
-// spread over the steps (gemm_tile.h: SpreadPrefetch). kHalf: the first B
-// vector only (a last panel of at most 16 valid columns).
-template <int MV, bool kStreamA, bool kARows = false, bool kHalf = false>
-__attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const float* __restrict a,
+// spread over the steps (gemm_tile.h: SpreadPrefetch). kCols: the panel's
+// columns computed, 32, or fewer in a last panel (kLastCols).
+template <int MV, bool kStreamA, bool kARows = false, int kCols = 32>
+__attribute__((target("avx512f,fma"))) void rows_12x32_avx512(int64_t kc, const float* __restrict a,
                                                                   const float* __restrict b, int64_t ldb, float* c,
                                                                   int64_t rs, int64_t cs, bool accumulate,
                                                                   int64_t mv, int64_t nv, const TileEpilogue* e,
                                                                   int64_t lda = 0, const char* pf = nullptr,
                                                                   int64_t pf_lines = 0) {
-  EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO, __m512, _mm512_setzero_ps())
+  using V0 = Wide<std::min(kCols, 16)>;                 // columns 0-15
+  using V1 = Wide<kCols <= 16 ? 16 : kCols - 16>;      // columns 16-31 (none: kCols <= 16)
+#define EMBER_GEMM_ZERO2(i, V, unused) V0 c##i##_0 = V0{}; V1 c##i##_1 = V1{};
+  EMBER_GEMM_ROWS12(EMBER_GEMM_ZERO2, , )
+#undef EMBER_GEMM_ZERO2
   SpreadPrefetch spread(pf, pf_lines, kc);
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_loadu_ps(b), b1 = kHalf ? b0 : _mm512_loadu_ps(b + 16);
+    V0 b0;
+    V1 b1;
+    load_b(b, &b0);
+    if constexpr (kCols > 16) load_b(b + 16, &b1);
     prefetch_a<kStreamA>(a);
     spread.step(p);
-#define EMBER_GEMM_STEP(i, V, unused)                                     \
-  if constexpr (i < MV) {                                                 \
-    const __m512 ai = _mm512_set1_ps(kARows ? a[i * lda] : a[i]);         \
-    c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0);                         \
-    if constexpr (!kHalf) c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1);   \
+#define EMBER_GEMM_STEP(i, V, unused)                                       \
+  if constexpr (i < MV) {                                                   \
+    const float ai = kARows ? a[i * lda] : a[i];                            \
+    c##i##_0 = fma_b(ai, b0, c##i##_0);                                     \
+    if constexpr (kCols > 16) c##i##_1 = fma_b(ai, b1, c##i##_1);           \
   }
     EMBER_GEMM_ROWS12(EMBER_GEMM_STEP, , )
 #undef EMBER_GEMM_STEP
@@ -61,7 +101,9 @@ __attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const floa
     b += ldb;
   }
   spread.rest();  // more lines than steps
-  __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_PAIR, , )};
+#define EMBER_GEMM_WIDE(i, V, unused) {wide(c##i##_0), wide(c##i##_1)},
+  __m512 acc[12][2] = {EMBER_GEMM_ROWS12(EMBER_GEMM_WIDE, , )};
+#undef EMBER_GEMM_WIDE
   store_12x32_avx512(acc, c, rs, cs, accumulate, mv, nv, e);
 }
 
@@ -78,7 +120,7 @@ __attribute__((target("avx512f"))) void rows_12x32_avx512(int64_t kc, const floa
 constexpr int64_t kEdgeColumns = 8;
 
 template <bool V16, int R, bool kStreamA>
-__attribute__((target("avx512f"))) void edge_avx512(int64_t kc, const float* __restrict a, const float* __restrict b,
+__attribute__((target("avx512f,fma"))) void edge_avx512(int64_t kc, const float* __restrict a, const float* __restrict b,
                                                      float* c, int64_t rs, int64_t cs, bool accumulate, int64_t mv,
                                                      int64_t nv, const TileEpilogue* e) {
   constexpr int64_t j0 = V16 ? 16 : 0;  // the first column of the R columns
@@ -142,7 +184,7 @@ __attribute__((target("avx512f"))) void edge_avx512(int64_t kc, const float* __r
 }  // namespace
 
 template <bool kStreamA>
-__attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const float* __restrict a,
+__attribute__((target("avx512f,fma"))) void ukernel_12x32_avx512(int64_t kc, const float* __restrict a,
                                                               const float* __restrict b, float* c,
                                                               int64_t rs, int64_t cs, bool accumulate,
                                                               int64_t mv, int64_t nv, const TileEpilogue* e) {
@@ -152,7 +194,7 @@ __attribute__((target("avx512f"))) void ukernel_12x32_avx512(int64_t kc, const f
 namespace {
 
 template <int MV, bool kStreamA>
-__attribute__((target("avx512f"))) void rows_packed(int64_t kc, const float* __restrict a, const float* __restrict b,
+__attribute__((target("avx512f,fma"))) void rows_packed(int64_t kc, const float* __restrict a, const float* __restrict b,
                                                      float* c, int64_t rs, int64_t cs, bool accumulate, int64_t mv,
                                                      int64_t nv, const TileEpilogue* e) {
   rows_12x32_avx512<MV, kStreamA>(kc, a, b, 32, c, rs, cs, accumulate, mv, nv, e);
@@ -161,7 +203,7 @@ __attribute__((target("avx512f"))) void rows_packed(int64_t kc, const float* __r
 }  // namespace
 
 template <bool S>
-__attribute__((target("avx512f"))) void in_place_12x32_avx512(int64_t kc, const float* __restrict a, int64_t lda,
+__attribute__((target("avx512f,fma"))) void in_place_12x32_avx512(int64_t kc, const float* __restrict a, int64_t lda,
                                                                const float* __restrict b, int64_t ldb, float* c,
                                                                int64_t rs, int64_t cs, bool accumulate, int64_t mv,
                                                                int64_t nv, const TileEpilogue* e, const char* pf,
@@ -182,7 +224,7 @@ __attribute__((target("avx512f"))) void in_place_12x32_avx512(int64_t kc, const 
 namespace {
 // UkernelInfo::sweep's rows: the micro-kernel inlined (flatten) for each panel.
 template <bool kARows>
-__attribute__((target("avx512f"), flatten)) void sweep_rows_avx512(int64_t kc, const float* a, int64_t lda,
+__attribute__((target("avx512f,fma"), flatten)) void sweep_rows_avx512(int64_t kc, const float* a, int64_t lda,
                                                                    const float* b, int64_t n, float* c, int64_t rs,
                                                                    bool accumulate, const TileEpilogue* e) {
   TileEpilogue t = e != nullptr ? *e : TileEpilogue{};
@@ -191,11 +233,17 @@ __attribute__((target("avx512f"), flatten)) void sweep_rows_avx512(int64_t kc, c
     rows_12x32_avx512<12, false, kARows>(kc, a, b, 32, c, rs, 1, accumulate, 12, 32, te, lda);
     if (t.col_bias != nullptr) t.col_bias += 32;
   }
-  if (n % 32 == 0) return;
-  if (n % 32 <= 16) {
-    rows_12x32_avx512<12, false, kARows, true>(kc, a, b, 32, c, rs, 1, accumulate, 12, n % 32, te, lda);
+  const int64_t last = n % 32;  // a last panel's columns: the vectors or halves that hold them
+  if (last == 0) return;
+  // (Direct calls, which flatten inlines with cs and mv known.)
+  if (last <= 8) {
+    rows_12x32_avx512<12, false, kARows, 8>(kc, a, b, 32, c, rs, 1, accumulate, 12, last, te, lda);
+  } else if (last <= 16) {
+    rows_12x32_avx512<12, false, kARows, 16>(kc, a, b, 32, c, rs, 1, accumulate, 12, last, te, lda);
+  } else if (last <= 24) {
+    rows_12x32_avx512<12, false, kARows, 24>(kc, a, b, 32, c, rs, 1, accumulate, 12, last, te, lda);
   } else {
-    rows_12x32_avx512<12, false, kARows>(kc, a, b, 32, c, rs, 1, accumulate, 12, n % 32, te, lda);
+    rows_12x32_avx512<12, false, kARows>(kc, a, b, 32, c, rs, 1, accumulate, 12, last, te, lda);
   }
 }
 }  // namespace
@@ -208,7 +256,7 @@ void sweep_12x32_avx512(int64_t kc, const float* a, int64_t lda, const float* b,
 // UkernelInfo::edge of the 12x32 kernel: nv < 32 (the right edge), or a full
 // width and mv < 12 (the bottom edge).
 template <bool S>
-__attribute__((target("avx512f"))) void edge_12x32_avx512(int64_t kc, const float* __restrict a,
+__attribute__((target("avx512f,fma"))) void edge_12x32_avx512(int64_t kc, const float* __restrict a,
                                                            const float* __restrict b, float* c, int64_t rs,
                                                            int64_t cs, bool accumulate, int64_t mv, int64_t nv,
                                                            const TileEpilogue* e) {
