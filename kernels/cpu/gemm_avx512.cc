@@ -66,8 +66,8 @@ __attribute__((target("avx512f,fma"), always_inline)) inline __m512 wide(__m256 
 // a + i * lda (contiguous along k), rather than from a packed panel (12
 // values a step); only its first MV rows are read. pf: pf_lines cache lines
 // to bring into L2 (gemm.cc: a share of the next pre-packed B panel),
-// spread over the steps (gemm_tile.h: SpreadPrefetch). kCols: the panel's
-// columns computed, 32, or fewer in a last panel (kLastCols).
+// spread over the steps (gemm_tile.h: SpreadPrefetch). kCols: the columns
+// computed, 32, or a last panel's 8, 16 or 24 (Wide: in 256-bit halves).
 template <int MV, bool kStreamA, bool kARows = false, int kCols = 32>
 __attribute__((target("avx512f,fma"))) void rows_12x32_avx512(int64_t kc, const float* __restrict a,
                                                                   const float* __restrict b, int64_t ldb, float* c,
