@@ -30,9 +30,10 @@ PackedConv2d pack_conv2d(const int8_t* q, int64_t c_out, int64_t c_in, int64_t k
 int64_t conv_out_size(const PackedConv2d& c, int d, int64_t in);
 
 // y [n, c_out, oh, ow] = act(conv2d(x [n, c_in, h, w])) with dynamic int8;
-// channels_last: x is [n, h, w, c_in] in memory and y [n, oh, ow, c_out].
+// x_channels_last: x is [n, h, w, c_in] in memory; y_channels_last: y is
+// [n, oh, ow, c_out].
 void dynamic_conv2d(const float* x, int64_t n, int64_t h, int64_t w, const PackedConv2d& c, float* y,
                     const Activation& act, const DynamicQuantOptions& options = {}, int threads = 0,
-                    bool channels_last = false);
+                    bool x_channels_last = false, bool y_channels_last = false);
 
 }  // namespace ember::quant

@@ -203,8 +203,8 @@ Status qlinear_f32(const KernelContext&, Span<const TensorView> in, Span<TensorV
   return Status::Ok;
 }
 
-// in: x float32 [N, C_in, H, W]; out: [N, C_out, OH, OW]; both contiguous or
-// both dense channels_last.
+// in: x float32 [N, C_in, H, W]; out: [N, C_out, OH, OW]; each contiguous or
+// dense channels_last.
 Status qconv2d_f32(const KernelContext&, Span<const TensorView> in, Span<TensorView> out, const OpParams& params) {
   const auto& p = std::get<QConv2dParams>(params);
   const auto* w = dynamic_cast<const CpuQConv2d*>(p.weight);
@@ -216,10 +216,10 @@ Status qconv2d_f32(const KernelContext&, Span<const TensorView> in, Span<TensorV
       y.sizes[1] != c.c_out || y.sizes[2] != quant::conv_out_size(c, 0, x.sizes[2]) ||
       y.sizes[3] != quant::conv_out_size(c, 1, x.sizes[3]))
     return Status::InvalidArgument;
-  const bool channels_last = !dense(x) || !dense(y);
-  if (channels_last && !(dense_channels_last(x) && dense_channels_last(y))) return Status::InvalidArgument;
+  const bool x_cl = !dense(x), y_cl = !dense(y);
+  if ((x_cl && !dense_channels_last(x)) || (y_cl && !dense_channels_last(y))) return Status::InvalidArgument;
   quant::dynamic_conv2d(x.ptr<const float>(), x.sizes[0], x.sizes[2], x.sizes[3], c, y.ptr<float>(),
-                        p.conv.activation, {}, 0, channels_last);
+                        p.conv.activation, {}, 0, x_cl, y_cl);
   return Status::Ok;
 }
 

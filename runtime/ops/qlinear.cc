@@ -44,7 +44,7 @@ int64_t conv_out_size(const Conv2dParams& c, int d, int64_t in, int64_t k) {
 
 }  // namespace
 
-Result<Tensor> core::qconv2d(const Tensor& x, const QConv2dParams& params) {
+Result<Tensor> core::qconv2d(const Tensor& x, const QConv2dParams& params, MemoryFormat out_format) {
   EMBER_ASSERT(params.weight != nullptr && params.weight->shape.size() == 4, "qconv2d without a prepared weight");
   const std::vector<int64_t>& ws = params.weight->shape;
   EMBER_TRY(check_weight_device(*params.weight, x, "int8 conv2d"));
@@ -52,15 +52,17 @@ Result<Tensor> core::qconv2d(const Tensor& x, const QConv2dParams& params) {
               dtype_name(x.dtype()));
   EMBER_CHECK(x.dim() == 4 && x.size(1) == ws[1], Status::ShapeMismatch, "int8 conv2d: expected an input [N, ",
               ws[1], ", H, W]");
-  // The output in the input's memory format (as PyTorch's convolutions): channels_last or contiguous.
+  // The output in the input's memory format (as PyTorch's convolutions) unless
+  // out_format says: channels_last or contiguous.
   const MemoryFormat format = x.suggest_memory_format();
   EMBER_ASSIGN_OR_RETURN(const Tensor xc, core::contiguous(x, format));
+  const MemoryFormat y_format = out_format == MemoryFormat::Preserve ? format : out_format;
   const int64_t oh = conv_out_size(params.conv, 0, x.size(2), ws[2]);
   const int64_t ow = conv_out_size(params.conv, 1, x.size(3), ws[3]);
   EMBER_CHECK(oh > 0 && ow > 0, Status::ShapeMismatch, "int8 conv2d: the input ", x.size(2), "x", x.size(3),
               " is smaller than the kernel");
   EMBER_ASSIGN_OR_RETURN(
-      Tensor y, core::empty({x.size(0), ws[0], oh, ow}, TensorOptions(DType::Float32).device(x.device()), format));
+      Tensor y, core::empty({x.size(0), ws[0], oh, ow}, TensorOptions(DType::Float32).device(x.device()), y_format));
   EMBER_TRY(run_kernel(OpKind::QConv2d, {xc, Tensor(), Tensor()}, {y}, params));
   return y;
 }

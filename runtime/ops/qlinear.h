@@ -64,7 +64,8 @@ Tensor conv2d_activated(const Tensor& x, const Tensor& weight, const Tensor& bia
 // The Status-returning cores of the front-ends above (same parameters; see ops.h).
 namespace core {
 Result<Tensor> qlinear(const Tensor& x, const QLinearParams& params);
-Result<Tensor> qconv2d(const Tensor& x, const QConv2dParams& params);
+// out_format: the output's memory format (Preserve: x's).
+Result<Tensor> qconv2d(const Tensor& x, const QConv2dParams& params, MemoryFormat out_format = MemoryFormat::Preserve);
 Result<Tensor> sparse_linear(const Tensor& x, const QLinearParams& params, const Tensor& bias);
 Result<Tensor> conv2d_pair(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
                            const Conv2dPairParams& p);

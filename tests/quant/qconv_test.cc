@@ -30,7 +30,11 @@ TEST_CASE("dynamic_conv2d: equals the dequantized reference (stride, padding, di
                         // AMX): the channels-last input is the GEMM's A as it is
                         {2, 64, 5, 6, 24, 1, 1, 1, 1, 0, 0, 1, 1, true, true},
                         // kernel rows inside the image (one copy each) and at its borders, 7x7 stride 2
-                        {1, 3, 19, 21, 8, 7, 7, 2, 2, 3, 3, 1, 1, true, true}};
+                        {1, 3, 19, 21, 8, 7, 7, 2, 2, 3, 3, 1, 1, true, true},
+                        // runs of 9, 21 (above), 48 and 60 bytes: copies of 16, 32 and 64 past their end,
+                        // but where they would spill past the output row (its last positions)
+                        {2, 16, 7, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1, true, false},
+                        {1, 12, 6, 8, 9, 2, 5, 1, 2, 0, 2, 1, 1, false, true}};
   const cpu::QGemmIsa isas[] = {cpu::QGemmIsa::Portable, cpu::QGemmIsa::Avx2, cpu::QGemmIsa::Avx512Vnni,
                                 cpu::QGemmIsa::Amx, cpu::QGemmIsa::Neon};
   for (const cpu::QGemmIsa isa : isas) {
@@ -69,7 +73,7 @@ TEST_CASE("dynamic_conv2d: equals the dequantized reference (stride, padding, di
             x[static_cast<size_t>(b * c.ci * c.h * c.w + i)];
       }
     }
-    quant::dynamic_conv2d(x_cl.data(), c.n, c.h, c.w, packed, y_cl.data(), act, {}, 2, /*channels_last=*/true);
+    quant::dynamic_conv2d(x_cl.data(), c.n, c.h, c.w, packed, y_cl.data(), act, {}, 2, true, true);
     int64_t cl_mismatches = 0;
     for (int64_t b = 0; b < c.n; ++b) {
       for (int64_t i = 0; i < c.co * oh * ow; ++i) {
@@ -78,6 +82,10 @@ TEST_CASE("dynamic_conv2d: equals the dequantized reference (stride, padding, di
       }
     }
     CHECK(cl_mismatches == 0);
+    // NCHW in, channels last out (an image's stem in a channels_last model): the same, bit for bit.
+    std::vector<float> y_mixed(y.size());
+    quant::dynamic_conv2d(x.data(), c.n, c.h, c.w, packed, y_mixed.data(), act, {}, 2, false, true);
+    CHECK(y_mixed == y_cl);
     // Reference: the input's per-tensor quantization, dequantized; weights dequantized.
     const int64_t total = static_cast<int64_t>(x.size());
     std::vector<uint8_t> qx(x.size());
