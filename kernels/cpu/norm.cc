@@ -142,11 +142,12 @@ Status add_layer_norm_f32(const KernelContext& ctx, Span<const TensorView> in, S
   const bool same = in.size() == 4 && b.data != nullptr && a.rank == b.rank &&
                     std::equal(a.sizes, a.sizes + a.rank, b.sizes);
   const int64_t rows = same ? fast_rows(in, out[0], p, &n) : -1;
+  if (rows < 0) return ref::add_layer_norm(ctx, in, out, params);
   if (rows == 0) return Status::Ok;
   // A row buffer a thread from the workspace (planned for fewer threads: fewer of them).
-  const int64_t stride = rows > 0 ? sum_stride(n) : 1;
+  const int64_t stride = sum_stride(n);
   const int64_t slots = ctx.scratch_bytes > 64 ? static_cast<int64_t>((ctx.scratch_bytes - 64) / sizeof(float)) / stride : 0;
-  if (rows < 0 || slots < 1) return ref::add_layer_norm(ctx, in, out, params);
+  if (slots < 1) return ref::add_layer_norm(ctx, in, out, params);
   float* sums = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(ctx.scratch) + 63) / 64 * 64);
   norm_rows(a.ptr<const float>(), b.ptr<const float>(), data_or_null(in[2]), data_or_null(in[3]), out[0].ptr<float>(),
             rows, n, p->eps, static_cast<int>(std::min<int64_t>(ctx.num_threads, slots)), sums, stride);

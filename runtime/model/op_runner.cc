@@ -78,6 +78,13 @@ Result<Tensor> layer_norm_step(const Tensor& x, const Tensor& w, const Tensor& b
   return core::layer_norm(x, normalized, w, bias, p.eps);
 }
 
+Result<MemoryFormat> channels_last_input(const OpState& s, bool stem, Tensor* x) {
+  if (!s.channels_last || x->dim() != 4 || x->is_contiguous(MemoryFormat::ChannelsLast)) return MemoryFormat::Preserve;
+  if (stem && x->is_contiguous() && x->size(1) <= 4) return MemoryFormat::ChannelsLast;
+  EMBER_ASSIGN_OR_RETURN(*x, core::contiguous(*x, MemoryFormat::ChannelsLast));
+  return MemoryFormat::Preserve;
+}
+
 Result<Tensor> conv2d_step(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
                            const Tensor& residual, MemoryFormat out_format) {
   bool fused = false;  // applied by the CPU kernel (never when a gradient is recorded)
@@ -372,19 +379,8 @@ Status run_Conv2d(OpContext& c) {
   const auto& p = c.params<Conv2dParams>();
   EMBER_ASSIGN_OR_RETURN(Tensor x, c.need(0, "data"));
   EMBER_ASSIGN_OR_RETURN(const Tensor w, c.need(1, "weight"));
-  // channels_last (OpState::channels_last): the input converted, but an
-  // image's few channels (groups 1) are read as they are into a
-  // channels_last output: the CPU kernel's stem reads NCHW rows (MobileNetV2's
-  // 3x224x224: the copy took 0.04 ms, and the stem's gather of channels_last
-  // rows more), its other paths convert the input in their scratch.
-  MemoryFormat out_format = MemoryFormat::Preserve;
-  if (c.state.channels_last && x.dim() == 4 && !x.is_contiguous(MemoryFormat::ChannelsLast)) {
-    if (x.is_contiguous() && x.size(1) <= 4 && p.groups == 1) {
-      out_format = MemoryFormat::ChannelsLast;
-    } else {
-      EMBER_ASSIGN_OR_RETURN(x, core::contiguous(x, MemoryFormat::ChannelsLast));
-    }
-  }
+  // (groups 1: the stem kernel; its other paths convert the input in their scratch.)
+  EMBER_ASSIGN_OR_RETURN(const MemoryFormat out_format, channels_last_input(c.state, p.groups == 1, &x));
   return c.set(0, conv2d_step(x, w, c.opt(2), p, c.opt(3), out_format));
 }
 

@@ -128,18 +128,8 @@ Status run_QLinear(OpContext& c) {
 
 Status run_QConv2d(OpContext& c) {
   EMBER_ASSIGN_OR_RETURN(Tensor x, c.need(0, "data"));
-  // channels_last (OpState::channels_last): the input converted, but an
-  // image's few channels are read as they are into a channels_last output,
-  // as run_Conv2d's (the CPU kernel transposes them as it quantizes: the
-  // converting copy of MobileNetV2's 3x224x224 took 0.09 ms).
-  MemoryFormat out_format = MemoryFormat::Preserve;
-  if (c.state.channels_last && x.dim() == 4 && !x.is_contiguous(MemoryFormat::ChannelsLast)) {
-    if (x.is_contiguous() && x.size(1) <= 4) {
-      out_format = MemoryFormat::ChannelsLast;
-    } else {
-      EMBER_ASSIGN_OR_RETURN(x, core::contiguous(x, MemoryFormat::ChannelsLast));
-    }
-  }
+  // (The CPU kernel transposes an image's few channels as it quantizes them.)
+  EMBER_ASSIGN_OR_RETURN(const MemoryFormat out_format, channels_last_input(c.state, true, &x));
   QConv2dParams p = c.params<QConv2dParams>();
   const Activation act = p.conv.activation;
   EMBER_ASSIGN_OR_RETURN(const Tensor db, trained_bias_delta(c));
